@@ -1,0 +1,126 @@
+"""The `npcmind` command line: serve, validate, and the tools around them. Other tools drive it: keep it stable."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from npcmind import __version__
+from npcmind.config import Settings
+from npcmind.manifest import ManifestError
+from npcmind.manifest import load as load_manifest
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from npcmind.http.app import create_app
+    from npcmind.providers.select import describe
+    from npcmind.service import Service
+
+    settings = Settings(
+        manifest=args.manifest,
+        host=args.host,
+        port=args.port,
+        profile=args.profile,
+        store=args.store,
+        provider=args.provider,
+        base_url=args.base_url,
+        model=args.model,
+        api_key_env=args.api_key_env,
+        clients=getattr(args, "clients", None),
+    )
+    try:
+        service = Service(settings)
+    except ManifestError as e:
+        print(f"npcmind: the manifest cannot be used.\n{e}", file=sys.stderr)
+        return 2
+    except ValueError as e:
+        print(f"npcmind: {e}", file=sys.stderr)
+        return 2
+    app = create_app(service)
+    banner = (
+        f"npcmind {__version__} ready on http://{settings.host}:{settings.port} "
+        f"(profile {settings.profile}, store {settings.store}, provider: {describe(service.provider)})"
+    )
+
+    class _Server(uvicorn.Server):
+        async def startup(self, sockets: list | None = None) -> None:  # type: ignore[type-arg]
+            await super().startup(sockets)
+            if self.started:
+                print(banner, flush=True)
+
+    config = uvicorn.Config(
+        app, host=settings.host, port=settings.port, log_level="warning", access_log=False,
+        loop="auto", http="auto", lifespan="on",
+    )
+    server = _Server(config)
+    server.run()
+    return 0 if server.started else 1
+
+
+def _validate(args: argparse.Namespace) -> int:
+    try:
+        m = load_manifest(args.file)
+    except ManifestError as e:
+        for p in e.problems:
+            print(f"{p.path or '(file)'}: {p.message}")
+        print(f"{args.file}: {len(e.problems)} problem(s)", file=sys.stderr)
+        return 1
+    actors = sum(1 for t in m.types.values() if not t.observe_only)
+    print(f"{args.file}: ok, {len(m.types)} types ({actors} with actions), {len(m.profiles)} profiles, "
+          f"{len(m.file.scopes)} scopes; version {m.version}")
+    return 0
+
+
+def _scripted(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from npcmind.providers.scripted import create_scripted_app
+
+    print(f"scripted provider (a test tool) on http://{args.host}:{args.port}/v1 - set behaviour with PUT /_script",
+          flush=True)
+    uvicorn.run(create_scripted_app(), host=args.host, port=args.port, log_level="warning", lifespan="off")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for the docs and the tests)."""
+    p = argparse.ArgumentParser(prog="npcmind", description="Language-model decisions for game characters.")
+    p.add_argument("--version", action="version", version=f"npcmind {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("serve", help="run the service")
+    s.add_argument("--manifest", required=True, metavar="FILE", help="the game's manifest (YAML, JSON or TOML)")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=8080)
+    s.add_argument("--profile", choices=["local", "hosted"], default="local")
+    s.add_argument("--store", default="sqlite:///npcmind.db", metavar="URL", help="sqlite:///PATH")
+    s.add_argument("--provider", choices=["auto", "openai", "anthropic", "none"], default="auto")
+    s.add_argument("--base-url", metavar="URL", help="an OpenAI-compatible server (vLLM, llama.cpp, Ollama)")
+    s.add_argument("--model", metavar="NAME")
+    s.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the provider's API key")
+    s.set_defaults(func=_serve)
+
+    v = sub.add_parser("validate", help="check a manifest and list every problem by path")
+    v.add_argument("file", metavar="FILE")
+    v.set_defaults(func=_validate)
+
+    t = sub.add_parser("scripted-provider", help="a scripted OpenAI/Anthropic-compatible model server for testing fallbacks")
+    t.add_argument("--host", default="127.0.0.1")
+    t.add_argument("--port", type=int, default=9100)
+    t.set_defaults(func=_scripted)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `npcmind` command."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

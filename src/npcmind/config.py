@@ -1,0 +1,39 @@
+"""Service settings: command-line flags for what users set often, NPCMIND_* variables for tuning."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise SystemExit(f"{name} must be an integer, not {raw!r}") from None
+
+
+@dataclass(slots=True)
+class Settings:
+    """Everything the service can be told; defaults are the documented ones."""
+
+    manifest: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8080
+    profile: str = "local"
+    store: str = "sqlite:///npcmind.db"
+    provider: str = "auto"
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    clients: str | None = None
+    deadline_ms: int = field(default_factory=lambda: _env_int("NPCMIND_DEADLINE_MS", 10_000))
+    admission_wait_ms: int = field(default_factory=lambda: _env_int("NPCMIND_ADMISSION_WAIT_MS", 50))
+    max_concurrent_calls: int = field(default_factory=lambda: _env_int("NPCMIND_MAX_CONCURRENT_CALLS", 32))
+    cache_entries: int = field(default_factory=lambda: _env_int("NPCMIND_CACHE_ENTRIES", 100_000))
+    max_body_bytes: int = field(default_factory=lambda: _env_int("NPCMIND_MAX_BODY_BYTES", 256 * 1024))
+    logprobs: bool = field(default_factory=lambda: os.environ.get("NPCMIND_LOGPROBS", "1") != "0")
+    answer_format: str = field(default_factory=lambda: os.environ.get("NPCMIND_ANSWER_FORMAT", "auto"))

@@ -1,0 +1,258 @@
+"""The decide pipeline: validate, record, render, budget, cache, one provider call, map, issue ids.
+
+Every entity is decided on its own: one over-budget, refused or invalid entity falls back alone, and a
+failed provider call touches only the entities that were in it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from npcmind import A2G_VERSION
+from npcmind.config import Settings
+from npcmind.decide.cache import DecisionCache
+from npcmind.decide.ids import DecisionIds
+from npcmind.decide.prompt import AnswerMode, EntityContext, EntityPrompt, Prompt, PromptBuilder
+from npcmind.decide.validate import check_request
+from npcmind.manifest import Manifest
+from npcmind.manifest.model import ScopeSpec
+from npcmind.metrics import Metrics
+from npcmind.protocol.a2g import AIDecision, DecideRequest, DecideResponse, Decision, FallbackDecision
+from npcmind.protocol.errors import ApiError
+from npcmind.providers import tokens
+from npcmind.providers.base import Provider, ProviderAnswer, ProviderCall, ProviderError
+from npcmind.storage.base import IssuedDecision, Store
+
+log = logging.getLogger("npcmind.decide")
+
+
+@dataclass(slots=True)
+class SessionContext:
+    """The session a request belongs to: who asks, with which manifest, and the scopes it added."""
+
+    session_id: str
+    client_id: str
+    manifest: Manifest
+    scopes: Mapping[str, ScopeSpec]
+
+
+class Situation(Protocol):
+    """What the context layer (telemetry, space, groups, memory) gives the pipeline."""
+
+    async def observe(self, session: SessionContext, req: DecideRequest, now: float) -> None:
+        """Step 1: record what the request tells about its entities, as telemetry would."""
+        ...
+
+    async def view(
+        self, session: SessionContext, req: DecideRequest, now: float
+    ) -> tuple[list[str], dict[str, EntityContext]]:
+        """Part 5 lines for the batch, and part 6 context for each entity."""
+        ...
+
+    def decided(self, session: SessionContext, issued: list[IssuedDecision]) -> None:
+        """Learn the chosen actions (a parent's latest decision, a neighbour's action)."""
+        ...
+
+
+@dataclass(slots=True)
+class BatchResult:
+    """A decide answer plus what the provider saw, for tests and the debugging view."""
+
+    response: DecideResponse
+    prompt: Prompt | None
+
+
+class DecidePipeline:
+    """One instance per service; shared by every session."""
+
+    def __init__(
+        self,
+        provider: Provider,
+        store: Store,
+        ids: DecisionIds,
+        settings: Settings,
+        metrics: Metrics,
+        situation: Situation | None = None,
+    ) -> None:
+        self.provider = provider
+        self.store = store
+        self.ids = ids
+        self.settings = settings
+        self.metrics = metrics
+        self.situation = situation
+        self.cache = DecisionCache(settings.cache_entries)
+        self.mode: AnswerMode = provider.mode
+        self._builders: dict[str, PromptBuilder] = {}
+        self._slots = asyncio.Semaphore(settings.max_concurrent_calls)
+        self._admission = settings.admission_wait_ms / 1000
+        self._deadline = settings.deadline_ms / 1000
+        self._ai = metrics.decisions.labels("AI", "")
+        self._fallback = {
+            code: metrics.decisions.labels("FALLBACK", code)
+            for code in ("unavailable", "busy", "refused", "invalid_choice", "budget")
+        }
+
+    def builder(self, manifest: Manifest) -> PromptBuilder:
+        """The prompt builder of a manifest version (its static part 1 is rendered once)."""
+        b = self._builders.get(manifest.version)
+        if b is None:
+            b = self._builders[manifest.version] = PromptBuilder(manifest, self.mode)
+        return b
+
+    async def decide(self, session: SessionContext, req: DecideRequest) -> DecideResponse:
+        """Answer one decide request (a 422 ApiError if it breaks the manifest)."""
+        return (await self.run(session, req)).response
+
+    async def run(self, session: SessionContext, req: DecideRequest) -> BatchResult:
+        """The whole pipeline, returning the prompt next to the answer."""
+        t0 = time.perf_counter()
+        now = time.time()
+        manifest = session.manifest
+        problems = check_request(req, manifest, session.scopes)
+        if problems:
+            raise ApiError.invalid(problems)
+        if self.situation is not None:
+            await self.situation.observe(session, req, now)
+
+        chain = manifest.scope_chain(req.scope, session.scopes) if req.scope else []
+        b = self.builder(manifest)
+        situation_lines: list[str] = []
+        contexts: dict[str, EntityContext] = {}
+        if self.situation is not None:
+            situation_lines, contexts = await self.situation.view(session, req, now)
+        prompt = Prompt(
+            static=b.static(chain, [e.profile for e in req.entities if e.profile]),
+            shared=b.shared(req, chain, situation_lines),
+            entities=[b.entity(i + 1, e, contexts.get(e.id)) for i, e in enumerate(req.entities)],
+            mode=self.mode,
+        )
+
+        results: list[Decision | None] = [None] * len(req.entities)
+        fresh: dict[int, tuple[str, float | None]] = {}
+        cached: dict[int, tuple[str, float | None]] = {}
+        asked: list[tuple[int, EntityPrompt, str]] = []
+        for i, ep in enumerate(prompt.entities):
+            t = manifest.types[ep.entity.type]
+            n_tokens = tokens.count(self.provider.encoding, ep.text)
+            if n_tokens > t.max_input_tokens:
+                results[i] = self._fall(
+                    ep, "budget", f"entity input is {n_tokens} tokens, over max_input_tokens {t.max_input_tokens}", t.ttl_ms
+                )
+                continue
+            key = prompt.cache_key(manifest.version, req.scope, ep)
+            hit = self.cache.get(session.client_id, key)
+            if hit is not None:
+                cached[i] = (hit.action, hit.confidence)
+            else:
+                asked.append((i, ep, key))
+
+        if asked:
+            await self._call(session, prompt, asked, results, fresh)
+
+        issued: list[IssuedDecision] = []
+        for i, ep in enumerate(prompt.entities):
+            if results[i] is not None:
+                continue
+            e = ep.entity
+            t = manifest.types[e.type]
+            action, confidence = fresh[i] if i in fresh else cached[i]
+            did = self.ids.issue(session.session_id, e.id)
+            label = t.actions[action]
+            results[i] = AIDecision(e.id, action, label, confidence, t.ttl_ms, did, i in cached)
+            issued.append(IssuedDecision(did, session.session_id, e.id, e.type, action, label, now))
+        await self.store.record_decisions(issued)
+        if self.situation is not None:
+            self.situation.decided(session, issued)
+        if cached:
+            self.metrics.cache_hits.inc(len(cached))
+        if issued:
+            self._ai.inc(len(issued))
+
+        latency = round((time.perf_counter() - t0) * 1000)
+        decisions = [d for d in results if d is not None]
+        return BatchResult(DecideResponse(A2G_VERSION, req.epoch, latency, decisions), prompt)
+
+    def _fall(self, ep: EntityPrompt, code: str, reason: str, ttl_ms: int) -> FallbackDecision:
+        self._fallback[code].inc()
+        return FallbackDecision(ep.entity.id, code, reason, ttl_ms)  # type: ignore[arg-type]
+
+    async def _call(
+        self,
+        session: SessionContext,
+        prompt: Prompt,
+        asked: list[tuple[int, EntityPrompt, str]],
+        results: list[Decision | None],
+        fresh: dict[int, tuple[str, float | None]],
+    ) -> None:
+        manifest = session.manifest
+        types = manifest.types
+
+        def fall_all(code: str, reason: str) -> None:
+            for i, ep, _ in asked:
+                results[i] = self._fall(ep, code, reason, types[ep.entity.type].ttl_ms)
+
+        if not await self._acquire():
+            fall_all("busy", "service at capacity: no provider slot within the admission wait")
+            return
+        name = self.provider.name
+        t0 = time.perf_counter()
+        call = ProviderCall(
+            system=prompt.static,
+            user=prompt.user_text([ep for _, ep, _ in asked]),
+            entities=[(ep.number, ep.options) for _, ep, _ in asked],
+            mode=prompt.mode,
+            prefix_key="npcmind-" + hashlib.blake2b(prompt.static.encode(), digest_size=12).hexdigest(),
+        )
+        try:
+            async with asyncio.timeout(self._deadline):
+                answer: ProviderAnswer = await self.provider.decide(call)
+        except TimeoutError:
+            self.metrics.provider_calls.labels(name, "timeout").inc()
+            fall_all("unavailable", f"provider timed out after {self.settings.deadline_ms} ms")
+            return
+        except ProviderError as e:
+            self.metrics.provider_calls.labels(name, "error").inc()
+            if self.provider.ready:
+                log.warning("provider call failed: %s", e)
+            fall_all("unavailable", str(e))
+            return
+        finally:
+            self._slots.release()
+        self.metrics.provider_latency.labels(name).observe(time.perf_counter() - t0)
+        self.metrics.provider_calls.labels(name, "ok").inc()
+        self.metrics.tokens_in.inc(answer.input_tokens)
+        self.metrics.tokens_cached.inc(answer.cached_tokens)
+        self.metrics.tokens_out.inc(answer.output_tokens)
+        if answer.refusal is not None:
+            fall_all("refused", f"the model refused: {answer.refusal}"[:200])
+            return
+        for i, ep, key in asked:
+            t = types[ep.entity.type]
+            choice = answer.choices.get(ep.number)
+            if choice is None:
+                results[i] = self._fall(ep, "invalid_choice", "the model gave no choice for this entity", t.ttl_ms)
+            elif choice.refused:
+                results[i] = self._fall(ep, "refused", "the model declined to choose", t.ttl_ms)
+            elif choice.action not in ep.options:
+                results[i] = self._fall(
+                    ep, "invalid_choice", f"the model chose {choice.action!r}, not a legal action"[:200], t.ttl_ms
+                )
+            else:
+                fresh[i] = (choice.action, choice.confidence)
+                self.cache.put(session.client_id, key, choice.action, choice.confidence, t.ttl_ms)
+
+    async def _acquire(self) -> bool:
+        if not self._slots.locked():
+            await self._slots.acquire()
+            return True
+        try:
+            await asyncio.wait_for(self._slots.acquire(), self._admission)
+        except TimeoutError:
+            return False
+        return True

@@ -1,0 +1,90 @@
+"""The OpenAPI 3.1 document of every route, generated from the same msgspec wire types that decode requests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import msgspec
+
+from npcmind import __version__
+from npcmind.protocol.a2g import DecideRequest, DecideResponse, HealthResponse, ManifestResponse
+from npcmind.protocol.errors import ErrorResponse
+
+
+@dataclass(frozen=True)
+class Route:
+    """One documented operation."""
+
+    method: str
+    path: str
+    summary: str
+    request: type | None = None
+    response: type | None = None
+    errors: tuple[int, ...] = ()
+    media: str = "application/json"
+    public: bool = False
+
+
+ROUTES: list[Route] = [
+    Route("post", "/v1/decide", "One decision per entity, or a typed fallback", DecideRequest, DecideResponse,
+          (400, 401, 403, 413, 415, 422, 429)),
+    Route("get", "/v1/manifest", "The client's manifest and its version", None, ManifestResponse, (401,)),
+    Route("get", "/v1/health", "Liveness and what the service will do with a decision", None, HealthResponse,
+          public=True),
+    Route("get", "/metrics", "Prometheus metrics", media="text/plain"),
+    Route("get", "/openapi.json", "This document", media="application/json", public=True),
+]
+
+_ERROR_TEXT = {
+    400: "Malformed JSON", 401: "No or bad token", 403: "Token of another client", 404: "Unknown id or route",
+    409: "Stale or conflicting state", 413: "Body over the limit", 415: "Not JSON",
+    422: "Well-formed but invalid: every problem by path", 429: "Over the client's request rate",
+}
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+@lru_cache(maxsize=1)
+def openapi_document() -> bytes:
+    """The document as JSON bytes (built once)."""
+    types: list[Any] = [ErrorResponse]
+    types += [r.request for r in ROUTES if r.request] + [r.response for r in ROUTES if r.response]
+    refs, components = msgspec.json.schema_components(types, ref_template="#/components/schemas/{name}")
+    by_type = dict(zip(types, refs, strict=True))
+    paths: dict[str, dict[str, Any]] = {}
+    for r in ROUTES:
+        op: dict[str, Any] = {"summary": r.summary, "operationId": r.method + r.path.replace("/", "_")}
+        if "{" in r.path:
+            name = r.path[r.path.index("{") + 1 : r.path.index("}")]
+            op["parameters"] = [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}]
+        if r.request is not None:
+            op["requestBody"] = {"required": True, "content": {"application/json": {"schema": by_type[r.request]}}}
+        ok: dict[str, Any] = {"description": "OK"}
+        if r.response is not None:
+            ok["content"] = {r.media: {"schema": by_type[r.response]}}
+        else:
+            ok["content"] = {r.media: {"schema": {"type": "string"} if r.media != "application/json" else {}}}
+        responses: dict[str, Any] = {"200": ok}
+        for status in r.errors:
+            responses[str(status)] = {
+                "description": _ERROR_TEXT.get(status, "Error"),
+                "content": {"application/json": {"schema": _ref("ErrorResponse")}},
+            }
+        op["responses"] = responses
+        if not r.public:
+            op["security"] = [{"bearer": []}, {}]
+        paths.setdefault(r.path, {})[r.method] = op
+    doc = {
+        "openapi": "3.1.0",
+        "info": {"title": "npcmind", "version": __version__, "description": "A2G 0.1 decisions and NPC dialogue steps"},
+        "paths": paths,
+        "components": {
+            "schemas": components,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+    }
+    return msgspec.json.encode(doc)

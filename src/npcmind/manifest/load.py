@@ -1,0 +1,199 @@
+"""Load a manifest from YAML, JSON or TOML, check it whole, and give it a version."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import yaml
+
+from npcmind.manifest.model import FieldSpec, ManifestFile, ProfileSpec, ScopeSpec, TypeSpec
+from npcmind.protocol.errors import Problem
+from npcmind.protocol.validate import problems as shape_problems
+
+
+class ManifestError(Exception):
+    """A manifest that cannot be used, with every problem by path."""
+
+    def __init__(self, source: str, problems: list[Problem]) -> None:
+        self.source = source
+        self.problems = problems
+        lines = "\n".join(f"  {p.path or '(file)'}: {p.message}" for p in problems)
+        super().__init__(f"{source}: {len(problems)} problem(s)\n{lines}")
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedType:
+    """A type with its defaults applied, ready for the pipeline."""
+
+    name: str
+    spec: TypeSpec
+    ttl_ms: int
+    refresh_ms: int
+    max_input_tokens: int
+    perception_radius: float
+
+    @property
+    def actions(self) -> dict[str, str]:
+        return self.spec.actions or {}
+
+    @property
+    def observe_only(self) -> bool:
+        return not self.spec.actions
+
+
+class Manifest:
+    """A checked manifest: its file, its version and quick look-ups the pipeline needs."""
+
+    def __init__(self, file: ManifestFile) -> None:
+        self.file = file
+        self.data: dict[str, Any] = msgspec.to_builtins(file)
+        canonical = msgspec.json.encode(self.data, order="sorted")
+        self.version = "sha256:" + hashlib.sha256(canonical).hexdigest()
+        d = file.defaults
+        self.types: dict[str, ResolvedType] = {
+            name: ResolvedType(
+                name=name,
+                spec=t,
+                ttl_ms=t.ttl_ms or d.ttl_ms,
+                refresh_ms=t.refresh_ms or d.refresh_ms,
+                max_input_tokens=t.max_input_tokens or d.max_input_tokens,
+                perception_radius=t.perception_radius or d.perception_radius,
+            )
+            for name, t in file.types.items()
+        }
+
+    @property
+    def world_fields(self) -> dict[str, FieldSpec]:
+        return self.file.world.fields
+
+    @property
+    def profiles(self) -> dict[str, ProfileSpec]:
+        return self.file.profiles
+
+    def scope(self, name: str, extra: Mapping[str, ScopeSpec] | None = None) -> ScopeSpec | None:
+        """A scope of the manifest, or one a session added."""
+        found = self.file.scopes.get(name)
+        if found is None and extra:
+            found = extra.get(name)
+        return found
+
+    def scope_chain(self, name: str, extra: Mapping[str, ScopeSpec] | None = None) -> list[tuple[str, ScopeSpec]]:
+        """The scopes from the root down to ``name`` (cycle-safe; empty if unknown)."""
+        chain: list[tuple[str, ScopeSpec]] = []
+        seen: set[str] = set()
+        cur: str | None = name
+        while cur is not None and cur not in seen:
+            spec = self.scope(cur, extra)
+            if spec is None:
+                return [] if cur == name else chain[::-1]
+            seen.add(cur)
+            chain.append((cur, spec))
+            cur = spec.parent
+        return chain[::-1]
+
+    def chain_fields(self, chain: list[tuple[str, ScopeSpec]]) -> dict[str, FieldSpec]:
+        """Every state field declared along a scope chain."""
+        out: dict[str, FieldSpec] = {}
+        for _, spec in chain:
+            out.update(spec.fields)
+        return out
+
+
+def _field_problems(fields: Mapping[str, FieldSpec], path: str) -> list[Problem]:
+    out: list[Problem] = []
+    for name, f in fields.items():
+        p = f"{path}.{name}"
+        numeric = f.type in ("number", "integer")
+        if f.type == "enum" and not f.values:
+            out.append(Problem(f"{p}.values", "an enum needs a non-empty list of values"))
+        if f.values is not None and f.type != "enum":
+            out.append(Problem(f"{p}.values", "only an enum has values"))
+        if f.values and len(set(f.values)) != len(f.values):
+            out.append(Problem(f"{p}.values", "must not repeat a value"))
+        if f.max_length is not None and f.type != "string":
+            out.append(Problem(f"{p}.max_length", "only a string has a max_length"))
+        for key in ("min", "max", "quantum"):
+            if getattr(f, key) is not None and not numeric:
+                out.append(Problem(f"{p}.{key}", f"only a number or integer has {key}"))
+        if f.min is not None and f.max is not None and f.min > f.max:
+            out.append(Problem(f"{p}.min", "must not be greater than max"))
+    return out
+
+
+def check(file: ManifestFile) -> list[Problem]:
+    """Rules the file format alone cannot say: references, cycles, field kinds."""
+    out = _field_problems(file.world.fields, "world.fields")
+    for name, t in file.types.items():
+        out += _field_problems(t.fields, f"types.{name}.fields")
+    for name, prof in file.profiles.items():
+        if prof.type is not None:
+            if prof.type not in file.types:
+                out.append(Problem(f"profiles.{name}.type", f"unknown type {prof.type!r}"))
+            elif not file.types[prof.type].actions:
+                out.append(Problem(f"profiles.{name}.type", f"type {prof.type!r} is observe-only (no actions)"))
+    for name, sc in file.scopes.items():
+        out += _field_problems(sc.fields, f"scopes.{name}.fields")
+        if sc.parent is not None and sc.parent not in file.scopes:
+            out.append(Problem(f"scopes.{name}.parent", f"unknown scope {sc.parent!r}"))
+    out += _cycles(file.scopes)
+    return out
+
+
+def _cycles(scopes: Mapping[str, ScopeSpec]) -> list[Problem]:
+    out: list[Problem] = []
+    for start in scopes:
+        seen = [start]
+        cur = scopes[start].parent
+        while cur is not None and cur in scopes:
+            if cur == start:
+                out.append(Problem(f"scopes.{start}.parent", "forms a cycle: " + " -> ".join([*seen, start])))
+                break
+            if cur in seen:
+                break
+            seen.append(cur)
+            cur = scopes[cur].parent
+    return out
+
+
+def parse_text(text: str, fmt: str, source: str = "manifest") -> Any:
+    """Parse manifest text in the given format ('yaml', 'json' or 'toml')."""
+    try:
+        if fmt == "json":
+            return json.loads(text)
+        if fmt == "toml":
+            return tomllib.loads(text)
+        return yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as e:
+        raise ManifestError(source, [Problem("", f"not valid {fmt.upper()}: {e}")]) from None
+
+
+def from_data(data: Any, source: str = "manifest") -> Manifest:
+    """Check parsed manifest data and compile it, or raise ManifestError listing every problem."""
+    try:
+        file = msgspec.convert(data, ManifestFile, strict=True)
+    except msgspec.ValidationError as e:
+        found = shape_problems(data, ManifestFile) or [Problem("", str(e))]
+        raise ManifestError(source, found) from None
+    found = check(file)
+    if found:
+        raise ManifestError(source, found)
+    return Manifest(file)
+
+
+def load(path: str | Path) -> Manifest:
+    """Load and check a manifest file; the format follows the extension (YAML by default)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ManifestError(str(p), [Problem("", f"cannot read file: {e.strerror or e}")]) from None
+    suffix = p.suffix.lower()
+    fmt = "json" if suffix == ".json" else "toml" if suffix == ".toml" else "yaml"
+    return from_data(parse_text(text, fmt, str(p)), str(p))

@@ -1,0 +1,57 @@
+"""One error shape for every route, so a game can handle all failures with one parser."""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class Problem(msgspec.Struct, frozen=True):
+    """A single problem at a JSON path, so the developer can find the exact field to fix."""
+
+    path: str
+    message: str
+
+
+class ErrorBody(msgspec.Struct):
+    """The inside of every error answer."""
+
+    code: str
+    message: str
+    details: list[Problem] = []
+
+
+class ErrorResponse(msgspec.Struct):
+    """The JSON of every 4xx answer."""
+
+    error: ErrorBody
+
+
+class ApiError(Exception):
+    """An answer the service gives on purpose: a 4xx with a code and problems by path."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        details: list[Problem] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = details or []
+        self.headers = headers or {}
+
+    @classmethod
+    def invalid(cls, details: list[Problem]) -> ApiError:
+        """A 422 whose message already names the first problem, for logs that show one line."""
+        first = details[0]
+        where = f"{first.path}: " if first.path else ""
+        more = f" (and {len(details) - 1} more)" if len(details) > 1 else ""
+        return cls(422, "invalid_request", f"{where}{first.message}{more}", details)
+
+    def body(self) -> bytes:
+        """The JSON body of this error."""
+        return msgspec.json.encode(ErrorResponse(ErrorBody(self.code, self.message, self.details)))

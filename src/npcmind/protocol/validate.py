@@ -1,0 +1,194 @@
+"""Collect every shape problem of a decoded JSON value by path, so a 422 lists them all at once.
+
+msgspec stops at the first error; a game developer wants the whole list. The walker below reads
+the same msgspec Struct definitions that decode the happy path, so the wire types stay the one
+place that defines a shape.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, TypeVar
+
+import msgspec
+from msgspec import inspect as mi
+
+from npcmind.protocol.errors import Problem
+
+T = TypeVar("T")
+
+_MAX_PROBLEMS = 100
+
+
+def _join(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _expected(t: mi.Type) -> str:
+    names = {
+        mi.IntType: "an integer",
+        mi.FloatType: "a number",
+        mi.StrType: "a string",
+        mi.BoolType: "a boolean",
+        mi.NoneType: "null",
+        mi.ListType: "an array",
+        mi.DictType: "an object",
+        mi.StructType: "an object",
+    }
+    if isinstance(t, mi.UnionType):
+        return " or ".join(_expected(x) for x in t.types)
+    if isinstance(t, mi.LiteralType):
+        return "one of " + ", ".join(repr(v) for v in t.values)
+    return names.get(type(t), "a value")
+
+
+def _bounds(value: float, t: mi.IntType | mi.FloatType, path: str, out: list[Problem]) -> None:
+    if t.ge is not None and value < t.ge:
+        out.append(Problem(path, f"must be at least {t.ge}"))
+    if t.gt is not None and value <= t.gt:
+        out.append(Problem(path, f"must be greater than {t.gt}"))
+    if t.le is not None and value > t.le:
+        out.append(Problem(path, f"must be at most {t.le}"))
+    if t.lt is not None and value >= t.lt:
+        out.append(Problem(path, f"must be less than {t.lt}"))
+
+
+def _length(n: int, t: Any, path: str, what: str, out: list[Problem]) -> None:
+    if t.min_length is not None and n < t.min_length:
+        out.append(
+            Problem(path, "must not be empty" if t.min_length == 1 else f"needs at least {t.min_length} {what}")
+        )
+    if t.max_length is not None and n > t.max_length:
+        out.append(Problem(path, f"has {n} {what}, at most {t.max_length} allowed"))
+
+
+def _matches(value: Any, t: mi.Type) -> bool:
+    """Whether value has the JSON kind of t (for choosing a union member)."""
+    if isinstance(t, mi.AnyType):
+        return True
+    if isinstance(t, mi.NoneType):
+        return value is None
+    if isinstance(t, mi.BoolType):
+        return isinstance(value, bool)
+    if isinstance(t, mi.IntType):
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(t, mi.FloatType):
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if isinstance(t, mi.StrType | mi.LiteralType):
+        return isinstance(value, str)
+    if isinstance(t, mi.ListType):
+        return isinstance(value, list)
+    if isinstance(t, mi.DictType | mi.StructType):
+        return isinstance(value, dict)
+    return False
+
+
+def _walk(value: Any, t: mi.Type, path: str, out: list[Problem]) -> None:
+    if len(out) >= _MAX_PROBLEMS:
+        return
+    if isinstance(t, mi.AnyType):
+        return
+    if isinstance(t, mi.UnionType):
+        for member in t.types:
+            if _matches(value, member):
+                _walk(value, member, path, out)
+                return
+        out.append(Problem(path, f"must be {_expected(t)}, not {_type_name(value)}"))
+        return
+    if not _matches(value, t):
+        out.append(Problem(path, f"must be {_expected(t)}, not {_type_name(value)}"))
+        return
+    if isinstance(t, mi.IntType | mi.FloatType):
+        if isinstance(value, float) and not math.isfinite(value):
+            out.append(Problem(path, "must be a finite number"))
+            return
+        _bounds(value, t, path, out)
+    elif isinstance(t, mi.StrType):
+        _length(len(value), t, path, "characters", out)
+        if t.pattern is not None and not re.search(t.pattern, value):
+            out.append(Problem(path, f"must match {t.pattern}"))
+    elif isinstance(t, mi.LiteralType):
+        if value not in t.values:
+            out.append(Problem(path, f"must be {_expected(t)}, not {value!r}"))
+    elif isinstance(t, mi.ListType):
+        _length(len(value), t, path, "items", out)
+        for i, item in enumerate(value):
+            _walk(item, t.item_type, _join(path, i), out)
+    elif isinstance(t, mi.DictType):
+        _length(len(value), t, path, "entries", out)
+        for k, v in value.items():
+            _walk(k, t.key_type, _join(path, k), out)
+            _walk(v, t.value_type, _join(path, k), out)
+    elif isinstance(t, mi.StructType):
+        known = {f.encode_name: f for f in t.fields}
+        for f in t.fields:
+            if f.encode_name in value:
+                _walk(value[f.encode_name], f.type, _join(path, f.encode_name), out)
+            elif f.required:
+                out.append(Problem(_join(path, f.encode_name), "is required"))
+        if t.forbid_unknown_fields:
+            for k in value:
+                if k not in known:
+                    out.append(Problem(_join(path, k), "is not a known field"))
+
+
+def problems(value: Any, typ: type) -> list[Problem]:
+    """Every shape problem of ``value`` against the msgspec type ``typ``, by path."""
+    out: list[Problem] = []
+    _walk(value, mi.type_info(typ), "", out)
+    return out
+
+
+def decode_json(body: bytes) -> Any:
+    """Decode JSON, or raise a 400 that says where it broke."""
+    from npcmind.protocol.errors import ApiError
+
+    try:
+        return msgspec.json.decode(body)
+    except msgspec.DecodeError as e:
+        raise ApiError(400, "malformed_json", f"body is not valid JSON: {e}") from None
+
+
+def convert(value: Any, typ: type[T]) -> T:
+    """Check ``value`` against ``typ`` and build it, or raise a 422 listing every problem."""
+    from npcmind.protocol.errors import ApiError
+
+    try:
+        return msgspec.convert(value, typ, strict=True)
+    except msgspec.ValidationError as e:
+        found = problems(value, typ)
+        if not found:  # the walker missed something msgspec saw: never hide it
+            found = [Problem("", str(e))]
+        raise ApiError.invalid(found) from None
+
+
+def parse(body: bytes, typ: type[T]) -> T:
+    """Decode a JSON body straight into ``typ`` on the fast path; list every problem otherwise."""
+    try:
+        return msgspec.json.decode(body, type=typ, strict=True)
+    except msgspec.ValidationError:
+        return convert(decode_json(body), typ)
+    except msgspec.DecodeError:
+        decode_json(body)  # raises the 400
+        raise

@@ -1,0 +1,124 @@
+"""The answer format, shared by every provider: the schema that forces a legal choice, and its tolerant parser.
+
+Two forms. ``numbered`` is one fixed schema (options are numbered in the prompt's dynamic tail), so a
+hosted API's prompt cache, which covers the schema, stays warm. ``enum`` gives each entity its own
+enum of legal actions, for self-hosted servers that apply the schema as a grammar while sampling.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from npcmind.decide.prompt import DECLINE, AnswerMode
+from npcmind.providers.base import Choice
+
+NUMBERED_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "decisions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"entity": {"type": "integer"}, "choice": {"type": "integer"}},
+                "required": ["entity", "choice"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["decisions"],
+    "additionalProperties": False,
+}
+
+
+def schema(mode: AnswerMode, entities: Sequence[tuple[int, list[str]]]) -> dict[str, Any]:
+    """The JSON schema the provider must answer in."""
+    if mode == "numbered":
+        return NUMBERED_SCHEMA
+    props = {f"E{n}": {"type": "string", "enum": [*opts, DECLINE]} for n, opts in entities}
+    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+
+
+_FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
+
+
+def _load(text: str) -> Any:
+    text = _FENCE.sub("", text.strip())
+    try:
+        return msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        start, end = text.find("{"), text.rfind("}")
+        if start < 0 or end <= start:
+            return None
+        try:
+            return msgspec.json.decode(text[start : end + 1])
+        except msgspec.DecodeError:
+            return None
+
+
+def from_object(obj: Any, mode: AnswerMode, entities: Sequence[tuple[int, list[str]]]) -> dict[int, Choice]:
+    """Map a decoded answer to one Choice per entity that it answers; anything unreadable is left out."""
+    options = dict(entities)
+    out: dict[int, Choice] = {}
+    if not isinstance(obj, dict):
+        return out
+    if mode == "numbered":
+        items = obj.get("decisions")
+        for item in items if isinstance(items, list) else []:
+            if not isinstance(item, dict):
+                continue
+            n, k = item.get("entity"), item.get("choice")
+            if not isinstance(n, int) or n not in options or n in out or not isinstance(k, int):
+                continue
+            opts = options[n]
+            if k == 0:
+                out[n] = Choice(None, refused=True)
+            else:
+                out[n] = Choice(opts[k - 1] if 1 <= k <= len(opts) else f"#{k}")
+        return out
+    for n in options:
+        v = obj.get(f"E{n}")
+        if isinstance(v, str):
+            out[n] = Choice(None, refused=True) if v == DECLINE else Choice(v)
+    return out
+
+
+def parse(text: str, mode: AnswerMode, entities: Sequence[tuple[int, list[str]]]) -> dict[int, Choice]:
+    """Parse the model's text answer; malformed JSON answers nothing (every entity is invalid_choice)."""
+    return from_object(_load(text), mode, entities)
+
+
+def value_offsets(text: str, mode: AnswerMode, numbers: Sequence[int]) -> dict[int, int]:
+    """Where in the answer text each entity's chosen value starts: the token that decides the choice."""
+    out: dict[int, int] = {}
+    for n in numbers:
+        if mode == "numbered":
+            m = re.search(rf'"entity"\s*:\s*{n}\s*,\s*"choice"\s*:\s*', text)
+        else:
+            m = re.search(rf'"E{n}"\s*:\s*"', text)
+        if m:
+            out[n] = m.end()
+    return out
+
+
+def confidences(text: str, tokens: Sequence[tuple[str, float]], mode: AnswerMode, numbers: Sequence[int]) -> dict[int, float]:
+    """The probability of each entity's choice at the token that decides it, from token log-probabilities."""
+    offsets = value_offsets(text, mode, numbers)
+    if not offsets or not tokens:
+        return {}
+    starts: list[int] = []
+    pos = 0
+    for tok, _ in tokens:
+        starts.append(pos)
+        pos += len(tok)
+    out: dict[int, float] = {}
+    for n, off in offsets.items():
+        i = bisect.bisect_right(starts, off) - 1
+        if 0 <= i < len(tokens) and off < starts[i] + len(tokens[i][0]):
+            out[n] = round(math.exp(tokens[i][1]), 4)
+    return out

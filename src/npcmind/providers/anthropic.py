@@ -1,0 +1,84 @@
+"""Anthropic's Messages API: a forced tool call in the fixed schema, cache_control after the static prefix."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from npcmind.decide.prompt import AnswerMode
+from npcmind.providers import answer
+from npcmind.providers.base import ProviderAnswer, ProviderCall, ProviderError
+from npcmind.providers.http import JsonClient
+
+ANTHROPIC_URL = "https://api.anthropic.com/v1"
+DEFAULT_MODEL = "claude-haiku-4-5"
+VERSION = "2023-06-01"
+
+
+class AnthropicProvider:
+    """Claude models; no log-probabilities, so confidence is null."""
+
+    name = "anthropic"
+    mode: AnswerMode = "numbered"
+    # Anthropic publishes no tokenizer; cl100k counts within a few percent for English game text.
+    encoding = "cl100k_base"
+
+    def __init__(self, api_key: str | None, base_url: str = ANTHROPIC_URL, model: str | None = None) -> None:
+        self.api_key = api_key
+        self.base_url = base_url.rstrip("/")
+        self.model = model or DEFAULT_MODEL
+        self._http = JsonClient()
+
+    @property
+    def ready(self) -> bool:
+        return bool(self.api_key)
+
+    def request_body(self, call: ProviderCall) -> dict[str, Any]:
+        """The Messages body: static prefix as a cached system block, the tail as the user turn."""
+        return {
+            "model": self.model,
+            "max_tokens": 32 + 16 * len(call.entities),
+            "temperature": 0,
+            "system": [{"type": "text", "text": call.system, "cache_control": {"type": "ephemeral"}}],
+            "messages": [{"role": "user", "content": call.user}],
+            "tools": [
+                {
+                    "name": "decide",
+                    "description": "Give one choice per entity question.",
+                    "input_schema": answer.schema(call.mode, call.entities),
+                }
+            ],
+            "tool_choice": {"type": "tool", "name": "decide"},
+        }
+
+    async def decide(self, call: ProviderCall) -> ProviderAnswer:
+        if not self.api_key:
+            raise ProviderError("no API key for Anthropic")
+        headers = {"x-api-key": self.api_key, "anthropic-version": VERSION}
+        data = await self._http.post(f"{self.base_url}/messages", self.request_body(call), headers)
+        return self.read_answer(data, call)
+
+    def read_answer(self, data: Any, call: ProviderCall) -> ProviderAnswer:
+        """Map a Messages answer to choices and token counts."""
+        if not isinstance(data, dict) or not isinstance(data.get("content"), list):
+            raise ProviderError("provider answer has no content list")
+        usage = data.get("usage") or {}
+        out = ProviderAnswer(
+            input_tokens=int(usage.get("input_tokens") or 0)
+            + int(usage.get("cache_read_input_tokens") or 0)
+            + int(usage.get("cache_creation_input_tokens") or 0),
+            cached_tokens=int(usage.get("cache_read_input_tokens") or 0),
+            output_tokens=int(usage.get("output_tokens") or 0),
+        )
+        if data.get("stop_reason") == "refusal":
+            out.refusal = "the model refused"
+            return out
+        for block in data["content"]:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                out.choices = answer.from_object(block.get("input"), call.mode, call.entities)
+                return out
+            if isinstance(block, dict) and block.get("type") == "text":
+                out.choices = answer.parse(str(block.get("text", "")), call.mode, call.entities)
+        return out
+
+    async def close(self) -> None:
+        await self._http.close()

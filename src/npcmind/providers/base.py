@@ -1,0 +1,81 @@
+"""The provider interface: one call per batch in, one raw choice per entity out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from npcmind.decide.prompt import AnswerMode
+
+
+@dataclass(slots=True)
+class ProviderCall:
+    """One batch for the model: the static prefix, the dynamic tail and each asked entity's options."""
+
+    system: str
+    user: str
+    entities: list[tuple[int, list[str]]]
+    mode: AnswerMode
+    prefix_key: str
+
+
+@dataclass(slots=True)
+class Choice:
+    """What the model answered for one entity, before the pipeline checks it against legal actions."""
+
+    action: str | None
+    refused: bool = False
+    confidence: float | None = None
+
+
+@dataclass(slots=True)
+class ProviderAnswer:
+    """The model's answer to one batch, with the token counts the provider reported."""
+
+    choices: dict[int, Choice] = field(default_factory=dict)
+    refusal: str | None = None
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    output_tokens: int = 0
+
+
+class ProviderError(Exception):
+    """The call failed as a whole (transport, HTTP status, credentials): every entity falls back."""
+
+
+class Provider(Protocol):
+    """A model behind an HTTP API that answers a batch in the form that suits it."""
+
+    name: str
+    model: str | None
+    mode: AnswerMode
+    encoding: str
+
+    @property
+    def ready(self) -> bool:
+        """Whether a call can succeed at all (credentials present)."""
+        ...
+
+    async def decide(self, call: ProviderCall) -> ProviderAnswer:
+        """Make the one model call for a batch; raise ProviderError when it fails as a whole."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections."""
+        ...
+
+
+class NoProvider:
+    """Chosen when nothing is configured: the service runs, and every decision falls back."""
+
+    name = "none"
+    model: str | None = None
+    mode: AnswerMode = "numbered"
+    encoding = "o200k_base"
+    ready = False
+
+    async def decide(self, call: ProviderCall) -> ProviderAnswer:
+        raise ProviderError("no provider configured")
+
+    async def close(self) -> None:
+        return None

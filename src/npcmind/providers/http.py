@@ -1,0 +1,52 @@
+"""One pooled JSON-over-HTTP client for provider adapters, mapping every transport failure to ProviderError."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiohttp
+import msgspec
+
+from npcmind.providers.base import ProviderError
+
+
+class JsonClient:
+    """Keeps connections to one provider open across calls (a new TLS handshake per decision is slow)."""
+
+    def __init__(self, limit: int = 64) -> None:
+        self._limit = limit
+        self._session: aiohttp.ClientSession | None = None
+
+    def _get(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self._limit, ttl_dns_cache=300),
+                timeout=aiohttp.ClientTimeout(total=None, connect=5),
+                json_serialize=lambda o: msgspec.json.encode(o).decode(),
+            )
+        return self._session
+
+    async def post(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
+        """POST JSON and return the decoded JSON answer; anything else is a ProviderError."""
+        data = msgspec.json.encode(body)
+        try:
+            async with self._get().post(
+                url, data=data, headers={"content-type": "application/json", **headers}
+            ) as resp:
+                raw = await resp.read()
+                status = resp.status
+        except aiohttp.ClientError as e:
+            raise ProviderError(f"cannot reach provider: {e.__class__.__name__}: {e}") from None
+        if status >= 400:
+            snippet = raw[:200].decode("utf-8", "replace")
+            raise ProviderError(f"provider answered HTTP {status}: {snippet}")
+        try:
+            return msgspec.json.decode(raw)
+        except msgspec.DecodeError:
+            raise ProviderError("provider answered with a body that is not JSON") from None
+
+    async def close(self) -> None:
+        """Close pooled connections."""
+        if self._session is not None:
+            await self._session.close()
+            self._session = None

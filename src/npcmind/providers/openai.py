@@ -1,0 +1,108 @@
+"""OpenAI-compatible chat completions: OpenAI itself, vLLM, llama.cpp server, Ollama, LM Studio."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from npcmind.decide.prompt import AnswerMode
+from npcmind.providers import answer
+from npcmind.providers.base import ProviderAnswer, ProviderCall, ProviderError
+from npcmind.providers.http import JsonClient
+from npcmind.providers.tokens import encoding_for
+
+OPENAI_URL = "https://api.openai.com/v1"
+DEFAULT_MODEL = "gpt-4o-mini"
+
+
+def is_hosted(base_url: str) -> bool:
+    """Hosted OpenAI caches prompt prefixes, schema included; self-hosted servers sample with a grammar."""
+    return "api.openai.com" in base_url
+
+
+class OpenAIProvider:
+    """Chat completions with structured output, log-probabilities and prompt-cache hints."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        api_key: str | None,
+        base_url: str = OPENAI_URL,
+        model: str | None = None,
+        mode: AnswerMode | None = None,
+        logprobs: bool = True,
+    ) -> None:
+        self.api_key = api_key
+        self.base_url = base_url.rstrip("/")
+        self.model = model or DEFAULT_MODEL
+        self.hosted = is_hosted(self.base_url)
+        self.mode: AnswerMode = mode or ("numbered" if self.hosted else "enum")
+        self.logprobs = logprobs
+        self.encoding = encoding_for(self.model, "o200k_base")
+        self._http = JsonClient()
+
+    @property
+    def ready(self) -> bool:
+        return bool(self.api_key) or not self.hosted
+
+    def request_body(self, call: ProviderCall) -> dict[str, Any]:
+        """The chat-completions body for one batch."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [
+                {"role": "system", "content": call.system},
+                {"role": "user", "content": call.user},
+            ],
+            "temperature": 0,
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": "decisions", "strict": True, "schema": answer.schema(call.mode, call.entities)},
+            },
+        }
+        budget = 32 + 16 * len(call.entities)
+        # OpenAI itself wants max_completion_tokens; many self-hosted servers know only max_tokens.
+        body["max_completion_tokens" if self.hosted else "max_tokens"] = budget
+        if self.mode == "numbered":  # a fixed schema keeps the prefix cacheable: say which prefix it is
+            body["prompt_cache_key"] = call.prefix_key
+        if self.logprobs:
+            body["logprobs"] = True
+            body["top_logprobs"] = 1
+        return body
+
+    async def decide(self, call: ProviderCall) -> ProviderAnswer:
+        if not self.ready:
+            raise ProviderError("no API key for OpenAI")
+        headers = {"authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        data = await self._http.post(f"{self.base_url}/chat/completions", self.request_body(call), headers)
+        return self.read_answer(data, call)
+
+    def read_answer(self, data: Any, call: ProviderCall) -> ProviderAnswer:
+        """Map a chat-completions answer to choices, confidence and token counts."""
+        try:
+            choice = data["choices"][0]
+            message = choice["message"]
+        except (KeyError, IndexError, TypeError):
+            raise ProviderError("provider answer has no choices[0].message") from None
+        usage = data.get("usage") or {}
+        details = usage.get("prompt_tokens_details") or {}
+        out = ProviderAnswer(
+            input_tokens=int(usage.get("prompt_tokens") or 0),
+            cached_tokens=int(details.get("cached_tokens") or 0),
+            output_tokens=int(usage.get("completion_tokens") or 0),
+        )
+        refusal = message.get("refusal")
+        if refusal or choice.get("finish_reason") == "content_filter":
+            out.refusal = str(refusal or "content filter")
+            return out
+        text = message.get("content") or ""
+        if not isinstance(text, str):
+            return out
+        out.choices = answer.parse(text, call.mode, call.entities)
+        lp = (choice.get("logprobs") or {}).get("content") or []
+        tokens = [(t.get("token", ""), float(t.get("logprob", 0.0))) for t in lp if isinstance(t, dict)]
+        for n, p in answer.confidences(text, tokens, call.mode, list(out.choices)).items():
+            out.choices[n].confidence = p
+        return out
+
+    async def close(self) -> None:
+        await self._http.close()

@@ -1,0 +1,223 @@
+"""A scripted model server that speaks the OpenAI chat-completions and Anthropic Messages protocols over HTTP.
+
+It is a test tool, never a default: run it (`npcmind scripted-provider --port 9100`), point the service at
+it (`--provider openai --base-url http://127.0.0.1:9100/v1`), and set its behaviour with
+`PUT /_script` to see how your game handles every fallback, offline. It reads npcmind's prompt format
+(entity lines `E1 "id"` and question lines `Q1: ... Options: ...`) to know which entity is which.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from typing import Any, Literal
+
+import msgspec
+from litestar import Litestar, Request, Response, delete, get, post, put
+
+from npcmind.decide.prompt import DECLINE
+from npcmind.http.server import BackgroundServer
+from npcmind.providers.tokens import count
+
+
+class Script(msgspec.Struct, forbid_unknown_fields=True):
+    """How the server answers, until changed. Entity keys are the game's entity ids."""
+
+    choose: dict[str, str] = {}
+    default: Literal["first", "last", "decline"] = "first"
+    omit: list[str] = []
+    decline: list[str] = []
+    refusal: str | None = None
+    malformed: bool = False
+    delay_ms: int = 0
+    status: int | None = None
+    logprob: float = -0.105
+    cached_tokens: int | None = None
+    text: str | None = None
+
+
+_ENTITY = re.compile(r'^E(\d+) ("(?:[^"\\]|\\.)*")', re.M)
+_QUESTION = re.compile(r"^Q(\d+): .*?Options: (.*)$", re.M)
+
+
+def _batch(user: str) -> list[tuple[int, str, list[str]]]:
+    """(number, entity id, options) for every question in an npcmind prompt."""
+    ids = {int(m.group(1)): msgspec.json.decode(m.group(2)) for m in _ENTITY.finditer(user)}
+    out = []
+    for m in _QUESTION.finditer(user):
+        n = int(m.group(1))
+        opts = [o.strip().split(" ", 1)[-1] for o in m.group(2).split(",")]
+        out.append((n, ids.get(n, str(n)), opts))
+    return out
+
+
+class ScriptedModel:
+    """The behaviour and the log of received requests, shared by both protocol routes."""
+
+    def __init__(self) -> None:
+        self.script = Script()
+        self.requests: list[dict[str, Any]] = []
+        self._seen_prefixes: set[str] = set()
+
+    def answer(self, numbered: bool, user: str) -> tuple[list[tuple[str, float]], dict[str, Any]]:
+        """The answer as (token, logprob) pieces, and the same answer as an object."""
+        s = self.script
+        pieces: list[tuple[str, float]] = []
+        obj: dict[str, Any] = {"decisions": []} if numbered else {}
+        items = [b for b in _batch(user) if b[1] not in s.omit]
+        pieces.append(('{"decisions":[' if numbered else "{", 0.0))
+        for k, (n, eid, opts) in enumerate(items):
+            if eid in s.decline or (eid not in s.choose and s.default == "decline"):
+                action = DECLINE
+            else:
+                action = s.choose.get(eid) or (opts[0] if s.default == "first" else opts[-1])
+            sep = "," if k else ""
+            if numbered:
+                choice = 0 if action == DECLINE else (opts.index(action) + 1 if action in opts else len(opts) + 7)
+                pieces += [(f'{sep}{{"entity":{n},"choice":', 0.0), (str(choice), s.logprob), ("}", 0.0)]
+                obj["decisions"].append({"entity": n, "choice": choice})
+            else:
+                pieces += [(f'{sep}"E{n}":"', 0.0), (action, s.logprob), ('"', 0.0)]
+                obj[f"E{n}"] = action
+        pieces.append(("]}" if numbered else "}", 0.0))
+        return pieces, obj
+
+    def cached(self, prefix: str) -> int:
+        """Simulated prefix caching: a prefix seen before is cached in 128-token blocks."""
+        if self.script.cached_tokens is not None:
+            return self.script.cached_tokens
+        hit = prefix in self._seen_prefixes
+        self._seen_prefixes.add(prefix)
+        n = count("o200k_base", prefix)
+        return (n // 128) * 128 if hit and n >= 1024 else 0
+
+
+def _json(obj: Any, status: int = 200) -> Response[bytes]:
+    return Response(content=msgspec.json.encode(obj), status_code=status, media_type="application/json")
+
+
+def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
+    """The scripted server as an ASGI app."""
+    m = model or ScriptedModel()
+
+    async def _common(body: dict[str, Any]) -> Response[bytes] | None:
+        m.requests.append(body)
+        s = m.script
+        if s.delay_ms:
+            await asyncio.sleep(s.delay_ms / 1000)
+        if s.status is not None:
+            return _json({"error": {"message": f"scripted status {s.status}", "type": "scripted"}}, s.status)
+        return None
+
+    @post("/v1/chat/completions", status_code=200)
+    async def chat(request: Request[Any, Any, Any]) -> Response[bytes]:
+        body = msgspec.json.decode(await request.body())
+        early = await _common(body)
+        if early is not None:
+            return early
+        s = m.script
+        messages = body.get("messages", [])
+        system = next((x["content"] for x in messages if x.get("role") == "system"), "")
+        user = next((x["content"] for x in messages if x.get("role") == "user"), "")
+        schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
+        numbered = "decisions" in (schema.get("properties") or {"decisions": 1})
+        pieces, _ = m.answer(numbered, user)
+        content = s.text if s.text is not None else "".join(p for p, _ in pieces)
+        if s.malformed:
+            content = content[: len(content) // 2] + "<<not json"
+        message: dict[str, Any] = {"role": "assistant", "content": None if s.refusal else content}
+        message["refusal"] = s.refusal
+        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": "stop"}
+        if body.get("logprobs") and not s.refusal and s.text is None and not s.malformed:
+            choice["logprobs"] = {
+                "content": [{"token": p, "logprob": lp, "bytes": list(p.encode()), "top_logprobs": []} for p, lp in pieces]
+            }
+        prompt_tokens = count("o200k_base", system) + count("o200k_base", user)
+        return _json({
+            "id": f"chatcmpl-scripted-{len(m.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "scripted"),
+            "choices": [choice],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": len(pieces),
+                "total_tokens": prompt_tokens + len(pieces),
+                "prompt_tokens_details": {"cached_tokens": m.cached(system)},
+            },
+        })
+
+    @post("/v1/messages", status_code=200)
+    async def messages(request: Request[Any, Any, Any]) -> Response[bytes]:
+        body = msgspec.json.decode(await request.body())
+        early = await _common(body)
+        if early is not None:
+            return early
+        s = m.script
+        system = "".join(b.get("text", "") for b in body.get("system", []) if isinstance(b, dict))
+        user = next((x["content"] for x in body.get("messages", []) if x.get("role") == "user"), "")
+        _, obj = m.answer(True, user)
+        content: list[dict[str, Any]] = [] if s.refusal else [
+            {"type": "tool_use", "id": "toolu_scripted", "name": "decide", "input": obj}
+        ]
+        cached = m.cached(system)
+        return _json({
+            "id": f"msg_scripted_{len(m.requests)}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "scripted"),
+            "content": content,
+            "stop_reason": "refusal" if s.refusal else "tool_use",
+            "usage": {
+                "input_tokens": count("cl100k_base", system + user) - cached,
+                "cache_read_input_tokens": cached,
+                "cache_creation_input_tokens": 0,
+                "output_tokens": 20,
+            },
+        })
+
+    @put("/_script")
+    async def set_script(request: Request[Any, Any, Any]) -> Response[bytes]:
+        try:
+            m.script = msgspec.json.decode(await request.body(), type=Script)
+        except msgspec.DecodeError as e:
+            return _json({"error": {"message": str(e)}}, 422)
+        return _json(msgspec.to_builtins(m.script))
+
+    @get("/_requests")
+    async def get_requests() -> Response[bytes]:
+        return _json(m.requests)
+
+    @delete("/_requests", status_code=200)
+    async def clear_requests() -> Response[bytes]:
+        m.requests.clear()
+        return _json({"cleared": True})
+
+    return Litestar([chat, messages, set_script, get_requests, clear_requests], openapi_config=None)
+
+
+class ScriptedServer(BackgroundServer):
+    """The scripted server on a free local port in a background thread (for tests and benches)."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.model = ScriptedModel()
+        super().__init__(create_scripted_app(self.model), host, port, lifespan="off")
+
+    def __enter__(self) -> ScriptedServer:
+        self.start()
+        return self
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible base URL (…/v1)."""
+        return f"{self.url}/v1"
+
+    def set(self, **script: Any) -> None:
+        """Set the behaviour (the same fields as PUT /_script)."""
+        self.model.script = msgspec.convert(script, Script)
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """Bodies received so far."""
+        return self.model.requests

@@ -1,0 +1,86 @@
+"""The store interface: everything the service must not lose, behind one async API (SQLite, Redis)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+ReportStatus = Literal["accepted", "unknown", "duplicate"]
+
+
+@dataclass(slots=True)
+class IssuedDecision:
+    """An AI decision as issued to one session, and its outcome once the game reports it."""
+
+    decision_id: str
+    session_id: str
+    entity_id: str
+    type: str
+    action: str
+    label: str
+    created_at: float
+    outcome: str | None = None
+    detail: str | None = None
+
+
+@dataclass(slots=True)
+class SessionRecord:
+    """A session of one client, as created by POST /v1/session (or implicitly in the local profile)."""
+
+    session_id: str
+    client_id: str
+    created_at: float
+    expires_at: float
+    ended: bool = False
+
+
+class Store(Protocol):
+    """Durable state. Once a method has returned, what it wrote survives kill -9 and a restart."""
+
+    async def secret(self, name: str, size: int = 32) -> bytes:
+        """A random secret created once and kept (MAC keys, token keys, signing seeds)."""
+        ...
+
+    async def record_decisions(self, rows: list[IssuedDecision]) -> None:
+        """Keep issued decisions so that their reports can be checked later."""
+        ...
+
+    async def report(
+        self, session_id: str, decision_id: str, outcome: str, detail: str | None, now: float
+    ) -> tuple[ReportStatus, IssuedDecision | None]:
+        """Attach an outcome to a decision of this session, once."""
+        ...
+
+    async def recent_decisions(
+        self, session_id: str, entity_ids: list[str], limit: int = 8
+    ) -> dict[str, list[IssuedDecision]]:
+        """Each entity's latest decisions in this session, newest first."""
+        ...
+
+    async def create_session(self, rec: SessionRecord) -> None:
+        """Keep a new session."""
+        ...
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        """A session by id, ended or not."""
+        ...
+
+    async def end_session(self, session_id: str) -> None:
+        """Mark a session ended; its token stops working."""
+        ...
+
+    async def live_sessions(self, client_id: str, now: float) -> int:
+        """How many sessions of a client are open and unexpired."""
+        ...
+
+    async def put_scope(self, session_id: str, name: str, spec: bytes) -> None:
+        """Add or replace a scope of this session (JSON of a ScopeSpec)."""
+        ...
+
+    async def scopes(self, session_id: str) -> dict[str, bytes]:
+        """The scopes this session added."""
+        ...
+
+    async def close(self) -> None:
+        """Flush and release."""
+        ...
