@@ -53,8 +53,14 @@ def _serve(args: argparse.Namespace) -> int:
                 print(banner, flush=True)
 
     config = uvicorn.Config(
-        app, host=settings.host, port=settings.port, log_level="warning", access_log=False,
-        loop="auto", http="auto", lifespan="on",
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level="warning",
+        access_log=False,
+        loop="auto",
+        http="auto",
+        lifespan="on",
     )
     server = _Server(config)
     server.run()
@@ -70,8 +76,10 @@ def _validate(args: argparse.Namespace) -> int:
         print(f"{args.file}: {len(e.problems)} problem(s)", file=sys.stderr)
         return 1
     actors = sum(1 for t in m.types.values() if not t.observe_only)
-    print(f"{args.file}: ok, {len(m.types)} types ({actors} with actions), {len(m.profiles)} profiles, "
-          f"{len(m.file.scopes)} scopes; version {m.version}")
+    print(
+        f"{args.file}: ok, {len(m.types)} types ({actors} with actions), {len(m.profiles)} profiles, "
+        f"{len(m.file.scopes)} scopes; version {m.version}"
+    )
     return 0
 
 
@@ -80,8 +88,10 @@ def _scripted(args: argparse.Namespace) -> int:
 
     from npcmind.providers.scripted import create_scripted_app
 
-    print(f"scripted provider (a test tool) on http://{args.host}:{args.port}/v1 - set behaviour with PUT /_script",
-          flush=True)
+    print(
+        f"scripted provider (a test tool) on http://{args.host}:{args.port}/v1 - set behaviour with PUT /_script",
+        flush=True,
+    )
     uvicorn.run(create_scripted_app(), host=args.host, port=args.port, log_level="warning", lifespan="off")
     return 0
 
@@ -108,7 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("file", metavar="FILE")
     v.set_defaults(func=_validate)
 
-    t = sub.add_parser("scripted-provider", help="a scripted OpenAI/Anthropic-compatible model server for testing fallbacks")
+    t = sub.add_parser(
+        "scripted-provider", help="a scripted OpenAI/Anthropic-compatible model server for testing fallbacks"
+    )
     t.add_argument("--host", default="127.0.0.1")
     t.add_argument("--port", type=int, default=9100)
     t.set_defaults(func=_scripted)

@@ -15,7 +15,10 @@ class Metrics:
             "npcmind_decisions_total", "Decisions answered, by source and fallback code", ["source", "code"], registry=r
         )
         self.provider_latency = Histogram(
-            "npcmind_provider_latency_seconds", "Wall time of one provider call", ["provider"], registry=r,
+            "npcmind_provider_latency_seconds",
+            "Wall time of one provider call",
+            ["provider"],
+            registry=r,
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
         )
         self.provider_calls = Counter(

@@ -10,6 +10,7 @@ from npcmind.decide.pipeline import DecidePipeline, SessionContext
 from npcmind.manifest import Manifest
 from npcmind.manifest import load as load_manifest
 from npcmind.metrics import Metrics
+from npcmind.providers import tokens
 from npcmind.providers.base import Provider
 from npcmind.providers.select import describe, make_provider
 from npcmind.storage import Store, open_store
@@ -41,6 +42,7 @@ class Service:
     async def start(self) -> None:
         """Load the secrets from the store and build the pipeline (inside the event loop)."""
         ids = DecisionIds(await self.store.secret("decision_mac"))
+        tokens.count(self.provider.encoding, "warm up")  # load the tokenizer table now, not on the first decision
         self.pipeline = DecidePipeline(self.provider, self.store, ids, self.settings, self.metrics)
         log.info("provider: %s", describe(self.provider))
 

@@ -137,15 +137,19 @@ class DecidePipeline:
         fresh: dict[int, tuple[str, float | None]] = {}
         cached: dict[int, tuple[str, float | None]] = {}
         asked: list[tuple[int, EntityPrompt, str]] = []
+        key_base = prompt.key_base(manifest.version, req.scope)
         for i, ep in enumerate(prompt.entities):
             t = manifest.types[ep.entity.type]
             n_tokens = tokens.count(self.provider.encoding, ep.text)
             if n_tokens > t.max_input_tokens:
                 results[i] = self._fall(
-                    ep, "budget", f"entity input is {n_tokens} tokens, over max_input_tokens {t.max_input_tokens}", t.ttl_ms
+                    ep,
+                    "budget",
+                    f"entity input is {n_tokens} tokens, over max_input_tokens {t.max_input_tokens}",
+                    t.ttl_ms,
                 )
                 continue
-            key = prompt.cache_key(manifest.version, req.scope, ep)
+            key = prompt.cache_key(key_base, ep)
             hit = self.cache.get(session.client_id, key)
             if hit is not None:
                 cached[i] = (hit.action, hit.confidence)
@@ -156,16 +160,18 @@ class DecidePipeline:
             await self._call(session, prompt, asked, results, fresh)
 
         issued: list[IssuedDecision] = []
+        seq = await self.store.allocate(len(fresh) + len(cached))
         for i, ep in enumerate(prompt.entities):
             if results[i] is not None:
                 continue
             e = ep.entity
             t = manifest.types[e.type]
             action, confidence = fresh[i] if i in fresh else cached[i]
-            did = self.ids.issue(session.session_id, e.id)
+            did = self.ids.issue(seq, session.session_id, e.id)
             label = t.actions[action]
             results[i] = AIDecision(e.id, action, label, confidence, t.ttl_ms, did, i in cached)
-            issued.append(IssuedDecision(did, session.session_id, e.id, e.type, action, label, now))
+            issued.append(IssuedDecision(seq, did, session.session_id, e.id, e.type, action, label, now))
+            seq += 1
         await self.store.record_decisions(issued)
         if self.situation is not None:
             self.situation.decided(session, issued)

@@ -14,7 +14,6 @@ from typing import Literal
 import msgspec
 
 from npcmind.manifest import Manifest
-from npcmind.manifest.fields import render_fields
 from npcmind.manifest.model import ScopeSpec
 from npcmind.protocol.a2g import DecideEntity, DecideRequest
 
@@ -76,12 +75,17 @@ class Prompt:
         """The dynamic tail sent for the entities that go to the provider."""
         return self.shared + "ENTITIES:\n" + "".join(e.text for e in asked)
 
-    def cache_key(self, manifest_version: str, scope: str | None, e: EntityPrompt) -> str:
+    def key_base(self, manifest_version: str, scope: str | None) -> hashlib.blake2b:
+        """The hash state of what every entity of this batch shares: manifest, scope, answer form, parts 4-5."""
+        return hashlib.blake2b(
+            "\x00".join((manifest_version, scope or "", self.mode, self.shared)).encode(), digest_size=20
+        )
+
+    @staticmethod
+    def cache_key(base: hashlib.blake2b, e: EntityPrompt) -> str:
         """The decision-cache key: what decides this entity's answer, without ids, memory or times."""
-        h = hashlib.blake2b(digest_size=20)
-        for part in (manifest_version, scope or "", self.mode, self.shared, e.key_text):
-            h.update(part.encode())
-            h.update(b"\x00")
+        h = base.copy()
+        h.update(e.key_text.encode())
         return h.hexdigest()
 
 
@@ -95,9 +99,7 @@ def _catalogue(manifest: Manifest) -> str:
     for name, t in manifest.types.items():
         line = f"- {name}: {t.spec.text}".rstrip()
         if t.spec.fields:
-            line += " Fields: " + ", ".join(
-                f"{n} ({f.text})" if f.text else n for n, f in t.spec.fields.items()
-            ) + "."
+            line += " Fields: " + ", ".join(f"{n} ({f.text})" if f.text else n for n, f in t.spec.fields.items()) + "."
         if t.actions:
             line += " Actions: " + "; ".join(f"{a}: {d}" for a, d in t.actions.items()) + "."
         else:
@@ -126,9 +128,9 @@ class PromptBuilder:
 
     def shared(self, req: DecideRequest, chain: list[tuple[str, ScopeSpec]], situation: list[str]) -> str:
         """Parts 4-5: this request's world state, scope state and situation context."""
-        out = "WORLD NOW: " + render_fields(req.world, self.manifest.world_fields) + "\n"
+        out = "WORLD NOW: " + self.manifest.world.render(req.world) + "\n"
         if req.scope_state:
-            out += "SCOPE STATE: " + render_fields(req.scope_state, self.manifest.chain_fields(chain)) + "\n"
+            out += "SCOPE STATE: " + self.manifest.chain_fields(chain).render(req.scope_state) + "\n"
         return out + "".join(line + "\n" for line in situation)
 
     def options(self, e: DecideEntity) -> list[str]:
@@ -140,7 +142,7 @@ class PromptBuilder:
         """Parts 6-7 for one entity."""
         t = self.manifest.types[e.type]
         head = e.type + (f" profile={e.profile}" if e.profile else "")
-        obs = render_fields(e.observation, t.spec.fields)
+        obs = t.fields.render(e.observation)
         lines = [f"  {line}\n" for line in ctx.lines] if ctx else []
         timed = [f"  {line}\n" for line in ctx.timed_lines] if ctx else []
         options = self.options(e)

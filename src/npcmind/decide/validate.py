@@ -6,7 +6,6 @@ import math
 from collections.abc import Mapping
 
 from npcmind.manifest import Manifest
-from npcmind.manifest.fields import check_fields
 from npcmind.manifest.model import ScopeSpec
 from npcmind.protocol.a2g import DecideRequest
 from npcmind.protocol.errors import Problem
@@ -22,18 +21,18 @@ def check_request(
     req: DecideRequest, manifest: Manifest, session_scopes: Mapping[str, ScopeSpec] | None = None
 ) -> list[Problem]:
     """Every way the request breaks the seed's field table for this manifest."""
-    out = check_fields(req.world, manifest.world_fields, "world", "the world")
+    out = manifest.world.problems(req.world, "world")
     if req.scope is not None:
         chain = manifest.scope_chain(req.scope, session_scopes)
         if not chain:
             out.append(Problem("scope", f"unknown scope {req.scope!r}"))
         else:
             declared = manifest.chain_fields(chain)
-            if declared:
+            if declared.fields:
                 if req.scope_state is None:
                     out.append(Problem("scope_state", f"is required: scope {req.scope!r} declares fields"))
                 else:
-                    out += check_fields(req.scope_state, declared, "scope_state", f"scope {req.scope!r}")
+                    out += declared.problems(req.scope_state, "scope_state")
             elif req.scope_state:
                 out.append(Problem("scope_state", f"must be omitted: scope {req.scope!r} declares no fields"))
     elif req.scope_state is not None:
@@ -53,7 +52,7 @@ def check_request(
         if t.observe_only:
             out.append(Problem(f"{p}.type", f"type {e.type!r} is observe-only (no actions): send it as telemetry"))
             continue
-        out += check_fields(e.observation, t.spec.fields, f"{p}.observation", f"type {e.type!r}")
+        out += t.fields.problems(e.observation, f"{p}.observation")
         seen: set[str] = set()
         for j, a in enumerate(e.legal_actions):
             if a in seen:

@@ -45,8 +45,12 @@ def _error_response(_: Request[Any, Any, Any], exc: Exception) -> Response[bytes
     if isinstance(exc, HTTPException):
         status = exc.status_code
         code = {
-            400: "bad_request", 404: "not_found", 405: "method_not_allowed",
-            413: "body_too_large", 415: "unsupported_media_type", 429: "rate_limited",
+            400: "bad_request",
+            404: "not_found",
+            405: "method_not_allowed",
+            413: "body_too_large",
+            415: "unsupported_media_type",
+            429: "rate_limited",
         }.get(status, "http_error")
         message = {404: "no such route", 405: "method not allowed on this route"}.get(status, str(exc.detail))
         err = ApiError(status, code, message)

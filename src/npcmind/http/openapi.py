@@ -28,19 +28,32 @@ class Route:
 
 
 ROUTES: list[Route] = [
-    Route("post", "/v1/decide", "One decision per entity, or a typed fallback", DecideRequest, DecideResponse,
-          (400, 401, 403, 413, 415, 422, 429)),
+    Route(
+        "post",
+        "/v1/decide",
+        "One decision per entity, or a typed fallback",
+        DecideRequest,
+        DecideResponse,
+        (400, 401, 403, 413, 415, 422, 429),
+    ),
     Route("get", "/v1/manifest", "The client's manifest and its version", None, ManifestResponse, (401,)),
-    Route("get", "/v1/health", "Liveness and what the service will do with a decision", None, HealthResponse,
-          public=True),
+    Route(
+        "get", "/v1/health", "Liveness and what the service will do with a decision", None, HealthResponse, public=True
+    ),
     Route("get", "/metrics", "Prometheus metrics", media="text/plain"),
     Route("get", "/openapi.json", "This document", media="application/json", public=True),
 ]
 
 _ERROR_TEXT = {
-    400: "Malformed JSON", 401: "No or bad token", 403: "Token of another client", 404: "Unknown id or route",
-    409: "Stale or conflicting state", 413: "Body over the limit", 415: "Not JSON",
-    422: "Well-formed but invalid: every problem by path", 429: "Over the client's request rate",
+    400: "Malformed JSON",
+    401: "No or bad token",
+    403: "Token of another client",
+    404: "Unknown id or route",
+    409: "Stale or conflicting state",
+    413: "Body over the limit",
+    415: "Not JSON",
+    422: "Well-formed but invalid: every problem by path",
+    429: "Over the client's request rate",
 }
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
@@ -76,17 +76,20 @@ def _decimals(q: float) -> int:
     return max(0, -math.floor(math.log10(q) + 1e-9)) if q < 1 else 0
 
 
+def quantized(value: float, q: float, decimals: int) -> str:
+    """A number rounded to its quantum, with a fixed number of decimals and no negative zero."""
+    rounded = round(value / q) * q
+    text = f"{rounded:.{decimals}f}" if decimals else str(round(rounded))
+    return "0" if text.strip("-0.") == "" else text
+
+
 def render_value(value: Any, spec: FieldSpec | None) -> str:
     """A value as the model sees it; numbers rounded to their quantum, strings quoted so they stay data."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
         if spec is not None and spec.quantum:
-            q = spec.quantum
-            rounded = round(value / q) * q
-            d = _decimals(q)
-            text = f"{rounded:.{d}f}" if d else str(round(rounded))
-            return "0" if text.strip("-0.") == "" else text
+            return quantized(value, spec.quantum, _decimals(spec.quantum))
         return fmt_number(value)
     if isinstance(value, str):
         if spec is not None and spec.type == "enum":
@@ -95,6 +98,55 @@ def render_value(value: Any, spec: FieldSpec | None) -> str:
     return msgspec.json.encode(value, order="sorted").decode()
 
 
-def render_fields(values: Mapping[str, Any], fields: Mapping[str, FieldSpec]) -> str:
-    """Field values as `name=value` pairs in the manifest's declared order."""
-    return " ".join(f"{name}={render_value(values[name], spec)}" for name, spec in fields.items() if name in values)
+def _checker(spec: FieldSpec) -> Callable[[Any], bool]:
+    """A fast yes/no test of one value; the slow path explains a no."""
+    lo = -math.inf if spec.min is None else spec.min
+    hi = math.inf if spec.max is None else spec.max
+    if spec.type == "boolean":
+        return lambda v: v is True or v is False
+    if spec.type == "string":
+        limit = spec.max_length or DEFAULT_STRING_LENGTH
+        return lambda v: type(v) is str and len(v) <= limit
+    if spec.type == "enum":
+        allowed = frozenset(spec.values or ())
+        return lambda v: type(v) is str and v in allowed
+    if spec.type == "integer":
+        return lambda v: type(v) is int and lo <= v <= hi
+    return lambda v: (type(v) is float or type(v) is int) and lo <= v <= hi and math.isfinite(v)
+
+
+def _renderer(spec: FieldSpec) -> Callable[[Any], str]:
+    """A renderer for one field, with its quantum and format fixed once."""
+    if spec.type == "boolean":
+        return lambda v: "true" if v else "false"
+    if spec.type == "enum":
+        return str
+    if spec.type == "string":
+        return lambda v: msgspec.json.encode(v).decode()
+    if spec.quantum:
+        q, d = spec.quantum, _decimals(spec.quantum)
+        return lambda v: quantized(v, q, d)
+    return fmt_number
+
+
+class FieldSet:
+    """Declared fields compiled once: a fast check for the common valid case, and the prompt rendering."""
+
+    __slots__ = ("_checks", "_names", "_renders", "fields", "owner")
+
+    def __init__(self, fields: Mapping[str, FieldSpec], owner: str) -> None:
+        self.fields = dict(fields)
+        self.owner = owner
+        self._names = frozenset(fields)
+        self._checks = [(n, _checker(f)) for n, f in fields.items()]
+        self._renders = [(n, _renderer(f)) for n, f in fields.items()]
+
+    def problems(self, values: Any, path: str) -> list[Problem]:
+        """Every problem of an object that must hold exactly these fields."""
+        if type(values) is dict and values.keys() == self._names and all(ok(values[n]) for n, ok in self._checks):
+            return []
+        return check_fields(values, self.fields, path, self.owner)
+
+    def render(self, values: Mapping[str, Any]) -> str:
+        """`name=value` pairs in the declared order (values already checked)."""
+        return " ".join(f"{n}={r(values[n])}" for n, r in self._renders if n in values)

@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 import yaml
 
+from npcmind.manifest.fields import FieldSet
 from npcmind.manifest.model import FieldSpec, ManifestFile, ProfileSpec, ScopeSpec, TypeSpec
 from npcmind.protocol.errors import Problem
 from npcmind.protocol.validate import problems as shape_problems
@@ -34,6 +35,7 @@ class ResolvedType:
 
     name: str
     spec: TypeSpec
+    fields: FieldSet
     ttl_ms: int
     refresh_ms: int
     max_input_tokens: int
@@ -61,6 +63,7 @@ class Manifest:
             name: ResolvedType(
                 name=name,
                 spec=t,
+                fields=FieldSet(t.fields, f"type {name!r}"),
                 ttl_ms=t.ttl_ms or d.ttl_ms,
                 refresh_ms=t.refresh_ms or d.refresh_ms,
                 max_input_tokens=t.max_input_tokens or d.max_input_tokens,
@@ -68,6 +71,8 @@ class Manifest:
             )
             for name, t in file.types.items()
         }
+        self.world = FieldSet(file.world.fields, "the world")
+        self._chain_sets: dict[tuple[str, ...], FieldSet] = {}
 
     @property
     def world_fields(self) -> dict[str, FieldSpec]:
@@ -98,12 +103,19 @@ class Manifest:
             cur = spec.parent
         return chain[::-1]
 
-    def chain_fields(self, chain: list[tuple[str, ScopeSpec]]) -> dict[str, FieldSpec]:
-        """Every state field declared along a scope chain."""
+    def chain_fields(self, chain: list[tuple[str, ScopeSpec]]) -> FieldSet:
+        """Every state field declared along a scope chain (compiled once per manifest chain)."""
+        key = tuple(name for name, _ in chain)
+        found = self._chain_sets.get(key)
+        if found is not None and all(name in self.file.scopes for name in key):
+            return found
         out: dict[str, FieldSpec] = {}
         for _, spec in chain:
             out.update(spec.fields)
-        return out
+        fs = FieldSet(out, f"scope {key[-1]!r}" if key else "scope")
+        if all(name in self.file.scopes for name in key):  # session scopes may change: not cached
+            self._chain_sets[key] = fs
+        return fs
 
 
 def _field_problems(fields: Mapping[str, FieldSpec], path: str) -> list[Problem]:

@@ -76,9 +76,7 @@ def _bounds(value: float, t: mi.IntType | mi.FloatType, path: str, out: list[Pro
 
 def _length(n: int, t: Any, path: str, what: str, out: list[Problem]) -> None:
     if t.min_length is not None and n < t.min_length:
-        out.append(
-            Problem(path, "must not be empty" if t.min_length == 1 else f"needs at least {t.min_length} {what}")
-        )
+        out.append(Problem(path, "must not be empty" if t.min_length == 1 else f"needs at least {t.min_length} {what}"))
     if t.max_length is not None and n > t.max_length:
         out.append(Problem(path, f"has {n} {what}, at most {t.max_length} allowed"))
 
@@ -160,12 +158,20 @@ def problems(value: Any, typ: type) -> list[Problem]:
     return out
 
 
+def _problem_of(e: msgspec.ValidationError) -> Problem:
+    """msgspec's one error (`Expected int, got str - at `$.a[0]``) as a Problem with our path form."""
+    message, _, where = str(e).partition(" - at `$")
+    return Problem(where.rstrip("`").lstrip("."), message[:1].lower() + message[1:])
+
+
 def decode_json(body: bytes) -> Any:
     """Decode JSON, or raise a 400 that says where it broke."""
     from npcmind.protocol.errors import ApiError
 
     try:
         return msgspec.json.decode(body)
+    except msgspec.ValidationError as e:  # well-formed, but a number no float can hold
+        raise ApiError.invalid([_problem_of(e)]) from None
     except msgspec.DecodeError as e:
         raise ApiError(400, "malformed_json", f"body is not valid JSON: {e}") from None
 
@@ -185,10 +191,19 @@ def convert(value: Any, typ: type[T]) -> T:
 
 def parse(body: bytes, typ: type[T]) -> T:
     """Decode a JSON body straight into ``typ`` on the fast path; list every problem otherwise."""
+    from npcmind.protocol.errors import ApiError
+
     try:
         return msgspec.json.decode(body, type=typ, strict=True)
-    except msgspec.ValidationError:
-        return convert(decode_json(body), typ)
+    except msgspec.ValidationError as typed_error:
+        try:
+            raw = msgspec.json.decode(body)
+        except msgspec.ValidationError:  # a number out of range: the typed error knows the field names
+            raise ApiError.invalid([_problem_of(typed_error)]) from None
+        except msgspec.DecodeError:
+            decode_json(body)
+            raise
+        return convert(raw, typ)
     except msgspec.DecodeError:
         decode_json(body)  # raises the 400
         raise

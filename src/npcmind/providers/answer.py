@@ -106,7 +106,9 @@ def value_offsets(text: str, mode: AnswerMode, numbers: Sequence[int]) -> dict[i
     return out
 
 
-def confidences(text: str, tokens: Sequence[tuple[str, float]], mode: AnswerMode, numbers: Sequence[int]) -> dict[int, float]:
+def confidences(
+    text: str, tokens: Sequence[tuple[str, float]], mode: AnswerMode, numbers: Sequence[int]
+) -> dict[int, float]:
     """The probability of each entity's choice at the token that decides it, from token log-probabilities."""
     offsets = value_offsets(text, mode, numbers)
     if not offsets or not tokens:

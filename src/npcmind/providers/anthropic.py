@@ -25,7 +25,7 @@ class AnthropicProvider:
     def __init__(self, api_key: str | None, base_url: str = ANTHROPIC_URL, model: str | None = None) -> None:
         self.api_key = api_key
         self.base_url = base_url.rstrip("/")
-        self.model = model or DEFAULT_MODEL
+        self.model: str | None = model or DEFAULT_MODEL
         self._http = JsonClient()
 
     @property

@@ -34,7 +34,7 @@ class OpenAIProvider:
     ) -> None:
         self.api_key = api_key
         self.base_url = base_url.rstrip("/")
-        self.model = model or DEFAULT_MODEL
+        self.model: str | None = model or DEFAULT_MODEL
         self.hosted = is_hosted(self.base_url)
         self.mode: AnswerMode = mode or ("numbered" if self.hosted else "enum")
         self.logprobs = logprobs

@@ -131,22 +131,26 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
         choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": "stop"}
         if body.get("logprobs") and not s.refusal and s.text is None and not s.malformed:
             choice["logprobs"] = {
-                "content": [{"token": p, "logprob": lp, "bytes": list(p.encode()), "top_logprobs": []} for p, lp in pieces]
+                "content": [
+                    {"token": p, "logprob": lp, "bytes": list(p.encode()), "top_logprobs": []} for p, lp in pieces
+                ]
             }
         prompt_tokens = count("o200k_base", system) + count("o200k_base", user)
-        return _json({
-            "id": f"chatcmpl-scripted-{len(m.requests)}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": body.get("model", "scripted"),
-            "choices": [choice],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": len(pieces),
-                "total_tokens": prompt_tokens + len(pieces),
-                "prompt_tokens_details": {"cached_tokens": m.cached(system)},
-            },
-        })
+        return _json(
+            {
+                "id": f"chatcmpl-scripted-{len(m.requests)}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", "scripted"),
+                "choices": [choice],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": len(pieces),
+                    "total_tokens": prompt_tokens + len(pieces),
+                    "prompt_tokens_details": {"cached_tokens": m.cached(system)},
+                },
+            }
+        )
 
     @post("/v1/messages", status_code=200)
     async def messages(request: Request[Any, Any, Any]) -> Response[bytes]:
@@ -158,24 +162,26 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
         system = "".join(b.get("text", "") for b in body.get("system", []) if isinstance(b, dict))
         user = next((x["content"] for x in body.get("messages", []) if x.get("role") == "user"), "")
         _, obj = m.answer(True, user)
-        content: list[dict[str, Any]] = [] if s.refusal else [
-            {"type": "tool_use", "id": "toolu_scripted", "name": "decide", "input": obj}
-        ]
+        content: list[dict[str, Any]] = (
+            [] if s.refusal else [{"type": "tool_use", "id": "toolu_scripted", "name": "decide", "input": obj}]
+        )
         cached = m.cached(system)
-        return _json({
-            "id": f"msg_scripted_{len(m.requests)}",
-            "type": "message",
-            "role": "assistant",
-            "model": body.get("model", "scripted"),
-            "content": content,
-            "stop_reason": "refusal" if s.refusal else "tool_use",
-            "usage": {
-                "input_tokens": count("cl100k_base", system + user) - cached,
-                "cache_read_input_tokens": cached,
-                "cache_creation_input_tokens": 0,
-                "output_tokens": 20,
-            },
-        })
+        return _json(
+            {
+                "id": f"msg_scripted_{len(m.requests)}",
+                "type": "message",
+                "role": "assistant",
+                "model": body.get("model", "scripted"),
+                "content": content,
+                "stop_reason": "refusal" if s.refusal else "tool_use",
+                "usage": {
+                    "input_tokens": count("cl100k_base", system + user) - cached,
+                    "cache_read_input_tokens": cached,
+                    "cache_creation_input_tokens": 0,
+                    "output_tokens": 20,
+                },
+            }
+        )
 
     @put("/_script")
     async def set_script(request: Request[Any, Any, Any]) -> Response[bytes]:

@@ -50,5 +50,5 @@ def describe(p: Provider) -> str:
     if p.name == "none":
         return 'no provider configured: every decision will fall back with "unavailable"'
     where = getattr(p, "base_url", "")
-    state = "ready" if p.ready else "NOT READY (no API key): every decision will fall back with \"unavailable\""
+    state = "ready" if p.ready else 'NOT READY (no API key): every decision will fall back with "unavailable"'
     return f"{p.name} model={p.model} at {where}, answer format {p.mode}, {state}"

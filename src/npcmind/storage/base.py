@@ -12,6 +12,7 @@ ReportStatus = Literal["accepted", "unknown", "duplicate"]
 class IssuedDecision:
     """An AI decision as issued to one session, and its outcome once the game reports it."""
 
+    seq: int
     decision_id: str
     session_id: str
     entity_id: str
@@ -41,20 +42,22 @@ class Store(Protocol):
         """A random secret created once and kept (MAC keys, token keys, signing seeds)."""
         ...
 
+    async def allocate(self, n: int) -> int:
+        """The first of ``n`` new consecutive decision sequence numbers."""
+        ...
+
     async def record_decisions(self, rows: list[IssuedDecision]) -> None:
         """Keep issued decisions so that their reports can be checked later."""
         ...
 
     async def report(
-        self, session_id: str, decision_id: str, outcome: str, detail: str | None, now: float
+        self, session_id: str, seq: int, decision_id: str, outcome: str, detail: str | None, now: float
     ) -> tuple[ReportStatus, IssuedDecision | None]:
-        """Attach an outcome to a decision of this session, once."""
+        """Attach an outcome to decision ``seq`` if it has this id and belongs to this session, once."""
         ...
 
-    async def recent_decisions(
-        self, session_id: str, entity_ids: list[str], limit: int = 8
-    ) -> dict[str, list[IssuedDecision]]:
-        """Each entity's latest decisions in this session, newest first."""
+    async def session_decisions(self, session_id: str, limit: int) -> list[IssuedDecision]:
+        """This session's latest decisions, newest first (to rebuild memory after a restart)."""
         ...
 
     async def create_session(self, rec: SessionRecord) -> None:

@@ -1,12 +1,24 @@
-"""The embedded default store: one SQLite file in WAL mode, safe against kill -9 once a call returned."""
+"""The embedded default store: one SQLite file in WAL mode, safe against kill -9 once a call returned.
+
+All SQL runs on one writer thread with its own connection (sqlite3 releases the GIL while it works, so
+the event loop keeps serving). Decisions are appended under sequence numbers and committed in groups:
+requests that arrive while a commit is running share the next one, and each request returns only
+after the commit that holds its rows.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, TypeVar
 
 from npcmind.storage.base import IssuedDecision, ReportStatus, SessionRecord
+
+T = TypeVar("T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB NOT NULL);
@@ -16,16 +28,16 @@ CREATE TABLE IF NOT EXISTS sessions (
 CREATE TABLE IF NOT EXISTS scopes (
   session_id TEXT NOT NULL, name TEXT NOT NULL, spec BLOB NOT NULL, PRIMARY KEY (session_id, name));
 CREATE TABLE IF NOT EXISTS decisions (
-  decision_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, entity_id TEXT NOT NULL, type TEXT NOT NULL,
-  action TEXT NOT NULL, label TEXT NOT NULL, created_at REAL NOT NULL,
+  seq INTEGER PRIMARY KEY, decision_id TEXT NOT NULL, session_id TEXT NOT NULL, entity_id TEXT NOT NULL,
+  type TEXT NOT NULL, action TEXT NOT NULL, label TEXT NOT NULL, created_at REAL NOT NULL,
   outcome TEXT, detail TEXT, reported_at REAL);
-CREATE INDEX IF NOT EXISTS decisions_by_entity ON decisions (session_id, entity_id, created_at);
+CREATE INDEX IF NOT EXISTS decisions_by_session ON decisions (session_id, seq);
 """
-_COLS = "decision_id, session_id, entity_id, type, action, label, created_at, outcome, detail"
+_COLS = "seq, decision_id, session_id, entity_id, type, action, label, created_at, outcome, detail"
 
 
 class SqliteStore:
-    """SQLite with synchronous=NORMAL in WAL mode: a committed write survives a process crash."""
+    """SQLite, WAL, synchronous=NORMAL: a committed write survives a crash of the process."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
@@ -36,87 +48,140 @@ class SqliteStore:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.executescript(_SCHEMA)
+        self._seq = int(self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM decisions").fetchone()[0])
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="npcmind-sqlite")
+        self._pending: list[tuple[list[IssuedDecision], asyncio.Future[None]]] = []
+        self._flushing = False
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, fn, self._db)
 
     async def secret(self, name: str, size: int = 32) -> bytes:
-        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (name,)).fetchone()
-        if row:
-            return bytes(row[0])
-        self._db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (name, os.urandom(size)))
-        return bytes(self._db.execute("SELECT value FROM meta WHERE key = ?", (name,)).fetchone()[0])
+        def op(db: sqlite3.Connection) -> bytes:
+            db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (name, os.urandom(size)))
+            return bytes(db.execute("SELECT value FROM meta WHERE key = ?", (name,)).fetchone()[0])
+
+        return await self._run(op)
+
+    async def allocate(self, n: int) -> int:
+        first = self._seq + 1
+        self._seq += n
+        return first
 
     async def record_decisions(self, rows: list[IssuedDecision]) -> None:
         if not rows:
             return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pending.append((rows, fut))
+        self._kick()
+        await fut
+
+    def _kick(self) -> None:
+        if self._flushing or not self._pending:
+            return
+        batch, self._pending = self._pending, []
+        self._flushing = True
+        loop = asyncio.get_running_loop()
+        values = [
+            (r.seq, r.decision_id, r.session_id, r.entity_id, r.type, r.action, r.label, r.created_at)
+            for rows, _ in batch
+            for r in rows
+        ]
+        done: Future[None] = self._thread.submit(self._insert, values)
+        done.add_done_callback(lambda f: loop.call_soon_threadsafe(self._flushed, batch, f))
+
+    def _insert(self, values: list[tuple[Any, ...]]) -> None:
         with self._db:
             self._db.execute("BEGIN")
             self._db.executemany(
-                "INSERT INTO decisions (decision_id, session_id, entity_id, type, action, label, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(r.decision_id, r.session_id, r.entity_id, r.type, r.action, r.label, r.created_at) for r in rows],
+                "INSERT INTO decisions (seq, decision_id, session_id, entity_id, type, action, label, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                values,
             )
 
-    async def report(
-        self, session_id: str, decision_id: str, outcome: str, detail: str | None, now: float
-    ) -> tuple[ReportStatus, IssuedDecision | None]:
-        row = self._db.execute(f"SELECT {_COLS} FROM decisions WHERE decision_id = ?", (decision_id,)).fetchone()
-        if row is None or row[1] != session_id:
-            return "unknown", None
-        cur = self._db.execute(
-            "UPDATE decisions SET outcome = ?, detail = ?, reported_at = ? WHERE decision_id = ? AND outcome IS NULL",
-            (outcome, detail, now, decision_id),
-        )
-        if cur.rowcount == 0:
-            return "duplicate", IssuedDecision(*row)
-        rec = IssuedDecision(*row)
-        rec.outcome, rec.detail = outcome, detail
-        return "accepted", rec
+    def _flushed(self, batch: list[tuple[list[IssuedDecision], asyncio.Future[None]]], f: Future[None]) -> None:
+        self._flushing = False
+        exc = f.exception()
+        for _, fut in batch:
+            if fut.done():
+                continue
+            if exc is not None:
+                fut.set_exception(exc)
+            else:
+                fut.set_result(None)
+        self._kick()
 
-    async def recent_decisions(
-        self, session_id: str, entity_ids: list[str], limit: int = 8
-    ) -> dict[str, list[IssuedDecision]]:
-        out: dict[str, list[IssuedDecision]] = {}
-        for eid in entity_ids:
-            rows = self._db.execute(
-                f"SELECT {_COLS} FROM decisions WHERE session_id = ? AND entity_id = ?"
-                " ORDER BY created_at DESC LIMIT ?",
-                (session_id, eid, limit),
+    async def report(
+        self, session_id: str, seq: int, decision_id: str, outcome: str, detail: str | None, now: float
+    ) -> tuple[ReportStatus, IssuedDecision | None]:
+        def op(db: sqlite3.Connection) -> tuple[ReportStatus, IssuedDecision | None]:
+            row = db.execute(f"SELECT {_COLS} FROM decisions WHERE seq = ?", (seq,)).fetchone()
+            if row is None or row[1] != decision_id or row[2] != session_id:
+                return "unknown", None
+            cur = db.execute(
+                "UPDATE decisions SET outcome = ?, detail = ?, reported_at = ? WHERE seq = ? AND outcome IS NULL",
+                (outcome, detail, now, seq),
+            )
+            rec = IssuedDecision(*row)
+            if cur.rowcount == 0:
+                return "duplicate", rec
+            rec.outcome, rec.detail = outcome, detail
+            return "accepted", rec
+
+        return await self._run(op)
+
+    async def session_decisions(self, session_id: str, limit: int) -> list[IssuedDecision]:
+        def op(db: sqlite3.Connection) -> list[IssuedDecision]:
+            rows = db.execute(
+                f"SELECT {_COLS} FROM decisions WHERE session_id = ? ORDER BY seq DESC LIMIT ?", (session_id, limit)
             ).fetchall()
-            if rows:
-                out[eid] = [IssuedDecision(*r) for r in rows]
-        return out
+            return [IssuedDecision(*r) for r in rows]
+
+        return await self._run(op)
 
     async def create_session(self, rec: SessionRecord) -> None:
-        self._db.execute(
-            "INSERT INTO sessions (session_id, client_id, created_at, expires_at, ended) VALUES (?, ?, ?, ?, ?)",
-            (rec.session_id, rec.client_id, rec.created_at, rec.expires_at, int(rec.ended)),
+        await self._run(
+            lambda db: db.execute(
+                "INSERT INTO sessions (session_id, client_id, created_at, expires_at, ended) VALUES (?, ?, ?, ?, ?)",
+                (rec.session_id, rec.client_id, rec.created_at, rec.expires_at, int(rec.ended)),
+            )
         )
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
-        row = self._db.execute(
-            "SELECT session_id, client_id, created_at, expires_at, ended FROM sessions WHERE session_id = ?",
-            (session_id,),
-        ).fetchone()
+        row = await self._run(
+            lambda db: db.execute(
+                "SELECT session_id, client_id, created_at, expires_at, ended FROM sessions WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()
+        )
         return SessionRecord(row[0], row[1], row[2], row[3], bool(row[4])) if row else None
 
     async def end_session(self, session_id: str) -> None:
-        self._db.execute("UPDATE sessions SET ended = 1 WHERE session_id = ?", (session_id,))
+        await self._run(lambda db: db.execute("UPDATE sessions SET ended = 1 WHERE session_id = ?", (session_id,)))
 
     async def live_sessions(self, client_id: str, now: float) -> int:
-        row = self._db.execute(
-            "SELECT COUNT(*) FROM sessions WHERE client_id = ? AND ended = 0 AND expires_at > ?", (client_id, now)
-        ).fetchone()
+        row = await self._run(
+            lambda db: db.execute(
+                "SELECT COUNT(*) FROM sessions WHERE client_id = ? AND ended = 0 AND expires_at > ?", (client_id, now)
+            ).fetchone()
+        )
         return int(row[0])
 
     async def put_scope(self, session_id: str, name: str, spec: bytes) -> None:
-        self._db.execute(
-            "INSERT INTO scopes (session_id, name, spec) VALUES (?, ?, ?)"
-            " ON CONFLICT (session_id, name) DO UPDATE SET spec = excluded.spec",
-            (session_id, name, spec),
+        await self._run(
+            lambda db: db.execute(
+                "INSERT INTO scopes (session_id, name, spec) VALUES (?, ?, ?)"
+                " ON CONFLICT (session_id, name) DO UPDATE SET spec = excluded.spec",
+                (session_id, name, spec),
+            )
         )
 
     async def scopes(self, session_id: str) -> dict[str, bytes]:
-        rows = self._db.execute("SELECT name, spec FROM scopes WHERE session_id = ?", (session_id,)).fetchall()
+        rows = await self._run(
+            lambda db: db.execute("SELECT name, spec FROM scopes WHERE session_id = ?", (session_id,)).fetchall()
+        )
         return {r[0]: bytes(r[1]) for r in rows}
 
     async def close(self) -> None:
+        self._thread.shutdown(wait=True)
         self._db.close()

@@ -1,0 +1,221 @@
+"""Measure /v1/decide against a minimal echo route on the same stack, in one run on one machine.
+
+(a) decide, 16 entities, every entity a cache miss, zero-latency scripted provider (its own process)
+(b) decide, 16 entities, every entity a cache hit
+(c) a minimal JSON echo route (bench/echo_app.py) on the same HTTP stack, same body
+at 1 and 32 concurrent connections (wrk), then the ratios (a)/(c), (b)/(c); and
+(d) prompt input tokens per entity for a batch of 1 versus a batch of 16 on the example manifest.
+
+Run: python bench/decide_bench.py [--seconds 5]   (needs `wrk`: apt-get install wrk)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from conftest import FOREST, bee, decide_body  # noqa: E402
+
+LUA_MISS = r"""
+counter = 0
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+request = function()
+  counter = counter + 1
+  local ents = {}
+  for i = 1, 16 do
+    ents[i] = string.format('{"id":"b%d","type":"bee","observation":{"hp_fraction":0.5,"distance_to_player":%d,' ..
+      '"sees_player":true,"current_action":"chase"},"legal_actions":["idle","wander","chase","flee"],' ..
+      '"position":[%d.5,%d.0]}', i, (counter * 16 + i) * 10, i * 7, i * 3)
+  end
+  local body = '{"client_id":"bench","epoch":1,"world":{"player_hp_fraction":0.4,"repellent":false},' ..
+    '"scope":"forest_boss","scope_state":{"boss_phase":2},"entities":[' .. table.concat(ents, ",") .. ']}'
+  return wrk.format(nil, nil, nil, body)
+end
+"""
+
+LUA_STATIC = r"""
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = io.open("%s"):read("*a")
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_up(url: str, proc: subprocess.Popen[bytes], timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"process for {url} exited with {proc.returncode}")
+        try:
+            httpx.get(url, timeout=1)
+            return
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    raise SystemExit(f"{url} did not come up")
+
+
+def wrk(url: str, script: str, conns: int, seconds: int) -> dict[str, float]:
+    threads = 1 if conns == 1 else 2
+    out = subprocess.run(
+        ["wrk", f"-t{threads}", f"-c{conns}", f"-d{seconds}s", "--latency", "-s", script, url],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+    def ms(label: str) -> float:
+        m = re.search(rf"^\s*{label}%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
+        if not m:
+            return float("nan")
+        v, unit = float(m.group(1)), m.group(2)
+        return v / 1000 if unit == "us" else v * 1000 if unit == "s" else v
+
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if errors:
+        raise SystemExit(f"{url}: {errors.group(1)} non-2xx answers\n{out}")
+    return {"rps": rps, "p50": ms("50"), "p99": ms("99")}
+
+
+def tokens_per_entity() -> tuple[float, float]:
+    import msgspec
+
+    from npcmind.decide.prompt import PromptBuilder
+    from npcmind.manifest import load
+    from npcmind.protocol.a2g import DecideRequest
+    from npcmind.providers.tokens import count
+
+    m = load(FOREST)
+    out = []
+    for n in (1, 16):
+        body = decide_body(
+            *[bee(f"b{i}", observation={**bee("x")["observation"], "distance_to_player": 10.0 * i}) for i in range(n)]
+        )
+        req = msgspec.convert(body, DecideRequest)
+        b = PromptBuilder(m, "numbered")
+        chain = m.scope_chain("forest_boss")
+        static = b.static(chain, [])
+        shared = b.shared(req, chain, [])
+        ents = [b.entity(i + 1, e, None) for i, e in enumerate(req.entities)]
+        total = count("o200k_base", static) + count(
+            "o200k_base", shared + "ENTITIES:\n" + "".join(e.text for e in ents)
+        )
+        out.append(total / n)
+    return out[0], out[1]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=int, default=5)
+    args = ap.parse_args()
+    if not shutil.which("wrk"):
+        raise SystemExit("the bench needs wrk: apt-get install wrk")
+    tmp = Path(tempfile.mkdtemp(prefix="npcmind-bench-"))
+    py = sys.executable
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
+    pp, sp, ep = free_port(), free_port(), free_port()
+    procs = [
+        subprocess.Popen(
+            [py, "-m", "npcmind.cli", "scripted-provider", "--port", str(pp)], stdout=subprocess.DEVNULL, env=env
+        ),
+        subprocess.Popen(
+            [
+                py,
+                "-m",
+                "npcmind.cli",
+                "serve",
+                "--manifest",
+                str(FOREST),
+                "--port",
+                str(sp),
+                "--store",
+                f"sqlite:///{tmp}/bench.db",
+                "--provider",
+                "openai",
+                "--base-url",
+                f"http://127.0.0.1:{pp}/v1",
+                "--model",
+                "scripted",
+            ],
+            stdout=subprocess.DEVNULL,
+            env={**env, "NPCMIND_CACHE_ENTRIES": "2000000"},
+        ),
+        subprocess.Popen(
+            [py, "-m", "uvicorn", "echo_app:app", "--port", str(ep), "--log-level", "warning", "--no-access-log"],
+            cwd=ROOT / "bench",
+            stdout=subprocess.DEVNULL,
+        ),
+    ]
+    try:
+        wait_up(f"http://127.0.0.1:{pp}/_requests", procs[0])
+        wait_up(f"http://127.0.0.1:{sp}/v1/health", procs[1])
+        wait_up(f"http://127.0.0.1:{ep}/echo", procs[2])
+        body = decide_body(*[bee(f"b{i}", position=[i * 7.5, i * 3.0]) for i in range(16)], client_id="bench")
+        (tmp / "body.json").write_text(json.dumps(body))
+        first = httpx.post(f"http://127.0.0.1:{sp}/v1/decide", json=body).json()["decisions"]
+        assert all(d["source"] == "AI" for d in first), first
+        again = httpx.post(f"http://127.0.0.1:{sp}/v1/decide", json=body).json()["decisions"]
+        assert all(d.get("cached") for d in again), again
+        (tmp / "miss.lua").write_text(LUA_MISS)
+        (tmp / "static.lua").write_text(LUA_STATIC % (tmp / "body.json"))
+        size = len((tmp / "body.json").read_bytes())
+        rows = {}
+        for conns in (1, 32):
+            rows[("a", conns)] = wrk(f"http://127.0.0.1:{sp}/v1/decide", str(tmp / "miss.lua"), conns, args.seconds)
+            rows[("b", conns)] = wrk(f"http://127.0.0.1:{sp}/v1/decide", str(tmp / "static.lua"), conns, args.seconds)
+            rows[("c", conns)] = wrk(f"http://127.0.0.1:{ep}/echo", str(tmp / "static.lua"), conns, args.seconds)
+        m = httpx.get(f"http://127.0.0.1:{sp}/metrics").text
+        fallbacks = [
+            line
+            for line in m.splitlines()
+            if line.startswith('npcmind_decisions_total{code="') and "AI" not in line and not line.endswith(" 0.0")
+        ]
+        if fallbacks:
+            raise SystemExit(f"fallbacks during the bench: {fallbacks}")
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait(timeout=10)
+    names = {"a": "(a) decide, 16 misses", "b": "(b) decide, 16 cache hits", "c": "(c) JSON echo"}
+    print(f"body {size} bytes; {os.cpu_count()} cores; wrk {args.seconds}s per row; Python {sys.version.split()[0]}")
+    print(f"{'route':28} {'conns':>5} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8}")
+    for conns in (1, 32):
+        for k in "abc":
+            r = rows[(k, conns)]
+            print(f"{names[k]:28} {conns:>5} {r['rps']:>9.0f} {r['p50']:>8.2f} {r['p99']:>8.2f}")
+    for conns in (1, 32):
+        c = rows[("c", conns)]["rps"]
+        print(
+            f"ratio at {conns:>2} conns: (a)/(c) = {rows[('a', conns)]['rps'] / c:.2f}   "
+            f"(b)/(c) = {rows[('b', conns)]['rps'] / c:.2f}"
+        )
+    one, sixteen = tokens_per_entity()
+    print(
+        f"(d) prompt input tokens per entity (o200k): batch 1 = {one:.0f}, batch 16 = {sixteen:.1f}, "
+        f"ratio {sixteen / one:.3f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""The manifest: strict checks by path, one version whatever the file format, and `npcmind validate`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from conftest import FOREST
+from npcmind.manifest import ManifestError, from_data, load
+
+
+def forest() -> dict[str, Any]:
+    return yaml.safe_load(FOREST.read_text())
+
+
+def problems_of(data: Any) -> dict[str, str]:
+    with pytest.raises(ManifestError) as e:
+        from_data(data)
+    return {p.path: p.message for p in e.value.problems}
+
+
+def test_the_example_loads() -> None:
+    m = load(FOREST)
+    assert m.version.startswith("sha256:") and len(m.version) == 71
+    assert m.types["bee"].perception_radius == 200 and m.types["swarm"].perception_radius == 150
+    assert m.types["player"].observe_only and not m.types["bee"].observe_only
+    assert [n for n, _ in m.scope_chain("forest_boss")] == ["forest", "forest_boss"]
+
+
+def test_the_version_is_the_same_in_every_format(tmp_path: Path) -> None:
+    data = forest()
+    (tmp_path / "m.json").write_text(json.dumps(data))
+    import tomllib  # noqa: F401  (TOML is read by the stdlib; written here by hand below)
+
+    toml = tmp_path / "m.toml"
+    toml.write_text(_to_toml(data))
+    versions = {load(FOREST).version, load(tmp_path / "m.json").version, load(toml).version}
+    assert len(versions) == 1
+
+
+def test_a_changed_manifest_has_another_version() -> None:
+    data = forest()
+    data["types"]["bee"]["actions"]["idle"] = "Hover"
+    assert from_data(data).version != load(FOREST).version
+
+
+def _to_toml(data: dict[str, Any], prefix: str = "") -> str:
+    scalars, tables = [], []
+    for k, v in data.items():
+        if isinstance(v, dict):
+            tables.append((k, v))
+        else:
+            scalars.append(f"{k} = {json.dumps(v)}")
+    out = ""
+    if prefix and scalars:
+        out += f"[{prefix}]\n"
+    out += "".join(s + "\n" for s in scalars)
+    for k, v in tables:
+        out += _to_toml(v, f"{prefix}.{k}" if prefix else k)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("mutate", "path", "words"),
+    [
+        (lambda d: d["types"]["bee"].update(actions={}), "types.bee.actions", "must not be empty"),
+        (lambda d: d["types"].update(Bee=d["types"].pop("bee")), "types.Bee", "must match"),
+        (lambda d: d["types"]["bee"]["fields"].update(x={"type": "enum"}), "types.bee.fields.x.values", "enum"),
+        (lambda d: d["types"]["bee"]["fields"].update(x={"type": "float"}), "types.bee.fields.x.type", "one of"),
+        (
+            lambda d: d["types"]["bee"]["fields"].update(x={"type": "string", "quantum": 1}),
+            "types.bee.fields.x.quantum",
+            "only a number",
+        ),
+        (
+            lambda d: d["types"]["bee"]["fields"].update(x={"type": "number", "min": 2, "max": 1}),
+            "types.bee.fields.x.min",
+            "greater than max",
+        ),
+        (lambda d: d["profiles"].update(king={"type": "wasp", "text": "x"}), "profiles.king.type", "unknown type"),
+        (lambda d: d["profiles"].update(king={"type": "player", "text": "x"}), "profiles.king.type", "observe-only"),
+        (lambda d: d["scopes"]["forest"].update(parent="forest_boss"), "scopes.forest.parent", "cycle"),
+        (lambda d: d["scopes"]["forest"].update(parent="moon"), "scopes.forest.parent", "unknown scope"),
+        (lambda d: d["world"].update(text="x" * 4001), "world.text", "at most 4000"),
+        (lambda d: d["types"]["bee"].update(speed=3), "types.bee.speed", "not a known field"),
+        (lambda d: d.update(a2g="0.2"), "a2g", "one of"),
+        (lambda d: d["defaults"].update(ttl_ms=0), "defaults.ttl_ms", "greater than 0"),
+        (lambda d: d["types"].update({f"t{i}": {"text": ""} for i in range(70)}), "types", "at most 64"),
+    ],
+)
+def test_every_problem_is_named_by_path(mutate: Any, path: str, words: str) -> None:
+    data = forest()
+    mutate(data)
+    found = problems_of(data)
+    assert path in found, found
+    assert words in found[path]
+
+
+def test_all_problems_of_a_kind_at_once() -> None:
+    """Shape problems are listed together; reference problems (checked on a well-shaped file) likewise."""
+    data = forest()
+    data["types"]["bee"]["actions"] = {}
+    data["types"]["boss"]["ttl_ms"] = -1
+    data["world"]["fields"]["x"] = {"type": "number", "text": 3}
+    assert {"types.bee.actions", "types.boss.ttl_ms", "world.fields.x.text"} <= set(problems_of(data))
+    data = forest()
+    data["scopes"]["forest"]["parent"] = "moon"
+    data["world"]["fields"]["x"] = {"type": "enum"}
+    data["profiles"]["queen_bee"]["type"] = "wasp"
+    assert {"scopes.forest.parent", "world.fields.x.values", "profiles.queen_bee.type"} <= set(problems_of(data))
+
+
+def test_broken_yaml_is_one_clear_problem(tmp_path: Path) -> None:
+    p = tmp_path / "bad.yaml"
+    p.write_text("a2g: '0.1'\nworld: [unclosed\n")
+    with pytest.raises(ManifestError) as e:
+        load(p)
+    assert "not valid YAML" in e.value.problems[0].message
+
+
+def test_cli_validate(tmp_path: Path) -> None:
+    ok = subprocess.run([sys.executable, "-m", "npcmind.cli", "validate", str(FOREST)], capture_output=True, text=True)
+    assert ok.returncode == 0 and "ok" in ok.stdout and "sha256:" in ok.stdout
+    data = forest()
+    data["scopes"]["forest"]["parent"] = "moon"
+    data["profiles"]["queen_bee"]["type"] = "wasp"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(data))
+    r = subprocess.run([sys.executable, "-m", "npcmind.cli", "validate", str(bad)], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "scopes.forest.parent: unknown scope 'moon'" in r.stdout
+    assert "profiles.queen_bee.type: unknown type 'wasp'" in r.stdout
+
+
+def test_serve_refuses_a_bad_manifest(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"a2g": "0.1"}')
+    r = subprocess.run(
+        [sys.executable, "-m", "npcmind.cli", "serve", "--manifest", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert r.returncode == 2 and "world: is required" in r.stderr and "types: is required" in r.stderr

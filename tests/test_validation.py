@@ -1,0 +1,161 @@
+"""Every violation of the seed's field table is a 422 naming its path; other bad input gets its own 4xx."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from conftest import BOSS_OBS, Running, bee, decide_body
+
+Mutation = Callable[[dict[str, Any]], None]
+
+
+def _set(path: str, value: Any) -> Mutation:
+    def apply(body: dict[str, Any]) -> None:
+        node: Any = body
+        keys = path.split(".")
+        for k in keys[:-1]:
+            node = node[int(k)] if k.isdigit() else node[k]
+        last = keys[-1]
+        if value is _DELETE:
+            del node[int(last) if last.isdigit() else last]
+        else:
+            node[int(last) if last.isdigit() else last] = value
+
+    return apply
+
+
+_DELETE = object()
+
+CASES: list[tuple[str, Mutation, str]] = [
+    ("world missing a field", _set("world.repellent", _DELETE), "world.repellent"),
+    ("world extra field", _set("world.gold", 3), "world.gold"),
+    ("world wrong type", _set("world.repellent", "yes"), "world.repellent"),
+    ("world out of range", _set("world.player_hp_fraction", 1.5), "world.player_hp_fraction"),
+    ("world missing", _set("world", _DELETE), "world"),
+    ("epoch negative", _set("epoch", -1), "epoch"),
+    ("epoch not integer", _set("epoch", 1.5), "epoch"),
+    ("epoch missing", _set("epoch", _DELETE), "epoch"),
+    ("client_id missing", _set("client_id", _DELETE), "client_id"),
+    ("unknown top-level field", _set("mode", "x"), "mode"),
+    ("no entities", _set("entities", []), "entities"),
+    ("17 entities", _set("entities", [bee(str(i)) for i in range(17)]), "entities"),
+    ("unknown type", _set("entities.0.type", "wasp"), "entities[0].type"),
+    ("observe-only type", _set("entities.0.type", "player"), "entities[0].type"),
+    ("type missing", _set("entities.0.type", _DELETE), "entities[0].type"),
+    (
+        "observation missing field",
+        _set("entities.0.observation.sees_player", _DELETE),
+        "entities[0].observation.sees_player",
+    ),
+    ("observation extra field", _set("entities.0.observation.mood", "angry"), "entities[0].observation.mood"),
+    ("observation wrong type", _set("entities.0.observation.sees_player", 1), "entities[0].observation.sees_player"),
+    (
+        "observation out of range",
+        _set("entities.0.observation.hp_fraction", -0.1),
+        "entities[0].observation.hp_fraction",
+    ),
+    (
+        "observation enum value",
+        _set("entities.0.observation.current_action", "dance"),
+        "entities[0].observation.current_action",
+    ),
+    ("observation missing", _set("entities.0.observation", _DELETE), "entities[0].observation"),
+    ("legal_actions empty", _set("entities.0.legal_actions", []), "entities[0].legal_actions"),
+    (
+        "legal_actions not a subset",
+        _set("entities.0.legal_actions", ["idle", "surround"]),
+        "entities[0].legal_actions[1]",
+    ),
+    ("legal_actions repeated", _set("entities.0.legal_actions", ["idle", "idle"]), "entities[0].legal_actions[1]"),
+    ("legal_actions not strings", _set("entities.0.legal_actions", [1]), "entities[0].legal_actions[0]"),
+    ("duplicate ids", _set("entities", [bee("a"), bee("a")]), "entities[1].id"),
+    ("position one number", _set("entities.0.position", [1.0]), "entities[0].position"),
+    ("position four numbers", _set("entities.0.position", [1, 2, 3, 4]), "entities[0].position"),
+    ("position strings", _set("entities.0.position", ["a", 1]), "entities[0].position[0]"),
+    ("unknown profile", _set("entities.0.profile", "king"), "entities[0].profile"),
+    ("profile of another type", _set("entities.0.profile", "queen_bee"), "entities[0].profile"),
+    ("trigger not an event", _set("entities.0.trigger", "sneeze"), "entities[0].trigger"),
+    ("unknown entity field", _set("entities.0.hp", 3), "entities[0].hp"),
+    ("unknown scope", _set("scope", "desert"), "scope"),
+    ("scope_state missing a field", _set("scope_state", {}), "scope_state.boss_phase"),
+    ("scope_state extra field", _set("scope_state.weather", "rain"), "scope_state.weather"),
+    ("scope_state out of range", _set("scope_state.boss_phase", 9), "scope_state.boss_phase"),
+    ("scope_state without its scope", _set("scope", _DELETE), "scope_state"),
+    ("scope_state missing for a scope with fields", _set("scope_state", _DELETE), "scope_state"),
+]
+
+
+@pytest.mark.parametrize(("name", "mutate", "path"), CASES, ids=[c[0] for c in CASES])
+def test_violation_is_422_naming_the_path(svc: Running, scripted: Any, name: str, mutate: Mutation, path: str) -> None:
+    body = decide_body(bee("a"))
+    mutate(body)
+    r = svc.decide(body)
+    assert r.status_code == 422, r.text
+    err = r.json()["error"]
+    assert err["code"] == "invalid_request"
+    assert path in [d["path"] for d in err["details"]], err
+    assert scripted.requests == []  # nothing of a rejected request reaches the provider
+    db = svc.service.store._db  # type: ignore[attr-defined]
+    assert db.execute("SELECT COUNT(*) FROM decisions").fetchone()[0] == 0
+
+
+def test_every_problem_is_listed_at_once(svc: Running) -> None:
+    body = decide_body(
+        bee("a", legal_actions=["idle", "surround"], trigger="sneeze"),
+        {
+            "id": "q",
+            "type": "boss",
+            "profile": "queen_bee",
+            "observation": {**BOSS_OBS, "hp_fraction": 7},
+            "legal_actions": ["idle"],
+        },
+        world={"player_hp_fraction": 0.4},
+    )
+    paths = {d["path"] for d in svc.decide(body).json()["error"]["details"]}
+    assert {
+        "world.repellent",
+        "entities[0].legal_actions[1]",
+        "entities[0].trigger",
+        "entities[1].observation.hp_fraction",
+    } <= paths
+
+
+def test_a_position_beyond_floating_point_is_rejected(svc: Running) -> None:
+    raw = (
+        b'{"client_id":"c","epoch":1,"world":{"player_hp_fraction":0.4,"repellent":false},"entities":['
+        b'{"id":"a","type":"bee","observation":{"hp_fraction":0.3,"distance_to_player":9,"sees_player":true,'
+        b'"current_action":"idle"},"legal_actions":["idle"],"position":[1e999,0]}]}'
+    )
+    r = svc.http.post("/v1/decide", content=raw, headers={"content-type": "application/json"})
+    assert r.status_code == 422 and r.json()["error"]["details"][0]["path"] == "entities[0].position[0]", r.text
+
+
+def test_malformed_json_is_400(svc: Running) -> None:
+    r = svc.http.post("/v1/decide", content=b'{"client_id": ', headers={"content-type": "application/json"})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "malformed_json"
+
+
+def test_not_json_is_415(svc: Running) -> None:
+    r = svc.http.post("/v1/decide", content=b"client_id=x", headers={"content-type": "text/plain"})
+    assert r.status_code == 415 and "application/json" in r.json()["error"]["message"]
+
+
+def test_body_over_the_limit_is_413(svc: Running) -> None:
+    r = svc.http.post("/v1/decide", content=b" " * (300 * 1024), headers={"content-type": "application/json"})
+    assert r.status_code == 413 and r.json()["error"]["code"] == "body_too_large"
+
+
+def test_unknown_route_and_method_are_json(svc: Running) -> None:
+    r = svc.http.get("/v1/nothing")
+    assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
+    r = svc.http.get("/v1/decide")
+    assert r.status_code == 405 and r.json()["error"]["code"] == "method_not_allowed"
+
+
+@pytest.mark.parametrize("body", [b"[]", b"null", b"3", b'"x"', b"{}"])
+def test_non_object_bodies_are_422(svc: Running, body: bytes) -> None:
+    r = svc.http.post("/v1/decide", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 422
