@@ -12,7 +12,9 @@ import uvicorn
 class BackgroundServer:
     """uvicorn in a daemon thread; `port=0` picks a free port, read back after start."""
 
-    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0, lifespan: Literal["auto", "on", "off"] = "on") -> None:
+    def __init__(
+        self, app: Any, host: str = "127.0.0.1", port: int = 0, lifespan: Literal["auto", "on", "off"] = "on"
+    ) -> None:
         config = uvicorn.Config(app, host=host, port=port, log_level="error", lifespan=lifespan, access_log=False)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
