@@ -66,8 +66,10 @@ class Running:
 def start_service(tmp_path: Path) -> Iterator[Callable[..., Running]]:
     started: list[Running] = []
 
-    def start(manifest: Path = FOREST, store: str | None = None, **settings: Any) -> Running:
-        s = Settings(manifest=str(manifest), store=store or f"sqlite:///{tmp_path}/npcmind.db", **settings)
+    def start(manifest: Path | None = FOREST, store: str | None = None, **settings: Any) -> Running:
+        s = Settings(
+            manifest=str(manifest) if manifest else None, store=store or f"sqlite:///{tmp_path}/npcmind.db", **settings
+        )
         service = Service(s)
         server = BackgroundServer(create_app(service)).start()
         r = Running(server, service)
@@ -84,3 +86,46 @@ def start_service(tmp_path: Path) -> Iterator[Callable[..., Running]]:
 def svc(start_service: Callable[..., Running], scripted: ScriptedServer) -> Running:
     """The service on the example manifest, its provider the scripted server (self-hosted, enum form)."""
     return start_service(provider="openai", base_url=scripted.base_url, model="scripted")
+
+
+class Hosted:
+    """A hosted-profile service with two clients, and helpers to open sessions."""
+
+    def __init__(self, running: Running, keys: dict[str, str]) -> None:
+        self.running = running
+        self.keys = keys
+        self.http = running.http
+
+    def open(self, client_id: str = "game-1") -> dict[str, Any]:
+        r = self.http.post(
+            "/v1/session", json={"client_id": client_id}, headers={"authorization": f"Bearer {self.keys[client_id]}"}
+        )
+        assert r.status_code == 200, r.text
+        return dict(r.json())
+
+    @staticmethod
+    def auth(session: dict[str, Any]) -> dict[str, str]:
+        return {"authorization": f"Bearer {session['session_token']}"}
+
+
+def write_clients(tmp_path: Path, **limits: Any) -> tuple[Path, dict[str, str]]:
+    """A clients file with two clients on the example manifest; returns it and their keys."""
+    from npcmind.sessions.clients import hash_key, new_key
+
+    keys = {"game-1": new_key(), "game-2": new_key()}
+    lines = ["clients:"]
+    for cid, key in keys.items():
+        extra = "".join(f", {k}: {v}" for k, v in limits.items())
+        lines.append(f"  - {{client_id: {cid}, manifest: {FOREST}, key_sha256: {hash_key(key)}{extra}}}")
+    path = tmp_path / "clients.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path, keys
+
+
+@pytest.fixture()
+def hosted(start_service: Callable[..., Running], scripted: ScriptedServer, tmp_path: Path) -> Hosted:
+    path, keys = write_clients(tmp_path)
+    running = start_service(
+        manifest=None, profile="hosted", clients=str(path), provider="openai", base_url=scripted.base_url
+    )
+    return Hosted(running, keys)

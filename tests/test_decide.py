@@ -11,7 +11,12 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import BOSS_OBS, FOREST, Running, bee, decide_body
+from conftest import BEE_OBS, BOSS_OBS, FOREST, Running, bee, decide_body
+
+
+def obs(**over: Any) -> dict[str, Any]:
+    """A bee observation with some fields changed."""
+    return {**BEE_OBS, **over}
 
 
 def by_id(resp: Any) -> dict[str, dict[str, Any]]:
@@ -96,10 +101,11 @@ def test_small_model_text_around_json_still_parses(svc: Running, scripted: Any) 
 def test_provider_error_is_unavailable_and_cached_entities_are_unaffected(
     svc: Running, scripted: Any, status: int
 ) -> None:
-    first = by_id(svc.decide(decide_body(bee("a"))))
+    # the same two entities both times: the population (part 5) stays the same, so "a" can hit its cache entry
+    first = by_id(svc.decide(decide_body(bee("a"), bee("b", observation=obs(hp_fraction=0.1)))))
     assert first["a"]["source"] == "AI"
     scripted.set(status=status)
-    d = by_id(svc.decide(decide_body(bee("a"), bee("b", observation={**bee("b")["observation"], "hp_fraction": 0.9}))))
+    d = by_id(svc.decide(decide_body(bee("a"), bee("b", observation=obs(hp_fraction=0.9)))))
     assert d["a"]["source"] == "AI" and d["a"]["cached"] is True
     assert d["b"]["code"] == "unavailable" and str(status) in d["b"]["reason"]
 
@@ -144,17 +150,13 @@ def test_missing_credentials_for_openai_is_unavailable(start_service: Any, monke
 
 def test_busy_when_no_slot_frees_in_time(start_service: Any, scripted: Any) -> None:
     svc = start_service(provider="openai", base_url=scripted.base_url, max_concurrent_calls=1, admission_wait_ms=50)
-    warm = by_id(svc.decide(decide_body(bee("warm"))))
+    warm = by_id(svc.decide(decide_body(bee("warm"), bee("late", observation=obs(hp_fraction=0.3)))))
     assert warm["warm"]["source"] == "AI"
     scripted.set(delay_ms=800)
-    slow = threading.Thread(
-        target=svc.decide, args=(decide_body(bee("slow", observation={**bee("x")["observation"], "hp_fraction": 0.1})),)
-    )
+    slow = threading.Thread(target=svc.decide, args=(decide_body(bee("late", observation=obs(hp_fraction=0.1))),))
     slow.start()
     time.sleep(0.2)
-    d = by_id(
-        svc.decide(decide_body(bee("warm"), bee("late", observation={**bee("x")["observation"], "hp_fraction": 0.6})))
-    )
+    d = by_id(svc.decide(decide_body(bee("warm"), bee("late", observation=obs(hp_fraction=0.6)))))
     slow.join()
     assert d["late"]["code"] == "busy"
     assert d["warm"]["source"] == "AI" and d["warm"]["cached"] is True
@@ -197,10 +199,10 @@ def test_quantum_makes_nearby_observations_share_an_entry(svc: Running, scripted
     obs1 = {"hp_fraction": 0.333, "distance_to_player": 96.4, "sees_player": True, "current_action": "chase"}
     obs2 = {"hp_fraction": 0.34, "distance_to_player": 98.0, "sees_player": True, "current_action": "chase"}
     svc.decide(decide_body(bee("a", observation=obs1)))
-    d = by_id(svc.decide(decide_body(bee("b", observation=obs2))))
-    assert d["b"]["cached"] is True and len(scripted.requests) == 1
+    d = by_id(svc.decide(decide_body(bee("a", observation=obs2))))
+    assert d["a"]["cached"] is True and len(scripted.requests) == 1
     far = {**obs2, "distance_to_player": 140.0}
-    assert by_id(svc.decide(decide_body(bee("c", observation=far))))["c"]["cached"] is False
+    assert by_id(svc.decide(decide_body(bee("a", observation=far))))["a"]["cached"] is False
 
 
 def test_changed_legal_actions_do_not_share_an_entry(svc: Running, scripted: Any) -> None:

@@ -159,3 +159,9 @@ def test_unknown_route_and_method_are_json(svc: Running) -> None:
 def test_non_object_bodies_are_422(svc: Running, body: bytes) -> None:
     r = svc.http.post("/v1/decide", content=body, headers={"content-type": "application/json"})
     assert r.status_code == 422
+
+
+def test_shape_and_manifest_problems_in_one_answer(svc: Running) -> None:
+    body = decide_body(bee("a", position=[1]), bee("b", trigger="sneeze"), world={"player_hp_fraction": 0.4})
+    paths = {d["path"] for d in svc.decide(body).json()["error"]["details"]}
+    assert {"entities[0].position", "entities[1].trigger", "world.repellent"} <= paths

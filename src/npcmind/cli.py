@@ -30,7 +30,7 @@ def _serve(args: argparse.Namespace) -> int:
         base_url=args.base_url,
         model=args.model,
         api_key_env=args.api_key_env,
-        clients=getattr(args, "clients", None),
+        clients=args.clients,
     )
     try:
         service = Service(settings)
@@ -65,6 +65,19 @@ def _serve(args: argparse.Namespace) -> int:
     server = _Server(config)
     server.run()
     return 0 if server.started else 1
+
+
+def _keygen(args: argparse.Namespace) -> int:
+    from npcmind.sessions.clients import hash_key, new_key
+
+    key = new_key()
+    print(f"API key for {args.client_id} (shown once; the service keeps only its SHA-256):\n\n  {key}\n")
+    print("Paste this under `clients:` in the clients file:\n")
+    print(
+        f"  - {{client_id: {args.client_id}, manifest: {args.manifest}, key_sha256: {hash_key(key)}, "
+        "max_sessions: 16, requests_per_second: 50}"
+    )
+    return 0
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -103,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("serve", help="run the service")
-    s.add_argument("--manifest", required=True, metavar="FILE", help="the game's manifest (YAML, JSON or TOML)")
+    s.add_argument("--manifest", metavar="FILE", help="the game's manifest (YAML, JSON or TOML); local profile")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=8080)
     s.add_argument("--profile", choices=["local", "hosted"], default="local")
@@ -112,7 +125,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--base-url", metavar="URL", help="an OpenAI-compatible server (vLLM, llama.cpp, Ollama)")
     s.add_argument("--model", metavar="NAME")
     s.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the provider's API key")
+    s.add_argument("--clients", metavar="FILE", help="hosted profile: the clients file (see `npcmind keygen`)")
     s.set_defaults(func=_serve)
+
+    k = sub.add_parser("keygen", help="make an API key for a client of the hosted profile")
+    k.add_argument("client_id", metavar="CLIENT_ID")
+    k.add_argument("--manifest", default="manifest.yaml", metavar="FILE", help="the client's manifest path")
+    k.set_defaults(func=_keygen)
 
     v = sub.add_parser("validate", help="check a manifest and list every problem by path")
     v.add_argument("file", metavar="FILE")

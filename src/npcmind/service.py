@@ -1,18 +1,22 @@
-"""The assembled service: settings, manifest, store, provider and pipeline wired once, shared by the HTTP layer."""
+"""The assembled service: settings, manifests, store, provider, context and pipeline wired once."""
 
 from __future__ import annotations
 
 import logging
 
 from npcmind.config import Settings
+from npcmind.context.hub import ContextHub
 from npcmind.decide.ids import DecisionIds
-from npcmind.decide.pipeline import DecidePipeline, SessionContext
+from npcmind.decide.pipeline import DecidePipeline
 from npcmind.manifest import Manifest
 from npcmind.manifest import load as load_manifest
 from npcmind.metrics import Metrics
 from npcmind.providers import tokens
 from npcmind.providers.base import Provider
 from npcmind.providers.select import describe, make_provider
+from npcmind.sessions.clients import Client, load_clients
+from npcmind.sessions.guard import Guard
+from npcmind.sessions.tokens import TokenSigner
 from npcmind.storage import Store, open_store
 
 log = logging.getLogger("npcmind")
@@ -29,21 +33,33 @@ class Service:
         store: Store | None = None,
     ) -> None:
         self.settings = settings
-        if manifest is None:
-            if not settings.manifest:
-                raise ValueError("a manifest is required (--manifest FILE)")
+        self.clients: dict[str, Client] | None = None
+        if settings.profile == "hosted":
+            if not settings.clients:
+                raise ValueError("the hosted profile needs --clients FILE (see `npcmind keygen`)")
+            self.clients = load_clients(settings.clients)
+        elif settings.profile != "local":
+            raise ValueError(f"--profile must be local or hosted, not {settings.profile!r}")
+        if manifest is None and settings.manifest:
             manifest = load_manifest(settings.manifest)
+        if manifest is None and self.clients is None:
+            raise ValueError("a manifest is required (--manifest FILE)")
         self.manifest = manifest
         self.provider = provider or make_provider(settings)
         self.store = store or open_store(settings.store)
         self.metrics = Metrics()
-        self.pipeline: DecidePipeline | None = None
+        self._pipeline: DecidePipeline | None = None
+        self._guard: Guard | None = None
+        self._hub: ContextHub | None = None
 
     async def start(self) -> None:
-        """Load the secrets from the store and build the pipeline (inside the event loop)."""
+        """Load the secrets from the store and build what depends on them (inside the event loop)."""
         ids = DecisionIds(await self.store.secret("decision_mac"))
+        self._hub = ContextHub(self.store, ids)
+        self._pipeline = DecidePipeline(self.provider, self.store, ids, self.settings, self.metrics, self._hub)
+        signer = TokenSigner(await self.store.secret("session_tokens"))
+        self._guard = Guard(self._hub, self.store, signer, self.manifest, self.clients)
         tokens.count(self.provider.encoding, "warm up")  # load the tokenizer table now, not on the first decision
-        self.pipeline = DecidePipeline(self.provider, self.store, ids, self.settings, self.metrics)
         log.info("provider: %s", describe(self.provider))
 
     async def stop(self) -> None:
@@ -51,12 +67,23 @@ class Service:
         await self.provider.close()
         await self.store.close()
 
-    def decide_pipeline(self) -> DecidePipeline:
-        """The pipeline, once started."""
-        if self.pipeline is None:
+    @property
+    def pipeline(self) -> DecidePipeline:
+        """The decide pipeline (once started)."""
+        if self._pipeline is None:
             raise RuntimeError("service not started")
-        return self.pipeline
+        return self._pipeline
 
-    async def local_session(self, client_id: str) -> SessionContext:
-        """The local profile keeps one implicit session per client_id."""
-        return SessionContext(f"local:{client_id}", client_id, self.manifest, {})
+    @property
+    def guard(self) -> Guard:
+        """Who is asking (once started)."""
+        if self._guard is None:
+            raise RuntimeError("service not started")
+        return self._guard
+
+    @property
+    def hub(self) -> ContextHub:
+        """Per-session state (once started)."""
+        if self._hub is None:
+            raise RuntimeError("service not started")
+        return self._hub

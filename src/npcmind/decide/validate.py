@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import Any
 
 from npcmind.manifest import Manifest
 from npcmind.manifest.model import ScopeSpec
-from npcmind.protocol.a2g import DecideRequest
+from npcmind.protocol.a2g import DecideEntity, DecideRequest
 from npcmind.protocol.errors import Problem
+from npcmind.protocol.validate import well_shaped
 
 
 def check_position(pos: list[float] | None, path: str, out: list[Problem]) -> None:
@@ -17,56 +19,93 @@ def check_position(pos: list[float] | None, path: str, out: list[Problem]) -> No
         out.append(Problem(path, "must be 2 or 3 finite numbers"))
 
 
+def check_scope(
+    scope: str | None, state: Any, manifest: Manifest, session_scopes: Mapping[str, ScopeSpec] | None
+) -> list[Problem]:
+    """The scope is known and scope_state holds exactly the fields declared along its chain."""
+    out: list[Problem] = []
+    if scope is None:
+        if state is not None:
+            out.append(Problem("scope_state", "is only allowed with a scope"))
+        return out
+    chain = manifest.scope_chain(scope, session_scopes)
+    if not chain:
+        return [Problem("scope", f"unknown scope {scope!r}")]
+    declared = manifest.chain_fields(chain)
+    if declared.fields:
+        if state is None:
+            out.append(Problem("scope_state", f"is required: scope {scope!r} declares fields"))
+        else:
+            out += declared.problems(state, "scope_state")
+    elif state:
+        out.append(Problem("scope_state", f"must be omitted: scope {scope!r} declares no fields"))
+    return out
+
+
+def check_entity(i: int, e: DecideEntity, manifest: Manifest) -> list[Problem]:
+    """One entity against its type: observation, legal actions, position, profile, trigger."""
+    p = f"entities[{i}]"
+    t = manifest.types.get(e.type)
+    if t is None:
+        return [Problem(f"{p}.type", f"unknown type {e.type!r}")]
+    if t.observe_only:
+        return [Problem(f"{p}.type", f"type {e.type!r} is observe-only (no actions): send it as telemetry")]
+    out = t.fields.problems(e.observation, f"{p}.observation")
+    seen: set[str] = set()
+    for j, a in enumerate(e.legal_actions):
+        if a in seen:
+            out.append(Problem(f"{p}.legal_actions[{j}]", f"repeats {a!r}"))
+        elif a not in t.actions:
+            out.append(Problem(f"{p}.legal_actions[{j}]", f"not an action of type {e.type}"))
+        seen.add(a)
+    check_position(e.position, f"{p}.position", out)
+    if e.profile is not None:
+        prof = manifest.profiles.get(e.profile)
+        if prof is None:
+            out.append(Problem(f"{p}.profile", f"unknown profile {e.profile!r}"))
+        elif prof.type is not None and prof.type != e.type:
+            out.append(Problem(f"{p}.profile", f"profile {e.profile!r} is for type {prof.type!r}, not {e.type!r}"))
+    if e.trigger is not None and e.trigger not in t.spec.events:
+        out.append(Problem(f"{p}.trigger", f"not an event of type {e.type}"))
+    return out
+
+
+def _duplicates(ids: list[tuple[int, str]]) -> list[Problem]:
+    out: list[Problem] = []
+    first_at: dict[str, int] = {}
+    for i, eid in ids:
+        if eid in first_at:
+            out.append(Problem(f"entities[{i}].id", f"duplicate id {eid!r} (first at entities[{first_at[eid]}])"))
+        else:
+            first_at[eid] = i
+    return out
+
+
 def check_request(
     req: DecideRequest, manifest: Manifest, session_scopes: Mapping[str, ScopeSpec] | None = None
 ) -> list[Problem]:
     """Every way the request breaks the seed's field table for this manifest."""
     out = manifest.world.problems(req.world, "world")
-    if req.scope is not None:
-        chain = manifest.scope_chain(req.scope, session_scopes)
-        if not chain:
-            out.append(Problem("scope", f"unknown scope {req.scope!r}"))
-        else:
-            declared = manifest.chain_fields(chain)
-            if declared.fields:
-                if req.scope_state is None:
-                    out.append(Problem("scope_state", f"is required: scope {req.scope!r} declares fields"))
-                else:
-                    out += declared.problems(req.scope_state, "scope_state")
-            elif req.scope_state:
-                out.append(Problem("scope_state", f"must be omitted: scope {req.scope!r} declares no fields"))
-    elif req.scope_state is not None:
-        out.append(Problem("scope_state", "is only allowed with a scope"))
-
-    first_at: dict[str, int] = {}
+    out += check_scope(req.scope, req.scope_state, manifest, session_scopes)
+    out += _duplicates([(i, e.id) for i, e in enumerate(req.entities)])
     for i, e in enumerate(req.entities):
-        p = f"entities[{i}]"
-        if e.id in first_at:
-            out.append(Problem(f"{p}.id", f"duplicate id {e.id!r} (first at entities[{first_at[e.id]}])"))
-        else:
-            first_at[e.id] = i
-        t = manifest.types.get(e.type)
-        if t is None:
-            out.append(Problem(f"{p}.type", f"unknown type {e.type!r}"))
-            continue
-        if t.observe_only:
-            out.append(Problem(f"{p}.type", f"type {e.type!r} is observe-only (no actions): send it as telemetry"))
-            continue
-        out += t.fields.problems(e.observation, f"{p}.observation")
-        seen: set[str] = set()
-        for j, a in enumerate(e.legal_actions):
-            if a in seen:
-                out.append(Problem(f"{p}.legal_actions[{j}]", f"repeats {a!r}"))
-            elif a not in t.actions:
-                out.append(Problem(f"{p}.legal_actions[{j}]", f"not an action of type {e.type}"))
-            seen.add(a)
-        check_position(e.position, f"{p}.position", out)
-        if e.profile is not None:
-            prof = manifest.profiles.get(e.profile)
-            if prof is None:
-                out.append(Problem(f"{p}.profile", f"unknown profile {e.profile!r}"))
-            elif prof.type is not None and prof.type != e.type:
-                out.append(Problem(f"{p}.profile", f"profile {e.profile!r} is for type {prof.type!r}, not {e.type!r}"))
-        if e.trigger is not None and e.trigger not in t.spec.events:
-            out.append(Problem(f"{p}.trigger", f"not an event of type {e.type}"))
+        out += check_entity(i, e, manifest)
+    return out
+
+
+def partial_problems(raw: Any, manifest: Manifest, session_scopes: Mapping[str, ScopeSpec] | None) -> list[Problem]:
+    """The manifest's problems with every part of a mis-shaped request that is well-shaped on its own,
+    so that one 422 lists them together with the shape problems."""
+    if not isinstance(raw, dict):
+        return []
+    out: list[Problem] = []
+    if isinstance(raw.get("world"), dict):
+        out += manifest.world.problems(raw["world"], "world")
+    scope, state = raw.get("scope"), raw.get("scope_state")
+    if (scope is None or isinstance(scope, str)) and (state is None or isinstance(state, dict)):
+        out += check_scope(scope, state, manifest, session_scopes)
+    items = well_shaped(raw.get("entities"), DecideEntity)
+    out += _duplicates([(i, e.id) for i, e in items])
+    for i, e in items:
+        out += check_entity(i, e, manifest)
     return out

@@ -7,18 +7,35 @@ by path (msgspec and Litestar stop at the first), while valid bodies still decod
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
-from litestar import Litestar, Request, Response, get, post
+from litestar import Litestar, Request, Response, delete, get, post
 from litestar.exceptions import HTTPException
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
 from npcmind import A2G_VERSION, __version__
+from npcmind.context.hub import ContextHub
+from npcmind.decide.pipeline import SessionContext
+from npcmind.decide.validate import partial_problems
 from npcmind.http.openapi import openapi_document
-from npcmind.protocol.a2g import DecideRequest, HealthResponse, ManifestResponse
-from npcmind.protocol.errors import ApiError
-from npcmind.protocol.validate import parse
+from npcmind.protocol.a2g import (
+    ContextRequest,
+    ContextResponse,
+    DecideRequest,
+    EndedResponse,
+    HealthResponse,
+    ManifestResponse,
+    ReportRequest,
+    ReportResponse,
+    SessionRequest,
+    TelemetryEntity,
+    TelemetryRequest,
+    TelemetryResponse,
+)
+from npcmind.protocol.errors import ApiError, Problem
+from npcmind.protocol.validate import parse, well_shaped
 from npcmind.providers.select import describe
 from npcmind.service import Service
 
@@ -60,19 +77,82 @@ def _error_response(_: Request[Any, Any, Any], exc: Exception) -> Response[bytes
     return Response(content=err.body(), status_code=HTTP_500_INTERNAL_SERVER_ERROR, media_type=JSON)
 
 
+def _auth(request: Request[Any, Any, Any]) -> str | None:
+    return request.headers.get("authorization")
+
+
+Partial = Callable[[Any, SessionContext], list[Problem]]
+
+
+def _decide_partial(raw: Any, session: SessionContext) -> list[Problem]:
+    return partial_problems(raw, session.manifest, session.scopes)
+
+
+def _telemetry_partial(raw: Any, session: SessionContext) -> list[Problem]:
+    items = well_shaped(raw.get("entities") if isinstance(raw, dict) else None, TelemetryEntity)
+    return ContextHub.telemetry_problems(items, session.manifest)
+
+
 def create_app(service: Service) -> Litestar:
     """Build the ASGI app around a service."""
 
+    async def read_session_body(
+        request: Request[Any, Any, Any], typ: type[Any], partial: Partial | None = None
+    ) -> tuple[Any, SessionContext]:
+        """Authenticate first, then read the body; a 422 also lists the manifest's problems with its
+        well-shaped parts, so one answer names everything to fix."""
+        claims = await service.guard.authenticate(_auth(request))
+        try:
+            req = await read_json(request, typ)
+        except ApiError as e:
+            if e.status != 422 or partial is None:
+                raise
+            try:
+                raw = msgspec.json.decode(await request.body())
+            except msgspec.DecodeError:  # a number no float holds: the shape error already says where
+                raise e from None
+            cid = claims.cid if claims else raw.get("client_id") if isinstance(raw, dict) else None
+            if isinstance(cid, str) and cid:
+                extra = partial(raw, await service.guard.session(claims, cid))
+                raise ApiError.invalid(e.details + [p for p in extra if p not in e.details]) from None
+            raise
+        return req, await service.guard.session(claims, req.client_id)
+
     @post("/v1/decide", status_code=200)
     async def decide(request: Request[Any, Any, Any]) -> Response[bytes]:
-        req: DecideRequest = await read_json(request, DecideRequest)
-        session = await service.local_session(req.client_id)
-        return json_response(await service.decide_pipeline().decide(session, req))
+        req, session = await read_session_body(request, DecideRequest, _decide_partial)
+        return json_response(await service.pipeline.decide(session, req))
+
+    @post("/v1/telemetry", status_code=200)
+    async def telemetry(request: Request[Any, Any, Any]) -> Response[bytes]:
+        req, session = await read_session_body(request, TelemetryRequest, _telemetry_partial)
+        return json_response(TelemetryResponse(await service.hub.telemetry(session, req)))
+
+    @post("/v1/context", status_code=200)
+    async def context(request: Request[Any, Any, Any]) -> Response[bytes]:
+        req, session = await read_session_body(request, ContextRequest)
+        return json_response(ContextResponse(await service.hub.add_scopes(session, req)))
+
+    @post("/v1/report", status_code=200)
+    async def report(request: Request[Any, Any, Any]) -> Response[bytes]:
+        req, session = await read_session_body(request, ReportRequest)
+        return json_response(ReportResponse(await service.hub.report(session, req)))
+
+    @post("/v1/session", status_code=200)
+    async def open_session(request: Request[Any, Any, Any]) -> Response[bytes]:
+        req: SessionRequest = await read_json(request, SessionRequest)
+        return json_response(await service.guard.open(_auth(request), req.client_id))
+
+    @delete("/v1/session", status_code=200)
+    async def end_session(request: Request[Any, Any, Any]) -> Response[bytes]:
+        return json_response(EndedResponse(await service.guard.end(_auth(request))))
 
     @get("/v1/manifest")
-    async def manifest() -> Response[bytes]:
-        m = service.manifest
-        return json_response(ManifestResponse(None, m.version, m.data))
+    async def manifest(request: Request[Any, Any, Any]) -> Response[bytes]:
+        client_id = await service.guard.client_of(_auth(request))
+        m = service.guard.manifest_for(client_id) if client_id else service.manifest
+        assert m is not None
+        return json_response(ManifestResponse(client_id, m.version, m.data))
 
     @get("/v1/health")
     async def health() -> Response[bytes]:
@@ -87,20 +167,33 @@ def create_app(service: Service) -> Litestar:
                 model=p.model,
                 provider_ready=p.ready,
                 note=describe(p),
-                manifest_version=service.manifest.version,
+                manifest_version=service.manifest.version if service.manifest else None,
             )
         )
 
     @get("/metrics")
-    async def metrics() -> Response[bytes]:
+    async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
+        await service.guard.client_of(_auth(request))
         return Response(content=service.metrics.render(), media_type="text/plain; version=0.0.4")
 
     @get("/openapi.json")
-    async def openapi() -> Response[bytes]:
+    async def openapi(request: Request[Any, Any, Any]) -> Response[bytes]:
+        await service.guard.client_of(_auth(request))
         return Response(content=openapi_document(), media_type=JSON)
 
     return Litestar(
-        route_handlers=[decide, manifest, health, metrics, openapi],
+        route_handlers=[
+            decide,
+            telemetry,
+            context,
+            report,
+            open_session,
+            end_session,
+            manifest,
+            health,
+            metrics,
+            openapi,
+        ],
         exception_handlers={Exception: _error_response},
         on_startup=[service.start],
         on_shutdown=[service.stop],

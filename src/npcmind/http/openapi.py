@@ -9,7 +9,21 @@ from typing import Any
 import msgspec
 
 from npcmind import __version__
-from npcmind.protocol.a2g import DecideRequest, DecideResponse, HealthResponse, ManifestResponse
+from npcmind.protocol.a2g import (
+    ContextRequest,
+    ContextResponse,
+    DecideRequest,
+    DecideResponse,
+    EndedResponse,
+    HealthResponse,
+    ManifestResponse,
+    ReportRequest,
+    ReportResponse,
+    SessionRequest,
+    SessionResponse,
+    TelemetryRequest,
+    TelemetryResponse,
+)
 from npcmind.protocol.errors import ErrorResponse
 
 
@@ -36,12 +50,46 @@ ROUTES: list[Route] = [
         DecideResponse,
         (400, 401, 403, 413, 415, 422, 429),
     ),
+    Route(
+        "post",
+        "/v1/telemetry",
+        "Where entities are and what they do: soft state for the situation context",
+        TelemetryRequest,
+        TelemetryResponse,
+        (400, 401, 403, 413, 415, 422, 429),
+    ),
+    Route(
+        "post",
+        "/v1/context",
+        "Add scopes to this session",
+        ContextRequest,
+        ContextResponse,
+        (400, 401, 403, 409, 413, 415, 422, 429),
+    ),
+    Route(
+        "post",
+        "/v1/report",
+        "What became of decisions",
+        ReportRequest,
+        ReportResponse,
+        (400, 401, 403, 413, 415, 422, 429),
+    ),
+    Route(
+        "post",
+        "/v1/session",
+        "Open a session with the client's API key (hosted profile)",
+        SessionRequest,
+        SessionResponse,
+        (400, 401, 403, 404, 413, 415, 422, 429),
+        public=True,
+    ),
+    Route("delete", "/v1/session", "End this session (hosted profile)", None, EndedResponse, (401, 404, 429)),
     Route("get", "/v1/manifest", "The client's manifest and its version", None, ManifestResponse, (401,)),
     Route(
         "get", "/v1/health", "Liveness and what the service will do with a decision", None, HealthResponse, public=True
     ),
-    Route("get", "/metrics", "Prometheus metrics", media="text/plain"),
-    Route("get", "/openapi.json", "This document", media="application/json", public=True),
+    Route("get", "/metrics", "Prometheus metrics", media="text/plain", errors=(401, 429)),
+    Route("get", "/openapi.json", "This document (hosted profile: with a session token)", errors=(401, 429)),
 ]
 
 _ERROR_TEXT = {

@@ -71,6 +71,109 @@ class DecideResponse(msgspec.Struct):
     decisions: list[Decision]
 
 
+class TelemetryEntity(msgspec.Struct, forbid_unknown_fields=True):
+    """What the game knows about one entity now: soft state that rebuilds the situation context."""
+
+    id: Id
+    type: Name
+    position: Position | None = None
+    state: Annotated[str, Meta(min_length=1, max_length=32)] | None = None
+    action: Name | None = None
+    parent: Id | None = None
+    fields: dict[str, Any] | None = None
+
+
+class TelemetryRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """The body of POST /v1/telemetry."""
+
+    client_id: Id
+    epoch: Annotated[int, Meta(ge=0)]
+    entities: Annotated[list[TelemetryEntity], Meta(max_length=10_000)] = []
+    removed: Annotated[list[Id], Meta(max_length=10_000)] = []
+    scene: Annotated[str, Meta(min_length=1, max_length=128)] | None = None
+
+
+class TelemetryResponse(msgspec.Struct):
+    """How many entity updates the service took."""
+
+    accepted: int
+
+
+class ScopeDefinition(msgspec.Struct, forbid_unknown_fields=True):
+    """A scope a session adds at run time (a generated cave, a quest area)."""
+
+    text: Annotated[str, Meta(max_length=4000)]
+    parent: Name | None = None
+    fields: dict[str, Any] = {}
+
+
+class ContextRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """The body of POST /v1/context."""
+
+    client_id: Id
+    scopes: Annotated[
+        dict[Annotated[str, Meta(pattern="^[a-z][a-z0-9_]{0,47}$")], ScopeDefinition],
+        Meta(min_length=1, max_length=256),
+    ]
+
+
+class ContextResponse(msgspec.Struct):
+    """The session's own scopes after the change."""
+
+    scopes: list[str]
+
+
+Outcome = Literal["done", "failed", "interrupted", "rejected"]
+
+
+class Report(msgspec.Struct, forbid_unknown_fields=True):
+    """What became of one decision in the game."""
+
+    decision_id: Annotated[str, Meta(min_length=1, max_length=64)]
+    outcome: Outcome
+    detail: Annotated[str, Meta(max_length=200)] | None = None
+
+
+class ReportRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """The body of POST /v1/report."""
+
+    client_id: Id
+    reports: Annotated[list[Report], Meta(min_length=1, max_length=256)]
+
+
+class ReportResult(msgspec.Struct):
+    """The status of one report: accepted, unknown (not this session's, or forged) or duplicate."""
+
+    decision_id: str
+    status: Literal["accepted", "unknown", "duplicate"]
+
+
+class ReportResponse(msgspec.Struct):
+    """One status per report, in order."""
+
+    results: list[ReportResult]
+
+
+class SessionRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """The body of POST /v1/session (with the client's API key as bearer)."""
+
+    client_id: Id
+
+
+class SessionResponse(msgspec.Struct):
+    """A new session and its token."""
+
+    session_token: str
+    session_id: str
+    expires_in_s: int
+
+
+class EndedResponse(msgspec.Struct):
+    """DELETE /v1/session."""
+
+    ended: str
+
+
 class ManifestResponse(msgspec.Struct):
     """GET /v1/manifest: the manifest the service loaded for this client, and its version."""
 

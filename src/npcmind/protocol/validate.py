@@ -164,6 +164,18 @@ def _problem_of(e: msgspec.ValidationError) -> Problem:
     return Problem(where.rstrip("`").lstrip("."), message[:1].lower() + message[1:])
 
 
+def well_shaped(items: Any, typ: type[T]) -> list[tuple[int, T]]:
+    """The items of a JSON list that are well-shaped ``typ`` on their own, with their indices."""
+    out: list[tuple[int, T]] = []
+    if isinstance(items, list):
+        for i, item in enumerate(items[:_MAX_PROBLEMS]):
+            try:
+                out.append((i, msgspec.convert(item, typ, strict=True)))
+            except msgspec.ValidationError:
+                continue
+    return out
+
+
 def decode_json(body: bytes) -> Any:
     """Decode JSON, or raise a 400 that says where it broke."""
     from npcmind.protocol.errors import ApiError

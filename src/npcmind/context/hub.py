@@ -1,0 +1,269 @@
+"""Everything a session builds up — scene, memory, added scopes — and the situation context the prompt gets.
+
+Each session's state is its own: every read and write here is keyed by the session id, so one session's
+telemetry, population, memory and scopes never reach another session's prompt.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from npcmind.context.memory import REBUILD_ROWS, Memory
+from npcmind.context.scene import EntityState, Scene
+from npcmind.decide.ids import DecisionIds
+from npcmind.decide.pipeline import SessionContext
+from npcmind.decide.prompt import EntityContext, quote
+from npcmind.decide.validate import check_position
+from npcmind.manifest import Manifest
+from npcmind.manifest.load import check as check_manifest_refs
+from npcmind.manifest.model import FieldSpec, ScopeSpec
+from npcmind.protocol.a2g import (
+    ContextRequest,
+    DecideRequest,
+    ReportRequest,
+    ReportResult,
+    TelemetryEntity,
+    TelemetryRequest,
+)
+from npcmind.protocol.errors import ApiError, Problem
+from npcmind.protocol.validate import problems as shape_problems
+from npcmind.storage.base import IssuedDecision, Store
+
+NEARBY = 5
+MEMBERS = 8
+OBSERVED = 32
+
+
+@dataclass
+class SessionState:
+    """One session's soft scene, its memory (rebuilt from the store) and its added scopes (durable)."""
+
+    scene: Scene = field(default_factory=Scene)
+    memory: Memory = field(default_factory=Memory)
+    scopes: dict[str, ScopeSpec] = field(default_factory=dict)
+
+
+def _ago(then: float, now: float) -> str:
+    return f"{max(0, round(now - then))} s ago"
+
+
+class ContextHub:
+    """Per-session state and the pipeline's Situation: observe, view, decided."""
+
+    def __init__(self, store: Store, ids: DecisionIds) -> None:
+        self.store = store
+        self.ids = ids
+        self._states: dict[str, SessionState] = {}
+
+    async def state(self, session_id: str) -> SessionState:
+        """The session's state; after a restart, rebuilt from the store on first use."""
+        st = self._states.get(session_id)
+        if st is None:
+            rows = await self.store.session_decisions(session_id, REBUILD_ROWS)
+            scopes = {
+                name: msgspec.json.decode(raw, type=ScopeSpec)
+                for name, raw in (await self.store.scopes(session_id)).items()
+            }
+            st = self._states.setdefault(session_id, SessionState(memory=Memory.rebuilt(rows), scopes=scopes))
+        return st
+
+    def forget(self, session_id: str) -> None:
+        """Drop an ended session's soft state."""
+        self._states.pop(session_id, None)
+
+    async def session(self, session_id: str, client_id: str, manifest: Manifest) -> SessionContext:
+        """The SessionContext the pipeline needs, with the session's own scopes."""
+        st = await self.state(session_id)
+        return SessionContext(session_id, client_id, manifest, st.scopes)
+
+    # --- the pipeline's Situation -------------------------------------------------------------
+
+    async def observe(self, session: SessionContext, req: DecideRequest, now: float) -> None:
+        scene = (await self.state(session.session_id)).scene
+        for e in req.entities:
+            scene.upsert(e.id, e.type, e.position, parent=e.parent, fields=e.observation)
+
+    async def view(
+        self, session: SessionContext, req: DecideRequest, now: float
+    ) -> tuple[list[str], dict[str, EntityContext]]:
+        st = await self.state(session.session_id)
+        m = session.manifest
+        scene = st.scene
+        shared: list[str] = []
+        pop = scene.population()
+        if pop:
+            shared.append(
+                "POPULATION: " + "; ".join(f"{t} alive={p.alive} seen={p.seen} gone={p.gone}" for t, p in pop.items())
+            )
+        shared += self._observed(scene, m)
+        contexts: dict[str, EntityContext] = {}
+        for e in req.entities:
+            ctx = EntityContext()
+            pos = scene.grid.position(e.id)
+            radius = m.types[e.type].perception_radius
+            if pos is not None:
+                near = [
+                    self._describe(scene.entities[eid], m, d)
+                    for d, eid in scene.grid.nearest(pos, radius, NEARBY, exclude=e.id)
+                    if eid in scene.entities
+                ]
+                if near:
+                    ctx.lines.append("nearby: " + "; ".join(near))
+            me = scene.entities.get(e.id)
+            parent_id = e.parent or (me.parent if me else None)
+            if parent_id is not None:
+                p = scene.entities.get(parent_id)
+                if p is None:
+                    ctx.lines.append(f"parent: {quote(parent_id)}")
+                elif p.decided is None:
+                    ctx.lines.append(f"parent: {p.type} {quote(p.id)} has not decided yet")
+                else:
+                    action, label, at = p.decided
+                    ctx.lines.append(f"parent: {p.type} {quote(p.id)} chose {action} ({label})")
+                    ctx.timed_lines.append(f"parent decided {_ago(at, now)}")
+            members = scene.members(e.id, MEMBERS)
+            if members:
+                ctx.lines.append("members: " + "; ".join(self._describe(c, m, d) for d, c in members))
+            mem = st.memory.recent(e.id)
+            if mem:
+                ctx.timed_lines.append("memory: " + "; ".join(self._remember(d, now) for d in mem))
+            if ctx.lines or ctx.timed_lines:
+                contexts[e.id] = ctx
+        return shared, contexts
+
+    def decided(self, session: SessionContext, issued: list[IssuedDecision]) -> None:
+        st = self._states.get(session.session_id)
+        if st is None:
+            return
+        for d in issued:
+            st.memory.add(d)
+            e = st.scene.entities.get(d.entity_id)
+            if e is not None:
+                e.action = d.action
+                e.decided = (d.action, d.label, d.created_at)
+
+    # --- rendering ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _describe(e: EntityState, m: Manifest, distance: float | None) -> str:
+        parts = [f"{e.type} {quote(e.id)}"]
+        if distance is not None:
+            parts.append(f"d={round(distance)}")
+        parts.append(e.state)
+        if e.action:
+            parts.append(f"action={e.action}")
+        t = m.types.get(e.type)
+        if e.fields and t is not None:
+            parts.append(t.fields.render(e.fields))
+        return " ".join(parts)
+
+    @staticmethod
+    def _remember(d: IssuedDecision, now: float) -> str:
+        text = f"{d.action} {_ago(d.created_at, now)} -> "
+        if d.outcome is None:
+            return text + "no report yet"
+        return text + d.outcome + (f" {quote(d.detail)}" if d.detail else "")
+
+    @staticmethod
+    def _observed(scene: Scene, m: Manifest) -> list[str]:
+        out: list[str] = []
+        watchers = sorted(
+            (e for e in scene.entities.values() if (t := m.types.get(e.type)) is not None and t.observe_only),
+            key=lambda e: e.id,
+        )[:OBSERVED]
+        for e in watchers:
+            line = "OBSERVED: " + ContextHub._describe(e, m, None)
+            pos = scene.grid.position(e.id)
+            if pos is not None:
+                counts: dict[str, int] = {}
+                for _, eid in scene.grid.within(pos, m.types[e.type].perception_radius):
+                    other = scene.entities.get(eid)
+                    if eid != e.id and other is not None:
+                        counts[other.type] = counts.get(other.type, 0) + 1
+                line += " near: " + (", ".join(f"{t}={n}" for t, n in sorted(counts.items())) or "nobody")
+            out.append(line)
+        return out
+
+    # --- telemetry, context, report -------------------------------------------------------------
+
+    @staticmethod
+    def telemetry_problems(entities: list[tuple[int, TelemetryEntity]], m: Manifest) -> list[Problem]:
+        """Telemetry entities against the manifest: known type, exactly its fields, its actions, a finite position."""
+        problems: list[Problem] = []
+        for i, e in entities:
+            p = f"entities[{i}]"
+            t = m.types.get(e.type)
+            if t is None:
+                problems.append(Problem(f"{p}.type", f"unknown type {e.type!r}"))
+                continue
+            if e.fields is not None:
+                problems += t.fields.problems(e.fields, f"{p}.fields")
+            if e.action is not None and e.action not in t.actions:
+                problems.append(Problem(f"{p}.action", f"not an action of type {e.type}"))
+            check_position(e.position, f"{p}.position", problems)
+        return problems
+
+    async def telemetry(self, session: SessionContext, req: TelemetryRequest) -> int:
+        """Apply a telemetry update (422 listing every problem; nothing applied then)."""
+        problems = self.telemetry_problems(list(enumerate(req.entities)), session.manifest)
+        if problems:
+            raise ApiError.invalid(problems)
+        scene = (await self.state(session.session_id)).scene
+        scene.change(req.scene)
+        for e in req.entities:
+            scene.upsert(e.id, e.type, e.position, e.state, e.action, e.parent, e.fields)
+        for eid in req.removed:
+            scene.remove(eid)
+        return len(req.entities) + len(req.removed)
+
+    async def add_scopes(self, session: SessionContext, req: ContextRequest) -> list[str]:
+        """Add or replace session scopes; a manifest scope's name is a 409."""
+        m = session.manifest
+        st = await self.state(session.session_id)
+        clash = sorted(n for n in req.scopes if n in m.file.scopes)
+        if clash:
+            raise ApiError(
+                409,
+                "conflict",
+                f"scope {clash[0]!r} is defined by the manifest; choose another name",
+                [Problem(f"scopes.{n}", "is a manifest scope") for n in clash],
+            )
+        problems: list[Problem] = []
+        specs: dict[str, ScopeSpec] = {}
+        for name, d in req.scopes.items():
+            found = shape_problems(d.fields, dict[Any, FieldSpec])
+            problems += [Problem(f"scopes.{name}.fields{('.' + p.path) if p.path else ''}", p.message) for p in found]
+            if not found:
+                specs[name] = ScopeSpec(
+                    text=d.text, parent=d.parent, fields=msgspec.convert(d.fields, dict[str, FieldSpec])
+                )
+        if not problems:
+            merged = {**m.file.scopes, **st.scopes, **specs}
+            file = msgspec.structs.replace(m.file, scopes=merged)
+            problems += [p for p in check_manifest_refs(file) if any(p.path.startswith(f"scopes.{n}.") for n in specs)]
+        if problems:
+            raise ApiError.invalid(problems)
+        for name, spec in specs.items():
+            await self.store.put_scope(session.session_id, name, msgspec.json.encode(spec))
+            st.scopes[name] = spec
+        return sorted(st.scopes)
+
+    async def report(self, session: SessionContext, req: ReportRequest) -> list[ReportResult]:
+        """Accept each report once, only for a decision issued to this session; accepted ones enter memory."""
+        st = await self.state(session.session_id)
+        now = time.time()
+        out: list[ReportResult] = []
+        for r in req.reports:
+            seq = self.ids.seq_of(r.decision_id)
+            if seq is None:
+                out.append(ReportResult(r.decision_id, "unknown"))
+                continue
+            status, rec = await self.store.report(session.session_id, seq, r.decision_id, r.outcome, r.detail, now)
+            if status == "accepted" and rec is not None:
+                st.memory.outcome(seq, r.outcome, r.detail)
+            out.append(ReportResult(r.decision_id, status))
+        return out

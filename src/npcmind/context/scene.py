@@ -1,0 +1,128 @@
+"""One session's scene: its entities, where they are, who belongs to whom, and how many came and went.
+
+Soft state, rebuilt by the game's telemetry after a restart. Only ever read for the session it belongs to.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from npcmind.context.space import Grid
+
+
+@dataclass(slots=True)
+class EntityState:
+    """What the session knows about one entity."""
+
+    id: str
+    type: str
+    state: str = "active"
+    action: str | None = None
+    parent: str | None = None
+    fields: dict[str, Any] | None = None
+    decided: tuple[str, str, float] | None = None  # (action, label, unix time) of its latest decision
+
+
+@dataclass(slots=True)
+class Population:
+    """Per type in the current scene."""
+
+    alive: int
+    seen: int
+
+    @property
+    def gone(self) -> int:
+        return self.seen - self.alive
+
+
+@dataclass
+class Scene:
+    """Entities of the current scene, a spatial index over them, their groups and population."""
+
+    name: str | None = None
+    entities: dict[str, EntityState] = field(default_factory=dict)
+    grid: Grid = field(default_factory=Grid)
+    children: dict[str, set[str]] = field(default_factory=dict)
+    seen: dict[str, set[str]] = field(default_factory=dict)
+    alive: Counter[str] = field(default_factory=Counter)
+
+    def change(self, name: str | None) -> bool:
+        """Enter scene ``name``; a different name forgets the old scene. True when it reset."""
+        if name is None or name == self.name:
+            return False
+        reset = self.name is not None
+        self.name = name
+        if reset:
+            self.entities.clear()
+            self.grid.clear()
+            self.children.clear()
+            self.seen.clear()
+            self.alive.clear()
+        return reset
+
+    def upsert(
+        self,
+        eid: str,
+        type_: str,
+        position: list[float] | None = None,
+        state: str | None = None,
+        action: str | None = None,
+        parent: str | None = None,
+        fields: dict[str, Any] | None = None,
+    ) -> EntityState:
+        """Record what is known now; anything not given keeps its last value."""
+        e = self.entities.get(eid)
+        if e is None:
+            e = self.entities[eid] = EntityState(eid, type_)
+            self.alive[type_] += 1
+        elif e.type != type_:
+            self.alive[e.type] -= 1
+            self.alive[type_] += 1
+            e.type = type_
+        self.seen.setdefault(type_, set()).add(eid)
+        if position is not None:
+            self.grid.put(eid, tuple(position))
+        if state is not None:
+            e.state = state
+        if action is not None:
+            e.action = action
+        if fields is not None:
+            e.fields = fields
+        if parent is not None and parent != e.parent:
+            if e.parent is not None:
+                self.children.get(e.parent, set()).discard(eid)
+            e.parent = parent
+            self.children.setdefault(parent, set()).add(eid)
+        return e
+
+    def remove(self, eid: str) -> None:
+        """The entity left the scene (died, despawned): no longer alive, still seen."""
+        e = self.entities.pop(eid, None)
+        if e is None:
+            return
+        self.alive[e.type] -= 1
+        self.grid.remove(eid)
+        if e.parent is not None:
+            self.children.get(e.parent, set()).discard(eid)
+
+    def population(self) -> dict[str, Population]:
+        """Alive and seen per type, for every type seen in this scene."""
+        return {t: Population(self.alive[t], len(ids)) for t, ids in sorted(self.seen.items())}
+
+    def members(self, parent: str, k: int = 8) -> list[tuple[float | None, EntityState]]:
+        """Up to ``k`` members of a parent, nearest to it first when positions are known, then by id."""
+        ids = self.children.get(parent)
+        if not ids:
+            return []
+        origin = self.grid.position(parent)
+        rows: list[tuple[float | None, EntityState]] = []
+        for cid in ids:
+            pos = self.grid.position(cid)
+            d = None
+            if origin is not None and pos is not None:
+                d = sum((a - b) ** 2 for a, b in zip(origin, pos, strict=False)) ** 0.5
+            rows.append((d, self.entities[cid]))
+        rows.sort(key=lambda r: (r[0] is None, r[0] or 0.0, r[1].id))
+        return rows[:k]

@@ -1,0 +1,169 @@
+"""Who is asking: the local profile's implicit sessions, or the hosted profile's tokens, limits and rates."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+
+from npcmind.context.hub import ContextHub
+from npcmind.decide.pipeline import SessionContext
+from npcmind.manifest import Manifest
+from npcmind.protocol.a2g import SessionResponse
+from npcmind.protocol.errors import ApiError
+from npcmind.sessions.clients import Client
+from npcmind.sessions.tokens import TokenClaims, TokenError, TokenSigner
+from npcmind.storage.base import SessionRecord, Store
+
+
+@dataclass(slots=True)
+class _Bucket:
+    """A token bucket: ``rate`` requests a second, bursts up to twice that."""
+
+    rate: float
+    tokens: float
+    at: float = field(default_factory=time.monotonic)
+
+    def take(self) -> float:
+        """0 when a request may go now, else the seconds to wait."""
+        now = time.monotonic()
+        cap = max(1.0, 2 * self.rate)
+        self.tokens = min(cap, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return 0.0
+        return (1 - self.tokens) / self.rate
+
+
+def bearer(authorization: str | None) -> str:
+    """The token of an `Authorization: Bearer` header, or a 401."""
+    if not authorization:
+        raise ApiError(401, "unauthorized", "missing Authorization: Bearer <token>")
+    scheme, _, value = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not value.strip():
+        raise ApiError(401, "unauthorized", "Authorization must be 'Bearer <token>'")
+    return value.strip()
+
+
+class Guard:
+    """Turns a request's credentials and body client_id into the session it belongs to."""
+
+    def __init__(
+        self,
+        hub: ContextHub,
+        store: Store,
+        signer: TokenSigner,
+        manifest: Manifest | None = None,
+        clients: dict[str, Client] | None = None,
+    ) -> None:
+        self.hub = hub
+        self.store = store
+        self.signer = signer
+        self.manifest = manifest
+        self.clients = clients
+        self._sessions: dict[str, SessionRecord] = {}
+        self._buckets: dict[str, _Bucket] = {}
+
+    @property
+    def hosted(self) -> bool:
+        return self.clients is not None
+
+    def manifest_for(self, client_id: str) -> Manifest:
+        """The manifest a client's requests are checked against."""
+        if self.clients is None:
+            assert self.manifest is not None
+            return self.manifest
+        return self.clients[client_id].manifest
+
+    async def claims(self, authorization: str | None) -> TokenClaims:
+        """A valid session's claims (hosted profile), after the client's request rate: 401 or 429 otherwise."""
+        token = bearer(authorization)
+        now = time.time()
+        try:
+            claims = self.signer.verify(token, now)
+        except TokenError as e:
+            raise ApiError(401, "unauthorized", str(e)) from None
+        rec = self._sessions.get(claims.sid)
+        if rec is None:
+            rec = await self.store.get_session(claims.sid)
+            if rec is not None:
+                self._sessions[claims.sid] = rec
+        if rec is None or rec.ended or rec.client_id != claims.cid or claims.cid not in (self.clients or {}):
+            raise ApiError(401, "unauthorized", "session ended or unknown")
+        self._rate(claims.cid)
+        return claims
+
+    def _rate(self, client_id: str) -> None:
+        assert self.clients is not None
+        b = self._buckets.get(client_id)
+        if b is None:
+            rate = self.clients[client_id].spec.requests_per_second
+            b = self._buckets[client_id] = _Bucket(rate, max(1.0, 2 * rate))
+        wait = b.take()
+        if wait > 0:
+            raise ApiError(
+                429,
+                "rate_limited",
+                f"over the client's request rate; retry in {wait:.2f} s",
+                headers={"Retry-After": str(max(1, round(wait + 0.5)))},
+            )
+
+    async def authenticate(self, authorization: str | None) -> TokenClaims | None:
+        """First, before the body is read: the token's claims (hosted; 401/429), or None (local)."""
+        return None if self.clients is None else await self.claims(authorization)
+
+    async def session(self, claims: TokenClaims | None, client_id: str) -> SessionContext:
+        """The session of a session-scoped body: implicit (local) or the token's (hosted; 403 on another client)."""
+        if self.clients is None or claims is None:
+            assert self.manifest is not None
+            return await self.hub.session(f"local:{client_id}", client_id, self.manifest)
+        if claims.cid != client_id:
+            raise ApiError(403, "forbidden", f"the token is for client {claims.cid!r}, the body names {client_id!r}")
+        return await self.hub.session(claims.sid, claims.cid, self.clients[claims.cid].manifest)
+
+    async def client_of(self, authorization: str | None) -> str | None:
+        """For routes without a body: the token's client (hosted), or None (local)."""
+        if self.clients is None:
+            return None
+        return (await self.claims(authorization)).cid
+
+    async def open(self, authorization: str | None, client_id: str) -> SessionResponse:
+        """POST /v1/session: the client's API key opens a session within its limit."""
+        if self.clients is None:
+            raise ApiError(404, "not_found", "sessions exist only in the hosted profile; the local profile needs none")
+        key = bearer(authorization)
+        client = self.clients.get(client_id)
+        owner = next((c for c in self.clients.values() if c.key_matches(key)), None)
+        if owner is None:
+            raise ApiError(401, "unauthorized", "unknown API key")
+        if client is None or owner.client_id != client_id:
+            raise ApiError(403, "forbidden", f"this API key is not a key of client {client_id!r}")
+        now = time.time()
+        if await self.store.live_sessions(client_id, now) >= client.spec.max_sessions:
+            raise ApiError(
+                429,
+                "too_many_sessions",
+                f"client {client_id!r} has its {client.spec.max_sessions} sessions"
+                " open; end one with DELETE /v1/session",
+                headers={"Retry-After": "1"},
+            )
+        ttl = client.spec.session_ttl_s
+        sid = "s_" + os.urandom(12).hex()
+        rec = SessionRecord(sid, client_id, now, now + ttl)
+        await self.store.create_session(rec)
+        self._sessions[sid] = rec
+        token = self.signer.sign(TokenClaims(sid, client_id, int(now + ttl)))
+        return SessionResponse(token, sid, ttl)
+
+    async def end(self, authorization: str | None) -> str:
+        """DELETE /v1/session: the token stops working."""
+        if self.clients is None:
+            raise ApiError(404, "not_found", "sessions exist only in the hosted profile")
+        claims = await self.claims(authorization)
+        await self.store.end_session(claims.sid)
+        rec = self._sessions.get(claims.sid)
+        if rec is not None:
+            rec.ended = True
+        self.hub.forget(claims.sid)
+        return claims.sid

@@ -1,0 +1,271 @@
+"""Telemetry, scopes, reports and the situation context — and that one session never sees another's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from conftest import BEE_OBS, Hosted, Running, bee, decide_body
+
+
+def prompt(scripted: Any) -> str:
+    """The dynamic tail (parts 4-7) of the last provider call."""
+    return str(scripted.requests[-1]["messages"][1]["content"])
+
+
+def system(scripted: Any) -> str:
+    return str(scripted.requests[-1]["messages"][0]["content"])
+
+
+def tele(client: Any, body: dict[str, Any], headers: dict[str, str] | None = None, client_id: str = "game-1") -> Any:
+    r = client.post("/v1/telemetry", json={"client_id": client_id, "epoch": 1, **body}, headers=headers or {})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def report(
+    client: Any,
+    decision_id: str,
+    outcome: str = "done",
+    headers: dict[str, str] | None = None,
+    detail: str | None = None,
+    client_id: str = "game-1",
+) -> str:
+    item: dict[str, Any] = {"decision_id": decision_id, "outcome": outcome}
+    if detail:
+        item["detail"] = detail
+    r = client.post("/v1/report", json={"client_id": client_id, "reports": [item]}, headers=headers or {})
+    assert r.status_code == 200, r.text
+    return str(r.json()["results"][0]["status"])
+
+
+def test_two_sessions_never_see_each_other(hosted: Hosted, scripted: Any) -> None:
+    a, b = hosted.open(), hosted.open()
+    ha, hb = hosted.auth(a), hosted.auth(b)
+    tele(
+        hosted.http,
+        {
+            "scene": "meadow",
+            "entities": [
+                {"id": "alpha-bee", "type": "bee", "position": [10, 10], "fields": BEE_OBS},
+                {"id": "alpha-player", "type": "player", "position": [0, 0], "fields": {"hp_fraction": 0.25}},
+            ],
+        },
+        ha,
+    )
+    tele(
+        hosted.http,
+        {
+            "scene": "cave",
+            "entities": [
+                {"id": "beta-bee", "type": "bee", "position": [10, 10], "fields": BEE_OBS},
+                {"id": "beta-bee-2", "type": "bee", "position": [12, 10], "fields": BEE_OBS},
+            ],
+        },
+        hb,
+    )
+    r = hosted.http.post(
+        "/v1/context",
+        json={"client_id": "game-1", "scopes": {"secret_lair": {"parent": "forest", "text": "ALPHA ONLY LAIR"}}},
+        headers=ha,
+    )
+    assert r.status_code == 200 and r.json() == {"scopes": ["secret_lair"]}
+
+    da = hosted.http.post(
+        "/v1/decide", json=decide_body(bee("me", position=[11, 10]), scope="secret_lair", scope_state=None), headers=ha
+    ).json()
+    seen_a = system(scripted) + prompt(scripted)
+    report(hosted.http, da["decisions"][0]["decision_id"], headers=ha, detail="ALPHA OUTCOME")
+    hosted.http.post("/v1/decide", json=decide_body(bee("me", position=[11, 10])), headers=hb)
+    seen_b = system(scripted) + prompt(scripted)
+
+    assert "alpha-bee" in seen_a and "alpha-player" in seen_a and "ALPHA ONLY LAIR" in seen_a
+    for secret in ("alpha-bee", "alpha-player", "ALPHA ONLY LAIR", "ALPHA OUTCOME", "player alive"):
+        assert secret not in seen_b, secret
+    assert "beta-bee" in seen_b and "bee alive=3 seen=3" in seen_b  # beta-bee, beta-bee-2 and "me"
+    assert "beta" not in seen_a
+    # the same entity id in session B has no memory of session A's decision
+    assert "memory:" not in seen_b
+    r = hosted.http.post("/v1/decide", json=decide_body(bee("me"), scope="secret_lair", scope_state=None), headers=hb)
+    assert r.status_code == 422 and r.json()["error"]["details"][0]["path"] == "scope"
+
+
+def test_reports_only_for_own_decisions_once(hosted: Hosted, scripted: Any) -> None:
+    a, b = hosted.open(), hosted.open()
+    ha, hb = hosted.auth(a), hosted.auth(b)
+    d = hosted.http.post("/v1/decide", json=decide_body(bee("x")), headers=ha).json()["decisions"][0]
+    did = d["decision_id"]
+    assert report(hosted.http, did, headers=hb) == "unknown"  # another session's decision
+    forged = did[:-4] + ("AAAA" if not did.endswith("AAAA") else "BBBB")
+    assert report(hosted.http, forged, headers=ha) == "unknown"
+    assert report(hosted.http, "d_not-even-close", headers=ha) == "unknown"
+    # nothing so far changed the memory
+    hosted.http.post("/v1/decide", json=decide_body(bee("x", observation={**BEE_OBS, "hp_fraction": 0.9})), headers=ha)
+    assert "no report yet" in prompt(scripted)
+    assert report(hosted.http, did, "failed", headers=ha, detail="missed") == "accepted"
+    assert report(hosted.http, did, "done", headers=ha) == "duplicate"
+    hosted.http.post("/v1/decide", json=decide_body(bee("x", observation={**BEE_OBS, "hp_fraction": 0.1})), headers=ha)
+    line = next(x for x in prompt(scripted).splitlines() if "memory:" in x)
+    assert '-> failed "missed"' in line and "-> done" not in line
+
+
+def test_report_statuses_in_one_request(svc: Running) -> None:
+    did = svc.decide(decide_body(bee("x"))).json()["decisions"][0]["decision_id"]
+    r = svc.http.post(
+        "/v1/report",
+        json={
+            "client_id": "game-1",
+            "reports": [
+                {"decision_id": did, "outcome": "done"},
+                {"decision_id": did, "outcome": "done"},
+                {"decision_id": "d_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "outcome": "done"},
+            ],
+        },
+    )
+    assert [x["status"] for x in r.json()["results"]] == ["accepted", "duplicate", "unknown"]
+    r = svc.http.post(
+        "/v1/report",
+        json={"client_id": "game-1", "reports": [{"decision_id": did, "outcome": "exploded", "detail": "x" * 201}]},
+    )
+    assert r.status_code == 422
+    assert {d["path"] for d in r.json()["error"]["details"]} == {"reports[0].outcome", "reports[0].detail"}
+
+
+def population_line(scripted: Any) -> str:
+    return next((x for x in prompt(scripted).splitlines() if x.startswith("POPULATION:")), "")
+
+
+def test_population_follows_spawns_removals_and_scenes(svc: Running, scripted: Any) -> None:
+    steps: list[tuple[dict[str, Any], str]] = [
+        (
+            {
+                "scene": "level_1",
+                "entities": [{"id": f"b{i}", "type": "bee"} for i in range(5)] + [{"id": "p", "type": "player"}],
+            },
+            "bee alive=5 seen=5 gone=0; player alive=1 seen=1 gone=0",
+        ),
+        ({"removed": ["b0", "b1"]}, "bee alive=3 seen=5 gone=2; player alive=1 seen=1 gone=0"),
+        (
+            {"entities": [{"id": "b5", "type": "bee"}, {"id": "b2", "type": "bee"}], "removed": ["missing"]},
+            "bee alive=4 seen=6 gone=2; player alive=1 seen=1 gone=0",
+        ),
+        ({"scene": "level_1", "removed": ["p"]}, "bee alive=4 seen=6 gone=2; player alive=0 seen=1 gone=1"),
+        ({"scene": "level_2", "entities": [{"id": "b0", "type": "bee"}]}, "bee alive=1 seen=1 gone=0"),
+    ]
+    for body, expected in steps:
+        tele(svc.http, body)
+        # decide for an entity already in the scene, so the request itself adds nobody
+        alive = "b2" if body.get("scene") != "level_2" else "b0"
+        svc.decide(decide_body(bee(alive, observation={**BEE_OBS, "hp_fraction": len(scripted.requests) / 20})))
+        assert population_line(scripted) == "POPULATION: " + expected
+
+
+def test_nearby_is_the_five_nearest_within_the_radius(svc: Running, scripted: Any) -> None:
+    ents = [
+        {"id": f"n{i}", "type": "bee", "position": [100 + 10 * i, 100], "state": "active", "action": "chase"}
+        for i in range(1, 8)
+    ]
+    ents.append({"id": "far", "type": "bee", "position": [100 + 500, 100]})
+    ents.append({"id": "pl", "type": "player", "position": [100, 130], "fields": {"hp_fraction": 0.5}})
+    tele(svc.http, {"scene": "s", "entities": ents})
+    svc.decide(decide_body(bee("me", position=[100, 100])))
+    line = next(x for x in prompt(scripted).splitlines() if "nearby:" in x)
+    ids = [part.split('"')[1] for part in line.split("nearby: ", 1)[1].split("; ")]
+    assert ids == ["n1", "n2", "n3", "pl", "n4"]  # distances 10, 20, 30, 30 (tie: by id), 40
+    assert 'bee "n1" d=10 active action=chase' in line and "far" not in prompt(scripted)
+    observed = next(x for x in prompt(scripted).splitlines() if x.startswith("OBSERVED:"))
+    assert observed.startswith('OBSERVED: player "pl" active hp_fraction=0.5 near: bee=8')  # radius 250: not "far"
+
+
+def test_parents_see_members_nearest_first_and_children_their_parents_decision(svc: Running, scripted: Any) -> None:
+    tele(
+        svc.http,
+        {
+            "scene": "s",
+            "entities": [
+                {"id": "swarm-3", "type": "swarm", "position": [0, 0], "fields": {"size": 3}},
+                {"id": "m-far", "type": "bee", "position": [90, 0], "parent": "swarm-3"},
+                {"id": "m-near", "type": "bee", "position": [10, 0], "parent": "swarm-3"},
+                {"id": "m-mid", "type": "bee", "position": [0, 50], "parent": "swarm-3"},
+            ],
+        },
+    )
+    scripted.set(choose={"swarm-3": "surround"})
+    svc.decide(
+        decide_body(
+            {"id": "swarm-3", "type": "swarm", "observation": {"size": 3}, "legal_actions": ["surround", "retreat"]}
+        )
+    )
+    members = next(x for x in prompt(scripted).splitlines() if "members:" in x)
+    order = [p.split('"')[1] for p in members.split("members: ", 1)[1].split("; ")]
+    assert order == ["m-near", "m-mid", "m-far"]
+    svc.decide(decide_body(bee("m-near")))
+    text = prompt(scripted)
+    assert 'parent: swarm "swarm-3" chose surround (Encircle the player)' in text
+    assert "parent decided 0 s ago" in text or "parent decided 1 s ago" in text
+
+
+def test_telemetry_is_checked_against_the_manifest(svc: Running) -> None:
+    r = svc.http.post(
+        "/v1/telemetry",
+        json={
+            "client_id": "game-1",
+            "epoch": 1,
+            "entities": [
+                {"id": "a", "type": "wasp"},
+                {"id": "b", "type": "bee", "fields": {"hp_fraction": 2}},
+                {"id": "c", "type": "bee", "action": "dance", "position": [1]},
+            ],
+        },
+    )
+    assert r.status_code == 422
+    paths = {d["path"] for d in r.json()["error"]["details"]}
+    assert {
+        "entities[0].type",
+        "entities[1].fields.hp_fraction",
+        "entities[1].fields.sees_player",
+        "entities[2].position",
+    } <= paths
+    ok = svc.http.post(
+        "/v1/telemetry",
+        json={
+            "client_id": "game-1",
+            "epoch": 1,
+            "entities": [{"id": "c", "type": "bee", "action": "chase", "position": [1, 2, 3]}],
+            "removed": ["zz"],
+        },
+    )
+    assert ok.json() == {"accepted": 2}
+
+
+def test_context_scopes(svc: Running, scripted: Any) -> None:
+    def post(scopes: dict[str, Any]) -> Any:
+        return svc.http.post("/v1/context", json={"client_id": "game-1", "scopes": scopes})
+
+    assert post({"forest": {"text": "mine"}}).status_code == 409
+    r = post({"cave_7": {"parent": "nowhere", "text": "x"}})
+    assert r.status_code == 422 and r.json()["error"]["details"][0]["path"] == "scopes.cave_7.parent"
+    r = post({"cave_7": {"parent": "forest", "text": "x", "fields": {"depth": {"type": "float"}}}})
+    assert r.status_code == 422 and r.json()["error"]["details"][0]["path"].startswith("scopes.cave_7.fields.depth")
+    assert post(
+        {"cave_7": {"parent": "forest", "text": "A damp cave.", "fields": {"depth": {"type": "integer", "min": 0}}}}
+    ).json() == {"scopes": ["cave_7"]}
+    r = svc.decide(decide_body(bee("a"), scope="cave_7", scope_state={"depth": 3}))
+    assert r.status_code == 200
+    assert "SCOPE forest: A dense forest" in system(scripted) and "SCOPE cave_7: A damp cave." in system(scripted)
+    assert "SCOPE STATE: depth=3" in prompt(scripted)
+    assert post({"cave_7": {"parent": "forest", "text": "A dry cave."}}).status_code == 200  # replaced
+    assert svc.decide(decide_body(bee("a"), scope="cave_7", scope_state=None)).status_code == 200
+    assert "SCOPE cave_7: A dry cave." in system(scripted)
+
+
+@pytest.mark.parametrize("n", [100, 1000])
+def test_situation_for_big_scenes_stays_bounded(svc: Running, scripted: Any, n: int) -> None:
+    ents = [{"id": f"e{i}", "type": "bee", "position": [(i % 100) * 20, (i // 100) * 20]} for i in range(n)]
+    tele(svc.http, {"scene": "big", "entities": ents})
+    r = svc.decide(decide_body(*[bee(f"e{i}") for i in range(16)]))
+    assert r.status_code == 200
+    for line in prompt(scripted).splitlines():
+        if "nearby:" in line:
+            assert line.count("; ") <= 4

@@ -1,0 +1,144 @@
+"""The hosted profile: sessions, tokens, 401/403/429, and what answers without a token."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from conftest import Hosted, bee, decide_body, write_clients
+from npcmind.http.openapi import ROUTES
+from npcmind.sessions.tokens import TokenClaims
+
+
+def test_a_session_token_decides(hosted: Hosted) -> None:
+    s = hosted.open()
+    assert s["session_token"].startswith("nms1.") and s["session_id"].startswith("s_") and s["expires_in_s"] == 3600
+    r = hosted.http.post("/v1/decide", json=decide_body(bee("a")), headers=hosted.auth(s))
+    assert r.status_code == 200 and r.json()["decisions"][0]["source"] == "AI"
+    m = hosted.http.get("/v1/manifest", headers=hosted.auth(s)).json()
+    assert m["client_id"] == "game-1" and m["version"].startswith("sha256:")
+
+
+def test_wrong_or_missing_keys_cannot_open_sessions(hosted: Hosted) -> None:
+    url = "/v1/session"
+    assert hosted.http.post(url, json={"client_id": "game-1"}).status_code == 401
+    r = hosted.http.post(url, json={"client_id": "game-1"}, headers={"authorization": "Bearer nmk_nope"})
+    assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized"
+    r = hosted.http.post(
+        url, json={"client_id": "game-1"}, headers={"authorization": f"Bearer {hosted.keys['game-2']}"}
+    )
+    assert r.status_code == 403
+    r = hosted.http.post(
+        url, json={"client_id": "nobody"}, headers={"authorization": f"Bearer {hosted.keys['game-1']}"}
+    )
+    assert r.status_code == 403
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["", "Bearer", "Basic abc", "Bearer nms1.garbage", "Bearer nms1.e30.AAAA", "Bearer something-else"],
+)
+def test_bad_tokens_are_401(hosted: Hosted, token: str) -> None:
+    headers = {"authorization": token} if token else {}
+    r = hosted.http.post("/v1/decide", json=decide_body(bee("a")), headers=headers)
+    assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized"
+
+
+def test_tampered_token_is_401(hosted: Hosted) -> None:
+    s = hosted.open()
+    head, body, mac = s["session_token"].split(".")
+    claims = msgspec.json.decode(__import__("base64").urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    claims["cid"] = "game-2"
+    forged_body = __import__("base64").urlsafe_b64encode(msgspec.json.encode(claims)).decode().rstrip("=")
+    forged = f"{head}.{forged_body}.{mac}"
+    r = hosted.http.post(
+        "/v1/decide", json=decide_body(bee("a"), client_id="game-2"), headers={"authorization": f"Bearer {forged}"}
+    )
+    assert r.status_code == 401 and "signature" in r.json()["error"]["message"]
+    flipped = s["session_token"][:-2] + ("A" if s["session_token"][-2] != "A" else "B") + s["session_token"][-1]
+    assert hosted.http.get("/v1/manifest", headers={"authorization": f"Bearer {flipped}"}).status_code == 401
+
+
+def test_expired_token_is_401(hosted: Hosted) -> None:
+    s = hosted.open()
+    signer = hosted.running.service.guard.signer
+    old = signer.sign(TokenClaims(s["session_id"], "game-1", int(time.time()) - 1))
+    r = hosted.http.post("/v1/decide", json=decide_body(bee("a")), headers={"authorization": f"Bearer {old}"})
+    assert r.status_code == 401 and "expired" in r.json()["error"]["message"]
+
+
+def test_token_of_another_client_is_403(hosted: Hosted) -> None:
+    s2 = hosted.open("game-2")
+    for path, body in [
+        ("/v1/decide", decide_body(bee("a"))),
+        ("/v1/telemetry", {"client_id": "game-1", "epoch": 1}),
+        ("/v1/report", {"client_id": "game-1", "reports": [{"decision_id": "d_x", "outcome": "done"}]}),
+        ("/v1/context", {"client_id": "game-1", "scopes": {"cave": {"text": "A cave."}}}),
+    ]:
+        r = hosted.http.post(path, json=body, headers=hosted.auth(s2))
+        assert r.status_code == 403, (path, r.text)
+        assert r.json()["error"]["code"] == "forbidden"
+
+
+def test_ended_session_is_401(hosted: Hosted) -> None:
+    s = hosted.open()
+    r = hosted.http.delete("/v1/session", headers=hosted.auth(s))
+    assert r.status_code == 200 and r.json() == {"ended": s["session_id"]}
+    r = hosted.http.post("/v1/decide", json=decide_body(bee("a")), headers=hosted.auth(s))
+    assert r.status_code == 401
+
+
+def test_only_the_named_routes_answer_without_a_token(hosted: Hosted) -> None:
+    public = {("post", "/v1/session"), ("get", "/v1/health"), ("get", "/v1/keys")}
+    for route in ROUTES:
+        r = hosted.http.request(route.method.upper(), route.path.replace("{npcId}", "x"), json={})
+        if (route.method, route.path) in public:
+            assert r.status_code != 401, route
+        else:
+            assert r.status_code == 401, (route, r.status_code, r.text)
+    assert hosted.http.get("/v1/health").status_code == 200
+
+
+def test_session_limit(start_service: Any, scripted: Any, tmp_path: Path) -> None:
+    path, keys = write_clients(tmp_path, max_sessions=2)
+    h = Hosted(start_service(manifest=None, profile="hosted", clients=str(path), provider="none"), keys)
+    h.open()
+    h.open()
+    r = h.http.post("/v1/session", json={"client_id": "game-1"}, headers={"authorization": f"Bearer {keys['game-1']}"})
+    assert r.status_code == 429 and r.json()["error"]["code"] == "too_many_sessions"
+    h.open("game-2")  # another client's limit is its own
+
+
+def test_request_rate_is_429_with_retry_after(start_service: Any, tmp_path: Path) -> None:
+    path, keys = write_clients(tmp_path, requests_per_second=2)
+    h = Hosted(start_service(manifest=None, profile="hosted", clients=str(path), provider="none"), keys)
+    s = h.open()
+    statuses = [h.http.get("/v1/manifest", headers=h.auth(s)).status_code for _ in range(8)]
+    assert statuses[:4] == [200] * 4 and 429 in statuses
+    r = h.http.get("/v1/manifest", headers=h.auth(s))
+    assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1
+
+
+def test_local_profile_needs_no_token_and_has_no_sessions(svc: Any) -> None:
+    assert svc.decide(decide_body(bee("a"))).status_code == 200
+    assert svc.http.post("/v1/session", json={"client_id": "x"}).status_code == 404
+
+
+def test_keygen_prints_a_key_and_its_line(tmp_path: Path) -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "npcmind.cli", "keygen", "studio-7", "--manifest", "forest.yaml"],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0
+    key = next(w for w in r.stdout.split() if w.startswith("nmk_"))
+    from npcmind.sessions.clients import hash_key
+
+    assert len(key) >= 40 and f"key_sha256: {hash_key(key)}" in r.stdout and "client_id: studio-7" in r.stdout
+    assert key not in r.stdout.split("Paste", 1)[1]  # the clients-file line holds only the hash
