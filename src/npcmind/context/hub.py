@@ -145,21 +145,23 @@ class ContextHub:
             if e is not None:
                 e.action = d.action
                 e.decided = (d.action, d.label, d.created_at)
+                e.summary = None
 
     # --- rendering ------------------------------------------------------------------------------
 
     @staticmethod
     def _describe(e: EntityState, m: Manifest, distance: float | None) -> str:
-        parts = [f"{e.type} {quote(e.id)}"]
-        if distance is not None:
-            parts.append(f"d={round(distance)}")
-        parts.append(e.state)
-        if e.action:
-            parts.append(f"action={e.action}")
-        t = m.types.get(e.type)
-        if e.fields and t is not None:
-            parts.append(t.fields.render(e.fields))
-        return " ".join(parts)
+        text = e.summary
+        if text is None:
+            parts = [e.state]
+            if e.action:
+                parts.append(f"action={e.action}")
+            t = m.types.get(e.type)
+            if e.fields and t is not None:
+                parts.append(t.fields.render(e.fields))
+            text = e.summary = " ".join(parts)
+        head = f"{e.type} {quote(e.id)}"
+        return f"{head} d={round(distance)} {text}" if distance is not None else f"{head} {text}"
 
     @staticmethod
     def _remember(d: IssuedDecision, now: float) -> str:

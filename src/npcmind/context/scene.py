@@ -23,6 +23,7 @@ class EntityState:
     parent: str | None = None
     fields: dict[str, Any] | None = None
     decided: tuple[str, str, float] | None = None  # (action, label, unix time) of its latest decision
+    summary: str | None = None  # its description in the prompt, kept until what it shows changes
 
 
 @dataclass(slots=True)
@@ -84,6 +85,8 @@ class Scene:
         self.seen.setdefault(type_, set()).add(eid)
         if position is not None:
             self.grid.put(eid, tuple(position))
+        if state is not None or action is not None or fields is not None:
+            e.summary = None
         if state is not None:
             e.state = state
         if action is not None:

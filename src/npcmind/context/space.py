@@ -7,8 +7,8 @@ use every coordinate given.
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections.abc import Iterator
 
 
 class Grid:
@@ -61,28 +61,34 @@ class Grid:
         self._cells.clear()
         self._where.clear()
 
-    def within(self, pos: tuple[float, ...], radius: float) -> Iterator[tuple[float, str]]:
+    def within(self, pos: tuple[float, ...], radius: float) -> list[tuple[float, str]]:
         """(distance, id) of every entity within ``radius`` of ``pos``, unordered."""
         c = self._cell
-        x0, x1 = math.floor((pos[0] - radius) / c), math.floor((pos[0] + radius) / c)
-        y0, y1 = math.floor((pos[1] - radius) / c), math.floor((pos[1] + radius) / c)
+        x, y = pos[0], pos[1]
+        x0, x1 = math.floor((x - radius) / c), math.floor((x + radius) / c)
+        y0, y1 = math.floor((y - radius) / c), math.floor((y + radius) / c)
         if (x1 - x0 + 1) * (y1 - y0 + 1) > len(self._cells):  # a huge radius: walk the occupied cells
             cells = [v for (cx, cy), v in self._cells.items() if x0 <= cx <= x1 and y0 <= cy <= y1]
         else:
-            cells = [v for cx in range(x0, x1 + 1) for cy in range(y0, y1 + 1) if (v := self._cells.get((cx, cy)))]
+            get = self._cells.get
+            cells = [v for cx in range(x0, x1 + 1) for cy in range(y0, y1 + 1) if (v := get((cx, cy)))]
         r2 = radius * radius
+        out: list[tuple[float, str]] = []
+        z = pos[2] if len(pos) > 2 else None
         for cell in cells:
             for eid, p in cell.items():
-                d2 = (p[0] - pos[0]) ** 2 + (p[1] - pos[1]) ** 2
-                if len(p) > 2 and len(pos) > 2:
-                    d2 += (p[2] - pos[2]) ** 2
+                dx = p[0] - x
+                dy = p[1] - y
+                d2 = dx * dx + dy * dy
+                if z is not None and len(p) > 2:
+                    dz = p[2] - z
+                    d2 += dz * dz
                 if d2 <= r2:
-                    yield math.sqrt(d2), eid
+                    out.append((d2, eid))
+        return [(math.sqrt(d2), eid) for d2, eid in out]
 
     def nearest(
         self, pos: tuple[float, ...], radius: float, k: int, exclude: str | None = None
     ) -> list[tuple[float, str]]:
         """Up to ``k`` nearest (distance, id) within ``radius``, nearest first, ties by id."""
-        found = [hit for hit in self.within(pos, radius) if hit[1] != exclude]
-        found.sort()
-        return found[:k]
+        return heapq.nsmallest(k, (hit for hit in self.within(pos, radius) if hit[1] != exclude))

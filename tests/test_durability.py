@@ -1,0 +1,159 @@
+"""What the service acknowledged survives kill -9: sessions, scopes, issued decisions, accepted reports."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from conftest import bee, decide_body, write_clients
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Proc:
+    """`npcmind serve` as a real process on a real port."""
+
+    def __init__(self, args: list[str]) -> None:
+        self.port = _free_port()
+        env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
+        self.p = subprocess.Popen(
+            [sys.executable, "-m", "npcmind.cli", "serve", "--port", str(self.port), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
+        )
+        assert self.p.stdout is not None
+        line = self.p.stdout.readline()
+        assert "ready on" in line, line
+        self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=30)
+
+    def kill9(self) -> None:
+        self.http.close()
+        self.p.send_signal(signal.SIGKILL)
+        self.p.wait(timeout=10)
+
+
+def test_hosted_state_survives_kill_9(tmp_path: Path, scripted: Any) -> None:
+    clients, keys = write_clients(tmp_path)
+    args = [
+        "--profile",
+        "hosted",
+        "--clients",
+        str(clients),
+        "--store",
+        f"sqlite:///{tmp_path}/state.db",
+        "--provider",
+        "openai",
+        "--base-url",
+        scripted.base_url,
+    ]
+    a = Proc(args)
+    s = a.http.post(
+        "/v1/session", json={"client_id": "game-1"}, headers={"authorization": f"Bearer {keys['game-1']}"}
+    ).json()
+    auth = {"authorization": f"Bearer {s['session_token']}"}
+    assert (
+        a.http.post(
+            "/v1/context",
+            json={
+                "client_id": "game-1",
+                "scopes": {"cave_7": {"parent": "forest", "text": "A cave that must survive."}},
+            },
+            headers=auth,
+        ).status_code
+        == 200
+    )
+    scripted.set(choose={"x": "chase"})
+    first = a.http.post("/v1/decide", json=decide_body(bee("x")), headers=auth).json()["decisions"][0]
+    second = a.http.post(
+        "/v1/decide",
+        json=decide_body(bee("x", observation={**bee("x")["observation"], "hp_fraction": 0.9})),
+        headers=auth,
+    ).json()["decisions"][0]
+    r = a.http.post(
+        "/v1/report",
+        json={
+            "client_id": "game-1",
+            "reports": [{"decision_id": first["decision_id"], "outcome": "failed", "detail": "before the crash"}],
+        },
+        headers=auth,
+    )
+    assert r.json()["results"][0]["status"] == "accepted"
+    a.kill9()
+
+    b = Proc(args)
+    try:
+        # the token still works, and the added scope is still there
+        r = b.http.post("/v1/decide", json=decide_body(bee("x"), scope="cave_7", scope_state=None), headers=auth)
+        assert r.status_code == 200, r.text
+        assert "A cave that must survive." in scripted.requests[-1]["messages"][0]["content"]
+        # a decision issued before the crash can be reported now; the one reported before is a duplicate
+        r = b.http.post(
+            "/v1/report",
+            json={
+                "client_id": "game-1",
+                "reports": [
+                    {"decision_id": second["decision_id"], "outcome": "done", "detail": "after the restart"},
+                    {"decision_id": first["decision_id"], "outcome": "done"},
+                ],
+            },
+            headers=auth,
+        )
+        assert [x["status"] for x in r.json()["results"]] == ["accepted", "duplicate"]
+        b.http.post(
+            "/v1/decide",
+            json=decide_body(bee("x", observation={**bee("x")["observation"], "hp_fraction": 0.1})),
+            headers=auth,
+        )
+        memory = next(x for x in scripted.requests[-1]["messages"][1]["content"].splitlines() if "memory:" in x)
+        assert '-> done "after the restart"' in memory and '-> failed "before the crash"' in memory
+        # a session ended before a crash stays ended
+        assert b.http.delete("/v1/session", headers=auth).status_code == 200
+    finally:
+        b.kill9()
+    c = Proc(args)
+    try:
+        assert c.http.post("/v1/decide", json=decide_body(bee("x")), headers=auth).status_code == 401
+    finally:
+        c.kill9()
+
+
+def test_local_decisions_survive_kill_9(tmp_path: Path, scripted: Any) -> None:
+    args = [
+        "--manifest",
+        str(Path(__file__).parents[1] / "examples" / "forest.yaml"),
+        "--store",
+        f"sqlite:///{tmp_path}/local.db",
+        "--provider",
+        "openai",
+        "--base-url",
+        scripted.base_url,
+    ]
+    a = Proc(args)
+    ids = [
+        d["decision_id"]
+        for d in a.http.post("/v1/decide", json=decide_body(*[bee(f"e{i}") for i in range(16)])).json()["decisions"]
+    ]
+    a.kill9()
+    b = Proc(args)
+    try:
+        r = b.http.post(
+            "/v1/report", json={"client_id": "game-1", "reports": [{"decision_id": d, "outcome": "done"} for d in ids]}
+        )
+        assert [x["status"] for x in r.json()["results"]] == ["accepted"] * 16
+        again = b.http.post("/v1/decide", json=decide_body(bee("e0"))).json()["decisions"][0]["decision_id"]
+        assert again not in ids  # sequence numbers continue after the restart
+    finally:
+        b.kill9()
