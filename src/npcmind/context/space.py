@@ -61,8 +61,8 @@ class Grid:
         self._cells.clear()
         self._where.clear()
 
-    def within(self, pos: tuple[float, ...], radius: float) -> list[tuple[float, str]]:
-        """(distance, id) of every entity within ``radius`` of ``pos``, unordered."""
+    def _within2(self, pos: tuple[float, ...], radius: float, exclude: str | None) -> list[tuple[float, str]]:
+        """(squared distance, id) of every entity within ``radius`` of ``pos`` but ``exclude``, unordered."""
         c = self._cell
         x, y = pos[0], pos[1]
         x0, x1 = math.floor((x - radius) / c), math.floor((x + radius) / c)
@@ -83,12 +83,21 @@ class Grid:
                 if z is not None and len(p) > 2:
                     dz = p[2] - z
                     d2 += dz * dz
-                if d2 <= r2:
+                if d2 <= r2 and eid != exclude:
                     out.append((d2, eid))
-        return [(math.sqrt(d2), eid) for d2, eid in out]
+        return out
+
+    def within(self, pos: tuple[float, ...], radius: float) -> list[tuple[float, str]]:
+        """(distance, id) of every entity within ``radius`` of ``pos``, unordered."""
+        return [(math.sqrt(d2), eid) for d2, eid in self._within2(pos, radius, None)]
 
     def nearest(
         self, pos: tuple[float, ...], radius: float, k: int, exclude: str | None = None
     ) -> list[tuple[float, str]]:
         """Up to ``k`` nearest (distance, id) within ``radius``, nearest first, ties by id."""
-        return heapq.nsmallest(k, (hit for hit in self.within(pos, radius) if hit[1] != exclude))
+        hits = self._within2(pos, radius, exclude)
+        if len(hits) > k:
+            hits = heapq.nsmallest(k, hits)
+        else:
+            hits.sort()
+        return [(math.sqrt(d2), eid) for d2, eid in hits]
