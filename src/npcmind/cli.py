@@ -31,6 +31,7 @@ def _serve(args: argparse.Namespace) -> int:
         model=args.model,
         api_key_env=args.api_key_env,
         clients=args.clients,
+        rulesets=args.rulesets,
     )
     try:
         service = Service(settings)
@@ -80,6 +81,43 @@ def _keygen(args: argparse.Namespace) -> int:
     return 0
 
 
+def _chat(args: argparse.Namespace) -> int:
+    try:
+        from npcmind.sdk import NpcMind, NpcStore, OpenAICortex, ProtocolError
+        from npcmind.sdk.cortex import CortexError
+    except ImportError:
+        print("npcmind chat needs the SDK: pip install 'npcmind[sdk]'", file=sys.stderr)
+        return 2
+    import os
+
+    store = NpcStore(os.path.join(args.data_dir, "npcs.db"))
+    if store.get(args.npc_id) is None or args.persona:
+        store.register(args.npc_id, args.persona or f"{args.npc_id}, a character in a game.")
+    cortex = OpenAICortex(args.cortex_url, args.model, os.environ.get(args.api_key_env) if args.api_key_env else None)
+    mind = NpcMind(args.service, cortex, store, token=os.environ.get("NPCMIND_TOKEN"))
+    print(f"Talking to {args.npc_id} (ruleset {args.ruleset}); memories in {args.data_dir}. Empty line or Ctrl-D ends.")
+    while True:
+        try:
+            line = input("you> ").strip()
+        except EOFError:
+            break
+        if not line:
+            break
+        try:
+            out = mind.process(args.npc_id, line, ruleset=args.ruleset)
+        except (ProtocolError, CortexError) as e:
+            print(f"[error] {e}")
+            continue
+        act = out.action or {}
+        tail = f"  [{act.get('type')}{' -> ' + act['target'] if act.get('target') else ''}]" if act else ""
+        print(f"{args.npc_id}> {out.dialogue}{tail}")
+        if not out.valid:
+            blocked = [a["detail"] for a in out.audit if a.get("result") == "blocked"]
+            print(f"[refused by the ruleset: {'; '.join(blocked)}]")
+    mind.close()
+    return 0
+
+
 def _validate(args: argparse.Namespace) -> int:
     try:
         m = load_manifest(args.file)
@@ -126,6 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--model", metavar="NAME")
     s.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the provider's API key")
     s.add_argument("--clients", metavar="FILE", help="hosted profile: the clients file (see `npcmind keygen`)")
+    s.add_argument("--rulesets", metavar="FILE", help="NPC rulesets to add to (or replace) the built-in presets")
     s.set_defaults(func=_serve)
 
     k = sub.add_parser("keygen", help="make an API key for a client of the hosted profile")

@@ -30,6 +30,7 @@ class Settings:
     model: str | None = None
     api_key_env: str | None = None
     clients: str | None = None
+    rulesets: str | None = None
     deadline_ms: int = field(default_factory=lambda: _env_int("NPCMIND_DEADLINE_MS", 10_000))
     admission_wait_ms: int = field(default_factory=lambda: _env_int("NPCMIND_ADMISSION_WAIT_MS", 50))
     max_concurrent_calls: int = field(default_factory=lambda: _env_int("NPCMIND_MAX_CONCURRENT_CALLS", 32))

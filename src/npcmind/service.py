@@ -11,6 +11,9 @@ from npcmind.decide.pipeline import DecidePipeline
 from npcmind.manifest import Manifest
 from npcmind.manifest import load as load_manifest
 from npcmind.metrics import Metrics
+from npcmind.npc.rulesets import load_rulesets
+from npcmind.npc.signing import Signer
+from npcmind.npc.steps import NpcProcessor
 from npcmind.providers import tokens
 from npcmind.providers.base import Provider
 from npcmind.providers.select import describe, make_provider
@@ -45,12 +48,14 @@ class Service:
         if manifest is None and self.clients is None:
             raise ValueError("a manifest is required (--manifest FILE)")
         self.manifest = manifest
+        self.rulesets = load_rulesets(settings.rulesets)
         self.provider = provider or make_provider(settings)
         self.store = store or open_store(settings.store)
         self.metrics = Metrics()
         self._pipeline: DecidePipeline | None = None
         self._guard: Guard | None = None
         self._hub: ContextHub | None = None
+        self._npc: NpcProcessor | None = None
 
     async def start(self) -> None:
         """Load the secrets from the store and build what depends on them (inside the event loop)."""
@@ -59,6 +64,7 @@ class Service:
         self._pipeline = DecidePipeline(self.provider, self.store, ids, self.settings, self.metrics, self._hub)
         signer = TokenSigner(await self.store.secret("session_tokens"))
         self._guard = Guard(self._hub, self.store, signer, self.manifest, self.clients)
+        self._npc = NpcProcessor(self.rulesets, Signer(await self.store.secret("npc_ed25519_seed")))
         tokens.count(self.provider.encoding, "warm up")  # load the tokenizer table now, not on the first decision
         log.info("provider: %s", describe(self.provider))
 
@@ -80,6 +86,13 @@ class Service:
         if self._guard is None:
             raise RuntimeError("service not started")
         return self._guard
+
+    @property
+    def npc(self) -> NpcProcessor:
+        """The NPC step machine (once started)."""
+        if self._npc is None:
+            raise RuntimeError("service not started")
+        return self._npc
 
     @property
     def hub(self) -> ContextHub:

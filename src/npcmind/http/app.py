@@ -35,6 +35,7 @@ from npcmind.protocol.a2g import (
     TelemetryResponse,
 )
 from npcmind.protocol.errors import ApiError, Problem
+from npcmind.protocol.npc import KeysResponse, PublicKey
 from npcmind.protocol.validate import parse, well_shaped
 from npcmind.providers.select import describe
 from npcmind.service import Service
@@ -147,6 +148,20 @@ def create_app(service: Service) -> Litestar:
     async def end_session(request: Request[Any, Any, Any]) -> Response[bytes]:
         return json_response(EndedResponse(await service.guard.end(_auth(request))))
 
+    @post("/npcs/{npc_id:str}/process", status_code=200)
+    async def npc_process(request: Request[Any, Any, Any]) -> Response[bytes]:
+        npc_id = str(request.path_params["npc_id"])
+        await service.guard.authenticate(_auth(request))
+        ctype = request.headers.get("content-type", "")
+        if "json" not in ctype:
+            raise ApiError(415, "unsupported_media_type", f"content-type must be application/json, not {ctype!r}")
+        return json_response(service.npc.process(npc_id, await request.body()))
+
+    @get("/v1/keys")
+    async def keys() -> Response[bytes]:
+        signer = service.npc.signer
+        return json_response(KeysResponse([PublicKey(signer.kid, "Ed25519", signer.public_key)]))
+
     @get("/v1/manifest")
     async def manifest(request: Request[Any, Any, Any]) -> Response[bytes]:
         client_id = await service.guard.client_of(_auth(request))
@@ -193,6 +208,8 @@ def create_app(service: Service) -> Litestar:
             health,
             metrics,
             openapi,
+            npc_process,
+            keys,
         ],
         exception_handlers={Exception: _error_response},
         on_startup=[service.start],

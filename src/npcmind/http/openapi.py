@@ -25,6 +25,7 @@ from npcmind.protocol.a2g import (
     TelemetryResponse,
 )
 from npcmind.protocol.errors import ErrorResponse
+from npcmind.protocol.npc import KeysResponse, NPCProcessRequest, NPCProcessResponse
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,15 @@ ROUTES: list[Route] = [
         public=True,
     ),
     Route("delete", "/v1/session", "End this session (hosted profile)", None, EndedResponse, (401, 404, 429)),
+    Route(
+        "post",
+        "/npcs/{npcId}/process",
+        "One atomic step of an NPC's dialogue: the next instruction and tape",
+        NPCProcessRequest,
+        NPCProcessResponse,
+        (400, 401, 409, 413, 415, 422, 429),
+    ),
+    Route("get", "/v1/keys", "Public keys that verify signed NPC outcomes", None, KeysResponse, public=True),
     Route("get", "/v1/manifest", "The client's manifest and its version", None, ManifestResponse, (401,)),
     Route(
         "get", "/v1/health", "Liveness and what the service will do with a decision", None, HealthResponse, public=True

@@ -188,8 +188,8 @@ def decode_json(body: bytes) -> Any:
         raise ApiError(400, "malformed_json", f"body is not valid JSON: {e}") from None
 
 
-def convert(value: Any, typ: type[T]) -> T:
-    """Check ``value`` against ``typ`` and build it, or raise a 422 listing every problem."""
+def convert(value: Any, typ: type[T], at: str = "") -> T:
+    """Check ``value`` (found at path ``at``) against ``typ`` and build it, or raise a 422 listing every problem."""
     from npcmind.protocol.errors import ApiError
 
     try:
@@ -197,7 +197,12 @@ def convert(value: Any, typ: type[T]) -> T:
     except msgspec.ValidationError as e:
         found = problems(value, typ)
         if not found:  # the walker missed something msgspec saw: never hide it
-            found = [Problem("", str(e))]
+            found = [_problem_of(e)]
+        if at:
+            found = [
+                Problem(f"{at}.{p.path}" if p.path and not p.path.startswith("[") else at + p.path, p.message)
+                for p in found
+            ]
         raise ApiError.invalid(found) from None
 
 

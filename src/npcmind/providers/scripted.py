@@ -37,6 +37,7 @@ class Script(msgspec.Struct, forbid_unknown_fields=True):
     text: str | None = None
 
 
+NPC_ANSWER = '{"dialogue": "Well met, traveller.", "action": {"type": "IDLE"}}'
 _ENTITY = re.compile(r'^E(\d+) ("(?:[^"\\]|\\.)*")', re.M)
 _QUESTION = re.compile(r"^Q(\d+): .*?Options: (.*)$", re.M)
 
@@ -123,6 +124,8 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
         schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
         numbered = "decisions" in (schema.get("properties") or {"decisions": 1})
         pieces, _ = m.answer(numbered, user)
+        if "ENTITIES:\n" not in user:  # not a decide batch: an NPC's dialogue prompt (the SDK's cortex)
+            pieces = [(NPC_ANSWER, 0.0)]
         content = s.text if s.text is not None else "".join(p for p, _ in pieces)
         if s.malformed:
             content = content[: len(content) // 2] + "<<not json"

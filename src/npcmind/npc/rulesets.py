@@ -1,0 +1,91 @@
+"""Rulesets: what an NPC may recall, do and say, configured on the service (YAML), with built-in presets."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Literal
+
+import msgspec
+import yaml
+from msgspec import Meta
+
+from npcmind.manifest import ManifestError
+from npcmind.protocol.errors import Problem
+from npcmind.protocol.npc import PromptConstraints
+from npcmind.protocol.validate import problems as shape_problems
+
+BUILTIN = Path(__file__).with_name("rulesets.yaml")
+ActionName = Annotated[str, Meta(pattern="^[A-Z][A-Z0-9_]{0,31}$")]
+
+
+class Recall(msgspec.Struct, forbid_unknown_fields=True):
+    """How many memories to ask for, and how similar they must be."""
+
+    limit: Annotated[int, Meta(ge=1, le=50)] = 5
+    threshold: Annotated[float, Meta(ge=-1, le=1)] = 0.3
+
+
+class ActionRule(msgspec.Struct, forbid_unknown_fields=True):
+    """An allowed action type and what it needs."""
+
+    text: str = ""
+    needs: list[Literal["target"]] = []  # a MOVE's destination is its target too
+
+
+class RulesetSpec(msgspec.Struct, forbid_unknown_fields=True):
+    """One ruleset as written in YAML."""
+
+    text: str = ""
+    recall: Recall | None = msgspec.field(default_factory=Recall)
+    actions: dict[ActionName, ActionRule] = {}
+    blocked: list[str] = []
+    max_dialogue_chars: Annotated[int, Meta(ge=1)] = 400
+    refusal: str = "I'd rather not talk about that."
+    constraints: PromptConstraints = msgspec.field(default_factory=lambda: PromptConstraints(200, 0.7, []))
+
+
+class RulesetsFile(msgspec.Struct, forbid_unknown_fields=True):
+    """A rulesets file."""
+
+    rulesets: dict[Annotated[str, Meta(pattern="^[a-z][a-z0-9_-]{0,47}$")], RulesetSpec]
+
+
+@dataclass(frozen=True)
+class Ruleset:
+    """A checked ruleset with its patterns compiled."""
+
+    name: str
+    spec: RulesetSpec
+    patterns: tuple[re.Pattern[str], ...]
+
+
+def _compile(name: str, spec: RulesetSpec, problems: list[Problem]) -> Ruleset:
+    patterns = []
+    for i, raw in enumerate(spec.blocked):
+        try:
+            patterns.append(re.compile(raw))
+        except re.error as e:
+            problems.append(Problem(f"rulesets.{name}.blocked[{i}]", f"not a valid regular expression: {e}"))
+    return Ruleset(name, spec, tuple(patterns))
+
+
+def load_rulesets(extra: str | Path | None = None) -> dict[str, Ruleset]:
+    """The built-in presets, then a file's rulesets added or replacing them (every problem by path)."""
+    out: dict[str, Ruleset] = {}
+    for path in [BUILTIN, *([Path(extra)] if extra else [])]:
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as e:
+            raise ManifestError(str(path), [Problem("", f"cannot read rulesets: {e}")]) from None
+        try:
+            parsed = msgspec.convert(data, RulesetsFile, strict=True)
+        except msgspec.ValidationError as e:
+            raise ManifestError(str(path), shape_problems(data, RulesetsFile) or [Problem("", str(e))]) from None
+        problems: list[Problem] = []
+        for name, spec in parsed.rulesets.items():
+            out[name] = _compile(name, spec, problems)
+        if problems:
+            raise ManifestError(str(path), problems)
+    return out

@@ -1,0 +1,144 @@
+"""The SDK's process loop: answer each instruction locally until Finalize, verify it, apply it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import msgspec
+
+from npcmind.npc.signing import signed_payload, verify
+from npcmind.protocol.npc import PromptConstraints
+from npcmind.sdk.cortex import Cortex
+from npcmind.sdk.store import NpcStore
+
+MAX_CALLS = 8
+
+
+class ProtocolError(Exception):
+    """The service refused a step, the loop did not finish, or an outcome's signature did not verify."""
+
+
+@dataclass
+class NpcOutcome:
+    """What the game gets back: the line, the action, and what was applied."""
+
+    valid: bool
+    dialogue: str
+    action: dict[str, Any] | None
+    state: dict[str, Any]
+    remembered: int
+    audit: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[str] = field(default_factory=list)
+
+
+class NpcMind:
+    """Talks to an npcmind service for the NPCs of one game."""
+
+    def __init__(
+        self,
+        service_url: str,
+        cortex: Cortex,
+        store: NpcStore,
+        token: str | None = None,
+        timeout_s: float = 30,
+    ) -> None:
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(base_url=service_url.rstrip("/"), headers=headers, timeout=timeout_s)
+        self.cortex = cortex
+        self.store = store
+        self._keys: dict[str, str] = {}
+
+    def public_keys(self, refresh: bool = False) -> dict[str, str]:
+        """The service's signing keys (kid → base64url), fetched once from GET /v1/keys."""
+        if refresh or not self._keys:
+            r = self._http.get("/v1/keys")
+            if r.status_code != 200:
+                raise ProtocolError(f"GET /v1/keys answered {r.status_code}")
+            self._keys = {k["kid"]: k["public_key"] for k in r.json()["keys"]}
+        return self._keys
+
+    def _step(
+        self, npc_id: str, tape: dict[str, Any], last: dict[str, Any] | None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        r = self._http.post(f"/npcs/{npc_id}/process", json={"tape": tape, "lastResult": last})
+        if r.status_code != 200:
+            try:
+                err = r.json()["error"]
+                detail = "; ".join(f"{d['path']}: {d['message']}" for d in err.get("details", [])) or err["message"]
+            except (ValueError, KeyError, TypeError):
+                detail = r.text[:200]
+            raise ProtocolError(f"the service answered {r.status_code}: {detail}")
+        body = r.json()
+        return body["instruction"], body["tape"]
+
+    def process(
+        self, npc_id: str, observation: str, context: dict[str, Any] | None = None, ruleset: str | None = None
+    ) -> NpcOutcome:
+        """Run the loop for one observation; on a valid outcome store the memories and merge the state."""
+        rec = self.store.get(npc_id)
+        if rec is None:
+            raise ProtocolError(f"unknown NPC {npc_id!r}: register it with store.register() first")
+        tape: dict[str, Any] = {
+            "observation": observation,
+            "npcState": rec.state,
+            "memories": [],
+            "context": context or {},
+        }
+        if ruleset:
+            tape["rulesetId"] = ruleset
+        last: dict[str, Any] | None = None
+        steps: list[str] = []
+        for _ in range(MAX_CALLS):
+            instruction, tape = self._step(npc_id, tape, last)
+            kind = instruction["type"]
+            steps.append(kind)
+            if kind == "IdentifyActor":
+                last = {
+                    "type": "IdentifyActorResult",
+                    "actor": {"npcId": rec.npc_id, "persona": rec.persona, "data": rec.data},
+                }
+            elif kind == "QueryVector":
+                found = self.store.recall(npc_id, instruction["query"], instruction["limit"], instruction["threshold"])
+                last = {
+                    "type": "QueryVectorResult",
+                    "memories": [
+                        {"text": m.text, "type": m.type, "importance": m.importance, "similarity": m.similarity}
+                        for m in found
+                    ],
+                }
+            elif kind == "ExecuteInference":
+                constraints = msgspec.convert(instruction.get("constraints") or {}, PromptConstraints)
+                last = {
+                    "type": "ExecuteInferenceResult",
+                    "generatedOutput": self.cortex.complete(instruction["prompt"], constraints),
+                }
+            elif kind == "Finalize":
+                return self._apply(npc_id, instruction, tape, steps)
+            else:
+                raise ProtocolError(f"unknown instruction {kind!r}")
+        raise ProtocolError(f"no Finalize after {MAX_CALLS} calls")
+
+    def _apply(self, npc_id: str, fin: dict[str, Any], tape: dict[str, Any], steps: list[str]) -> NpcOutcome:
+        rec = self.store.get(npc_id)
+        assert rec is not None
+        if not fin["valid"]:
+            return NpcOutcome(False, fin["dialogue"], None, rec.state, 0, fin.get("ruleAudit", []), steps)
+        payload = signed_payload(
+            npc_id, True, fin["dialogue"], fin.get("action"), fin["stateTransform"], fin["memoryStore"], tape
+        )
+        signature = fin.get("signature") or ""
+        if not verify(signature, payload, self.public_keys()) and not verify(
+            signature, payload, self.public_keys(refresh=True)
+        ):
+            raise ProtocolError("the outcome's signature does not verify: nothing was applied")
+        self.store.remember(npc_id, [(m["text"], m["type"], m["importance"]) for m in fin["memoryStore"]])
+        state = self.store.apply_state(npc_id, fin["stateTransform"])
+        return NpcOutcome(
+            True, fin["dialogue"], fin.get("action"), state, len(fin["memoryStore"]), fin.get("ruleAudit", []), steps
+        )
+
+    def close(self) -> None:
+        """Close connections."""
+        self._http.close()

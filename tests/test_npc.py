@@ -1,0 +1,311 @@
+"""The NPC protocol end to end: the step machine over HTTP, rulesets, signatures, the SDK and its memory."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import Running
+from npcmind.npc.outcome import parse_output
+from npcmind.npc.signing import signed_payload, verify
+from npcmind.sdk import NpcMind, NpcStore, OpenAICortex, ProtocolError
+from npcmind.sdk.embed import shared
+
+INNKEEPER = "Mara, the innkeeper of the Silver Stag. Warm, nosy, and afraid of the old mine."
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Any:
+    return shared()
+
+
+@pytest.fixture()
+def store(tmp_path: Path, embedder: Any) -> NpcStore:
+    s = NpcStore(tmp_path / "npcs.db", embedder)
+    s.register("mara", INNKEEPER, {"inn": "Silver Stag", "gold": 12})
+    return s
+
+
+@pytest.fixture()
+def mind(svc: Running, scripted: Any, store: NpcStore) -> NpcMind:
+    return NpcMind(svc.server.url, OpenAICortex(scripted.base_url, "scripted"), store)
+
+
+def cortex_prompts(scripted: Any) -> list[str]:
+    return [r["messages"][0]["content"] for r in scripted.requests]
+
+
+def test_full_run_four_calls_memories_stored_and_recalled(mind: NpcMind, store: NpcStore, scripted: Any) -> None:
+    scripted.set(
+        text='{"dialogue": "The old mine? Nobody goes there since the collapse.", '
+        '"action": {"type": "TALK"}, "remember": ["A traveller asked about the old mine."]}'
+    )
+    out = mind.process("mara", "A traveller with a lantern asks about the old mine north of town.")
+    assert out.steps == ["IdentifyActor", "QueryVector", "ExecuteInference", "Finalize"]
+    assert (
+        out.valid
+        and out.dialogue.startswith("The old mine?")
+        and out.action == {"type": "TALK", "reason": None, "target": None}
+    )
+    prompt = cortex_prompts(scripted)[0]
+    assert INNKEEPER in prompt and '"gold": 12' in prompt and "old mine north of town" in prompt
+    assert prompt.index(INNKEEPER) < prompt.index("Silver Stag") < prompt.index("old mine north of town")
+    assert out.remembered == 3 and store.count("mara") == 3  # observation, experience, knowledge
+    assert out.state["lastAction"] == "TALK" and out.state["turns"] == 1
+
+    scripted.set(text='{"dialogue": "Bread is two coppers."}')
+    mind.process("mara", "A customer orders bread and soup.")
+    scripted.set(text='{"dialogue": "I told you, the mine is cursed."}')
+    again = mind.process("mara", "Someone wants directions to the abandoned mineshaft.")
+    remembered = cortex_prompts(scripted)[-1].split("## What you remember\n", 1)[1].split("\n\n", 1)[0]
+    assert "old mine" in remembered.splitlines()[0]  # the related memory comes first
+    assert "bread" not in remembered.splitlines()[0].lower()
+    assert again.state["turns"] == 3
+
+
+def test_blocked_output_changes_nothing(mind: NpcMind, store: NpcStore, scripted: Any) -> None:
+    before = store.get("mara")
+    scripted.set(text="I murder the innocent villager.")
+    out = mind.process("mara", "A villager insults the innkeeper.", ruleset="rpg")
+    assert out.valid is False and out.remembered == 0
+    assert "Let us speak of other things" in out.dialogue  # the rpg ruleset's refusal line
+    assert store.count("mara") == 0 and store.get("mara") == before
+    blocked = [a for a in out.audit if a["result"] == "blocked"]
+    assert blocked and blocked[0]["rule"] == "blocked_content"
+
+
+def finalize_raw(svc: Running, output: str, ruleset: str = "default") -> dict[str, Any]:
+    tape = {
+        "observation": "Hello.",
+        "npcState": {"turns": 4},
+        "memories": [],
+        "rulesetId": ruleset,
+        "actor": {"npcId": "mara", "persona": INNKEEPER, "data": {}},
+        "vectorQueried": True,
+        "prompt": "p",
+        "generatedOutput": output,
+        "custom": {"kept": [1, 2]},
+    }
+    r = svc.http.post("/npcs/mara/process", json={"tape": tape})
+    assert r.status_code == 200, r.text
+    return dict(r.json())
+
+
+def test_signed_outcome_verifies_and_any_changed_byte_fails(svc: Running) -> None:
+    body = finalize_raw(
+        svc, '{"dialogue": "Welcome back!", "action": {"type": "GIVE", "target": "you", "reason": "a regular"}}'
+    )
+    fin, tape = body["instruction"], body["tape"]
+    assert fin["type"] == "Finalize" and fin["valid"] and tape["custom"] == {"kept": [1, 2]}
+    keys = {k["kid"]: k["public_key"] for k in svc.http.get("/v1/keys").json()["keys"]}
+
+    def payload(f: dict[str, Any], t: dict[str, Any], npc: str = "mara") -> dict[str, Any]:
+        return signed_payload(npc, f["valid"], f["dialogue"], f["action"], f["stateTransform"], f["memoryStore"], t)
+
+    assert verify(fin["signature"], payload(fin, tape), keys)
+    changed = copy.deepcopy(fin)
+    changed["dialogue"] = "Welcome back?"
+    assert not verify(fin["signature"], payload(changed, tape), keys)
+    changed = copy.deepcopy(fin)
+    changed["stateTransform"]["turns"] = 6
+    assert not verify(fin["signature"], payload(changed, tape), keys)
+    t2 = copy.deepcopy(tape)
+    t2["observation"] = "Hello!"
+    assert not verify(fin["signature"], payload(fin, t2), keys)
+    assert not verify(fin["signature"], payload(fin, tape, "someone-else"), keys)
+    sig = fin["signature"]
+    for at in (len(sig) // 2, len(sig) - 1):
+        flipped = sig[:at] + ("A" if sig[at] != "A" else "B") + sig[at + 1 :]
+        assert not verify(flipped, payload(fin, tape), keys)
+
+
+def test_invalid_outcome_has_no_signature_memory_or_state(svc: Running) -> None:
+    fin = finalize_raw(svc, "Fine. I will kill them all.")["instruction"]
+    assert fin["valid"] is False and fin["signature"] is None and fin["memoryStore"] == []
+    assert fin["stateTransform"] == {} and fin["action"] is None
+    assert fin["dialogue"] == "I'd rather not talk about that."
+
+
+def test_sdk_refuses_a_tampered_outcome(mind: NpcMind, store: NpcStore, scripted: Any, monkeypatch: Any) -> None:
+    real = mind._step
+
+    def tamper(npc_id: str, tape: dict[str, Any], last: Any) -> Any:
+        instruction, tape = real(npc_id, tape, last)
+        if instruction["type"] == "Finalize":
+            instruction["dialogue"] += " (and a free room)"
+        return instruction, tape
+
+    monkeypatch.setattr(mind, "_step", tamper)
+    with pytest.raises(ProtocolError, match="signature"):
+        mind.process("mara", "A guest asks for a room.")
+    assert store.count("mara") == 0 and store.get("mara").state == {}  # type: ignore[union-attr]
+
+
+def test_actions_are_checked_against_the_ruleset(svc: Running) -> None:
+    fin = finalize_raw(svc, '{"dialogue": "Take this.", "action": {"type": "ATTACK", "target": "you"}}')["instruction"]
+    assert fin["valid"] and fin["action"] is None  # ATTACK is not allowed by default: dropped, dialogue kept
+    assert any(a["rule"] == "action_allowed" and a["result"] == "repaired" for a in fin["ruleAudit"])
+    fin = finalize_raw(svc, '{"dialogue": "Over there.", "action": {"type": "MOVE"}}')["instruction"]
+    assert fin["action"] is None and any(a["rule"] == "action_needs" for a in fin["ruleAudit"])
+    fin = finalize_raw(svc, '{"dialogue": "Have at you!", "action": {"type": "attack", "target": "wolf"}}', "rpg")[
+        "instruction"
+    ]
+    assert fin["action"] == {"type": "ATTACK", "reason": None, "target": "wolf"}
+    assert fin["stateTransform"]["lastAction"] == "ATTACK" and fin["stateTransform"]["turns"] == 5
+
+
+@pytest.mark.parametrize(
+    ("text", "dialogue", "action"),
+    [
+        ('{"dialogue": "Hi.", "action": {"type": "TALK"}}', "Hi.", "TALK"),
+        ('Sure! ```json\n{"dialogue": "Hi there."}\n```', "Hi there.", None),
+        ("{'dialogue': 'Single quotes.', 'action': {'type': 'IDLE'},}", "Single quotes.", "IDLE"),
+        ('{"dialogue": "Cut off by max tok', "Cut off by max tok", None),
+        ("Just plain words from a small model.", "Just plain words from a small model.", None),
+        ('{"dialogue": "Stringly", "action": "TALK"}', "Stringly", "TALK"),
+    ],
+)
+def test_output_parsing_survives_small_models(text: str, dialogue: str, action: str | None) -> None:
+    p = parse_output(text)
+    assert p.dialogue == dialogue
+    assert (p.action or {}).get("type") == action
+
+
+PARAPHRASES = [
+    ("The blacksmith owes me three silver coins.", "Does the smith still have a debt with you?"),
+    ("A wolf pack was seen near the eastern farms.", "Have there been sightings of wolves close to the farmland?"),
+    ("My daughter left for the capital last spring.", "Where did your girl go a year ago?"),
+    ("The well water tastes of iron since the earthquake.", "Why does the water from the well taste metallic?"),
+    ("Captain Hale drinks too much on market days.", "Is the captain a heavy drinker?"),
+]
+
+
+def test_recall_ranks_the_related_memory_first(tmp_path: Path, embedder: Any) -> None:
+    s = NpcStore(tmp_path / "r.db", embedder)
+    s.register("mara", INNKEEPER)
+    s.remember(
+        "mara",
+        [(m, "knowledge", 0.5) for m, _ in PARAPHRASES]
+        + [("The inn serves stew on Sundays.", "knowledge", 0.9), ("It rained all week.", "observation", 0.9)],
+    )
+    for memory, question in PARAPHRASES:
+        top = s.recall("mara", question, limit=3, threshold=-1.0)
+        assert top[0].text == memory, (question, [t.text for t in top])
+        assert top[0].similarity > top[1].similarity - 0.02
+
+
+def test_recall_threshold_limit_and_true_similarity(tmp_path: Path, embedder: Any) -> None:
+    s = NpcStore(tmp_path / "t.db", embedder)
+    s.register("mara", INNKEEPER)
+    s.remember(
+        "mara",
+        [("The mine collapsed ten years ago.", "knowledge", 0.5), ("Apples are cheap this autumn.", "knowledge", 0.5)],
+    )
+    hits = s.recall("mara", "What happened to the mine?", limit=5, threshold=0.3)
+    assert [h.text for h in hits] == ["The mine collapsed ten years ago."]
+    q = embedder.embed_one("What happened to the mine?")
+    v = embedder.embed_one("The mine collapsed ten years ago.")
+    assert hits[0].similarity == pytest.approx(float(q @ v), abs=1e-3)
+    assert s.recall("mara", "What happened to the mine?", limit=0, threshold=0.0) == []
+
+
+def step(svc: Running, body: Any, npc: str = "mara") -> Any:
+    return svc.http.post(f"/npcs/{npc}/process", json=body)
+
+
+BASE = {"observation": "Hello.", "npcState": {}, "memories": []}
+ACTOR = {"npcId": "mara", "persona": "p", "data": {}}
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "where"),
+    [
+        ({}, 422, "tape"),
+        ({"tape": {"npcState": {}, "memories": []}}, 422, "tape.observation"),
+        ({"tape": {**BASE, "npcState": []}}, 422, "tape.npcState"),
+        ({"tape": {**BASE, "memories": {}}}, 422, "tape.memories"),
+        ({"tape": {**BASE, "memories": [{"importance": "high"}]}}, 422, "tape.memories[0].importance"),
+        ({"tape": {**BASE, "memories": [{"type": "dream"}]}}, 422, "tape.memories[0].type"),
+        ({"tape": {**BASE, "rulesetId": "chaos"}}, 422, "tape.rulesetId"),
+        ({"tape": BASE, "lastResult": {"type": "Nonsense"}}, 422, "lastResult.type"),
+        ({"tape": BASE, "lastResult": {"type": "IdentifyActorResult"}}, 422, "lastResult.actor"),
+        (
+            {"tape": BASE, "lastResult": {"type": "IdentifyActorResult", "actor": {**ACTOR, "npcId": "bob"}}},
+            422,
+            "lastResult.actor.npcId",
+        ),
+        ({"tape": BASE, "lastResult": {"type": "QueryVectorResult", "memories": []}}, 409, "actor"),
+        ({"tape": BASE, "lastResult": {"type": "ExecuteInferenceResult", "generatedOutput": "x"}}, 409, "too early"),
+        (
+            {"tape": {**BASE, "actor": ACTOR}, "lastResult": {"type": "IdentifyActorResult", "actor": ACTOR}},
+            409,
+            "already identified",
+        ),
+        (
+            {
+                "tape": {**BASE, "actor": ACTOR, "vectorQueried": True, "prompt": "p", "generatedOutput": "x"},
+                "lastResult": {"type": "ExecuteInferenceResult", "generatedOutput": "y"},
+            },
+            409,
+            "second one",
+        ),
+        (
+            {
+                "tape": {**BASE, "actor": ACTOR, "vectorQueried": True},
+                "lastResult": {"type": "QueryVectorResult", "memories": []},
+            },
+            409,
+            "no recall",
+        ),
+        ([], 422, ""),
+    ],
+)
+def test_malformed_tapes_and_out_of_order_results(svc: Running, body: Any, status: int, where: str) -> None:
+    r = step(svc, body)
+    assert r.status_code == status, r.text
+    err = r.json()["error"]
+    named = [d["path"] for d in err["details"]] + [err["message"]]
+    assert any(where in n for n in named), err
+
+
+def test_steps_follow_from_the_tape_alone(svc: Running) -> None:
+    r = step(svc, {"tape": {**BASE, "unknown_field": {"a": 1}}}).json()
+    assert r["instruction"] == {"type": "IdentifyActor"} and r["tape"]["unknown_field"] == {"a": 1}
+    r = step(svc, {"tape": r["tape"], "lastResult": {"type": "IdentifyActorResult", "actor": ACTOR}}).json()
+    assert r["instruction"] == {"type": "QueryVector", "query": "Hello.", "limit": 5, "threshold": 0.3}
+    assert r["tape"]["persona"] == "p"
+    mems = [
+        {"text": "close", "type": "knowledge", "importance": 0.5, "similarity": 0.9},
+        {"text": "far", "type": "knowledge", "importance": 0.5, "similarity": 0.1},
+    ]
+    r = step(svc, {"tape": r["tape"], "lastResult": {"type": "QueryVectorResult", "memories": mems}}).json()
+    assert r["instruction"]["type"] == "ExecuteInference" and r["tape"]["vectorQueried"] is True
+    assert [m["text"] for m in r["tape"]["memories"]] == ["close"]  # below the threshold: dropped
+    assert r["instruction"]["constraints"] == {"maxTokens": 200, "temperature": 0.7, "stop": []}
+    assert r["tape"]["prompt"] == r["instruction"]["prompt"] and "- (knowledge) close" in r["tape"]["prompt"]
+    r = step(
+        svc,
+        {"tape": r["tape"], "lastResult": {"type": "ExecuteInferenceResult", "generatedOutput": '{"dialogue": "Hi."}'}},
+    ).json()
+    assert r["instruction"]["type"] == "Finalize" and r["instruction"]["valid"] is True
+
+
+def test_a_ruleset_without_recall_skips_query_vector(start_service: Any, tmp_path: Path) -> None:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rulesets:\n  quick:\n    recall: null\n    actions: {TALK: {}}\n")
+    svc = start_service(provider="none", rulesets=str(rules))
+    r = step(
+        svc, {"tape": {**BASE, "rulesetId": "quick"}, "lastResult": {"type": "IdentifyActorResult", "actor": ACTOR}}
+    ).json()
+    assert r["instruction"]["type"] == "ExecuteInference"
+
+
+def test_the_signing_key_persists_with_the_store(start_service: Any, tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path}/keys.db"
+    a = start_service(provider="none", store=store).http.get("/v1/keys").json()
+    b = start_service(provider="none", store=store).http.get("/v1/keys").json()
+    c = start_service(provider="none", store=f"sqlite:///{tmp_path}/other.db").http.get("/v1/keys").json()
+    assert a == b and a != c and a["keys"][0]["alg"] == "Ed25519"
