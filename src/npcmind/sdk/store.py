@@ -151,7 +151,10 @@ class NpcStore:
         if idx.size == 0:
             return []
         at = time.time() if now is None else now
-        pool = idx[np.argsort(-sims[idx])][: max(limit * 4, limit + 8)]
+        size = max(limit * 4, limit + 8)
+        if idx.size > size:  # only the best few need sorting
+            idx = idx[np.argpartition(-sims[idx], size - 1)[:size]]
+        pool = idx[np.argsort(-sims[idx])]
 
         def rank(i: int) -> float:
             _, _, importance, created = meta[i]
