@@ -15,7 +15,6 @@ import json
 import os
 import random
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -30,6 +29,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from conftest import FOREST, bee, decide_body  # noqa: E402
 from npcmind.context.hub import ContextHub  # noqa: E402
 from npcmind.decide.ids import DecisionIds  # noqa: E402
+from npcmind.http.server import ServiceProcess  # noqa: E402
 from npcmind.manifest import load  # noqa: E402
 from npcmind.protocol.a2g import DecideRequest, TelemetryRequest  # noqa: E402
 from npcmind.storage.base import IssuedDecision  # noqa: E402
@@ -140,33 +140,9 @@ async def ingest_in_process(n_updates: int = 200_000) -> float:
 def ingest_http(seconds: int = 5) -> float | None:
     if not shutil.which("wrk"):
         return None
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     tmp = Path(tempfile.mkdtemp())
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
-    p = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "npcmind.cli",
-            "serve",
-            "--manifest",
-            str(FOREST),
-            "--port",
-            str(port),
-            "--store",
-            f"sqlite:///{tmp}/h.db",
-            "--provider",
-            "none",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
+    svc = ServiceProcess(["--manifest", str(FOREST), "--store", f"sqlite:///{tmp}/h.db", "--provider", "none"])
     try:
-        assert p.stdout is not None and "ready" in p.stdout.readline()
         ents = scene_entities(250, random.Random(2))
         (tmp / "t.json").write_text(json.dumps({"client_id": "bench", "epoch": 1, "scene": "s", "entities": ents}))
         (tmp / "t.lua").write_text(
@@ -174,15 +150,14 @@ def ingest_http(seconds: int = 5) -> float | None:
             f'wrk.body=io.open("{tmp}/t.json"):read("*a")\n'
         )
         out = subprocess.run(
-            ["wrk", "-t1", "-c8", f"-d{seconds}s", "-s", str(tmp / "t.lua"), f"http://127.0.0.1:{port}/v1/telemetry"],
+            ["wrk", "-t1", "-c8", f"-d{seconds}s", "-s", str(tmp / "t.lua"), f"{svc.url}/v1/telemetry"],
             capture_output=True,
             text=True,
         ).stdout
         rps = float(out.split("Requests/sec:")[1].split()[0])
         return rps * len(ents)
     finally:
-        p.terminate()
-        p.wait(timeout=10)
+        svc.stop()
 
 
 def main() -> int:

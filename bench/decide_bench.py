@@ -16,7 +16,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 from conftest import FOREST, bee, decide_body  # noqa: E402
+from npcmind.http.server import ServiceProcess, free_port  # noqa: E402
 
 LUA_MISS = r"""
 counter = 0
@@ -52,12 +52,6 @@ wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.body = io.open("%s"):read("*a")
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_up(url: str, proc: subprocess.Popen[bytes], timeout: float = 20) -> None:
@@ -132,21 +126,25 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="npcmind-bench-"))
     py = sys.executable
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
-    pp, sp, ep = free_port(), free_port(), free_port()
+    pp, ep = free_port(), free_port()
     procs = [
         subprocess.Popen(
             [py, "-m", "npcmind.cli", "scripted-provider", "--port", str(pp)], stdout=subprocess.DEVNULL, env=env
         ),
         subprocess.Popen(
+            [py, "-m", "uvicorn", "echo_app:app", "--port", str(ep), "--log-level", "warning", "--no-access-log"],
+            cwd=ROOT / "bench",
+            stdout=subprocess.DEVNULL,
+        ),
+    ]
+    service: ServiceProcess | None = None
+    try:
+        wait_up(f"http://127.0.0.1:{pp}/_requests", procs[0])
+        wait_up(f"http://127.0.0.1:{ep}/echo", procs[1])
+        service = ServiceProcess(
             [
-                py,
-                "-m",
-                "npcmind.cli",
-                "serve",
                 "--manifest",
                 str(FOREST),
-                "--port",
-                str(sp),
                 "--store",
                 f"sqlite:///{tmp}/bench.db",
                 "--provider",
@@ -156,19 +154,9 @@ def main() -> int:
                 "--model",
                 "scripted",
             ],
-            stdout=subprocess.DEVNULL,
-            env={**env, "NPCMIND_CACHE_ENTRIES": "2000000"},
-        ),
-        subprocess.Popen(
-            [py, "-m", "uvicorn", "echo_app:app", "--port", str(ep), "--log-level", "warning", "--no-access-log"],
-            cwd=ROOT / "bench",
-            stdout=subprocess.DEVNULL,
-        ),
-    ]
-    try:
-        wait_up(f"http://127.0.0.1:{pp}/_requests", procs[0])
-        wait_up(f"http://127.0.0.1:{sp}/v1/health", procs[1])
-        wait_up(f"http://127.0.0.1:{ep}/echo", procs[2])
+            env={"NPCMIND_CACHE_ENTRIES": "2000000"},
+        )
+        sp = service.port
         body = decide_body(*[bee(f"b{i}", position=[i * 7.5, i * 3.0]) for i in range(16)], client_id="bench")
         (tmp / "body.json").write_text(json.dumps(body))
         # the first answer gives every bee a chosen action, which its neighbours' `nearby` lines then show;
@@ -195,6 +183,8 @@ def main() -> int:
         if fallbacks:
             raise SystemExit(f"fallbacks during the bench: {fallbacks}")
     finally:
+        if service is not None:
+            service.stop()
         for p in procs:
             p.terminate()
         for p in procs:

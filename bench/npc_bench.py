@@ -14,7 +14,6 @@ import os
 import random
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -28,6 +27,7 @@ import msgspec
 ROOT = Path(__file__).resolve().parents[1]
 FOREST = ROOT / "examples" / "forest.yaml"
 
+from npcmind.http.server import ServiceProcess  # noqa: E402
 from npcmind.npc.rulesets import load_rulesets  # noqa: E402
 from npcmind.npc.signing import Signer  # noqa: E402
 from npcmind.npc.steps import NpcProcessor  # noqa: E402
@@ -94,41 +94,13 @@ def step_in_process(n: int = 2000) -> list[float]:
     return out
 
 
-def serve(tmp: Path) -> tuple[subprocess.Popen[str], str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
-    p = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "npcmind.cli",
-            "serve",
-            "--manifest",
-            str(FOREST),
-            "--port",
-            str(port),
-            "--store",
-            f"sqlite:///{tmp}/npc.db",
-            "--provider",
-            "none",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
-    assert p.stdout is not None and "ready" in p.stdout.readline()
-    return p, f"http://127.0.0.1:{port}"
-
-
 def main() -> int:
     print(f"{os.cpu_count()} cores; Python {sys.version.split()[0]}")
     xs = step_in_process()
     print(f"service step (Finalize), in-process:  p50 {pct(xs, 0.5):.3f} ms  p99 {pct(xs, 0.99):.3f} ms")
     tmp = Path(tempfile.mkdtemp())
-    p, url = serve(tmp)
+    svc = ServiceProcess(["--manifest", str(FOREST), "--store", f"sqlite:///{tmp}/npc.db", "--provider", "none"])
+    url = svc.url
     try:
         http = httpx.Client(base_url=url)
         assert http.post("/npcs/mara/process", json={"tape": TAPE}).status_code == 200
@@ -166,8 +138,7 @@ def main() -> int:
                 f"(recall, cortex call, {out.remembered} memory writes, signature check)"
             )
     finally:
-        p.terminate()
-        p.wait(timeout=10)
+        svc.stop()
     rng = random.Random(7)
     emb = shared()
     for n in (1_000, 10_000):

@@ -2,47 +2,25 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from conftest import bee, decide_body, write_clients
+from npcmind.http.server import ServiceProcess
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Proc:
-    """`npcmind serve` as a real process on a real port."""
+class Proc(ServiceProcess):
+    """`npcmind serve` as a real process, with an HTTP client."""
 
     def __init__(self, args: list[str]) -> None:
-        self.port = _free_port()
-        env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
-        self.p = subprocess.Popen(
-            [sys.executable, "-m", "npcmind.cli", "serve", "--port", str(self.port), *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            env=env,
-        )
-        assert self.p.stdout is not None
-        line = self.p.stdout.readline()
-        assert "ready on" in line, line
-        self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=30)
+        super().__init__(args)
+        self.http = httpx.Client(base_url=self.url, timeout=30)
 
     def kill9(self) -> None:
         self.http.close()
-        self.p.send_signal(signal.SIGKILL)
-        self.p.wait(timeout=10)
+        super().kill9()
 
 
 def test_hosted_state_survives_kill_9(tmp_path: Path, scripted: Any) -> None:

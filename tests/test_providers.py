@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
-import socket
-import subprocess
-import sys
 import time
 from typing import Any
 
@@ -15,6 +11,7 @@ import pytest
 
 from conftest import FOREST, bee, decide_body
 from npcmind.config import Settings
+from npcmind.http.server import ServiceProcess
 from npcmind.providers import answer
 from npcmind.providers.anthropic import AnthropicProvider
 from npcmind.providers.base import NoProvider
@@ -81,42 +78,15 @@ def test_numbered_out_of_range_is_kept_as_invalid() -> None:
     assert got[1].action == "#9"  # the first answer for an entity counts; the pipeline makes it invalid_choice
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_serve_prints_one_ready_line_and_answers(tmp_path: Any) -> None:
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "npcmind.cli",
-            "serve",
-            "--manifest",
-            str(FOREST),
-            "--port",
-            str(port),
-            "--store",
-            f"sqlite:///{tmp_path}/s.db",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    svc = ServiceProcess(["--manifest", str(FOREST), "--store", f"sqlite:///{tmp_path}/s.db"])
     try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert f"ready on http://127.0.0.1:{port}" in line and "no provider configured" in line
+        assert svc.ready_line.startswith(f"npcmind 0.1.0 ready on {svc.url} ")
+        assert "no provider configured" in svc.ready_line
         t0 = time.monotonic()
-        r = httpx.post(f"http://127.0.0.1:{port}/v1/decide", json=decide_body(bee("a")))
+        r = httpx.post(f"{svc.url}/v1/decide", json=decide_body(bee("a")))
         assert r.status_code == 200 and r.json()["decisions"][0]["code"] == "unavailable"
         assert time.monotonic() - t0 < 5
-        assert httpx.get(f"http://127.0.0.1:{port}/openapi.json").json()["openapi"] == "3.1.0"
+        assert httpx.get(f"{svc.url}/openapi.json").json()["openapi"] == "3.1.0"
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        svc.stop()

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
 from typing import Any, Literal
@@ -47,3 +52,49 @@ class BackgroundServer:
     def url(self) -> str:
         """http://host:port"""
         return f"http://{self.host}:{self.port}"
+
+
+def free_port() -> int:
+    """A port that was free a moment ago on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ServiceProcess:
+    """`npcmind serve ARGS` as its own process on a free port, started when it printed its ready line.
+
+    Provider keys are removed from its environment unless given in ``env``, so that it never calls a
+    hosted API by accident in a test or a bench.
+    """
+
+    def __init__(self, args: list[str], env: dict[str, str] | None = None, timeout: float = 30) -> None:
+        self.port = free_port()
+        base = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "npcmind.cli", "serve", "--port", str(self.port), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env={**base, **(env or {})},
+        )
+        assert self.proc.stdout is not None
+        self.ready_line = self.proc.stdout.readline()
+        if "ready on" not in self.ready_line:
+            self.proc.kill()
+            raise RuntimeError(f"npcmind serve did not start: {self.ready_line!r}")
+
+    @property
+    def url(self) -> str:
+        """http://127.0.0.1:port"""
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        """SIGTERM and wait."""
+        self.proc.terminate()
+        self.proc.wait(timeout=15)
+
+    def kill9(self) -> None:
+        """SIGKILL, as a crash would, and wait."""
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=15)
