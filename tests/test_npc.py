@@ -309,3 +309,36 @@ def test_the_signing_key_persists_with_the_store(start_service: Any, tmp_path: P
     b = start_service(provider="none", store=store).http.get("/v1/keys").json()
     c = start_service(provider="none", store=f"sqlite:///{tmp_path}/other.db").http.get("/v1/keys").json()
     assert a == b and a != c and a["keys"][0]["alg"] == "Ed25519"
+
+
+def test_chat_in_the_terminal(svc: Running, scripted: Any, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "npcmind.cli",
+            "chat",
+            "mara",
+            "--service",
+            svc.server.url,
+            "--cortex-url",
+            scripted.base_url,
+            "--model",
+            "scripted",
+            "--data-dir",
+            str(tmp_path / "chat"),
+            "--persona",
+            INNKEEPER,
+        ],
+        input="Good evening!\nAnything to eat?\n\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("mara> Well met, traveller.  [IDLE]") == 2
+    store = NpcStore(tmp_path / "chat" / "npcs.db")
+    assert store.count("mara") == 4 and store.get("mara").state["turns"] == 2  # type: ignore[union-attr]

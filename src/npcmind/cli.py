@@ -176,6 +176,22 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("file", metavar="FILE")
     v.set_defaults(func=_validate)
 
+    c = sub.add_parser("chat", help="talk to an NPC in the terminal (needs the sdk extra)")
+    c.add_argument("npc_id", metavar="NPC_ID")
+    c.add_argument("--service", default="http://127.0.0.1:8080", metavar="URL", help="the npcmind service")
+    c.add_argument(
+        "--cortex-url",
+        default="http://127.0.0.1:11434/v1",
+        metavar="URL",
+        help="an OpenAI-compatible server that runs the NPC's model (default: Ollama)",
+    )
+    c.add_argument("--model", default="qwen3:4b", metavar="NAME")
+    c.add_argument("--api-key-env", metavar="VAR", help="variable with the cortex's API key, if it needs one")
+    c.add_argument("--persona", metavar="TEXT", help="who the NPC is (registers or updates it)")
+    c.add_argument("--ruleset", default="default", metavar="NAME")
+    c.add_argument("--data-dir", default=".npcmind", metavar="DIR", help="where NPCs and memories are kept")
+    c.set_defaults(func=_chat)
+
     t = sub.add_parser(
         "scripted-provider", help="a scripted OpenAI/Anthropic-compatible model server for testing fallbacks"
     )

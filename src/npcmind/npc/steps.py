@@ -21,7 +21,6 @@ from npcmind.protocol.npc import (
     FinalizeInstruction,
     IdentifyActorInstruction,
     IdentifyActorResult,
-    NPCInstruction,
     NPCProcessRequest,
     NPCProcessResponse,
     QueryVectorInstruction,
@@ -148,5 +147,3 @@ class NpcProcessor:
             ruleAudit=out.audit,
         )
 
-
-__all__ = ["NPCInstruction", "NpcProcessor"]
