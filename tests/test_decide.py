@@ -282,3 +282,18 @@ def test_cached_tokens_and_metrics_are_read_back(start_service: Any, scripted: A
     assert 'npcmind_decisions_total{code="",source="AI"} 1.0' in m
     sent = scripted.requests[-1]
     assert sent["prompt_cache_key"].startswith("npcmind-") and sent["logprobs"] is True
+
+
+def test_what_the_model_saw(svc: Running, scripted: Any, tmp_path: Path) -> None:
+    assert svc.http.get("/v1/prompt", params={"client_id": "game-1"}).status_code == 404
+    svc.decide(decide_body(bee("a"), bee("b", observation=obs(hp_fraction=0.1))))
+    svc.decide(decide_body(bee("a"), bee("b", observation=obs(hp_fraction=0.9))))
+    view = svc.http.get("/v1/prompt", params={"client_id": "game-1"}).json()
+    a, b = view["entities"]
+    assert (a["id"], a["sent"], a["source"], a["code"]) == ("a", False, "AI", "cached")
+    assert (b["id"], b["sent"], b["source"], b["code"]) == ("b", True, "AI", None)
+    assert view["system"] == scripted.requests[-1]["messages"][0]["content"]
+    assert view["user"] == scripted.requests[-1]["messages"][1]["content"]
+    assert a["text"].startswith('E1 "a" bee') and a["tokens"] > 10
+    assert svc.http.get("/v1/prompt", params={"client_id": "other-game"}).status_code == 404
+    assert svc.http.get("/v1/prompt").status_code == 422

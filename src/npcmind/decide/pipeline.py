@@ -10,6 +10,7 @@ import asyncio
 import hashlib
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
@@ -23,7 +24,15 @@ from npcmind.decide.validate import check_request
 from npcmind.manifest import Manifest
 from npcmind.manifest.model import ScopeSpec
 from npcmind.metrics import Metrics
-from npcmind.protocol.a2g import AIDecision, DecideRequest, DecideResponse, Decision, FallbackDecision
+from npcmind.protocol.a2g import (
+    AIDecision,
+    DecideRequest,
+    DecideResponse,
+    Decision,
+    FallbackDecision,
+    PromptView,
+    SeenEntity,
+)
 from npcmind.protocol.errors import ApiError
 from npcmind.providers import tokens
 from npcmind.providers.base import Provider, ProviderAnswer, ProviderCall, ProviderError
@@ -89,6 +98,7 @@ class DecidePipeline:
         self.cache = DecisionCache(settings.cache_entries)
         self.mode: AnswerMode = provider.mode
         self._builders: dict[str, PromptBuilder] = {}
+        self._seen: OrderedDict[str, tuple[float, Prompt, dict[int, int], list[int], list[Decision]]] = OrderedDict()
         self._slots = asyncio.Semaphore(settings.max_concurrent_calls)
         self._admission = settings.admission_wait_ms / 1000
         self._deadline = settings.deadline_ms / 1000
@@ -138,9 +148,10 @@ class DecidePipeline:
         cached: dict[int, tuple[str, float | None]] = {}
         asked: list[tuple[int, EntityPrompt, str]] = []
         key_base = prompt.key_base(manifest.version, req.scope)
+        counts: dict[int, int] = {}
         for i, ep in enumerate(prompt.entities):
             t = manifest.types[ep.entity.type]
-            n_tokens = tokens.count(self.provider.encoding, ep.text)
+            n_tokens = counts[ep.number] = tokens.count(self.provider.encoding, ep.text)
             if n_tokens > t.max_input_tokens:
                 results[i] = self._fall(
                     ep,
@@ -182,7 +193,38 @@ class DecidePipeline:
 
         latency = round((time.perf_counter() - t0) * 1000)
         decisions = [d for d in results if d is not None]
+        self._remember_seen(session.session_id, now, prompt, counts, [ep.number for _, ep, _ in asked], decisions)
         return BatchResult(DecideResponse(A2G_VERSION, req.epoch, latency, decisions), prompt)
+
+    def _remember_seen(
+        self, sid: str, at: float, prompt: Prompt, counts: dict[int, int], sent: list[int], decisions: list[Decision]
+    ) -> None:
+        """Keep the last batch of each session (a reference, rendered only when asked for), for 1,024 sessions."""
+        self._seen[sid] = (at, prompt, counts, sent, decisions)
+        self._seen.move_to_end(sid)
+        if len(self._seen) > 1024:
+            self._seen.popitem(last=False)
+
+    def seen(self, session_id: str) -> PromptView | None:
+        """What the model saw in this session's last decide request (and what was not sent, and why)."""
+        found = self._seen.get(session_id)
+        if found is None:
+            return None
+        at, prompt, counts, sent, decisions = found
+        asked = [ep for ep in prompt.entities if ep.number in sent]
+        entities = [
+            SeenEntity(
+                ep.entity.id,
+                ep.number,
+                counts.get(ep.number, 0),
+                ep.number in sent,
+                "AI" if isinstance(d, AIDecision) else "FALLBACK",
+                d.code if isinstance(d, FallbackDecision) else ("cached" if d.cached else None),
+                ep.text,
+            )
+            for ep, d in zip(prompt.entities, decisions, strict=True)
+        ]
+        return PromptView(at, prompt.static, prompt.user_text(asked) if asked else None, entities)
 
     def _fall(self, ep: EntityPrompt, code: str, reason: str, ttl_ms: int) -> FallbackDecision:
         self._fallback[code].inc()

@@ -162,6 +162,18 @@ def create_app(service: Service) -> Litestar:
         signer = service.npc.signer
         return json_response(KeysResponse([PublicKey(signer.kid, "Ed25519", signer.public_key)]))
 
+    @get("/v1/prompt")
+    async def prompt(request: Request[Any, Any, Any]) -> Response[bytes]:
+        claims = await service.guard.authenticate(_auth(request))
+        client_id = request.query_params.get("client_id") or (claims.cid if claims else None)
+        if not client_id:
+            raise ApiError.invalid([Problem("client_id", "is required (a query parameter)")])
+        session = await service.guard.session(claims, client_id)
+        view = service.pipeline.seen(session.session_id)
+        if view is None:
+            raise ApiError(404, "not_found", f"no decide request yet in this session of {client_id!r}")
+        return json_response(view)
+
     @get("/v1/manifest")
     async def manifest(request: Request[Any, Any, Any]) -> Response[bytes]:
         client_id = await service.guard.client_of(_auth(request))
@@ -210,6 +222,7 @@ def create_app(service: Service) -> Litestar:
             openapi,
             npc_process,
             keys,
+            prompt,
         ],
         exception_handlers={Exception: _error_response},
         on_startup=[service.start],

@@ -17,6 +17,7 @@ from npcmind.protocol.a2g import (
     EndedResponse,
     HealthResponse,
     ManifestResponse,
+    PromptView,
     ReportRequest,
     ReportResponse,
     SessionRequest,
@@ -40,6 +41,7 @@ class Route:
     errors: tuple[int, ...] = ()
     media: str = "application/json"
     public: bool = False
+    query: tuple[str, ...] = ()
 
 
 ROUTES: list[Route] = [
@@ -94,6 +96,14 @@ ROUTES: list[Route] = [
         (400, 401, 409, 413, 415, 422, 429),
     ),
     Route("get", "/v1/keys", "Public keys that verify signed NPC outcomes", None, KeysResponse, public=True),
+    Route(
+        "get",
+        "/v1/prompt",
+        "What the model saw in this session's last decide request (?client_id=)",
+        None,
+        PromptView,
+        (401, 403, 404, 422, 429),
+    ),
     Route("get", "/v1/manifest", "The client's manifest and its version", None, ManifestResponse, (401,)),
     Route(
         "get", "/v1/health", "Liveness and what the service will do with a decision", None, HealthResponse, public=True
@@ -129,9 +139,12 @@ def openapi_document() -> bytes:
     paths: dict[str, dict[str, Any]] = {}
     for r in ROUTES:
         op: dict[str, Any] = {"summary": r.summary, "operationId": r.method + r.path.replace("/", "_")}
+        params = [{"name": q, "in": "query", "required": False, "schema": {"type": "string"}} for q in r.query]
         if "{" in r.path:
             name = r.path[r.path.index("{") + 1 : r.path.index("}")]
-            op["parameters"] = [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}]
+            params.append({"name": name, "in": "path", "required": True, "schema": {"type": "string"}})
+        if params:
+            op["parameters"] = params
         if r.request is not None:
             op["requestBody"] = {"required": True, "content": {"application/json": {"schema": by_type[r.request]}}}
         ok: dict[str, Any] = {"description": "OK"}

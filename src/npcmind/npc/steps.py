@@ -146,4 +146,3 @@ class NpcProcessor:
             dialogue=out.dialogue,
             ruleAudit=out.audit,
         )
-

@@ -174,6 +174,27 @@ class EndedResponse(msgspec.Struct):
     ended: str
 
 
+class SeenEntity(msgspec.Struct):
+    """One entity of the last batch: its own prompt part, its token count and what became of it."""
+
+    id: str
+    number: int
+    tokens: int
+    sent: bool
+    source: str
+    code: str | None
+    text: str
+
+
+class PromptView(msgspec.Struct):
+    """GET /v1/prompt: what the model saw in this session's last decide request."""
+
+    at: float
+    system: str
+    user: str | None
+    entities: list[SeenEntity]
+
+
 class ManifestResponse(msgspec.Struct):
     """GET /v1/manifest: the manifest the service loaded for this client, and its version."""
 
