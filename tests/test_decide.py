@@ -297,3 +297,22 @@ def test_what_the_model_saw(svc: Running, scripted: Any, tmp_path: Path) -> None
     assert a["text"].startswith('E1 "a" bee') and a["tokens"] > 10
     assert svc.http.get("/v1/prompt", params={"client_id": "other-game"}).status_code == 404
     assert svc.http.get("/v1/prompt").status_code == 422
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"choices": [{"message": {"content": '{"E1": "idle"}'}}], "usage": {"prompt_tokens": "lots"}},
+        {"choices": [{"message": {"content": '{"E1": "idle"}'}, "logprobs": {"content": [{"token": 5}]}}], "usage": []},
+        {"choices": []},
+        {"choices": [{"message": {"content": 42}}]},
+        {"choices": "none"},
+        {},
+    ],
+)
+def test_unreadable_provider_answers_are_unavailable_never_5xx(svc: Running, scripted: Any, answer: Any) -> None:
+    scripted.set(body=answer)
+    r = svc.decide(decide_body(bee("a")))
+    assert r.status_code == 200, r.text
+    d = r.json()["decisions"][0]
+    assert d["source"] == "FALLBACK" and d["code"] in ("unavailable", "invalid_choice")

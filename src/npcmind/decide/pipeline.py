@@ -270,6 +270,11 @@ class DecidePipeline:
                 log.warning("provider call failed: %s", e)
             fall_all("unavailable", str(e))
             return
+        except Exception as e:  # an answer the adapter could not read must not become a 5xx
+            self.metrics.provider_calls.labels(name, "error").inc()
+            log.exception("provider answer could not be read")
+            fall_all("unavailable", f"provider answer could not be read: {e.__class__.__name__}")
+            return
         finally:
             self._slots.release()
         self.metrics.provider_latency.labels(name).observe(time.perf_counter() - t0)

@@ -35,6 +35,7 @@ class Script(msgspec.Struct, forbid_unknown_fields=True):
     logprob: float = -0.105
     cached_tokens: int | None = None
     text: str | None = None
+    body: dict[str, Any] | None = None  # answer exactly this JSON (for malformed provider answers)
 
 
 NPC_ANSWER = '{"dialogue": "Well met, traveller.", "action": {"type": "IDLE"}}'
@@ -109,6 +110,8 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
             await asyncio.sleep(s.delay_ms / 1000)
         if s.status is not None:
             return _json({"error": {"message": f"scripted status {s.status}", "type": "scripted"}}, s.status)
+        if s.body is not None:
+            return _json(s.body)
         return None
 
     @post("/v1/chat/completions", status_code=200)
