@@ -135,3 +135,24 @@ def test_local_decisions_survive_kill_9(tmp_path: Path, scripted: Any) -> None:
         assert again not in ids  # sequence numbers continue after the restart
     finally:
         b.kill9()
+
+
+def test_a_second_process_on_the_same_store_is_refused(tmp_path: Path) -> None:
+    import pytest
+
+    args = [
+        "--manifest",
+        str(Path(__file__).parents[1] / "examples" / "forest.yaml"),
+        "--store",
+        f"sqlite:///{tmp_path}/one.db",
+        "--provider",
+        "none",
+    ]
+    a = Proc(args)
+    try:
+        with pytest.raises(RuntimeError, match="did not start"):
+            ServiceProcess(args)
+    finally:
+        a.kill9()
+    b = Proc(args)  # the lock went with the killed process
+    b.kill9()

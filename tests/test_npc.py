@@ -305,7 +305,9 @@ def test_a_ruleset_without_recall_skips_query_vector(start_service: Any, tmp_pat
 
 def test_the_signing_key_persists_with_the_store(start_service: Any, tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path}/keys.db"
-    a = start_service(provider="none", store=store).http.get("/v1/keys").json()
+    first = start_service(provider="none", store=store)
+    a = first.http.get("/v1/keys").json()
+    first.server.stop()  # one process per store: the second start would be refused while it runs
     b = start_service(provider="none", store=store).http.get("/v1/keys").json()
     c = start_service(provider="none", store=f"sqlite:///{tmp_path}/other.db").http.get("/v1/keys").json()
     assert a == b and a != c and a["keys"][0]["alg"] == "Ed25519"

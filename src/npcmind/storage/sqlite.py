@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 from npcmind.storage.base import IssuedDecision, ReportStatus, SessionRecord
 
@@ -36,13 +36,33 @@ CREATE INDEX IF NOT EXISTS decisions_by_session ON decisions (session_id, seq);
 _COLS = "seq, decision_id, session_id, entity_id, type, action, label, created_at, outcome, detail"
 
 
+def _lock(path: str) -> IO[str] | None:
+    """Hold an exclusive lock next to the file: a second npcmind on the same store would hand out the same
+    decision numbers, so it must fail at start with a clear message instead."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory locks here
+        return None
+    f = open(path + ".lock", "a+")  # noqa: SIM115 - held open for the store's lifetime
+    try:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.close()
+        raise ValueError(
+            f"the store {path} is in use by another npcmind process; give each process its own --store"
+        ) from None
+    return f
+
+
 class SqliteStore:
     """SQLite, WAL, synchronous=NORMAL: a committed write survives a crash of the process."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
+        self._lock_file: IO[str] | None = None
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self._lock_file = _lock(self.path)
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
@@ -185,3 +205,6 @@ class SqliteStore:
     async def close(self) -> None:
         self._thread.shutdown(wait=True)
         self._db.close()
+        if self._lock_file is not None:
+            self._lock_file.close()  # releases the lock
+            self._lock_file = None
