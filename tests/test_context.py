@@ -184,17 +184,22 @@ def test_parents_see_members_nearest_first_and_children_their_parents_decision(s
         {
             "scene": "s",
             "entities": [
-                {"id": "swarm-3", "type": "swarm", "position": [0, 0], "fields": {"size": 3}},
+                {"id": "swarm-3", "type": "swarm", "position": [0, 0], "fields": {"size": 3}, "action": "surround"},
                 {"id": "m-far", "type": "bee", "position": [90, 0], "parent": "swarm-3"},
                 {"id": "m-near", "type": "bee", "position": [10, 0], "parent": "swarm-3"},
                 {"id": "m-mid", "type": "bee", "position": [0, 50], "parent": "swarm-3"},
             ],
         },
     )
+    svc.decide(decide_body(bee("m-near")))  # a first decision of the member alone
+    assert 'parent: swarm "swarm-3" has not decided yet' in prompt(scripted)
     scripted.set(choose={"swarm-3": "surround"})
+    # the member asks in the same batch as its parent: it still sees "not decided yet" there, and the
+    # parent's first decision must show in its next question even though its action did not change
     svc.decide(
         decide_body(
-            {"id": "swarm-3", "type": "swarm", "observation": {"size": 3}, "legal_actions": ["surround", "retreat"]}
+            {"id": "swarm-3", "type": "swarm", "observation": {"size": 3}, "legal_actions": ["surround", "retreat"]},
+            bee("m-near"),
         )
     )
     members = next(x for x in prompt(scripted).splitlines() if "members:" in x)

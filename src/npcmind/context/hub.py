@@ -45,6 +45,10 @@ class SessionState:
     scene: Scene = field(default_factory=Scene)
     memory: Memory = field(default_factory=Memory)
     scopes: dict[str, ScopeSpec] = field(default_factory=dict)
+    # what view() rendered of the scene at `seen_version`: part 5, and each entity's untimed lines
+    seen_version: int = -1
+    shared: list[str] = field(default_factory=list)
+    lines: dict[str, tuple[list[str], str | None]] = field(default_factory=dict)
 
 
 def _ago(then: float, now: float) -> str:
@@ -93,47 +97,65 @@ class ContextHub:
         st = await self.state(session.session_id)
         m = session.manifest
         scene = st.scene
+        if st.seen_version != scene.version:  # the scene changed: render it anew
+            st.seen_version = scene.version
+            st.lines.clear()
+            st.shared = self._shared(scene, m)
+        contexts: dict[str, EntityContext] = {}
+        for e in req.entities:
+            found = st.lines.get(e.id)
+            if found is None:
+                found = st.lines[e.id] = self._lines(scene, m, e.id, e.type)
+            lines, parent_id = found
+            ctx = EntityContext(list(lines))
+            if parent_id is not None:
+                p = scene.entities.get(parent_id)
+                if p is not None and p.decided is not None:
+                    ctx.timed_lines.append(f"parent decided {_ago(p.decided[2], now)}")
+            mem = st.memory.recent(e.id)
+            if mem:
+                ctx.timed_lines.append("memory: " + "; ".join(self._remember(d, now) for d in mem))
+            if ctx.lines or ctx.timed_lines:
+                contexts[e.id] = ctx
+        return st.shared, contexts
+
+    def _shared(self, scene: Scene, m: Manifest) -> list[str]:
+        """Part 5: population and observed entities."""
         shared: list[str] = []
         pop = scene.population()
         if pop:
             shared.append(
                 "POPULATION: " + "; ".join(f"{t} alive={p.alive} seen={p.seen} gone={p.gone}" for t, p in pop.items())
             )
-        shared += self._observed(scene, m)
-        contexts: dict[str, EntityContext] = {}
-        for e in req.entities:
-            ctx = EntityContext()
-            pos = scene.grid.position(e.id)
-            radius = m.types[e.type].perception_radius
-            if pos is not None:
-                near = [
-                    self._describe(scene.entities[eid], m, d)
-                    for d, eid in scene.grid.nearest(pos, radius, NEARBY, exclude=e.id)
-                    if eid in scene.entities
-                ]
-                if near:
-                    ctx.lines.append("nearby: " + "; ".join(near))
-            me = scene.entities.get(e.id)
-            parent_id = e.parent or (me.parent if me else None)
-            if parent_id is not None:
-                p = scene.entities.get(parent_id)
-                if p is None:
-                    ctx.lines.append(f"parent: {quote(parent_id)}")
-                elif p.decided is None:
-                    ctx.lines.append(f"parent: {p.type} {quote(p.id)} has not decided yet")
-                else:
-                    action, label, at = p.decided
-                    ctx.lines.append(f"parent: {p.type} {quote(p.id)} chose {action} ({label})")
-                    ctx.timed_lines.append(f"parent decided {_ago(at, now)}")
-            members = scene.members(e.id, MEMBERS)
-            if members:
-                ctx.lines.append("members: " + "; ".join(self._describe(c, m, d) for d, c in members))
-            mem = st.memory.recent(e.id)
-            if mem:
-                ctx.timed_lines.append("memory: " + "; ".join(self._remember(d, now) for d in mem))
-            if ctx.lines or ctx.timed_lines:
-                contexts[e.id] = ctx
-        return shared, contexts
+        return shared + self._observed(scene, m)
+
+    def _lines(self, scene: Scene, m: Manifest, eid: str, type_: str) -> tuple[list[str], str | None]:
+        """An entity's untimed context lines (nearby, parent's choice, members) and its parent's id."""
+        lines: list[str] = []
+        pos = scene.grid.position(eid)
+        if pos is not None:
+            near = [
+                self._describe(scene.entities[other], m, d)
+                for d, other in scene.grid.nearest(pos, m.types[type_].perception_radius, NEARBY, exclude=eid)
+                if other in scene.entities
+            ]
+            if near:
+                lines.append("nearby: " + "; ".join(near))
+        me = scene.entities.get(eid)
+        parent_id = me.parent if me else None
+        if parent_id is not None:
+            p = scene.entities.get(parent_id)
+            if p is None:
+                lines.append(f"parent: {quote(parent_id)}")
+            elif p.decided is None:
+                lines.append(f"parent: {p.type} {quote(p.id)} has not decided yet")
+            else:
+                action, label, _ = p.decided
+                lines.append(f"parent: {p.type} {quote(p.id)} chose {action} ({label})")
+        members = scene.members(eid, MEMBERS)
+        if members:
+            lines.append("members: " + "; ".join(self._describe(c, m, d) for d, c in members))
+        return lines, parent_id
 
     def decided(self, session: SessionContext, issued: list[IssuedDecision]) -> None:
         st = self._states.get(session.session_id)
@@ -141,11 +163,7 @@ class ContextHub:
             return
         for d in issued:
             st.memory.add(d)
-            e = st.scene.entities.get(d.entity_id)
-            if e is not None:
-                e.action = d.action
-                e.decided = (d.action, d.label, d.created_at)
-                e.summary = None
+            st.scene.chose(d.entity_id, d.action, d.label, d.created_at)
 
     # --- rendering ------------------------------------------------------------------------------
 

@@ -48,6 +48,7 @@ class Scene:
     children: dict[str, set[str]] = field(default_factory=dict)
     seen: dict[str, set[str]] = field(default_factory=dict)
     alive: Counter[str] = field(default_factory=Counter)
+    version: int = 0  # moves whenever something a prompt shows of the scene changes
 
     def change(self, name: str | None) -> bool:
         """Enter scene ``name``; a different name forgets the old scene. True when it reset."""
@@ -56,6 +57,7 @@ class Scene:
         reset = self.name is not None
         self.name = name
         if reset:
+            self.version += 1
             self.entities.clear()
             self.grid.clear()
             self.children.clear()
@@ -73,38 +75,63 @@ class Scene:
         parent: str | None = None,
         fields: dict[str, Any] | None = None,
     ) -> EntityState:
-        """Record what is known now; anything not given keeps its last value."""
+        """Record what is known now; anything not given keeps its last value. The scene's ``version``
+        moves only when something the prompt shows really changed."""
         e = self.entities.get(eid)
+        changed = False
         if e is None:
             e = self.entities[eid] = EntityState(eid, type_)
             self.alive[type_] += 1
+            changed = True
         elif e.type != type_:
             self.alive[e.type] -= 1
             self.alive[type_] += 1
             e.type = type_
+            changed = True
         self.seen.setdefault(type_, set()).add(eid)
         if position is not None:
-            self.grid.put(eid, tuple(position))
-        if state is not None or action is not None or fields is not None:
+            pos = tuple(position)
+            if self.grid.position(eid) != pos:
+                self.grid.put(eid, pos)
+                changed = True
+        if (
+            (state is not None and state != e.state)
+            or (action is not None and action != e.action)
+            or (fields is not None and fields != e.fields)
+        ):
             e.summary = None
-        if state is not None:
-            e.state = state
-        if action is not None:
-            e.action = action
-        if fields is not None:
-            e.fields = fields
+            changed = True
+            e.state = state if state is not None else e.state
+            e.action = action if action is not None else e.action
+            e.fields = fields if fields is not None else e.fields
         if parent is not None and parent != e.parent:
             if e.parent is not None:
                 self.children.get(e.parent, set()).discard(eid)
             e.parent = parent
             self.children.setdefault(parent, set()).add(eid)
+            changed = True
+        if changed:
+            self.version += 1
         return e
+
+    def chose(self, eid: str, action: str, label: str, at: float) -> None:
+        """An entity's new decision: its latest decision, and its chosen action as others see it."""
+        e = self.entities.get(eid)
+        if e is None:
+            return
+        first = e.decided is None
+        e.decided = (action, label, at)
+        if first or e.action != action:
+            e.action = action
+            e.summary = None
+            self.version += 1
 
     def remove(self, eid: str) -> None:
         """The entity left the scene (died, despawned): no longer alive, still seen."""
         e = self.entities.pop(eid, None)
         if e is None:
             return
+        self.version += 1
         self.alive[e.type] -= 1
         self.grid.remove(eid)
         if e.parent is not None:
