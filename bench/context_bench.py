@@ -25,6 +25,8 @@ from pathlib import Path
 import msgspec
 
 ROOT = Path(__file__).resolve().parents[1]
+from probe import cpu_probe  # noqa: E402
+
 sys.path.insert(0, str(ROOT / "tests"))
 from conftest import FOREST, bee, decide_body  # noqa: E402
 from npcmind.context.hub import ContextHub  # noqa: E402
@@ -161,6 +163,7 @@ def ingest_http(seconds: int = 5) -> float | None:
 
 
 def main() -> int:
+    print(cpu_probe())
     print(f"{os.cpu_count()} cores; Python {sys.version.split()[0]}")
     rate = asyncio.run(ingest_in_process())
     print(f"telemetry ingest, in-process:          {rate:>10,.0f} entity updates/s")

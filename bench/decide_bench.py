@@ -25,6 +25,8 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
+from probe import cpu_probe  # noqa: E402
+
 sys.path.insert(0, str(ROOT / "tests"))
 from conftest import FOREST, bee, decide_body  # noqa: E402
 from npcmind.http.server import ServiceProcess, free_port  # noqa: E402
@@ -190,6 +192,7 @@ def main() -> int:
         for p in procs:
             p.wait(timeout=10)
     names = {"a": "(a) decide, 16 misses", "b": "(b) decide, 16 cache hits", "c": "(c) JSON echo"}
+    print(cpu_probe())
     print(f"body {size} bytes; {os.cpu_count()} cores; wrk {args.seconds}s per row; Python {sys.version.split()[0]}")
     print(f"{'route':28} {'conns':>5} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8}")
     for conns in (1, 32):

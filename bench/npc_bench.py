@@ -25,6 +25,8 @@ import httpx
 import msgspec
 
 ROOT = Path(__file__).resolve().parents[1]
+from probe import cpu_probe  # noqa: E402
+
 FOREST = ROOT / "examples" / "forest.yaml"
 
 from npcmind.http.server import ServiceProcess  # noqa: E402
@@ -95,6 +97,7 @@ def step_in_process(n: int = 2000) -> list[float]:
 
 
 def main() -> int:
+    print(cpu_probe())
     print(f"{os.cpu_count()} cores; Python {sys.version.split()[0]}")
     xs = step_in_process()
     print(f"service step (Finalize), in-process:  p50 {pct(xs, 0.5):.3f} ms  p99 {pct(xs, 0.99):.3f} ms")
