@@ -191,10 +191,8 @@ class ContextHub:
     @staticmethod
     def _observed(scene: Scene, m: Manifest) -> list[str]:
         out: list[str] = []
-        watchers = sorted(
-            (e for e in scene.entities.values() if (t := m.types.get(e.type)) is not None and t.observe_only),
-            key=lambda e: e.id,
-        )[:OBSERVED]
+        ids = [eid for t in m.types.values() if t.observe_only for eid in scene.alive.get(t.name, ())]
+        watchers = [scene.entities[eid] for eid in sorted(ids)[:OBSERVED]]  # by type: no scan of the scene
         for e in watchers:
             line = "OBSERVED: " + ContextHub._describe(e, m, None)
             pos = scene.grid.position(e.id)

@@ -5,7 +5,6 @@ Soft state, rebuilt by the game's telemetry after a restart. Only ever read for 
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,7 +46,7 @@ class Scene:
     grid: Grid = field(default_factory=Grid)
     children: dict[str, set[str]] = field(default_factory=dict)
     seen: dict[str, set[str]] = field(default_factory=dict)
-    alive: Counter[str] = field(default_factory=Counter)
+    alive: dict[str, set[str]] = field(default_factory=dict)  # ids present now, by type
     version: int = 0  # moves whenever something a prompt shows of the scene changes
 
     def change(self, name: str | None) -> bool:
@@ -81,11 +80,11 @@ class Scene:
         changed = False
         if e is None:
             e = self.entities[eid] = EntityState(eid, type_)
-            self.alive[type_] += 1
+            self.alive.setdefault(type_, set()).add(eid)
             changed = True
         elif e.type != type_:
-            self.alive[e.type] -= 1
-            self.alive[type_] += 1
+            self.alive[e.type].discard(eid)
+            self.alive.setdefault(type_, set()).add(eid)
             e.type = type_
             changed = True
         self.seen.setdefault(type_, set()).add(eid)
@@ -132,14 +131,14 @@ class Scene:
         if e is None:
             return
         self.version += 1
-        self.alive[e.type] -= 1
+        self.alive[e.type].discard(eid)
         self.grid.remove(eid)
         if e.parent is not None:
             self.children.get(e.parent, set()).discard(eid)
 
     def population(self) -> dict[str, Population]:
         """Alive and seen per type, for every type seen in this scene."""
-        return {t: Population(self.alive[t], len(ids)) for t, ids in sorted(self.seen.items())}
+        return {t: Population(len(self.alive.get(t, ())), len(ids)) for t, ids in sorted(self.seen.items())}
 
     def members(self, parent: str, k: int = 8) -> list[tuple[float | None, EntityState]]:
         """Up to ``k`` members of a parent, nearest to it first when positions are known, then by id."""
