@@ -30,6 +30,19 @@ def bee(eid: str, **over: Any) -> dict[str, Any]:
     return e
 
 
+def queen(eid: str = "q", **over: Any) -> dict[str, Any]:
+    """A valid boss entity with the queen's profile."""
+    e = {
+        "id": eid,
+        "type": "boss",
+        "profile": "queen_bee",
+        "observation": dict(BOSS_OBS),
+        "legal_actions": ["idle", "chase", "flee"],
+    }
+    e.update(over)
+    return e
+
+
 def decide_body(*entities: dict[str, Any], client_id: str = "game-1", **over: Any) -> dict[str, Any]:
     """A valid decide request of the forest example."""
     body = {

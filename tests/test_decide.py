@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import BEE_OBS, BOSS_OBS, FOREST, Running, bee, decide_body
+from conftest import BEE_OBS, BOSS_OBS, FOREST, Running, bee, decide_body, queen
 
 
 def obs(**over: Any) -> dict[str, Any]:
@@ -172,13 +172,7 @@ def _manifest_with(tmp_path: Path, **boss: Any) -> Path:
 
 def test_budget_for_that_entity_only(start_service: Any, scripted: Any, tmp_path: Path) -> None:
     svc = start_service(_manifest_with(tmp_path, max_input_tokens=10), provider="openai", base_url=scripted.base_url)
-    boss = {
-        "id": "q",
-        "type": "boss",
-        "profile": "queen_bee",
-        "observation": BOSS_OBS,
-        "legal_actions": ["idle", "chase", "flee"],
-    }
+    boss = queen()
     d = by_id(svc.decide(decide_body(bee("a"), boss)))
     assert d["q"]["code"] == "budget" and "max_input_tokens 10" in d["q"]["reason"]
     assert d["a"]["source"] == "AI"
@@ -226,13 +220,7 @@ def test_static_prefix_is_byte_identical_across_world_states(svc: Running, scrip
 
 
 def test_prompt_parts_follow_the_seed_order(svc: Running, scripted: Any) -> None:
-    boss = {
-        "id": "q",
-        "type": "boss",
-        "profile": "queen_bee",
-        "observation": BOSS_OBS,
-        "legal_actions": ["idle", "chase", "flee"],
-    }
+    boss = queen()
     svc.decide(decide_body(bee("a", trigger="hit"), boss))
     sent = scripted.requests[-1]["messages"]
     text = sent[0]["content"] + sent[1]["content"]

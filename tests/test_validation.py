@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from conftest import BOSS_OBS, Running, bee, decide_body
+from conftest import BOSS_OBS, Running, bee, decide_body, queen
 
 Mutation = Callable[[dict[str, Any]], None]
 
@@ -105,13 +105,7 @@ def test_violation_is_422_naming_the_path(svc: Running, scripted: Any, name: str
 def test_every_problem_is_listed_at_once(svc: Running) -> None:
     body = decide_body(
         bee("a", legal_actions=["idle", "surround"], trigger="sneeze"),
-        {
-            "id": "q",
-            "type": "boss",
-            "profile": "queen_bee",
-            "observation": {**BOSS_OBS, "hp_fraction": 7},
-            "legal_actions": ["idle"],
-        },
+        queen(observation={**BOSS_OBS, "hp_fraction": 7}, legal_actions=["idle"]),
         world={"player_hp_fraction": 0.4},
     )
     paths = {d["path"] for d in svc.decide(body).json()["error"]["details"]}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import TypeVar
 
 from npcmind.config import Settings
 from npcmind.context.hub import ContextHub
@@ -23,6 +24,14 @@ from npcmind.sessions.tokens import TokenSigner
 from npcmind.storage import Store, open_store
 
 log = logging.getLogger("npcmind")
+T = TypeVar("T")
+
+
+def _started(part: T | None) -> T:
+    """A part built by Service.start(); using it earlier is a bug."""
+    if part is None:
+        raise RuntimeError("service not started")
+    return part
 
 
 class Service:
@@ -76,27 +85,19 @@ class Service:
     @property
     def pipeline(self) -> DecidePipeline:
         """The decide pipeline (once started)."""
-        if self._pipeline is None:
-            raise RuntimeError("service not started")
-        return self._pipeline
+        return _started(self._pipeline)
 
     @property
     def guard(self) -> Guard:
         """Who is asking (once started)."""
-        if self._guard is None:
-            raise RuntimeError("service not started")
-        return self._guard
+        return _started(self._guard)
 
     @property
     def npc(self) -> NpcProcessor:
         """The NPC step machine (once started)."""
-        if self._npc is None:
-            raise RuntimeError("service not started")
-        return self._npc
+        return _started(self._npc)
 
     @property
     def hub(self) -> ContextHub:
         """Per-session state (once started)."""
-        if self._hub is None:
-            raise RuntimeError("service not started")
-        return self._hub
+        return _started(self._hub)
