@@ -344,3 +344,15 @@ def test_chat_in_the_terminal(svc: Running, scripted: Any, tmp_path: Path) -> No
     assert r.stdout.count("mara> Well met, traveller.  [IDLE]") == 2
     store = NpcStore(tmp_path / "chat" / "npcs.db")
     assert store.count("mara") == 4 and store.get("mara").state["turns"] == 2  # type: ignore[union-attr]
+
+
+def test_the_seeds_own_example_request(svc: Running) -> None:
+    body = {
+        "tape": {
+            "observation": "The NPC notices a suspicious figure lurking near the marketplace.",
+            "npcState": {},
+            "memories": [{}],
+        }
+    }
+    r = svc.http.post("/npcs/npcId/process", json=body, headers={"Authorization": "Bearer <token>"})
+    assert r.status_code == 200 and r.json() == {"instruction": {"type": "IdentifyActor"}, "tape": body["tape"]}
