@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -277,11 +277,19 @@ class ContextHub:
         out: list[ReportResult] = []
         for r in req.reports:
             seq = self.ids.seq_of(r.decision_id)
-            if seq is None:
-                out.append(ReportResult(r.decision_id, "unknown"))
-                continue
-            status, rec = await self.store.report(session.session_id, seq, r.decision_id, r.outcome, r.detail, now)
-            if status == "accepted" and rec is not None:
-                st.memory.outcome(seq, r.outcome, r.detail)
+            rec = await self.store.decision(seq) if seq is not None else None
+            # the MAC ties the id to this session and the entity the stored decision is for
+            status: Literal["accepted", "unknown", "duplicate"]
+            if (
+                rec is None
+                or rec.session_id != session.session_id
+                or not self.ids.verify(r.decision_id, session.session_id, rec.entity_id)
+            ):
+                status = "unknown"
+            elif not await self.store.set_outcome(rec.seq, r.outcome, r.detail, now):
+                status = "duplicate"
+            else:
+                status = "accepted"
+                st.memory.outcome(rec.seq, r.outcome, r.detail)
             out.append(ReportResult(r.decision_id, status))
         return out

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol
-
-ReportStatus = Literal["accepted", "unknown", "duplicate"]
+from typing import Protocol
 
 
 @dataclass(slots=True)
@@ -50,10 +48,12 @@ class Store(Protocol):
         """Keep issued decisions so that their reports can be checked later."""
         ...
 
-    async def report(
-        self, session_id: str, seq: int, decision_id: str, outcome: str, detail: str | None, now: float
-    ) -> tuple[ReportStatus, IssuedDecision | None]:
-        """Attach an outcome to decision ``seq`` if it has this id and belongs to this session, once."""
+    async def decision(self, seq: int) -> IssuedDecision | None:
+        """An issued decision by its sequence number."""
+        ...
+
+    async def set_outcome(self, seq: int, outcome: str, detail: str | None, now: float) -> bool:
+        """Record a decision's outcome unless one is recorded already (False then)."""
         ...
 
     async def session_decisions(self, session_id: str, limit: int) -> list[IssuedDecision]:

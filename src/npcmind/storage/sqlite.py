@@ -16,7 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from npcmind.storage.base import IssuedDecision, ReportStatus, SessionRecord
+from npcmind.storage.base import IssuedDecision, SessionRecord
 
 T = TypeVar("T")
 
@@ -131,24 +131,18 @@ class SqliteStore:
                 fut.set_result(None)
         self._kick()
 
-    async def report(
-        self, session_id: str, seq: int, decision_id: str, outcome: str, detail: str | None, now: float
-    ) -> tuple[ReportStatus, IssuedDecision | None]:
-        def op(db: sqlite3.Connection) -> tuple[ReportStatus, IssuedDecision | None]:
-            row = db.execute(f"SELECT {_COLS} FROM decisions WHERE seq = ?", (seq,)).fetchone()
-            if row is None or row[1] != decision_id or row[2] != session_id:
-                return "unknown", None
-            cur = db.execute(
+    async def decision(self, seq: int) -> IssuedDecision | None:
+        row = await self._run(lambda db: db.execute(f"SELECT {_COLS} FROM decisions WHERE seq = ?", (seq,)).fetchone())
+        return IssuedDecision(*row) if row else None
+
+    async def set_outcome(self, seq: int, outcome: str, detail: str | None, now: float) -> bool:
+        cur = await self._run(
+            lambda db: db.execute(
                 "UPDATE decisions SET outcome = ?, detail = ?, reported_at = ? WHERE seq = ? AND outcome IS NULL",
                 (outcome, detail, now, seq),
             )
-            rec = IssuedDecision(*row)
-            if cur.rowcount == 0:
-                return "duplicate", rec
-            rec.outcome, rec.detail = outcome, detail
-            return "accepted", rec
-
-        return await self._run(op)
+        )
+        return bool(cur.rowcount)
 
     async def session_decisions(self, session_id: str, limit: int) -> list[IssuedDecision]:
         def op(db: sqlite3.Connection) -> list[IssuedDecision]:
