@@ -7,7 +7,8 @@ from typing import Any
 
 import httpx
 
-from conftest import bee, decide_body, write_clients
+from conftest import FOREST, bee, decide_body, write_clients
+from npcmind.decide.ids import DecisionIds
 from npcmind.http.server import ServiceProcess
 
 
@@ -111,7 +112,7 @@ def test_hosted_state_survives_kill_9(tmp_path: Path, scripted: Any) -> None:
 def test_local_decisions_survive_kill_9(tmp_path: Path, scripted: Any) -> None:
     args = [
         "--manifest",
-        str(Path(__file__).parents[1] / "examples" / "forest.yaml"),
+        str(FOREST),
         "--store",
         f"sqlite:///{tmp_path}/local.db",
         "--provider",
@@ -132,7 +133,8 @@ def test_local_decisions_survive_kill_9(tmp_path: Path, scripted: Any) -> None:
         )
         assert [x["status"] for x in r.json()["results"]] == ["accepted"] * 16
         again = b.http.post("/v1/decide", json=decide_body(bee("e0"))).json()["decisions"][0]["decision_id"]
-        assert again not in ids  # sequence numbers continue after the restart
+        seqs = [DecisionIds.seq_of(d) for d in ids]
+        assert DecisionIds.seq_of(again) == max(s for s in seqs if s is not None) + 1  # numbering continues
     finally:
         b.kill9()
 
@@ -142,7 +144,7 @@ def test_a_second_process_on_the_same_store_is_refused(tmp_path: Path) -> None:
 
     args = [
         "--manifest",
-        str(Path(__file__).parents[1] / "examples" / "forest.yaml"),
+        str(FOREST),
         "--store",
         f"sqlite:///{tmp_path}/one.db",
         "--provider",

@@ -30,9 +30,6 @@ class Metrics:
         )
         self.tokens_out = Counter("npcmind_output_tokens_total", "Output tokens the provider reported", registry=r)
         self.cache_hits = Counter("npcmind_decision_cache_hits_total", "Decisions served from the cache", registry=r)
-        self.requests = Counter(
-            "npcmind_http_requests_total", "HTTP requests, by route and status", ["route", "status"], registry=r
-        )
 
     def render(self) -> bytes:
         """The text exposition format."""

@@ -37,13 +37,7 @@ def _started(part: T | None) -> T:
 class Service:
     """One running npcmind: what every route handler needs."""
 
-    def __init__(
-        self,
-        settings: Settings,
-        manifest: Manifest | None = None,
-        provider: Provider | None = None,
-        store: Store | None = None,
-    ) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.clients: dict[str, Client] | None = None
         if settings.profile == "hosted":
@@ -52,14 +46,12 @@ class Service:
             self.clients = load_clients(settings.clients)
         elif settings.profile != "local":
             raise ValueError(f"--profile must be local or hosted, not {settings.profile!r}")
-        if manifest is None and settings.manifest:
-            manifest = load_manifest(settings.manifest)
-        if manifest is None and self.clients is None:
+        self.manifest: Manifest | None = load_manifest(settings.manifest) if settings.manifest else None
+        if self.manifest is None and self.clients is None:
             raise ValueError("a manifest is required (--manifest FILE)")
-        self.manifest = manifest
         self.rulesets = load_rulesets(settings.rulesets)
-        self.provider = provider or make_provider(settings)
-        self.store = store or open_store(settings.store)
+        self.provider: Provider = make_provider(settings)
+        self.store: Store = open_store(settings.store)
         self.metrics = Metrics()
         self._pipeline: DecidePipeline | None = None
         self._guard: Guard | None = None

@@ -49,10 +49,10 @@ class Scene:
     alive: dict[str, set[str]] = field(default_factory=dict)  # ids present now, by type
     version: int = 0  # moves whenever something a prompt shows of the scene changes
 
-    def change(self, name: str | None) -> bool:
-        """Enter scene ``name``; a different name forgets the old scene. True when it reset."""
+    def change(self, name: str | None) -> None:
+        """Enter scene ``name``; a different name forgets the old scene."""
         if name is None or name == self.name:
-            return False
+            return
         reset = self.name is not None
         self.name = name
         if reset:
@@ -62,7 +62,6 @@ class Scene:
             self.children.clear()
             self.seen.clear()
             self.alive.clear()
-        return reset
 
     def upsert(
         self,

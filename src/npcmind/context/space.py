@@ -24,12 +24,6 @@ class Grid:
     def _key(self, pos: tuple[float, ...]) -> tuple[int, int]:
         return (math.floor(pos[0] / self._cell), math.floor(pos[1] / self._cell))
 
-    def __len__(self) -> int:
-        return len(self._where)
-
-    def __contains__(self, eid: str) -> bool:
-        return eid in self._where
-
     def position(self, eid: str) -> tuple[float, ...] | None:
         """The last known position of an entity."""
         found = self._where.get(eid)

@@ -46,6 +46,3 @@ class DecisionCache:
         self._entries.move_to_end(k)
         while len(self._entries) > self._max:
             self._entries.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._entries)

@@ -69,14 +69,6 @@ class Situation(Protocol):
         ...
 
 
-@dataclass(slots=True)
-class BatchResult:
-    """A decide answer plus what the provider saw, for tests and the debugging view."""
-
-    response: DecideResponse
-    prompt: Prompt | None
-
-
 class DecidePipeline:
     """One instance per service; shared by every session."""
 
@@ -117,10 +109,6 @@ class DecidePipeline:
 
     async def decide(self, session: SessionContext, req: DecideRequest) -> DecideResponse:
         """Answer one decide request (a 422 ApiError if it breaks the manifest)."""
-        return (await self.run(session, req)).response
-
-    async def run(self, session: SessionContext, req: DecideRequest) -> BatchResult:
-        """The whole pipeline, returning the prompt next to the answer."""
         t0 = time.perf_counter()
         now = time.time()
         manifest = session.manifest
@@ -194,7 +182,7 @@ class DecidePipeline:
         latency = round((time.perf_counter() - t0) * 1000)
         decisions = [d for d in results if d is not None]
         self._remember_seen(session.session_id, now, prompt, counts, [ep.number for _, ep, _ in asked], decisions)
-        return BatchResult(DecideResponse(A2G_VERSION, req.epoch, latency, decisions), prompt)
+        return DecideResponse(A2G_VERSION, req.epoch, latency, decisions)
 
     def _remember_seen(
         self, sid: str, at: float, prompt: Prompt, counts: dict[int, int], sent: list[int], decisions: list[Decision]

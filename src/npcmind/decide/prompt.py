@@ -92,7 +92,7 @@ class Prompt:
 def _catalogue(manifest: Manifest) -> str:
     """Part 1: the game, its world fields and every type with its fields and actions."""
     out = [_INTRO, f"GAME: {manifest.file.world.text}"]
-    wf = manifest.world_fields
+    wf = manifest.world.fields
     if wf:
         out.append("WORLD FIELDS: " + "; ".join(f"{n}: {f.text}" if f.text else n for n, f in wf.items()))
     out.append("TYPES:")

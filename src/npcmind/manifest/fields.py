@@ -83,21 +83,6 @@ def quantized(value: float, q: float, decimals: int) -> str:
     return "0" if text.strip("-0.") == "" else text
 
 
-def render_value(value: Any, spec: FieldSpec | None) -> str:
-    """A value as the model sees it; numbers rounded to their quantum, strings quoted so they stay data."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        if spec is not None and spec.quantum:
-            return quantized(value, spec.quantum, _decimals(spec.quantum))
-        return fmt_number(value)
-    if isinstance(value, str):
-        if spec is not None and spec.type == "enum":
-            return value
-        return msgspec.json.encode(value).decode()
-    return msgspec.json.encode(value, order="sorted").decode()
-
-
 def _checker(spec: FieldSpec) -> Callable[[Any], bool]:
     """A fast yes/no test of one value; the slow path explains a no."""
     lo = -math.inf if spec.min is None else spec.min

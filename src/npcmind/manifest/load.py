@@ -75,10 +75,6 @@ class Manifest:
         self._chain_sets: dict[tuple[str, ...], FieldSet] = {}
 
     @property
-    def world_fields(self) -> dict[str, FieldSpec]:
-        return self.file.world.fields
-
-    @property
     def profiles(self) -> dict[str, ProfileSpec]:
         return self.file.profiles
 
