@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -254,11 +256,9 @@ def test_game_strings_cannot_break_out_of_their_line(svc: Running, scripted: Any
 
 def test_decisions_are_recorded_durably(svc: Running) -> None:
     d = by_id(svc.decide(decide_body(bee("a"))))["a"]
-    db = svc.service.store._db  # type: ignore[attr-defined]
-    row = db.execute(
-        "SELECT session_id, entity_id, action FROM decisions WHERE decision_id = ?", (d["decision_id"],)
-    ).fetchone()
-    assert row == ("local:game-1", "a", d["action"])
+    db = sqlite3.connect(svc.service.store.path)  # type: ignore[attr-defined]
+    sid, raw = db.execute("SELECT session_id, decisions FROM batches").fetchone()
+    assert (sid, json.loads(raw)[0]) == ("local:game-1", [d["decision_id"], "a", "bee", d["action"], d["label"]])
 
 
 def test_cached_tokens_and_metrics_are_read_back(start_service: Any, scripted: Any) -> None:

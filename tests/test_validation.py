@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 from typing import Any
 
@@ -98,8 +99,8 @@ def test_violation_is_422_naming_the_path(svc: Running, scripted: Any, name: str
     assert err["code"] == "invalid_request"
     assert path in [d["path"] for d in err["details"]], err
     assert scripted.requests == []  # nothing of a rejected request reaches the provider
-    db = svc.service.store._db  # type: ignore[attr-defined]
-    assert db.execute("SELECT COUNT(*) FROM decisions").fetchone()[0] == 0
+    db = sqlite3.connect(svc.service.store.path)  # type: ignore[attr-defined]
+    assert db.execute("SELECT COUNT(*) FROM batches").fetchone()[0] == 0
 
 
 def test_every_problem_is_listed_at_once(svc: Running) -> None:

@@ -1,0 +1,103 @@
+"""The SQLite store on a real file: batches of decisions, outcomes once, group commits, checkpoints, migration."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from npcmind.storage import sqlite as sqlite_store
+from npcmind.storage.base import IssuedDecision
+from npcmind.storage.sqlite import SqliteStore
+
+
+def _issued(seq: int, sid: str, eid: str, action: str = "idle") -> IssuedDecision:
+    return IssuedDecision(seq, f"d_{seq}", sid, eid, "bee", action, action.title(), 1000.0 + seq)
+
+
+def test_decisions_outcomes_and_rebuild_survive_reopening(tmp_path: Path) -> None:
+    async def write() -> None:
+        s = SqliteStore(tmp_path / "s.db")
+        first = await s.allocate(3)
+        await s.record_decisions([_issued(first + i, "s1", f"e{i}") for i in range(3)])
+        other = await s.allocate(1)
+        await s.record_decisions([_issued(other, "s2", "x", "flee")])
+        assert await s.set_outcome(first + 1, "success", "ok", 5.0)
+        assert not await s.set_outcome(first + 1, "failure", None, 6.0)  # the first report stays
+        assert not await s.set_outcome(99, "success", None, 6.0)  # no such decision
+        await s.close()
+
+    async def read() -> None:
+        s = SqliteStore(tmp_path / "s.db")
+        assert await s.allocate(1) == 5  # numbering goes on after the last kept decision
+        d = await s.decision(2)
+        assert d is not None and (d.session_id, d.entity_id, d.outcome, d.detail) == ("s1", "e1", "success", "ok")
+        assert await s.decision(0) is None and await s.decision(5) is None
+        recent = await s.session_decisions("s1", 2)
+        assert [(r.seq, r.entity_id, r.outcome) for r in recent] == [(3, "e2", None), (2, "e1", "success")]
+        assert [r.action for r in await s.session_decisions("s2", 10)] == ["flee"]
+        await s.close()
+
+    asyncio.run(write())
+    asyncio.run(read())
+
+
+def test_requests_in_one_turn_of_the_loop_share_one_commit(tmp_path: Path) -> None:
+    async def run() -> int:
+        s = SqliteStore(tmp_path / "g.db")
+        seqs = [await s.allocate(2) for _ in range(5)]
+        await asyncio.gather(*(s.record_decisions([_issued(q, "s", "a"), _issued(q + 1, "s", "b")]) for q in seqs))
+        commits = s._commits
+        assert len(await s.session_decisions("s", 100)) == 10
+        await s.close()
+        return commits
+
+    assert asyncio.run(run()) == 1
+
+
+def test_the_wal_is_checkpointed_off_the_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite_store, "CHECKPOINT_EVERY", 10)
+    path = tmp_path / "c.db"
+
+    async def run() -> tuple[int, int]:
+        s = SqliteStore(path)
+        for _ in range(9):
+            await s.record_decisions([_issued(await s.allocate(1), "s", "a")])
+        before = path.stat().st_size  # everything so far lives in the WAL only
+        assert s._checkpointing is None
+        await s.record_decisions([_issued(await s.allocate(1), "s", "a")])
+        assert s._checkpointing is not None
+        s._checkpointing.join()
+        after = path.stat().st_size
+        await s.close()
+        return before, after
+
+    before, after = asyncio.run(run())
+    assert after > before  # the checkpoint thread copied the WAL's pages into the database file
+
+
+def test_a_store_of_the_first_schema_is_moved_over(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path)
+    db.execute(
+        "CREATE TABLE decisions (seq INTEGER PRIMARY KEY, decision_id TEXT NOT NULL, session_id TEXT NOT NULL,"
+        " entity_id TEXT NOT NULL, type TEXT NOT NULL, action TEXT NOT NULL, label TEXT NOT NULL,"
+        " created_at REAL NOT NULL, outcome TEXT, detail TEXT, reported_at REAL)"
+    )
+    db.execute("INSERT INTO decisions VALUES (1, 'd_1', 's', 'a', 'bee', 'idle', 'Idle', 1.0, 'success', NULL, 2.0)")
+    db.execute("INSERT INTO decisions VALUES (2, 'd_2', 's', 'b', 'bee', 'flee', 'Flee', 1.5, NULL, NULL, NULL)")
+    db.commit()
+    db.close()
+
+    async def run() -> None:
+        s = SqliteStore(path)
+        assert [(d.seq, d.outcome) for d in await s.session_decisions("s", 10)] == [(2, None), (1, "success")]
+        assert await s.allocate(1) == 3
+        assert await s.set_outcome(2, "failure", "blocked", 3.0)
+        await s.close()
+
+    asyncio.run(run())
+    tables = {r[0] for r in sqlite3.connect(path).execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "decisions" not in tables and {"batches", "outcomes"} <= tables
