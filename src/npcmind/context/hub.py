@@ -55,6 +55,18 @@ def _ago(then: float, now: float) -> str:
     return f"{max(0, round(now - then))} s ago"
 
 
+def _memory_line(mem: list[IssuedDecision], now: float) -> str:
+    """An entity's remembered decisions, newest first, with what the game reported of each (one line,
+    built inline: it is rendered for every entity of every request)."""
+    return "memory: " + "; ".join(
+        [
+            f"{d.action} {max(0, round(now - d.created_at))} s ago -> "
+            + ("no report yet" if d.outcome is None else d.outcome + (f" {quote(d.detail)}" if d.detail else ""))
+            for d in mem
+        ]
+    )
+
+
 class ContextHub:
     """Per-session state and the pipeline's Situation: observe, view, decided."""
 
@@ -114,7 +126,7 @@ class ContextHub:
                     ctx.timed_lines.append(f"parent decided {_ago(p.decided[2], now)}")
             mem = st.memory.recent(e.id)
             if mem:
-                ctx.timed_lines.append("memory: " + "; ".join(self._remember(d, now) for d in mem))
+                ctx.timed_lines.append(_memory_line(mem, now))
             if ctx.lines or ctx.timed_lines:
                 contexts[e.id] = ctx
         return st.shared, contexts
@@ -180,13 +192,6 @@ class ContextHub:
             text = e.summary = " ".join(parts)
         head = f"{e.type} {quote(e.id)}"
         return f"{head} d={round(distance)} {text}" if distance is not None else f"{head} {text}"
-
-    @staticmethod
-    def _remember(d: IssuedDecision, now: float) -> str:
-        text = f"{d.action} {_ago(d.created_at, now)} -> "
-        if d.outcome is None:
-            return text + "no report yet"
-        return text + d.outcome + (f" {quote(d.detail)}" if d.detail else "")
 
     @staticmethod
     def _observed(scene: Scene, m: Manifest) -> list[str]:

@@ -21,16 +21,25 @@ class DecisionIds:
     """Issues and checks ids under the service's secret, which lives in the store and survives restarts."""
 
     def __init__(self, secret: bytes) -> None:
-        self._secret = secret
+        self._keyed = hashlib.blake2b(key=secret, digest_size=_MAC)  # keyed BLAKE2b is a MAC; copied per id
 
     def _mac(self, session_id: str, entity_id: str, head: bytes) -> bytes:
-        msg = session_id.encode() + b"\x00" + entity_id.encode() + b"\x00" + head
-        return hashlib.blake2b(msg, key=self._secret, digest_size=_MAC).digest()  # keyed BLAKE2b is a MAC
+        h = self._keyed.copy()
+        h.update(f"{session_id}\x00{entity_id}\x00".encode() + head)
+        return h.digest()
 
     def issue(self, seq: int, session_id: str, entity_id: str) -> str:
         """The id of decision number ``seq``, given to this session for this entity."""
-        head = seq.to_bytes(_SEQ, "big") + os.urandom(_RAND)
-        return "d_" + base64.urlsafe_b64encode(head + self._mac(session_id, entity_id, head)).decode()
+        return self.issue_many(seq, session_id, [entity_id])[0]
+
+    def issue_many(self, first_seq: int, session_id: str, entity_ids: list[str]) -> list[str]:
+        """Ids of consecutive decisions ``first_seq``, ``first_seq + 1``... for these entities of a session."""
+        rand = os.urandom(_RAND * len(entity_ids))
+        out = []
+        for i, eid in enumerate(entity_ids):
+            head = (first_seq + i).to_bytes(_SEQ, "big") + rand[i * _RAND : (i + 1) * _RAND]
+            out.append("d_" + base64.urlsafe_b64encode(head + self._mac(session_id, eid, head)).decode())
+        return out
 
     @staticmethod
     def seq_of(decision_id: str) -> int | None:

@@ -159,17 +159,17 @@ class DecidePipeline:
             await self._call(session, prompt, asked, results, fresh)
 
         issued: list[IssuedDecision] = []
-        seq = await self.store.allocate(len(fresh) + len(cached))
-        for i, ep in enumerate(prompt.entities):
-            if results[i] is not None:
-                continue
-            e = ep.entity
+        chosen = [i for i in range(len(results)) if results[i] is None]
+        seq = await self.store.allocate(len(chosen))
+        sid = session.session_id
+        dids = self.ids.issue_many(seq, sid, [req.entities[i].id for i in chosen])
+        for i, did in zip(chosen, dids, strict=True):
+            e = req.entities[i]
             t = manifest.types[e.type]
             action, confidence = fresh[i] if i in fresh else cached[i]
-            did = self.ids.issue(seq, session.session_id, e.id)
             label = t.actions[action]
             results[i] = AIDecision(e.id, action, label, confidence, t.ttl_ms, did, i in cached)
-            issued.append(IssuedDecision(seq, did, session.session_id, e.id, e.type, action, label, now))
+            issued.append(IssuedDecision(seq, did, sid, e.id, e.type, action, label, now))
             seq += 1
         await self.store.record_decisions(issued)
         if self.situation is not None:

@@ -115,6 +115,7 @@ class PromptBuilder:
         self.manifest = manifest
         self.mode: AnswerMode = mode
         self._part1 = _catalogue(manifest) + _ANSWER[mode] + "\n"
+        self._questions: dict[tuple[str | None, ...], tuple[list[str], str]] = {}
 
     def static(self, scope_chain: list[tuple[str, ScopeSpec]], profiles: list[str]) -> str:
         """Parts 1-3: identical for every request with the same scope and profiles."""
@@ -135,23 +136,35 @@ class PromptBuilder:
 
     def options(self, e: DecideEntity) -> list[str]:
         """The entity's legal actions in the manifest's order, so option numbers never depend on request order."""
-        legal = set(e.legal_actions)
-        return [a for a in self.manifest.types[e.type].actions if a in legal]
+        return self._question(e)[0]
+
+    def _question(self, e: DecideEntity) -> tuple[list[str], str]:
+        """Part 7 of an entity, with its options; entities of a game ask few distinct questions: memoized."""
+        key = (e.type, e.trigger, *e.legal_actions)
+        found = self._questions.get(key)
+        if found is None:
+            t = self.manifest.types[e.type]
+            legal = set(e.legal_actions)
+            options = [a for a in t.actions if a in legal]
+            event = t.spec.events.get(e.trigger, "") if e.trigger else ""
+            ask = (f"Event: {event}. " if event else "") + "Options: "
+            if self.mode == "numbered":
+                ask += ", ".join(f"{i} {a}" for i, a in enumerate(options, 1))
+            else:
+                ask += ", ".join(options)
+            if len(self._questions) >= 4096:
+                self._questions.clear()
+            found = self._questions[key] = (options, ask)
+        return found
 
     def entity(self, number: int, e: DecideEntity, ctx: EntityContext | None) -> EntityPrompt:
         """Parts 6-7 for one entity."""
-        t = self.manifest.types[e.type]
+        options, ask = self._question(e)
         head = e.type + (f" profile={e.profile}" if e.profile else "")
-        obs = t.fields.render(e.observation)
-        lines = [f"  {line}\n" for line in ctx.lines] if ctx else []
-        timed = [f"  {line}\n" for line in ctx.timed_lines] if ctx else []
-        options = self.options(e)
-        event = t.spec.events.get(e.trigger, "") if e.trigger else ""
-        ask = (f"Event: {event}. " if event else "") + "Options: "
-        if self.mode == "numbered":
-            ask += ", ".join(f"{i} {a}" for i, a in enumerate(options, 1))
-        else:
-            ask += ", ".join(options)
-        body = f"{head}\n  now: {obs}\n" + "".join(lines)
-        text = f"E{number} {quote(e.id)} " + body + "".join(timed) + f"Q{number}: {ask}\n"
+        body = f"{head}\n  now: {self.manifest.types[e.type].fields.render(e.observation)}\n"
+        timed = ""
+        if ctx is not None:
+            body += "".join([f"  {line}\n" for line in ctx.lines])
+            timed = "".join([f"  {line}\n" for line in ctx.timed_lines])
+        text = f"E{number} {quote(e.id)} {body}{timed}Q{number}: {ask}\n"
         return EntityPrompt(number, e, options, text, body + ask)

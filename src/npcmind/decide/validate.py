@@ -15,7 +15,7 @@ from npcmind.protocol.validate import well_shaped
 
 def check_position(pos: list[float] | None, path: str, out: list[Problem]) -> None:
     """A position is 2 or 3 finite numbers (the shape is checked before; finiteness here)."""
-    if pos is not None and not all(math.isfinite(v) for v in pos):
+    if pos is not None and not all(map(math.isfinite, pos)):
         out.append(Problem(path, "must be 2 or 3 finite numbers"))
 
 
@@ -51,13 +51,15 @@ def check_entity(i: int, e: DecideEntity, manifest: Manifest) -> list[Problem]:
     if t.observe_only:
         return [Problem(f"{p}.type", f"type {e.type!r} is observe-only (no actions): send it as telemetry")]
     out = t.fields.problems(e.observation, f"{p}.observation")
-    seen: set[str] = set()
-    for j, a in enumerate(e.legal_actions):
-        if a in seen:
-            out.append(Problem(f"{p}.legal_actions[{j}]", f"repeats {a!r}"))
-        elif a not in t.actions:
-            out.append(Problem(f"{p}.legal_actions[{j}]", f"not an action of type {e.type}"))
-        seen.add(a)
+    legal = set(e.legal_actions)
+    if len(legal) != len(e.legal_actions) or not legal <= t.actions.keys():  # the slow path says which
+        seen: set[str] = set()
+        for j, a in enumerate(e.legal_actions):
+            if a in seen:
+                out.append(Problem(f"{p}.legal_actions[{j}]", f"repeats {a!r}"))
+            elif a not in t.actions:
+                out.append(Problem(f"{p}.legal_actions[{j}]", f"not an action of type {e.type}"))
+            seen.add(a)
     check_position(e.position, f"{p}.position", out)
     if e.profile is not None:
         prof = manifest.profiles.get(e.profile)

@@ -83,55 +83,74 @@ def quantized(value: float, q: float, decimals: int) -> str:
     return "0" if text.strip("-0.") == "" else text
 
 
-def _checker(spec: FieldSpec) -> Callable[[Any], bool]:
-    """A fast yes/no test of one value; the slow path explains a no."""
-    lo = -math.inf if spec.min is None else spec.min
-    hi = math.inf if spec.max is None else spec.max
+def _check_expr(spec: FieldSpec, v: str, i: int, ns: dict[str, Any]) -> str:
+    """A Python expression that is true when the value ``v`` passes its field spec (the fast path)."""
+    lo, hi = f"_lo{i}", f"_hi{i}"
+    ns[lo] = -math.inf if spec.min is None else spec.min
+    ns[hi] = math.inf if spec.max is None else spec.max
     if spec.type == "boolean":
-        return lambda v: v is True or v is False
+        return f"({v} is True or {v} is False)"
     if spec.type == "string":
-        limit = spec.max_length or DEFAULT_STRING_LENGTH
-        return lambda v: type(v) is str and len(v) <= limit
+        ns[f"_len{i}"] = spec.max_length or DEFAULT_STRING_LENGTH
+        return f"(type({v}) is str and len({v}) <= _len{i})"
     if spec.type == "enum":
-        allowed = frozenset(spec.values or ())
-        return lambda v: type(v) is str and v in allowed
+        ns[f"_in{i}"] = frozenset(spec.values or ())
+        return f"(type({v}) is str and {v} in _in{i})"
     if spec.type == "integer":
-        return lambda v: type(v) is int and lo <= v <= hi
-    return lambda v: (type(v) is float or type(v) is int) and lo <= v <= hi and math.isfinite(v)
+        return f"(type({v}) is int and {lo} <= {v} <= {hi})"
+    return f"((type({v}) is float or type({v}) is int) and {lo} <= {v} <= {hi} and _isfinite({v}))"
 
 
-def _renderer(spec: FieldSpec) -> Callable[[Any], str]:
-    """A renderer for one field, with its quantum and format fixed once."""
+def _render_expr(spec: FieldSpec, v: str, i: int, ns: dict[str, Any]) -> str:
+    """A Python expression that renders the (checked) value ``v`` for the prompt."""
     if spec.type == "boolean":
-        return lambda v: "true" if v else "false"
+        return f"('true' if {v} else 'false')"
     if spec.type == "enum":
-        return str
+        return v
     if spec.type == "string":
-        return lambda v: msgspec.json.encode(v).decode()
+        return f"_quote({v})"
     if spec.quantum:
-        q, d = spec.quantum, _decimals(spec.quantum)
-        return lambda v: quantized(v, q, d)
-    return fmt_number
+        ns[f"_q{i}"], ns[f"_d{i}"] = spec.quantum, _decimals(spec.quantum)
+        return f"_quantized({v}, _q{i}, _d{i})"
+    return f"_fmt({v})"
 
 
 class FieldSet:
-    """Declared fields compiled once: a fast check for the common valid case, and the prompt rendering."""
+    """Declared fields compiled once into two plain functions, a check for the common valid case and the
+    prompt rendering: they run for every entity of every request, where a loop of per-field closures cost
+    three times as much."""
 
-    __slots__ = ("_checks", "_names", "_renders", "fields", "owner")
+    __slots__ = ("_names", "_ok", "_render", "fields", "owner")
 
     def __init__(self, fields: Mapping[str, FieldSpec], owner: str) -> None:
         self.fields = dict(fields)
         self.owner = owner
         self._names = frozenset(fields)
-        self._checks = [(n, _checker(f)) for n, f in fields.items()]
-        self._renders = [(n, _renderer(f)) for n, f in fields.items()]
+        ns: dict[str, Any] = {
+            "_isfinite": math.isfinite,
+            "_quote": lambda v: msgspec.json.encode(v).decode(),
+            "_quantized": quantized,
+            "_fmt": fmt_number,
+        }
+        checks, parts = ["True"], []
+        for i, (name, spec) in enumerate(self.fields.items()):
+            v = f"v[{name!r}]"  # names are manifest identifiers; repr keeps any name a literal
+            checks.append(_check_expr(spec, v, i, ns))
+            parts.append(f"{name}={{{_render_expr(spec, v, i, ns)}}}")
+        source = f"def ok(v):\n    return {' and '.join(checks)}\ndef render(v):\n    return f{' '.join(parts)!r}\n"
+        exec(compile(source, f"<fields of {owner}>", "exec"), ns)  # our own source, built above
+        self._ok: Callable[[dict[str, Any]], bool] = ns["ok"]
+        self._render: Callable[[Mapping[str, Any]], str] = ns["render"]
 
     def problems(self, values: Any, path: str) -> list[Problem]:
         """Every problem of an object that must hold exactly these fields."""
-        if type(values) is dict and values.keys() == self._names and all(ok(values[n]) for n, ok in self._checks):
+        if type(values) is dict and values.keys() == self._names and self._ok(values):
             return []
         return check_fields(values, self.fields, path, self.owner)
 
     def render(self, values: Mapping[str, Any]) -> str:
         """`name=value` pairs in the declared order (values already checked)."""
-        return " ".join(f"{n}={r(values[n])}" for n, r in self._renders if n in values)
+        if values.keys() == self._names:
+            return self._render(values)
+        partial = {n: f for n, f in self.fields.items() if n in values}  # a part of the fields: rare
+        return FieldSet(partial, self.owner)._render(values)

@@ -40,14 +40,8 @@ class ResolvedType:
     refresh_ms: int
     max_input_tokens: int
     perception_radius: float
-
-    @property
-    def actions(self) -> dict[str, str]:
-        return self.spec.actions or {}
-
-    @property
-    def observe_only(self) -> bool:
-        return not self.spec.actions
+    actions: dict[str, str]  # name -> label, in the manifest's order
+    observe_only: bool  # no actions: telemetry only, never decided
 
 
 class Manifest:
@@ -68,6 +62,8 @@ class Manifest:
                 refresh_ms=t.refresh_ms or d.refresh_ms,
                 max_input_tokens=t.max_input_tokens or d.max_input_tokens,
                 perception_radius=t.perception_radius or d.perception_radius,
+                actions=dict(t.actions or {}),
+                observe_only=not t.actions,
             )
             for name, t in file.types.items()
         }
