@@ -3,7 +3,9 @@
 (a) decide, 16 entities, every entity a cache miss, zero-latency scripted provider (its own process)
 (b) decide, 16 entities, every entity a cache hit
 (c) a minimal JSON echo route (bench/echo_app.py) on the same HTTP stack, same body
-at 1 and 32 concurrent connections (wrk), then the ratios (a)/(c), (b)/(c); and
+(e) the echo plus one call to the scripted provider with the body of a real 16-entity batch: what (a)
+    would cost if the pipeline itself were free
+at 1 and 32 concurrent connections (wrk), then the ratios (a)/(c), (b)/(c), (e)/(c); and
 (d) prompt input tokens per entity for a batch of 1 versus a batch of 16 on the example manifest.
 
 Run: python bench/decide_bench.py [--seconds 5]   (needs `wrk`: apt-get install wrk)
@@ -133,16 +135,10 @@ def main() -> int:
         subprocess.Popen(
             [py, "-m", "npcmind.cli", "scripted-provider", "--port", str(pp)], stdout=subprocess.DEVNULL, env=env
         ),
-        subprocess.Popen(
-            [py, "-m", "uvicorn", "echo_app:app", "--port", str(ep), "--log-level", "warning", "--no-access-log"],
-            cwd=ROOT / "bench",
-            stdout=subprocess.DEVNULL,
-        ),
     ]
     service: ServiceProcess | None = None
     try:
         wait_up(f"http://127.0.0.1:{pp}/_requests", procs[0])
-        wait_up(f"http://127.0.0.1:{ep}/echo", procs[1])
         service = ServiceProcess(
             [
                 "--manifest",
@@ -168,6 +164,23 @@ def main() -> int:
             assert all(d["source"] == "AI" for d in first), first
         again = httpx.post(f"http://127.0.0.1:{sp}/v1/decide", json=body).json()["decisions"]
         assert all(d.get("cached") for d in again), again
+        # the echo app's /echo_call replays the provider call of a 16-entity batch
+        sent = httpx.get(f"http://127.0.0.1:{pp}/_requests").json()[-1]
+        assert len(sent["response_format"]["json_schema"]["schema"]["properties"]) == 16, sent
+        (tmp / "call.json").write_text(json.dumps(sent))
+        procs.append(
+            subprocess.Popen(
+                [py, "-m", "uvicorn", "echo_app:app", "--port", str(ep), "--log-level", "warning", "--no-access-log"],
+                cwd=ROOT / "bench",
+                stdout=subprocess.DEVNULL,
+                env={
+                    **env,
+                    "NPCMIND_BENCH_PROVIDER_URL": f"http://127.0.0.1:{pp}/v1/chat/completions",
+                    "NPCMIND_BENCH_CALL_BODY": str(tmp / "call.json"),
+                },
+            )
+        )
+        wait_up(f"http://127.0.0.1:{ep}/echo", procs[-1])
         (tmp / "miss.lua").write_text(LUA_MISS)
         (tmp / "static.lua").write_text(LUA_STATIC % (tmp / "body.json"))
         size = len((tmp / "body.json").read_bytes())
@@ -176,6 +189,7 @@ def main() -> int:
             rows[("a", conns)] = wrk(f"http://127.0.0.1:{sp}/v1/decide", str(tmp / "miss.lua"), conns, args.seconds)
             rows[("b", conns)] = wrk(f"http://127.0.0.1:{sp}/v1/decide", str(tmp / "static.lua"), conns, args.seconds)
             rows[("c", conns)] = wrk(f"http://127.0.0.1:{ep}/echo", str(tmp / "static.lua"), conns, args.seconds)
+            rows[("e", conns)] = wrk(f"http://127.0.0.1:{ep}/echo_call", str(tmp / "static.lua"), conns, args.seconds)
         m = httpx.get(f"http://127.0.0.1:{sp}/metrics").text
         fallbacks = [
             line
@@ -191,19 +205,25 @@ def main() -> int:
             p.terminate()
         for p in procs:
             p.wait(timeout=10)
-    names = {"a": "(a) decide, 16 misses", "b": "(b) decide, 16 cache hits", "c": "(c) JSON echo"}
+    names = {
+        "a": "(a) decide, 16 misses",
+        "b": "(b) decide, 16 cache hits",
+        "c": "(c) JSON echo",
+        "e": "(e) echo + provider call",
+    }
     print(cpu_probe())
     print(f"body {size} bytes; {os.cpu_count()} cores; wrk {args.seconds}s per row; Python {sys.version.split()[0]}")
     print(f"{'route':28} {'conns':>5} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8}")
     for conns in (1, 32):
-        for k in "abc":
+        for k in "abce":
             r = rows[(k, conns)]
             print(f"{names[k]:28} {conns:>5} {r['rps']:>9.0f} {r['p50']:>8.2f} {r['p99']:>8.2f}")
     for conns in (1, 32):
         c = rows[("c", conns)]["rps"]
         print(
             f"ratio at {conns:>2} conns: (a)/(c) = {rows[('a', conns)]['rps'] / c:.2f}   "
-            f"(b)/(c) = {rows[('b', conns)]['rps'] / c:.2f}"
+            f"(b)/(c) = {rows[('b', conns)]['rps'] / c:.2f}   "
+            f"floor of (a): (e)/(c) = {rows[('e', conns)]['rps'] / c:.2f}"
         )
     one, sixteen = tokens_per_entity()
     print(

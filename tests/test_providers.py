@@ -90,3 +90,17 @@ def test_serve_prints_one_ready_line_and_answers(tmp_path: Any) -> None:
         assert httpx.get(f"{svc.url}/openapi.json").json()["openapi"] == "3.1.0"
     finally:
         svc.stop()
+
+
+def test_the_scripted_server_keeps_only_its_newest_requests(monkeypatch: Any) -> None:
+    from npcmind.providers import scripted as scripted_module
+
+    monkeypatch.setattr(scripted_module, "KEEP_REQUESTS", 3)
+    with scripted_module.ScriptedServer() as server:
+        ids = [
+            httpx.post(f"{server.base_url}/chat/completions", json={"model": "m", "messages": [], "n": i}).json()["id"]
+            for i in range(5)
+        ]
+        kept = httpx.get(f"{server.url}/_requests").json()
+    assert [r["n"] for r in kept] == [2, 3, 4]  # a long bench or game session does not grow it without end
+    assert len(set(ids)) == 5

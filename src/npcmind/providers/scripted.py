@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections import deque
 from typing import Any, Literal
 
 import msgspec
@@ -38,6 +39,7 @@ class Script(msgspec.Struct, forbid_unknown_fields=True):
     body: dict[str, Any] | None = None  # answer exactly this JSON (for malformed provider answers)
 
 
+KEEP_REQUESTS = 1000  # the newest request bodies that GET /_requests returns
 NPC_ANSWER = '{"dialogue": "Well met, traveller.", "action": {"type": "IDLE"}}'
 _ENTITY = re.compile(r'^E(\d+) ("(?:[^"\\]|\\.)*")', re.M)
 _QUESTION = re.compile(r"^Q(\d+): .*?Options: (.*)$", re.M)
@@ -59,8 +61,9 @@ class ScriptedModel:
 
     def __init__(self) -> None:
         self.script = Script()
-        self.requests: list[dict[str, Any]] = []
+        self.requests: deque[dict[str, Any]] = deque(maxlen=KEEP_REQUESTS)  # a long run must not grow it
         self._seen_prefixes: set[str] = set()
+        self.received = 0
 
     def answer(self, numbered: bool, user: str) -> tuple[list[tuple[str, float]], dict[str, Any]]:
         """The answer as (token, logprob) pieces, and the same answer as an object."""
@@ -105,6 +108,7 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
 
     async def _common(body: dict[str, Any]) -> Response[bytes] | None:
         m.requests.append(body)
+        m.received += 1
         s = m.script
         if s.delay_ms:
             await asyncio.sleep(s.delay_ms / 1000)
@@ -144,7 +148,7 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
         prompt_tokens = count("o200k_base", system) + count("o200k_base", user)
         return _json(
             {
-                "id": f"chatcmpl-scripted-{len(m.requests)}",
+                "id": f"chatcmpl-scripted-{m.received}",
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": body.get("model", "scripted"),
@@ -174,7 +178,7 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
         cached = m.cached(system)
         return _json(
             {
-                "id": f"msg_scripted_{len(m.requests)}",
+                "id": f"msg_scripted_{m.received}",
                 "type": "message",
                 "role": "assistant",
                 "model": body.get("model", "scripted"),
@@ -199,7 +203,7 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
 
     @get("/_requests")
     async def get_requests() -> Response[bytes]:
-        return _json(m.requests)
+        return _json(list(m.requests))
 
     @delete("/_requests", status_code=200)
     async def clear_requests() -> Response[bytes]:
@@ -231,5 +235,5 @@ class ScriptedServer(BackgroundServer):
 
     @property
     def requests(self) -> list[dict[str, Any]]:
-        """Bodies received so far."""
-        return self.model.requests
+        """Bodies received so far (the newest 1,000)."""
+        return list(self.model.requests)
