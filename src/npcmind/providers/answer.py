@@ -93,15 +93,20 @@ def parse(text: str, mode: AnswerMode, entities: Sequence[tuple[int, list[str]]]
     return from_object(_load(text), mode, entities)
 
 
+_VALUE_AT = {
+    "numbered": re.compile(r'"entity"\s*:\s*(\d+)\s*,\s*"choice"\s*:\s*'),
+    "enum": re.compile(r'"E(\d+)"\s*:\s*"'),
+}
+
+
 def value_offsets(text: str, mode: AnswerMode, numbers: Sequence[int]) -> dict[int, int]:
-    """Where in the answer text each entity's chosen value starts: the token that decides the choice."""
+    """Where in the answer text each entity's chosen value starts: the token that decides the choice.
+    One pass over the answer; the first mention of an entity counts."""
+    wanted = set(numbers)
     out: dict[int, int] = {}
-    for n in numbers:
-        if mode == "numbered":
-            m = re.search(rf'"entity"\s*:\s*{n}\s*,\s*"choice"\s*:\s*', text)
-        else:
-            m = re.search(rf'"E{n}"\s*:\s*"', text)
-        if m:
+    for m in _VALUE_AT[mode].finditer(text):
+        n = int(m.group(1))
+        if n in wanted and n not in out:
             out[n] = m.end()
     return out
 
