@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 
@@ -20,7 +20,7 @@ from npcmind.decide.prompt import EntityContext, quote
 from npcmind.decide.validate import check_position
 from npcmind.manifest import Manifest
 from npcmind.manifest.load import check as check_manifest_refs
-from npcmind.manifest.model import FieldSpec, ScopeSpec
+from npcmind.manifest.model import Fields, FieldSpec, ScopeSpec
 from npcmind.protocol.a2g import (
     ContextRequest,
     DecideRequest,
@@ -258,7 +258,7 @@ class ContextHub:
         problems: list[Problem] = []
         specs: dict[str, ScopeSpec] = {}
         for name, d in req.scopes.items():
-            found = shape_problems(d.fields, dict[Any, FieldSpec])
+            found = shape_problems(d.fields, Fields)  # names as in a manifest: they enter the prompt
             problems += [Problem(f"scopes.{name}.fields{('.' + p.path) if p.path else ''}", p.message) for p in found]
             if not found:
                 specs[name] = ScopeSpec(

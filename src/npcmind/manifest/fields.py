@@ -134,11 +134,12 @@ class FieldSet:
         }
         checks, parts = ["True"], []
         for i, (name, spec) in enumerate(self.fields.items()):
-            v = f"v[{name!r}]"  # names are manifest identifiers; repr keeps any name a literal
-            checks.append(_check_expr(spec, v, i, ns))
-            parts.append(f"{name}={{{_render_expr(spec, v, i, ns)}}}")
+            # no game-supplied text enters the source: names (a session's scopes may bring any) are constants
+            ns[f"_k{i}"], ns[f"_p{i}"] = name, f"{name}="
+            checks.append(_check_expr(spec, f"v[_k{i}]", i, ns))
+            parts.append(f"{{_p{i}}}{{{_render_expr(spec, f'v[_k{i}]', i, ns)}}}")
         source = f"def ok(v):\n    return {' and '.join(checks)}\ndef render(v):\n    return f{' '.join(parts)!r}\n"
-        exec(compile(source, f"<fields of {owner}>", "exec"), ns)  # our own source, built above
+        exec(compile(source, "<fields>", "exec"), ns)  # our own source, built above from constants
         self._ok: Callable[[dict[str, Any]], bool] = ns["ok"]
         self._render: Callable[[Mapping[str, Any]], str] = ns["render"]
 
