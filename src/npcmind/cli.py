@@ -138,7 +138,10 @@ def _scripted(args: argparse.Namespace) -> int:
     import uvicorn
 
     from npcmind.providers.scripted import create_scripted_app
+    from npcmind.providers.tokens import count
 
+    for encoding in ("o200k_base", "cl100k_base"):  # load the tables now, not during the first answer
+        count(encoding, "warm up")
     print(
         f"scripted provider (a test tool) on http://{args.host}:{args.port}/v1 - set behaviour with PUT /_script",
         flush=True,
