@@ -10,9 +10,13 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import FOREST
 from npcmind.manifest import ManifestError, from_data, load
+from npcmind.manifest.fields import FieldSet, check_fields
+from npcmind.manifest.model import FieldSpec
 
 
 def forest() -> dict[str, Any]:
@@ -148,3 +152,62 @@ def test_serve_refuses_a_bad_manifest(tmp_path: Path) -> None:
         timeout=30,
     )
     assert r.returncode == 2 and "world: is required" in r.stderr and "types: is required" in r.stderr
+
+
+FIELDS = {
+    "hp": FieldSpec(type="number", min=0, max=1, quantum=0.05),
+    "dist": FieldSpec(type="number"),
+    "level": FieldSpec(type="integer", min=1, max=9),
+    "seen": FieldSpec(type="boolean"),
+    "mood": FieldSpec(type="enum", values=["calm", "angry"]),
+    "name": FieldSpec(type="string", max_length=5),
+}
+_any_value = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-20, 20),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from(["calm", "angry", "x", "longer than five"]),
+)
+
+
+_valid = st.fixed_dictionaries(
+    {
+        "hp": st.floats(0, 1),
+        "dist": st.one_of(st.integers(-(10**6), 10**6), st.floats(allow_nan=False, allow_infinity=False)),
+        "level": st.integers(1, 9),
+        "seen": st.booleans(),
+        "mood": st.sampled_from(["calm", "angry"]),
+        "name": st.text(max_size=5),
+    }
+)
+
+
+@st.composite
+def _observations(draw: st.DrawFn) -> dict[str, Any]:
+    """Mostly valid objects with at most one thing wrong: where a fast path and its slow twin could part."""
+    values = dict(draw(_valid))
+    how = draw(st.sampled_from(["valid", "value", "missing", "extra"]))
+    if how == "value":
+        values[draw(st.sampled_from(list(FIELDS)))] = draw(_any_value)
+    elif how == "missing":
+        del values[draw(st.sampled_from(list(FIELDS)))]
+    elif how == "extra":
+        values["extra"] = draw(_any_value)
+    return values
+
+
+@settings(max_examples=500, deadline=None)
+@given(_observations())
+def test_the_compiled_check_agrees_with_the_explaining_one(values: dict[str, Any]) -> None:
+    fs = FieldSet(FIELDS, "type 't'")
+    slow = check_fields(values, FIELDS, "o", "type 't'")
+    assert fs.problems(values, "o") == slow  # the fast path passes exactly what the slow path finds no fault in
+
+
+def test_rendering_is_quantized_quoted_and_in_declared_order() -> None:
+    fs = FieldSet(FIELDS, "type 't'")
+    values = {"name": 'a"\nb', "mood": "calm", "seen": False, "level": 3, "dist": 12.34567, "hp": 0.512}
+    assert fs.render(values) == 'hp=0.50 dist=12.346 level=3 seen=false mood=calm name="a\\"\\nb"'
+    assert fs.render({**values, "hp": -0.01}).startswith("hp=0 ")  # no negative zero
+    assert fs.render({"seen": True, "hp": 1}) == "hp=1.00 seen=true"  # a part of the fields

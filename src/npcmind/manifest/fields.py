@@ -120,12 +120,13 @@ class FieldSet:
     prompt rendering: they run for every entity of every request, where a loop of per-field closures cost
     three times as much."""
 
-    __slots__ = ("_names", "_ok", "_render", "fields", "owner")
+    __slots__ = ("_names", "_ok", "_partial", "_render", "fields", "owner")
 
     def __init__(self, fields: Mapping[str, FieldSpec], owner: str) -> None:
         self.fields = dict(fields)
         self.owner = owner
         self._names = frozenset(fields)
+        self._partial: dict[frozenset[str], FieldSet] = {}
         ns: dict[str, Any] = {
             "_isfinite": math.isfinite,
             "_quote": lambda v: msgspec.json.encode(v).decode(),
@@ -153,5 +154,8 @@ class FieldSet:
         """`name=value` pairs in the declared order (values already checked)."""
         if values.keys() == self._names:
             return self._render(values)
-        partial = {n: f for n, f in self.fields.items() if n in values}  # a part of the fields: rare
-        return FieldSet(partial, self.owner)._render(values)
+        present = self._names.intersection(values)  # a part of the fields: rare, compiled once per part
+        part = self._partial.get(present)
+        if part is None:
+            part = self._partial[present] = FieldSet({n: f for n, f in self.fields.items() if n in present}, self.owner)
+        return part._render(values)
