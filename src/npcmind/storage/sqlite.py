@@ -132,6 +132,8 @@ class SqliteStore:
     def _flush(self) -> None:
         batch, self._pending = self._pending, []
         self._flush_scheduled = False
+        if not batch:  # close() flushed them already
+            return
         values = [
             (
                 rows[0].seq,
