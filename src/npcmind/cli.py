@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import sys
 from collections.abc import Sequence
@@ -11,6 +12,15 @@ from npcmind import __version__
 from npcmind.config import Settings
 from npcmind.manifest import ManifestError
 from npcmind.manifest import load as load_manifest
+
+GC_THRESHOLDS = (50_000, 50, 50)  # CPython's defaults are (700, 10, 10)
+
+
+def _fewer_collections() -> None:
+    """A decide request allocates thousands of short-lived objects; at CPython's default thresholds the
+    collector ran several times a request, and a full collection over the cache and memory put 1% of
+    requests 10 ms late. Refcounting frees nearly all of it anyway: collect cycles less often."""
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -51,6 +61,7 @@ def _serve(args: argparse.Namespace) -> int:
         async def startup(self, sockets: list | None = None) -> None:  # type: ignore[type-arg]
             await super().startup(sockets)
             if self.started:
+                gc.freeze()  # what start-up built lives as long as the process: no collection walks it again
                 print(banner, flush=True)
 
     config = uvicorn.Config(
@@ -64,6 +75,7 @@ def _serve(args: argparse.Namespace) -> int:
         lifespan="on",
     )
     server = _Server(config)
+    _fewer_collections()
     server.run()
     return 0 if server.started else 1
 
@@ -146,7 +158,10 @@ def _scripted(args: argparse.Namespace) -> int:
         f"scripted provider (a test tool) on http://{args.host}:{args.port}/v1 - set behaviour with PUT /_script",
         flush=True,
     )
-    uvicorn.run(create_scripted_app(), host=args.host, port=args.port, log_level="warning", lifespan="off")
+    app = create_scripted_app()
+    _fewer_collections()
+    gc.freeze()
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", lifespan="off")
     return 0
 
 

@@ -19,7 +19,7 @@ from litestar import Litestar, Request, Response, delete, get, post, put
 
 from npcmind.decide.prompt import DECLINE
 from npcmind.http.server import BackgroundServer
-from npcmind.providers.tokens import count
+from npcmind.providers.tokens import count, count_once
 
 
 class Script(msgspec.Struct, forbid_unknown_fields=True):
@@ -145,7 +145,7 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
                     {"token": p, "logprob": lp, "bytes": list(p.encode()), "top_logprobs": []} for p, lp in pieces
                 ]
             }
-        prompt_tokens = count("o200k_base", system) + count("o200k_base", user)
+        prompt_tokens = count("o200k_base", system) + count_once("o200k_base", user)
         return _json(
             {
                 "id": f"chatcmpl-scripted-{m.received}",
@@ -185,7 +185,7 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
                 "content": content,
                 "stop_reason": "refusal" if s.refusal else "tool_use",
                 "usage": {
-                    "input_tokens": count("cl100k_base", system + user) - cached,
+                    "input_tokens": count_once("cl100k_base", system + user) - cached,
                     "cache_read_input_tokens": cached,
                     "cache_creation_input_tokens": 0,
                     "output_tokens": 20,

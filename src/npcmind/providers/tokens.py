@@ -21,7 +21,13 @@ def _tokenizer(encoding: str) -> quicktok.Tokenizer:
     return quicktok.get_encoding(encoding)
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=16384)
 def count(encoding: str, text: str) -> int:
-    """Number of tokens of ``text``; bundled tables, nothing is downloaded. Entities repeat: memoized."""
+    """Number of tokens of ``text``; bundled tables, nothing is downloaded. Entities repeat: memoized
+    (about 10 MB at entity texts' size)."""
+    return count_once(encoding, text)
+
+
+def count_once(encoding: str, text: str) -> int:
+    """Number of tokens of a text that will not come again (a whole prompt): not kept in the memo."""
     return int(_tokenizer(encoding).count(text))
