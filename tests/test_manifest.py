@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from conftest import FOREST
 from npcmind.manifest import ManifestError, from_data, load
 from npcmind.manifest.fields import FieldSet, check_fields
-from npcmind.manifest.model import FieldSpec
+from npcmind.manifest.model import FieldSpec, ScopeSpec
 
 
 def forest() -> dict[str, Any]:
@@ -211,3 +211,13 @@ def test_rendering_is_quantized_quoted_and_in_declared_order() -> None:
     assert fs.render(values) == 'hp=0.50 dist=12.346 level=3 seen=false mood=calm name="a\\"\\nb"'
     assert fs.render({**values, "hp": -0.01}).startswith("hp=0 ")  # no negative zero
     assert fs.render({"seen": True, "hp": 1}) == "hp=1.00 seen=true"  # a part of the fields
+
+
+def test_a_session_scope_chain_is_compiled_once_per_content() -> None:
+    m = load(FOREST)
+    cave = {"cave": ScopeSpec(text="A cave.", parent="forest", fields={"depth": FieldSpec(type="integer")})}
+    first = m.chain_fields(m.scope_chain("cave", cave))
+    assert m.chain_fields(m.scope_chain("cave", dict(cave))) is first  # every request of the session
+    replaced = {"cave": ScopeSpec(text="A cave.", parent="forest", fields={"depth": FieldSpec(type="number")})}
+    again = m.chain_fields(m.scope_chain("cave", replaced))
+    assert again is not first and again.problems({"depth": 2.5}, "s") == [] and first.problems({"depth": 2.5}, "s")

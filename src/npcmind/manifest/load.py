@@ -69,6 +69,8 @@ class Manifest:
         }
         self.world = FieldSet(file.world.fields, "the world")
         self._chain_sets: dict[tuple[str, ...], FieldSet] = {}
+        self._session_sets: dict[tuple[str, bytes], FieldSet] = {}
+        self._chains: dict[str, list[tuple[str, ScopeSpec]]] = {}
 
     @property
     def profiles(self) -> dict[str, ProfileSpec]:
@@ -82,7 +84,16 @@ class Manifest:
         return found
 
     def scope_chain(self, name: str, extra: Mapping[str, ScopeSpec] | None = None) -> list[tuple[str, ScopeSpec]]:
-        """The scopes from the root down to ``name`` (cycle-safe; empty if unknown)."""
+        """The scopes from the root down to ``name`` (cycle-safe; empty if unknown). A manifest scope's
+        chain holds only manifest scopes, so it is worked out once; do not change the list."""
+        found = self._chains.get(name)
+        if found is None:
+            found = self._chain(name, extra)
+            if name in self.file.scopes:
+                self._chains[name] = found
+        return found
+
+    def _chain(self, name: str, extra: Mapping[str, ScopeSpec] | None) -> list[tuple[str, ScopeSpec]]:
         chain: list[tuple[str, ScopeSpec]] = []
         seen: set[str] = set()
         cur: str | None = name
@@ -96,17 +107,26 @@ class Manifest:
         return chain[::-1]
 
     def chain_fields(self, chain: list[tuple[str, ScopeSpec]]) -> FieldSet:
-        """Every state field declared along a scope chain (compiled once per manifest chain)."""
+        """Every state field declared along a scope chain, compiled once: per chain for the manifest's own
+        scopes, per content for chains through a session's scopes (which a session may replace)."""
         key = tuple(name for name, _ in chain)
-        found = self._chain_sets.get(key)
-        if found is not None and all(name in self.file.scopes for name in key):
+        manifest_only = all(name in self.file.scopes for name in key)
+        found = self._chain_sets.get(key) if manifest_only else None
+        if found is not None:
             return found
         out: dict[str, FieldSpec] = {}
         for _, spec in chain:
             out.update(spec.fields)
-        fs = FieldSet(out, f"scope {key[-1]!r}" if key else "scope")
-        if all(name in self.file.scopes for name in key):  # session scopes may change: not cached
-            self._chain_sets[key] = fs
+        owner = f"scope {key[-1]!r}" if key else "scope"
+        if manifest_only:
+            fs = self._chain_sets[key] = FieldSet(out, owner)
+            return fs
+        content = (owner, msgspec.json.encode(out))
+        fs = self._session_sets.get(content)
+        if fs is None:
+            if len(self._session_sets) >= 1024:
+                self._session_sets.clear()
+            fs = self._session_sets[content] = FieldSet(out, owner)
         return fs
 
 
