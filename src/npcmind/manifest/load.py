@@ -119,15 +119,15 @@ class Manifest:
             out.update(spec.fields)
         owner = f"scope {key[-1]!r}" if key else "scope"
         if manifest_only:
-            fs = self._chain_sets[key] = FieldSet(out, owner)
-            return fs
+            compiled = self._chain_sets[key] = FieldSet(out, owner)
+            return compiled
         content = (owner, msgspec.json.encode(out))
-        fs = self._session_sets.get(content)
-        if fs is None:
+        kept = self._session_sets.get(content)
+        if kept is None:
             if len(self._session_sets) >= 1024:
                 self._session_sets.clear()
-            fs = self._session_sets[content] = FieldSet(out, owner)
-        return fs
+            kept = self._session_sets[content] = FieldSet(out, owner)
+        return kept
 
 
 def _field_problems(fields: Mapping[str, FieldSpec], path: str) -> list[Problem]:
