@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from npcmind.decide.ids import DecisionIds
 from npcmind.storage import sqlite as sqlite_store
 from npcmind.storage.base import IssuedDecision
 from npcmind.storage.sqlite import SqliteStore
@@ -101,3 +102,19 @@ def test_a_store_of_the_first_schema_is_moved_over(tmp_path: Path) -> None:
     asyncio.run(run())
     tables = {r[0] for r in sqlite3.connect(path).execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert "decisions" not in tables and {"batches", "outcomes"} <= tables
+
+
+def test_decision_ids_of_a_batch_are_consecutive_bound_and_compatible() -> None:
+    import base64
+    import hashlib
+
+    secret = b"k" * 32
+    ids = DecisionIds(secret)
+    issued = ids.issue_many(41, "s1", ["a", "b", "c"])
+    assert len(set(issued)) == 3 and [DecisionIds.seq_of(d) for d in issued] == [41, 42, 43]
+    assert all(ids.verify(d, "s1", e) for d, e in zip(issued, "abc", strict=True))
+    assert not ids.verify(issued[0], "s1", "b") and not ids.verify(issued[0], "s2", "a")
+    # an id issued before ids shared one keyed state (a fresh keyed BLAKE2b per id) still verifies
+    head = (7).to_bytes(6, "big") + b"\x01" * 6
+    mac = hashlib.blake2b(b"s1\x00a\x00" + head, key=secret, digest_size=12).digest()
+    assert ids.verify("d_" + base64.urlsafe_b64encode(head + mac).decode(), "s1", "a")

@@ -60,7 +60,7 @@ def _memory_line(mem: list[IssuedDecision], now: float) -> str:
     built inline: it is rendered for every entity of every request)."""
     return "memory: " + "; ".join(
         [
-            f"{d.action} {max(0, round(now - d.created_at))} s ago -> "
+            f"{d.action} {_ago(d.created_at, now)} -> "
             + ("no report yet" if d.outcome is None else d.outcome + (f" {quote(d.detail)}" if d.detail else ""))
             for d in mem
         ]

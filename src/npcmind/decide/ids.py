@@ -28,10 +28,6 @@ class DecisionIds:
         h.update(f"{session_id}\x00{entity_id}\x00".encode() + head)
         return h.digest()
 
-    def issue(self, seq: int, session_id: str, entity_id: str) -> str:
-        """The id of decision number ``seq``, given to this session for this entity."""
-        return self.issue_many(seq, session_id, [entity_id])[0]
-
     def issue_many(self, first_seq: int, session_id: str, entity_ids: list[str]) -> list[str]:
         """Ids of consecutive decisions ``first_seq``, ``first_seq + 1``... for these entities of a session."""
         rand = os.urandom(_RAND * len(entity_ids))

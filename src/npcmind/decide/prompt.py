@@ -134,12 +134,9 @@ class PromptBuilder:
             out += "SCOPE STATE: " + self.manifest.chain_fields(chain).render(req.scope_state) + "\n"
         return out + "".join(line + "\n" for line in situation)
 
-    def options(self, e: DecideEntity) -> list[str]:
-        """The entity's legal actions in the manifest's order, so option numbers never depend on request order."""
-        return self._question(e)[0]
-
     def _question(self, e: DecideEntity) -> tuple[list[str], str]:
-        """Part 7 of an entity, with its options; entities of a game ask few distinct questions: memoized."""
+        """Part 7 of an entity, with its options in the manifest's order (so option numbers never depend on
+        request order); entities of a game ask few distinct questions: memoized."""
         key = (e.type, e.trigger, *e.legal_actions)
         found = self._questions.get(key)
         if found is None:
