@@ -277,3 +277,29 @@ def test_situation_for_big_scenes_stays_bounded(svc: Running, scripted: Any, n: 
     for line in prompt(scripted).splitlines():
         if "nearby:" in line:
             assert line.count("; ") <= 4
+
+
+def test_memory_line_follows_the_clock_reports_and_depth() -> None:
+    from npcmind.context.memory import DEPTH, Memory
+    from npcmind.storage.base import IssuedDecision
+
+    def issued(seq: int, at: float, action: str = "chase") -> IssuedDecision:
+        return IssuedDecision(seq, f"d{seq}", "s", "b1", "bee", action, action.title(), at)
+
+    m = Memory()
+    assert m.line("b1", 100.0) is None
+    m.add(issued(1, 100.0, "idle"))
+    m.add(issued(2, 101.0))
+    assert m.line("b1", 101.2) == "memory: chase 0 s ago -> no report yet; idle 1 s ago -> no report yet"
+    # the kept text is reused only while the ages in whole seconds stay the same
+    assert m.line("b1", 101.4) == "memory: chase 0 s ago -> no report yet; idle 1 s ago -> no report yet"
+    assert m.line("b1", 101.6) == "memory: chase 1 s ago -> no report yet; idle 2 s ago -> no report yet"
+    assert m.line("b1", 112.0) == "memory: chase 11 s ago -> no report yet; idle 12 s ago -> no report yet"
+    m.outcome(1, "failed", 'blocked "gate"')
+    failed = 'failed "blocked \\"gate\\""'
+    assert m.line("b1", 112.0) == f"memory: chase 11 s ago -> no report yet; idle 12 s ago -> {failed}"
+    assert m.line("b1", 99.0) == f"memory: chase 0 s ago -> no report yet; idle 0 s ago -> {failed}"  # clock set back
+    for seq in range(3, 3 + DEPTH):
+        m.add(issued(seq, 200.0 + seq))
+    line = m.line("b1", 200.0 + 2 + DEPTH)
+    assert line is not None and line.count(" s ago") == DEPTH and "idle" not in line and "failed" not in line

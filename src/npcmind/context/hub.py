@@ -12,7 +12,7 @@ from typing import Literal
 
 import msgspec
 
-from npcmind.context.memory import REBUILD_ROWS, Memory
+from npcmind.context.memory import REBUILD_ROWS, Memory, seconds_ago
 from npcmind.context.scene import EntityState, Scene
 from npcmind.decide.ids import DecisionIds
 from npcmind.decide.pipeline import SessionContext
@@ -49,22 +49,6 @@ class SessionState:
     seen_version: int = -1
     shared: list[str] = field(default_factory=list)
     lines: dict[str, tuple[list[str], str | None]] = field(default_factory=dict)
-
-
-def _ago(then: float, now: float) -> str:
-    return f"{max(0, round(now - then))} s ago"
-
-
-def _memory_line(mem: list[IssuedDecision], now: float) -> str:
-    """An entity's remembered decisions, newest first, with what the game reported of each (one line,
-    built inline: it is rendered for every entity of every request)."""
-    return "memory: " + "; ".join(
-        [
-            f"{d.action} {_ago(d.created_at, now)} -> "
-            + ("no report yet" if d.outcome is None else d.outcome + (f" {quote(d.detail)}" if d.detail else ""))
-            for d in mem
-        ]
-    )
 
 
 class ContextHub:
@@ -123,10 +107,10 @@ class ContextHub:
             if parent_id is not None:
                 p = scene.entities.get(parent_id)
                 if p is not None and p.decided is not None:
-                    ctx.timed_lines.append(f"parent decided {_ago(p.decided[2], now)}")
-            mem = st.memory.recent(e.id)
-            if mem:
-                ctx.timed_lines.append(_memory_line(mem, now))
+                    ctx.timed_lines.append(f"parent decided {seconds_ago(p.decided[2], now)} s ago")
+            mem = st.memory.line(e.id, now)
+            if mem is not None:
+                ctx.timed_lines.append(mem)
             if ctx.lines or ctx.timed_lines:
                 contexts[e.id] = ctx
         return st.shared, contexts

@@ -8,20 +8,36 @@ from __future__ import annotations
 
 from collections import deque
 
+from npcmind.decide.prompt import quote
 from npcmind.storage.base import IssuedDecision
 
 DEPTH = 8
 REBUILD_ROWS = 50_000
 
 
+def seconds_ago(then: float, now: float) -> int:
+    """Whole seconds from ``then`` to ``now``, rounded half up, never negative (a clock set back)."""
+    return max(0, int(now - then + 0.5))
+
+
+def _shown(d: IssuedDecision, now: float) -> tuple[float, float, str]:
+    """One remembered decision as the prompt shows it, and the span of ``now`` it stays the same for."""
+    age = seconds_ago(d.created_at, now)
+    report = "no report yet" if d.outcome is None else d.outcome + (f" {quote(d.detail)}" if d.detail else "")
+    since = d.created_at + age - 0.5 if age else float("-inf")
+    return since, d.created_at + age + 0.5, f"{d.action} {age} s ago -> {report}"
+
+
 class Memory:
     """The last ``DEPTH`` decisions of each entity of one session, newest last."""
 
-    __slots__ = ("_by_entity", "_by_seq")
+    __slots__ = ("_by_entity", "_by_seq", "_shown")
 
     def __init__(self) -> None:
         self._by_entity: dict[str, deque[IssuedDecision]] = {}
         self._by_seq: dict[int, IssuedDecision] = {}
+        # each remembered decision's rendered text, kept while its age in whole seconds is unchanged
+        self._shown: dict[int, tuple[float, float, str]] = {}
 
     def add(self, d: IssuedDecision) -> None:
         """Remember an issued decision."""
@@ -30,6 +46,7 @@ class Memory:
             q = self._by_entity[d.entity_id] = deque(maxlen=DEPTH)
         if len(q) == DEPTH:
             self._by_seq.pop(q[0].seq, None)
+            self._shown.pop(q[0].seq, None)
         q.append(d)
         self._by_seq[d.seq] = d
 
@@ -38,11 +55,22 @@ class Memory:
         d = self._by_seq.get(seq)
         if d is not None:
             d.outcome, d.detail = outcome, detail
+            self._shown.pop(seq, None)
 
-    def recent(self, entity_id: str) -> list[IssuedDecision]:
-        """The entity's remembered decisions, newest first."""
+    def line(self, entity_id: str, now: float) -> str | None:
+        """The entity's memory line for its prompt, newest first, or None if it has none. It is built
+        for every entity of every request, so each entry's text is reused until its age changes."""
         q = self._by_entity.get(entity_id)
-        return list(reversed(q)) if q else []
+        if not q:
+            return None
+        shown = self._shown
+        parts = []
+        for d in reversed(q):
+            s = shown.get(d.seq)
+            if s is None or not s[0] <= now < s[1]:
+                s = shown[d.seq] = _shown(d, now)
+            parts.append(s[2])
+        return "memory: " + "; ".join(parts)
 
     @classmethod
     def rebuilt(cls, newest_first: list[IssuedDecision]) -> Memory:
