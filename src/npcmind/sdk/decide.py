@@ -1,0 +1,522 @@
+"""The reference decision SDK: asks /v1/decide for a game's entities and keeps the seed's game obligations.
+
+A game loop calls ``tick()`` once a frame and ``action(id, legal_now)`` for each entity; ``None`` means
+"run your native AI". The network never blocks the loop and never raises into it: requests run on worker
+threads, and their answers are applied inside ``tick()`` on the game's own thread. It keeps every
+obligation of the seed: a response for an old epoch is dropped, an action is re-checked against the legal
+actions that were sent (and those of now), a decision expires after its ``ttl_ms``, a fallback or an error
+gives ``None`` (never an invented action), and a cached decision is used exactly like a fresh one.
+
+Scheduling (spec section 10): an event is asked at once, together with the events of the next
+``event_window_ms``; other entities are re-asked every ``refresh_ms`` of their type; when the number of
+tracked entities changes, everyone is re-asked, at least 500 ms apart; at most 16 entities a request.
+Cascade mode: with a ``policy``, entities it is sure about (confidence at or above ``threshold``) take the
+local action and only the rest go to the service; the request and answer shapes do not change.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import httpx
+
+log = logging.getLogger("npcmind.sdk.decide")
+
+BATCH = 16  # the protocol's limit of entities a decide request
+TELEMETRY_BATCH = 1000
+REASK_GAP_S = 0.5  # a change of population re-asks everyone, at most this often
+DEFAULT_REFRESH_MS = 4000
+DEFAULT_TTL_MS = 12000
+Outcome = Literal["done", "failed", "interrupted", "rejected"]
+Policy = Callable[["Entity"], tuple[str, float]]
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """A usable decision for one entity: from the model (``AI``, fresh or cached) or the local policy."""
+
+    action: str
+    source: Literal["AI", "local"]
+    confidence: float | None
+    expires_at: float  # on the client's clock
+    decision_id: str | None = None
+    cached: bool = False
+    label: str | None = None
+
+
+@dataclass(slots=True)
+class Entity:
+    """What the game tells about one entity; the SDK's own bookkeeping sits beside it."""
+
+    id: str
+    type: str
+    observation: dict[str, Any]
+    legal_actions: list[str]
+    position: list[float] | None = None
+    profile: str | None = None
+    parent: str | None = None
+    state: str | None = None
+    # bookkeeping
+    trigger: str | None = None
+    due: float = 0.0
+    asked_at: float = float("-inf")
+    in_flight: bool = False
+    choice: Choice | None = None
+    changed: bool = True  # since the last telemetry
+
+
+@dataclass(slots=True)
+class Stats:
+    """Counters a game can show in a debug overlay; the tests read them too."""
+
+    requests: int = 0
+    asked: int = 0
+    ai: int = 0
+    cached: int = 0
+    local: int = 0
+    fallbacks: dict[str, int] = field(default_factory=dict)
+    dropped_epoch: int = 0
+    illegal: int = 0
+    errors: int = 0
+    reports_sent: int = 0
+
+
+@dataclass(slots=True)
+class _Sent:
+    """One decide request in flight: what it carried, so its answer can be checked against it."""
+
+    epoch: int
+    legal: dict[str, tuple[str, ...]]
+    future: Future[tuple[int, Any, dict[str, str]]]
+
+
+class DecideClient:
+    """One game's client of an npcmind service: call ``tick()`` every frame, ``action()`` per entity."""
+
+    def __init__(
+        self,
+        service_url: str,
+        client_id: str,
+        *,
+        world: dict[str, Any] | None = None,
+        scope: str | None = None,
+        scope_state: dict[str, Any] | None = None,
+        epoch: int = 0,
+        api_key: str | None = None,
+        refresh_ms: int | None = None,
+        event_window_ms: int = 50,
+        telemetry_ms: int = 500,
+        policy: Policy | None = None,
+        threshold: float = 0.8,
+        timeout_s: float = 15.0,
+        workers: int = 4,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.client_id = client_id
+        self.world: dict[str, Any] = dict(world or {})
+        self.scope = scope
+        self.scope_state = scope_state
+        self.policy = policy
+        self.threshold = threshold
+        self.stats = Stats()
+        self._epoch = epoch
+        self._api_key = api_key
+        self._token: str | None = None
+        self._token_lock = threading.Lock()
+        self._refresh_ms = refresh_ms
+        self._window = event_window_ms / 1000
+        self._telemetry_every = telemetry_ms / 1000
+        self._clock = clock
+        self._http = httpx.Client(base_url=service_url.rstrip("/"), timeout=timeout_s)
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="npcmind-decide")
+        self._entities: dict[str, Entity] = {}
+        self._observed: dict[str, dict[str, Any]] = {}
+        self._removed: list[str] = []
+        self._scene: str | None = None
+        self._sent: list[_Sent] = []
+        self._other: list[Future[Any]] = []
+        self._reports: list[dict[str, Any]] = []
+        self._types: dict[str, tuple[int, int]] = {}  # type -> (refresh_ms, ttl_ms), from GET /v1/manifest
+        self._manifest: Future[tuple[int, Any, dict[str, str]]] | None = None
+        self._count = 0
+        self._last_reask = float("-inf")
+        self._reask_pending = False
+        self._last_telemetry = float("-inf")
+        self._not_before = float("-inf")  # after a 429 or a service that is down
+        self._warned: set[str] = set()
+
+    # --- what the game tells --------------------------------------------------------------------
+
+    @property
+    def epoch(self) -> int:
+        """The game's epoch: answers to requests sent under another epoch are dropped."""
+        return self._epoch
+
+    @epoch.setter
+    def epoch(self, value: int) -> None:
+        if value != self._epoch:
+            self._epoch = value
+            for e in self._entities.values():  # what was decided for the old state no longer holds
+                e.choice = None
+                e.due = min(e.due, self._clock())
+
+    def set_scene(self, scene: str) -> None:
+        """A new scene (level, map): the service resets its population with the next telemetry."""
+        self._scene = scene
+
+    def track(
+        self,
+        entity_id: str,
+        type: str,
+        observation: dict[str, Any],
+        legal_actions: list[str],
+        *,
+        position: list[float] | tuple[float, ...] | None = None,
+        profile: str | None = None,
+        parent: str | None = None,
+        state: str | None = None,
+    ) -> None:
+        """Add an entity that decides, or update what it sees and may do now (it is not asked again for
+        that alone: it is asked on its refresh, on an event, or when the population changes)."""
+        pos = list(position) if position is not None else None
+        e = self._entities.get(entity_id)
+        if e is None:
+            now = self._clock()
+            self._entities[entity_id] = Entity(
+                entity_id, type, dict(observation), list(legal_actions), pos, profile, parent, state, due=now
+            )
+            return
+        if e.type != type:
+            e.choice = None
+            e.due = self._clock()
+        e.type, e.observation, e.legal_actions = type, dict(observation), list(legal_actions)
+        e.position, e.profile, e.parent, e.state = pos, profile, parent, state
+        e.changed = True
+
+    def observe(
+        self, entity_id: str, type: str, fields: dict[str, Any], *, position: list[float] | None = None
+    ) -> None:
+        """An observe-only entity (the player): sent as telemetry, never asked."""
+        self._observed[entity_id] = {"id": entity_id, "type": type, "fields": dict(fields)} | (
+            {"position": list(position)} if position is not None else {}
+        )
+
+    def untrack(self, entity_id: str) -> None:
+        """The entity left the scene (died, despawned): forget it and tell the service."""
+        if self._entities.pop(entity_id, None) is not None or self._observed.pop(entity_id, None) is not None:
+            self._removed.append(entity_id)
+
+    def event(self, entity_id: str, trigger: str) -> None:
+        """Something happened to the entity (one of its type's events): ask for it at once."""
+        e = self._entities.get(entity_id)
+        if e is None:
+            raise KeyError(f"entity {entity_id!r} is not tracked: track() it first")
+        e.trigger = trigger
+        e.due = min(e.due, self._clock() + self._window)
+
+    def report(self, entity_id: str, outcome: Outcome, detail: str | None = None) -> bool:
+        """What became of the entity's current AI decision; sent with the next tick. False when it has
+        none to report (a fallback, a local choice, or an expired decision)."""
+        e = self._entities.get(entity_id)
+        if e is None or e.choice is None or e.choice.decision_id is None:
+            return False
+        item: dict[str, Any] = {"decision_id": e.choice.decision_id, "outcome": outcome}
+        if detail:
+            item["detail"] = detail[:200]
+        self._reports.append(item)
+        return True
+
+    # --- what the game asks ---------------------------------------------------------------------
+
+    def action(self, entity_id: str, legal_now: list[str] | None = None) -> Choice | None:
+        """The entity's live decision, or None: run the game's native AI. The action is checked against
+        ``legal_now``, else against the legal actions last given to ``track()``."""
+        e = self._entities.get(entity_id)
+        if e is None or e.choice is None:
+            return None
+        c = e.choice
+        if self._clock() >= c.expires_at:
+            e.choice = None
+            return None
+        if c.action not in (legal_now if legal_now is not None else e.legal_actions):
+            return None
+        return c
+
+    def tick(self, now: float | None = None) -> None:
+        """Apply the answers that came in, then send what is due. Never blocks, never raises for the network."""
+        now = self._clock() if now is None else now
+        self._collect(now)
+        if self._manifest is None and now >= self._not_before:
+            self._manifest = self._pool.submit(self._call, "GET", "/v1/manifest", None)
+        if len(self._entities) != self._count:
+            self._count = len(self._entities)
+            self._reask_pending = True
+        if self._reask_pending and now - self._last_reask >= REASK_GAP_S:
+            self._reask_pending = False
+            self._last_reask = now
+            for e in self._entities.values():
+                e.due = min(e.due, now)
+        if now < self._not_before:  # the service is down or asked us to wait: keep it all for later
+            return
+        if now - self._last_telemetry >= self._telemetry_every:
+            self._send_telemetry(now)
+        if self._reports:
+            reports, self._reports = self._reports[:256], self._reports[256:]
+            self._other.append(self._pool.submit(self._call, "POST", "/v1/report", self._body(reports=reports)))
+            self.stats.reports_sent += len(reports)
+        self._ask(now)
+
+    def wait(self, timeout_s: float = 10.0) -> bool:
+        """Block until every request sent so far has answered, then apply the answers (for turn-based games
+        and tests). True if nothing is still in flight."""
+        pending = [s.future for s in self._sent] + self._other
+        deadline = time.monotonic() + timeout_s
+        for f in pending:
+            with contextlib.suppress(Exception):  # a failure is applied (as a fallback) by _collect
+                f.result(timeout=max(0.0, deadline - time.monotonic()))
+        self._collect(self._clock())
+        return not self._sent and not self._other
+
+    def close(self) -> None:
+        """Stop the workers and close the connection."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._http.close()
+
+    def __enter__(self) -> DecideClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- scheduling -----------------------------------------------------------------------------
+
+    def _timing(self, type_: str) -> tuple[float, int]:
+        refresh, ttl = self._types.get(type_, (DEFAULT_REFRESH_MS, DEFAULT_TTL_MS))
+        return (self._refresh_ms or refresh) / 1000, ttl
+
+    def _ask(self, now: float) -> None:
+        due = [e for e in self._entities.values() if e.due <= now and not e.in_flight]
+        if not due:
+            return
+        asked: list[Entity] = []
+        for e in due:
+            refresh, ttl = self._timing(e.type)
+            e.due = now + refresh
+            e.asked_at = now
+            if self.policy is not None:
+                try:
+                    action, confidence = self.policy(e)
+                except Exception:  # a broken policy must not stop the game: ask the service instead
+                    log.exception("the local policy failed for %r", e.id)
+                    action, confidence = "", 0.0
+                if confidence >= self.threshold and action in e.legal_actions:
+                    e.choice = Choice(action, "local", confidence, now + ttl / 1000)
+                    e.trigger = None
+                    self.stats.local += 1
+                    continue
+            asked.append(e)
+        for i in range(0, len(asked), BATCH):
+            self._send_batch(asked[i : i + BATCH])
+
+    def _send_batch(self, batch: list[Entity]) -> None:
+        entities = []
+        for e in batch:
+            item: dict[str, Any] = {
+                "id": e.id,
+                "type": e.type,
+                "observation": e.observation,
+                "legal_actions": e.legal_actions,
+            }
+            for k in ("position", "profile", "parent", "trigger"):
+                v = getattr(e, k)
+                if v is not None:
+                    item[k] = v
+            entities.append(item)
+            e.in_flight = True
+            e.trigger = None
+        body = self._body(epoch=self._epoch, world=self.world, entities=entities)
+        if self.scope is not None:
+            body["scope"] = self.scope
+            if self.scope_state is not None:
+                body["scope_state"] = self.scope_state
+        legal = {e.id: tuple(e.legal_actions) for e in batch}
+        self._sent.append(_Sent(self._epoch, legal, self._pool.submit(self._call, "POST", "/v1/decide", body)))
+        self.stats.requests += 1
+        self.stats.asked += len(batch)
+
+    def _send_telemetry(self, now: float) -> None:
+        items: list[dict[str, Any]] = []
+        for e in self._entities.values():
+            if e.changed:
+                e.changed = False
+                item = {"id": e.id, "type": e.type, "fields": e.observation}
+                for k in ("position", "state", "parent"):
+                    v = getattr(e, k)
+                    if v is not None:
+                        item[k] = v
+                items.append(item)
+        items += self._observed.values()
+        if not items and not self._removed and self._scene is None:
+            return
+        self._last_telemetry = now
+        first: dict[str, Any] = {"scene": self._scene} if self._scene is not None else {}
+        for i in range(0, max(len(items), 1), TELEMETRY_BATCH):  # the scene and removals go with the first
+            body = self._body(epoch=self._epoch, entities=items[i : i + TELEMETRY_BATCH], **first)
+            if i == 0:
+                body["removed"] = self._removed
+            self._other.append(self._pool.submit(self._call, "POST", "/v1/telemetry", body))
+            first = {}
+        self._observed.clear()
+        self._removed = []
+        self._scene = None
+
+    # --- answers ----------------------------------------------------------------------------------
+
+    def _collect(self, now: float) -> None:
+        if self._manifest is not None and self._manifest.done() and not self._types:
+            self._read_manifest(self._manifest)
+        self._other = [f for f in self._other if not f.done() or self._check_other(f, now)]
+        still: list[_Sent] = []
+        for s in self._sent:
+            if s.future.done():
+                self._apply(s, now)
+            else:
+                still.append(s)
+        self._sent = still
+
+    def _read_manifest(self, f: Future[tuple[int, Any, dict[str, str]]]) -> None:
+        try:
+            status, body, _ = f.result()
+            data = body["manifest"] if status == 200 else None
+        except Exception:
+            data = None
+        if not isinstance(data, dict):
+            self._manifest = None  # ask again on a later tick; the defaults hold meanwhile
+            self._not_before = max(self._not_before, self._clock() + 1.0)
+            return
+        defaults = data.get("defaults") or {}
+        for name, t in (data.get("types") or {}).items():
+            self._types[name] = (
+                int(t.get("refresh_ms") or defaults.get("refresh_ms") or DEFAULT_REFRESH_MS),
+                int(t.get("ttl_ms") or defaults.get("ttl_ms") or DEFAULT_TTL_MS),
+            )
+        for e in self._entities.values():  # asked before the manifest came: on the default refresh
+            e.due = min(e.due, e.asked_at + self._timing(e.type)[0])
+
+    def _check_other(self, f: Future[tuple[int, Any, dict[str, str]]], now: float) -> bool:
+        """Log what went wrong with a telemetry or report request; False drops it from the pending list."""
+        try:
+            status, body, headers = f.result()
+        except Exception as e:
+            self._warn("transport", f"npcmind is unreachable: {e}")
+            return False
+        if status != 200:
+            self._refused(status, body, headers, now)
+        return False
+
+    def _apply(self, s: _Sent, now: float) -> None:
+        try:
+            status, body, headers = s.future.result()
+        except Exception as exc:  # the service is down or timed out: native AI, retry later
+            self.stats.errors += 1
+            self._warn("transport", f"npcmind is unreachable: {exc}")
+            self._not_before = now + 1.0
+            self._release(s, None)
+            return
+        if status != 200:
+            self.stats.errors += 1
+            self._refused(status, body, headers, now)
+            self._release(s, None)
+            return
+        if body.get("epoch") != self._epoch or s.epoch != self._epoch:
+            self.stats.dropped_epoch += 1
+            self._release(s, now)  # asked again at once, for the epoch of now
+            return
+        for d in body.get("decisions", []):
+            e = self._entities.get(d.get("id"))
+            if e is None or d.get("id") not in s.legal:
+                continue  # untracked meanwhile
+            e.in_flight = False
+            ttl = d.get("ttl_ms", DEFAULT_TTL_MS) / 1000
+            if d.get("source") == "AI":
+                if d.get("action") not in s.legal[e.id]:
+                    self.stats.illegal += 1
+                    e.choice = None
+                    continue
+                cached = bool(d.get("cached"))
+                self.stats.ai += 1
+                self.stats.cached += cached
+                e.choice = Choice(
+                    d["action"], "AI", d.get("confidence"), now + ttl, d.get("decision_id"), cached, d.get("label")
+                )
+            else:
+                code = str(d.get("code"))
+                self.stats.fallbacks[code] = self.stats.fallbacks.get(code, 0) + 1
+                e.choice = None
+                if code == "budget":
+                    self._warn(f"budget:{e.type}", f"{e.type} {e.id!r} is over its token budget: {d.get('reason')}")
+        self._release(s, None)
+
+    def _release(self, s: _Sent, due: float | None) -> None:
+        """The entities of an answered or failed request may be asked again: at ``due``, or else on their
+        next refresh (the seed's reaction to `unavailable` and `busy`)."""
+        for eid in s.legal:
+            e = self._entities.get(eid)
+            if e is not None and e.in_flight:
+                e.in_flight = False
+                if due is not None:
+                    e.due = min(e.due, due)
+
+    def _refused(self, status: int, body: Any, headers: dict[str, str], now: float) -> None:
+        err = body.get("error", {}) if isinstance(body, dict) else {}
+        detail = "; ".join(f"{d.get('path')}: {d.get('message')}" for d in err.get("details", []) or [])
+        msg = f"npcmind answered {status} {err.get('code', '')}: {detail or err.get('message', '')}"
+        if status == 429 or status >= 500:
+            retry = headers.get("retry-after")
+            self._not_before = now + (float(retry) if retry and retry.replace(".", "", 1).isdigit() else 1.0)
+        if status == 401 and self._api_key:
+            with self._token_lock:
+                self._token = None  # a new session with the next request
+        self._warn(f"{status}:{msg}", msg)
+
+    def _warn(self, key: str, message: str) -> None:
+        """Say a problem once (a game loop would repeat it every frame)."""
+        if key not in self._warned:
+            if len(self._warned) >= 1000:
+                self._warned.clear()
+            self._warned.add(key)
+            log.warning("%s (the entities concerned use their native AI)", message)
+
+    # --- HTTP (worker threads) --------------------------------------------------------------------
+
+    def _body(self, **parts: Any) -> dict[str, Any]:
+        return {"client_id": self.client_id, **parts}
+
+    def _headers(self) -> dict[str, str]:
+        if self._api_key is None:
+            return {}
+        with self._token_lock:
+            if self._token is None:
+                r = self._http.post(
+                    "/v1/session",
+                    json={"client_id": self.client_id},
+                    headers={"authorization": f"Bearer {self._api_key}"},
+                )
+                r.raise_for_status()
+                self._token = str(r.json()["session_token"])
+            return {"authorization": f"Bearer {self._token}"}
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None) -> tuple[int, Any, dict[str, str]]:
+        r = self._http.request(method, path, json=body, headers=self._headers())
+        try:
+            payload = r.json()
+        except ValueError:
+            payload = {"error": {"message": r.text[:200]}}
+        return r.status_code, payload, dict(r.headers)

@@ -1,0 +1,299 @@
+"""The reference decision SDK against a real service over HTTP: the seed's game obligations and the schedule."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from litestar import Litestar, Request, post
+
+from conftest import BEE_OBS, FOREST, Hosted, Running
+from npcmind.http.server import BackgroundServer, free_port
+from npcmind.providers.scripted import ScriptedServer
+from npcmind.sdk import DecideClient
+
+LEGAL = ["idle", "wander", "chase", "flee"]
+WORLD = {"player_hp_fraction": 0.4, "repellent": False}
+
+
+class Clock:
+    """The client's clock, moved by the test: schedules and expiries without sleeping."""
+
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def client(url: str, clock: Clock, **kw: Any) -> DecideClient:
+    return DecideClient(
+        url, "game-1", world=WORLD, scope="forest_boss", scope_state={"boss_phase": 2}, epoch=7, clock=clock, **kw
+    )
+
+
+def track_bees(c: DecideClient, n: int, start: int = 0) -> None:
+    for i in range(start, start + n):
+        c.track(f"b{i}", "bee", {**BEE_OBS, "distance_to_player": 10.0 * i}, LEGAL, position=[i * 5.0, 0.0])
+
+
+def entities_sent(scripted: ScriptedServer) -> list[int]:
+    """Entities per provider call, in order (each call's user text has one `Qn:` line per entity)."""
+    return [r["messages"][1]["content"].count("\nQ") for r in scripted.requests]
+
+
+@pytest.fixture()
+def clock() -> Clock:
+    return Clock()
+
+
+def test_decisions_arrive_are_used_and_expire(svc: Running, scripted: ScriptedServer, clock: Clock) -> None:
+    scripted.set(choose={"b0": "flee", "b1": "chase"})
+    with client(svc.server.url, clock) as c:
+        track_bees(c, 3)
+        assert c.action("b0") is None  # nothing asked yet: native AI
+        c.tick()
+        assert c.wait()
+        b0 = c.action("b0")
+        assert b0 is not None and b0.source == "AI" and b0.action == "flee" and b0.decision_id
+        assert b0.label == "Move directly away from the player to preserve health"
+        assert c.action("b1", legal_now=LEGAL).action == "chase"  # type: ignore[union-attr]
+        # the game's rules changed since: an action no longer legal is not used
+        assert c.action("b1", legal_now=["idle", "flee"]) is None
+        # the forest's ttl_ms is 12000: on the client's clock the decision then expires
+        clock.t += 11.9
+        assert c.action("b0") is not None
+        clock.t += 0.2
+        assert c.action("b0") is None
+        assert c.stats.ai == 3 and c.stats.requests == 1
+
+
+def test_a_cached_decision_is_used_like_a_fresh_one(svc: Running, scripted: ScriptedServer, clock: Clock) -> None:
+    with client(svc.server.url, clock, refresh_ms=1000) as c:
+        for i in range(2):  # out of each other's perception: the second ask sees the same situation
+            c.track(f"b{i}", "bee", BEE_OBS, LEGAL, position=[i * 1000.0, 0.0])
+        c.tick()
+        c.wait()
+        first = c.action("b0")
+        clock.t += 1.5  # the refresh asks again; the situation is the same: a cache hit
+        c.tick()
+        c.wait()
+        again = c.action("b0")
+        assert first is not None and again is not None
+        assert again.cached and not first.cached
+        assert again.action == first.action and again.decision_id != first.decision_id
+        assert c.stats.cached == 2 and len(scripted.requests) == 1
+
+
+def test_fallbacks_give_native_ai_and_are_asked_again_on_refresh(
+    svc: Running, scripted: ScriptedServer, clock: Clock
+) -> None:
+    with client(svc.server.url, clock) as c:
+        track_bees(c, 2)
+        scripted.set(status=500)
+        c.tick()
+        c.wait()
+        assert c.action("b0") is None and c.action("b1") is None  # never an invented action
+        assert c.stats.fallbacks == {"unavailable": 2}
+        scripted.set(choose={"b0": "wander"})
+        c.tick()
+        c.wait()
+        assert c.action("b0") is None  # not before the refresh (4000 ms in the forest manifest)
+        clock.t += 4.1
+        c.tick()
+        c.wait()
+        assert c.action("b0").action == "wander"  # type: ignore[union-attr]
+
+
+def test_an_answer_for_an_old_epoch_is_dropped(svc: Running, scripted: ScriptedServer, clock: Clock) -> None:
+    scripted.set(delay_ms=300, choose={"b0": "chase"})
+    with client(svc.server.url, clock) as c:
+        track_bees(c, 1)
+        c.tick()
+        c.epoch = 8  # the game moved on while the request was out
+        c.wait()
+        assert c.action("b0") is None and c.stats.dropped_epoch == 1
+        c.tick()  # asked again at once, under the new epoch
+        c.wait()
+        assert c.action("b0").action == "chase"  # type: ignore[union-attr]
+        assert c.stats.requests == 2
+
+
+@pytest.fixture()
+def fake_service() -> Iterator[tuple[str, dict[str, Any]]]:
+    """A stand-in service over real HTTP whose decide answer a test writes: the SDK's checks of answers the
+    real service never gives."""
+    answer: dict[str, Any] = {}
+
+    @post("/v1/decide", status_code=200)
+    async def decide(request: Request[Any, Any, Any]) -> dict[str, Any]:
+        body = await request.json()
+        return {"a2g": "0.1", "epoch": answer.get("epoch", body["epoch"]), "latency_ms": 1, **answer["body"](body)}
+
+    @post("/v1/telemetry", status_code=200)
+    async def telemetry() -> dict[str, Any]:
+        return {"accepted": 0}
+
+    server = BackgroundServer(Litestar([decide, telemetry]), lifespan="off").start()
+    yield server.url, answer
+    server.stop()
+
+
+def ai(eid: str, action: str) -> dict[str, Any]:
+    return {"source": "AI", "id": eid, "action": action, "label": action, "confidence": None, "ttl_ms": 5000,
+            "decision_id": f"d_{eid}", "cached": False}  # fmt: skip
+
+
+def test_an_action_outside_what_was_sent_is_never_used(fake_service: tuple[str, dict[str, Any]], clock: Clock) -> None:
+    url, answer = fake_service
+    answer["body"] = lambda body: {"decisions": [ai("b0", "explode"), ai("b1", "flee"), ai("ghost", "chase")]}
+    with client(url, clock) as c:
+        track_bees(c, 2)
+        c.tick()
+        c.wait()
+        assert c.action("b0") is None and c.stats.illegal == 1
+        assert c.action("b1").action == "flee"  # type: ignore[union-attr]
+        assert c.action("ghost") is None
+    answer["epoch"] = 3  # an answer that echoes another epoch than the one sent
+    with client(url, clock) as c:
+        track_bees(c, 1)
+        c.tick()
+        c.wait()
+        assert c.action("b0") is None and c.stats.dropped_epoch == 1
+
+
+def test_a_service_that_is_down_never_breaks_the_game(clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, "npcmind.sdk.decide"), client(f"http://127.0.0.1:{free_port()}", clock) as c:
+        track_bees(c, 3)
+        for _ in range(5):
+            c.tick()
+            assert c.wait()
+            clock.t += 5
+        assert c.action("b0") is None and c.stats.errors >= 1
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and "unreachable" in said[0]  # once, not every frame
+
+
+def test_bad_input_is_logged_with_its_path_and_decides_nothing(svc: Running, clock: Clock, caplog: Any) -> None:
+    with caplog.at_level(logging.WARNING, "npcmind.sdk.decide"), client(svc.server.url, clock) as c:
+        c.track("b0", "bee", {"hp_fraction": 2.0}, LEGAL)
+        c.tick()
+        c.wait()
+        assert c.action("b0") is None
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert "422" in said and "entities[0].observation" in said
+
+
+def test_events_go_at_once_and_together_in_batches_of_16(svc: Running, scripted: ScriptedServer, clock: Clock) -> None:
+    with client(svc.server.url, clock) as c:
+        track_bees(c, 20)
+        c.tick()
+        c.wait()
+        assert sorted(entities_sent(scripted)) == [4, 16]  # 16 entities a request at most
+        before = len(scripted.requests)
+        c.event("b3", "hit")
+        clock.t += 0.01
+        c.tick()  # inside the event window: wait for more events
+        c.event("b7", "hit")
+        clock.t += 0.05
+        c.tick()
+        c.wait()
+        sent = scripted.requests[before:]
+        assert len(sent) == 1
+        user = sent[0]["messages"][1]["content"]
+        assert user.count("\nQ") == 2 and user.count("Event: It was just hit by the player.") == 2
+        with pytest.raises(KeyError, match="not tracked"):
+            c.event("nobody", "hit")
+
+
+def test_refresh_and_a_changed_population_reask(svc: Running, scripted: ScriptedServer, clock: Clock) -> None:
+    with client(svc.server.url, clock) as c:
+        track_bees(c, 4)
+        c.tick()
+        c.wait()
+        assert c.stats.asked == 4
+        clock.t += 1.0
+        c.tick()
+        c.wait()
+        assert c.stats.asked == 4  # nothing due before refresh_ms
+        c.untrack("b3")  # a death: everyone left is re-asked (at least 500 ms after the last re-ask)
+        c.tick()
+        c.wait()
+        assert c.stats.asked == 7
+        track_bees(c, 1, start=10)  # a spawn 0.1 s later waits for the gap
+        clock.t += 0.1
+        c.tick()
+        c.wait()
+        assert c.stats.asked == 8  # only the new bee, which is due as soon as it is tracked
+        clock.t += 0.5
+        c.tick()
+        c.wait()
+        assert c.stats.asked == 12
+        clock.t += 4.1  # the forest's refresh_ms is 4000
+        c.tick()
+        c.wait()
+        assert c.stats.asked == 16
+
+
+def test_cascade_sends_only_what_the_local_policy_is_unsure_of(
+    svc: Running, scripted: ScriptedServer, clock: Clock
+) -> None:
+    def policy(e: Any) -> tuple[str, float]:
+        return ("idle", 0.95) if int(e.id[1:]) % 2 == 0 else ("chase", 0.3)
+
+    with client(svc.server.url, clock, policy=policy, threshold=0.8) as c:
+        track_bees(c, 6)
+        c.tick()
+        c.wait()
+        assert entities_sent(scripted) == [3]
+        local = c.action("b0")
+        assert local is not None and local.source == "local" and local.action == "idle" and local.decision_id is None
+        assert c.action("b1").source == "AI"  # type: ignore[union-attr]
+        assert c.stats.local == 3 and c.stats.asked == 3
+        assert not c.report("b0", "done")  # a local choice has nothing to report
+
+
+def test_reports_and_telemetry_reach_the_session(svc: Running, scripted: ScriptedServer, clock: Clock) -> None:
+    with client(svc.server.url, clock) as c:
+        track_bees(c, 2)
+        c.observe("hero", "player", {"hp_fraction": 0.5}, position=[1.0, 0.0])
+        c.tick()
+        c.wait()
+        assert c.report("b0", "done", "stung the player")
+        assert not c.report("nobody", "done")
+        clock.t += 1
+        c.tick()  # the report goes out with the next tick
+        c.wait()
+        clock.t += 3.1
+        c.tick()  # and the refresh shows it in the entity's memory
+        c.wait()
+        user = scripted.requests[-1]["messages"][1]["content"]
+        assert '-> done "stung the player"' in user
+        assert '"hero"' in user  # the observe-only player, from telemetry
+        assert c.stats.reports_sent == 1
+
+
+def test_hosted_profile_opens_its_own_session(hosted: Hosted, clock: Clock) -> None:
+    with client(hosted.running.server.url, clock, api_key=hosted.keys["game-1"]) as c:
+        track_bees(c, 1)
+        c.tick()
+        c.wait()
+        assert c.action("b0") is not None and c.stats.errors == 0
+
+
+def test_each_type_is_refreshed_as_its_manifest_says(
+    start_service: Any, scripted: ScriptedServer, clock: Clock, tmp_path: Any
+) -> None:
+    manifest = tmp_path / "forest.yaml"
+    manifest.write_text(FOREST.read_text().replace("refresh_ms: 4000", "refresh_ms: 1500"))
+    running = start_service(manifest=manifest, provider="openai", base_url=scripted.base_url, model="scripted")
+    with client(running.server.url, clock) as c:
+        track_bees(c, 1)
+        c.tick()
+        c.wait()
+        clock.t += 1.6
+        c.tick()
+        c.wait()
+        assert c.stats.asked == 2
