@@ -297,3 +297,22 @@ def test_each_type_is_refreshed_as_its_manifest_says(
         c.tick()
         c.wait()
         assert c.stats.asked == 2
+
+
+def test_the_readme_example_loop_runs(svc: Running) -> None:
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "bees.py"), "--url", svc.server.url, "--seconds", "1.5"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    lines = out.splitlines()
+    assert lines[0].count("(native)") == 5  # nothing decided before the first answer
+    assert lines[1].count("(AI") == 5
+    assert lines[-1].startswith("requests ") and "fallbacks none" in lines[-1]
