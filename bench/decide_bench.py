@@ -5,7 +5,9 @@
 (c) a minimal JSON echo route (bench/echo_app.py) on the same HTTP stack, same body
 (e) the echo plus one call to the scripted provider with the body of a real 16-entity batch: what (a)
     would cost if the pipeline itself were free
-at 1 and 32 concurrent connections (wrk), then the ratios (a)/(c), (b)/(c), (e)/(c); and
+at 1 and 32 concurrent connections (wrk), then the ratios (a)/(c), (b)/(c), (e)/(c); the CPU time the
+serving process (and the provider) spent per request, read from /proc, which a noisy host disturbs less
+than throughput; and
 (d) prompt input tokens per entity for a batch of 1 versus a batch of 16 on the example manifest.
 
 Run: python bench/decide_bench.py [--seconds 5]   (needs `wrk`: apt-get install wrk)
@@ -71,8 +73,15 @@ def wait_up(url: str, proc: subprocess.Popen[bytes], timeout: float = 20) -> Non
     raise SystemExit(f"{url} did not come up")
 
 
-def wrk(url: str, script: str, conns: int, seconds: int) -> dict[str, float]:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc), to give each row its CPU cost."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wrk(url: str, script: str, conns: int, seconds: int, server: int, provider: int) -> dict[str, float]:
     threads = 1 if conns == 1 else 2
+    before = cpu_seconds(server), cpu_seconds(provider)
     out = subprocess.run(
         ["wrk", f"-t{threads}", f"-c{conns}", f"-d{seconds}s", "--latency", "-s", script, url],
         capture_output=True,
@@ -87,11 +96,19 @@ def wrk(url: str, script: str, conns: int, seconds: int) -> dict[str, float]:
         v, unit = float(m.group(1)), m.group(2)
         return v / 1000 if unit == "us" else v * 1000 if unit == "s" else v
 
+    after = cpu_seconds(server), cpu_seconds(provider)
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    n = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     if errors:
         raise SystemExit(f"{url}: {errors.group(1)} non-2xx answers\n{out}")
-    return {"rps": rps, "p50": ms("50"), "p99": ms("99")}
+    return {
+        "rps": rps,
+        "p50": ms("50"),
+        "p99": ms("99"),
+        "cpu": (after[0] - before[0]) / n * 1e6,
+        "provider_cpu": (after[1] - before[1]) / n * 1e6,
+    }
 
 
 def tokens_per_entity() -> tuple[float, float]:
@@ -185,11 +202,15 @@ def main() -> int:
         (tmp / "static.lua").write_text(LUA_STATIC % (tmp / "body.json"))
         size = len((tmp / "body.json").read_bytes())
         rows = {}
+        pids = {"service": service.proc.pid, "echo": procs[-1].pid, "provider": procs[0].pid}
         for conns in (1, 32):
-            rows[("a", conns)] = wrk(f"http://127.0.0.1:{sp}/v1/decide", str(tmp / "miss.lua"), conns, args.seconds)
-            rows[("b", conns)] = wrk(f"http://127.0.0.1:{sp}/v1/decide", str(tmp / "static.lua"), conns, args.seconds)
-            rows[("c", conns)] = wrk(f"http://127.0.0.1:{ep}/echo", str(tmp / "static.lua"), conns, args.seconds)
-            rows[("e", conns)] = wrk(f"http://127.0.0.1:{ep}/echo_call", str(tmp / "static.lua"), conns, args.seconds)
+            for k, server, route, script in (
+                ("a", "service", f"http://127.0.0.1:{sp}/v1/decide", "miss.lua"),
+                ("b", "service", f"http://127.0.0.1:{sp}/v1/decide", "static.lua"),
+                ("c", "echo", f"http://127.0.0.1:{ep}/echo", "static.lua"),
+                ("e", "echo", f"http://127.0.0.1:{ep}/echo_call", "static.lua"),
+            ):
+                rows[(k, conns)] = wrk(route, str(tmp / script), conns, args.seconds, pids[server], pids["provider"])
         m = httpx.get(f"http://127.0.0.1:{sp}/metrics").text
         fallbacks = [
             line
@@ -213,17 +234,25 @@ def main() -> int:
     }
     print(cpu_probe())
     print(f"body {size} bytes; {os.cpu_count()} cores; wrk {args.seconds}s per row; Python {sys.version.split()[0]}")
-    print(f"{'route':28} {'conns':>5} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8}")
+    print(f"{'route':28} {'conns':>5} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'CPU us/req':>11} {'provider':>9}")
     for conns in (1, 32):
         for k in "abce":
             r = rows[(k, conns)]
-            print(f"{names[k]:28} {conns:>5} {r['rps']:>9.0f} {r['p50']:>8.2f} {r['p99']:>8.2f}")
+            provider = f"{r['provider_cpu']:>9.0f}" if k in "ae" else f"{'':>9}"
+            timing = f"{r['rps']:>9.0f} {r['p50']:>8.2f} {r['p99']:>8.2f}"
+            print(f"{names[k]:28} {conns:>5} {timing} {r['cpu']:>11.0f} {provider}")
     for conns in (1, 32):
         c = rows[("c", conns)]["rps"]
         print(
             f"ratio at {conns:>2} conns: (a)/(c) = {rows[('a', conns)]['rps'] / c:.2f}   "
             f"(b)/(c) = {rows[('b', conns)]['rps'] / c:.2f}   "
             f"floor of (a): (e)/(c) = {rows[('e', conns)]['rps'] / c:.2f}"
+        )
+    for conns in (1, 32):
+        c = rows[("c", conns)]["cpu"]
+        print(
+            f"CPU per request against the echo's at {conns:>2} conns (service only): "
+            f"(c)/(a) = {c / rows[('a', conns)]['cpu']:.2f}   (c)/(b) = {c / rows[('b', conns)]['cpu']:.2f}"
         )
     one, sixteen = tokens_per_entity()
     print(
