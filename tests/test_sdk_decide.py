@@ -146,7 +146,7 @@ def ai(eid: str, action: str) -> dict[str, Any]:
             "decision_id": f"d_{eid}", "cached": False}  # fmt: skip
 
 
-def test_an_action_outside_what_was_sent_is_never_used(fake_service: tuple[str, dict[str, Any]], clock: Clock) -> None:
+def test_answers_outside_what_was_sent_are_never_used(fake_service: tuple[str, dict[str, Any]], clock: Clock) -> None:
     url, answer = fake_service
     answer["body"] = lambda body: {"decisions": [ai("b0", "explode"), ai("b1", "flee"), ai("ghost", "chase")]}
     with client(url, clock) as c:
@@ -156,6 +156,13 @@ def test_an_action_outside_what_was_sent_is_never_used(fake_service: tuple[str, 
         assert c.action("b0") is None and c.stats.illegal == 1
         assert c.action("b1").action == "flee"  # type: ignore[union-attr]
         assert c.action("ghost") is None
+    answer["body"] = lambda body: {"decisions": "not a list"}  # an answer no npcmind gives: never into the game
+    with client(url, clock) as c:
+        track_bees(c, 1)
+        c.tick()
+        c.wait()
+        assert c.action("b0") is None and c.stats.errors == 1
+    answer["body"] = lambda body: {"decisions": [ai("b0", "flee")]}
     answer["epoch"] = 3  # an answer that echoes another epoch than the one sent
     with client(url, clock) as c:
         track_bees(c, 1)

@@ -26,6 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import httpx
+import msgspec
+
+from npcmind.protocol.a2g import AIDecision, DecideResponse
 
 log = logging.getLogger("npcmind.sdk.decide")
 
@@ -435,33 +438,36 @@ class DecideClient:
             self._refused(status, body, headers, now)
             self._release(s, None)
             return
-        if body.get("epoch") != self._epoch or s.epoch != self._epoch:
+        try:
+            answer = msgspec.convert(body, DecideResponse)
+        except msgspec.ValidationError as exc:  # not npcmind, or another protocol version: never into the game
+            self.stats.errors += 1
+            self._warn("malformed", f"the answer to /v1/decide could not be read: {exc}")
+            self._release(s, None)
+            return
+        if answer.epoch != self._epoch or s.epoch != self._epoch:
             self.stats.dropped_epoch += 1
             self._release(s, now)  # asked again at once, for the epoch of now
             return
-        for d in body.get("decisions", []):
-            e = self._entities.get(d.get("id"))
-            if e is None or d.get("id") not in s.legal:
-                continue  # untracked meanwhile
+        for d in answer.decisions:
+            e = self._entities.get(d.id)
+            if e is None or d.id not in s.legal:
+                continue  # untracked meanwhile, or not asked
             e.in_flight = False
-            ttl = d.get("ttl_ms", DEFAULT_TTL_MS) / 1000
-            if d.get("source") == "AI":
-                if d.get("action") not in s.legal[e.id]:
+            if isinstance(d, AIDecision):
+                if d.action not in s.legal[e.id]:
                     self.stats.illegal += 1
                     e.choice = None
                     continue
-                cached = bool(d.get("cached"))
                 self.stats.ai += 1
-                self.stats.cached += cached
-                e.choice = Choice(
-                    d["action"], "AI", d.get("confidence"), now + ttl, d.get("decision_id"), cached, d.get("label")
-                )
+                self.stats.cached += d.cached
+                expires = now + d.ttl_ms / 1000
+                e.choice = Choice(d.action, "AI", d.confidence, expires, d.decision_id, d.cached, d.label)
             else:
-                code = str(d.get("code"))
-                self.stats.fallbacks[code] = self.stats.fallbacks.get(code, 0) + 1
+                self.stats.fallbacks[d.code] = self.stats.fallbacks.get(d.code, 0) + 1
                 e.choice = None
-                if code == "budget":
-                    self._warn(f"budget:{e.type}", f"{e.type} {e.id!r} is over its token budget: {d.get('reason')}")
+                if d.code == "budget":
+                    self._warn(f"budget:{e.type}", f"{e.type} {e.id!r} is over its token budget: {d.reason}")
         self._release(s, None)
 
     def _release(self, s: _Sent, due: float | None) -> None:
@@ -475,8 +481,11 @@ class DecideClient:
                     e.due = min(e.due, due)
 
     def _refused(self, status: int, body: Any, headers: dict[str, str], now: float) -> None:
-        err = body.get("error", {}) if isinstance(body, dict) else {}
-        detail = "; ".join(f"{d.get('path')}: {d.get('message')}" for d in err.get("details", []) or [])
+        err = body.get("error") if isinstance(body, dict) else None
+        err = err if isinstance(err, dict) else {}
+        found = err.get("details")
+        details: list[Any] = found if isinstance(found, list) else []
+        detail = "; ".join(f"{d.get('path')}: {d.get('message')}" for d in details if isinstance(d, dict))
         msg = f"npcmind answered {status} {err.get('code', '')}: {detail or err.get('message', '')}"
         if status == 429 or status >= 500:
             retry = headers.get("retry-after")
