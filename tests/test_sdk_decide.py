@@ -88,15 +88,17 @@ def test_a_cached_decision_is_used_like_a_fresh_one(svc: Running, scripted: Scri
 
 
 def test_fallbacks_give_native_ai_and_are_asked_again_on_refresh(
-    svc: Running, scripted: ScriptedServer, clock: Clock
+    svc: Running, scripted: ScriptedServer, clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with client(svc.server.url, clock) as c:
+    with caplog.at_level(logging.WARNING, "npcmind.sdk.decide"), client(svc.server.url, clock) as c:
         track_bees(c, 2)
         scripted.set(status=500)
         c.tick()
         c.wait()
         assert c.action("b0") is None and c.action("b1") is None  # never an invented action
         assert c.stats.fallbacks == {"unavailable": 2}
+        said = [r.getMessage() for r in caplog.records if r.name == "npcmind.sdk.decide"]
+        assert len(said) == 1 and "fell back with 'unavailable'" in said[0]  # once for the two
         scripted.set(choose={"b0": "wander"})
         c.tick()
         c.wait()
@@ -179,7 +181,7 @@ def test_a_service_that_is_down_never_breaks_the_game(clock: Clock, caplog: pyte
             assert c.wait()
             clock.t += 5
         assert c.action("b0") is None and c.stats.errors >= 1
-    said = [r.getMessage() for r in caplog.records]
+    said = [r.getMessage() for r in caplog.records if r.name == "npcmind.sdk.decide"]
     assert len(said) == 1 and "unreachable" in said[0]  # once, not every frame
 
 

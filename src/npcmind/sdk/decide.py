@@ -468,6 +468,8 @@ class DecideClient:
                 e.choice = None
                 if d.code == "budget":
                     self._warn(f"budget:{e.type}", f"{e.type} {e.id!r} is over its token budget: {d.reason}")
+                elif d.code in ("unavailable", "busy"):  # the service's state, not the entity's: say it once
+                    self._warn(f"{d.code}:{d.reason}", f"npcmind fell back with {d.code!r}: {d.reason}")
         self._release(s, None)
 
     def _release(self, s: _Sent, due: float | None) -> None:
