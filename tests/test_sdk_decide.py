@@ -325,3 +325,15 @@ def test_the_readme_example_loop_runs(svc: Running) -> None:
     assert lines[0].count("(native)") == 5  # nothing decided before the first answer
     assert lines[1].count("(AI") == 5
     assert lines[-1].startswith("requests ") and "fallbacks none" in lines[-1]
+
+
+def test_closing_does_not_wait_for_a_slow_service(svc: Running, scripted: ScriptedServer, clock: Clock) -> None:
+    import time
+
+    scripted.set(delay_ms=3000)
+    c = client(svc.server.url, clock)
+    track_bees(c, 1)
+    c.tick()
+    t0 = time.monotonic()
+    c.close()
+    assert time.monotonic() - t0 < 1.0

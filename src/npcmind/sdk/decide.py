@@ -288,8 +288,9 @@ class DecideClient:
         return not self._sent and not self._other
 
     def close(self) -> None:
-        """Stop the workers and close the connection."""
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        """Stop the workers and close the connection, without waiting for answers (a game that quits must
+        not hang on a slow service; call ``wait()`` first to keep them)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
         self._http.close()
 
     def __enter__(self) -> DecideClient:
