@@ -337,3 +337,34 @@ def test_closing_does_not_wait_for_a_slow_service(svc: Running, scripted: Script
     t0 = time.monotonic()
     c.close()
     assert time.monotonic() - t0 < 1.0
+
+
+def test_a_wave_of_asks_is_spread_over_frames_events_first(
+    svc: Running, scripted: ScriptedServer, clock: Clock
+) -> None:
+    scripted.set(delay_ms=200)
+    with client(svc.server.url, clock, workers=2) as c:
+        track_bees(c, 40)
+        c.event("b39", "hit")
+        clock.t += 0.1
+        c.tick()  # two workers: two requests of 16 now, the other 8 bees on a later frame
+        assert c.stats.requests == 2 and c.stats.asked == 32
+        c.wait()
+        c.tick()
+        c.wait()
+        assert c.stats.asked == 40 and c.stats.ai == 40
+        first_call = next(r for r in scripted.requests if "b39" in r["messages"][1]["content"])
+        assert scripted.requests.index(first_call) < 2  # the event went in the first wave
+
+
+def test_an_entity_that_is_not_json_is_left_to_native_ai(
+    svc: Running, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, "npcmind.sdk.decide"), client(svc.server.url, clock) as c:
+        track_bees(c, 2)
+        c.track("odd", "bee", {**BEE_OBS, "hp_fraction": object()}, LEGAL)
+        c.tick()
+        c.wait()
+        assert c.action("b0") is not None and c.action("odd") is None
+    said = [r.getMessage() for r in caplog.records if r.name == "npcmind.sdk.decide"]
+    assert any("'odd' cannot be sent as JSON" in m for m in said)

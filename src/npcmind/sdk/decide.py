@@ -62,7 +62,7 @@ class Entity:
     type: str
     observation: dict[str, Any]
     legal_actions: list[str]
-    position: list[float] | None = None
+    position: list[float] | tuple[float, ...] | None = None
     profile: str | None = None
     parent: str | None = None
     state: str | None = None
@@ -139,6 +139,7 @@ class DecideClient:
         self._clock = clock
         self._http = httpx.Client(base_url=service_url.rstrip("/"), timeout=timeout_s)
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="npcmind-decide")
+        self._workers = workers
         self._entities: dict[str, Entity] = {}
         self._observed: dict[str, dict[str, Any]] = {}
         self._removed: list[str] = []
@@ -188,19 +189,19 @@ class DecideClient:
     ) -> None:
         """Add an entity that decides, or update what it sees and may do now (it is not asked again for
         that alone: it is asked on its refresh, on an event, or when the population changes)."""
-        pos = list(position) if position is not None else None
         e = self._entities.get(entity_id)
         if e is None:
             now = self._clock()
             self._entities[entity_id] = Entity(
-                entity_id, type, dict(observation), list(legal_actions), pos, profile, parent, state, due=now
+                entity_id, type, observation, legal_actions, position, profile, parent, state, due=now
             )
             return
         if e.type != type:
             e.choice = None
             e.due = self._clock()
-        e.type, e.observation, e.legal_actions = type, dict(observation), list(legal_actions)
-        e.position, e.profile, e.parent, e.state = pos, profile, parent, state
+        # kept by reference (this runs for every entity of every frame); copied when a request is built
+        e.type, e.observation, e.legal_actions = type, observation, legal_actions
+        e.position, e.profile, e.parent, e.state = position, profile, parent, state
         e.changed = True
 
     def observe(
@@ -272,7 +273,8 @@ class DecideClient:
             self._send_telemetry(now)
         if self._reports:
             reports, self._reports = self._reports[:256], self._reports[256:]
-            self._other.append(self._pool.submit(self._call, "POST", "/v1/report", self._body(reports=reports)))
+            raw = msgspec.json.encode(self._body(reports=reports))
+            self._other.append(self._pool.submit(self._call, "POST", "/v1/report", raw))
             self.stats.reports_sent += len(reports)
         self._ask(now)
 
@@ -306,11 +308,19 @@ class DecideClient:
         return (self._refresh_ms or refresh) / 1000, ttl
 
     def _ask(self, now: float) -> None:
+        """Send what is due, events first, then the longest waiting; no more requests than there are
+        workers, so a wave of refreshes is spread over frames instead of stalling one."""
+        free = self._workers - len(self._sent)
+        if free <= 0:
+            return
         due = [e for e in self._entities.values() if e.due <= now and not e.in_flight]
         if not due:
             return
+        due.sort(key=lambda e: (e.trigger is None, e.due))
         asked: list[Entity] = []
         for e in due:
+            if len(asked) == free * BATCH:
+                break  # the rest stay due: next tick
             refresh, ttl = self._timing(e.type)
             e.due = now + refresh
             e.asked_at = now
@@ -330,30 +340,51 @@ class DecideClient:
             self._send_batch(asked[i : i + BATCH])
 
     def _send_batch(self, batch: list[Entity]) -> None:
-        entities = []
-        for e in batch:
-            item: dict[str, Any] = {
-                "id": e.id,
-                "type": e.type,
-                "observation": e.observation,
-                "legal_actions": e.legal_actions,
-            }
-            for k in ("position", "profile", "parent", "trigger"):
-                v = getattr(e, k)
-                if v is not None:
-                    item[k] = v
-            entities.append(item)
-            e.in_flight = True
-            e.trigger = None
-        body = self._body(epoch=self._epoch, world=self.world, entities=entities)
+        items = [(e, self._entity_item(e)) for e in batch]
+        body = self._body(epoch=self._epoch, world=self.world, entities=[item for _, item in items])
         if self.scope is not None:
             body["scope"] = self.scope
             if self.scope_state is not None:
                 body["scope_state"] = self.scope_state
+        try:
+            raw = msgspec.json.encode(body)  # a snapshot: the game may change its dicts from the next frame on
+        except (TypeError, msgspec.EncodeError):
+            good = [(e, item) for e, item in items if self._encodable(e.id, e.type, item)]
+            if not good:
+                return
+            batch = [e for e, _ in good]
+            body["entities"] = [item for _, item in good]
+            try:
+                raw = msgspec.json.encode(body)
+            except (TypeError, msgspec.EncodeError) as exc:
+                self._warn(f"encode:{exc}", f"the world or scope state cannot be sent as JSON: {exc}")
+                return
+        for e in batch:
+            e.in_flight = True
+            e.trigger = None
         legal = {e.id: tuple(e.legal_actions) for e in batch}
-        self._sent.append(_Sent(self._epoch, legal, self._pool.submit(self._call, "POST", "/v1/decide", body)))
+        self._sent.append(_Sent(self._epoch, legal, self._pool.submit(self._call, "POST", "/v1/decide", raw)))
         self.stats.requests += 1
         self.stats.asked += len(batch)
+
+    @staticmethod
+    def _entity_item(e: Entity) -> dict[str, Any]:
+        item: dict[str, Any] = {"id": e.id, "type": e.type, "observation": e.observation}
+        item["legal_actions"] = e.legal_actions
+        for k in ("position", "profile", "parent", "trigger"):
+            v = getattr(e, k)
+            if v is not None:
+                item[k] = v
+        return item
+
+    def _encodable(self, entity_id: str, type_: str, item: dict[str, Any]) -> bool:
+        """Whether an entity can be sent as JSON; if not, say so once and leave it to the native AI."""
+        try:
+            msgspec.json.encode(item)
+        except (TypeError, msgspec.EncodeError) as exc:
+            self._warn(f"encode:{entity_id}", f"{type_} {entity_id!r} cannot be sent as JSON ({exc}): left out")
+            return False
+        return True
 
     def _send_telemetry(self, now: float) -> None:
         items: list[dict[str, Any]] = []
@@ -375,7 +406,16 @@ class DecideClient:
             body = self._body(epoch=self._epoch, entities=items[i : i + TELEMETRY_BATCH], **first)
             if i == 0:
                 body["removed"] = self._removed
-            self._other.append(self._pool.submit(self._call, "POST", "/v1/telemetry", body))
+            try:
+                raw = msgspec.json.encode(body)
+            except (TypeError, msgspec.EncodeError):
+                body["entities"] = [x for x in body["entities"] if self._encodable(x["id"], x["type"], x)]
+                try:
+                    raw = msgspec.json.encode(body)
+                except (TypeError, msgspec.EncodeError) as exc:
+                    self._warn(f"encode:{exc}", f"telemetry cannot be sent as JSON ({exc}): skipped")
+                    continue
+            self._other.append(self._pool.submit(self._call, "POST", "/v1/telemetry", raw))
             first = {}
         self._observed.clear()
         self._removed = []
@@ -525,8 +565,11 @@ class DecideClient:
                 self._token = str(r.json()["session_token"])
             return {"authorization": f"Bearer {self._token}"}
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None) -> tuple[int, Any, dict[str, str]]:
-        r = self._http.request(method, path, json=body, headers=self._headers())
+    def _call(self, method: str, path: str, body: bytes | None) -> tuple[int, Any, dict[str, str]]:
+        headers = self._headers()
+        if body is not None:
+            headers["content-type"] = "application/json"
+        r = self._http.request(method, path, content=body, headers=headers)
         try:
             payload = r.json()
         except ValueError:
