@@ -282,6 +282,11 @@ def test_reports_and_telemetry_reach_the_session(svc: Running, scripted: Scripte
         assert '-> done "stung the player"' in user
         assert '"hero"' in user  # the observe-only player, from telemetry
         assert c.stats.reports_sent == 1
+        c.untrack("b1")  # a death goes out as telemetry's `removed`; the re-ask shows it in the population
+        clock.t += 0.6
+        c.tick()
+        c.wait()
+        assert "POPULATION: bee alive=1 seen=2 gone=1" in scripted.requests[-1]["messages"][1]["content"]
 
 
 def test_hosted_profile_opens_its_own_session(hosted: Hosted, clock: Clock) -> None:

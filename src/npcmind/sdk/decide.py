@@ -138,6 +138,8 @@ class DecideClient:
         self._telemetry_every = telemetry_ms / 1000
         self._clock = clock
         self._http = httpx.Client(base_url=service_url.rstrip("/"), timeout=timeout_s)
+        self._timeout = timeout_s
+        self._telemetry: list[Future[tuple[int, Any, dict[str, str]]]] = []  # of the newest telemetry tick
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="npcmind-decide")
         self._workers = workers
         self._entities: dict[str, Entity] = {}
@@ -363,7 +365,9 @@ class DecideClient:
             e.in_flight = True
             e.trigger = None
         legal = {e.id: tuple(e.legal_actions) for e in batch}
-        self._sent.append(_Sent(self._epoch, legal, self._pool.submit(self._call, "POST", "/v1/decide", raw)))
+        after = [f for f in self._telemetry if not f.done()]
+        future = self._pool.submit(self._call, "POST", "/v1/decide", raw, after)
+        self._sent.append(_Sent(self._epoch, legal, future))
         self.stats.requests += 1
         self.stats.asked += len(batch)
 
@@ -401,6 +405,7 @@ class DecideClient:
         if not items and not self._removed and self._scene is None:
             return
         self._last_telemetry = now
+        self._telemetry = []
         first: dict[str, Any] = {"scene": self._scene} if self._scene is not None else {}
         for i in range(0, max(len(items), 1), TELEMETRY_BATCH):  # the scene and removals go with the first
             body = self._body(epoch=self._epoch, entities=items[i : i + TELEMETRY_BATCH], **first)
@@ -415,7 +420,8 @@ class DecideClient:
                 except (TypeError, msgspec.EncodeError) as exc:
                     self._warn(f"encode:{exc}", f"telemetry cannot be sent as JSON ({exc}): skipped")
                     continue
-            self._other.append(self._pool.submit(self._call, "POST", "/v1/telemetry", raw))
+            self._telemetry.append(self._pool.submit(self._call, "POST", "/v1/telemetry", raw))
+            self._other.append(self._telemetry[-1])
             first = {}
         self._observed.clear()
         self._removed = []
@@ -565,7 +571,14 @@ class DecideClient:
                 self._token = str(r.json()["session_token"])
             return {"authorization": f"Bearer {self._token}"}
 
-    def _call(self, method: str, path: str, body: bytes | None) -> tuple[int, Any, dict[str, str]]:
+    def _call(
+        self, method: str, path: str, body: bytes | None, after: list[Future[Any]] | None = None
+    ) -> tuple[int, Any, dict[str, str]]:
+        """One request, on a worker thread; a decide request first waits for the telemetry sent before it,
+        so that its prompt shows the scene as the game last told it (a removal, a new scene)."""
+        for f in after or ():
+            with contextlib.suppress(Exception):
+                f.result(timeout=self._timeout)
         headers = self._headers()
         if body is not None:
             headers["content-type"] = "application/json"
