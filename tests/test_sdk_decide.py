@@ -295,6 +295,17 @@ def test_hosted_profile_opens_its_own_session(hosted: Hosted, clock: Clock) -> N
         c.tick()
         c.wait()
         assert c.action("b0") is not None and c.stats.errors == 0
+        # the session ends under it (expiry, or the service ended it): one 401, then a new session
+        ended = hosted.http.delete("/v1/session", headers={"authorization": f"Bearer {c._token}"})
+        assert ended.status_code == 200, ended.text
+        clock.t += 4.1
+        c.tick()
+        c.wait()
+        assert c.stats.errors == 1 and c.action("b0") is not None  # the old decision still lives
+        clock.t += 0.3
+        c.tick()  # asked again soon, not on the next refresh
+        c.wait()
+        assert c.stats.errors == 1 and c.stats.ai == 2
 
 
 def test_each_type_is_refreshed_as_its_manifest_says(

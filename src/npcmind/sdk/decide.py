@@ -483,7 +483,8 @@ class DecideClient:
         if status != 200:
             self.stats.errors += 1
             self._refused(status, body, headers, now)
-            self._release(s, None)
+            # a session that ended under us: asked again soon, with a new session
+            self._release(s, now if status == 401 and self._api_key else None)
             return
         try:
             answer = msgspec.convert(body, DecideResponse)
@@ -542,6 +543,7 @@ class DecideClient:
         if status == 401 and self._api_key:
             with self._token_lock:
                 self._token = None  # a new session with the next request
+            self._not_before = max(self._not_before, now + 0.25)  # not a request a frame if it keeps failing
         self._warn(f"{status}:{msg}", msg)
 
     def _warn(self, key: str, message: str) -> None:
