@@ -50,6 +50,7 @@ def main() -> None:
                 print(f"frame {frame:3}: " + "  ".join(line))
             frame += 1
             time.sleep(1 / 30)
+        npc.wait(2.0)  # the answers still on their way, so the counts add up
         print(f"requests {npc.stats.requests}, entities asked {npc.stats.asked}, AI {npc.stats.ai} "
               f"(cached {npc.stats.cached}), fallbacks {npc.stats.fallbacks or 'none'}")  # fmt: skip
 
