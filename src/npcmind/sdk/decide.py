@@ -207,12 +207,18 @@ class DecideClient:
         e.changed = True
 
     def observe(
-        self, entity_id: str, type: str, fields: dict[str, Any], *, position: list[float] | None = None
+        self,
+        entity_id: str,
+        type: str,
+        fields: dict[str, Any],
+        *,
+        position: list[float] | tuple[float, ...] | None = None,
     ) -> None:
         """An observe-only entity (the player): sent as telemetry, never asked."""
-        self._observed[entity_id] = {"id": entity_id, "type": type, "fields": dict(fields)} | (
-            {"position": list(position)} if position is not None else {}
-        )
+        item: dict[str, Any] = {"id": entity_id, "type": type, "fields": fields}
+        if position is not None:
+            item["position"] = position
+        self._observed[entity_id] = item
 
     def untrack(self, entity_id: str) -> None:
         """The entity left the scene (died, despawned): forget it and tell the service."""
@@ -342,25 +348,16 @@ class DecideClient:
             self._send_batch(asked[i : i + BATCH])
 
     def _send_batch(self, batch: list[Entity]) -> None:
-        items = [(e, self._entity_item(e)) for e in batch]
-        body = self._body(epoch=self._epoch, world=self.world, entities=[item for _, item in items])
+        body = self._body(epoch=self._epoch, world=self.world, entities=[self._entity_item(e) for e in batch])
         if self.scope is not None:
             body["scope"] = self.scope
             if self.scope_state is not None:
                 body["scope_state"] = self.scope_state
-        try:
-            raw = msgspec.json.encode(body)  # a snapshot: the game may change its dicts from the next frame on
-        except (TypeError, msgspec.EncodeError):
-            good = [(e, item) for e, item in items if self._encodable(e.id, e.type, item)]
-            if not good:
-                return
-            batch = [e for e, _ in good]
-            body["entities"] = [item for _, item in good]
-            try:
-                raw = msgspec.json.encode(body)
-            except (TypeError, msgspec.EncodeError) as exc:
-                self._warn(f"encode:{exc}", f"the world or scope state cannot be sent as JSON: {exc}")
-                return
+        raw = self._encode(body)
+        if raw is None:
+            return
+        kept = {item["id"] for item in body["entities"]}
+        batch = [e for e in batch if e.id in kept]
         for e in batch:
             e.in_flight = True
             e.trigger = None
@@ -372,35 +369,47 @@ class DecideClient:
         self.stats.asked += len(batch)
 
     @staticmethod
-    def _entity_item(e: Entity) -> dict[str, Any]:
-        item: dict[str, Any] = {"id": e.id, "type": e.type, "observation": e.observation}
-        item["legal_actions"] = e.legal_actions
-        for k in ("position", "profile", "parent", "trigger"):
+    def _item(e: Entity, item: dict[str, Any], optional: tuple[str, ...]) -> dict[str, Any]:
+        """An entity's wire object: the given fields, and those of ``optional`` that are set."""
+        for k in optional:
             v = getattr(e, k)
             if v is not None:
                 item[k] = v
         return item
 
-    def _encodable(self, entity_id: str, type_: str, item: dict[str, Any]) -> bool:
-        """Whether an entity can be sent as JSON; if not, say so once and leave it to the native AI."""
+    def _entity_item(self, e: Entity) -> dict[str, Any]:
+        base = {"id": e.id, "type": e.type, "observation": e.observation, "legal_actions": e.legal_actions}
+        return self._item(e, base, ("position", "profile", "parent", "trigger"))
+
+    def _encode(self, body: dict[str, Any]) -> bytes | None:
+        """The body as JSON, made now (a snapshot: the game may change its dicts from the next frame on).
+        An entity that is not JSON is left out and named once; None when nothing is left to send."""
         try:
-            msgspec.json.encode(item)
+            return msgspec.json.encode(body)
+        except (TypeError, msgspec.EncodeError):
+            pass
+        kept = []
+        for item in body["entities"]:
+            try:
+                msgspec.json.encode(item)
+                kept.append(item)
+            except (TypeError, msgspec.EncodeError) as exc:
+                eid, typ = item["id"], item["type"]
+                self._warn(f"encode:{eid}", f"{typ} {eid!r} cannot be sent as JSON ({exc}): left out")
+        body["entities"] = kept
+        try:
+            return msgspec.json.encode(body) if kept or body.get("removed") or body.get("scene") else None
         except (TypeError, msgspec.EncodeError) as exc:
-            self._warn(f"encode:{entity_id}", f"{type_} {entity_id!r} cannot be sent as JSON ({exc}): left out")
-            return False
-        return True
+            self._warn(f"encode:{exc}", f"a request cannot be sent as JSON ({exc}): skipped")
+            return None
 
     def _send_telemetry(self, now: float) -> None:
         items: list[dict[str, Any]] = []
         for e in self._entities.values():
             if e.changed:
                 e.changed = False
-                item = {"id": e.id, "type": e.type, "fields": e.observation}
-                for k in ("position", "state", "parent"):
-                    v = getattr(e, k)
-                    if v is not None:
-                        item[k] = v
-                items.append(item)
+                base = {"id": e.id, "type": e.type, "fields": e.observation}
+                items.append(self._item(e, base, ("position", "state", "parent")))
         items += self._observed.values()
         if not items and not self._removed and self._scene is None:
             return
@@ -411,17 +420,10 @@ class DecideClient:
             body = self._body(epoch=self._epoch, entities=items[i : i + TELEMETRY_BATCH], **first)
             if i == 0:
                 body["removed"] = self._removed
-            try:
-                raw = msgspec.json.encode(body)
-            except (TypeError, msgspec.EncodeError):
-                body["entities"] = [x for x in body["entities"] if self._encodable(x["id"], x["type"], x)]
-                try:
-                    raw = msgspec.json.encode(body)
-                except (TypeError, msgspec.EncodeError) as exc:
-                    self._warn(f"encode:{exc}", f"telemetry cannot be sent as JSON ({exc}): skipped")
-                    continue
-            self._telemetry.append(self._pool.submit(self._call, "POST", "/v1/telemetry", raw))
-            self._other.append(self._telemetry[-1])
+            raw = self._encode(body)
+            if raw is not None:
+                self._telemetry.append(self._pool.submit(self._call, "POST", "/v1/telemetry", raw))
+                self._other.append(self._telemetry[-1])
             first = {}
         self._observed.clear()
         self._removed = []
@@ -432,7 +434,13 @@ class DecideClient:
     def _collect(self, now: float) -> None:
         if self._manifest is not None and self._manifest.done() and not self._types:
             self._read_manifest(self._manifest)
-        self._other = [f for f in self._other if not f.done() or self._check_other(f, now)]
+        pending = []
+        for f in self._other:
+            if f.done():
+                self._check_other(f, now)
+            else:
+                pending.append(f)
+        self._other = pending
         still: list[_Sent] = []
         for s in self._sent:
             if s.future.done():
@@ -460,23 +468,22 @@ class DecideClient:
         for e in self._entities.values():  # asked before the manifest came: on the default refresh
             e.due = min(e.due, e.asked_at + self._timing(e.type)[0])
 
-    def _check_other(self, f: Future[tuple[int, Any, dict[str, str]]], now: float) -> bool:
-        """Log what went wrong with a telemetry or report request; False drops it from the pending list."""
+    def _check_other(self, f: Future[tuple[int, Any, dict[str, str]]], now: float) -> None:
+        """Log what went wrong with a telemetry or report request."""
         try:
             status, body, headers = f.result()
-        except Exception as e:
-            self._warn("transport", f"npcmind is unreachable: {e}")
-            return False
+        except Exception as exc:
+            self._failed(exc)
+            return
         if status != 200:
             self._refused(status, body, headers, now)
-        return False
 
     def _apply(self, s: _Sent, now: float) -> None:
         try:
             status, body, headers = s.future.result()
         except Exception as exc:  # the service is down or timed out: native AI, retry later
             self.stats.errors += 1
-            self._warn("transport", f"npcmind is unreachable: {exc}")
+            self._failed(exc)
             self._not_before = now + 1.0
             self._release(s, None)
             return
@@ -545,6 +552,13 @@ class DecideClient:
                 self._token = None  # a new session with the next request
             self._not_before = max(self._not_before, now + 0.25)  # not a request a frame if it keeps failing
         self._warn(f"{status}:{msg}", msg)
+
+    def _failed(self, exc: Exception) -> None:
+        """A request that got no answer: the service is down, or it refused to open a session."""
+        if isinstance(exc, httpx.TransportError):
+            self._warn("transport", f"npcmind is unreachable: {exc}")
+        else:
+            self._warn(f"failed:{exc}", f"a request to npcmind failed: {exc}")
 
     def _warn(self, key: str, message: str) -> None:
         """Say a problem once (a game loop would repeat it every frame)."""
