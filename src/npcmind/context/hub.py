@@ -103,7 +103,7 @@ class ContextHub:
             if found is None:
                 found = st.lines[e.id] = self._lines(scene, m, e.id, e.type)
             lines, parent_id = found
-            ctx = EntityContext(list(lines))
+            ctx = EntityContext(lines)  # the scene version's cached list, shared: nothing appends to it
             if parent_id is not None:
                 p = scene.entities.get(parent_id)
                 if p is not None and p.decided is not None:

@@ -44,7 +44,8 @@ class EntityContext:
     """What the session knows around one entity (part 6 beyond its observation); filled by the context layer.
 
     ``lines`` decide the answer and enter the cache key; ``timed_lines`` carry relative times or memory
-    and stay out of the key, or no key would ever repeat.
+    and stay out of the key, or no key would ever repeat. ``lines`` may be a list the context layer keeps
+    for other requests too: read it, never change it.
     """
 
     lines: list[str] = field(default_factory=list)
