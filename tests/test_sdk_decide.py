@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from litestar import Litestar, Request, post
+from litestar import Litestar, Request, Response, post
 
 from conftest import BEE_OBS, FOREST, Hosted, Running
 from npcmind.http.server import BackgroundServer, free_port
@@ -130,9 +130,14 @@ def fake_service() -> Iterator[tuple[str, dict[str, Any]]]:
     answer: dict[str, Any] = {}
 
     @post("/v1/decide", status_code=200)
-    async def decide(request: Request[Any, Any, Any]) -> dict[str, Any]:
+    async def decide(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
         body = await request.json()
-        return {"a2g": "0.1", "epoch": answer.get("epoch", body["epoch"]), "latency_ms": 1, **answer["body"](body)}
+        answer["received"] = answer.get("received", 0) + 1
+        if "status" in answer:  # an error answer with its headers, as the service gives them
+            error = {"error": {"code": "rate_limited", "message": "over the client's request rate"}}
+            return Response(error, status_code=answer["status"], headers=answer.get("headers", {}))
+        epoch = answer.get("epoch", body["epoch"])
+        return Response({"a2g": "0.1", "epoch": epoch, "latency_ms": 1, **answer["body"](body)})
 
     @post("/v1/telemetry", status_code=200)
     async def telemetry() -> dict[str, Any]:
@@ -171,6 +176,27 @@ def test_answers_outside_what_was_sent_are_never_used(fake_service: tuple[str, d
         c.tick()
         c.wait()
         assert c.action("b0") is None and c.stats.dropped_epoch == 1
+
+
+def test_a_429_pauses_asking_for_its_retry_after(fake_service: tuple[str, dict[str, Any]], clock: Clock) -> None:
+    url, answer = fake_service
+    answer.update(status=429, headers={"retry-after": "2"})
+    with client(url, clock) as c:
+        track_bees(c, 1)
+        c.tick()
+        c.wait()
+        assert c.stats.errors == 1 and answer["received"] == 1
+        del answer["status"]
+        answer["body"] = lambda body: {"decisions": [ai("b0", "flee")]}
+        c.event("b0", "hit")
+        clock.t += 1.9
+        c.tick()
+        c.wait()
+        assert answer["received"] == 1 and c.action("b0") is None  # still waiting out the Retry-After
+        clock.t += 0.2
+        c.tick()
+        c.wait()
+        assert answer["received"] == 2 and c.action("b0").action == "flee"  # type: ignore[union-attr]
 
 
 def test_a_service_that_is_down_never_breaks_the_game(clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
@@ -250,17 +276,20 @@ def test_cascade_sends_only_what_the_local_policy_is_unsure_of(
     svc: Running, scripted: ScriptedServer, clock: Clock
 ) -> None:
     def policy(e: Any) -> tuple[str, float]:
+        if e.id == "b4":
+            raise RuntimeError("a bug in the game's policy")  # its entity goes to the service instead
         return ("idle", 0.95) if int(e.id[1:]) % 2 == 0 else ("chase", 0.3)
 
     with client(svc.server.url, clock, policy=policy, threshold=0.8) as c:
         track_bees(c, 6)
         c.tick()
         c.wait()
-        assert entities_sent(scripted) == [3]
+        assert entities_sent(scripted) == [4]
+        assert c.action("b4").source == "AI"  # type: ignore[union-attr]
         local = c.action("b0")
         assert local is not None and local.source == "local" and local.action == "idle" and local.decision_id is None
         assert c.action("b1").source == "AI"  # type: ignore[union-attr]
-        assert c.stats.local == 3 and c.stats.asked == 3
+        assert c.stats.local == 2 and c.stats.asked == 4
         assert not c.report("b0", "done")  # a local choice has nothing to report
 
 
@@ -287,6 +316,21 @@ def test_reports_and_telemetry_reach_the_session(svc: Running, scripted: Scripte
         c.tick()
         c.wait()
         assert "POPULATION: bee alive=1 seen=2 gone=1" in scripted.requests[-1]["messages"][1]["content"]
+
+
+def test_a_new_scene_resets_the_population_the_model_sees(svc: Running, scripted: ScriptedServer, clock: Clock) -> None:
+    with client(svc.server.url, clock) as c:
+        c.set_scene("forest")
+        track_bees(c, 2)
+        c.tick()
+        c.wait()
+        assert "POPULATION: bee alive=2 seen=2 gone=0" in scripted.requests[-1]["messages"][1]["content"]
+        c.set_scene("cave")  # the game moved on; only b0 came along
+        c.untrack("b1")
+        clock.t += 0.6
+        c.tick()
+        c.wait()
+        assert "POPULATION: bee alive=1 seen=1 gone=0" in scripted.requests[-1]["messages"][1]["content"]
 
 
 def test_hosted_profile_opens_its_own_session(hosted: Hosted, clock: Clock) -> None:
