@@ -303,3 +303,44 @@ def test_memory_line_follows_the_clock_reports_and_depth() -> None:
         m.add(issued(seq, 200.0 + seq))
     line = m.line("b1", 200.0 + 2 + DEPTH)
     assert line is not None and line.count(" s ago") == DEPTH and "idle" not in line and "failed" not in line
+
+
+def test_nearest_is_the_same_for_few_and_for_a_crowd() -> None:
+    import math
+    import random
+
+    from npcmind.context.space import Grid
+
+    rng = random.Random(7)
+    for n in (10, 300):  # under and over the size where the grid switches from sorting to a heap
+        g = Grid()
+        points = {f"p{i}": (rng.uniform(0, 400), rng.uniform(0, 400)) for i in range(n)}
+        for eid, pos in points.items():
+            g.put(eid, pos)
+        brute = sorted(
+            (math.dist(pos, (200.0, 200.0)), eid)
+            for eid, pos in points.items()
+            if eid != "p0" and math.dist(pos, (200.0, 200.0)) <= 150
+        )[:5]
+        got = g.nearest((200.0, 200.0), 150, 5, exclude="p0")
+        assert [eid for _, eid in got] == [eid for _, eid in brute]
+        assert all(math.isclose(a, b) for (a, _), (b, _) in zip(got, brute, strict=True))
+
+
+def test_an_entity_is_described_anew_when_what_it_shows_changes() -> None:
+    from conftest import FOREST
+    from npcmind.context.hub import ContextHub
+    from npcmind.context.scene import Scene
+    from npcmind.manifest import load
+
+    m = load(FOREST)
+    scene = Scene()
+    e = scene.upsert("x", "bee", [0, 0], fields=dict(BEE_OBS))
+    assert ContextHub._describe(e, m, 12.4).startswith('bee "x" d=12 active hp_fraction=')
+    scene.chose("x", "flee", "Flee", 1.0)
+    assert ContextHub._describe(e, m, None).startswith('bee "x" active action=flee hp_fraction=')
+    # a new type without fields: the old type's fields are dropped, not rendered by the new type's rules
+    scene.upsert("x", "player")
+    assert ContextHub._describe(e, m, 3.0) == 'player "x" d=3 active action=flee'
+    scene.upsert("x", "player", fields={"hp_fraction": 0.5})
+    assert ContextHub._describe(e, m, 3.0) == 'player "x" d=3 active action=flee hp_fraction=0.5'

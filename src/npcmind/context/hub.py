@@ -165,17 +165,18 @@ class ContextHub:
 
     @staticmethod
     def _describe(e: EntityState, m: Manifest, distance: float | None) -> str:
-        text = e.summary
-        if text is None:
+        """One entity as others see it; its text is built once per change, only the distance is new."""
+        found = e.summary
+        if found is None:
             parts = [e.state]
             if e.action:
                 parts.append(f"action={e.action}")
             t = m.types.get(e.type)
             if e.fields and t is not None:
                 parts.append(t.fields.render(e.fields))
-            text = e.summary = " ".join(parts)
-        head = f"{e.type} {quote(e.id)}"
-        return f"{head} d={round(distance)} {text}" if distance is not None else f"{head} {text}"
+            found = e.summary = (f"{e.type} {quote(e.id)}", " " + " ".join(parts))
+        head, text = found
+        return f"{head} d={round(distance)}{text}" if distance is not None else head + text
 
     @staticmethod
     def _observed(scene: Scene, m: Manifest) -> list[str]:

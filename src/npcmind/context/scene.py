@@ -22,7 +22,8 @@ class EntityState:
     parent: str | None = None
     fields: dict[str, Any] | None = None
     decided: tuple[str, str, float] | None = None  # (action, label, unix time) of its latest decision
-    summary: str | None = None  # its description in the prompt, kept until what it shows changes
+    # its description in the prompt, (type and quoted id, " " + state, action and fields), kept until it changes
+    summary: tuple[str, str] | None = None
 
 
 @dataclass(slots=True)
@@ -85,6 +86,7 @@ class Scene:
             self.alive[e.type].discard(eid)
             self.alive.setdefault(type_, set()).add(eid)
             e.type = type_
+            e.fields = e.summary = None  # the old type's fields mean nothing for the new one
             changed = True
         self.seen.setdefault(type_, set()).add(eid)
         if position is not None:
