@@ -5,12 +5,13 @@
 (c) a minimal JSON echo route (bench/echo_app.py) on the same HTTP stack, same body
 (e) the echo plus one call to the scripted provider with the body of a real 16-entity batch: what (a)
     would cost if the pipeline itself were free
-at 1 and 32 concurrent connections (wrk), then the ratios (a)/(c), (b)/(c), (e)/(c); the CPU time the
-serving process (and the provider) spent per request, read from /proc, which a noisy host disturbs less
-than throughput; and
+at 1 and 32 concurrent connections (wrk), in rounds (every row once a round, back to back), then the
+ratios (a)/(c), (b)/(c), (e)/(c) within each round and their median; the CPU time the serving process
+(and the provider) spent per request, read from /proc, which a noisy host disturbs less than
+throughput; and
 (d) prompt input tokens per entity for a batch of 1 versus a batch of 16 on the example manifest.
 
-Run: python bench/decide_bench.py [--seconds 5]   (needs `wrk`: apt-get install wrk)
+Run: python bench/decide_bench.py [--seconds 5] [--rounds 3]   (needs `wrk`: apt-get install wrk)
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,7 +38,7 @@ from conftest import FOREST, bee, decide_body  # noqa: E402
 from npcmind.http.server import ServiceProcess, free_port  # noqa: E402
 
 LUA_MISS = r"""
-counter = 0
+counter = FIRST
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 request = function()
@@ -141,6 +143,7 @@ def tokens_per_entity() -> tuple[float, float]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=3, help="every row is run once a round; medians are reported")
     args = ap.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit("the bench needs wrk: apt-get install wrk")
@@ -198,19 +201,23 @@ def main() -> int:
             )
         )
         wait_up(f"http://127.0.0.1:{ep}/echo", procs[-1])
-        (tmp / "miss.lua").write_text(LUA_MISS)
         (tmp / "static.lua").write_text(LUA_STATIC % (tmp / "body.json"))
         size = len((tmp / "body.json").read_bytes())
-        rows = {}
+        runs: dict[tuple[str, int], list[dict[str, float]]] = {}
         pids = {"service": service.proc.pid, "echo": procs[-1].pid, "provider": procs[0].pid}
-        for conns in (1, 32):
-            for k, server, route, script in (
-                ("a", "service", f"http://127.0.0.1:{sp}/v1/decide", "miss.lua"),
-                ("b", "service", f"http://127.0.0.1:{sp}/v1/decide", "static.lua"),
-                ("c", "echo", f"http://127.0.0.1:{ep}/echo", "static.lua"),
-                ("e", "echo", f"http://127.0.0.1:{ep}/echo_call", "static.lua"),
-            ):
-                rows[(k, conns)] = wrk(route, str(tmp / script), conns, args.seconds, pids[server], pids["provider"])
+        for rnd in range(args.rounds):
+            for conns in (1, 32):
+                # every (a) run starts its observations where no earlier run went: all of them are misses
+                (tmp / "miss.lua").write_text(LUA_MISS.replace("FIRST", str((rnd * 2 + (conns > 1)) * 10_000_000)))
+                for k, server, route, script in (
+                    ("a", "service", f"http://127.0.0.1:{sp}/v1/decide", "miss.lua"),
+                    ("b", "service", f"http://127.0.0.1:{sp}/v1/decide", "static.lua"),
+                    ("c", "echo", f"http://127.0.0.1:{ep}/echo", "static.lua"),
+                    ("e", "echo", f"http://127.0.0.1:{ep}/echo_call", "static.lua"),
+                ):
+                    r = wrk(route, str(tmp / script), conns, args.seconds, pids[server], pids["provider"])
+                    runs.setdefault((k, conns), []).append(r)
+            print(f"round {rnd + 1} of {args.rounds} done", file=sys.stderr)
         m = httpx.get(f"http://127.0.0.1:{sp}/metrics").text
         fallbacks = [
             line
@@ -232,8 +239,22 @@ def main() -> int:
         "c": "(c) JSON echo",
         "e": "(e) echo + provider call",
     }
+    # the host's speed drifts over minutes: a ratio is taken within one round (its rows ran back to back),
+    # and each figure reported is the median over the rounds
+    rows = {key: {f: statistics.median(r[f] for r in rs) for f in rs[0]} for key, rs in runs.items()}
+
+    def ratios(num: str, den: str, conns: int, field: str = "rps") -> list[float]:
+        pairs = zip(runs[(num, conns)], runs[(den, conns)], strict=True)
+        return sorted(a[field] / b[field] for a, b in pairs)
+
+    def show(rs: list[float]) -> str:
+        return f"{statistics.median(rs):.2f} ({rs[0]:.2f}-{rs[-1]:.2f})" if len(rs) > 1 else f"{rs[0]:.2f}"
+
     print(cpu_probe())
-    print(f"body {size} bytes; {os.cpu_count()} cores; wrk {args.seconds}s per row; Python {sys.version.split()[0]}")
+    print(
+        f"body {size} bytes; {os.cpu_count()} cores; wrk {args.seconds}s per row, {args.rounds} rounds, medians;"
+        f" Python {sys.version.split()[0]}"
+    )
     print(f"{'route':28} {'conns':>5} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'CPU us/req':>11} {'provider':>9}")
     for conns in (1, 32):
         for k in "abce":
@@ -241,18 +262,16 @@ def main() -> int:
             provider = f"{r['provider_cpu']:>9.0f}" if k in "ae" else f"{'':>9}"
             timing = f"{r['rps']:>9.0f} {r['p50']:>8.2f} {r['p99']:>8.2f}"
             print(f"{names[k]:28} {conns:>5} {timing} {r['cpu']:>11.0f} {provider}")
+    print("ratios: median of the rounds' ratios (lowest-highest)")
     for conns in (1, 32):
-        c = rows[("c", conns)]["rps"]
         print(
-            f"ratio at {conns:>2} conns: (a)/(c) = {rows[('a', conns)]['rps'] / c:.2f}   "
-            f"(b)/(c) = {rows[('b', conns)]['rps'] / c:.2f}   "
-            f"floor of (a): (e)/(c) = {rows[('e', conns)]['rps'] / c:.2f}"
+            f"ratio at {conns:>2} conns: (a)/(c) = {show(ratios('a', 'c', conns))}   "
+            f"(b)/(c) = {show(ratios('b', 'c', conns))}   floor of (a): (e)/(c) = {show(ratios('e', 'c', conns))}"
         )
     for conns in (1, 32):
-        c = rows[("c", conns)]["cpu"]
         print(
             f"CPU per request against the echo's at {conns:>2} conns (service only): "
-            f"(c)/(a) = {c / rows[('a', conns)]['cpu']:.2f}   (c)/(b) = {c / rows[('b', conns)]['cpu']:.2f}"
+            f"(c)/(a) = {show(ratios('c', 'a', conns, 'cpu'))}   (c)/(b) = {show(ratios('c', 'b', conns, 'cpu'))}"
         )
     one, sixteen = tokens_per_entity()
     print(
