@@ -344,3 +344,76 @@ def test_an_entity_is_described_anew_when_what_it_shows_changes() -> None:
     assert ContextHub._describe(e, m, 3.0) == 'player "x" d=3 active action=flee'
     scene.upsert("x", "player", fields={"hp_fraction": 0.5})
     assert ContextHub._describe(e, m, 3.0) == 'player "x" d=3 active action=flee hp_fraction=0.5'
+
+
+def test_a_scene_past_its_limit_drops_the_entities_updated_least_recently() -> None:
+    from npcmind.context.scene import Scene
+
+    scene = Scene(limit=10)
+    for i in range(10):
+        scene.upsert(f"b{i}", "bee", [i, 0], parent="swarm")
+    scene.upsert("b0", "bee", [0, 1])  # b0 is updated again: now b1 and b2 are the least recent
+    scene.upsert("new", "bee", [50, 0])  # the 11th: the oldest tenth and one go, down to 9
+    assert sorted(scene.entities) == ["b0", "b3", "b4", "b5", "b6", "b7", "b8", "b9", "new"]
+    assert scene.grid.position("b1") is None and "b1" not in scene.children["swarm"]
+    p = scene.population()["bee"]
+    assert (p.alive, p.seen, p.gone, scene.dropped) == (9, 11, 2, 2)  # the dropped count as gone
+    assert len(scene.seen["bee"]) == 9  # their ids left the set: it cannot grow without bound either
+    scene.change("next")
+    scene.change("other")
+    assert scene.population() == {} and scene.dropped == 0
+
+
+def test_memory_keeps_the_entities_decided_most_recently() -> None:
+    from npcmind.context.memory import Memory
+    from npcmind.storage.base import IssuedDecision
+
+    m = Memory(limit=3)
+    for seq, eid in enumerate(["a", "b", "c", "a", "d"], 1):  # "a" decided again before "d" arrives
+        m.add(IssuedDecision(seq, f"d{seq}", "s", eid, "bee", "chase", "Chase", 100.0))
+    assert len(m) == 3 and m.line("b", 100.0) is None
+    assert m.line("a", 100.0) == "memory: chase 0 s ago -> no report yet; chase 0 s ago -> no report yet"
+    assert m.line("c", 100.0) is not None and m.line("d", 100.0) is not None
+
+
+def test_bounds_on_sessions_and_entities_lose_nothing_acknowledged(
+    start_service: Any, scripted: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import logging
+
+    monkeypatch.setenv("NPCMIND_MAX_SESSION_ENTITIES", "20")
+    monkeypatch.setenv("NPCMIND_MAX_SESSIONS", "2")
+    svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted")
+    said: list[str] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: said.append(record.getMessage())  # type: ignore[method-assign]
+    logging.getLogger("npcmind.context").addHandler(handler)
+    # a game that never removes anything: 50 new entities, the scene keeps the 20 most recent at most
+    try:
+        tele(svc.http, {"entities": [{"id": f"e{i}", "type": "bee", "position": [i, 0]} for i in range(50)]})
+    finally:
+        logging.getLogger("npcmind.context").removeHandler(handler)
+    assert any("send `removed` in telemetry" in m for m in said), said
+    scripted.set(choose={"first": "chase"})
+    first = svc.decide(decide_body(bee("first"))).json()["decisions"][0]
+    assert report(svc.http, first["decision_id"], "done", detail="stung") == "accepted"
+    population = next(x for x in prompt(scripted).splitlines() if x.startswith("POPULATION:"))
+    alive = int(population.split("alive=")[1].split()[0])
+    assert 10 <= alive <= 20, population
+    # two other games push game-1's state out of memory; its memory and report come back from the store
+    for other in ("game-2", "game-3"):
+        assert svc.decide(decide_body(bee("x"), client_id=other)).status_code == 200
+    assert "game-1" not in " ".join(svc.service.hub._states)
+    scripted.set(choose={"first": "flee"})
+    svc.decide(decide_body(bee("first", observation={**BEE_OBS, "hp_fraction": 0.9})))
+    assert 'memory: chase 0 s ago -> done "stung"' in prompt(scripted) or 'chase 1 s ago -> done "stung"' in prompt(
+        scripted
+    )
+
+
+def test_bounds_below_their_least_stop_the_service_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    from npcmind.config import Settings
+
+    monkeypatch.setenv("NPCMIND_MAX_SESSION_ENTITIES", "5")
+    with pytest.raises(SystemExit, match="NPCMIND_MAX_SESSION_ENTITIES must be at least 10, not 5"):
+        Settings()

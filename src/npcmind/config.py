@@ -6,14 +6,17 @@ import os
 from dataclasses import dataclass, field
 
 
-def _env_int(name: str, default: int) -> int:
+def _env_int(name: str, default: int, least: int = 1) -> int:
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
         raise SystemExit(f"{name} must be an integer, not {raw!r}") from None
+    if value < least:
+        raise SystemExit(f"{name} must be at least {least}, not {value}")
+    return value
 
 
 @dataclass(slots=True)
@@ -32,9 +35,13 @@ class Settings:
     clients: str | None = None
     rulesets: str | None = None
     deadline_ms: int = field(default_factory=lambda: _env_int("NPCMIND_DEADLINE_MS", 10_000))
-    admission_wait_ms: int = field(default_factory=lambda: _env_int("NPCMIND_ADMISSION_WAIT_MS", 50))
+    admission_wait_ms: int = field(default_factory=lambda: _env_int("NPCMIND_ADMISSION_WAIT_MS", 50, least=0))
     max_concurrent_calls: int = field(default_factory=lambda: _env_int("NPCMIND_MAX_CONCURRENT_CALLS", 32))
-    cache_entries: int = field(default_factory=lambda: _env_int("NPCMIND_CACHE_ENTRIES", 100_000))
+    cache_entries: int = field(default_factory=lambda: _env_int("NPCMIND_CACHE_ENTRIES", 100_000, least=0))
     max_body_bytes: int = field(default_factory=lambda: _env_int("NPCMIND_MAX_BODY_BYTES", 256 * 1024))
+    max_session_entities: int = field(
+        default_factory=lambda: _env_int("NPCMIND_MAX_SESSION_ENTITIES", 20_000, least=10)
+    )
+    max_sessions: int = field(default_factory=lambda: _env_int("NPCMIND_MAX_SESSIONS", 10_000))
     logprobs: bool = field(default_factory=lambda: os.environ.get("NPCMIND_LOGPROBS", "1") != "0")
     answer_format: str = field(default_factory=lambda: os.environ.get("NPCMIND_ANSWER_FORMAT", "auto"))

@@ -61,7 +61,7 @@ class Service:
     async def start(self) -> None:
         """Load the secrets from the store and build what depends on them (inside the event loop)."""
         ids = DecisionIds(await self.store.secret("decision_mac"))
-        self._hub = ContextHub(self.store, ids)
+        self._hub = ContextHub(self.store, ids, self.settings.max_session_entities, self.settings.max_sessions)
         self._pipeline = DecidePipeline(self.provider, self.store, ids, self.settings, self.metrics, self._hub)
         signer = TokenSigner(await self.store.secret("session_tokens"))
         self._guard = Guard(self._hub, self.store, signer, self.manifest, self.clients)

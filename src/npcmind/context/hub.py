@@ -6,6 +6,7 @@ telemetry, population, memory and scopes never reach another session's prompt.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Literal
@@ -33,6 +34,8 @@ from npcmind.protocol.errors import ApiError, Problem
 from npcmind.protocol.validate import problems as shape_problems
 from npcmind.storage.base import IssuedDecision, Store
 
+log = logging.getLogger("npcmind.context")
+
 NEARBY = 5
 MEMBERS = 8
 OBSERVED = 32
@@ -54,13 +57,15 @@ class SessionState:
 class ContextHub:
     """Per-session state and the pipeline's Situation: observe, view, decided."""
 
-    def __init__(self, store: Store, ids: DecisionIds) -> None:
+    def __init__(self, store: Store, ids: DecisionIds, max_entities: int = 20_000, max_sessions: int = 10_000) -> None:
         self.store = store
         self.ids = ids
-        self._states: dict[str, SessionState] = {}
+        self.max_entities = max_entities  # per session: in its scene, and remembered
+        self.max_sessions = max_sessions  # held in memory; the least recently used beyond it are let go
+        self._states: dict[str, SessionState] = {}  # least recently used first
 
     async def state(self, session_id: str) -> SessionState:
-        """The session's state; after a restart, rebuilt from the store on first use."""
+        """The session's state; after a restart (or after it was let go), rebuilt from the store on first use."""
         st = self._states.get(session_id)
         if st is None:
             rows = await self.store.session_decisions(session_id, REBUILD_ROWS)
@@ -68,7 +73,17 @@ class ContextHub:
                 name: msgspec.json.decode(raw, type=ScopeSpec)
                 for name, raw in (await self.store.scopes(session_id)).items()
             }
-            st = self._states.setdefault(session_id, SessionState(memory=Memory.rebuilt(rows), scopes=scopes))
+            fresh = SessionState(
+                scene=Scene(limit=self.max_entities),
+                memory=Memory.rebuilt(rows, self.max_entities),
+                scopes=scopes,
+            )
+            st = self._states.setdefault(session_id, fresh)
+            while len(self._states) > self.max_sessions:
+                # its memory and scopes are in the store; only the scene, which telemetry rebuilds, is lost
+                gone = next(iter(self._states))
+                del self._states[gone]
+                log.info("session %s let go of its soft state: more than %d sessions in use", gone, self.max_sessions)
         return st
 
     def forget(self, session_id: str) -> None:
@@ -78,14 +93,29 @@ class ContextHub:
     async def session(self, session_id: str, client_id: str, manifest: Manifest) -> SessionContext:
         """The SessionContext the pipeline needs, with the session's own scopes."""
         st = await self.state(session_id)
+        self._states[session_id] = self._states.pop(session_id, st)  # now the most recently used
         return SessionContext(session_id, client_id, manifest, st.scopes)
 
     # --- the pipeline's Situation -------------------------------------------------------------
 
     async def observe(self, session: SessionContext, req: DecideRequest, now: float) -> None:
         scene = (await self.state(session.session_id)).scene
+        dropped = scene.dropped
         for e in req.entities:
             scene.upsert(e.id, e.type, e.position, parent=e.parent, fields=e.observation)
+        if scene.dropped != dropped:
+            self._dropped(session.session_id, scene, dropped)
+
+    @staticmethod
+    def _dropped(session_id: str, scene: Scene, before: int) -> None:
+        log.warning(
+            "session %s: its scene passed %d entities, so the %d updated least recently were dropped; "
+            "send `removed` in telemetry for entities that leave (%d dropped in this scene so far)",
+            session_id,
+            scene.limit,
+            scene.dropped - before,
+            scene.dropped,
+        )
 
     async def view(
         self, session: SessionContext, req: DecideRequest, now: float
@@ -222,10 +252,13 @@ class ContextHub:
             raise ApiError.invalid(problems)
         scene = (await self.state(session.session_id)).scene
         scene.change(req.scene)
+        dropped = scene.dropped
         for e in req.entities:
             scene.upsert(e.id, e.type, e.position, e.state, e.action, e.parent, e.fields)
         for eid in req.removed:
             scene.remove(eid)
+        if scene.dropped != dropped:
+            self._dropped(session.session_id, scene, dropped)
         return len(req.entities) + len(req.removed)
 
     async def add_scopes(self, session: SessionContext, req: ContextRequest) -> list[str]:

@@ -29,26 +29,41 @@ def _shown(d: IssuedDecision, now: float) -> tuple[float, float, str]:
 
 
 class Memory:
-    """The last ``DEPTH`` decisions of each entity of one session, newest last."""
+    """The last ``DEPTH`` decisions of each entity of one session, newest last, for the ``limit`` entities
+    decided most recently (a game that gives every spawn a new id must not grow a session without bound)."""
 
-    __slots__ = ("_by_entity", "_by_seq", "_shown")
+    __slots__ = ("_by_entity", "_by_seq", "_shown", "limit")
 
-    def __init__(self) -> None:
-        self._by_entity: dict[str, deque[IssuedDecision]] = {}
+    def __init__(self, limit: int = 20_000) -> None:
+        self.limit = limit
+        self._by_entity: dict[str, deque[IssuedDecision]] = {}  # least recently decided first
         self._by_seq: dict[int, IssuedDecision] = {}
         # each remembered decision's rendered text, kept while its age in whole seconds is unchanged
         self._shown: dict[int, tuple[float, float, str]] = {}
 
     def add(self, d: IssuedDecision) -> None:
         """Remember an issued decision."""
-        q = self._by_entity.get(d.entity_id)
+        by_entity = self._by_entity
+        q = by_entity.pop(d.entity_id, None)  # re-inserted below: the dict's order is recency
         if q is None:
-            q = self._by_entity[d.entity_id] = deque(maxlen=DEPTH)
+            q = deque(maxlen=DEPTH)
+            if len(by_entity) >= self.limit:
+                self._forget(next(iter(by_entity)))
+        by_entity[d.entity_id] = q
         if len(q) == DEPTH:
             self._by_seq.pop(q[0].seq, None)
             self._shown.pop(q[0].seq, None)
         q.append(d)
         self._by_seq[d.seq] = d
+
+    def _forget(self, entity_id: str) -> None:
+        for d in self._by_entity.pop(entity_id, ()):
+            self._by_seq.pop(d.seq, None)
+            self._shown.pop(d.seq, None)
+
+    def __len__(self) -> int:
+        """Entities remembered."""
+        return len(self._by_entity)
 
     def outcome(self, seq: int, outcome: str, detail: str | None) -> None:
         """An accepted report: the decision now carries its outcome."""
@@ -73,9 +88,9 @@ class Memory:
         return "memory: " + "; ".join(parts)
 
     @classmethod
-    def rebuilt(cls, newest_first: list[IssuedDecision]) -> Memory:
+    def rebuilt(cls, newest_first: list[IssuedDecision], limit: int = 20_000) -> Memory:
         """Memory from the store's rows of one session, newest first."""
-        m = cls()
+        m = cls(limit)
         for d in reversed(newest_first):
             m.add(d)
         return m

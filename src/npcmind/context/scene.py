@@ -5,7 +5,9 @@ Soft state, rebuilt by the game's telemetry after a restart. Only ever read for 
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from npcmind.context.space import Grid
@@ -24,6 +26,7 @@ class EntityState:
     decided: tuple[str, str, float] | None = None  # (action, label, unix time) of its latest decision
     # its description in the prompt, (type and quoted id, " " + state, action and fields), kept until it changes
     summary: tuple[str, str] | None = None
+    touched: int = 0  # the scene's update count when this entity was last recorded
 
 
 @dataclass(slots=True)
@@ -49,6 +52,10 @@ class Scene:
     seen: dict[str, set[str]] = field(default_factory=dict)
     alive: dict[str, set[str]] = field(default_factory=dict)  # ids present now, by type
     version: int = 0  # moves whenever something a prompt shows of the scene changes
+    limit: int = 20_000  # entities kept; past it the least recently updated tenth is dropped
+    dropped: int = 0  # entities dropped at the limit since the scene started
+    forgotten: dict[str, int] = field(default_factory=dict)  # dropped ids no longer in `seen`, by type
+    updates: int = 0
 
     def change(self, name: str | None) -> None:
         """Enter scene ``name``; a different name forgets the old scene."""
@@ -63,6 +70,8 @@ class Scene:
             self.children.clear()
             self.seen.clear()
             self.alive.clear()
+            self.forgotten.clear()
+            self.dropped = 0
 
     def upsert(
         self,
@@ -78,16 +87,20 @@ class Scene:
         moves only when something the prompt shows really changed."""
         e = self.entities.get(eid)
         changed = False
+        self.updates += 1
         if e is None:
-            e = self.entities[eid] = EntityState(eid, type_)
+            e = self.entities[eid] = EntityState(eid, type_, touched=self.updates)
             self.alive.setdefault(type_, set()).add(eid)
             changed = True
+            if len(self.entities) > self.limit:
+                self._drop_oldest()  # never the entity just added: it is the most recent
         elif e.type != type_:
             self.alive[e.type].discard(eid)
             self.alive.setdefault(type_, set()).add(eid)
             e.type = type_
             e.fields = e.summary = None  # the old type's fields mean nothing for the new one
             changed = True
+        e.touched = self.updates
         self.seen.setdefault(type_, set()).add(eid)
         if position is not None:
             pos = tuple(position)
@@ -105,8 +118,7 @@ class Scene:
             e.action = action if action is not None else e.action
             e.fields = fields if fields is not None else e.fields
         if parent is not None and parent != e.parent:
-            if e.parent is not None:
-                self.children.get(e.parent, set()).discard(eid)
+            self._unlink(e)
             e.parent = parent
             self.children.setdefault(parent, set()).add(eid)
             changed = True
@@ -134,12 +146,35 @@ class Scene:
         self.version += 1
         self.alive[e.type].discard(eid)
         self.grid.remove(eid)
-        if e.parent is not None:
-            self.children.get(e.parent, set()).discard(eid)
+        self._unlink(e)
+
+    def _unlink(self, e: EntityState) -> None:
+        """Take an entity out of its parent's members (and forget a parent left with none)."""
+        parent = e.parent
+        kids = self.children.get(parent) if parent is not None else None
+        if parent is not None and kids is not None:
+            kids.discard(e.id)
+            if not kids:
+                del self.children[parent]
+
+    def _drop_oldest(self) -> None:
+        """Past the limit, forget the least recently updated tenth of the scene: entities a game stopped
+        mentioning without removing them (a death it never reported) must not grow a session without bound.
+        They count as gone; their ids leave `seen` for a count, so that set is bounded too."""
+        n = len(self.entities) - self.limit * 9 // 10
+        for e in heapq.nsmallest(n, self.entities.values(), key=attrgetter("touched")):
+            self.remove(e.id)
+            self.seen[e.type].discard(e.id)
+            self.forgotten[e.type] = self.forgotten.get(e.type, 0) + 1
+        self.dropped += n
 
     def population(self) -> dict[str, Population]:
         """Alive and seen per type, for every type seen in this scene."""
-        return {t: Population(len(self.alive.get(t, ())), len(ids)) for t, ids in sorted(self.seen.items())}
+        f = self.forgotten
+        return {
+            t: Population(len(self.alive.get(t, ())), len(self.seen.get(t, ())) + f.get(t, 0))
+            for t in sorted(self.seen.keys() | f.keys())
+        }
 
     def members(self, parent: str, k: int = 8) -> list[tuple[float | None, EntityState]]:
         """Up to ``k`` members of a parent, nearest to it first when positions are known, then by id."""
