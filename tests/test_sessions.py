@@ -142,3 +142,21 @@ def test_keygen_prints_a_key_and_its_line(tmp_path: Path) -> None:
 
     assert len(key) >= 40 and f"key_sha256: {hash_key(key)}" in r.stdout and "client_id: studio-7" in r.stdout
     assert key not in r.stdout.split("Paste", 1)[1]  # the clients-file line holds only the hash
+
+
+def test_sessions_beyond_those_held_in_memory_still_answer_from_the_store(
+    start_service: Any, scripted: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NPCMIND_MAX_SESSIONS", "2")
+    path, keys = write_clients(tmp_path, max_sessions=8)
+    running = start_service(manifest=None, profile="hosted", clients=str(path), provider="none")
+    h = Hosted(running, keys)
+    first, second, ended = h.open(), h.open(), h.open()
+    assert h.http.delete("/v1/session", headers=h.auth(ended)).status_code == 200
+    h.open(), h.open()  # push the first three out of the guard's and the hub's memory
+    assert len(running.service.guard._sessions) <= 2 and len(running.service.hub._states) <= 2
+    for s in (first, second):
+        r = h.http.post("/v1/decide", json=decide_body(bee("a")), headers=h.auth(s))
+        assert r.status_code == 200 and r.json()["decisions"][0]["code"] == "unavailable"
+    r = h.http.post("/v1/decide", json=decide_body(bee("a")), headers=h.auth(ended))
+    assert r.status_code == 401  # ended is ended, held in memory or not

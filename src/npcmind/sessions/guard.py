@@ -88,11 +88,17 @@ class Guard:
         if rec is None:
             rec = await self.store.get_session(claims.sid)
             if rec is not None:
-                self._sessions[claims.sid] = rec
+                self._remember(rec)
         if rec is None or rec.ended or rec.client_id != claims.cid or claims.cid not in (self.clients or {}):
             raise ApiError(401, "unauthorized", "session ended or unknown")
         self._rate(claims.cid)
         return claims
+
+    def _remember(self, rec: SessionRecord) -> None:
+        """Keep a session's record at hand, for as many sessions as the hub holds (the store has them all)."""
+        self._sessions[rec.session_id] = rec
+        while len(self._sessions) > self.hub.max_sessions:
+            del self._sessions[next(iter(self._sessions))]
 
     def _rate(self, client_id: str) -> None:
         assert self.clients is not None
@@ -152,7 +158,7 @@ class Guard:
         sid = "s_" + os.urandom(12).hex()
         rec = SessionRecord(sid, client_id, now, now + ttl)
         await self.store.create_session(rec)
-        self._sessions[sid] = rec
+        self._remember(rec)
         token = self.signer.sign(TokenClaims(sid, client_id, int(now + ttl)))
         return SessionResponse(token, sid, ttl)
 
