@@ -6,6 +6,7 @@ needs. After a restart a session's memory is rebuilt from the store the first ti
 
 from __future__ import annotations
 
+import math
 from collections import deque
 
 from npcmind.decide.prompt import quote
@@ -20,12 +21,29 @@ def seconds_ago(then: float, now: float) -> int:
     return max(0, int(now - then + 0.5))
 
 
-def _shown(d: IssuedDecision, now: float) -> tuple[float, float, str]:
-    """One remembered decision as the prompt shows it, and the span of ``now`` it stays the same for."""
-    age = seconds_ago(d.created_at, now)
-    report = "no report yet" if d.outcome is None else d.outcome + (f" {quote(d.detail)}" if d.detail else "")
-    since = d.created_at + age - 0.5 if age else float("-inf")
-    return since, d.created_at + age + 0.5, f"{d.action} {age} s ago -> {report}"
+class _Shown:
+    """One remembered decision as the prompt shows it: its fixed parts, made once, and the last text with
+    the span of ``now`` it holds for (its age in whole seconds is all that changes)."""
+
+    __slots__ = ("at", "head", "since", "tail", "text", "until")
+
+    def __init__(self, d: IssuedDecision) -> None:
+        report = "no report yet" if d.outcome is None else d.outcome + (f" {quote(d.detail)}" if d.detail else "")
+        self.at = d.created_at
+        self.head = f"{d.action} "
+        self.tail = f" s ago -> {report}"
+        self.since = self.until = 0.0
+        self.text = ""
+
+    def render(self, now: float) -> None:
+        """The text at ``now``, kept until ``now`` leaves the second it was made for."""
+        age = int(now - self.at + 0.5)  # seconds_ago(), inline: this runs for every entry of a changed second
+        if age > 0:
+            self.since = self.at + age - 0.5
+        else:
+            age, self.since = 0, -math.inf
+        self.until = self.at + age + 0.5
+        self.text = f"{self.head}{age}{self.tail}"
 
 
 class Memory:
@@ -39,7 +57,7 @@ class Memory:
         self._by_entity: dict[str, deque[IssuedDecision]] = {}  # least recently decided first
         self._by_seq: dict[int, IssuedDecision] = {}
         # each remembered decision's rendered text, kept while its age in whole seconds is unchanged
-        self._shown: dict[int, tuple[float, float, str]] = {}
+        self._shown: dict[int, _Shown] = {}
 
     def add(self, d: IssuedDecision) -> None:
         """Remember an issued decision."""
@@ -82,9 +100,11 @@ class Memory:
         parts = []
         for d in reversed(q):
             s = shown.get(d.seq)
-            if s is None or not s[0] <= now < s[1]:
-                s = shown[d.seq] = _shown(d, now)
-            parts.append(s[2])
+            if s is None:
+                s = shown[d.seq] = _Shown(d)
+            if not s.since <= now < s.until:
+                s.render(now)
+            parts.append(s.text)
         return "memory: " + "; ".join(parts)
 
     @classmethod
