@@ -53,8 +53,7 @@ class Scene:
     alive: dict[str, set[str]] = field(default_factory=dict)  # ids present now, by type
     version: int = 0  # moves whenever something a prompt shows of the scene changes
     limit: int = 20_000  # entities kept; past it the least recently updated tenth is dropped
-    dropped: int = 0  # entities dropped at the limit since the scene started
-    forgotten: dict[str, int] = field(default_factory=dict)  # dropped ids no longer in `seen`, by type
+    forgotten: dict[str, int] = field(default_factory=dict)  # entities dropped at the limit, by type
     updates: int = 0
 
     def change(self, name: str | None) -> None:
@@ -71,7 +70,6 @@ class Scene:
             self.seen.clear()
             self.alive.clear()
             self.forgotten.clear()
-            self.dropped = 0
 
     def upsert(
         self,
@@ -150,12 +148,13 @@ class Scene:
 
     def _unlink(self, e: EntityState) -> None:
         """Take an entity out of its parent's members (and forget a parent left with none)."""
-        parent = e.parent
-        kids = self.children.get(parent) if parent is not None else None
-        if parent is not None and kids is not None:
+        if e.parent is None:
+            return
+        kids = self.children.get(e.parent)
+        if kids is not None:
             kids.discard(e.id)
             if not kids:
-                del self.children[parent]
+                del self.children[e.parent]
 
     def _drop_oldest(self) -> None:
         """Past the limit, forget the least recently updated tenth of the scene: entities a game stopped
@@ -166,7 +165,11 @@ class Scene:
             self.remove(e.id)
             self.seen[e.type].discard(e.id)
             self.forgotten[e.type] = self.forgotten.get(e.type, 0) + 1
-        self.dropped += n
+
+    @property
+    def dropped(self) -> int:
+        """Entities dropped at the limit since the scene started."""
+        return sum(self.forgotten.values())
 
     def population(self) -> dict[str, Population]:
         """Alive and seen per type, for every type seen in this scene."""
