@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -221,3 +222,31 @@ def test_a_session_scope_chain_is_compiled_once_per_content() -> None:
     replaced = {"cave": ScopeSpec(text="A cave.", parent="forest", fields={"depth": FieldSpec(type="number")})}
     again = m.chain_fields(m.scope_chain("cave", replaced))
     assert again is not first and again.problems({"depth": 2.5}, "s") == [] and first.problems({"depth": 2.5}, "s")
+
+
+def test_serve_says_what_to_do_when_its_port_is_taken(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "npcmind.cli",
+                "serve",
+                "--manifest",
+                str(FOREST),
+                "--port",
+                str(port),
+                "--store",
+                f"sqlite:///{tmp_path}/s.db",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    assert r.returncode == 3, r.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in r.stderr and "--port" in r.stderr
+    assert "address already in use" in r.stderr.lower()
+    assert "ready on" not in r.stdout

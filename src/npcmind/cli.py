@@ -76,7 +76,17 @@ def _serve(args: argparse.Namespace) -> int:
     )
     server = _Server(config)
     _fewer_collections()
-    server.run()
+    try:
+        server.run()
+    except SystemExit:  # uvicorn exits when it cannot listen; its log line gave the OS's reason
+        if server.started:
+            raise
+        print(
+            f"npcmind: cannot listen on {settings.host}:{settings.port}; if another program holds the port, "
+            "choose a free one with --port",
+            file=sys.stderr,
+        )
+        return 3
     return 0 if server.started else 1
 
 
