@@ -141,6 +141,7 @@ def test_not_json_is_415(svc: Running) -> None:
 def test_body_over_the_limit_is_413(svc: Running) -> None:
     r = svc.http.post("/v1/decide", content=b" " * (300 * 1024), headers={"content-type": "application/json"})
     assert r.status_code == 413 and r.json()["error"]["code"] == "body_too_large"
+    assert "262144 bytes (NPCMIND_MAX_BODY_BYTES)" in r.json()["error"]["message"]
 
 
 def test_unknown_route_and_method_are_json(svc: Running) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -57,7 +58,16 @@ async def read_json(request: Request[Any, Any, Any], typ: type[Any]) -> Any:
     return parse(await request.body(), typ)
 
 
-def _error_response(_: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+def error_handler(max_body_bytes: int) -> Callable[[Request[Any, Any, Any], Exception], Response[bytes]]:
+    """Every error as the protocol's JSON error body; the handler knows the body limit so a 413 can name it."""
+    too_large = (
+        f"the body is larger than {max_body_bytes} bytes (NPCMIND_MAX_BODY_BYTES); "
+        "send telemetry for a large scene in several requests"
+    )
+    return partial(_error_response, too_large)
+
+
+def _error_response(too_large: str, _: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
     if isinstance(exc, ApiError):
         return Response(content=exc.body(), status_code=exc.status, media_type=JSON, headers=exc.headers)
     if isinstance(exc, HTTPException):
@@ -70,7 +80,9 @@ def _error_response(_: Request[Any, Any, Any], exc: Exception) -> Response[bytes
             415: "unsupported_media_type",
             429: "rate_limited",
         }.get(status, "http_error")
-        message = {404: "no such route", 405: "method not allowed on this route"}.get(status, str(exc.detail))
+        message = {404: "no such route", 405: "method not allowed on this route", 413: too_large}.get(
+            status, str(exc.detail)
+        )
         err = ApiError(status, code, message)
         return Response(content=err.body(), status_code=status, media_type=JSON, headers=exc.headers)
     log.exception("unhandled error (a bug): %s", exc)
@@ -224,7 +236,7 @@ def create_app(service: Service) -> Litestar:
             keys,
             prompt,
         ],
-        exception_handlers={Exception: _error_response},
+        exception_handlers={Exception: error_handler(service.settings.max_body_bytes)},
         on_startup=[service.start],
         on_shutdown=[service.stop],
         openapi_config=None,
