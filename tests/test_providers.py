@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from typing import Any
@@ -104,3 +105,74 @@ def test_the_scripted_server_keeps_only_its_newest_requests(monkeypatch: Any) ->
         kept = httpx.get(f"{server.url}/_requests").json()
     assert [r["n"] for r in kept] == [2, 3, 4]  # a long bench or game session does not grow it without end
     assert len(set(ids)) == 5
+
+
+def test_a_parameter_the_model_refuses_is_dropped_and_the_batch_still_decided(
+    start_service: Any, scripted: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # OpenAI's reasoning models answer 400 to logprobs and to temperature 0: a first request must not fall back
+    svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted")
+    scripted.set(reject_params=["logprobs", "temperature"], choose={"a": "flee"})
+    logger = logging.getLogger("npcmind.providers")  # the app's logging set-up replaced the root's handlers
+    logger.addHandler(caplog.handler)
+    try:
+        r = svc.decide(decide_body(bee("a"), bee("b")))
+    finally:
+        logger.removeHandler(caplog.handler)
+    d = {x["id"]: x for x in r.json()["decisions"]}
+    assert d["a"]["source"] == "AI" and d["a"]["action"] == "flee" and d["a"]["confidence"] is None
+    assert d["b"]["source"] == "AI"
+    sent = scripted.requests
+    assert len(sent) == 3  # refused with logprobs, refused with temperature, then answered
+    assert "logprobs" in sent[0] and "temperature" in sent[1] and "logprobs" not in sent[1]
+    assert not {"logprobs", "top_logprobs", "temperature"} & set(sent[2])
+    warned = [rec.getMessage() for rec in caplog.records]
+    assert any("'logprobs'" in w and "confidence is null" in w for w in warned), warned
+    assert any("'temperature'" in w for w in warned), warned
+    # remembered: the next batch is one call, and health says what is not sent
+    svc.decide(decide_body(bee("a", observation={**bee("a")["observation"], "hp_fraction": 0.1})))
+    assert len(scripted.requests) == 4
+    note = svc.http.get("/v1/health").json()["note"]
+    assert "not sent because the model refused them: logprobs, temperature, top_logprobs" in note
+
+
+def test_a_refused_parameter_that_matters_is_still_unavailable(start_service: Any, scripted: Any) -> None:
+    # the answer format is what keeps choices legal: never dropped, the batch falls back with the reason
+    svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted")
+    scripted.set(reject_params=["response_format"])
+    r = svc.decide(decide_body(bee("a")))
+    d = r.json()["decisions"][0]
+    assert d["code"] == "unavailable" and "'response_format' is not supported" in d["reason"]
+    assert len(scripted.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ({"error": {"message": "Unsupported parameter: 'logprobs'", "param": "logprobs"}}, "logprobs"),
+        ({"error": {"message": "x", "param": "response_format"}}, None),  # named, but not optional
+        ({"error": {"message": "This model does not support the 'top_logprobs' parameter."}}, "top_logprobs"),
+        ({"message": "Unrecognized request argument supplied: max_tokens"}, "max_tokens"),  # a proxy's form
+        (  # vLLM's validation error names the field in a list
+            {"object": "error", "message": "[{'type': 'extra_forbidden', 'loc': ('body', 'prompt_cache_key')}]"},
+            "prompt_cache_key",
+        ),
+        ({"error": {"message": "context length exceeded: max_tokens too large for 8192"}}, None),  # not a refusal
+        ({"error": {"message": "temperature is not supported"}}, None),  # not sent: nothing to drop
+    ],
+)
+def test_which_refused_parameter_an_error_names(body: dict[str, Any], expected: str | None) -> None:
+    from npcmind.providers.openai import refused_parameter
+
+    sent = {"model", "messages", "response_format", "logprobs", "top_logprobs", "max_tokens", "prompt_cache_key"}
+    assert refused_parameter(400, body, sent) == expected
+    assert refused_parameter(500, body, sent) is None
+
+
+def test_a_refused_token_limit_is_sent_under_its_other_name(start_service: Any, scripted: Any) -> None:
+    svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted")
+    scripted.set(reject_params=["max_tokens"])
+    assert svc.decide(decide_body(bee("a"))).json()["decisions"][0]["source"] == "AI"
+    first, second = scripted.requests
+    assert first["max_tokens"] == 48 and "max_completion_tokens" not in first
+    assert second["max_completion_tokens"] == 48 and "max_tokens" not in second

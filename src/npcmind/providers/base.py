@@ -40,7 +40,16 @@ class ProviderAnswer:
 
 
 class ProviderError(Exception):
-    """The call failed as a whole (transport, HTTP status, credentials): every entity falls back."""
+    """The call failed as a whole (transport, HTTP status, credentials): every entity falls back.
+
+    ``status`` and ``body`` keep the provider's HTTP answer, so an adapter can tell a parameter the
+    model refuses (which it can stop sending) from a failure it can do nothing about.
+    """
+
+    def __init__(self, message: str, status: int | None = None, body: object = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
 
 
 class Provider(Protocol):

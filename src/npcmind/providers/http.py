@@ -39,7 +39,11 @@ class JsonClient:
             raise ProviderError(f"cannot reach provider: {e.__class__.__name__}: {e}") from None
         if status >= 400:
             snippet = raw[:200].decode("utf-8", "replace")
-            raise ProviderError(f"provider answered HTTP {status}: {snippet}")
+            try:
+                answer: Any = msgspec.json.decode(raw)
+            except msgspec.DecodeError:
+                answer = None
+            raise ProviderError(f"provider answered HTTP {status}: {snippet}", status, answer)
         try:
             return msgspec.json.decode(raw)
         except msgspec.DecodeError:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+import re
+from collections.abc import Collection
 from typing import Any
+
+import msgspec
 
 from npcmind.decide.prompt import AnswerMode
 from npcmind.providers import answer
@@ -12,6 +17,40 @@ from npcmind.providers.tokens import encoding_for
 
 OPENAI_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-4o-mini"
+log = logging.getLogger("npcmind.providers")
+
+# Parameters that refine a call but that some models refuse with a 400 (OpenAI's reasoning models refuse
+# logprobs and temperature 0; some servers know only one of the two token-limit names). When the
+# provider names one, npcmind stops sending it and makes the call again, so a game's first request is
+# decided instead of falling back; what is lost is said once, in the log.
+OPTIONAL = {
+    "logprobs": "confidence is null from now on",
+    "top_logprobs": "confidence still comes from the chosen token",
+    "temperature": "the model samples at its own default temperature",
+    "prompt_cache_key": "no prompt-cache hint is sent",
+    "max_completion_tokens": "the output limit is sent as max_tokens",
+    "max_tokens": "the output limit is sent as max_completion_tokens",
+}
+_REFUSAL_WORDS = ("support", "unrecognized", "unknown", "extra", "not permitted", "not allowed")
+
+
+def refused_parameter(status: int | None, body: object, sent: Collection[str]) -> str | None:
+    """The optional parameter of ``sent`` that a 400 answer says the model does not take, or None.
+
+    OpenAI names it in ``error.param``; other servers (vLLM, llama.cpp, proxies) only in the message.
+    """
+    if status != 400 or not isinstance(body, dict):
+        return None
+    candidates = [n for n in OPTIONAL if n in sent]
+    error = body.get("error")
+    param = error.get("param") if isinstance(error, dict) else None
+    if isinstance(param, str):
+        return param if param in candidates else None
+    text = msgspec.json.encode(body).decode()
+    if not any(w in text.lower() for w in _REFUSAL_WORDS):
+        return None
+    found = [(m.start(), n) for n in candidates if (m := re.search(rf"(?<!\w){n}(?!\w)", text))]
+    return min(found)[1] if found else None
 
 
 def is_hosted(base_url: str) -> bool:
@@ -39,6 +78,11 @@ class OpenAIProvider:
         self.mode: AnswerMode = mode or ("numbered" if self.hosted else "enum")
         self.logprobs = logprobs
         self.encoding = encoding_for(self.model, "o200k_base")
+        self.refused: set[str] = set()  # optional parameters this model refused: no longer sent
+        # OpenAI itself wants max_completion_tokens; many self-hosted servers know only max_tokens
+        self._limits = (
+            ("max_completion_tokens", "max_tokens") if self.hosted else ("max_tokens", "max_completion_tokens")
+        )
         self._http = JsonClient()
 
     @property
@@ -59,22 +103,43 @@ class OpenAIProvider:
                 "json_schema": {"name": "decisions", "strict": True, "schema": answer.schema(call.mode, call.entities)},
             },
         }
-        budget = 32 + 16 * len(call.entities)
-        # OpenAI itself wants max_completion_tokens; many self-hosted servers know only max_tokens.
-        body["max_completion_tokens" if self.hosted else "max_tokens"] = budget
+        limit = next((name for name in self._limits if name not in self.refused), None)
+        if limit is not None:
+            body[limit] = 32 + 16 * len(call.entities)
         if self.mode == "numbered":  # a fixed schema keeps the prefix cacheable: say which prefix it is
             body["prompt_cache_key"] = call.prefix_key
         if self.logprobs:
             body["logprobs"] = True
             body["top_logprobs"] = 1
+        if "logprobs" in self.refused:
+            self.refused.add("top_logprobs")  # it means nothing without logprobs
+        for name in self.refused:
+            body.pop(name, None)
         return body
 
     async def decide(self, call: ProviderCall) -> ProviderAnswer:
         if not self.ready:
             raise ProviderError("no API key for OpenAI")
         headers = {"authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        data = await self._http.post(f"{self.base_url}/chat/completions", self.request_body(call), headers)
-        return self.read_answer(data, call)
+        while True:  # at most once more per optional parameter: each is refused only once
+            body = self.request_body(call)
+            try:
+                data = await self._http.post(f"{self.base_url}/chat/completions", body, headers)
+            except ProviderError as e:
+                name = refused_parameter(e.status, e.body, body)
+                if name is None:
+                    raise
+                self.refused.add(name)
+                log.warning(
+                    "%s refused the parameter %r for model %s, so npcmind stops sending it (%s): %s",
+                    self.base_url,
+                    name,
+                    self.model,
+                    OPTIONAL[name],
+                    e,
+                )
+                continue
+            return self.read_answer(data, call)
 
     def read_answer(self, data: Any, call: ProviderCall) -> ProviderAnswer:
         """Map a chat-completions answer to choices, confidence and token counts."""

@@ -37,6 +37,7 @@ class Script(msgspec.Struct, forbid_unknown_fields=True):
     cached_tokens: int | None = None
     text: str | None = None
     body: dict[str, Any] | None = None  # answer exactly this JSON (for malformed provider answers)
+    reject_params: list[str] = []  # chat completions: a 400 naming the first of these the request holds
 
 
 KEEP_REQUESTS = 1000  # the newest request bodies that GET /_requests returns
@@ -134,6 +135,11 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
         if early is not None:
             return early
         s = m.script
+        rejected = next((p for p in s.reject_params if p in body), None)
+        if rejected is not None:  # as OpenAI answers a parameter a model does not take
+            text = f"Unsupported parameter: '{rejected}' is not supported with this model."
+            error = {"message": text, "type": "invalid_request_error", "param": rejected}
+            return _json({"error": {**error, "code": "unsupported_parameter"}}, 400)
         messages = body.get("messages", [])
         system = next((x["content"] for x in messages if x.get("role") == "system"), "")
         user = next((x["content"] for x in messages if x.get("role") == "user"), "")
