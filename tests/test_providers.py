@@ -176,3 +176,25 @@ def test_a_refused_token_limit_is_sent_under_its_other_name(start_service: Any, 
     first, second = scripted.requests
     assert first["max_tokens"] == 48 and "max_completion_tokens" not in first
     assert second["max_completion_tokens"] == 48 and "max_tokens" not in second
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_an_answer_cut_at_the_output_limit_says_so_and_the_limit_can_be_raised(
+    start_service: Any, scripted: Any, monkeypatch: Any, provider: str, tmp_path: Any
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    limit_name = "max_tokens"  # Anthropic's name, and the self-hosted OpenAI form's
+    svc = start_service(provider=provider, base_url=scripted.base_url, model="scripted")
+    scripted.set(truncated=True)  # a reasoning model that spent the whole limit thinking
+    ds = svc.decide(decide_body(bee("a"), bee("b"))).json()["decisions"]
+    assert scripted.requests[-1][limit_name] == 64  # 32 + 16 an entity
+    for d in ds:
+        assert d["code"] == "invalid_choice"
+        assert "output limit of 64 tokens" in d["reason"] and "NPCMIND_MAX_OUTPUT_TOKENS" in d["reason"]
+    monkeypatch.setenv("NPCMIND_MAX_OUTPUT_TOKENS", "2000")
+    raised = start_service(
+        provider=provider, base_url=scripted.base_url, model="scripted", store=f"sqlite:///{tmp_path}/raised.db"
+    )
+    scripted.set()
+    assert raised.decide(decide_body(bee("a"))).json()["decisions"][0]["source"] == "AI"
+    assert scripted.requests[-1][limit_name] == 2000

@@ -42,6 +42,7 @@ class Settings:
     max_session_entities: int = field(
         default_factory=lambda: _env_int("NPCMIND_MAX_SESSION_ENTITIES", 20_000, least=10)
     )
+    max_output_tokens: int = field(default_factory=lambda: _env_int("NPCMIND_MAX_OUTPUT_TOKENS", 0, least=0))
     max_sessions: int = field(default_factory=lambda: _env_int("NPCMIND_MAX_SESSIONS", 10_000))
     logprobs: bool = field(default_factory=lambda: os.environ.get("NPCMIND_LOGPROBS", "1") != "0")
     answer_format: str = field(default_factory=lambda: os.environ.get("NPCMIND_ANSWER_FORMAT", "auto"))

@@ -244,6 +244,8 @@ class DecidePipeline:
             entities=[(ep.number, ep.options) for _, ep, _ in asked],
             mode=prompt.mode,
             prefix_key="npcmind-" + hashlib.blake2b(prompt.static.encode(), digest_size=12).hexdigest(),
+            # an answer takes under 16 tokens an entity; a reasoning model also spends the limit on thinking
+            max_output_tokens=self.settings.max_output_tokens or 32 + 16 * len(asked),
         )
         try:
             async with asyncio.timeout(self._deadline):
@@ -273,11 +275,17 @@ class DecidePipeline:
         if answer.refusal is not None:
             fall_all("refused", f"the model refused: {answer.refusal}"[:200])
             return
+        missing = "the model gave no choice for this entity"
+        if answer.truncated:
+            missing = (
+                f"the answer stopped at its output limit of {call.max_output_tokens} tokens before this entity's "
+                "choice; a reasoning model needs more: NPCMIND_MAX_OUTPUT_TOKENS"
+            )
         for i, ep, key in asked:
             t = types[ep.entity.type]
             choice = answer.choices.get(ep.number)
             if choice is None:
-                results[i] = self._fall(ep, "invalid_choice", "the model gave no choice for this entity", t.ttl_ms)
+                results[i] = self._fall(ep, "invalid_choice", missing, t.ttl_ms)
             elif choice.refused:
                 results[i] = self._fall(ep, "refused", "the model declined to choose", t.ttl_ms)
             elif choice.action not in ep.options:

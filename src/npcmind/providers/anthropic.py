@@ -36,7 +36,7 @@ class AnthropicProvider:
         """The Messages body: static prefix as a cached system block, the tail as the user turn."""
         return {
             "model": self.model,
-            "max_tokens": 32 + 16 * len(call.entities),
+            "max_tokens": call.max_output_tokens,
             "temperature": 0,
             "system": [{"type": "text", "text": call.system, "cache_control": {"type": "ephemeral"}}],
             "messages": [{"role": "user", "content": call.user}],
@@ -68,6 +68,7 @@ class AnthropicProvider:
             + int(usage.get("cache_creation_input_tokens") or 0),
             cached_tokens=int(usage.get("cache_read_input_tokens") or 0),
             output_tokens=int(usage.get("output_tokens") or 0),
+            truncated=data.get("stop_reason") == "max_tokens",
         )
         if data.get("stop_reason") == "refusal":
             out.refusal = "the model refused"

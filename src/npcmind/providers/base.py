@@ -17,6 +17,7 @@ class ProviderCall:
     entities: list[tuple[int, list[str]]]
     mode: AnswerMode
     prefix_key: str
+    max_output_tokens: int
 
 
 @dataclass(slots=True)
@@ -37,6 +38,7 @@ class ProviderAnswer:
     input_tokens: int = 0
     cached_tokens: int = 0
     output_tokens: int = 0
+    truncated: bool = False  # the answer stopped at the output limit (a reasoning model may spend it all)
 
 
 class ProviderError(Exception):

@@ -105,7 +105,7 @@ class OpenAIProvider:
         }
         limit = next((name for name in self._limits if name not in self.refused), None)
         if limit is not None:
-            body[limit] = 32 + 16 * len(call.entities)
+            body[limit] = call.max_output_tokens
         if self.mode == "numbered":  # a fixed schema keeps the prefix cacheable: say which prefix it is
             body["prompt_cache_key"] = call.prefix_key
         if self.logprobs:
@@ -154,6 +154,7 @@ class OpenAIProvider:
             input_tokens=int(usage.get("prompt_tokens") or 0),
             cached_tokens=int(details.get("cached_tokens") or 0),
             output_tokens=int(usage.get("completion_tokens") or 0),
+            truncated=choice.get("finish_reason") == "length",
         )
         refusal = message.get("refusal")
         if refusal or choice.get("finish_reason") == "content_filter":

@@ -37,6 +37,7 @@ class Script(msgspec.Struct, forbid_unknown_fields=True):
     cached_tokens: int | None = None
     text: str | None = None
     body: dict[str, Any] | None = None  # answer exactly this JSON (for malformed provider answers)
+    truncated: bool = False  # stop at the output limit with no answer yet, as a reasoning model can
     reject_params: list[str] = []  # chat completions: a 400 naming the first of these the request holds
 
 
@@ -151,10 +152,12 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
         content = s.text if s.text is not None else "".join(p for p, _ in pieces)
         if s.malformed:
             content = content[: len(content) // 2] + "<<not json"
+        if s.truncated:
+            content = ""
         message: dict[str, Any] = {"role": "assistant", "content": None if s.refusal else content}
         message["refusal"] = s.refusal
-        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": "stop"}
-        if body.get("logprobs") and not s.refusal and s.text is None and not s.malformed:
+        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": "length" if s.truncated else "stop"}
+        if body.get("logprobs") and not s.refusal and s.text is None and not s.malformed and not s.truncated:
             choice["logprobs"] = {
                 "content": [
                     {"token": p, "logprob": lp, "bytes": list(p.encode()), "top_logprobs": []} for p, lp in pieces
@@ -188,7 +191,9 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
         user = next((x["content"] for x in body.get("messages", []) if x.get("role") == "user"), "")
         _, obj = m.answer(True, user)
         content: list[dict[str, Any]] = (
-            [] if s.refusal else [{"type": "tool_use", "id": "toolu_scripted", "name": "decide", "input": obj}]
+            []
+            if s.refusal or s.truncated
+            else [{"type": "tool_use", "id": "toolu_scripted", "name": "decide", "input": obj}]
         )
         cached = m.cached(system)
         return _json(
@@ -198,7 +203,7 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
                 "role": "assistant",
                 "model": body.get("model", "scripted"),
                 "content": content,
-                "stop_reason": "refusal" if s.refusal else "tool_use",
+                "stop_reason": "refusal" if s.refusal else "max_tokens" if s.truncated else "tool_use",
                 "usage": {
                     "input_tokens": count_once("cl100k_base", system + user) - cached,
                     "cache_read_input_tokens": cached,
