@@ -283,8 +283,34 @@ def test_what_the_model_saw(svc: Running, scripted: Any, tmp_path: Path) -> None
     assert view["system"] == scripted.requests[-1]["messages"][0]["content"]
     assert view["user"] == scripted.requests[-1]["messages"][1]["content"]
     assert a["text"].startswith('E1 "a" bee') and a["tokens"] > 10
+    assert a["action"] == b["action"] == "idle" and a["reason"] is None
+    # and what the model answered, as it came: the batch held only "b", entity 2
+    reply = view["reply"]
+    assert reply["text"] == '{"E2":"idle"}' and reply["error"] is None
+    assert reply["input_tokens"] > 100 and reply["output_tokens"] > 0 and reply["latency_ms"] >= 0
     assert svc.http.get("/v1/prompt", params={"client_id": "other-game"}).status_code == 404
     assert svc.http.get("/v1/prompt").status_code == 422
+
+
+def test_what_the_model_answered_when_it_answered_wrong_or_not_at_all(svc: Running, scripted: Any) -> None:
+    def seen() -> dict[str, Any]:
+        return dict(svc.http.get("/v1/prompt", params={"client_id": "game-1"}).json())
+
+    scripted.set(choose={"a": "dance"})
+    svc.decide(decide_body(bee("a")))
+    view = seen()
+    assert view["reply"]["text"] == '{"E1":"dance"}'
+    assert view["entities"][0]["reason"] == "the model chose 'dance', not a legal action"
+    scripted.set(status=500)
+    svc.decide(decide_body(bee("a", observation=obs(hp_fraction=0.2))))
+    view = seen()
+    assert view["reply"]["text"] is None and "HTTP 500" in view["reply"]["error"]
+    assert view["entities"][0]["code"] == "unavailable" and view["entities"][0]["action"] is None
+    scripted.set()  # a fresh answer, then the same situation again: nothing is sent, so there is no reply
+    svc.decide(decide_body(bee("a", observation=obs(hp_fraction=0.3))))
+    svc.decide(decide_body(bee("a", observation=obs(hp_fraction=0.3))))
+    view = seen()
+    assert view["user"] is None and view["reply"] is None and view["entities"][0]["code"] == "cached"
 
 
 @pytest.mark.parametrize(

@@ -30,6 +30,7 @@ from npcmind.protocol.a2g import (
     DecideResponse,
     Decision,
     FallbackDecision,
+    ModelReply,
     PromptView,
     SeenEntity,
 )
@@ -69,6 +70,9 @@ class Situation(Protocol):
         ...
 
 
+_Seen = tuple[float, Prompt, dict[int, int], list[int], list[Decision], ModelReply | None]
+
+
 class DecidePipeline:
     """One instance per service; shared by every session."""
 
@@ -90,7 +94,7 @@ class DecidePipeline:
         self.cache = DecisionCache(settings.cache_entries)
         self.mode: AnswerMode = provider.mode
         self._builders: dict[str, PromptBuilder] = {}
-        self._seen: OrderedDict[str, tuple[float, Prompt, dict[int, int], list[int], list[Decision]]] = OrderedDict()
+        self._seen: OrderedDict[str, _Seen] = OrderedDict()
         self._slots = asyncio.Semaphore(settings.max_concurrent_calls)
         self._admission = settings.admission_wait_ms / 1000
         self._deadline = settings.deadline_ms / 1000
@@ -155,8 +159,7 @@ class DecidePipeline:
             else:
                 asked.append((i, ep, key))
 
-        if asked:
-            await self._call(session, prompt, asked, results, fresh)
+        reply = await self._call(session, prompt, asked, results, fresh) if asked else None
 
         issued: list[IssuedDecision] = []
         chosen = [i for i in range(len(results)) if results[i] is None]
@@ -181,14 +184,13 @@ class DecidePipeline:
 
         latency = round((time.perf_counter() - t0) * 1000)
         decisions = [d for d in results if d is not None]
-        self._remember_seen(session.session_id, now, prompt, counts, [ep.number for _, ep, _ in asked], decisions)
+        sent = [ep.number for _, ep, _ in asked]
+        self._remember_seen(session.session_id, (now, prompt, counts, sent, decisions, reply))
         return DecideResponse(A2G_VERSION, req.epoch, latency, decisions)
 
-    def _remember_seen(
-        self, sid: str, at: float, prompt: Prompt, counts: dict[int, int], sent: list[int], decisions: list[Decision]
-    ) -> None:
+    def _remember_seen(self, sid: str, seen: _Seen) -> None:
         """Keep the last batch of each session (a reference, rendered only when asked for), for 1,024 sessions."""
-        self._seen[sid] = (at, prompt, counts, sent, decisions)
+        self._seen[sid] = seen
         self._seen.move_to_end(sid)
         if len(self._seen) > 1024:
             self._seen.popitem(last=False)
@@ -198,7 +200,7 @@ class DecidePipeline:
         found = self._seen.get(session_id)
         if found is None:
             return None
-        at, prompt, counts, sent, decisions = found
+        at, prompt, counts, sent, decisions, reply = found
         asked = [ep for ep in prompt.entities if ep.number in sent]
         entities = [
             SeenEntity(
@@ -209,10 +211,12 @@ class DecidePipeline:
                 "AI" if isinstance(d, AIDecision) else "FALLBACK",
                 d.code if isinstance(d, FallbackDecision) else ("cached" if d.cached else None),
                 ep.text,
+                d.action if isinstance(d, AIDecision) else None,
+                d.reason if isinstance(d, FallbackDecision) else None,
             )
             for ep, d in zip(prompt.entities, decisions, strict=True)
         ]
-        return PromptView(at, prompt.static, prompt.user_text(asked) if asked else None, entities)
+        return PromptView(at, prompt.static, prompt.user_text(asked) if asked else None, entities, reply)
 
     def _fall(self, ep: EntityPrompt, code: str, reason: str, ttl_ms: int) -> FallbackDecision:
         self._fallback[code].inc()
@@ -225,19 +229,21 @@ class DecidePipeline:
         asked: list[tuple[int, EntityPrompt, str]],
         results: list[Decision | None],
         fresh: dict[int, tuple[str, float | None]],
-    ) -> None:
+    ) -> ModelReply:
+        """The one provider call of a batch; fills ``results``/``fresh`` and says what came back."""
         manifest = session.manifest
         types = manifest.types
+        t_call = time.perf_counter()  # from the admission wait, then from the call itself
 
-        def fall_all(code: str, reason: str) -> None:
+        def fall_all(code: str, reason: str) -> ModelReply:
             for i, ep, _ in asked:
                 results[i] = self._fall(ep, code, reason, types[ep.entity.type].ttl_ms)
+            return ModelReply(None, reason, round((time.perf_counter() - t_call) * 1000))
 
         if not await self._acquire():
-            fall_all("busy", "service at capacity: no provider slot within the admission wait")
-            return
+            return fall_all("busy", "service at capacity: no provider slot within the admission wait")
+        t_call = time.perf_counter()
         name = self.provider.name
-        t0 = time.perf_counter()
         call = ProviderCall(
             system=prompt.static,
             user=prompt.user_text([ep for _, ep, _ in asked]),
@@ -252,29 +258,30 @@ class DecidePipeline:
                 answer: ProviderAnswer = await self.provider.decide(call)
         except TimeoutError:
             self.metrics.provider_calls.labels(name, "timeout").inc()
-            fall_all("unavailable", f"provider timed out after {self.settings.deadline_ms} ms")
-            return
+            return fall_all("unavailable", f"provider timed out after {self.settings.deadline_ms} ms")
         except ProviderError as e:
             self.metrics.provider_calls.labels(name, "error").inc()
             if self.provider.ready:
                 log.warning("provider call failed: %s", e)
-            fall_all("unavailable", str(e))
-            return
+            return fall_all("unavailable", str(e))
         except Exception as e:  # an answer the adapter could not read must not become a 5xx
             self.metrics.provider_calls.labels(name, "error").inc()
             log.exception("provider answer could not be read")
-            fall_all("unavailable", f"provider answer could not be read: {e.__class__.__name__}")
-            return
+            return fall_all("unavailable", f"provider answer could not be read: {e.__class__.__name__}")
         finally:
             self._slots.release()
-        self.metrics.provider_latency.labels(name).observe(time.perf_counter() - t0)
+        elapsed = time.perf_counter() - t_call
+        self.metrics.provider_latency.labels(name).observe(elapsed)
         self.metrics.provider_calls.labels(name, "ok").inc()
         self.metrics.tokens_in.inc(answer.input_tokens)
         self.metrics.tokens_cached.inc(answer.cached_tokens)
         self.metrics.tokens_out.inc(answer.output_tokens)
+        reply = ModelReply(
+            answer.raw, None, round(elapsed * 1000), answer.input_tokens, answer.cached_tokens, answer.output_tokens
+        )
         if answer.refusal is not None:
             fall_all("refused", f"the model refused: {answer.refusal}"[:200])
-            return
+            return reply
         missing = "the model gave no choice for this entity"
         if answer.truncated:
             missing = (
@@ -295,6 +302,7 @@ class DecidePipeline:
             else:
                 fresh[i] = (choice.action, choice.confidence)
                 self.cache.put(session.client_id, key, choice.action, choice.confidence, t.ttl_ms)
+        return reply
 
     async def _acquire(self) -> bool:
         if not self._slots.locked():

@@ -184,15 +184,29 @@ class SeenEntity(msgspec.Struct):
     source: str
     code: str | None
     text: str
+    action: str | None = None
+    reason: str | None = None
+
+
+class ModelReply(msgspec.Struct):
+    """What the provider call of a batch gave back: the model's answer as it came, or why there was none."""
+
+    text: str | None
+    error: str | None
+    latency_ms: int
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    output_tokens: int = 0
 
 
 class PromptView(msgspec.Struct):
-    """GET /v1/prompt: what the model saw in this session's last decide request."""
+    """GET /v1/prompt: what the model saw in this session's last decide request, and what it answered."""
 
     at: float
     system: str
     user: str | None
     entities: list[SeenEntity]
+    reply: ModelReply | None = None
 
 
 class ManifestResponse(msgspec.Struct):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from npcmind.decide.prompt import AnswerMode
 from npcmind.providers import answer
 from npcmind.providers.base import ProviderAnswer, ProviderCall, ProviderError
@@ -75,10 +77,12 @@ class AnthropicProvider:
             return out
         for block in data["content"]:
             if isinstance(block, dict) and block.get("type") == "tool_use":
+                out.raw = msgspec.json.encode(block.get("input")).decode()
                 out.choices = answer.from_object(block.get("input"), call.mode, call.entities)
                 return out
             if isinstance(block, dict) and block.get("type") == "text":
-                out.choices = answer.parse(str(block.get("text", "")), call.mode, call.entities)
+                out.raw = str(block.get("text", ""))
+                out.choices = answer.parse(out.raw, call.mode, call.entities)
         return out
 
     async def close(self) -> None:

@@ -38,6 +38,7 @@ class ProviderAnswer:
     input_tokens: int = 0
     cached_tokens: int = 0
     output_tokens: int = 0
+    raw: str | None = None  # the answer as the model gave it, for GET /v1/prompt
     truncated: bool = False  # the answer stopped at the output limit (a reasoning model may spend it all)
 
 

@@ -158,11 +158,12 @@ class OpenAIProvider:
         )
         refusal = message.get("refusal")
         if refusal or choice.get("finish_reason") == "content_filter":
-            out.refusal = str(refusal or "content filter")
+            out.refusal = out.raw = str(refusal or "content filter")
             return out
         text = message.get("content") or ""
         if not isinstance(text, str):
             return out
+        out.raw = text
         out.choices = answer.parse(text, call.mode, call.entities)
         lp = (choice.get("logprobs") or {}).get("content") or []
         tokens = [(t.get("token", ""), float(t.get("logprob", 0.0))) for t in lp if isinstance(t, dict)]
