@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -142,3 +144,21 @@ def hosted(start_service: Callable[..., Running], scripted: ScriptedServer, tmp_
         manifest=None, profile="hosted", clients=str(path), provider="openai", base_url=scripted.base_url
     )
     return Hosted(running, keys)
+
+
+@contextlib.contextmanager
+def logged(name: str) -> Iterator[list[str]]:
+    """The messages a logger writes meanwhile (its own handler: the app's logging set-up replaces the root's)."""
+    said: list[str] = []
+
+    class _Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            said.append(record.getMessage())
+
+    handler = _Keep()
+    logger = logging.getLogger(name)
+    logger.addHandler(handler)
+    try:
+        yield said
+    finally:
+        logger.removeHandler(handler)

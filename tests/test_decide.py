@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import BEE_OBS, BOSS_OBS, FOREST, Running, bee, decide_body, queen
+from conftest import BEE_OBS, BOSS_OBS, FOREST, Running, bee, decide_body, logged, queen
 
 
 def obs(**over: Any) -> dict[str, Any]:
@@ -330,3 +330,18 @@ def test_unreadable_provider_answers_are_unavailable_never_5xx(svc: Running, scr
     assert r.status_code == 200, r.text
     d = r.json()["decisions"][0]
     assert d["source"] == "FALLBACK" and d["code"] in ("unavailable", "invalid_choice")
+
+
+def test_a_failing_provider_is_logged_once_then_counted_and_its_recovery_said(svc: Running, scripted: Any) -> None:
+    with logged("npcmind.decide") as said:
+        scripted.set(status=500)
+        for k in range(4):  # a provider down under load: every request fails
+            d = svc.decide(decide_body(bee("a", observation=obs(hp_fraction=k / 10)))).json()["decisions"][0]
+            assert d["code"] == "unavailable"
+        scripted.set()
+        assert (
+            svc.decide(decide_body(bee("a", observation=obs(hp_fraction=0.9)))).json()["decisions"][0]["source"] == "AI"
+        )
+    assert len(said) == 2, said
+    assert said[0].startswith("provider call failed: provider answered HTTP 500")
+    assert said[1] == "provider calls succeed again (3 more failed calls since the last line)"

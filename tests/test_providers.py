@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import math
 import time
 from typing import Any
@@ -10,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import FOREST, bee, decide_body
+from conftest import FOREST, bee, decide_body, logged
 from npcmind.config import Settings
 from npcmind.http.server import ServiceProcess
 from npcmind.providers import answer
@@ -108,17 +107,13 @@ def test_the_scripted_server_keeps_only_its_newest_requests(monkeypatch: Any) ->
 
 
 def test_a_parameter_the_model_refuses_is_dropped_and_the_batch_still_decided(
-    start_service: Any, scripted: Any, caplog: pytest.LogCaptureFixture
+    start_service: Any, scripted: Any
 ) -> None:
     # OpenAI's reasoning models answer 400 to logprobs and to temperature 0: a first request must not fall back
     svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted")
     scripted.set(reject_params=["logprobs", "temperature"], choose={"a": "flee"})
-    logger = logging.getLogger("npcmind.providers")  # the app's logging set-up replaced the root's handlers
-    logger.addHandler(caplog.handler)
-    try:
+    with logged("npcmind.providers") as warned:
         r = svc.decide(decide_body(bee("a"), bee("b")))
-    finally:
-        logger.removeHandler(caplog.handler)
     d = {x["id"]: x for x in r.json()["decisions"]}
     assert d["a"]["source"] == "AI" and d["a"]["action"] == "flee" and d["a"]["confidence"] is None
     assert d["b"]["source"] == "AI"
@@ -126,7 +121,6 @@ def test_a_parameter_the_model_refuses_is_dropped_and_the_batch_still_decided(
     assert len(sent) == 3  # refused with logprobs, refused with temperature, then answered
     assert "logprobs" in sent[0] and "temperature" in sent[1] and "logprobs" not in sent[1]
     assert not {"logprobs", "top_logprobs", "temperature"} & set(sent[2])
-    warned = [rec.getMessage() for rec in caplog.records]
     assert any("'logprobs'" in w and "confidence is null" in w for w in warned), warned
     assert any("'temperature'" in w for w in warned), warned
     # remembered: the next batch is one call, and health says what is not sent

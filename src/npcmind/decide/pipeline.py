@@ -70,6 +70,35 @@ class Situation(Protocol):
         ...
 
 
+class FailureLog:
+    """Provider failures in the log at most once every ``every`` seconds, with how many went unsaid, and one
+    line when calls work again: a provider that is down under load would otherwise write a line a request."""
+
+    def __init__(self, every: float = 10.0) -> None:
+        self.every = every
+        self._last = -every
+        self._unsaid = 0
+        self._failing = False
+
+    def failed(self, message: str) -> None:
+        """A provider call failed."""
+        self._failing = True
+        now = time.monotonic()
+        if now - self._last < self.every:
+            self._unsaid += 1
+            return
+        more = f" ({self._unsaid} more failed calls since the last line)" if self._unsaid else ""
+        log.warning("provider call failed: %s%s", message, more)
+        self._last, self._unsaid = now, 0
+
+    def succeeded(self) -> None:
+        """A provider call answered."""
+        if self._failing:
+            more = f" ({self._unsaid} more failed calls since the last line)" if self._unsaid else ""
+            log.warning("provider calls succeed again%s", more)
+            self._failing, self._unsaid, self._last = False, 0, -self.every
+
+
 _Seen = tuple[float, Prompt, dict[int, int], list[int], list[Decision], ModelReply | None]
 
 
@@ -99,6 +128,7 @@ class DecidePipeline:
         self._admission = settings.admission_wait_ms / 1000
         self._deadline = settings.deadline_ms / 1000
         self._ai = metrics.decisions.labels("AI", "")
+        self._failures = FailureLog()
         self._fallback = {
             code: metrics.decisions.labels("FALLBACK", code)
             for code in ("unavailable", "busy", "refused", "invalid_choice", "budget")
@@ -258,11 +288,12 @@ class DecidePipeline:
                 answer: ProviderAnswer = await self.provider.decide(call)
         except TimeoutError:
             self.metrics.provider_calls.labels(name, "timeout").inc()
+            self._failures.failed(f"timed out after {self.settings.deadline_ms} ms")
             return fall_all("unavailable", f"provider timed out after {self.settings.deadline_ms} ms")
         except ProviderError as e:
             self.metrics.provider_calls.labels(name, "error").inc()
             if self.provider.ready:
-                log.warning("provider call failed: %s", e)
+                self._failures.failed(str(e))
             return fall_all("unavailable", str(e))
         except Exception as e:  # an answer the adapter could not read must not become a 5xx
             self.metrics.provider_calls.labels(name, "error").inc()
@@ -273,6 +304,7 @@ class DecidePipeline:
         elapsed = time.perf_counter() - t_call
         self.metrics.provider_latency.labels(name).observe(elapsed)
         self.metrics.provider_calls.labels(name, "ok").inc()
+        self._failures.succeeded()
         self.metrics.tokens_in.inc(answer.input_tokens)
         self.metrics.tokens_cached.inc(answer.cached_tokens)
         self.metrics.tokens_out.inc(answer.output_tokens)
