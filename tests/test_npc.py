@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from conftest import Running
+from conftest import Running, logged
 from npcmind.npc.outcome import parse_output
 from npcmind.npc.signing import signed_payload, verify
 from npcmind.sdk import NpcMind, NpcStore, OpenAICortex, ProtocolError
@@ -356,3 +356,33 @@ def test_the_seeds_own_example_request(svc: Running) -> None:
     }
     r = svc.http.post("/npcs/npcId/process", json=body, headers={"Authorization": "Bearer <token>"})
     assert r.status_code == 200 and r.json() == {"instruction": {"type": "IdentifyActor"}, "tape": body["tape"]}
+
+
+def test_the_cortex_drops_what_a_reasoning_model_refuses_and_still_answers(scripted: Any) -> None:
+    from npcmind.protocol.npc import PromptConstraints
+
+    # OpenAI's reasoning models refuse temperature, stop and max_tokens (they take max_completion_tokens)
+    scripted.set(reject_params=["max_tokens", "temperature", "stop"], text='{"dialogue": "Hm."}')
+    cortex = OpenAICortex(scripted.base_url, "scripted")
+    with logged("npcmind.sdk.cortex") as said:
+        text = cortex.complete("Say hello.", PromptConstraints(maxTokens=200, temperature=0.7, stop=["\n\n"]))
+        again = cortex.complete("Say hello.", PromptConstraints(maxTokens=200, temperature=0.7, stop=["\n\n"]))
+    cortex.close()
+    assert text == again == '{"dialogue": "Hm."}'
+    sent = scripted.requests
+    assert len(sent) == 5  # three refusals, then two answers without asking again
+    assert sent[-1]["max_completion_tokens"] == 200
+    assert not {"max_tokens", "temperature", "stop"} & set(sent[-1])
+    assert len(said) == 3 and all("no longer sent" in s for s in said)
+
+
+def test_the_cortex_still_fails_clearly_on_an_error_it_cannot_work_around(scripted: Any) -> None:
+    from npcmind.protocol.npc import PromptConstraints
+    from npcmind.sdk.cortex import CortexError
+
+    scripted.set(status=500)
+    cortex = OpenAICortex(scripted.base_url, "scripted")
+    with pytest.raises(CortexError, match="HTTP 500"):
+        cortex.complete("Say hello.", PromptConstraints(maxTokens=50))
+    cortex.close()
+    assert len(scripted.requests) == 1

@@ -156,11 +156,12 @@ def test_a_refused_parameter_that_matters_is_still_unavailable(start_service: An
     ],
 )
 def test_which_refused_parameter_an_error_names(body: dict[str, Any], expected: str | None) -> None:
-    from npcmind.providers.openai import refused_parameter
+    from npcmind.providers.openai import OPTIONAL
+    from npcmind.providers.params import refused_parameter
 
     sent = {"model", "messages", "response_format", "logprobs", "top_logprobs", "max_tokens", "prompt_cache_key"}
-    assert refused_parameter(400, body, sent) == expected
-    assert refused_parameter(500, body, sent) is None
+    assert refused_parameter(400, body, sent, OPTIONAL) == expected
+    assert refused_parameter(500, body, sent, OPTIONAL) is None
 
 
 def test_a_refused_token_limit_is_sent_under_its_other_name(start_service: Any, scripted: Any) -> None:

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import Collection
 from typing import Any
-
-import msgspec
 
 from npcmind.decide.prompt import AnswerMode
 from npcmind.providers import answer
 from npcmind.providers.base import ProviderAnswer, ProviderCall, ProviderError
 from npcmind.providers.http import JsonClient
+from npcmind.providers.params import refused_parameter
 from npcmind.providers.tokens import encoding_for
 
 OPENAI_URL = "https://api.openai.com/v1"
@@ -31,26 +28,6 @@ OPTIONAL = {
     "max_completion_tokens": "the output limit is sent as max_tokens",
     "max_tokens": "the output limit is sent as max_completion_tokens",
 }
-_REFUSAL_WORDS = ("support", "unrecognized", "unknown", "extra", "not permitted", "not allowed")
-
-
-def refused_parameter(status: int | None, body: object, sent: Collection[str]) -> str | None:
-    """The optional parameter of ``sent`` that a 400 answer says the model does not take, or None.
-
-    OpenAI names it in ``error.param``; other servers (vLLM, llama.cpp, proxies) only in the message.
-    """
-    if status != 400 or not isinstance(body, dict):
-        return None
-    candidates = [n for n in OPTIONAL if n in sent]
-    error = body.get("error")
-    param = error.get("param") if isinstance(error, dict) else None
-    if isinstance(param, str):
-        return param if param in candidates else None
-    text = msgspec.json.encode(body).decode()
-    if not any(w in text.lower() for w in _REFUSAL_WORDS):
-        return None
-    found = [(m.start(), n) for n in candidates if (m := re.search(rf"(?<!\w){n}(?!\w)", text))]
-    return min(found)[1] if found else None
 
 
 def is_hosted(base_url: str) -> bool:
@@ -126,7 +103,7 @@ class OpenAIProvider:
             try:
                 data = await self._http.post(f"{self.base_url}/chat/completions", body, headers)
             except ProviderError as e:
-                name = refused_parameter(e.status, e.body, body)
+                name = refused_parameter(e.status, e.body, body, OPTIONAL)
                 if name is None:
                     raise
                 self.refused.add(name)

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Protocol
 
 import httpx
 
 from npcmind.protocol.npc import PromptConstraints
+from npcmind.providers.params import refused_parameter
+
+log = logging.getLogger("npcmind.sdk.cortex")
+# what the constraints ask that a model may refuse (OpenAI's reasoning models refuse all but the limit's
+# other name): dropped, or the limit renamed, and asked again, instead of failing every NPC turn
+OPTIONAL = ("temperature", "stop", "max_tokens", "max_completion_tokens")
 
 
 class Cortex(Protocol):
@@ -27,22 +34,39 @@ class OpenAICortex:
     def __init__(self, base_url: str, model: str = "local", api_key: str | None = None, timeout_s: float = 60) -> None:
         headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
         self.model = model
+        self.refused: set[str] = set()  # parameters this model refused: no longer sent
         self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s)
 
-    def complete(self, prompt: str, constraints: PromptConstraints) -> str:
+    def _body(self, prompt: str, constraints: PromptConstraints) -> dict[str, object]:
         body: dict[str, object] = {"model": self.model, "messages": [{"role": "user", "content": prompt}]}
         if constraints.maxTokens is not None:
-            body["max_tokens"] = constraints.maxTokens
-        if constraints.temperature is not None:
+            limit = next((n for n in ("max_tokens", "max_completion_tokens") if n not in self.refused), None)
+            if limit is not None:
+                body[limit] = constraints.maxTokens
+        if constraints.temperature is not None and "temperature" not in self.refused:
             body["temperature"] = constraints.temperature
-        if constraints.stop:
+        if constraints.stop and "stop" not in self.refused:
             body["stop"] = constraints.stop
-        try:
-            r = self._http.post("/chat/completions", json=body)
-        except httpx.HTTPError as e:
-            raise CortexError(f"cannot reach the cortex: {e}") from None
-        if r.status_code >= 400:
-            raise CortexError(f"the cortex answered HTTP {r.status_code}: {r.text[:200]}")
+        return body
+
+    def complete(self, prompt: str, constraints: PromptConstraints) -> str:
+        while True:  # at most once more per optional parameter: each is refused only once
+            body = self._body(prompt, constraints)
+            try:
+                r = self._http.post("/chat/completions", json=body)
+            except httpx.HTTPError as e:
+                raise CortexError(f"cannot reach the cortex: {e}") from None
+            if r.status_code < 400:
+                break
+            try:
+                answer: object = r.json()
+            except ValueError:
+                answer = None
+            name = refused_parameter(r.status_code, answer, body, OPTIONAL)
+            if name is None:
+                raise CortexError(f"the cortex answered HTTP {r.status_code}: {r.text[:200]}")
+            self.refused.add(name)
+            log.warning("the cortex model %s refused %r; it is no longer sent: %s", self.model, name, r.text[:200])
         try:
             return str(r.json()["choices"][0]["message"]["content"] or "")
         except (ValueError, KeyError, IndexError, TypeError):

@@ -1,0 +1,34 @@
+"""Parameters an OpenAI-compatible model refuses: found in its 400 answer, so a caller can stop sending them.
+
+OpenAI's reasoning models refuse ``logprobs``, ``temperature`` other than 1, ``stop`` and ``max_tokens``;
+servers and proxies differ on others. A call that only refines its request with such a parameter should
+drop it and ask again rather than fail: the decide pipeline and the SDK's cortex both do.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+
+import msgspec
+
+_REFUSAL_WORDS = ("support", "unrecognized", "unknown", "extra", "not permitted", "not allowed")
+
+
+def refused_parameter(status: int | None, body: object, sent: Collection[str], optional: Collection[str]) -> str | None:
+    """The parameter of ``optional`` and ``sent`` that a 400 answer says the model does not take, or None.
+
+    OpenAI names it in ``error.param``; other servers (vLLM, llama.cpp, proxies) only in the message.
+    """
+    if status != 400 or not isinstance(body, dict):
+        return None
+    candidates = [n for n in optional if n in sent]
+    error = body.get("error")
+    param = error.get("param") if isinstance(error, dict) else None
+    if isinstance(param, str):
+        return param if param in candidates else None
+    text = msgspec.json.encode(body).decode()
+    if not any(w in text.lower() for w in _REFUSAL_WORDS):
+        return None
+    found = [(m.start(), n) for n in candidates if (m := re.search(rf"(?<!\w){n}(?!\w)", text))]
+    return min(found)[1] if found else None
