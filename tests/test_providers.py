@@ -193,3 +193,47 @@ def test_an_answer_cut_at_the_output_limit_says_so_and_the_limit_can_be_raised(
     scripted.set()
     assert raised.decide(decide_body(bee("a"))).json()["decisions"][0]["source"] == "AI"
     assert scripted.requests[-1][limit_name] == 2000
+
+
+def _checked(svc: Any, timeout: float = 5) -> str:
+    """/v1/health's note once the start-up check is done (it runs in the background)."""
+    deadline = time.monotonic() + timeout
+    while not svc.service.provider_checked and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert svc.service.provider_checked
+    return str(svc.http.get("/v1/health").json()["note"])
+
+
+def test_the_start_up_check_says_a_provider_is_not_running(start_service: Any) -> None:
+    with logged("npcmind") as said:
+        svc = start_service(provider="openai", base_url="http://127.0.0.1:9/v1")  # nothing listens on port 9
+        note = _checked(svc)
+    assert "at start: cannot reach provider" in note and "until http://127.0.0.1:9/v1 answers" in note
+    assert any(s.startswith("provider check at start: cannot reach provider") for s in said), said
+
+
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        ({"status": 401}, "refused the API key (HTTP 401)"),
+        (
+            {"models": ["llama3.1:8b", "qwen3:4b"]},
+            "does not list the model 'scripted' (it lists llama3.1:8b, qwen3:4b)",
+        ),
+        ({"models": ["qwen3:4b", "scripted"]}, None),  # listed: nothing to say
+        ({"models": ["qwen3:4b", "scripted:latest"]}, None),  # Ollama: a bare name is its :latest
+        ({"models": ["/models/qwen3-4b.gguf"]}, None),  # llama.cpp lists its one model and answers any name
+        ({"status": 404}, None),  # no model list on this server: the first call will tell
+    ],
+)
+def test_the_start_up_check_reads_the_model_list(
+    start_service: Any, scripted: Any, script: dict[str, Any], expected: str | None
+) -> None:
+    scripted.set(**script)
+    svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted")
+    note = _checked(svc)
+    assert scripted.model.models_asked == 1
+    if expected is None:
+        assert "at start" not in note, note
+    else:
+        assert f"at start: {scripted.base_url} {expected}" in note, note

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TypeVar
 
@@ -57,6 +58,8 @@ class Service:
         self._guard: Guard | None = None
         self._hub: ContextHub | None = None
         self._npc: NpcProcessor | None = None
+        self._check: asyncio.Task[None] | None = None
+        self.provider_problem: str | None = None  # what the start-up check found, for /v1/health
 
     async def start(self) -> None:
         """Load the secrets from the store and build what depends on them (inside the event loop)."""
@@ -68,11 +71,31 @@ class Service:
         self._npc = NpcProcessor(self.rulesets, Signer(await self.store.secret("npc_ed25519_seed")))
         tokens.count(self.provider.encoding, "warm up")  # load the tokenizer table now, not on the first decision
         log.info("provider: %s", describe(self.provider))
+        self._check = asyncio.get_running_loop().create_task(self._check_provider())
+
+    async def _check_provider(self) -> None:
+        """Ask the provider's model list once, in the background (the service is ready meanwhile), so a wrong
+        key, an unknown model or a server that is not running is said at start, not by the first fallbacks."""
+        try:
+            async with asyncio.timeout(10):
+                problem = await self.provider.check()
+        except Exception as e:  # a check must never stop the service
+            problem = f"the provider check failed: {e.__class__.__name__}: {e}"
+        if problem is not None:
+            self.provider_problem = problem
+            log.warning("provider check at start: %s", problem)
 
     async def stop(self) -> None:
         """Close connections and the store."""
+        if self._check is not None:
+            self._check.cancel()
         await self.provider.close()
         await self.store.close()
+
+    @property
+    def provider_checked(self) -> bool:
+        """Whether the start-up check of the provider has finished (its finding is in provider_problem)."""
+        return self._check is not None and self._check.done()
 
     @property
     def pipeline(self) -> DecidePipeline:

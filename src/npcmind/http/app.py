@@ -205,7 +205,7 @@ def create_app(service: Service) -> Litestar:
                 provider=p.name,
                 model=p.model,
                 provider_ready=p.ready,
-                note=describe(p),
+                note=describe(p) + (f"; at start: {service.provider_problem}" if service.provider_problem else ""),
                 manifest_version=service.manifest.version if service.manifest else None,
             )
         )

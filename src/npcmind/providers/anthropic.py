@@ -8,7 +8,7 @@ import msgspec
 
 from npcmind.decide.prompt import AnswerMode
 from npcmind.providers import answer
-from npcmind.providers.base import ProviderAnswer, ProviderCall, ProviderError
+from npcmind.providers.base import ProviderAnswer, ProviderCall, ProviderError, listing_problem
 from npcmind.providers.http import JsonClient
 
 ANTHROPIC_URL = "https://api.anthropic.com/v1"
@@ -58,6 +58,16 @@ class AnthropicProvider:
         headers = {"x-api-key": self.api_key, "anthropic-version": VERSION}
         data = await self._http.post(f"{self.base_url}/messages", self.request_body(call), headers)
         return self.read_answer(data, call)
+
+    async def check(self) -> str | None:
+        if not self.api_key:
+            return None  # the start banner already says the key is missing
+        headers = {"x-api-key": self.api_key, "anthropic-version": VERSION}
+        try:
+            status, _ = await self._http.status_of(f"{self.base_url}/models", headers)
+        except ProviderError as e:
+            return f'{e}; every decision will fall back with "unavailable" until {self.base_url} answers'
+        return listing_problem(status, None, self.base_url, self.model)  # model aliases are not listed
 
     def read_answer(self, data: Any, call: ProviderCall) -> ProviderAnswer:
         """Map a Messages answer to choices and token counts."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from npcmind.decide.prompt import AnswerMode
 
@@ -55,6 +55,25 @@ class ProviderError(Exception):
         self.body = body
 
 
+def listing_problem(status: int, body: Any, base_url: str, model: str | None) -> str | None:
+    """What a provider's GET /models answer says about the calls to come (shared by the adapters)."""
+    if status in (401, 403):
+        return f'{base_url} refused the API key (HTTP {status}): every decision will fall back with "unavailable"'
+    if status >= 400:
+        return None  # many servers have no model list; the first call will tell
+    data = body.get("data") if isinstance(body, dict) else None
+    ids = (
+        [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+        if isinstance(data, list)
+        else []
+    )
+    # one listed model: a server that serves just that one (llama.cpp) answers whatever name it is sent
+    if len(ids) > 1 and model not in ids and f"{model}:latest" not in ids:  # Ollama: a bare name means :latest
+        shown = ", ".join(sorted(ids)[:8]) + (", ..." if len(ids) > 8 else "")
+        return f"{base_url} does not list the model {model!r} (it lists {shown}); choose one with --model"
+    return None
+
+
 class Provider(Protocol):
     """A model behind an HTTP API that answers a batch in the form that suits it."""
 
@@ -70,6 +89,11 @@ class Provider(Protocol):
 
     async def decide(self, call: ProviderCall) -> ProviderAnswer:
         """Make the one model call for a batch; raise ProviderError when it fails as a whole."""
+        ...
+
+    async def check(self) -> str | None:
+        """At start, without a model call: a problem that will make calls fail (unreachable, key refused,
+        unknown model), said before the game's first request, or None."""
         ...
 
     async def close(self) -> None:
@@ -88,6 +112,9 @@ class NoProvider:
 
     async def decide(self, call: ProviderCall) -> ProviderAnswer:
         raise ProviderError("no provider configured")
+
+    async def check(self) -> str | None:
+        return None  # the start banner already says every decision falls back
 
     async def close(self) -> None:
         return None

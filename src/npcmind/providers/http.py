@@ -49,6 +49,20 @@ class JsonClient:
         except msgspec.DecodeError:
             raise ProviderError("provider answered with a body that is not JSON") from None
 
+    async def status_of(self, url: str, headers: dict[str, str], timeout_s: float = 5) -> tuple[int, Any]:
+        """GET a small JSON document: its HTTP status and decoded body (None when not JSON); a ProviderError
+        when the server cannot be reached."""
+        try:
+            async with self._get().get(url, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
+                raw = await resp.read()
+                status = resp.status
+        except (aiohttp.ClientError, TimeoutError) as e:
+            raise ProviderError(f"cannot reach provider: {e.__class__.__name__}: {e}") from None
+        try:
+            return status, msgspec.json.decode(raw)
+        except msgspec.DecodeError:
+            return status, None
+
     async def close(self) -> None:
         """Close pooled connections."""
         if self._session is not None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from npcmind.decide.prompt import AnswerMode
 from npcmind.providers import answer
-from npcmind.providers.base import ProviderAnswer, ProviderCall, ProviderError
+from npcmind.providers.base import ProviderAnswer, ProviderCall, ProviderError, listing_problem
 from npcmind.providers.http import JsonClient
 from npcmind.providers.params import refused_parameter
 from npcmind.providers.tokens import encoding_for
@@ -117,6 +117,16 @@ class OpenAIProvider:
                 )
                 continue
             return self.read_answer(data, call)
+
+    async def check(self) -> str | None:
+        if not self.ready:
+            return None  # the start banner already says the key is missing
+        headers = {"authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        try:
+            status, body = await self._http.status_of(f"{self.base_url}/models", headers)
+        except ProviderError as e:
+            return f'{e}; every decision will fall back with "unavailable" until {self.base_url} answers'
+        return listing_problem(status, body, self.base_url, self.model)
 
     def read_answer(self, data: Any, call: ProviderCall) -> ProviderAnswer:
         """Map a chat-completions answer to choices, confidence and token counts."""

@@ -39,6 +39,7 @@ class Script(msgspec.Struct, forbid_unknown_fields=True):
     body: dict[str, Any] | None = None  # answer exactly this JSON (for malformed provider answers)
     truncated: bool = False  # stop at the output limit with no answer yet, as a reasoning model can
     reject_params: list[str] = []  # chat completions: a 400 naming the first of these the request holds
+    models: list[str] = []  # what GET /v1/models lists (none: the service checks no model name)
 
 
 KEEP_REQUESTS = 1000  # the newest request bodies that GET /_requests returns
@@ -75,6 +76,7 @@ class ScriptedModel:
         self.requests: deque[dict[str, Any]] = deque(maxlen=KEEP_REQUESTS)  # a long run must not grow it
         self._seen_prefixes: set[str] = set()
         self.received = 0
+        self.models_asked = 0
 
     def answer(self, numbered: bool, user: str) -> tuple[list[tuple[str, float]], dict[str, Any]]:
         """The answer as (token, logprob) pieces, and the same answer as an object."""
@@ -213,6 +215,16 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
             }
         )
 
+    @get("/v1/models")
+    async def models() -> Response[bytes]:
+        m.models_asked += 1
+        s = m.script
+        if s.status is not None:
+            return _json({"error": {"message": f"scripted status {s.status}", "type": "scripted"}}, s.status)
+        return _json(
+            {"object": "list", "data": [{"id": i, "object": "model", "owned_by": "scripted"} for i in s.models]}
+        )
+
     @put("/_script")
     async def set_script(request: Request[Any, Any, Any]) -> Response[bytes]:
         try:
@@ -230,7 +242,7 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
         m.requests.clear()
         return _json({"cleared": True})
 
-    return Litestar([chat, messages, set_script, get_requests, clear_requests], openapi_config=None)
+    return Litestar([chat, messages, models, set_script, get_requests, clear_requests], openapi_config=None)
 
 
 class ScriptedServer(BackgroundServer):
