@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -250,3 +251,15 @@ def test_serve_says_what_to_do_when_its_port_is_taken(tmp_path: Path) -> None:
     assert f"cannot listen on 127.0.0.1:{port}" in r.stderr and "--port" in r.stderr
     assert "address already in use" in r.stderr.lower()
     assert "ready on" not in r.stdout
+
+
+def test_every_setting_variable_is_in_the_help_and_the_readme() -> None:
+    root = Path(__file__).resolve().parents[1]
+    names = set(re.findall(r'"(NPCMIND_[A-Z_]+)"', (root / "src/npcmind/config.py").read_text()))
+    assert len(names) >= 10, names
+    shown = subprocess.run(
+        [sys.executable, "-m", "npcmind.cli", "serve", "--help"], capture_output=True, text=True, timeout=30
+    ).stdout
+    readme = (root / "README.md").read_text()
+    assert not {n for n in names if n not in shown.replace("\n", " ")}, "missing from `serve --help`"
+    assert not {n for n in names if f"`{n}`" not in readme}, "missing from the README's Configuration"

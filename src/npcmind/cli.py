@@ -181,15 +181,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"npcmind {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    s = sub.add_parser("serve", help="run the service")
+    s = sub.add_parser(
+        "serve",
+        help="run the service",
+        description="Run the decision service; it prints one line when it is ready to take requests.",
+        epilog="Tuning (environment): NPCMIND_DEADLINE_MS, NPCMIND_ADMISSION_WAIT_MS, NPCMIND_MAX_CONCURRENT_CALLS, "
+        "NPCMIND_MAX_OUTPUT_TOKENS, NPCMIND_CACHE_ENTRIES, NPCMIND_MAX_BODY_BYTES, NPCMIND_MAX_SESSION_ENTITIES, "
+        "NPCMIND_MAX_SESSIONS, NPCMIND_LOGPROBS, NPCMIND_ANSWER_FORMAT; see the README's Configuration.",
+    )
     s.add_argument("--manifest", metavar="FILE", help="the game's manifest (YAML, JSON or TOML); local profile")
-    s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=int, default=8080)
-    s.add_argument("--profile", choices=["local", "hosted"], default="local")
-    s.add_argument("--store", default="sqlite:///npcmind.db", metavar="URL", help="sqlite:///PATH")
-    s.add_argument("--provider", choices=["auto", "openai", "anthropic", "none"], default="auto")
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    s.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
+    s.add_argument(
+        "--profile",
+        choices=["local", "hosted"],
+        default="local",
+        help="local (default) or hosted: API keys and sessions",
+    )
+    s.add_argument(
+        "--store",
+        default="sqlite:///npcmind.db",
+        metavar="URL",
+        help="sqlite:///PATH, one process each (default sqlite:///npcmind.db)",
+    )
+    s.add_argument(
+        "--provider",
+        choices=["auto", "openai", "anthropic", "none"],
+        default="auto",
+        help="auto: OpenAI if OPENAI_API_KEY is set or --base-url is given, else Anthropic if "
+        "ANTHROPIC_API_KEY is set, else none (default auto)",
+    )
     s.add_argument("--base-url", metavar="URL", help="an OpenAI-compatible server (vLLM, llama.cpp, Ollama)")
-    s.add_argument("--model", metavar="NAME")
+    s.add_argument("--model", metavar="NAME", help="the provider's model (gpt-4o-mini / claude-haiku-4-5 if not given)")
     s.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the provider's API key")
     s.add_argument("--clients", metavar="FILE", help="hosted profile: the clients file (see `npcmind keygen`)")
     s.add_argument("--rulesets", metavar="FILE", help="NPC rulesets to add to (or replace) the built-in presets")
