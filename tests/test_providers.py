@@ -130,13 +130,29 @@ def test_a_parameter_the_model_refuses_is_dropped_and_the_batch_still_decided(
     assert "not sent because the model refused them: logprobs, temperature, top_logprobs" in note
 
 
-def test_a_refused_parameter_that_matters_is_still_unavailable(start_service: Any, scripted: Any) -> None:
-    # the answer format is what keeps choices legal: never dropped, the batch falls back with the reason
+def test_a_server_without_structured_output_is_asked_for_plain_json_then_for_no_format(
+    start_service: Any, scripted: Any
+) -> None:
     svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted")
-    scripted.set(reject_params=["response_format"])
-    r = svc.decide(decide_body(bee("a")))
-    d = r.json()["decisions"][0]
-    assert d["code"] == "unavailable" and "'response_format' is not supported" in d["reason"]
+    scripted.set(reject_params=["response_format"], choose={"a": "flee"})
+    with logged("npcmind.providers") as warned:
+        d = svc.decide(decide_body(bee("a"))).json()["decisions"][0]
+    assert d["source"] == "AI" and d["action"] == "flee"  # the prompt says how to answer; legality is checked here
+    first, second, third = scripted.requests
+    assert first["response_format"]["type"] == "json_schema"
+    assert second["response_format"] == {"type": "json_object"}
+    assert "response_format" not in third
+    assert len(warned) == 2 and "illegal choice gives invalid_choice" in warned[0]
+    scripted.set(reject_params=["response_format"], choose={"a": "dance"})  # what a server without a grammar allows
+    d = svc.decide(decide_body(bee("a", observation={**bee("a")["observation"], "hp_fraction": 0.1}))).json()
+    assert d["decisions"][0]["code"] == "invalid_choice" and len(scripted.requests) == 4
+
+
+def test_a_refused_parameter_npcmind_cannot_do_without_is_unavailable(start_service: Any, scripted: Any) -> None:
+    svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted")
+    scripted.set(reject_params=["messages"])
+    d = svc.decide(decide_body(bee("a"))).json()["decisions"][0]
+    assert d["code"] == "unavailable" and "'messages' is not supported" in d["reason"]
     assert len(scripted.requests) == 1
 
 
@@ -144,7 +160,7 @@ def test_a_refused_parameter_that_matters_is_still_unavailable(start_service: An
     ("body", "expected"),
     [
         ({"error": {"message": "Unsupported parameter: 'logprobs'", "param": "logprobs"}}, "logprobs"),
-        ({"error": {"message": "x", "param": "response_format"}}, None),  # named, but not optional
+        ({"error": {"message": "x", "param": "messages"}}, None),  # named, but not optional
         ({"error": {"message": "This model does not support the 'top_logprobs' parameter."}}, "top_logprobs"),
         ({"message": "Unrecognized request argument supplied: max_tokens"}, "max_tokens"),  # a proxy's form
         (  # vLLM's validation error names the field in a list

@@ -17,7 +17,8 @@ DEFAULT_MODEL = "gpt-4o-mini"
 log = logging.getLogger("npcmind.providers")
 
 # Parameters that refine a call but that some models refuse with a 400 (OpenAI's reasoning models refuse
-# logprobs and temperature 0; some servers know only one of the two token-limit names). When the
+# logprobs and temperature 0; some servers know only one of the two token-limit names, or have no
+# structured output). When the
 # provider names one, npcmind stops sending it and makes the call again, so a game's first request is
 # decided instead of falling back; what is lost is said once, in the log.
 OPTIONAL = {
@@ -27,6 +28,12 @@ OPTIONAL = {
     "prompt_cache_key": "no prompt-cache hint is sent",
     "max_completion_tokens": "the output limit is sent as max_tokens",
     "max_tokens": "the output limit is sent as max_completion_tokens",
+    # a server without structured output: plain JSON is asked for, then no format; the prompt itself says
+    # how to answer, and every choice is checked against the legal actions after the fact anyway
+    "json_schema": "answers are no longer held to the legal actions by the server: plain JSON is asked for, "
+    "and an illegal choice gives invalid_choice",
+    "response_format": "no answer format is sent: the prompt alone asks for JSON, and an illegal choice gives "
+    "invalid_choice",
 }
 
 
@@ -80,6 +87,8 @@ class OpenAIProvider:
                 "json_schema": {"name": "decisions", "strict": True, "schema": answer.schema(call.mode, call.entities)},
             },
         }
+        if "json_schema" in self.refused:
+            body["response_format"] = {"type": "json_object"}
         limit = next((name for name in self._limits if name not in self.refused), None)
         if limit is not None:
             body[limit] = call.max_output_tokens
@@ -106,6 +115,8 @@ class OpenAIProvider:
                 name = refused_parameter(e.status, e.body, body, OPTIONAL)
                 if name is None:
                     raise
+                if name == "response_format" and "json_schema" not in self.refused:
+                    name = "json_schema"  # plain JSON first, no format only if that is refused too
                 self.refused.add(name)
                 log.warning(
                     "%s refused the parameter %r for model %s, so npcmind stops sending it (%s): %s",

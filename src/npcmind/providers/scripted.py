@@ -147,7 +147,8 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
         system = next((x["content"] for x in messages if x.get("role") == "system"), "")
         user = next((x["content"] for x in messages if x.get("role") == "user"), "")
         schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
-        numbered = "decisions" in (schema.get("properties") or {"decisions": 1})
+        # the schema says which form; without one (a server with no structured output), the prompt does
+        numbered = "decisions" in schema["properties"] if schema.get("properties") else '{"decisions"' in system
         pieces, _ = m.answer(numbered, user)
         if "ENTITIES:\n" not in user:  # not a decide batch: an NPC's dialogue prompt (the SDK's cortex)
             pieces = [(NPC_ANSWER, 0.0)]
