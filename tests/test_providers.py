@@ -220,6 +220,14 @@ def _checked(svc: Any, timeout: float = 5) -> str:
     return str(svc.http.get("/v1/health").json()["note"])
 
 
+def test_the_start_up_check_says_when_the_base_url_lacks_its_v1(start_service: Any, scripted: Any) -> None:
+    svc = start_service(provider="openai", base_url=scripted.url, model="scripted")  # http://host:port, no /v1
+    note = _checked(svc)
+    assert f"until the service is started with --base-url {scripted.url}/v1" in note, note
+    d = svc.decide(decide_body(bee("a"))).json()["decisions"][0]
+    assert d["code"] == "unavailable" and "404" in d["reason"]  # what the check warned of
+
+
 def test_the_start_up_check_says_a_provider_is_not_running(start_service: Any) -> None:
     with logged("npcmind") as said:
         svc = start_service(provider="openai", base_url="http://127.0.0.1:9/v1")  # nothing listens on port 9

@@ -135,6 +135,12 @@ class OpenAIProvider:
         headers = {"authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         try:
             status, body = await self._http.status_of(f"{self.base_url}/models", headers)
+            slip = status == 404 and not self.base_url.endswith("/v1")  # the commonest slip: the /v1 left out
+            if slip and (await self._http.status_of(f"{self.base_url}/v1/models", headers))[0] == 200:
+                return (
+                    f"{self.base_url} has no /models but {self.base_url}/v1 has: every call will answer 404 "
+                    f"until the service is started with --base-url {self.base_url}/v1"
+                )
         except ProviderError as e:
             return f'{e}; every decision will fall back with "unavailable" until {self.base_url} answers'
         return listing_problem(status, body, self.base_url, self.model)
