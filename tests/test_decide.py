@@ -345,3 +345,36 @@ def test_a_failing_provider_is_logged_once_then_counted_and_its_recovery_said(sv
     assert len(said) == 2, said
     assert said[0].startswith("provider call failed: provider answered HTTP 500")
     assert said[1] == "provider calls succeed again (3 more failed calls since the last line)"
+
+
+def test_a_rate_limited_provider_is_not_called_again_before_its_retry_after(svc: Running, scripted: Any) -> None:
+    scripted.set(status=429, retry_after=1)
+    first = svc.decide(decide_body(bee("a"))).json()["decisions"][0]
+    assert first["code"] == "unavailable" and "HTTP 429" in first["reason"]
+    scripted.set()  # it would answer now, but asked for a second: the service falls back at once without calling
+    t0 = time.monotonic()
+    second = svc.decide(decide_body(bee("a", observation=obs(hp_fraction=0.2)))).json()["decisions"][0]
+    assert time.monotonic() - t0 < 0.5
+    assert second["code"] == "unavailable" and "asked to wait (HTTP 429 Retry-After)" in second["reason"]
+    assert len(scripted.requests) == 1
+    time.sleep(1.05)
+    third = svc.decide(decide_body(bee("a", observation=obs(hp_fraction=0.3)))).json()["decisions"][0]
+    assert third["source"] == "AI" and len(scripted.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("headers", "seconds"),
+    [
+        ({"retry-after-ms": "1500", "retry-after": "2"}, 1.5),  # OpenAI's finer header first
+        ({"retry-after": "3"}, 3.0),
+        ({"retry-after": "86400"}, 60.0),  # capped: a game should not lose its model for a day
+        ({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, None),  # a date: not read
+        ({"retry-after": "nan"}, None),
+        ({"retry-after": "-1"}, None),
+        ({}, None),
+    ],
+)
+def test_retry_after_headers(headers: dict[str, str], seconds: float | None) -> None:
+    from npcmind.providers.http import retry_after
+
+    assert retry_after(headers) == seconds

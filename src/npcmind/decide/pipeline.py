@@ -129,6 +129,7 @@ class DecidePipeline:
         self._deadline = settings.deadline_ms / 1000
         self._ai = metrics.decisions.labels("AI", "")
         self._failures = FailureLog()
+        self._wait_until = 0.0  # monotonic time before which the provider asked not to be called (429)
         self._fallback = {
             code: metrics.decisions.labels("FALLBACK", code)
             for code in ("unavailable", "busy", "refused", "invalid_choice", "budget")
@@ -270,6 +271,9 @@ class DecidePipeline:
                 results[i] = self._fall(ep, code, reason, types[ep.entity.type].ttl_ms)
             return ModelReply(None, reason, round((time.perf_counter() - t_call) * 1000))
 
+        wait = self._wait_until - time.monotonic()
+        if wait > 0:  # calling now would only be refused again, and count against the game's rate limit
+            return fall_all("unavailable", f"the provider asked to wait (HTTP 429 Retry-After): {wait:.1f} s more")
         if not await self._acquire():
             return fall_all("busy", "service at capacity: no provider slot within the admission wait")
         t_call = time.perf_counter()
@@ -292,6 +296,8 @@ class DecidePipeline:
             return fall_all("unavailable", f"provider timed out after {self.settings.deadline_ms} ms")
         except ProviderError as e:
             self.metrics.provider_calls.labels(name, "error").inc()
+            if e.retry_after is not None:
+                self._wait_until = max(self._wait_until, time.monotonic() + e.retry_after)
             if self.provider.ready:
                 self._failures.failed(str(e))
             return fall_all("unavailable", str(e))

@@ -49,10 +49,13 @@ class ProviderError(Exception):
     model refuses (which it can stop sending) from a failure it can do nothing about.
     """
 
-    def __init__(self, message: str, status: int | None = None, body: object = None) -> None:
+    def __init__(
+        self, message: str, status: int | None = None, body: object = None, retry_after: float | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.body = body
+        self.retry_after = retry_after  # seconds the provider asked us to wait (a 429's Retry-After)
 
 
 def listing_problem(status: int, body: Any, base_url: str, model: str | None) -> str | None:

@@ -2,12 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
 import msgspec
 
 from npcmind.providers.base import ProviderError
+
+MAX_WAIT_S = 60.0  # a longer Retry-After is read as this: the game should not lose its model for minutes
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds a rate-limited provider asked for: ``retry-after-ms`` (OpenAI), else ``retry-after`` in seconds
+    (OpenAI, Anthropic); an HTTP date or anything else unreadable counts as not given."""
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        raw = headers.get(name)
+        if raw is None:
+            continue
+        try:
+            wait = float(raw) * scale
+        except ValueError:
+            continue
+        if wait == wait and wait > 0:  # not NaN
+            return min(wait, MAX_WAIT_S)
+    return None
 
 
 class JsonClient:
@@ -35,6 +54,7 @@ class JsonClient:
             ) as resp:
                 raw = await resp.read()
                 status = resp.status
+                wait = retry_after(resp.headers) if status in (429, 503) else None
         except aiohttp.ClientError as e:
             raise ProviderError(f"cannot reach provider: {e.__class__.__name__}: {e}") from None
         if status >= 400:
@@ -43,7 +63,7 @@ class JsonClient:
                 answer: Any = msgspec.json.decode(raw)
             except msgspec.DecodeError:
                 answer = None
-            raise ProviderError(f"provider answered HTTP {status}: {snippet}", status, answer)
+            raise ProviderError(f"provider answered HTTP {status}: {snippet}", status, answer, wait)
         try:
             return msgspec.json.decode(raw)
         except msgspec.DecodeError:

@@ -33,6 +33,7 @@ class Script(msgspec.Struct, forbid_unknown_fields=True):
     malformed: bool = False
     delay_ms: int = 0
     status: int | None = None
+    retry_after: float | None = None  # with status 429: the Retry-After header, in seconds
     logprob: float = -0.105
     cached_tokens: int | None = None
     text: str | None = None
@@ -111,8 +112,10 @@ class ScriptedModel:
         return (n // 128) * 128 if hit and n >= 1024 else 0
 
 
-def _json(obj: Any, status: int = 200) -> Response[bytes]:
-    return Response(content=msgspec.json.encode(obj), status_code=status, media_type="application/json")
+def _json(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response[bytes]:
+    return Response(
+        content=msgspec.json.encode(obj), status_code=status, media_type="application/json", headers=headers
+    )
 
 
 def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
@@ -126,7 +129,8 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
         if s.delay_ms:
             await asyncio.sleep(s.delay_ms / 1000)
         if s.status is not None:
-            return _json({"error": {"message": f"scripted status {s.status}", "type": "scripted"}}, s.status)
+            wait = {"retry-after": f"{s.retry_after:g}"} if s.retry_after is not None else None
+            return _json({"error": {"message": f"scripted status {s.status}", "type": "scripted"}}, s.status, wait)
         if s.body is not None:
             return _json(s.body)
         return None
