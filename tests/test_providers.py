@@ -66,6 +66,13 @@ def test_confidence_is_the_probability_at_the_deciding_token() -> None:
     assert c[1] == pytest.approx(math.exp(-0.5), abs=1e-4) and c[2] == pytest.approx(math.exp(-2.0), abs=1e-4)
 
 
+def test_a_reasoning_models_thinking_before_the_answer_is_skipped() -> None:
+    text = '<think>\nThe bee is hurt. {"E1": "chase"} would be brave, but {no}.\n</think>\n\n{"E1": "flee"}'
+    assert answer.parse(text, "enum", [(1, ["idle", "chase", "flee"])])[1].action == "flee"
+    fenced = '<think>numbers: {1} or {2}</think>```json\n{"decisions": [{"entity": 1, "choice": 2}]}\n```'
+    assert answer.parse(fenced, "numbered", [(1, ["idle", "chase", "flee"])])[1].action == "chase"
+
+
 def test_enum_parse_and_decline() -> None:
     got = answer.parse('{"E1":"flee","E2":"(decline)"}', "enum", [(1, ["idle", "flee"]), (2, ["idle"])])
     assert got[1].action == "flee" and got[2].refused

@@ -45,10 +45,11 @@ def schema(mode: AnswerMode, entities: Sequence[tuple[int, list[str]]]) -> dict[
 
 
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
+_THINK = re.compile(r"<think>.*?</think>", re.S)  # reasoning models served without a grammar (Qwen3, DeepSeek-R1)
 
 
 def _load(text: str) -> Any:
-    text = _FENCE.sub("", text.strip())
+    text = _FENCE.sub("", _THINK.sub("", text).strip())
     try:
         return msgspec.json.decode(text)
     except msgspec.DecodeError:
