@@ -97,8 +97,6 @@ class OpenAIProvider:
         if self.logprobs:
             body["logprobs"] = True
             body["top_logprobs"] = 1
-        if "logprobs" in self.refused:
-            self.refused.add("top_logprobs")  # it means nothing without logprobs
         for name in self.refused:
             body.pop(name, None)
         return body
@@ -118,6 +116,8 @@ class OpenAIProvider:
                 if name == "response_format" and "json_schema" not in self.refused:
                     name = "json_schema"  # plain JSON first, no format only if that is refused too
                 self.refused.add(name)
+                if name == "logprobs":
+                    self.refused.add("top_logprobs")  # it means nothing without logprobs
                 log.warning(
                     "%s refused the parameter %r for model %s, so npcmind stops sending it (%s): %s",
                     self.base_url,
