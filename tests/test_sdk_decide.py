@@ -428,3 +428,19 @@ def test_an_entity_that_is_not_json_is_left_to_native_ai(
         assert c.action("b0") is not None and c.action("odd") is None
     said = [r.getMessage() for r in caplog.records if r.name == "npcmind.sdk.decide"]
     assert any("'odd' cannot be sent as JSON" in m for m in said)
+
+
+def test_the_game_can_see_what_the_model_saw_and_answered(svc: Running, scripted: ScriptedServer, clock: Clock) -> None:
+    scripted.set(choose={"b0": "flee"})
+    with client(svc.server.url, clock) as c:
+        assert c.last_prompt() is None  # nothing asked yet
+        track_bees(c, 2)
+        c.tick()
+        assert c.wait()
+        seen = c.last_prompt()
+        assert seen is not None
+        assert seen["user"] == scripted.requests[-1]["messages"][1]["content"]
+        assert [e["id"] for e in seen["entities"]] == ["b0", "b1"] and seen["entities"][0]["action"] == "flee"
+        assert '"flee"' in seen["reply"]["text"]
+    with client(f"http://127.0.0.1:{free_port()}", clock) as down:
+        assert down.last_prompt() is None  # a service that is down: None, never an exception

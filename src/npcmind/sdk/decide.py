@@ -24,6 +24,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import urlencode
 
 import httpx
 import msgspec
@@ -296,6 +297,17 @@ class DecideClient:
                 f.result(timeout=max(0.0, deadline - time.monotonic()))
         self._collect(self._clock())
         return not self._sent and not self._other
+
+    def last_prompt(self) -> dict[str, Any] | None:
+        """What the model saw in this session's last decide request and what it answered (GET /v1/prompt),
+        for a debug overlay or a bug report. It blocks for one HTTP round trip: call it on demand, not every
+        frame. None when there is nothing yet or the service cannot say; it never raises."""
+        try:
+            status, payload, _ = self._call("GET", f"/v1/prompt?{urlencode({'client_id': self.client_id})}", None)
+        except Exception as e:  # the service is down or refused the session: a debug view must not break the game
+            log.debug("last_prompt: %s", e)
+            return None
+        return payload if status == 200 and isinstance(payload, dict) else None
 
     def close(self) -> None:
         """Stop the workers and close the connection, without waiting for answers (a game that quits must
