@@ -54,7 +54,7 @@ class JsonClient:
             ) as resp:
                 raw = await resp.read()
                 status = resp.status
-                wait = retry_after(resp.headers) if status in (429, 503) else None
+                wait = retry_after(resp.headers) if status in (429, 503, 529) else None  # 529: Anthropic overloaded
         except aiohttp.ClientError as e:
             raise ProviderError(f"cannot reach provider: {e.__class__.__name__}: {e}") from None
         if status >= 400:
