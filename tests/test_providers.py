@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from typing import Any
@@ -32,6 +33,9 @@ def test_anthropic_round_trip(start_service: Any, scripted: Any, monkeypatch: An
     assert sent["tool_choice"] == {"type": "tool", "name": "decide"}
     assert sent["tools"][0]["input_schema"] == answer.NUMBERED_SCHEMA
     assert "npcmind_cached_input_tokens_total 900.0" in svc.http.get("/metrics").text
+    reply = svc.http.get("/v1/prompt", params={"client_id": "game-1"}).json()["reply"]
+    assert json.loads(reply["text"])["decisions"][1] == {"entity": 2, "choice": 3}  # the tool input, as JSON
+    assert reply["cached_tokens"] == 900
 
 
 def test_anthropic_refusal(start_service: Any, scripted: Any, monkeypatch: Any) -> None:
