@@ -221,11 +221,17 @@ def test_telemetry_is_checked_against_the_manifest(svc: Running) -> None:
                 {"id": "a", "type": "wasp"},
                 {"id": "b", "type": "bee", "fields": {"hp_fraction": 2}},
                 {"id": "c", "type": "bee", "action": "dance", "position": [1]},
+                {"id": "d", "type": "bee", "action": "chace"},
             ],
         },
     )
     assert r.status_code == 422
-    paths = {d["path"] for d in r.json()["error"]["details"]}
+    said = {d["path"]: d["message"] for d in r.json()["error"]["details"]}
+    assert said["entities[3].action"] == (
+        "'chace' is not an action of type bee; did you mean 'chase'? (its actions: chase, flee, idle, wander)"
+    )
+    assert said["entities[0].type"].startswith("unknown type 'wasp'")
+    paths = set(said)
     assert {
         "entities[0].type",
         "entities[1].fields.hp_fraction",

@@ -161,3 +161,30 @@ def test_shape_and_manifest_problems_in_one_answer(svc: Running) -> None:
     body = decide_body(bee("a", position=[1]), bee("b", trigger="sneeze"), world={"player_hp_fraction": 0.4})
     paths = {d["path"] for d in svc.decide(body).json()["error"]["details"]}
     assert {"entities[0].position", "entities[1].trigger", "world.repellent"} <= paths
+
+
+def test_a_misspelt_name_gets_its_likely_fix_and_the_names_there_are(svc: Running) -> None:
+    body = decide_body(bee("a"), queen("q"))
+    body["world"]["repelent"] = body["world"].pop("repellent")
+    body["scope"] = "forest_bos"
+    body["entities"][0]["trigger"] = "hitt"
+    body["entities"][1]["legal_actions"] = ["idle", "dance"]
+    body["entities"][1]["profile"] = "queen"
+    r = svc.decide(body)
+    assert r.status_code == 422
+    said = {p["path"]: p["message"] for p in r.json()["error"]["details"]}
+    assert said["world.repelent"] == (
+        "is not a field of the world; did you mean 'repellent'? (its fields: player_hp_fraction, repellent)"
+    )
+    assert said["scope"] == "unknown scope 'forest_bos'; did you mean 'forest_boss'? (scopes: forest, forest_boss)"
+    assert said["entities[0].trigger"] == (
+        "'hitt' is not an event of type bee; did you mean 'hit'? (its events: ally_died, hit)"
+    )
+    assert said["entities[1].legal_actions[1]"] == (
+        "'dance' is not an action of type boss (its actions: chase, flee, idle)"  # nothing close: no guess
+    )
+    assert said["entities[1].profile"].startswith("unknown profile 'queen'; did you mean 'queen_bee'?")
+    body = decide_body(bee("a"))
+    body["entities"][0]["type"] = "bees"
+    said = {p["path"]: p["message"] for p in svc.decide(body).json()["error"]["details"]}
+    assert said["entities[0].type"] == ("unknown type 'bees'; did you mean 'bee'? (types: bee, boss, player, swarm)")

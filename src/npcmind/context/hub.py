@@ -30,7 +30,7 @@ from npcmind.protocol.a2g import (
     TelemetryEntity,
     TelemetryRequest,
 )
-from npcmind.protocol.errors import ApiError, Problem
+from npcmind.protocol.errors import ApiError, Problem, choices
 from npcmind.protocol.validate import problems as shape_problems
 from npcmind.storage.base import IssuedDecision, Store
 
@@ -236,12 +236,13 @@ class ContextHub:
             p = f"entities[{i}]"
             t = m.types.get(e.type)
             if t is None:
-                problems.append(Problem(f"{p}.type", f"unknown type {e.type!r}"))
+                problems.append(Problem(f"{p}.type", f"unknown type {e.type!r}{choices(e.type, m.types, 'types')}"))
                 continue
             if e.fields is not None:
                 problems += t.fields.problems(e.fields, f"{p}.fields")
             if e.action is not None and e.action not in t.actions:
-                problems.append(Problem(f"{p}.action", f"not an action of type {e.type}"))
+                known = choices(e.action, t.actions, "its actions")
+                problems.append(Problem(f"{p}.action", f"{e.action!r} is not an action of type {e.type}{known}"))
             check_position(e.position, f"{p}.position", problems)
         return problems
 

@@ -9,7 +9,7 @@ from typing import Any
 from npcmind.manifest import Manifest
 from npcmind.manifest.model import ScopeSpec
 from npcmind.protocol.a2g import DecideEntity, DecideRequest
-from npcmind.protocol.errors import Problem
+from npcmind.protocol.errors import Problem, choices
 from npcmind.protocol.validate import well_shaped
 
 
@@ -30,7 +30,8 @@ def check_scope(
         return out
     chain = manifest.scope_chain(scope, session_scopes)
     if not chain:
-        return [Problem("scope", f"unknown scope {scope!r}")]
+        known = [*manifest.file.scopes, *(session_scopes or ())]
+        return [Problem("scope", f"unknown scope {scope!r}{choices(scope, known, 'scopes')}")]
     declared = manifest.chain_fields(chain)
     if declared.fields:
         if state is None:
@@ -47,7 +48,7 @@ def check_entity(i: int, e: DecideEntity, manifest: Manifest) -> list[Problem]:
     p = f"entities[{i}]"
     t = manifest.types.get(e.type)
     if t is None:
-        return [Problem(f"{p}.type", f"unknown type {e.type!r}")]
+        return [Problem(f"{p}.type", f"unknown type {e.type!r}{choices(e.type, manifest.types, 'types')}")]
     if t.observe_only:
         return [Problem(f"{p}.type", f"type {e.type!r} is observe-only (no actions): send it as telemetry")]
     out = t.fields.problems(e.observation, f"{p}.observation")
@@ -58,17 +59,32 @@ def check_entity(i: int, e: DecideEntity, manifest: Manifest) -> list[Problem]:
             if a in seen:
                 out.append(Problem(f"{p}.legal_actions[{j}]", f"repeats {a!r}"))
             elif a not in t.actions:
-                out.append(Problem(f"{p}.legal_actions[{j}]", f"not an action of type {e.type}"))
+                out.append(
+                    Problem(
+                        f"{p}.legal_actions[{j}]",
+                        f"{a!r} is not an action of type {e.type}{choices(a, t.actions, 'its actions')}",
+                    )
+                )
             seen.add(a)
     check_position(e.position, f"{p}.position", out)
     if e.profile is not None:
         prof = manifest.profiles.get(e.profile)
         if prof is None:
-            out.append(Problem(f"{p}.profile", f"unknown profile {e.profile!r}"))
+            out.append(
+                Problem(
+                    f"{p}.profile", f"unknown profile {e.profile!r}{choices(e.profile, manifest.profiles, 'profiles')}"
+                )
+            )
         elif prof.type is not None and prof.type != e.type:
             out.append(Problem(f"{p}.profile", f"profile {e.profile!r} is for type {prof.type!r}, not {e.type!r}"))
     if e.trigger is not None and e.trigger not in t.spec.events:
-        out.append(Problem(f"{p}.trigger", f"not an event of type {e.type}"))
+        events = t.spec.events
+        out.append(
+            Problem(
+                f"{p}.trigger",
+                f"{e.trigger!r} is not an event of type {e.type}{choices(e.trigger, events, 'its events')}",
+            )
+        )
     return out
 
 

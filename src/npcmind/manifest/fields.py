@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 
 from npcmind.manifest.model import FieldSpec
-from npcmind.protocol.errors import Problem
+from npcmind.protocol.errors import Problem, choices
 
 DEFAULT_STRING_LENGTH = 64
 
@@ -59,7 +59,7 @@ def check_fields(values: Any, fields: Mapping[str, FieldSpec], path: str, owner:
             out.append(Problem(f"{path}.{name}", "is required"))
     for name in values:
         if name not in fields:
-            out.append(Problem(f"{path}.{name}", f"is not a field of {owner}"))
+            out.append(Problem(f"{path}.{name}", f"is not a field of {owner}{choices(name, fields, 'its fields')}"))
     return out
 
 

@@ -15,7 +15,7 @@ import yaml
 
 from npcmind.manifest.fields import FieldSet
 from npcmind.manifest.model import FieldSpec, ManifestFile, ProfileSpec, ScopeSpec, TypeSpec
-from npcmind.protocol.errors import Problem
+from npcmind.protocol.errors import Problem, choices
 from npcmind.protocol.validate import problems as shape_problems
 
 
@@ -159,13 +159,15 @@ def check(file: ManifestFile) -> list[Problem]:
     for name, prof in file.profiles.items():
         if prof.type is not None:
             if prof.type not in file.types:
-                out.append(Problem(f"profiles.{name}.type", f"unknown type {prof.type!r}"))
+                known = choices(prof.type, file.types, "types")
+                out.append(Problem(f"profiles.{name}.type", f"unknown type {prof.type!r}{known}"))
             elif not file.types[prof.type].actions:
                 out.append(Problem(f"profiles.{name}.type", f"type {prof.type!r} is observe-only (no actions)"))
     for name, sc in file.scopes.items():
         out += _field_problems(sc.fields, f"scopes.{name}.fields")
         if sc.parent is not None and sc.parent not in file.scopes:
-            out.append(Problem(f"scopes.{name}.parent", f"unknown scope {sc.parent!r}"))
+            known = choices(sc.parent, file.scopes, "scopes")
+            out.append(Problem(f"scopes.{name}.parent", f"unknown scope {sc.parent!r}{known}"))
     out += _cycles(file.scopes)
     return out
 
