@@ -188,3 +188,13 @@ def test_a_misspelt_name_gets_its_likely_fix_and_the_names_there_are(svc: Runnin
     body["entities"][0]["type"] = "bees"
     said = {p["path"]: p["message"] for p in svc.decide(body).json()["error"]["details"]}
     assert said["entities[0].type"] == ("unknown type 'bees'; did you mean 'bee'? (types: bee, boss, player, swarm)")
+
+
+def test_a_misspelt_protocol_field_gets_its_likely_fix(svc: Running) -> None:
+    body = decide_body(bee("a"))
+    body["entities"][0]["legal_action"] = body["entities"][0].pop("legal_actions")
+    said = {p["path"]: p["message"] for p in svc.decide(body).json()["error"]["details"]}
+    assert said["entities[0].legal_actions"] == "is required"
+    assert said["entities[0].legal_action"].startswith(
+        "is not a known field; did you mean 'legal_actions'? (fields: id, legal_actions, observation,"
+    )

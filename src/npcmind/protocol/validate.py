@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import msgspec
 from msgspec import inspect as mi
 
-from npcmind.protocol.errors import Problem
+from npcmind.protocol.errors import Problem, choices
 
 T = TypeVar("T")
 
@@ -148,7 +148,7 @@ def _walk(value: Any, t: mi.Type, path: str, out: list[Problem]) -> None:
         if t.forbid_unknown_fields:
             for k in value:
                 if k not in known:
-                    out.append(Problem(_join(path, k), "is not a known field"))
+                    out.append(Problem(_join(path, k), "is not a known field" + choices(str(k), known, "fields")))
 
 
 def problems(value: Any, typ: type) -> list[Problem]:
