@@ -347,10 +347,13 @@ def test_a_failing_provider_is_logged_once_then_counted_and_its_recovery_said(sv
     assert said[1] == "provider calls succeed again (3 more failed calls since the last line)"
 
 
-def test_a_rate_limited_provider_is_not_called_again_before_its_retry_after(svc: Running, scripted: Any) -> None:
-    scripted.set(status=429, retry_after=1)
+@pytest.mark.parametrize("status", [429, 529])  # 529: Anthropic's "overloaded"
+def test_a_rate_limited_provider_is_not_called_again_before_its_retry_after(
+    svc: Running, scripted: Any, status: int
+) -> None:
+    scripted.set(status=status, retry_after=1)
     first = svc.decide(decide_body(bee("a"))).json()["decisions"][0]
-    assert first["code"] == "unavailable" and "HTTP 429" in first["reason"]
+    assert first["code"] == "unavailable" and f"HTTP {status}" in first["reason"]
     scripted.set()  # it would answer now, but asked for a second: the service falls back at once without calling
     t0 = time.monotonic()
     second = svc.decide(decide_body(bee("a", observation=obs(hp_fraction=0.2)))).json()["decisions"][0]

@@ -239,11 +239,20 @@ def test_the_start_up_check_says_when_the_base_url_lacks_its_v1(start_service: A
     assert d["code"] == "unavailable" and "404" in d["reason"]  # what the check warned of
 
 
+def test_the_start_up_check_says_anthropic_refused_the_key(start_service: Any, scripted: Any, monkeypatch: Any) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-wrong")
+    scripted.set(status=401)
+    svc = start_service(provider="anthropic", base_url=scripted.base_url)
+    assert f"at start: {scripted.base_url} refused the API key (HTTP 401)" in _checked(svc)
+    assert scripted.model.models_asked == 1
+
+
 def test_the_start_up_check_says_a_provider_is_not_running(start_service: Any) -> None:
     with logged("npcmind") as said:
         svc = start_service(provider="openai", base_url="http://127.0.0.1:9/v1")  # nothing listens on port 9
         note = _checked(svc)
-    assert "at start: cannot reach provider" in note and "until http://127.0.0.1:9/v1 answers" in note
+    assert "at start: cannot reach provider" in note and "127.0.0.1:9" in note
+    assert 'every decision will fall back with "unavailable" until it answers' in note
     assert any(s.startswith("provider check at start: cannot reach provider") for s in said), said
 
 

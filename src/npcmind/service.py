@@ -17,7 +17,7 @@ from npcmind.npc.rulesets import load_rulesets
 from npcmind.npc.signing import Signer
 from npcmind.npc.steps import NpcProcessor
 from npcmind.providers import tokens
-from npcmind.providers.base import Provider
+from npcmind.providers.base import Provider, ProviderError
 from npcmind.providers.select import describe, make_provider
 from npcmind.sessions.clients import Client, load_clients
 from npcmind.sessions.guard import Guard
@@ -79,6 +79,8 @@ class Service:
         try:
             async with asyncio.timeout(10):
                 problem = await self.provider.check()
+        except ProviderError as e:
+            problem = f'{e}; every decision will fall back with "unavailable" until it answers'
         except Exception as e:  # a check must never stop the service
             problem = f"the provider check failed: {e.__class__.__name__}: {e}"
         if problem is not None:

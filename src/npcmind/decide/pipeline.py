@@ -87,16 +87,17 @@ class FailureLog:
         if now - self._last < self.every:
             self._unsaid += 1
             return
-        more = f" ({self._unsaid} more failed calls since the last line)" if self._unsaid else ""
-        log.warning("provider call failed: %s%s", message, more)
+        log.warning("provider call failed: %s%s", message, self._since())
         self._last, self._unsaid = now, 0
 
     def succeeded(self) -> None:
         """A provider call answered."""
         if self._failing:
-            more = f" ({self._unsaid} more failed calls since the last line)" if self._unsaid else ""
-            log.warning("provider calls succeed again%s", more)
+            log.warning("provider calls succeed again%s", self._since())
             self._failing, self._unsaid, self._last = False, 0, -self.every
+
+    def _since(self) -> str:
+        return f" ({self._unsaid} more failed calls since the last line)" if self._unsaid else ""
 
 
 _Seen = tuple[float, Prompt, dict[int, int], list[int], list[Decision], ModelReply | None]
@@ -292,8 +293,9 @@ class DecidePipeline:
                 answer: ProviderAnswer = await self.provider.decide(call)
         except TimeoutError:
             self.metrics.provider_calls.labels(name, "timeout").inc()
-            self._failures.failed(f"timed out after {self.settings.deadline_ms} ms")
-            return fall_all("unavailable", f"provider timed out after {self.settings.deadline_ms} ms")
+            reason = f"provider timed out after {self.settings.deadline_ms} ms"
+            self._failures.failed(reason)
+            return fall_all("unavailable", reason)
         except ProviderError as e:
             self.metrics.provider_calls.labels(name, "error").inc()
             if e.retry_after is not None:

@@ -78,13 +78,8 @@ def check_entity(i: int, e: DecideEntity, manifest: Manifest) -> list[Problem]:
         elif prof.type is not None and prof.type != e.type:
             out.append(Problem(f"{p}.profile", f"profile {e.profile!r} is for type {prof.type!r}, not {e.type!r}"))
     if e.trigger is not None and e.trigger not in t.spec.events:
-        events = t.spec.events
-        out.append(
-            Problem(
-                f"{p}.trigger",
-                f"{e.trigger!r} is not an event of type {e.type}{choices(e.trigger, events, 'its events')}",
-            )
-        )
+        known = choices(e.trigger, t.spec.events, "its events")
+        out.append(Problem(f"{p}.trigger", f"{e.trigger!r} is not an event of type {e.type}{known}"))
     return out
 
 

@@ -63,10 +63,7 @@ class AnthropicProvider:
         if not self.api_key:
             return None  # the start banner already says the key is missing
         headers = {"x-api-key": self.api_key, "anthropic-version": VERSION}
-        try:
-            status, _ = await self._http.status_of(f"{self.base_url}/models", headers)
-        except ProviderError as e:
-            return f'{e}; every decision will fall back with "unavailable" until {self.base_url} answers'
+        status, _ = await self._http.status_of(f"{self.base_url}/models", headers)
         return listing_problem(status, None, self.base_url, self.model)  # model aliases are not listed
 
     def read_answer(self, data: Any, call: ProviderCall) -> ProviderAnswer:

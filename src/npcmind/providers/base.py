@@ -95,8 +95,8 @@ class Provider(Protocol):
         ...
 
     async def check(self) -> str | None:
-        """At start, without a model call: a problem that will make calls fail (unreachable, key refused,
-        unknown model), said before the game's first request, or None."""
+        """At start, without a model call: a problem that will make calls fail (key refused, unknown model),
+        said before the game's first request, or None; a ProviderError when the server cannot be reached."""
         ...
 
     async def close(self) -> None:

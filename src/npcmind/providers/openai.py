@@ -9,7 +9,7 @@ from npcmind.decide.prompt import AnswerMode
 from npcmind.providers import answer
 from npcmind.providers.base import ProviderAnswer, ProviderCall, ProviderError, listing_problem
 from npcmind.providers.http import JsonClient
-from npcmind.providers.params import refused_parameter
+from npcmind.providers.params import first_not_refused, refused_parameter
 from npcmind.providers.tokens import encoding_for
 
 OPENAI_URL = "https://api.openai.com/v1"
@@ -18,9 +18,8 @@ log = logging.getLogger("npcmind.providers")
 
 # Parameters that refine a call but that some models refuse with a 400 (OpenAI's reasoning models refuse
 # logprobs and temperature 0; some servers know only one of the two token-limit names, or have no
-# structured output). When the
-# provider names one, npcmind stops sending it and makes the call again, so a game's first request is
-# decided instead of falling back; what is lost is said once, in the log.
+# structured output). When the provider names one, npcmind stops sending it and makes the call again, so
+# a game's first request is decided instead of falling back; what is lost is said once, in the log.
 OPTIONAL = {
     "logprobs": "confidence is null from now on",
     "top_logprobs": "confidence still comes from the chosen token",
@@ -89,7 +88,7 @@ class OpenAIProvider:
         }
         if "json_schema" in self.refused:
             body["response_format"] = {"type": "json_object"}
-        limit = next((name for name in self._limits if name not in self.refused), None)
+        limit = first_not_refused(self._limits, self.refused)
         if limit is not None:
             body[limit] = call.max_output_tokens
         if self.mode == "numbered":  # a fixed schema keeps the prefix cacheable: say which prefix it is
@@ -133,16 +132,13 @@ class OpenAIProvider:
         if not self.ready:
             return None  # the start banner already says the key is missing
         headers = {"authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        try:
-            status, body = await self._http.status_of(f"{self.base_url}/models", headers)
-            slip = status == 404 and not self.base_url.endswith("/v1")  # the commonest slip: the /v1 left out
-            if slip and (await self._http.status_of(f"{self.base_url}/v1/models", headers))[0] == 200:
-                return (
-                    f"{self.base_url} has no /models but {self.base_url}/v1 has: every call will answer 404 "
-                    f"until the service is started with --base-url {self.base_url}/v1"
-                )
-        except ProviderError as e:
-            return f'{e}; every decision will fall back with "unavailable" until {self.base_url} answers'
+        status, body = await self._http.status_of(f"{self.base_url}/models", headers)
+        slip = status == 404 and not self.base_url.endswith("/v1")  # the commonest slip: the /v1 left out
+        if slip and (await self._http.status_of(f"{self.base_url}/v1/models", headers))[0] == 200:
+            return (
+                f"{self.base_url} has no /models but {self.base_url}/v1 has: every call will answer 404 "
+                f"until the service is started with --base-url {self.base_url}/v1"
+            )
         return listing_problem(status, body, self.base_url, self.model)
 
     def read_answer(self, data: Any, call: ProviderCall) -> ProviderAnswer:

@@ -8,7 +8,7 @@ drop it and ask again rather than fail: the decide pipeline and the SDK's cortex
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 import msgspec
 
@@ -32,3 +32,8 @@ def refused_parameter(status: int | None, body: object, sent: Collection[str], o
         return None
     found = [(m.start(), n) for n in candidates if (m := re.search(rf"(?<!\w){n}(?!\w)", text))]
     return min(found)[1] if found else None
+
+
+def first_not_refused(names: Sequence[str], refused: Collection[str]) -> str | None:
+    """The first of ``names`` the model has not refused: a server knows one of the token limit's two names."""
+    return next((n for n in names if n not in refused), None)

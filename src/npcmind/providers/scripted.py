@@ -118,6 +118,14 @@ def _json(obj: Any, status: int = 200, headers: dict[str, str] | None = None) ->
     )
 
 
+def _status_error(s: Script) -> Response[bytes] | None:
+    """The scripted HTTP error (with its Retry-After), or None when none is scripted."""
+    if s.status is None:
+        return None
+    wait = {"retry-after": f"{s.retry_after:g}"} if s.retry_after is not None else None
+    return _json({"error": {"message": f"scripted status {s.status}", "type": "scripted"}}, s.status, wait)
+
+
 def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
     """The scripted server as an ASGI app."""
     m = model or ScriptedModel()
@@ -128,9 +136,9 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
         s = m.script
         if s.delay_ms:
             await asyncio.sleep(s.delay_ms / 1000)
-        if s.status is not None:
-            wait = {"retry-after": f"{s.retry_after:g}"} if s.retry_after is not None else None
-            return _json({"error": {"message": f"scripted status {s.status}", "type": "scripted"}}, s.status, wait)
+        failed = _status_error(s)
+        if failed is not None:
+            return failed
         if s.body is not None:
             return _json(s.body)
         return None
@@ -223,12 +231,11 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
     @get("/v1/models")
     async def models() -> Response[bytes]:
         m.models_asked += 1
-        s = m.script
-        if s.status is not None:
-            return _json({"error": {"message": f"scripted status {s.status}", "type": "scripted"}}, s.status)
-        return _json(
-            {"object": "list", "data": [{"id": i, "object": "model", "owned_by": "scripted"} for i in s.models]}
-        )
+        listed = {
+            "object": "list",
+            "data": [{"id": i, "object": "model", "owned_by": "scripted"} for i in m.script.models],
+        }
+        return _status_error(m.script) or _json(listed)
 
     @put("/_script")
     async def set_script(request: Request[Any, Any, Any]) -> Response[bytes]:

@@ -8,7 +8,7 @@ from typing import Protocol
 import httpx
 
 from npcmind.protocol.npc import PromptConstraints
-from npcmind.providers.params import refused_parameter
+from npcmind.providers.params import first_not_refused, refused_parameter
 
 log = logging.getLogger("npcmind.sdk.cortex")
 # what the constraints ask that a model may refuse (OpenAI's reasoning models refuse all but the limit's
@@ -40,7 +40,7 @@ class OpenAICortex:
     def _body(self, prompt: str, constraints: PromptConstraints) -> dict[str, object]:
         body: dict[str, object] = {"model": self.model, "messages": [{"role": "user", "content": prompt}]}
         if constraints.maxTokens is not None:
-            limit = next((n for n in ("max_tokens", "max_completion_tokens") if n not in self.refused), None)
+            limit = first_not_refused(("max_tokens", "max_completion_tokens"), self.refused)
             if limit is not None:
                 body[limit] = constraints.maxTokens
         if constraints.temperature is not None and "temperature" not in self.refused:
