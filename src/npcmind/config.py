@@ -19,6 +19,23 @@ def _env_int(name: str, default: int, least: int = 1) -> int:
     return value
 
 
+def _env_origins(name: str) -> list[str]:
+    """Browser origins (scheme://host[:port]) or ``*``; a trailing slash is dropped, since browsers never send one."""
+    out: list[str] = []
+    for raw in os.environ.get(name, "").split(","):
+        origin = raw.strip().rstrip("/")
+        if not origin:
+            continue
+        scheme, sep, rest = origin.partition("://")
+        if origin != "*" and (not sep or scheme not in ("http", "https") or not rest or "/" in rest):
+            raise SystemExit(
+                f"{name}: {raw.strip()!r} is not an origin; an origin is scheme://host[:port] as the browser's "
+                "address bar shows it, for example http://localhost:5173, or * for any"
+            )
+        out.append(origin)
+    return out
+
+
 @dataclass(slots=True)
 class Settings:
     """Everything the service can be told; defaults are the documented ones."""
@@ -46,3 +63,4 @@ class Settings:
     max_sessions: int = field(default_factory=lambda: _env_int("NPCMIND_MAX_SESSIONS", 10_000))
     logprobs: bool = field(default_factory=lambda: os.environ.get("NPCMIND_LOGPROBS", "1") != "0")
     answer_format: str = field(default_factory=lambda: os.environ.get("NPCMIND_ANSWER_FORMAT", "auto"))
+    cors_origins: list[str] = field(default_factory=lambda: _env_origins("NPCMIND_CORS_ORIGINS"))

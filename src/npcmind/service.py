@@ -71,6 +71,8 @@ class Service:
         self._npc = NpcProcessor(self.rulesets, Signer(await self.store.secret("npc_ed25519_seed")))
         tokens.count(self.provider.encoding, "warm up")  # load the tokenizer table now, not on the first decision
         log.info("provider: %s", describe(self.provider))
+        if self.settings.cors_origins:
+            log.info("browser pages may call from: %s (NPCMIND_CORS_ORIGINS)", ", ".join(self.settings.cors_origins))
         self._check = asyncio.get_running_loop().create_task(self._check_provider())
 
     async def _check_provider(self) -> None:

@@ -20,6 +20,7 @@ from npcmind import A2G_VERSION, __version__
 from npcmind.context.hub import ContextHub
 from npcmind.decide.pipeline import SessionContext
 from npcmind.decide.validate import partial_problems
+from npcmind.http.browsers import browser_origins
 from npcmind.http.openapi import openapi_document
 from npcmind.protocol.a2g import (
     ContextRequest,
@@ -237,6 +238,7 @@ def create_app(service: Service) -> Litestar:
             prompt,
         ],
         exception_handlers={Exception: error_handler(service.settings.max_body_bytes)},
+        cors_config=browser_origins(service.settings.cors_origins),
         on_startup=[service.start],
         on_shutdown=[service.stop],
         openapi_config=None,

@@ -1,0 +1,201 @@
+"""Browser games: CORS for the origins in NPCMIND_CORS_ORIGINS, a warning naming the fix for any other, and
+the same seen by a real browser (headless Chromium, when installed) on a page served from another port."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import Hosted, Running, bee, decide_body, logged, write_clients
+from npcmind.config import Settings
+from npcmind.http.server import free_port
+
+PAGE = "http://localhost:{port}"
+
+
+def preflight(running: Running, origin: str, headers: str = "content-type") -> Any:
+    return running.http.options(
+        "/v1/decide",
+        headers={"origin": origin, "access-control-request-method": "POST", "access-control-request-headers": headers},
+    )
+
+
+def test_an_allowed_origin_may_call_and_read_retry_after(start_service: Any, scripted: Any) -> None:
+    running = start_service(
+        provider="openai", base_url=scripted.base_url, model="scripted", cors_origins=["http://localhost:5173"]
+    )
+    r = preflight(running, "http://localhost:5173", "content-type, authorization")
+    assert r.status_code == 204
+    assert r.headers["access-control-allow-origin"] == "http://localhost:5173"
+    allowed = {h.strip().lower() for h in r.headers["access-control-allow-headers"].split(",")}
+    assert {"content-type", "authorization"} <= allowed  # a hosted game's token needs `authorization` listed
+    assert "POST" in r.headers["access-control-allow-methods"]
+    r = running.decide(decide_body(bee("b")), headers={"origin": "http://localhost:5173"})
+    assert r.status_code == 200 and r.json()["decisions"][0]["source"] == "AI"
+    assert r.headers["access-control-allow-origin"] == "http://localhost:5173"
+    assert r.headers["access-control-expose-headers"] == "retry-after"
+
+
+def test_another_origin_is_refused_and_the_log_says_the_fix(start_service: Any) -> None:
+    running = start_service(provider="none", cors_origins=["http://localhost:5173"])
+    with logged("npcmind.http") as said:
+        for _ in range(3):
+            r = preflight(running, "http://127.0.0.1:8000")
+            assert r.status_code == 400 and "access-control-allow-origin" not in r.headers
+        r = running.decide(decide_body(bee("b")), headers={"origin": "http://127.0.0.1:8000"})
+        assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
+    warned = [m for m in said if "http://127.0.0.1:8000" in m]
+    assert len(warned) == 1, said  # once per origin, not once per request
+    assert "NPCMIND_CORS_ORIGINS=http://localhost:5173,http://127.0.0.1:8000" in warned[0]
+
+
+def test_no_origin_is_allowed_by_default(start_service: Any) -> None:
+    running = start_service(provider="none")
+    with logged("npcmind.http") as said:
+        r = preflight(running, "http://localhost:5173")
+    assert "access-control-allow-origin" not in r.headers
+    assert any("(none set)" in m and "NPCMIND_CORS_ORIGINS=http://localhost:5173 " in m for m in said), said
+    assert "access-control-allow-origin" not in running.decide(decide_body(bee("b"))).headers  # no origin, no CORS
+
+
+def test_any_origin(start_service: Any) -> None:
+    running = start_service(provider="none", cors_origins=["*"])
+    assert preflight(running, "https://example.itch.io").headers["access-control-allow-origin"] == "*"
+
+
+@pytest.mark.parametrize(
+    ("value", "origins"),
+    [
+        ("", []),
+        ("http://localhost:5173/", ["http://localhost:5173"]),
+        (" https://game.example , http://localhost:8000", ["https://game.example", "http://localhost:8000"]),
+        ("*", ["*"]),
+    ],
+)
+def test_the_setting(monkeypatch: pytest.MonkeyPatch, value: str, origins: list[str]) -> None:
+    monkeypatch.setenv("NPCMIND_CORS_ORIGINS", value)
+    assert Settings().cors_origins == origins
+
+
+@pytest.mark.parametrize("value", ["localhost:5173", "http://localhost:5173/game", "null", "ftp://x"])
+def test_a_value_that_is_no_origin_stops_the_start_naming_it(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("NPCMIND_CORS_ORIGINS", value)
+    with pytest.raises(SystemExit, match=f"NPCMIND_CORS_ORIGINS: '{value}' is not an origin.*http://localhost:5173"):
+        Settings()
+
+
+# --- a real browser --------------------------------------------------------------------------------------
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_browser = pytest.mark.skipif(CHROMIUM is None, reason="no chromium here (apt-get install chromium)")
+
+
+@pytest.fixture()
+def page_server(tmp_path: Path) -> Iterator[int]:
+    """Serves tmp_path over HTTP on its own port: the game's page, on another origin than the service."""
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a: Any) -> None:
+            super().__init__(*a, directory=str(tmp_path))
+
+        def log_message(self, *a: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1]
+    server.shutdown()
+
+
+def run_page(tmp_path: Path, url: str, script: str) -> str:
+    """Open the page in headless Chromium until its script is done; what it wrote in the body."""
+    (tmp_path / "index.html").write_text(
+        "<!doctype html><body>waiting<script>(async () => {\n" + script + "\n})().then(out => "
+        "{ document.body.textContent = 'DONE ' + JSON.stringify(out); }, e => "
+        "{ document.body.textContent = 'FAILED ' + e; });</script></body>"
+    )
+    assert CHROMIUM is not None
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--virtual-time-budget=20000",
+        "--dump-dom",
+    ]
+    out = subprocess.run([CHROMIUM, *flags, url], capture_output=True, text=True, timeout=60).stdout
+    body = out.split("<body>", 1)[-1].split("</body>", 1)[0]
+    assert body.startswith(("DONE ", "FAILED ")), out
+    return body
+
+
+@needs_browser
+def test_a_browser_page_decides_from_an_allowed_origin_only(
+    start_service: Any, scripted: Any, page_server: int, tmp_path: Path
+) -> None:
+    allowed = PAGE.format(port=page_server)
+    running = start_service(provider="openai", base_url=scripted.base_url, model="scripted", cors_origins=[allowed])
+    scripted.set(choose={"b": "flee"})
+    script = f"""
+      const r = await fetch("{running.server.url}/v1/decide", {{method: "POST",
+        headers: {{"content-type": "application/json"}}, body: JSON.stringify({json.dumps(decide_body(bee("b")))})}});
+      return await r.json();
+    """
+    body = run_page(tmp_path, f"{allowed}/index.html", script)
+    assert body.startswith("DONE "), body
+    decision = json.loads(body[5:])["decisions"][0]
+    assert decision["source"] == "AI" and decision["action"] == "flee"
+    # the same page from 127.0.0.1 is another origin: the browser refuses to give it the answer
+    with logged("npcmind.http") as said:
+        body = run_page(tmp_path, f"http://127.0.0.1:{page_server}/index.html", script)
+    assert body.startswith("FAILED TypeError"), body
+    assert any(f"http://127.0.0.1:{page_server}" in m and "NPCMIND_CORS_ORIGINS=" in m for m in said), said
+
+
+@needs_browser
+def test_a_hosted_browser_game_sends_its_token_and_reads_retry_after(
+    start_service: Any, scripted: Any, page_server: int, tmp_path: Path
+) -> None:
+    origin = PAGE.format(port=page_server)
+    path, keys = write_clients(tmp_path, requests_per_second=2)
+    running = start_service(
+        manifest=None,
+        profile="hosted",
+        clients=str(path),
+        provider="openai",
+        base_url=scripted.base_url,
+        cors_origins=[origin],
+    )
+    Hosted(running, keys)
+    script = f"""
+      const url = "{running.server.url}";
+      const s = await (await fetch(url + "/v1/session", {{method: "POST", headers: {{"content-type":
+        "application/json", "authorization": "Bearer {keys["game-1"]}"}}, body: JSON.stringify({{client_id:
+        "game-1"}})}})).json();
+      const auth = {{"content-type": "application/json", "authorization": "Bearer " + s.session_token}};
+      const d = await (await fetch(url + "/v1/decide", {{method: "POST", headers: auth,
+        body: JSON.stringify({json.dumps(decide_body(bee("b")))})}})).json();
+      for (let i = 0; i < 20; i++) {{
+        const r = await fetch(url + "/v1/manifest", {{headers: auth}});
+        if (r.status === 429) return {{source: d.decisions[0].source, retry_after: r.headers.get("retry-after")}};
+      }}
+      return {{source: d.decisions[0].source, retry_after: null}};
+    """
+    body = run_page(tmp_path, f"{origin}/index.html", script)
+    assert body.startswith("DONE "), body
+    out = json.loads(body[5:])
+    assert out["source"] == "AI"
+    assert out["retry_after"] is not None and int(out["retry_after"]) >= 1
