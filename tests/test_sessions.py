@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from conftest import Hosted, bee, decide_body, write_clients
+from conftest import Hosted, bee, decide_body, logged, write_clients
 from npcmind.http.openapi import ROUTES
 from npcmind.sessions.tokens import TokenClaims
 
@@ -160,3 +160,22 @@ def test_sessions_beyond_those_held_in_memory_still_answer_from_the_store(
         assert r.status_code == 200 and r.json()["decisions"][0]["code"] == "unavailable"
     r = h.http.post("/v1/decide", json=decide_body(bee("a")), headers=h.auth(ended))
     assert r.status_code == 401  # ended is ended, held in memory or not
+
+
+@pytest.mark.parametrize(
+    ("host", "warned"),
+    [("0.0.0.0", True), ("192.168.1.20", True), ("127.0.0.1", False), ("::1", False), ("localhost", False)],
+)
+def test_the_local_profile_on_a_reachable_address_warns_that_it_asks_no_token(
+    start_service: Any, host: str, warned: bool
+) -> None:
+    with logged("npcmind") as said:
+        start_service(provider="none", host=host)
+    assert any(f"listening on {host} with the local profile" in m and "--profile hosted" in m for m in said) == warned
+
+
+def test_the_hosted_profile_on_any_address_does_not_warn(start_service: Any, tmp_path: Path) -> None:
+    path, _ = write_clients(tmp_path)
+    with logged("npcmind") as said:
+        start_service(manifest=None, profile="hosted", clients=str(path), provider="none", host="0.0.0.0")
+    assert not any("asks no token" in m for m in said), said

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 from typing import TypeVar
 
@@ -26,6 +27,16 @@ from npcmind.storage import Store, open_store
 
 log = logging.getLogger("npcmind")
 T = TypeVar("T")
+
+
+def loopback(host: str) -> bool:
+    """Whether only this machine can reach an address (the local profile asks no token)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: it may resolve to anything
+        return False
 
 
 def _started(part: T | None) -> T:
@@ -71,6 +82,12 @@ class Service:
         self._npc = NpcProcessor(self.rulesets, Signer(await self.store.secret("npc_ed25519_seed")))
         tokens.count(self.provider.encoding, "warm up")  # load the tokenizer table now, not on the first decision
         log.info("provider: %s", describe(self.provider))
+        if self.settings.profile == "local" and not loopback(self.settings.host):
+            log.warning(
+                "listening on %s with the local profile, which asks no token: anyone who reaches this machine "
+                "can ask for decisions, billed to your provider key; for a service others use, --profile hosted",
+                self.settings.host,
+            )
         if self.settings.cors_origins:
             log.info("browser pages may call from: %s (NPCMIND_CORS_ORIGINS)", ", ".join(self.settings.cors_origins))
         self._check = asyncio.get_running_loop().create_task(self._check_provider())
