@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
 from typing import Any
@@ -9,6 +10,8 @@ from typing import Any
 import pytest
 
 from conftest import BOSS_OBS, Running, bee, decide_body, queen
+
+JSON_CT = {"content-type": "application/json"}
 
 Mutation = Callable[[dict[str, Any]], None]
 
@@ -131,6 +134,16 @@ def test_a_position_beyond_floating_point_is_rejected(svc: Running) -> None:
 def test_malformed_json_is_400(svc: Running) -> None:
     r = svc.http.post("/v1/decide", content=b'{"client_id": ', headers={"content-type": "application/json"})
     assert r.status_code == 400 and r.json()["error"]["code"] == "malformed_json"
+
+
+def test_a_byte_order_mark_before_the_json_is_ignored(svc: Running) -> None:
+    """.NET's default UTF-8 encoder writes one; a game must not fail on it, nor lose the 422's detail."""
+    bom = b"\xef\xbb\xbf"
+    r = svc.http.post("/v1/decide", content=bom + json.dumps(decide_body()).encode(), headers=JSON_CT)
+    assert r.status_code == 200 and r.json()["decisions"][0]["source"] == "AI", r.text
+    bad = decide_body(bee("b", type="be"))
+    r = svc.http.post("/v1/decide", content=bom + json.dumps(bad).encode(), headers=JSON_CT)
+    assert r.status_code == 422 and "did you mean 'bee'" in r.text, r.text
 
 
 def test_not_json_is_415(svc: Running) -> None:

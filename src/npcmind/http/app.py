@@ -51,12 +51,19 @@ def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = 
     return Response(content=msgspec.json.encode(obj), status_code=status, media_type=JSON, headers=headers)
 
 
+async def body_of(request: Request[Any, Any, Any]) -> bytes:
+    """The body, without a UTF-8 byte order mark: JSON has none, but .NET's default UTF-8 encoder and some
+    Windows tools write one, and a game should not fail on it."""
+    body = await request.body()
+    return body[3:] if body[:3] == b"\xef\xbb\xbf" else body
+
+
 async def read_json(request: Request[Any, Any, Any], typ: type[Any]) -> Any:
     """The body decoded into ``typ``: 415 for non-JSON, 400 for broken JSON, 422 listing every problem."""
     ctype = request.headers.get("content-type", "")
     if "json" not in ctype:
         raise ApiError(415, "unsupported_media_type", f"content-type must be application/json, not {ctype!r}")
-    return parse(await request.body(), typ)
+    return parse(await body_of(request), typ)
 
 
 def error_handler(max_body_bytes: int) -> Callable[[Request[Any, Any, Any], Exception], Response[bytes]]:
@@ -122,7 +129,7 @@ def create_app(service: Service) -> Litestar:
             if e.status != 422 or partial is None:
                 raise
             try:
-                raw = msgspec.json.decode(await request.body())
+                raw = msgspec.json.decode(await body_of(request))
             except msgspec.DecodeError:  # a number no float holds: the shape error already says where
                 raise e from None
             cid = claims.cid if claims else raw.get("client_id") if isinstance(raw, dict) else None
@@ -168,7 +175,7 @@ def create_app(service: Service) -> Litestar:
         ctype = request.headers.get("content-type", "")
         if "json" not in ctype:
             raise ApiError(415, "unsupported_media_type", f"content-type must be application/json, not {ctype!r}")
-        return json_response(service.npc.process(npc_id, await request.body()))
+        return json_response(service.npc.process(npc_id, await body_of(request)))
 
     @get("/v1/keys")
     async def keys() -> Response[bytes]:
