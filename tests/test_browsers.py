@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from conftest import Hosted, Running, bee, decide_body, logged, write_clients
+from conftest import ROOT, Hosted, Running, bee, decide_body, logged, write_clients
 from npcmind.config import Settings
 from npcmind.http.server import free_port
 
@@ -98,30 +98,30 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_browser = pytest.mark.skipif(CHROMIUM is None, reason="no chromium here (apt-get install chromium)")
 
 
-@pytest.fixture()
-def page_server(tmp_path: Path) -> Iterator[int]:
-    """Serves tmp_path over HTTP on its own port: the game's page, on another origin than the service."""
+def serve_folder(folder: Path) -> http.server.ThreadingHTTPServer:
+    """Serves a folder over HTTP on its own port: the game's page, on another origin than the service."""
 
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def __init__(self, *a: Any) -> None:
-            super().__init__(*a, directory=str(tmp_path))
+            super().__init__(*a, directory=str(folder))
 
         def log_message(self, *a: Any) -> None:
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Quiet)
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.fixture()
+def page_server(tmp_path: Path) -> Iterator[int]:
+    server = serve_folder(tmp_path)
     yield server.server_address[1]
     server.shutdown()
 
 
-def run_page(tmp_path: Path, url: str, script: str) -> str:
-    """Open the page in headless Chromium until its script is done; what it wrote in the body."""
-    (tmp_path / "index.html").write_text(
-        "<!doctype html><body>waiting<script>(async () => {\n" + script + "\n})().then(out => "
-        "{ document.body.textContent = 'DONE ' + JSON.stringify(out); }, e => "
-        "{ document.body.textContent = 'FAILED ' + e; });</script></body>"
-    )
+def dom(url: str, profile: Path) -> str:
+    """The page's DOM in headless Chromium once its scripts are done (network waits included)."""
     assert CHROMIUM is not None
     flags = [
         "--headless",
@@ -132,37 +132,47 @@ def run_page(tmp_path: Path, url: str, script: str) -> str:
         "--disable-background-networking",
         "--disable-component-update",
         "--disable-sync",
-        f"--user-data-dir={tmp_path / 'profile'}",
+        f"--user-data-dir={profile}",
         "--virtual-time-budget=20000",
         "--dump-dom",
     ]
-    out = subprocess.run([CHROMIUM, *flags, url], capture_output=True, text=True, timeout=60).stdout
+    return subprocess.run([CHROMIUM, *flags, url], capture_output=True, text=True, timeout=60).stdout
+
+
+def run_page(tmp_path: Path, url: str, script: str) -> str:
+    """Open a page whose script is ``script`` until it is done; what it wrote in the body."""
+    (tmp_path / "index.html").write_text(
+        "<!doctype html><body>waiting<script>(async () => {\n" + script + "\n})().then(out => "
+        "{ document.body.textContent = 'DONE ' + JSON.stringify(out); }, e => "
+        "{ document.body.textContent = 'FAILED ' + e; });</script></body>"
+    )
+    out = dom(url, tmp_path / "profile")
     body = out.split("<body>", 1)[-1].split("</body>", 1)[0]
     assert body.startswith(("DONE ", "FAILED ")), out
     return body
 
 
 @needs_browser
-def test_a_browser_page_decides_from_an_allowed_origin_only(
-    start_service: Any, scripted: Any, page_server: int, tmp_path: Path
+def test_the_browser_example_decides_from_an_allowed_origin_only(
+    start_service: Any, scripted: Any, tmp_path: Path
 ) -> None:
-    allowed = PAGE.format(port=page_server)
-    running = start_service(provider="openai", base_url=scripted.base_url, model="scripted", cors_origins=[allowed])
-    scripted.set(choose={"b": "flee"})
-    script = f"""
-      const r = await fetch("{running.server.url}/v1/decide", {{method: "POST",
-        headers: {{"content-type": "application/json"}}, body: JSON.stringify({json.dumps(decide_body(bee("b")))})}});
-      return await r.json();
-    """
-    body = run_page(tmp_path, f"{allowed}/index.html", script)
-    assert body.startswith("DONE "), body
-    decision = json.loads(body[5:])["decisions"][0]
-    assert decision["source"] == "AI" and decision["action"] == "flee"
-    # the same page from 127.0.0.1 is another origin: the browser refuses to give it the answer
-    with logged("npcmind.http") as said:
-        body = run_page(tmp_path, f"http://127.0.0.1:{page_server}/index.html", script)
-    assert body.startswith("FAILED TypeError"), body
-    assert any(f"http://127.0.0.1:{page_server}" in m and "NPCMIND_CORS_ORIGINS=" in m for m in said), said
+    pages = serve_folder(ROOT / "examples")
+    port = pages.server_address[1]
+    try:
+        running = start_service(
+            provider="openai", base_url=scripted.base_url, model="scripted", cors_origins=[PAGE.format(port=port)]
+        )
+        scripted.set(choose={"28735": "flee", "30122": "chase"})
+        out = dom(f"http://localhost:{port}/browser.html?service={running.server.url}", tmp_path / "p1")
+        assert 'data-result="answered"' in out, out
+        assert "28735: flee (AI)\n30122: chase (AI)" in out, out
+        # the same page from 127.0.0.1 is another origin: the browser refuses it the answer, the log says why
+        with logged("npcmind.http") as said:
+            out = dom(f"http://127.0.0.1:{port}/browser.html?service={running.server.url}", tmp_path / "p2")
+        assert 'data-result="failed"' in out and f"NPCMIND_CORS_ORIGINS=http://127.0.0.1:{port}?" in out, out
+        assert any(f"NPCMIND_CORS_ORIGINS=http://localhost:{port},http://127.0.0.1:{port} " in m for m in said), said
+    finally:
+        pages.shutdown()
 
 
 @needs_browser
