@@ -133,6 +133,16 @@ def test_broken_yaml_is_one_clear_problem(tmp_path: Path) -> None:
 def test_cli_validate(tmp_path: Path) -> None:
     ok = subprocess.run([sys.executable, "-m", "npcmind.cli", "validate", str(FOREST)], capture_output=True, text=True)
     assert ok.returncode == 0 and "ok" in ok.stdout and "sha256:" in ok.stdout
+    small = int(re.search(r"static prompt prefix: (\d+) tokens", ok.stdout).group(1))  # type: ignore[union-attr]
+    assert 100 < small < 1024  # the example's prefix is too short for a hosted provider's cache
+    longer = forest()
+    longer["world"]["text"] += " The forest is old." * 200
+    (tmp_path / "long.yaml").write_text(yaml.safe_dump(longer))
+    r = subprocess.run(
+        [sys.executable, "-m", "npcmind.cli", "validate", str(tmp_path / "long.yaml")], capture_output=True, text=True
+    )
+    big = int(re.search(r"static prompt prefix: (\d+) tokens", r.stdout).group(1))  # type: ignore[union-attr]
+    assert big - small >= 5 * 200, (small, big)
     data = forest()
     data["scopes"]["forest"]["parent"] = "moon"
     data["profiles"]["queen_bee"]["type"] = "wasp"

@@ -38,6 +38,29 @@ def test_anthropic_round_trip(start_service: Any, scripted: Any, monkeypatch: An
     assert reply["cached_tokens"] == 900
 
 
+def test_a_prefix_too_short_for_the_providers_cache_is_said_at_start(
+    start_service: Any, scripted: Any, monkeypatch: Any, tmp_path: Any
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    with logged("npcmind") as said:
+        start_service(provider="anthropic", base_url=scripted.base_url, model="claude-haiku-4-5-20251001")
+    assert any("static prompt prefix is" in m and "from 4096 tokens" in m for m in said), said
+    with logged("npcmind") as said:  # a self-hosted server reuses any prefix: nothing to say
+        start_service(
+            provider="openai", base_url=scripted.base_url, model="scripted", store=f"sqlite:///{tmp_path}/2.db"
+        )
+    assert not any("static prompt prefix" in m for m in said), said
+
+
+def test_cache_minimums() -> None:
+    assert AnthropicProvider("k", model="claude-sonnet-4-5").cache_minimum == 1024
+    assert AnthropicProvider("k", model="claude-3-5-haiku-latest").cache_minimum == 2048
+    assert AnthropicProvider("k").cache_minimum == 4096  # the default, claude-haiku-4-5
+    assert OpenAIProvider("k").cache_minimum == 1024
+    assert OpenAIProvider(None, base_url="http://127.0.0.1:11434/v1").cache_minimum is None
+    assert NoProvider().cache_minimum is None
+
+
 def test_anthropic_refusal(start_service: Any, scripted: Any, monkeypatch: Any) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
     svc = start_service(provider="anthropic", base_url=scripted.base_url)

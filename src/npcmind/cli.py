@@ -141,6 +141,8 @@ def _chat(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from npcmind.decide.prompt import PromptBuilder
+
     try:
         m = load_manifest(args.file)
     except ManifestError as e:
@@ -152,6 +154,11 @@ def _validate(args: argparse.Namespace) -> int:
     print(
         f"{args.file}: ok, {len(m.types)} types ({actors} with actions), {len(m.profiles)} profiles, "
         f"{len(m.file.scopes)} scopes; version {m.version}"
+    )
+    prefix = PromptBuilder(m, "numbered").static_tokens("o200k_base")
+    print(
+        f"static prompt prefix: {prefix} tokens (o200k_base) before scopes and profiles, paid once a batch; "
+        "hosted providers cache a prefix from 1024 tokens (OpenAI) or 1024-4096 (Claude, by model)"
     )
     return 0
 

@@ -82,6 +82,7 @@ class Service:
         self._npc = NpcProcessor(self.rulesets, Signer(await self.store.secret("npc_ed25519_seed")))
         tokens.count(self.provider.encoding, "warm up")  # load the tokenizer table now, not on the first decision
         log.info("provider: %s", describe(self.provider))
+        self._say_prefix_cost()
         if self.settings.profile == "local" and not loopback(self.settings.host):
             log.warning(
                 "listening on %s with the local profile, which asks no token: anyone who reaches this machine "
@@ -91,6 +92,22 @@ class Service:
         if self.settings.cors_origins:
             log.info("browser pages may call from: %s (NPCMIND_CORS_ORIGINS)", ", ".join(self.settings.cors_origins))
         self._check = asyncio.get_running_loop().create_task(self._check_provider())
+
+    def _say_prefix_cost(self) -> None:
+        """Say so when the manifest's static prefix is too short for the provider to cache: the design keeps
+        the prefix cacheable, but a game developer who sees cached_tokens stay 0 should know why."""
+        least = self.provider.cache_minimum
+        if self.manifest is None or least is None:
+            return
+        n = self.pipeline.builder(self.manifest).static_tokens(self.provider.encoding)
+        if n < least:
+            log.info(
+                "the manifest's static prompt prefix is %d tokens; %s caches a prefix from %d tokens, so each call "
+                "pays all of it (once a batch, never once an entity)",
+                n,
+                self.provider.model,
+                least,
+            )
 
     async def _check_provider(self) -> None:
         """Ask the provider's model list once, in the background (the service is ready meanwhile), so a wrong

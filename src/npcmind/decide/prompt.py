@@ -16,6 +16,7 @@ import msgspec
 from npcmind.manifest import Manifest
 from npcmind.manifest.model import ScopeSpec
 from npcmind.protocol.a2g import DecideEntity, DecideRequest
+from npcmind.providers import tokens
 
 AnswerMode = Literal["numbered", "enum"]
 DECLINE = "(decline)"
@@ -117,6 +118,10 @@ class PromptBuilder:
         self.mode: AnswerMode = mode
         self._part1 = _catalogue(manifest) + _ANSWER[mode] + "\n"
         self._questions: dict[tuple[str | None, ...], tuple[list[str], str]] = {}
+
+    def static_tokens(self, encoding: str) -> int:
+        """Tokens of the static prefix before any scope or profile: what every call pays or has cached."""
+        return tokens.count_once(encoding, self._part1)
 
     def static(self, scope_chain: list[tuple[str, ScopeSpec]], profiles: list[str]) -> str:
         """Parts 1-3: identical for every request with the same scope and profiles."""

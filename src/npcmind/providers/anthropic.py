@@ -14,6 +14,20 @@ from npcmind.providers.http import JsonClient
 ANTHROPIC_URL = "https://api.anthropic.com/v1"
 DEFAULT_MODEL = "claude-haiku-4-5"
 VERSION = "2023-06-01"
+# The shortest prefix each model caches, from Anthropic's prompt-caching docs (2026); 1024 for the others.
+CACHE_MINIMUM = {
+    "claude-opus-4-5": 4096,
+    "claude-opus-4-6": 4096,
+    "claude-haiku-4-5": 4096,
+    "claude-sonnet-4-6": 2048,
+    "claude-3-5-haiku": 2048,
+    "claude-3-haiku": 2048,
+}
+
+
+def cache_minimum(model: str) -> int:
+    """The shortest prefix a Claude model caches (a dated model id starts with its family's name)."""
+    return next((n for family, n in CACHE_MINIMUM.items() if model.startswith(family)), 1024)
 
 
 class AnthropicProvider:
@@ -28,6 +42,7 @@ class AnthropicProvider:
         self.api_key = api_key
         self.base_url = base_url.rstrip("/")
         self.model: str | None = model or DEFAULT_MODEL
+        self.cache_minimum: int | None = cache_minimum(self.model)
         self._http = JsonClient()
 
     @property

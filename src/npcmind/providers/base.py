@@ -84,6 +84,9 @@ class Provider(Protocol):
     model: str | None
     mode: AnswerMode
     encoding: str
+    # the fewest tokens of a prefix the provider caches (a shorter static prefix is paid in full on every
+    # call), or None where any prefix is reused (self-hosted servers) or nothing is called
+    cache_minimum: int | None
 
     @property
     def ready(self) -> bool:
@@ -111,6 +114,7 @@ class NoProvider:
     model: str | None = None
     mode: AnswerMode = "numbered"
     encoding = "o200k_base"
+    cache_minimum: int | None = None
     ready = False
 
     async def decide(self, call: ProviderCall) -> ProviderAnswer:

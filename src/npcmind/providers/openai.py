@@ -61,6 +61,7 @@ class OpenAIProvider:
         self.mode: AnswerMode = mode or ("numbered" if self.hosted else "enum")
         self.logprobs = logprobs
         self.encoding = encoding_for(self.model, "o200k_base")
+        self.cache_minimum = 1024 if self.hosted else None  # OpenAI caches prompts from 1024 tokens
         self.refused: set[str] = set()  # optional parameters this model refused: no longer sent
         # OpenAI itself wants max_completion_tokens; many self-hosted servers know only max_tokens
         self._limits = (
