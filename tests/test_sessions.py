@@ -95,7 +95,7 @@ def test_ended_session_is_401(hosted: Hosted) -> None:
 
 
 def test_only_the_named_routes_answer_without_a_token(hosted: Hosted) -> None:
-    public = {("post", "/v1/session"), ("get", "/v1/health"), ("get", "/v1/keys")}
+    public = {("post", "/v1/session"), ("get", "/v1/health"), ("head", "/v1/health"), ("get", "/v1/keys")}
     for route in ROUTES:
         r = hosted.http.request(route.method.upper(), route.path.replace("{npcId}", "x"), json={})
         if (route.method, route.path) in public:
@@ -103,6 +103,8 @@ def test_only_the_named_routes_answer_without_a_token(hosted: Hosted) -> None:
         else:
             assert r.status_code == 401, (route, r.status_code, r.text)
     assert hosted.http.get("/v1/health").status_code == 200
+    head = hosted.http.head("/v1/health")  # uptime monitors ask with HEAD
+    assert head.status_code == 200 and head.content == b""
 
 
 def test_session_limit(start_service: Any, scripted: Any, tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from functools import partial
 from typing import Any
 
 import msgspec
-from litestar import Litestar, Request, Response, delete, get, post
+from litestar import Litestar, Request, Response, delete, get, head, post
 from litestar.exceptions import HTTPException
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
@@ -218,6 +218,10 @@ def create_app(service: Service) -> Litestar:
             )
         )
 
+    @head("/v1/health")
+    async def health_head() -> None:
+        """Uptime monitors (UptimeRobot's default among them) ask with HEAD: a 405 would read as down."""
+
     @get("/metrics")
     async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
         await service.guard.client_of(_auth(request))
@@ -238,6 +242,7 @@ def create_app(service: Service) -> Litestar:
             end_session,
             manifest,
             health,
+            health_head,
             metrics,
             openapi,
             npc_process,

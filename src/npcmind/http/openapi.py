@@ -108,6 +108,7 @@ ROUTES: list[Route] = [
     Route(
         "get", "/v1/health", "Liveness and what the service will do with a decision", None, HealthResponse, public=True
     ),
+    Route("head", "/v1/health", "Liveness without a body, for uptime monitors that send HEAD", public=True),
     Route("get", "/metrics", "Prometheus metrics", media="text/plain", errors=(401, 429)),
     Route("get", "/openapi.json", "This document (hosted profile: with a session token)", errors=(401, 429)),
 ]
@@ -148,7 +149,9 @@ def openapi_document() -> bytes:
         if r.request is not None:
             op["requestBody"] = {"required": True, "content": {"application/json": {"schema": by_type[r.request]}}}
         ok: dict[str, Any] = {"description": "OK"}
-        if r.response is not None:
+        if r.method == "head":
+            pass  # no body
+        elif r.response is not None:
             ok["content"] = {r.media: {"schema": by_type[r.response]}}
         else:
             ok["content"] = {r.media: {"schema": {"type": "string"} if r.media != "application/json" else {}}}
