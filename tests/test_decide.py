@@ -344,7 +344,7 @@ def test_a_failing_provider_is_logged_once_then_counted_and_its_recovery_said(sv
         )
     assert len(said) == 2, said
     assert said[0].startswith("provider call failed: provider answered HTTP 500")
-    assert said[1] == "provider calls succeed again (3 more failed calls since the last line)"
+    assert said[1] == "provider calls succeed again (3 more failed provider calls since the last line)"
 
 
 @pytest.mark.parametrize("status", [429, 529])  # 529: Anthropic's "overloaded"

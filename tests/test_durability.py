@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from conftest import FOREST, bee, decide_body, write_clients
+from conftest import FOREST, bee, decide_body, logged, write_clients
 from npcmind.decide.ids import DecisionIds
 from npcmind.http.server import ServiceProcess
 
@@ -158,3 +158,31 @@ def test_a_second_process_on_the_same_store_is_refused(tmp_path: Path) -> None:
         a.kill9()
     b = Proc(args)  # the lock went with the killed process
     b.kill9()
+
+
+def test_a_full_disk_is_a_503_that_acknowledges_nothing_and_the_service_recovers(svc: Any) -> None:
+    """SQLite's own size limit (max_page_count) fails a write as a full disk does: SQLITE_FULL."""
+    assert svc.decide(decide_body(bee("a"))).status_code == 200
+    db = svc.service.store._db
+    rows = lambda: db.execute("SELECT COUNT(*) FROM batches").fetchone()[0]  # noqa: E731
+    db.execute(f"PRAGMA max_page_count = {db.execute('PRAGMA page_count').fetchone()[0]}")
+    with logged("npcmind.storage") as said:
+        kept, failed = rows(), []
+        for i in range(400):  # the last page fills up, then no write finds room
+            before = rows()
+            r = svc.decide(decide_body(bee(f"b{i}", position=[i * 50.0, 0.0])))
+            if r.status_code == 503:
+                assert rows() == before  # nothing of a refused request is kept
+                failed.append(r)
+        assert failed, "the store never filled up"
+        err = failed[0].json()["error"]
+        assert err["code"] == "store_unavailable" and "database or disk is full" in err["message"], err
+        assert failed[0].headers["retry-after"] == "5"
+        assert rows() > kept  # the requests before the limit were kept
+        db.execute("PRAGMA max_page_count = 1073741823")  # room again
+        r = svc.decide(decide_body(bee("z")))
+        assert r.status_code == 200 and r.json()["decisions"][0]["source"] == "AI"
+    assert said[0].startswith("store write failed: database or disk is full"), said
+    assert len(said) == 2 and said[1].startswith("store writes succeed again"), said  # not one line a request
+    if len(failed) > 1:
+        assert f"({len(failed) - 1} more failed store writes since the last line)" in said[1]

@@ -21,6 +21,7 @@ from npcmind.decide.cache import DecisionCache
 from npcmind.decide.ids import DecisionIds
 from npcmind.decide.prompt import AnswerMode, EntityContext, EntityPrompt, Prompt, PromptBuilder
 from npcmind.decide.validate import check_request
+from npcmind.failures import FailureLog
 from npcmind.manifest import Manifest
 from npcmind.manifest.model import ScopeSpec
 from npcmind.metrics import Metrics
@@ -70,36 +71,6 @@ class Situation(Protocol):
         ...
 
 
-class FailureLog:
-    """Provider failures in the log at most once every ``every`` seconds, with how many went unsaid, and one
-    line when calls work again: a provider that is down under load would otherwise write a line a request."""
-
-    def __init__(self, every: float = 10.0) -> None:
-        self.every = every
-        self._last = -every
-        self._unsaid = 0
-        self._failing = False
-
-    def failed(self, message: str) -> None:
-        """A provider call failed."""
-        self._failing = True
-        now = time.monotonic()
-        if now - self._last < self.every:
-            self._unsaid += 1
-            return
-        log.warning("provider call failed: %s%s", message, self._since())
-        self._last, self._unsaid = now, 0
-
-    def succeeded(self) -> None:
-        """A provider call answered."""
-        if self._failing:
-            log.warning("provider calls succeed again%s", self._since())
-            self._failing, self._unsaid, self._last = False, 0, -self.every
-
-    def _since(self) -> str:
-        return f" ({self._unsaid} more failed calls since the last line)" if self._unsaid else ""
-
-
 _Seen = tuple[float, Prompt, dict[int, int], list[int], list[Decision], ModelReply | None]
 
 
@@ -129,7 +100,7 @@ class DecidePipeline:
         self._admission = settings.admission_wait_ms / 1000
         self._deadline = settings.deadline_ms / 1000
         self._ai = metrics.decisions.labels("AI", "")
-        self._failures = FailureLog()
+        self._failures = FailureLog(log, "provider call")
         self._wait_until = 0.0  # monotonic time before which the provider asked not to be called (429)
         self._fallback = {
             code: metrics.decisions.labels("FALLBACK", code)

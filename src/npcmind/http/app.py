@@ -41,6 +41,7 @@ from npcmind.protocol.npc import KeysResponse, PublicKey
 from npcmind.protocol.validate import parse, well_shaped
 from npcmind.providers.select import describe
 from npcmind.service import Service
+from npcmind.storage import StoreError
 
 log = logging.getLogger("npcmind.http")
 JSON = "application/json"
@@ -93,6 +94,9 @@ def _error_response(too_large: str, _: Request[Any, Any, Any], exc: Exception) -
         )
         err = ApiError(status, code, message)
         return Response(content=err.body(), status_code=status, media_type=JSON, headers=exc.headers)
+    if isinstance(exc, StoreError):  # disk full or the like: the store logged it; the game runs its own AI
+        err = ApiError(503, "store_unavailable", f"{exc}; run your own AI and ask again", headers={"retry-after": "5"})
+        return Response(content=err.body(), status_code=503, media_type=JSON, headers=err.headers)
     log.exception("unhandled error (a bug): %s", exc)
     err = ApiError(500, "internal", "internal error; the service logged it")
     return Response(content=err.body(), status_code=HTTP_500_INTERNAL_SERVER_ERROR, media_type=JSON)

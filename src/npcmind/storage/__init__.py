@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from npcmind.storage.base import IssuedDecision, SessionRecord, Store
+from npcmind.storage.base import IssuedDecision, SessionRecord, Store, StoreError
 
 
 def open_store(url: str) -> Store:
@@ -14,4 +14,4 @@ def open_store(url: str) -> Store:
     raise ValueError(f"unsupported store URL {url!r}: use sqlite:///PATH")
 
 
-__all__ = ["IssuedDecision", "SessionRecord", "Store", "open_store"]
+__all__ = ["IssuedDecision", "SessionRecord", "Store", "StoreError", "open_store"]

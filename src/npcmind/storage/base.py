@@ -6,6 +6,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 
+class StoreError(Exception):
+    """The store could not keep or read what it was asked (disk full, I/O error): nothing of the request
+    was kept, so nothing of it may be acknowledged; the HTTP layer answers 503."""
+
+
 @dataclass(slots=True)
 class IssuedDecision:
     """An AI decision as issued to one session, and its outcome once the game reports it."""

@@ -10,16 +10,19 @@ the process); the checkpoints that do wait on it run on a thread of their own wi
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import sqlite3
 import threading
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Concatenate, ParamSpec, TypeVar
 
 import msgspec
 
-from npcmind.storage.base import IssuedDecision, SessionRecord
+from npcmind.failures import FailureLog
+from npcmind.storage.base import IssuedDecision, SessionRecord, StoreError
 
 log = logging.getLogger("npcmind.storage")
 
@@ -43,6 +46,31 @@ _Row = tuple[str, str, str, str, str]
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder(list[_Row]).decode
 CHECKPOINT_EVERY = 1000  # commits between two checkpoints (SQLite's own default is 1000 pages)
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _failure(exc: Exception) -> StoreError:
+    return StoreError(f"the store could not keep this request ({exc}); nothing of it was kept")
+
+
+_Op = Callable[Concatenate["SqliteStore", P], Coroutine[Any, Any, R]]
+
+
+def _kept(op: _Op[P, R]) -> _Op[P, R]:
+    """An SQLite or disk error (disk full, file gone) becomes a StoreError, logged at a readable rate."""
+
+    @functools.wraps(op)
+    async def run(self: SqliteStore, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            out = await op(self, *args, **kwargs)
+        except (sqlite3.Error, OSError) as e:
+            self.failures.failed(str(e))
+            raise _failure(e) from e
+        self.failures.succeeded()
+        return out
+
+    return run
 
 
 def _lock(path: str) -> IO[str] | None:
@@ -110,6 +138,7 @@ class SqliteStore:
         self._flush_scheduled = False
         self._commits = 0
         self._checkpointing: threading.Thread | None = None
+        self.failures = FailureLog(log, "store write")
 
     # --- decisions: one row a request, one commit a turn of the loop -------------------------------
 
@@ -152,10 +181,12 @@ class SqliteStore:
                     values,
                 )
         except Exception as exc:  # disk full, file gone: every waiting request fails, none is answered as kept
+            self.failures.failed(str(exc))
             for _, fut in batch:
                 if not fut.done():
-                    fut.set_exception(exc)
+                    fut.set_exception(_failure(exc))
             return
+        self.failures.succeeded()
         for _, fut in batch:
             if not fut.done():
                 fut.set_result(None)
@@ -182,6 +213,7 @@ class SqliteStore:
         self._checkpointing = threading.Thread(target=run, name="npcmind-checkpoint", daemon=True)
         self._checkpointing.start()
 
+    @_kept
     async def decision(self, seq: int) -> IssuedDecision | None:
         row = self._db.execute(
             "SELECT first_seq, n, session_id, created_at, decisions FROM batches WHERE first_seq <= ?"
@@ -197,6 +229,7 @@ class SqliteStore:
             d.outcome, d.detail = found
         return d
 
+    @_kept
     async def set_outcome(self, seq: int, outcome: str, detail: str | None, now: float) -> bool:
         rec = await self.decision(seq)
         if rec is None:
@@ -209,6 +242,7 @@ class SqliteStore:
             )
         return bool(cur.rowcount)
 
+    @_kept
     async def session_decisions(self, session_id: str, limit: int) -> list[IssuedDecision]:
         out: list[IssuedDecision] = []
         rows = self._db.execute(
@@ -239,16 +273,19 @@ class SqliteStore:
             self._db.execute("BEGIN")
             return self._db.execute(sql, params)
 
+    @_kept
     async def secret(self, name: str, size: int = 32) -> bytes:
         self._write("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (name, os.urandom(size)))
         return bytes(self._db.execute("SELECT value FROM meta WHERE key = ?", (name,)).fetchone()[0])
 
+    @_kept
     async def create_session(self, rec: SessionRecord) -> None:
         self._write(
             "INSERT INTO sessions (session_id, client_id, created_at, expires_at, ended) VALUES (?, ?, ?, ?, ?)",
             (rec.session_id, rec.client_id, rec.created_at, rec.expires_at, int(rec.ended)),
         )
 
+    @_kept
     async def get_session(self, session_id: str) -> SessionRecord | None:
         row = self._db.execute(
             "SELECT session_id, client_id, created_at, expires_at, ended FROM sessions WHERE session_id = ?",
@@ -256,15 +293,18 @@ class SqliteStore:
         ).fetchone()
         return SessionRecord(row[0], row[1], row[2], row[3], bool(row[4])) if row else None
 
+    @_kept
     async def end_session(self, session_id: str) -> None:
         self._write("UPDATE sessions SET ended = 1 WHERE session_id = ?", (session_id,))
 
+    @_kept
     async def live_sessions(self, client_id: str, now: float) -> int:
         row = self._db.execute(
             "SELECT COUNT(*) FROM sessions WHERE client_id = ? AND ended = 0 AND expires_at > ?", (client_id, now)
         ).fetchone()
         return int(row[0])
 
+    @_kept
     async def put_scope(self, session_id: str, name: str, spec: bytes) -> None:
         self._write(
             "INSERT INTO scopes (session_id, name, spec) VALUES (?, ?, ?)"
@@ -272,6 +312,7 @@ class SqliteStore:
             (session_id, name, spec),
         )
 
+    @_kept
     async def scopes(self, session_id: str) -> dict[str, bytes]:
         rows = self._db.execute("SELECT name, spec FROM scopes WHERE session_id = ?", (session_id,)).fetchall()
         return {r[0]: bytes(r[1]) for r in rows}
