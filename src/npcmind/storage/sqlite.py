@@ -121,17 +121,12 @@ class SqliteStore:
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         self._lock_file: IO[str] | None = None
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            self._lock_file = _lock(self.path)
-        # check_same_thread=False: the loop that uses it may not be the thread that opened it
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA busy_timeout=5000")
-        self._db.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints wait on the disk: see _checkpoint
-        self._db.executescript(_SCHEMA)
-        _migrate(self._db)
+        try:
+            self._db = self._open()
+        except (sqlite3.Error, OSError) as e:  # a bad --store is said in one line, not a traceback
+            if self._lock_file is not None:
+                self._lock_file.close()
+            raise ValueError(f"the store {self.path} cannot be opened: {e}; choose another --store") from None
         last = self._db.execute("SELECT first_seq + n - 1 FROM batches ORDER BY first_seq DESC LIMIT 1").fetchone()
         self._seq = int(last[0]) if last else 0
         self._pending: list[tuple[list[IssuedDecision], asyncio.Future[None]]] = []
@@ -139,6 +134,20 @@ class SqliteStore:
         self._commits = 0
         self._checkpointing: threading.Thread | None = None
         self.failures = FailureLog(log, "store write")
+
+    def _open(self) -> sqlite3.Connection:
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self._lock_file = _lock(self.path)
+        # check_same_thread=False: the loop that uses it may not be the thread that opened it
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA busy_timeout=5000")
+        db.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints wait on the disk: see _checkpoint
+        db.executescript(_SCHEMA)
+        _migrate(db)
+        return db
 
     # --- decisions: one row a request, one commit a turn of the loop -------------------------------
 
