@@ -273,3 +273,14 @@ def test_every_setting_variable_is_in_the_help_and_the_readme() -> None:
     readme = (root / "README.md").read_text()
     assert not {n for n in names if n not in shown.replace("\n", " ")}, "missing from `serve --help`"
     assert not {n for n in names if f"`{n}`" not in readme}, "missing from the README's Configuration"
+
+
+@pytest.mark.parametrize(("port", "says"), [("99999", "99999 is not a port (0-65535)"), ("-1", "-1 is not a port")])
+def test_serve_refuses_a_port_that_is_not_one(port: str, says: str) -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "npcmind.cli", "serve", "--manifest", str(FOREST), "--port", port],
+        capture_output=True,
+        text=True,
+        timeout=30,  # uvicorn given 99999 used to hang here
+    )
+    assert r.returncode == 2 and says in r.stderr, r.stderr

@@ -23,6 +23,17 @@ def _fewer_collections() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
+def _port(text: str) -> int:
+    """A TCP port; uvicorn given 99999 hung instead of failing."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port (0-65535)")
+    return port
+
+
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -82,8 +93,8 @@ def _serve(args: argparse.Namespace) -> int:
         if server.started:
             raise
         print(
-            f"npcmind: cannot listen on {settings.host}:{settings.port}; if another program holds the port, "
-            "choose a free one with --port",
+            f"npcmind: cannot listen on {settings.host}:{settings.port} (the line above says why): if another "
+            "program holds the port, choose a free one with --port; --host must be an address of this machine",
             file=sys.stderr,
         )
         return 3
@@ -199,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--manifest", metavar="FILE", help="the game's manifest (YAML, JSON or TOML); local profile")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    s.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
+    s.add_argument("--port", type=_port, default=8080, help="port to listen on (default 8080)")
     s.add_argument(
         "--profile",
         choices=["local", "hosted"],
@@ -255,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
         "scripted-provider", help="a scripted OpenAI/Anthropic-compatible model server for testing fallbacks"
     )
     t.add_argument("--host", default="127.0.0.1")
-    t.add_argument("--port", type=int, default=9100)
+    t.add_argument("--port", type=_port, default=9100)
     t.set_defaults(func=_scripted)
     return p
 
