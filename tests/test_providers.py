@@ -304,3 +304,28 @@ def test_the_start_up_check_reads_the_model_list(
         assert "at start" not in note, note
     else:
         assert f"at start: {scripted.base_url} {expected}" in note, note
+
+
+@pytest.mark.parametrize(
+    ("value", "on"), [("", True), ("1", True), ("true", True), ("0", False), ("false", False), ("off", False)]
+)
+def test_logprobs_setting(monkeypatch: pytest.MonkeyPatch, value: str, on: bool) -> None:
+    monkeypatch.setenv("NPCMIND_LOGPROBS", value)
+    assert Settings().logprobs is on
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "says"),
+    [
+        ("NPCMIND_LOGPROBS", "nope", "NPCMIND_LOGPROBS must be 1 or 0 (true/false, yes/no, on/off), not 'nope'"),
+        ("NPCMIND_ANSWER_FORMAT", "json", "NPCMIND_ANSWER_FORMAT must be auto, numbered or enum, not 'json'"),
+    ],
+)
+def test_a_setting_that_is_none_of_its_values_stops_the_start(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, says: str
+) -> None:
+    """`NPCMIND_ANSWER_FORMAT=json` used to mean auto, and `NPCMIND_LOGPROBS=false` meant on."""
+    monkeypatch.setenv(name, value)
+    with pytest.raises(SystemExit) as e:
+        Settings()
+    assert str(e.value) == says

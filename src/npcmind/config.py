@@ -19,6 +19,28 @@ def _env_int(name: str, default: int, least: int = 1) -> int:
     return value
 
 
+def _env_bool(name: str, default: bool) -> bool:
+    """1/0, true/false, yes/no, on/off; anything else stops the start (a typo must not flip a setting)."""
+    raw = os.environ.get(name, "").strip().lower()
+    if raw == "":
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise SystemExit(f"{name} must be 1 or 0 (true/false, yes/no, on/off), not {raw!r}")
+
+
+def _env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    """One of ``choices``; anything else stops the start, naming them."""
+    raw = os.environ.get(name, "").strip()
+    if raw == "":
+        return default
+    if raw not in choices:
+        raise SystemExit(f"{name} must be {', '.join(choices[:-1])} or {choices[-1]}, not {raw!r}")
+    return raw
+
+
 def _env_origins(name: str) -> list[str]:
     """Browser origins (scheme://host[:port]) or ``*``; a trailing slash is dropped, since browsers never send one."""
     out: list[str] = []
@@ -61,6 +83,8 @@ class Settings:
     )
     max_output_tokens: int = field(default_factory=lambda: _env_int("NPCMIND_MAX_OUTPUT_TOKENS", 0, least=0))
     max_sessions: int = field(default_factory=lambda: _env_int("NPCMIND_MAX_SESSIONS", 10_000))
-    logprobs: bool = field(default_factory=lambda: os.environ.get("NPCMIND_LOGPROBS", "1") != "0")
-    answer_format: str = field(default_factory=lambda: os.environ.get("NPCMIND_ANSWER_FORMAT", "auto"))
+    logprobs: bool = field(default_factory=lambda: _env_bool("NPCMIND_LOGPROBS", True))
+    answer_format: str = field(
+        default_factory=lambda: _env_choice("NPCMIND_ANSWER_FORMAT", "auto", ("auto", "numbered", "enum"))
+    )
     cors_origins: list[str] = field(default_factory=lambda: _env_origins("NPCMIND_CORS_ORIGINS"))
