@@ -329,3 +329,28 @@ def test_a_setting_that_is_none_of_its_values_stops_the_start(
     with pytest.raises(SystemExit) as e:
         Settings()
     assert str(e.value) == says
+
+
+def test_a_base_url_without_its_scheme_stops_serve(tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "npcmind.cli",
+            "serve",
+            "--manifest",
+            str(FOREST),
+            "--base-url",
+            "localhost:11434/v1",
+            "--store",
+            f"sqlite:///{tmp_path}/s.db",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert r.returncode == 2, r.stderr
+    assert "--base-url must start with http:// or https://, as in http://127.0.0.1:11434/v1" in r.stderr

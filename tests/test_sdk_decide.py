@@ -444,3 +444,16 @@ def test_the_game_can_see_what_the_model_saw_and_answered(svc: Running, scripted
         assert '"flee"' in seen["reply"]["text"]
     with client(f"http://127.0.0.1:{free_port()}", clock) as down:
         assert down.last_prompt() is None  # a service that is down: None, never an exception
+
+
+def test_a_service_url_without_its_scheme_is_refused_at_construction() -> None:
+    """httpx would fail only on a worker thread, at the first request, with 'unsupported protocol'."""
+    from npcmind.sdk import NpcMind, OpenAICortex
+
+    with pytest.raises(ValueError, match=r"service_url must start with http:// or https://.*not 'localhost:8080'"):
+        DecideClient("localhost:8080", "g")
+    with pytest.raises(ValueError, match="base_url must start with http://"):
+        OpenAICortex("127.0.0.1:8000/v1")
+    with pytest.raises(ValueError, match="service_url must start with http://"):
+        NpcMind("localhost:8080", OpenAICortex("http://127.0.0.1:8000/v1"), None)  # type: ignore[arg-type]
+    DecideClient("http://127.0.0.1:8080/", "g").close()  # a trailing slash is fine

@@ -6,6 +6,14 @@ import os
 from dataclasses import dataclass, field
 
 
+def http_url(url: str, what: str, example: str) -> str:
+    """A base URL without its trailing slash, or a ValueError that shows the form: without a scheme, the
+    HTTP client fails only at the first call, with 'unsupported protocol'."""
+    if not url.strip().startswith(("http://", "https://")):
+        raise ValueError(f"{what} must start with http:// or https://, as in {example}, not {url!r}")
+    return url.strip().rstrip("/")
+
+
 def _env_int(name: str, default: int, least: int = 1) -> int:
     raw = os.environ.get(name)
     if raw is None or raw == "":

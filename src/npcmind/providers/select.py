@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from npcmind.config import Settings
+from npcmind.config import Settings, http_url
 from npcmind.providers.anthropic import ANTHROPIC_URL, AnthropicProvider
 from npcmind.providers.base import NoProvider, Provider
 from npcmind.providers.openai import OPENAI_URL, OpenAIProvider
@@ -20,6 +20,8 @@ def make_provider(settings: Settings, env: Mapping[str, str] | None = None) -> P
     kind = settings.provider
     if kind not in CHOICES:
         raise ValueError(f"--provider must be one of {', '.join(CHOICES)}, not {kind!r}")
+    if settings.base_url:
+        http_url(settings.base_url, "--base-url", "http://127.0.0.1:11434/v1")
     if kind == "auto":
         if env.get(settings.api_key_env or "OPENAI_API_KEY") or settings.base_url:
             kind = "openai"

@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 import msgspec
 
+from npcmind.config import http_url
 from npcmind.npc.signing import signed_payload, verify
 from npcmind.protocol.npc import PromptConstraints
 from npcmind.sdk.cortex import Cortex
@@ -45,7 +46,9 @@ class NpcMind:
         timeout_s: float = 30,
     ) -> None:
         headers = {"authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.Client(base_url=service_url.rstrip("/"), headers=headers, timeout=timeout_s)
+        self._http = httpx.Client(
+            base_url=http_url(service_url, "service_url", "http://127.0.0.1:8080"), headers=headers, timeout=timeout_s
+        )
         self.cortex = cortex
         self.store = store
         self._keys: dict[str, str] = {}

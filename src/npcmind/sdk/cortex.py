@@ -7,6 +7,7 @@ from typing import Protocol
 
 import httpx
 
+from npcmind.config import http_url
 from npcmind.protocol.npc import PromptConstraints
 from npcmind.providers.params import first_not_refused, refused_parameter
 
@@ -35,7 +36,9 @@ class OpenAICortex:
         headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
         self.model = model
         self.refused: set[str] = set()  # parameters this model refused: no longer sent
-        self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s)
+        self._http = httpx.Client(
+            base_url=http_url(base_url, "base_url", "http://127.0.0.1:8000/v1"), headers=headers, timeout=timeout_s
+        )
 
     def _body(self, prompt: str, constraints: PromptConstraints) -> dict[str, object]:
         body: dict[str, object] = {"model": self.model, "messages": [{"role": "user", "content": prompt}]}

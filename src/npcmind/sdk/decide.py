@@ -29,6 +29,7 @@ from urllib.parse import urlencode
 import httpx
 import msgspec
 
+from npcmind.config import http_url
 from npcmind.protocol.a2g import AIDecision, DecideResponse
 
 log = logging.getLogger("npcmind.sdk.decide")
@@ -138,7 +139,9 @@ class DecideClient:
         self._window = event_window_ms / 1000
         self._telemetry_every = telemetry_ms / 1000
         self._clock = clock
-        self._http = httpx.Client(base_url=service_url.rstrip("/"), timeout=timeout_s)
+        self._http = httpx.Client(
+            base_url=http_url(service_url, "service_url", "http://127.0.0.1:8080"), timeout=timeout_s
+        )
         self._timeout = timeout_s
         self._telemetry: list[Future[tuple[int, Any, dict[str, str]]]] = []  # of the newest telemetry tick
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="npcmind-decide")
