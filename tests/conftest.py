@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,13 @@ FOREST = ROOT / "examples" / "forest.yaml"
 
 BEE_OBS = {"hp_fraction": 0.333, "distance_to_player": 96.4, "sees_player": True, "current_action": "chase"}
 BOSS_OBS = {"hp_fraction": 0.4, "distance_to_player": 210.0, "sees_player": True, "current_action": "idle"}
+
+
+def cli(*args: str, stdin: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    """`npcmind ARGS` as a user runs it, in its own process; its exit code and both outputs."""
+    return subprocess.run(
+        [sys.executable, "-m", "npcmind.cli", *args], input=stdin, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def bee(eid: str, **over: Any) -> dict[str, Any]:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import re
 import socket
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +13,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import FOREST
+from conftest import FOREST, cli
 from npcmind.manifest import ManifestError, from_data, load
 from npcmind.manifest.fields import FieldSet, check_fields
 from npcmind.manifest.model import FieldSpec, ScopeSpec
@@ -131,16 +129,14 @@ def test_broken_yaml_is_one_clear_problem(tmp_path: Path) -> None:
 
 
 def test_cli_validate(tmp_path: Path) -> None:
-    ok = subprocess.run([sys.executable, "-m", "npcmind.cli", "validate", str(FOREST)], capture_output=True, text=True)
+    ok = cli("validate", str(FOREST))
     assert ok.returncode == 0 and "ok" in ok.stdout and "sha256:" in ok.stdout
     small = int(re.search(r"static prompt prefix: (\d+) tokens", ok.stdout).group(1))  # type: ignore[union-attr]
     assert 100 < small < 1024  # the example's prefix is too short for a hosted provider's cache
     longer = forest()
     longer["world"]["text"] += " The forest is old." * 200
     (tmp_path / "long.yaml").write_text(yaml.safe_dump(longer))
-    r = subprocess.run(
-        [sys.executable, "-m", "npcmind.cli", "validate", str(tmp_path / "long.yaml")], capture_output=True, text=True
-    )
+    r = cli("validate", str(tmp_path / "long.yaml"))
     big = int(re.search(r"static prompt prefix: (\d+) tokens", r.stdout).group(1))  # type: ignore[union-attr]
     assert big - small >= 5 * 200, (small, big)
     data = forest()
@@ -148,7 +144,7 @@ def test_cli_validate(tmp_path: Path) -> None:
     data["profiles"]["queen_bee"]["type"] = "wasp"
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(data))
-    r = subprocess.run([sys.executable, "-m", "npcmind.cli", "validate", str(bad)], capture_output=True, text=True)
+    r = cli("validate", str(bad))
     assert r.returncode == 1
     assert "scopes.forest.parent: unknown scope 'moon'" in r.stdout
     assert "profiles.queen_bee.type: unknown type 'wasp'" in r.stdout
@@ -157,12 +153,7 @@ def test_cli_validate(tmp_path: Path) -> None:
 def test_serve_refuses_a_bad_manifest(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"a2g": "0.1"}')
-    r = subprocess.run(
-        [sys.executable, "-m", "npcmind.cli", "serve", "--manifest", str(bad)],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    r = cli("serve", "--manifest", str(bad))
     assert r.returncode == 2 and "world: is required" in r.stderr and "types: is required" in r.stderr
 
 
@@ -240,23 +231,7 @@ def test_serve_says_what_to_do_when_its_port_is_taken(tmp_path: Path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        r = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "npcmind.cli",
-                "serve",
-                "--manifest",
-                str(FOREST),
-                "--port",
-                str(port),
-                "--store",
-                f"sqlite:///{tmp_path}/s.db",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
+        r = cli("serve", "--manifest", str(FOREST), "--port", str(port), "--store", f"sqlite:///{tmp_path}/s.db")
     assert r.returncode == 3, r.stderr
     assert f"cannot listen on 127.0.0.1:{port}" in r.stderr and "--port" in r.stderr
     assert "address already in use" in r.stderr.lower()
@@ -267,9 +242,7 @@ def test_every_setting_variable_is_in_the_help_and_the_readme() -> None:
     root = Path(__file__).resolve().parents[1]
     names = set(re.findall(r'"(NPCMIND_[A-Z_]+)"', (root / "src/npcmind/config.py").read_text()))
     assert len(names) >= 10, names
-    shown = subprocess.run(
-        [sys.executable, "-m", "npcmind.cli", "serve", "--help"], capture_output=True, text=True, timeout=30
-    ).stdout
+    shown = cli("serve", "--help").stdout
     readme = (root / "README.md").read_text()
     assert not {n for n in names if n not in shown.replace("\n", " ")}, "missing from `serve --help`"
     assert not {n for n in names if f"`{n}`" not in readme}, "missing from the README's Configuration"
@@ -277,10 +250,5 @@ def test_every_setting_variable_is_in_the_help_and_the_readme() -> None:
 
 @pytest.mark.parametrize(("port", "says"), [("99999", "99999 is not a port (0-65535)"), ("-1", "-1 is not a port")])
 def test_serve_refuses_a_port_that_is_not_one(port: str, says: str) -> None:
-    r = subprocess.run(
-        [sys.executable, "-m", "npcmind.cli", "serve", "--manifest", str(FOREST), "--port", port],
-        capture_output=True,
-        text=True,
-        timeout=30,  # uvicorn given 99999 used to hang here
-    )
+    r = cli("serve", "--manifest", str(FOREST), "--port", port)  # uvicorn given 99999 used to hang
     assert r.returncode == 2 and says in r.stderr, r.stderr

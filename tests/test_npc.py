@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from conftest import Running, logged
+from conftest import Running, cli, logged
 from npcmind.npc.outcome import parse_output
 from npcmind.npc.signing import signed_payload, verify
 from npcmind.sdk import NpcMind, NpcStore, OpenAICortex, ProtocolError
@@ -314,30 +314,20 @@ def test_the_signing_key_persists_with_the_store(start_service: Any, tmp_path: P
 
 
 def test_chat_in_the_terminal(svc: Running, scripted: Any, tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "npcmind.cli",
-            "chat",
-            "mara",
-            "--service",
-            svc.server.url,
-            "--cortex-url",
-            scripted.base_url,
-            "--model",
-            "scripted",
-            "--data-dir",
-            str(tmp_path / "chat"),
-            "--persona",
-            INNKEEPER,
-        ],
-        input="Good evening!\nAnything to eat?\n\n",
-        capture_output=True,
-        text=True,
+    r = cli(
+        "chat",
+        "mara",
+        "--service",
+        svc.server.url,
+        "--cortex-url",
+        scripted.base_url,
+        "--model",
+        "scripted",
+        "--data-dir",
+        str(tmp_path / "chat"),
+        "--persona",
+        INNKEEPER,
+        stdin="Good evening!\nAnything to eat?\n\n",
         timeout=120,
     )
     assert r.returncode == 0, r.stderr

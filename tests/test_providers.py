@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import FOREST, bee, decide_body, logged
+from conftest import FOREST, bee, cli, decide_body, logged
 from npcmind.config import Settings
 from npcmind.http.server import ServiceProcess
 from npcmind.providers import answer
@@ -332,25 +332,8 @@ def test_a_setting_that_is_none_of_its_values_stops_the_start(
 
 
 def test_a_base_url_without_its_scheme_stops_serve(tmp_path: Any) -> None:
-    import subprocess
-    import sys
-
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "npcmind.cli",
-            "serve",
-            "--manifest",
-            str(FOREST),
-            "--base-url",
-            "localhost:11434/v1",
-            "--store",
-            f"sqlite:///{tmp_path}/s.db",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=30,
+    r = cli(
+        "serve", "--manifest", str(FOREST), "--base-url", "localhost:11434/v1", "--store", f"sqlite:///{tmp_path}/s.db"
     )
     assert r.returncode == 2, r.stderr
     assert "--base-url must start with http:// or https://, as in http://127.0.0.1:11434/v1" in r.stderr

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -11,7 +9,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from conftest import Hosted, bee, decide_body, logged, write_clients
+from conftest import Hosted, bee, cli, decide_body, logged, write_clients
 from npcmind.http.openapi import ROUTES
 from npcmind.sessions.tokens import TokenClaims
 
@@ -133,11 +131,7 @@ def test_local_profile_needs_no_token_and_has_no_sessions(svc: Any) -> None:
 
 
 def test_keygen_prints_a_key_and_its_line(tmp_path: Path) -> None:
-    r = subprocess.run(
-        [sys.executable, "-m", "npcmind.cli", "keygen", "studio-7", "--manifest", "forest.yaml"],
-        capture_output=True,
-        text=True,
-    )
+    r = cli("keygen", "studio-7", "--manifest", "forest.yaml")
     assert r.returncode == 0
     key = next(w for w in r.stdout.split() if w.startswith("nmk_"))
     from npcmind.sessions.clients import hash_key

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import FOREST
+from conftest import FOREST, cli
 from npcmind.decide.ids import DecisionIds
 from npcmind.storage import sqlite as sqlite_store
 from npcmind.storage.base import IssuedDecision
@@ -127,12 +125,7 @@ def test_decision_ids_of_a_batch_are_consecutive_bound_and_compatible() -> None:
 def test_a_store_that_cannot_be_opened_is_one_line_not_a_traceback(tmp_path: Path, make: str, says: str) -> None:
     (tmp_path / "notes.txt").write_text("not a database, " * 1000)
     path = tmp_path / "notes.txt" if make == "text" else tmp_path / "notes.txt" / "npcmind.db"
-    r = subprocess.run(
-        [sys.executable, "-m", "npcmind.cli", "serve", "--manifest", str(FOREST), "--store", f"sqlite:///{path}"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    r = cli("serve", "--manifest", str(FOREST), "--store", f"sqlite:///{path}")
     assert r.returncode == 2, r.stderr
     assert f"the store {path} cannot be opened" in r.stderr and says in r.stderr and "--store" in r.stderr
     assert "Traceback" not in r.stderr
