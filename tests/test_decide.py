@@ -381,3 +381,24 @@ def test_retry_after_headers(headers: dict[str, str], seconds: float | None) -> 
     from npcmind.providers.http import retry_after
 
     assert retry_after(headers) == seconds
+
+
+def test_an_activity_line_says_what_was_decided_and_what_it_cost(start_service: Any, scripted: Any) -> None:
+    with logged("npcmind.activity") as said:
+        svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted", activity_s=1)
+        time.sleep(1.3)
+        assert said == []  # nothing decided: nothing said
+        scripted.set(choose={"a": "flee", "c": "dance"})  # c: not a legal action
+        far = {**BEE_OBS, "distance_to_player": 900.0}  # c's own situation: no cache entry of a or b fits it
+        batch = decide_body(bee("a"), bee("b", position=[50.0, 0.0]), bee("c", observation=far))
+        svc.decide(batch)
+        svc.decide(batch)  # a and b from the cache, c asked again
+        deadline = time.monotonic() + 5
+        while not said and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert len(said) == 1, said
+    line = said[0]
+    assert line.startswith("last 1 s: 6 decisions, 4 AI (2 from the cache), 2 fallbacks (invalid_choice 2)"), line
+    assert "; 2 provider calls, " in line and " input tokens (0 cached), " in line, line
+    tokens = int(line.split("; 2 provider calls, ", 1)[1].split(" input tokens", 1)[0])
+    assert tokens > 0 and line.endswith(f": {tokens / 2:.0f} input tokens a fresh decision"), line

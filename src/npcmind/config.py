@@ -96,3 +96,4 @@ class Settings:
         default_factory=lambda: _env_choice("NPCMIND_ANSWER_FORMAT", "auto", ("auto", "numbered", "enum"))
     )
     cors_origins: list[str] = field(default_factory=lambda: _env_origins("NPCMIND_CORS_ORIGINS"))
+    activity_s: int = field(default_factory=lambda: _env_int("NPCMIND_ACTIVITY_S", 10, least=0))

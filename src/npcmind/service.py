@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import time
 from typing import TypeVar
 
 from npcmind.config import Settings
@@ -13,7 +14,7 @@ from npcmind.decide.ids import DecisionIds
 from npcmind.decide.pipeline import DecidePipeline
 from npcmind.manifest import Manifest
 from npcmind.manifest import load as load_manifest
-from npcmind.metrics import Metrics
+from npcmind.metrics import Metrics, activity
 from npcmind.npc.rulesets import load_rulesets
 from npcmind.npc.signing import Signer
 from npcmind.npc.steps import NpcProcessor
@@ -70,6 +71,7 @@ class Service:
         self._hub: ContextHub | None = None
         self._npc: NpcProcessor | None = None
         self._check: asyncio.Task[None] | None = None
+        self._activity: asyncio.Task[None] | None = None
         self.provider_problem: str | None = None  # what the start-up check found, for /v1/health
 
     async def start(self) -> None:
@@ -92,6 +94,8 @@ class Service:
         if self.settings.cors_origins:
             log.info("browser pages may call from: %s (NPCMIND_CORS_ORIGINS)", ", ".join(self.settings.cors_origins))
         self._check = asyncio.get_running_loop().create_task(self._check_provider())
+        if self.settings.activity_s:
+            self._activity = asyncio.get_running_loop().create_task(self._say_activity(self.settings.activity_s))
 
     def _say_prefix_cost(self) -> None:
         """Say so when the manifest's static prefix is too short for the provider to cache: the design keeps
@@ -109,6 +113,18 @@ class Service:
                 least,
             )
 
+    async def _say_activity(self, every: float) -> None:
+        """Every ``every`` seconds with decisions in them, one log line on what they were and cost."""
+        log_activity = logging.getLogger("npcmind.activity")
+        before, since = self.metrics.counts(), time.monotonic()
+        while True:
+            await asyncio.sleep(every)
+            after, now = self.metrics.counts(), time.monotonic()
+            line = activity(before, after, now - since)
+            if line is not None:
+                log_activity.info("%s", line)
+            before, since = after, now
+
     async def _check_provider(self) -> None:
         """Ask the provider's model list once, in the background (the service is ready meanwhile), so a wrong
         key, an unknown model or a server that is not running is said at start, not by the first fallbacks."""
@@ -125,8 +141,9 @@ class Service:
 
     async def stop(self) -> None:
         """Close connections and the store."""
-        if self._check is not None:
-            self._check.cancel()
+        for task in (self._check, self._activity):
+            if task is not None:
+                task.cancel()
         await self.provider.close()
         await self.store.close()
 
