@@ -157,11 +157,23 @@ def test_body_over_the_limit_is_413(svc: Running) -> None:
     assert "262144 bytes (NPCMIND_MAX_BODY_BYTES)" in r.json()["error"]["message"]
 
 
-def test_unknown_route_and_method_are_json(svc: Running) -> None:
+def test_unknown_route_and_method_are_json_and_say_what_there_is(svc: Running) -> None:
     r = svc.http.get("/v1/nothing")
     assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
+    r = svc.http.post("/v1/decisions", json={})
+    message = r.json()["error"]["message"]
+    assert r.status_code == 404 and message.startswith(
+        "no route POST /v1/decisions; did you mean '/v1/decide'? (routes: "
+    )
+    assert "/v1/telemetry" in message
     r = svc.http.get("/v1/decide")
-    assert r.status_code == 405 and r.json()["error"]["code"] == "method_not_allowed"
+    assert r.status_code == 405 and r.json()["error"] == {
+        "code": "method_not_allowed",
+        "message": "/v1/decide takes POST, not GET",
+        "details": [],
+    }
+    r = svc.http.get("/npcs/mara/process")
+    assert r.status_code == 405 and r.json()["error"]["message"] == "/npcs/mara/process takes POST, not GET"
 
 
 @pytest.mark.parametrize("body", [b"[]", b"null", b"3", b'"x"', b"{}"])

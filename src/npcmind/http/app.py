@@ -6,6 +6,7 @@ by path (msgspec and Litestar stop at the first), while valid bodies still decod
 
 from __future__ import annotations
 
+import difflib
 import logging
 from collections.abc import Callable
 from functools import partial
@@ -21,7 +22,7 @@ from npcmind.context.hub import ContextHub
 from npcmind.decide.pipeline import SessionContext
 from npcmind.decide.validate import partial_problems
 from npcmind.http.browsers import browser_origins
-from npcmind.http.openapi import openapi_document
+from npcmind.http.openapi import ROUTES, methods_of, openapi_document
 from npcmind.protocol.a2g import (
     ContextRequest,
     ContextResponse,
@@ -36,7 +37,7 @@ from npcmind.protocol.a2g import (
     TelemetryRequest,
     TelemetryResponse,
 )
-from npcmind.protocol.errors import ApiError, Problem
+from npcmind.protocol.errors import ApiError, Problem, choices
 from npcmind.protocol.npc import KeysResponse, PublicKey
 from npcmind.protocol.validate import parse, well_shaped
 from npcmind.providers.select import describe
@@ -76,7 +77,27 @@ def error_handler(max_body_bytes: int) -> Callable[[Request[Any, Any, Any], Exce
     return partial(_error_response, too_large)
 
 
-def _error_response(too_large: str, _: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+def _not_routed(status: int, request: Request[Any, Any, Any]) -> str:
+    """A 404 or 405 that says what was asked and what there is, so a typo in a path is fixed from the error."""
+    method, path = request.method, request.url.path
+    if status == 405:
+        return f"{path} takes {' or '.join(methods_of(path)) or 'other methods'}, not {method}"
+    paths = sorted({r.path for r in ROUTES})
+    return f"no route {method} {path}{choices(path, paths, 'routes', _likely_route(path, paths))}"
+
+
+def _likely_route(path: str, paths: list[str]) -> str | None:
+    """The route meant: one whose last part begins as the asked one's does (/v1/decisions: /v1/decide),
+    else the closest by spelling (difflib alone takes /v1/decisions for /v1/session)."""
+    last = path.rstrip("/").rsplit("/", 1)[-1]
+    for p in paths:
+        if len(last) >= 4 and p.rsplit("/", 1)[-1].startswith(last[:4]):
+            return p
+    close = difflib.get_close_matches(path, paths, n=1, cutoff=0.7)
+    return close[0] if close else None
+
+
+def _error_response(too_large: str, request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
     if isinstance(exc, ApiError):
         return Response(content=exc.body(), status_code=exc.status, media_type=JSON, headers=exc.headers)
     if isinstance(exc, HTTPException):
@@ -89,9 +110,7 @@ def _error_response(too_large: str, _: Request[Any, Any, Any], exc: Exception) -
             415: "unsupported_media_type",
             429: "rate_limited",
         }.get(status, "http_error")
-        message = {404: "no such route", 405: "method not allowed on this route", 413: too_large}.get(
-            status, str(exc.detail)
-        )
+        message = _not_routed(status, request) if status in (404, 405) else too_large if status == 413 else exc.detail
         err = ApiError(status, code, message)
         return Response(content=err.body(), status_code=status, media_type=JSON, headers=exc.headers)
     if isinstance(exc, StoreError):  # disk full or the like: the store logged it; the game runs its own AI

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -112,6 +113,12 @@ ROUTES: list[Route] = [
     Route("get", "/metrics", "Prometheus metrics", media="text/plain", errors=(401, 429)),
     Route("get", "/openapi.json", "This document (hosted profile: with a session token)", errors=(401, 429)),
 ]
+
+
+def methods_of(path: str) -> list[str]:
+    """The methods a concrete path takes (``/npcs/mara/process``: POST), for a 405 that says which."""
+    return sorted({r.method.upper() for r in ROUTES if re.fullmatch(re.sub(r"\{[^}]+\}", "[^/]+", r.path), path)})
+
 
 _ERROR_TEXT = {
     400: "Malformed JSON",

@@ -15,11 +15,11 @@ class Problem(msgspec.Struct, frozen=True):
     message: str
 
 
-def choices(value: str, known: Iterable[str], what: str) -> str:
-    """The tail of a message about a name that is not one of ``known``: the likely typo, then what there is
-    (so the developer fixes it from the error alone, without opening the manifest)."""
+def choices(value: str, known: Iterable[str], what: str, likely: str | None = None) -> str:
+    """The tail of a message about a name that is not one of ``known``: the likely typo (``likely``, else the
+    closest by spelling), then what there is (so the developer fixes it from the error alone)."""
     names = sorted(known)
-    close = difflib.get_close_matches(value, names, n=1, cutoff=0.7)
+    close = [likely] if likely else difflib.get_close_matches(value, names, n=1, cutoff=0.7)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     listed = ", ".join(names[:16]) + (f", … ({len(names)} in all)" if len(names) > 16 else "")
     return f"{hint} ({what}: {listed or 'none'})"
