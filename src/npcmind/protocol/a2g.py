@@ -17,46 +17,77 @@ MAX_ENTITIES = 16
 class DecideEntity(msgspec.Struct, forbid_unknown_fields=True):
     """One entity that needs a decision, with the actions the game's rules allow right now."""
 
-    id: Id
-    type: Name
-    observation: dict[str, Any]
-    legal_actions: Annotated[list[Name], Meta(min_length=1, max_length=32)]
-    position: Position | None = None
-    profile: Name | None = None
-    parent: Id | None = None
-    trigger: Name | None = None
+    id: Annotated[Id, Meta(description="The game's id of the entity, unique in the request; echoed in its decision.")]
+    type: Annotated[Name, Meta(description="A type of the manifest, one with actions.")]
+    observation: Annotated[dict[str, Any], Meta(description="Exactly the type's fields, each within its bounds.")]
+    legal_actions: Annotated[
+        list[Name],
+        Meta(
+            min_length=1,
+            max_length=32,
+            description="The type's actions the game's rules allow right now, without repeats: the model chooses "
+            "among these or the entity falls back.",
+        ),
+    ]
+    position: Annotated[
+        Position | None, Meta(description="[x, y] or [x, y, z]; if omitted, the last telemetry position is used.")
+    ] = None
+    profile: Annotated[Name | None, Meta(description="A profile of the manifest, of this type if it names one.")] = None
+    parent: Annotated[
+        Id | None, Meta(description="The id of the entity this one belongs to: its squad or director.")
+    ] = None
+    trigger: Annotated[Name | None, Meta(description="One of the type's events: why it asks now.")] = None
 
 
 class DecideRequest(msgspec.Struct, forbid_unknown_fields=True):
     """The body of POST /v1/decide."""
 
-    client_id: Id
-    epoch: Annotated[int, Meta(ge=0)]
-    world: dict[str, Any]
-    entities: Annotated[list[DecideEntity], Meta(min_length=1, max_length=MAX_ENTITIES)]
-    scope: Name | None = None
-    scope_state: dict[str, Any] | None = None
+    client_id: Annotated[Id, Meta(description="The game; in the hosted profile, the session token's client.")]
+    epoch: Annotated[
+        int,
+        Meta(ge=0, description="Raised by the game when its state is invalidated (a reload, a new wave); echoed back."),
+    ]
+    world: Annotated[dict[str, Any], Meta(description="Exactly the manifest's world fields.")]
+    entities: Annotated[
+        list[DecideEntity], Meta(min_length=1, max_length=MAX_ENTITIES, description="1 to 16 entities, unique ids.")
+    ]
+    scope: Annotated[Name | None, Meta(description="The active scope: a manifest scope or one the session added.")] = (
+        None
+    )
+    scope_state: Annotated[
+        dict[str, Any] | None, Meta(description="Exactly the fields declared along the scope's chain, if it has any.")
+    ] = None
 
 
 class AIDecision(msgspec.Struct, tag_field="source", tag="AI"):
     """A valid model choice, fresh or from the decision cache."""
 
-    id: str
-    action: str
-    label: str
-    confidence: float | None
-    ttl_ms: int
-    decision_id: str
-    cached: bool
+    id: Annotated[str, Meta(description="The entity's id.")]
+    action: Annotated[str, Meta(description="One of the entity's legal_actions.")]
+    label: Annotated[str, Meta(description="The manifest's description of the action, not model reasoning.")]
+    confidence: Annotated[
+        float | None, Meta(description="The model's probability for the action, from log-probabilities; or null.")
+    ]
+    ttl_ms: Annotated[int, Meta(description="How long the decision is valid, from the manifest.")]
+    decision_id: Annotated[
+        str, Meta(description="Opaque, unique and unforgeable; the game sends it back in POST /v1/report.")
+    ]
+    cached: Annotated[bool, Meta(description="True when reused from the decision cache instead of a model call.")]
 
 
 class FallbackDecision(msgspec.Struct, tag_field="source", tag="FALLBACK"):
     """No choice for this entity: the game runs its native AI."""
 
-    id: str
-    code: FallbackCode
-    reason: str
-    ttl_ms: int
+    id: Annotated[str, Meta(description="The entity's id.")]
+    code: Annotated[
+        FallbackCode,
+        Meta(
+            description="Why: unavailable (provider error, timeout, no credentials), busy (at capacity), refused, "
+            "invalid_choice (outside legal_actions or none), budget (over the type's max_input_tokens)."
+        ),
+    ]
+    reason: Annotated[str, Meta(description="The same for a person: what happened, and what to change if anything.")]
+    ttl_ms: Annotated[int, Meta(description="How long to run the native AI before asking again, from the manifest.")]
 
 
 Decision = AIDecision | FallbackDecision
@@ -65,10 +96,10 @@ Decision = AIDecision | FallbackDecision
 class DecideResponse(msgspec.Struct):
     """The answer of POST /v1/decide: one decision per entity, in the request's order."""
 
-    a2g: str
-    epoch: int
-    latency_ms: int
-    decisions: list[Decision]
+    a2g: Annotated[str, Meta(description="The protocol version, 0.1.")]
+    epoch: Annotated[int, Meta(description="The request's epoch: drop an answer whose epoch is not the current one.")]
+    latency_ms: Annotated[int, Meta(description="The service's wall time for this request.")]
+    decisions: Annotated[list[Decision], Meta(description="One a request entity, in the request's order.")]
 
 
 class TelemetryEntity(msgspec.Struct, forbid_unknown_fields=True):

@@ -45,7 +45,13 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
+def _bare(t: mi.Type) -> mi.Type:
+    """The type under a field's documentation (a description wraps it in Metadata)."""
+    return t.type if isinstance(t, mi.Metadata) else t
+
+
 def _expected(t: mi.Type) -> str:
+    t = _bare(t)
     names = {
         mi.IntType: "an integer",
         mi.FloatType: "a number",
@@ -83,6 +89,7 @@ def _length(n: int, t: Any, path: str, what: str, out: list[Problem]) -> None:
 
 def _matches(value: Any, t: mi.Type) -> bool:
     """Whether value has the JSON kind of t (for choosing a union member)."""
+    t = _bare(t)
     if isinstance(t, mi.AnyType):
         return True
     if isinstance(t, mi.NoneType):
@@ -105,6 +112,7 @@ def _matches(value: Any, t: mi.Type) -> bool:
 def _walk(value: Any, t: mi.Type, path: str, out: list[Problem]) -> None:
     if len(out) >= _MAX_PROBLEMS:
         return
+    t = _bare(t)
     if isinstance(t, mi.AnyType):
         return
     if isinstance(t, mi.UnionType):
