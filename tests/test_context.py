@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
 
-from conftest import BEE_OBS, Hosted, Running, bee, decide_body
+from conftest import BEE_OBS, Hosted, Running, bee, decide_body, logged
 
 
 def prompt(scripted: Any) -> str:
@@ -423,3 +424,26 @@ def test_bounds_below_their_least_stop_the_service_at_start(monkeypatch: pytest.
     monkeypatch.setenv("NPCMIND_MAX_SESSION_ENTITIES", "5")
     with pytest.raises(SystemExit, match="NPCMIND_MAX_SESSION_ENTITIES must be at least 10, not 5"):
         Settings()
+
+
+def test_all_sessions_together_hold_at_most_max_entities(start_service: Any, scripted: Any) -> None:
+    """10,000 sessions of 20,000 entities each would pass any machine's memory: a bound on the sum lets go of
+    the sessions used least recently; their memory and reports come back from the store when used again."""
+    svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted", max_entities=40)
+    scripted.set(choose={"g1-0": "chase"})
+    with logged("npcmind.context") as said:
+        first = svc.decide(decide_body(*[bee(f"g1-{i}", position=[i * 9.0, 0]) for i in range(16)], client_id="g1"))
+        did = first.json()["decisions"][0]["decision_id"]
+        assert report(svc.http, did, "done", detail="stung", client_id="g1") == "accepted"
+        for game in ("g2", "g3"):  # 48 entities: more than 40, so g1, the least recently used, is let go
+            svc.decide(decide_body(*[bee(f"{game}-{i}", position=[i * 9.0, 0]) for i in range(16)], client_id=game))
+        deadline = time.monotonic() + 5  # the check made every second
+        while not said and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert "local:g1" not in svc.service.hub._states and "local:g3" in svc.service.hub._states
+    assert any("held 48 entities, over NPCMIND_MAX_ENTITIES=40" in m for m in said), said
+    scripted.set(choose={"g1-0": "flee"})
+    svc.decide(decide_body(bee("g1-0", observation={**BEE_OBS, "hp_fraction": 0.9}), client_id="g1"))
+    assert 'memory: chase 0 s ago -> done "stung"' in prompt(scripted) or 'chase 1 s ago -> done "stung"' in prompt(
+        scripted
+    )

@@ -91,6 +91,7 @@ class Settings:
     )
     max_output_tokens: int = field(default_factory=lambda: _env_int("NPCMIND_MAX_OUTPUT_TOKENS", 0, least=0))
     max_sessions: int = field(default_factory=lambda: _env_int("NPCMIND_MAX_SESSIONS", 10_000))
+    max_entities: int = field(default_factory=lambda: _env_int("NPCMIND_MAX_ENTITIES", 100_000, least=10))
     logprobs: bool = field(default_factory=lambda: _env_bool("NPCMIND_LOGPROBS", True))
     answer_format: str = field(
         default_factory=lambda: _env_choice("NPCMIND_ANSWER_FORMAT", "auto", ("auto", "numbered", "enum"))

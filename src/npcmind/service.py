@@ -72,12 +72,15 @@ class Service:
         self._npc: NpcProcessor | None = None
         self._check: asyncio.Task[None] | None = None
         self._activity: asyncio.Task[None] | None = None
+        self._trim: asyncio.Task[None] | None = None
         self.provider_problem: str | None = None  # what the start-up check found, for /v1/health
 
     async def start(self) -> None:
         """Load the secrets from the store and build what depends on them (inside the event loop)."""
         ids = DecisionIds(await self.store.secret("decision_mac"))
-        self._hub = ContextHub(self.store, ids, self.settings.max_session_entities, self.settings.max_sessions)
+        self._hub = ContextHub(
+            self.store, ids, self.settings.max_session_entities, self.settings.max_sessions, self.settings.max_entities
+        )
         self._pipeline = DecidePipeline(self.provider, self.store, ids, self.settings, self.metrics, self._hub)
         signer = TokenSigner(await self.store.secret("session_tokens"))
         self._guard = Guard(self._hub, self.store, signer, self.manifest, self.clients)
@@ -96,6 +99,7 @@ class Service:
         self._check = asyncio.get_running_loop().create_task(self._check_provider())
         if self.settings.activity_s:
             self._activity = asyncio.get_running_loop().create_task(self._say_activity(self.settings.activity_s))
+        self._trim = asyncio.get_running_loop().create_task(self._trim_every(1.0))
 
     def _say_prefix_cost(self) -> None:
         """Say so when the manifest's static prefix is too short for the provider to cache: the design keeps
@@ -112,6 +116,12 @@ class Service:
                 self.provider.model,
                 least,
             )
+
+    async def _trim_every(self, seconds: float) -> None:
+        """Sessions grow between the checks made when a session is added: keep all of them within bounds."""
+        while True:
+            await asyncio.sleep(seconds)
+            self.hub.trim()
 
     async def _say_activity(self, every: float) -> None:
         """Every ``every`` seconds with decisions in them, one log line on what they were and cost."""
@@ -141,7 +151,7 @@ class Service:
 
     async def stop(self) -> None:
         """Close connections and the store."""
-        for task in (self._check, self._activity):
+        for task in (self._check, self._activity, self._trim):
             if task is not None:
                 task.cancel()
         await self.provider.close()

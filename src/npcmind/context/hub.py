@@ -57,11 +57,19 @@ class SessionState:
 class ContextHub:
     """Per-session state and the pipeline's Situation: observe, view, decided."""
 
-    def __init__(self, store: Store, ids: DecisionIds, max_entities: int = 20_000, max_sessions: int = 10_000) -> None:
+    def __init__(
+        self,
+        store: Store,
+        ids: DecisionIds,
+        max_entities: int = 20_000,
+        max_sessions: int = 10_000,
+        max_held: int = 100_000,
+    ) -> None:
         self.store = store
         self.ids = ids
         self.max_entities = max_entities  # per session: in its scene, and remembered
         self.max_sessions = max_sessions  # held in memory; the least recently used beyond it are let go
+        self.max_held = max_held  # entities of all sessions held in memory together (about 10 KB each)
         self._states: dict[str, SessionState] = {}  # least recently used first
 
     async def state(self, session_id: str) -> SessionState:
@@ -84,7 +92,32 @@ class ContextHub:
                 gone = next(iter(self._states))
                 del self._states[gone]
                 log.info("session %s let go of its soft state: more than %d sessions in use", gone, self.max_sessions)
+            self.trim()
         return st
+
+    def trim(self) -> None:
+        """Let go of the least recently used sessions while all sessions together hold more than ``max_held``
+        entities: the per-session bounds alone (20,000 entities, 10,000 sessions) would allow more than any
+        machine's memory. Run when a session is added, and every second by the service; it goes down to 90%
+        of the bound, so that a stream of new sessions lets go of old ones in rounds, not one a request."""
+        sizes = [(sid, max(len(st.scene.entities), len(st.memory))) for sid, st in self._states.items()]
+        held = sum(n for _, n in sizes)
+        if held <= self.max_held:
+            return
+        before, gone, goal = held, 0, self.max_held * 9 // 10
+        for sid, n in sizes[:-1]:  # never the session used last: it is the one asking now
+            if held <= goal:
+                break
+            del self._states[sid]
+            held -= n
+            gone += 1
+        log.warning(
+            "let go of the soft state of the %d sessions used least recently: all sessions held %d entities, over "
+            "NPCMIND_MAX_ENTITIES=%d; their memory comes back from the store when they are used again",
+            gone,
+            before,
+            self.max_held,
+        )
 
     def forget(self, session_id: str) -> None:
         """Drop an ended session's soft state."""
