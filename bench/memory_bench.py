@@ -16,19 +16,17 @@ import asyncio
 import gc
 import json
 import sys
-import tempfile
 import tracemalloc
 from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from conftest import FOREST, bee, decide_body  # noqa: E402
-from npcmind.config import Settings  # noqa: E402
+from conftest import bee, decide_body  # noqa: E402
+from inprocess import started_service  # noqa: E402
 from npcmind.protocol.a2g import DecideRequest  # noqa: E402
 from npcmind.protocol.validate import parse  # noqa: E402
 from npcmind.providers.scripted import ScriptedServer  # noqa: E402
-from npcmind.service import Service  # noqa: E402
 
 REQUESTS = 9  # a decision a request: the memory of 8 fills up
 
@@ -42,18 +40,7 @@ def _total(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot) -> int:
 
 
 async def _held(base_url: str, sessions: int) -> tuple[Counter[str], int]:
-    tmp = tempfile.mkdtemp(prefix="npcmind-bench-")
-    svc = Service(
-        Settings(
-            manifest=str(FOREST),
-            store=f"sqlite:///{tmp}/bench.db",
-            provider="openai",
-            base_url=base_url,
-            model="scripted",
-            activity_s=0,
-        )
-    )
-    await svc.start()
+    svc = await started_service(base_url, activity_s=0)
     body = decide_body(*[bee(f"b{i}", position=[i * 7.5, i * 3.0]) for i in range(16)])
 
     async def one(client_id: str) -> None:

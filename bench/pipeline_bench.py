@@ -20,7 +20,6 @@ import asyncio
 import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -31,12 +30,11 @@ ROOT = Path(__file__).resolve().parents[1]
 from probe import cpu_probe  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests"))
-from conftest import FOREST, bee, decide_body  # noqa: E402
-from npcmind.config import Settings  # noqa: E402
+from conftest import bee, decide_body  # noqa: E402
+from inprocess import started_service  # noqa: E402
 from npcmind.protocol.a2g import DecideRequest  # noqa: E402
 from npcmind.protocol.validate import parse  # noqa: E402
 from npcmind.providers.scripted import ScriptedServer  # noqa: E402
-from npcmind.service import Service  # noqa: E402
 
 
 def _body(n: int, distance: float | None = None) -> dict[str, Any]:
@@ -48,17 +46,7 @@ def _body(n: int, distance: float | None = None) -> dict[str, Any]:
 
 
 async def _run(base_url: str, requests: int) -> dict[str, float]:
-    tmp = tempfile.mkdtemp(prefix="npcmind-bench-")
-    settings = Settings(
-        manifest=str(FOREST),
-        store=f"sqlite:///{tmp}/bench.db",
-        provider="openai",
-        base_url=base_url,
-        model="scripted",
-        cache_entries=2_000_000,
-    )
-    svc = Service(settings)
-    await svc.start()
+    svc = await started_service(base_url, cache_entries=2_000_000)
 
     async def one(raw: bytes) -> bytes:
         req = parse(raw, DecideRequest)
