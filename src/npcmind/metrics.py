@@ -35,39 +35,43 @@ class Metrics:
         """The text exposition format."""
         return generate_latest(self.registry)
 
-    def counts(self) -> dict[str, float]:
-        """Every counter now, by name and labels (``name,label=value,...``): what the activity line compares."""
-        out: dict[str, float] = {}
-        for metric in self.registry.collect():
-            for sample in metric.samples:
-                if sample.name.endswith("_total"):
-                    out[sample.name + "".join(f",{k}={v}" for k, v in sorted(sample.labels.items()))] = sample.value
-        return out
+    def counts(self) -> Counts:
+        """Every counter now, by sample name and labels: what the activity line compares."""
+        return {
+            (sample.name, frozenset(sample.labels.items())): sample.value
+            for metric in self.registry.collect()
+            for sample in metric.samples
+            if sample.name.endswith("_total")
+        }
+
+
+Counts = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
 def _n(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
-def activity(before: dict[str, float], after: dict[str, float], seconds: float) -> str | None:
+def activity(before: Counts, after: Counts, seconds: float) -> str | None:
     """One line on what the service did between two counts, or None if it decided nothing: a developer
     watching the terminal sees their game's requests arrive, where they went and what they cost."""
+    grown = {key: round(v - before.get(key, 0.0)) for key, v in after.items()}
 
-    def grew(prefix: str, where: str = "") -> int:
-        return round(sum(v - before.get(k, 0.0) for k, v in after.items() if k.startswith(prefix) and where in k))
+    def grew(name: str, **labels: str) -> int:
+        return sum(n for (k, ls), n in grown.items() if k == name and labels.items() <= ls)
 
-    ai = grew("npcmind_decisions_total,code=,source=AI")
+    ai = grew("npcmind_decisions_total", source="AI")
     fallbacks = {
-        k.split("code=", 1)[1].split(",", 1)[0]: round(v - before.get(k, 0.0))
-        for k, v in after.items()
-        if k.startswith("npcmind_decisions_total,") and "source=FALLBACK" in k and v > before.get(k, 0.0)
+        dict(ls)["code"]: n
+        for (k, ls), n in grown.items()
+        if k == "npcmind_decisions_total" and ("source", "FALLBACK") in ls and n > 0
     }
     if not ai and not fallbacks:
         return None
     cached = grew("npcmind_decision_cache_hits_total")
-    calls = grew("npcmind_provider_calls_total,")
-    failed = calls - grew("npcmind_provider_calls_total,", "outcome=ok")
-    tokens_in, tokens_cached = grew("npcmind_input_tokens_total"), grew("npcmind_cached_input_tokens_total")
+    calls = grew("npcmind_provider_calls_total")
+    failed = calls - grew("npcmind_provider_calls_total", outcome="ok")
+    tokens_in = grew("npcmind_input_tokens_total")
     fresh = ai - cached
     line = f"last {seconds:.0f} s: {_n(ai + sum(fallbacks.values()), 'decision')}, {ai} AI ({cached} from the cache)"
     if fallbacks:
@@ -75,7 +79,10 @@ def activity(before: dict[str, float], after: dict[str, float], seconds: float) 
         line += f", {_n(sum(fallbacks.values()), 'fallback')} ({detail})"
     if calls:
         line += f"; {_n(calls, 'provider call')}" + (f" ({failed} failed)" if failed else "")
-        line += f", {tokens_in} input tokens ({tokens_cached} cached), {grew('npcmind_output_tokens_total')} output"
+        line += (
+            f", {tokens_in} input tokens ({grew('npcmind_cached_input_tokens_total')} cached), "
+            f"{grew('npcmind_output_tokens_total')} output"
+        )
         if fresh:
             line += f": {tokens_in / fresh:.0f} input tokens a fresh decision"
     return line

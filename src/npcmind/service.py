@@ -118,7 +118,7 @@ class Service:
             )
 
     async def _trim_every(self, seconds: float) -> None:
-        """Sessions grow between the checks made when a session is added: keep all of them within bounds."""
+        """Keep all sessions together within NPCMIND_MAX_ENTITIES, off the request path."""
         while True:
             await asyncio.sleep(seconds)
             self.hub.trim()

@@ -92,14 +92,13 @@ class ContextHub:
                 gone = next(iter(self._states))
                 del self._states[gone]
                 log.info("session %s let go of its soft state: more than %d sessions in use", gone, self.max_sessions)
-            self.trim()
         return st
 
     def trim(self) -> None:
         """Let go of the least recently used sessions while all sessions together hold more than ``max_held``
         entities: the per-session bounds alone (20,000 entities, 10,000 sessions) would allow more than any
-        machine's memory. Run when a session is added, and every second by the service; it goes down to 90%
-        of the bound, so that a stream of new sessions lets go of old ones in rounds, not one a request."""
+        machine's memory. Run every second by the service, off the request path (it visits every session); it
+        goes down to 90% of the bound, so that a stream of new sessions lets go of old ones in rounds."""
         sizes = [(sid, max(len(st.scene.entities), len(st.memory))) for sid, st in self._states.items()]
         held = sum(n for _, n in sizes)
         if held <= self.max_held:

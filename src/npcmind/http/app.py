@@ -110,7 +110,10 @@ def _error_response(too_large: str, request: Request[Any, Any, Any], exc: Except
             415: "unsupported_media_type",
             429: "rate_limited",
         }.get(status, "http_error")
-        message = _not_routed(status, request) if status in (404, 405) else too_large if status == 413 else exc.detail
+        if status in (404, 405):
+            message = _not_routed(status, request)
+        else:
+            message = too_large if status == 413 else str(exc.detail)
         err = ApiError(status, code, message)
         return Response(content=err.body(), status_code=status, media_type=JSON, headers=exc.headers)
     if isinstance(exc, StoreError):  # disk full or the like: the store logged it; the game runs its own AI
