@@ -172,14 +172,36 @@ def test_a_server_without_structured_output_is_asked_for_plain_json_then_for_no_
     with logged("npcmind.providers") as warned:
         d = svc.decide(decide_body(bee("a"))).json()["decisions"][0]
     assert d["source"] == "AI" and d["action"] == "flee"  # the prompt says how to answer; legality is checked here
-    first, second, third = scripted.requests
+    first, second, third, fourth = scripted.requests
     assert first["response_format"]["type"] == "json_schema"
-    assert second["response_format"] == {"type": "json_object"}
-    assert "response_format" not in third
-    assert len(warned) == 2 and "illegal choice gives invalid_choice" in warned[0]
+    schema = first["response_format"]["json_schema"]["schema"]
+    assert second["response_format"] == {"type": "json_object", "schema": schema}
+    assert third["response_format"] == {"type": "json_object"}
+    assert "response_format" not in fourth
+    assert len(warned) == 3 and "illegal choice gives invalid_choice" in warned[1]
     scripted.set(reject_params=["response_format"], choose={"a": "dance"})  # what a server without a grammar allows
     d = svc.decide(decide_body(bee("a", observation={**bee("a")["observation"], "hp_fraction": 0.1}))).json()
-    assert d["decisions"][0]["code"] == "invalid_choice" and len(scripted.requests) == 4
+    assert d["decisions"][0]["code"] == "invalid_choice" and len(scripted.requests) == 5
+
+
+def test_llama_cpp_pythons_server_gets_the_schema_in_its_own_form(start_service: Any, scripted: Any) -> None:
+    # llama-cpp-python's server takes only "text" and "json_object" (with a "schema", which it enforces as
+    # a grammar) and answers json_schema with a 500 carrying a validation error, not a 400
+    svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted")
+    scripted.set(response_formats=["text", "json_object"], choose={"a": "flee"})
+    with logged("npcmind.providers") as warned:
+        ds = svc.decide(decide_body(bee("a"), bee("b"))).json()["decisions"]
+    assert [d["source"] for d in ds] == ["AI", "AI"] and ds[0]["action"] == "flee"
+    first, second = scripted.requests
+    assert first["response_format"]["type"] == "json_schema"
+    schema = first["response_format"]["json_schema"]["schema"]
+    assert second["response_format"] == {"type": "json_object", "schema": schema}  # still held to the legal actions
+    assert schema["properties"]["E1"]["enum"][:4] == ["idle", "wander", "chase", "flee"]
+    assert len(warned) == 1 and "json_object with a schema" in warned[0], warned
+    svc.decide(decide_body(bee("a", observation={**bee("a")["observation"], "hp_fraction": 0.1})))
+    assert len(scripted.requests) == 3 and scripted.requests[2]["response_format"]["type"] == "json_object"
+    note = svc.http.get("/v1/health").json()["note"]
+    assert "answer format enum (sent as json_object with a schema), ready" in note, note
 
 
 def test_a_refused_parameter_npcmind_cannot_do_without_is_unavailable(start_service: Any, scripted: Any) -> None:
@@ -211,7 +233,20 @@ def test_which_refused_parameter_an_error_names(body: dict[str, Any], expected: 
 
     sent = {"model", "messages", "response_format", "logprobs", "top_logprobs", "max_tokens", "prompt_cache_key"}
     assert refused_parameter(400, body, sent, OPTIONAL) == expected
-    assert refused_parameter(500, body, sent, OPTIONAL) is None
+    assert refused_parameter(422, body, sent, OPTIONAL) == expected
+    assert refused_parameter(500, body, sent, OPTIONAL) is None  # a server's own failure, not a refusal
+
+
+def test_a_validation_error_answered_as_a_500_names_the_refused_parameter() -> None:
+    from npcmind.providers.openai import OPTIONAL
+    from npcmind.providers.params import refused_parameter
+    from npcmind.providers.scripted import _validation_error
+
+    sent = {"model", "messages", "response_format", "logprobs", "max_tokens"}
+    body = _validation_error(("body", "response_format", "type"), "json_schema", ["text", "json_object"])
+    assert refused_parameter(500, body, sent, OPTIONAL) == "response_format"  # named first, though json_schema follows
+    crash = {"error": {"message": "llama_decode returned -1 while sampling max_tokens", "param": None}}
+    assert refused_parameter(500, crash, sent, OPTIONAL) is None
 
 
 def test_a_refused_token_limit_is_sent_under_its_other_name(start_service: Any, scripted: Any) -> None:

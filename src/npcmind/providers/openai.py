@@ -27,13 +27,19 @@ OPTIONAL = {
     "prompt_cache_key": "no prompt-cache hint is sent",
     "max_completion_tokens": "the output limit is sent as max_tokens",
     "max_tokens": "the output limit is sent as max_completion_tokens",
-    # a server without structured output: plain JSON is asked for, then no format; the prompt itself says
-    # how to answer, and every choice is checked against the legal actions after the fact anyway
-    "json_schema": "answers are no longer held to the legal actions by the server: plain JSON is asked for, "
-    "and an illegal choice gives invalid_choice",
-    "response_format": "no answer format is sent: the prompt alone asks for JSON, and an illegal choice gives "
+    # the answer format, refused form by form (FORMATS); the prompt itself says how to answer, and every
+    # choice is checked against the legal actions after the fact anyway
+    "response_format": "the answer format is sent in its next form",
+    "json_schema": "the schema is sent as json_object with a schema, llama-cpp-python's form",
+    "json_object_schema": "answers are no longer held to the legal actions by the server: plain JSON is asked "
+    "for, and an illegal choice gives invalid_choice",
+    "json_object": "no answer format is sent: the prompt alone asks for JSON, and an illegal choice gives "
     "invalid_choice",
 }
+# The forms of response_format, most useful first; a server that refuses one gets the next, then none.
+# json_schema is OpenAI's (also vLLM, llama.cpp's llama-server, Ollama, LM Studio); llama-cpp-python's
+# server takes the schema inside json_object and enforces it as a grammar all the same.
+FORMATS = ("json_schema", "json_object_schema", "json_object")
 
 
 def is_hosted(base_url: str) -> bool:
@@ -73,6 +79,21 @@ class OpenAIProvider:
     def ready(self) -> bool:
         return bool(self.api_key) or not self.hosted
 
+    @property
+    def dropped(self) -> list[str]:
+        """The optional parameters no longer sent (the answer format's forms are told by ``format_form``)."""
+        return sorted(n for n in self.refused if n not in FORMATS)
+
+    @property
+    def format_form(self) -> str:
+        """How the answer format reaches the server once its usual form was refused, for the health line."""
+        form = first_not_refused(FORMATS, self.refused)
+        return {
+            "json_schema": "",
+            "json_object_schema": "json_object with a schema",
+            "json_object": "plain JSON mode: the server does not hold answers to the legal actions",
+        }.get(form or "", "the prompt alone: the server took no response_format")
+
     def request_body(self, call: ProviderCall) -> dict[str, Any]:
         """The chat-completions body for one batch."""
         body: dict[str, Any] = {
@@ -82,13 +103,15 @@ class OpenAIProvider:
                 {"role": "user", "content": call.user},
             ],
             "temperature": 0,
-            "response_format": {
-                "type": "json_schema",
-                "json_schema": {"name": "decisions", "strict": True, "schema": answer.schema(call.mode, call.entities)},
-            },
         }
-        if "json_schema" in self.refused:
-            body["response_format"] = {"type": "json_object"}
+        form = first_not_refused(FORMATS, self.refused)
+        if form == "json_schema":
+            schema = {"name": "decisions", "strict": True, "schema": answer.schema(call.mode, call.entities)}
+            body["response_format"] = {"type": form, "json_schema": schema}
+        elif form == "json_object_schema":
+            body["response_format"] = {"type": "json_object", "schema": answer.schema(call.mode, call.entities)}
+        elif form == "json_object":
+            body["response_format"] = {"type": form}
         limit = first_not_refused(self._limits, self.refused)
         if limit is not None:
             body[limit] = call.max_output_tokens
@@ -113,8 +136,8 @@ class OpenAIProvider:
                 name = refused_parameter(e.status, e.body, body, OPTIONAL)
                 if name is None:
                     raise
-                if name == "response_format" and "json_schema" not in self.refused:
-                    name = "json_schema"  # plain JSON first, no format only if that is refused too
+                if name == "response_format":  # the form sent was refused: the next one, or none
+                    name = first_not_refused(FORMATS, self.refused) or name
                 self.refused.add(name)
                 if name == "logprobs":
                     self.refused.add("top_logprobs")  # it means nothing without logprobs

@@ -12,22 +12,25 @@ from collections.abc import Collection, Sequence
 
 import msgspec
 
-_REFUSAL_WORDS = ("support", "unrecognized", "unknown", "extra", "not permitted", "not allowed")
+_REFUSAL_WORDS = ("support", "unrecognized", "unknown", "extra", "not permitted", "not allowed", "input should be")
 
 
 def refused_parameter(status: int | None, body: object, sent: Collection[str], optional: Collection[str]) -> str | None:
-    """The parameter of ``optional`` and ``sent`` that a 400 answer says the model does not take, or None.
+    """The parameter of ``optional`` and ``sent`` that an error answer says the model does not take, or None.
 
-    OpenAI names it in ``error.param``; other servers (vLLM, llama.cpp, proxies) only in the message.
+    OpenAI names it in ``error.param`` of a 400; other servers (vLLM, llama.cpp, proxies) only in the
+    message, some with a 422; llama-cpp-python's server answers its request validation errors with a 500.
     """
-    if status != 400 or not isinstance(body, dict):
+    if status not in (400, 422, 500) or not isinstance(body, dict):
         return None
+    text = msgspec.json.encode(body).decode()
+    if status == 500 and "validation error" not in text:
+        return None  # the server's own failure: nothing the request could leave out
     candidates = [n for n in optional if n in sent]
     error = body.get("error")
     param = error.get("param") if isinstance(error, dict) else None
     if isinstance(param, str):
         return param if param in candidates else None
-    text = msgspec.json.encode(body).decode()
     if not any(w in text.lower() for w in _REFUSAL_WORDS):
         return None
     found = [(m.start(), n) for n in candidates if (m := re.search(rf"(?<!\w){n}(?!\w)", text))]

@@ -40,6 +40,9 @@ class Script(msgspec.Struct, forbid_unknown_fields=True):
     body: dict[str, Any] | None = None  # answer exactly this JSON (for malformed provider answers)
     truncated: bool = False  # stop at the output limit with no answer yet, as a reasoning model can
     reject_params: list[str] = []  # chat completions: a 400 naming the first of these the request holds
+    # chat completions: the response_format types the server takes (none: all). Another type is answered
+    # as llama-cpp-python's server answers json_schema: a 500 carrying a pydantic validation error
+    response_formats: list[str] | None = None
     models: list[str] = []  # what GET /v1/models lists (none: the service checks no model name)
 
 
@@ -126,6 +129,14 @@ def _status_error(s: Script) -> Response[bytes] | None:
     return _json({"error": {"message": f"scripted status {s.status}", "type": "scripted"}}, s.status, wait)
 
 
+def _validation_error(loc: tuple[str, ...], value: Any, allowed: list[str]) -> dict[str, Any]:
+    """The body llama-cpp-python's server (FastAPI) answers a request field it does not take, status 500."""
+    expected = " or ".join(repr(a) for a in allowed)
+    detail = {"type": "literal_error", "loc": loc, "msg": f"Input should be {expected}", "input": value}
+    message = f"1 validation error:\n  {detail}\n"
+    return {"error": {"message": message, "type": "internal_server_error", "param": None, "code": None}}
+
+
 def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
     """The scripted server as an ASGI app."""
     m = model or ScriptedModel()
@@ -155,10 +166,15 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
             text = f"Unsupported parameter: '{rejected}' is not supported with this model."
             error = {"message": text, "type": "invalid_request_error", "param": rejected}
             return _json({"error": {**error, "code": "unsupported_parameter"}}, 400)
+        fmt = body.get("response_format") or {}
+        if s.response_formats is not None and fmt and fmt.get("type") not in s.response_formats:
+            loc = ("body", "response_format", "type")
+            return _json(_validation_error(loc, fmt.get("type"), s.response_formats), 500)
         messages = body.get("messages", [])
         system = next((x["content"] for x in messages if x.get("role") == "system"), "")
         user = next((x["content"] for x in messages if x.get("role") == "user"), "")
-        schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
+        # OpenAI's form, or llama-cpp-python's (a schema inside json_object)
+        schema = (fmt.get("json_schema") or {}).get("schema") or fmt.get("schema") or {}
         # the schema says which form; without one (a server with no structured output), the prompt does
         numbered = "decisions" in schema["properties"] if schema.get("properties") else '{"decisions"' in system
         pieces, _ = m.answer(numbered, user)

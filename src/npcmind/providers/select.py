@@ -53,7 +53,9 @@ def describe(p: Provider) -> str:
         return 'no provider configured: every decision will fall back with "unavailable"'
     where = getattr(p, "base_url", "")
     state = "ready" if p.ready else 'NOT READY (no API key): every decision will fall back with "unavailable"'
-    refused = sorted(getattr(p, "refused", ()))
+    refused = getattr(p, "dropped", ())
     if refused:
         state += f"; not sent because the model refused them: {', '.join(refused)}"
-    return f"{p.name} model={p.model} at {where}, answer format {p.mode}, {state}"
+    form = getattr(p, "format_form", None)
+    mode = f"{p.mode} (sent as {form})" if form else p.mode
+    return f"{p.name} model={p.model} at {where}, answer format {mode}, {state}"
