@@ -332,6 +332,7 @@ def test_chat_in_the_terminal(svc: Running, scripted: Any, tmp_path: Path) -> No
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.count("mara> Well met, traveller.  [IDLE]") == 2
+    assert "HTTP Request" not in r.stderr, r.stderr  # the terminal shows the conversation, not the transport
     store = NpcStore(tmp_path / "chat" / "npcs.db")
     assert store.count("mara") == 4 and store.get("mara").state["turns"] == 2  # type: ignore[union-attr]
 

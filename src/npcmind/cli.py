@@ -123,6 +123,7 @@ def _chat(args: argparse.Namespace) -> int:
         return 2
     import os
 
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per HTTP request would bury the conversation
     store = NpcStore(os.path.join(args.data_dir, "npcs.db"))
     if store.get(args.npc_id) is None or args.persona:
         store.register(args.npc_id, args.persona or f"{args.npc_id}, a character in a game.")
