@@ -29,7 +29,10 @@ def same_but_ids_and_time(answer: dict[str, Any]) -> dict[str, Any]:
 
 def test_the_decide_answers_in_the_readme_are_the_real_ones(start_service: Any, scripted: Any, tmp_path: Path) -> None:
     shown = [json.loads(b) for b in blocks("json")]
-    assert len(shown) == 2, "the no-provider answer, then the scripted one"
+    assert len(shown) == 3, "the no-provider answer, the scripted one, the small real model's"
+    model = shown[2]["decisions"]  # a model's choice: test_real_model.py decides with it when it is installed
+    legal = {e["id"]: e["legal_actions"] for e in EXAMPLE["entities"]}
+    assert [d["source"] for d in model] == ["AI", "AI"] and all(d["action"] in legal[d["id"]] for d in model)
     without = start_service(provider="none")
     assert same_but_ids_and_time(without.decide(EXAMPLE).json()) == same_but_ids_and_time(shown[0])
     script = re.search(r"curl -s -X PUT localhost:9100/_script -d '(.*?)'", README)
