@@ -116,9 +116,13 @@ def test_timeout_is_unavailable(start_service: Any, scripted: Any) -> None:
     svc = start_service(provider="openai", base_url=scripted.base_url, deadline_ms=200)
     scripted.set(delay_ms=1500)
     t0 = time.monotonic()
-    d = by_id(svc.decide(decide_body(bee("a"))))
+    with logged("npcmind.decide") as warned:
+        d = by_id(svc.decide(decide_body(bee("a"))))
     assert time.monotonic() - t0 < 1.2
     assert d["a"]["code"] == "unavailable" and "timed out" in d["a"]["reason"]
+    assert any("timed out after 200 ms, 1 entity in the call" in w and "NPCMIND_DEADLINE_MS" in w for w in warned), (
+        warned
+    )
 
 
 def test_unreachable_provider_is_unavailable(start_service: Any) -> None:

@@ -265,7 +265,11 @@ class DecidePipeline:
         except TimeoutError:
             self.metrics.provider_calls.labels(name, "timeout").inc()
             reason = f"provider timed out after {self.settings.deadline_ms} ms"
-            self._failures.failed(reason)
+            n = f"{len(asked)} entit{'y' if len(asked) == 1 else 'ies'}"
+            self._failures.failed(
+                f"{reason}, {n} in the call; NPCMIND_DEADLINE_MS sets the deadline "
+                "(a local model on a small machine may need more, or smaller batches)"
+            )
             return fall_all("unavailable", reason)
         except ProviderError as e:
             self.metrics.provider_calls.labels(name, "error").inc()
