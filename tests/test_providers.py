@@ -98,6 +98,10 @@ def test_a_reasoning_models_thinking_before_the_answer_is_skipped() -> None:
     assert answer.parse(text, "enum", [(1, ["idle", "chase", "flee"])])[1].action == "flee"
     fenced = '<think>numbers: {1} or {2}</think>```json\n{"decisions": [{"entity": 1, "choice": 2}]}\n```'
     assert answer.parse(fenced, "numbered", [(1, ["idle", "chase", "flee"])])[1].action == "chase"
+    no_opening = 'It is hurt, so {"E1": "chase"} is out.</think>\n{"E1": "flee"}'  # a template ate <think>
+    assert answer.parse(no_opening, "enum", [(1, ["idle", "chase", "flee"])])[1].action == "flee"
+    unclosed = '<think>It is hurt, so {"E1": "chase"} perhaps'  # never answered
+    assert answer.parse(unclosed, "enum", [(1, ["idle", "chase", "flee"])]) == {}
 
 
 def test_enum_parse_and_decline() -> None:
@@ -278,6 +282,32 @@ def test_an_answer_cut_at_the_output_limit_says_so_and_the_limit_can_be_raised(
     scripted.set()
     assert raised.decide(decide_body(bee("a"))).json()["decisions"][0]["source"] == "AI"
     assert scripted.requests[-1][limit_name] == 2000
+
+
+@pytest.mark.parametrize(
+    ("answer_format", "cut"),
+    [
+        ("enum", '{"E1":"flee","E2":"wan'),
+        # SmolLM2-135M under llama-server's grammar: pretty-printed, and going on past the batch's entities
+        ("numbered", '{\n  "decisions":[\n    {\n      "entity":1,\n      "choice":4\n    },\n    {\n  "entity":2,'),
+    ],
+)
+def test_the_entities_an_answer_finished_before_the_output_limit_are_decided(
+    start_service: Any, scripted: Any, monkeypatch: Any, answer_format: str, cut: str
+) -> None:
+    monkeypatch.setenv("NPCMIND_ANSWER_FORMAT", answer_format)
+    svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted")
+    scripted.set(truncated=True, text=cut)  # the answer as the limit cut it, mid-way through the second entity
+    a, b = svc.decide(decide_body(bee("a"), bee("b"))).json()["decisions"]
+    assert a["source"] == "AI" and a["action"] == "flee", a  # complete before the cut: one entity's failure
+    assert b["code"] == "invalid_choice" and "output limit of 64 tokens" in b["reason"]  # touches no other
+
+
+def test_a_cut_answer_still_thinking_decides_nothing(start_service: Any, scripted: Any) -> None:
+    svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted")
+    scripted.set(truncated=True, text='<think>Maybe {"E1":"chase","E2":"flee"} would do, but')  # never answered
+    ds = svc.decide(decide_body(bee("a"), bee("b"))).json()["decisions"]
+    assert [d["code"] for d in ds] == ["invalid_choice", "invalid_choice"], ds
 
 
 def _checked(svc: Any, timeout: float = 5) -> str:

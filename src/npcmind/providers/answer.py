@@ -45,11 +45,23 @@ def schema(mode: AnswerMode, entities: Sequence[tuple[int, list[str]]]) -> dict[
 
 
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
-_THINK = re.compile(r"<think>.*?</think>", re.S)  # reasoning models served without a grammar (Qwen3, DeepSeek-R1)
+# one complete item of each form, wherever the answer was cut after it
+_ITEM = {
+    "numbered": re.compile(r'\{\s*"entity"\s*:\s*(\d+)\s*,\s*"choice"\s*:\s*(\d+)\s*\}'),
+    "enum": re.compile(r'"E(\d+)"\s*:\s*("(?:[^"\\]|\\.)*")'),
+}
+
+
+def _after_thinking(text: str) -> str:
+    """What a reasoning model served without a grammar (Qwen3, DeepSeek-R1) wrote after its thinking: the
+    text after the last ``</think>`` (some chat templates drop the opening tag), or nothing while a
+    ``<think>`` is still open, cut by the output limit: no brace inside it is an answer."""
+    text = text.rsplit("</think>", 1)[-1]
+    return "" if "<think>" in text else text
 
 
 def _load(text: str) -> Any:
-    text = _FENCE.sub("", _THINK.sub("", text).strip())
+    text = _FENCE.sub("", _after_thinking(text).strip())
     try:
         return msgspec.json.decode(text)
     except msgspec.DecodeError:
@@ -92,6 +104,21 @@ def from_object(obj: Any, mode: AnswerMode, entities: Sequence[tuple[int, list[s
 def parse(text: str, mode: AnswerMode, entities: Sequence[tuple[int, list[str]]]) -> dict[int, Choice]:
     """Parse the model's text answer; malformed JSON answers nothing (every entity is invalid_choice)."""
     return from_object(_load(text), mode, entities)
+
+
+def salvage(text: str, mode: AnswerMode, entities: Sequence[tuple[int, list[str]]]) -> dict[int, Choice]:
+    """The entities an answer cut at the output limit had finished: each complete item counts, as if the
+    answer had closed after it; the entity being written when it stopped, and those after, are left out."""
+    found = _ITEM[mode].findall(_after_thinking(text))
+    if mode == "numbered":
+        return from_object({"decisions": [{"entity": int(n), "choice": int(k)} for n, k in found]}, mode, entities)
+    obj: dict[str, Any] = {}
+    for n, quoted in found:
+        try:
+            obj.setdefault(f"E{n}", msgspec.json.decode(quoted))  # the first mention counts, as in parse()
+        except msgspec.DecodeError:
+            continue
+    return from_object(obj, mode, entities)
 
 
 _VALUE_AT = {

@@ -38,7 +38,8 @@ class Script(msgspec.Struct, forbid_unknown_fields=True):
     cached_tokens: int | None = None
     text: str | None = None
     body: dict[str, Any] | None = None  # answer exactly this JSON (for malformed provider answers)
-    truncated: bool = False  # stop at the output limit with no answer yet, as a reasoning model can
+    truncated: bool = False  # stop at the output limit with no answer yet, as a reasoning model can (with
+    # ``text``: that text is the answer as the limit cut it)
     reject_params: list[str] = []  # chat completions: a 400 naming the first of these the request holds
     # chat completions: the response_format types the server takes (none: all). Another type is answered
     # as llama-cpp-python's server answers json_schema: a 500 carrying a pydantic validation error
@@ -183,7 +184,7 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
         content = s.text if s.text is not None else "".join(p for p, _ in pieces)
         if s.malformed:
             content = content[: len(content) // 2] + "<<not json"
-        if s.truncated:
+        if s.truncated and s.text is None:
             content = ""
         message: dict[str, Any] = {"role": "assistant", "content": None if s.refusal else content}
         message["refusal"] = s.refusal
