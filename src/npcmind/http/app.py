@@ -241,6 +241,7 @@ def create_app(service: Service) -> Litestar:
                 provider_ready=p.ready,
                 note=describe(p) + (f"; at start: {service.provider_problem}" if service.provider_problem else ""),
                 manifest_version=service.manifest.version if service.manifest else None,
+                deadline_ms=service.settings.deadline_ms,
             )
         )
 

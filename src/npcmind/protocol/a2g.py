@@ -260,3 +260,6 @@ class HealthResponse(msgspec.Struct):
     provider_ready: bool
     note: str
     manifest_version: str | None
+    # how long a decide request may wait for its provider call (NPCMIND_DEADLINE_MS): a client's timeout
+    # belongs above it, or a slow model's answers arrive after the client gave up
+    deadline_ms: int

@@ -39,6 +39,8 @@ TELEMETRY_BATCH = 1000
 REASK_GAP_S = 0.5  # a change of population re-asks everyone, at most this often
 DEFAULT_REFRESH_MS = 4000
 DEFAULT_TTL_MS = 12000
+DEFAULT_DEADLINE_S = 10.0  # the service's default provider deadline, until GET /v1/health tells its own
+TIMEOUT_MARGIN_S = 5.0  # past the deadline: the service's own work and the network
 Outcome = Literal["done", "failed", "interrupted", "rejected"]
 Policy = Callable[["Entity"], tuple[str, float]]
 
@@ -120,7 +122,7 @@ class DecideClient:
         telemetry_ms: int = 500,
         policy: Policy | None = None,
         threshold: float = 0.8,
-        timeout_s: float = 15.0,
+        timeout_s: float | None = None,
         workers: int = 4,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -139,10 +141,10 @@ class DecideClient:
         self._window = event_window_ms / 1000
         self._telemetry_every = telemetry_ms / 1000
         self._clock = clock
-        self._http = httpx.Client(
-            base_url=http_url(service_url, "service_url", "http://127.0.0.1:8080"), timeout=timeout_s
-        )
-        self._timeout = timeout_s
+        self._http = httpx.Client(base_url=http_url(service_url, "service_url", "http://127.0.0.1:8080"))
+        # given: kept; else the service's provider deadline plus a margin, once GET /v1/health told it
+        self._timeout_given = timeout_s is not None
+        self._timeout = timeout_s if timeout_s is not None else DEFAULT_DEADLINE_S + TIMEOUT_MARGIN_S
         self._telemetry: list[Future[tuple[int, Any, dict[str, str]]]] = []  # of the newest telemetry tick
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="npcmind-decide")
         self._workers = workers
@@ -270,7 +272,7 @@ class DecideClient:
         now = self._clock() if now is None else now
         self._collect(now)
         if self._manifest is None and now >= self._not_before:
-            self._manifest = self._pool.submit(self._call, "GET", "/v1/manifest", None)
+            self._manifest = self._pool.submit(self._fetch_manifest)
         if len(self._entities) != self._count:
             self._count = len(self._entities)
             self._reask_pending = True
@@ -378,6 +380,8 @@ class DecideClient:
             e.trigger = None
         legal = {e.id: tuple(e.legal_actions) for e in batch}
         after = [f for f in self._telemetry if not f.done()]
+        if self._manifest is not None and not self._manifest.done():  # it brings the timeout to use
+            after.append(self._manifest)
         future = self._pool.submit(self._call, "POST", "/v1/decide", raw, after)
         self._sent.append(_Sent(self._epoch, legal, future))
         self.stats.requests += 1
@@ -463,6 +467,22 @@ class DecideClient:
             else:
                 still.append(s)
         self._sent = still
+
+    def _fetch_manifest(self) -> tuple[int, Any, dict[str, str]]:
+        """On a worker: the service's deadline (for the timeout, unless the game set one), then the manifest."""
+        if not self._timeout_given:
+            with contextlib.suppress(Exception):  # an older service, or none yet: the default stays
+                status, body, _ = self._call("GET", "/v1/health", None)
+                deadline = body.get("deadline_ms") if status == 200 and isinstance(body, dict) else None
+                if isinstance(deadline, int) and deadline > 0:
+                    self._timeout = deadline / 1000 + TIMEOUT_MARGIN_S
+        return self._call("GET", "/v1/manifest", None)
+
+    @property
+    def timeout_s(self) -> float:
+        """How long a request may take before its entities use their native AI: the ``timeout_s`` given,
+        else the service's provider deadline (``NPCMIND_DEADLINE_MS``) plus 5 s once the service told it."""
+        return self._timeout
 
     def _read_manifest(self, f: Future[tuple[int, Any, dict[str, str]]]) -> None:
         try:
@@ -570,7 +590,14 @@ class DecideClient:
 
     def _failed(self, exc: Exception) -> None:
         """A request that got no answer: the service is down, or it refused to open a session."""
-        if isinstance(exc, httpx.TransportError):
+        if isinstance(exc, httpx.TimeoutException):
+            why = (
+                "its model may take up to NPCMIND_DEADLINE_MS: leave timeout_s out to follow it"
+                if self._timeout_given
+                else f"{TIMEOUT_MARGIN_S:g} s past its own deadline for the model: it is overloaded or stalled"
+            )
+            self._warn("timeout", f"npcmind did not answer within {self._timeout:g} s ({why})")
+        elif isinstance(exc, httpx.TransportError):
             self._warn("transport", f"npcmind is unreachable: {exc}")
         else:
             self._warn(f"failed:{exc}", f"a request to npcmind failed: {exc}")
@@ -613,7 +640,7 @@ class DecideClient:
         headers = self._headers()
         if body is not None:
             headers["content-type"] = "application/json"
-        r = self._http.request(method, path, content=body, headers=headers)
+        r = self._http.request(method, path, content=body, headers=headers, timeout=self._timeout)
         try:
             payload = r.json()
         except ValueError:
