@@ -284,19 +284,24 @@ def test_an_answer_cut_at_the_output_limit_says_so_and_the_limit_can_be_raised(
     assert scripted.requests[-1][limit_name] == 2000
 
 
+# SmolLM2-135M under llama-server's grammar: pretty-printed, and going on past the batch's entities
+PRETTY_CUT = '{\n  "decisions":[\n    {\n      "entity":1,\n      "choice":4\n    },\n    {\n  "entity":2,'
+
+
 @pytest.mark.parametrize(
-    ("answer_format", "cut"),
+    ("provider", "answer_format", "cut"),
     [
-        ("enum", '{"E1":"flee","E2":"wan'),
-        # SmolLM2-135M under llama-server's grammar: pretty-printed, and going on past the batch's entities
-        ("numbered", '{\n  "decisions":[\n    {\n      "entity":1,\n      "choice":4\n    },\n    {\n  "entity":2,'),
+        ("openai", "enum", '{"E1":"flee","E2":"wan'),
+        ("openai", "numbered", PRETTY_CUT),
+        ("anthropic", "numbered", PRETTY_CUT),  # written as text instead of the tool call, then cut
     ],
 )
 def test_the_entities_an_answer_finished_before_the_output_limit_are_decided(
-    start_service: Any, scripted: Any, monkeypatch: Any, answer_format: str, cut: str
+    start_service: Any, scripted: Any, monkeypatch: Any, provider: str, answer_format: str, cut: str
 ) -> None:
     monkeypatch.setenv("NPCMIND_ANSWER_FORMAT", answer_format)
-    svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    svc = start_service(provider=provider, base_url=scripted.base_url, model="scripted")
     scripted.set(truncated=True, text=cut)  # the answer as the limit cut it, mid-way through the second entity
     a, b = svc.decide(decide_body(bee("a"), bee("b"))).json()["decisions"]
     assert a["source"] == "AI" and a["action"] == "flee", a  # complete before the cut: one entity's failure

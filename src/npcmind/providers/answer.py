@@ -101,14 +101,18 @@ def from_object(obj: Any, mode: AnswerMode, entities: Sequence[tuple[int, list[s
     return out
 
 
-def parse(text: str, mode: AnswerMode, entities: Sequence[tuple[int, list[str]]]) -> dict[int, Choice]:
-    """Parse the model's text answer; malformed JSON answers nothing (every entity is invalid_choice)."""
-    return from_object(_load(text), mode, entities)
+def parse(
+    text: str, mode: AnswerMode, entities: Sequence[tuple[int, list[str]]], cut: bool = False
+) -> dict[int, Choice]:
+    """Parse the model's text answer; malformed JSON answers nothing (every entity is invalid_choice), unless
+    the answer was ``cut`` at the output limit: then the entities it had finished still count."""
+    out = from_object(_load(text), mode, entities)
+    return _salvage(text, mode, entities) if cut and not out else out
 
 
-def salvage(text: str, mode: AnswerMode, entities: Sequence[tuple[int, list[str]]]) -> dict[int, Choice]:
-    """The entities an answer cut at the output limit had finished: each complete item counts, as if the
-    answer had closed after it; the entity being written when it stopped, and those after, are left out."""
+def _salvage(text: str, mode: AnswerMode, entities: Sequence[tuple[int, list[str]]]) -> dict[int, Choice]:
+    """Each complete item of a cut answer counts, as if the answer had closed after it; the entity being
+    written when it stopped, and those after, are left out."""
     found = _ITEM[mode].findall(_after_thinking(text))
     if mode == "numbered":
         return from_object({"decisions": [{"entity": int(n), "choice": int(k)} for n, k in found]}, mode, entities)

@@ -104,7 +104,7 @@ class AnthropicProvider:
                 return out
             if isinstance(block, dict) and block.get("type") == "text":
                 out.raw = str(block.get("text", ""))
-                out.choices = answer.parse(out.raw, call.mode, call.entities)
+                out.choices = answer.parse(out.raw, call.mode, call.entities, cut=out.truncated)
         return out
 
     async def close(self) -> None:

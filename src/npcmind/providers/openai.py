@@ -188,9 +188,7 @@ class OpenAIProvider:
         if not isinstance(text, str):
             return out
         out.raw = text
-        out.choices = answer.parse(text, call.mode, call.entities)
-        if out.truncated and not out.choices:  # cut at the output limit: what it finished still counts
-            out.choices = answer.salvage(text, call.mode, call.entities)
+        out.choices = answer.parse(text, call.mode, call.entities, cut=out.truncated)
         lp = (choice.get("logprobs") or {}).get("content") or []
         tokens = [(t.get("token", ""), float(t.get("logprob", 0.0))) for t in lp if isinstance(t, dict)]
         for n, p in answer.confidences(text, tokens, call.mode, list(out.choices)).items():

@@ -223,7 +223,9 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
         user = next((x["content"] for x in body.get("messages", []) if x.get("role") == "user"), "")
         _, obj = m.answer(True, user)
         content: list[dict[str, Any]] = (
-            []
+            [{"type": "text", "text": s.text}]  # a model that wrote its answer as text instead of the tool call
+            if s.text is not None and not s.refusal
+            else []
             if s.refusal or s.truncated
             else [{"type": "tool_use", "id": "toolu_scripted", "name": "decide", "input": obj}]
         )
