@@ -250,7 +250,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("chat", help="talk to an NPC in the terminal (needs the sdk extra)")
     c.add_argument("npc_id", metavar="NPC_ID")
-    c.add_argument("--service", default="http://127.0.0.1:8080", metavar="URL", help="the npcmind service")
+    c.add_argument(
+        "--service",
+        default="http://127.0.0.1:8080",
+        metavar="URL",
+        help="the npcmind service (hosted profile: its session token in NPCMIND_TOKEN)",
+    )
     c.add_argument(
         "--cortex-url",
         default="http://127.0.0.1:11434/v1",
