@@ -183,6 +183,8 @@ def test_a_server_without_structured_output_is_asked_for_plain_json_then_for_no_
     assert third["response_format"] == {"type": "json_object"}
     assert "response_format" not in fourth
     assert len(warned) == 3 and "illegal choice gives invalid_choice" in warned[1]
+    note = svc.http.get("/v1/health").json()["note"]  # every form refused: health says how answers are asked for
+    assert "(sent as the prompt alone: the server took no response_format), ready" in note, note
     scripted.set(reject_params=["response_format"], choose={"a": "dance"})  # what a server without a grammar allows
     d = svc.decide(decide_body(bee("a", observation={**bee("a")["observation"], "hp_fraction": 0.1}))).json()
     assert d["decisions"][0]["code"] == "invalid_choice" and len(scripted.requests) == 5

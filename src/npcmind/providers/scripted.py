@@ -222,13 +222,11 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
         system = "".join(b.get("text", "") for b in body.get("system", []) if isinstance(b, dict))
         user = next((x["content"] for x in body.get("messages", []) if x.get("role") == "user"), "")
         _, obj = m.answer(True, user)
-        content: list[dict[str, Any]] = (
-            [{"type": "text", "text": s.text}]  # a model that wrote its answer as text instead of the tool call
-            if s.text is not None and not s.refusal
-            else []
-            if s.refusal or s.truncated
-            else [{"type": "tool_use", "id": "toolu_scripted", "name": "decide", "input": obj}]
-        )
+        content: list[dict[str, Any]] = []
+        if s.text is not None and not s.refusal:  # a model that wrote its answer as text instead of the tool call
+            content = [{"type": "text", "text": s.text}]
+        elif not (s.refusal or s.truncated):
+            content = [{"type": "tool_use", "id": "toolu_scripted", "name": "decide", "input": obj}]
         cached = m.cached(system)
         return _json(
             {
