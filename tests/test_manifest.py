@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +135,7 @@ def test_broken_yaml_is_one_clear_problem(tmp_path: Path) -> None:
 def test_cli_validate(tmp_path: Path) -> None:
     ok = cli("validate", str(FOREST))
     assert ok.returncode == 0 and "ok" in ok.stdout and "sha256:" in ok.stdout
+    assert "4 types (3 with actions), 1 profile, 2 scopes;" in ok.stdout
     small = int(re.search(r"static prompt prefix: (\d+) tokens", ok.stdout).group(1))  # type: ignore[union-attr]
     assert 100 < small < 1024  # the example's prefix is too short for a hosted provider's cache
     longer = forest()
@@ -148,6 +153,25 @@ def test_cli_validate(tmp_path: Path) -> None:
     assert r.returncode == 1
     assert "scopes.forest.parent: unknown scope 'moon'" in r.stdout
     assert "profiles.queen_bee.type: unknown type 'wasp'" in r.stdout
+    assert r.stderr.strip().endswith(f"{bad}: 2 problems")
+
+
+def test_cli_output_into_a_closed_pipe_is_no_traceback() -> None:
+    """`npcmind validate m.yaml | head -1`: the reader leaves early, and the command must not crash."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first line is written: every write fails
+    try:
+        r = subprocess.run(
+            [sys.executable, "-m", "npcmind.cli", "validate", str(FOREST)],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=30,
+        )
+    finally:
+        os.close(write_end)
+    assert r.returncode == 1
+    assert "Traceback" not in r.stderr and "BrokenPipeError" not in r.stderr, r.stderr
 
 
 def test_serve_refuses_a_bad_manifest(tmp_path: Path) -> None:
@@ -252,3 +276,36 @@ def test_every_setting_variable_is_in_the_help_and_the_readme() -> None:
 def test_serve_refuses_a_port_that_is_not_one(port: str, says: str) -> None:
     r = cli("serve", "--manifest", str(FOREST), "--port", port)  # uvicorn given 99999 used to hang
     assert r.returncode == 2 and says in r.stderr, r.stderr
+
+
+def test_serve_goes_on_when_the_reader_of_its_ready_line_leaves(tmp_path: Path) -> None:
+    """`npcmind serve | grep -m1 ready` waits for the ready line, then closes the pipe: the service serves on."""
+    import httpx
+
+    from npcmind.http.server import free_port
+
+    port = free_port()
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    args = ["serve", "--manifest", str(FOREST), "--port", str(port), "--store", f"sqlite:///{tmp_path}/s.db"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "npcmind.cli", *args], stdout=write_end, stderr=subprocess.PIPE, text=True
+    )
+    os.close(write_end)
+    try:
+        status = None
+        for _ in range(200):
+            if proc.poll() is not None:
+                break
+            try:
+                status = httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=1).status_code
+                break
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        time.sleep(0.3)  # the banner is printed after the socket opens: give a crash the time to happen
+        assert proc.poll() is None and status == 200, proc.stderr.read() if proc.poll() is not None else status
+    finally:
+        proc.terminate()
+        err = proc.communicate(timeout=10)[1]
+    assert f"ready on http://127.0.0.1:{port}" in err and "stdout is closed" in err, err
+    assert "Traceback" not in err, err

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import gc
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -73,7 +74,11 @@ def _serve(args: argparse.Namespace) -> int:
             await super().startup(sockets)
             if self.started:
                 gc.freeze()  # what start-up built lives as long as the process: no collection walks it again
-                print(banner, flush=True)
+                try:
+                    print(banner, flush=True)
+                except BrokenPipeError:  # the reader left (`npcmind serve | grep -m1 ready`): serve on
+                    _quiet_stdout()
+                    print(f"{banner} (stdout is closed, so this line is on stderr)", file=sys.stderr, flush=True)
 
     config = uvicorn.Config(
         app,
@@ -152,6 +157,11 @@ def _chat(args: argparse.Namespace) -> int:
     return 0
 
 
+def _count(n: int, noun: str) -> str:
+    """'1 profile', '2 profiles': the validate summary reads as English at any count."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _validate(args: argparse.Namespace) -> int:
     from npcmind.decide.prompt import PromptBuilder
 
@@ -160,13 +170,12 @@ def _validate(args: argparse.Namespace) -> int:
     except ManifestError as e:
         for p in e.problems:
             print(f"{p.path or '(file)'}: {p.message}")
-        print(f"{args.file}: {len(e.problems)} problem(s)", file=sys.stderr)
+        print(f"{args.file}: {_count(len(e.problems), 'problem')}", file=sys.stderr)
         return 1
     actors = sum(1 for t in m.types.values() if not t.observe_only)
-    print(
-        f"{args.file}: ok, {len(m.types)} types ({actors} with actions), {len(m.profiles)} profiles, "
-        f"{len(m.file.scopes)} scopes; version {m.version}"
-    )
+    types = _count(len(m.types), "type") + f" ({actors} with actions)"
+    counts = ", ".join([types, _count(len(m.profiles), "profile"), _count(len(m.file.scopes), "scope")])
+    print(f"{args.file}: ok, {counts}; version {m.version}")
     prefix = PromptBuilder(m, "numbered").static_tokens("o200k_base")
     print(
         f"static prompt prefix: {prefix} tokens (o200k_base) before scopes and profiles, paid once a batch; "
@@ -183,10 +192,13 @@ def _scripted(args: argparse.Namespace) -> int:
 
     for encoding in ("o200k_base", "cl100k_base"):  # load the tables now, not during the first answer
         count(encoding, "warm up")
-    print(
-        f"scripted provider (a test tool) on http://{args.host}:{args.port}/v1 - set behaviour with PUT /_script",
-        flush=True,
-    )
+    try:
+        print(
+            f"scripted provider (a test tool) on http://{args.host}:{args.port}/v1 - set behaviour with PUT /_script",
+            flush=True,
+        )
+    except BrokenPipeError:  # nobody reads the line: the server is still wanted
+        _quiet_stdout()
     app = create_scripted_app()
     _fewer_collections()
     gc.freeze()
@@ -278,11 +290,23 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null once its reader has gone, as Python's documentation advises: nothing is
+    left for a later print or the interpreter's exit to fail on."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `npcmind` command."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     args = build_parser().parse_args(argv)
-    return int(args.func(args))
+    try:
+        code = int(args.func(args))
+        sys.stdout.flush()  # a reader that went away shows here, inside the try, not at exit
+    except BrokenPipeError:  # `npcmind validate m.yaml | head -1`: the reader has what it wanted
+        _quiet_stdout()
+        return 1
+    return code
 
 
 if __name__ == "__main__":
