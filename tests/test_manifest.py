@@ -132,6 +132,29 @@ def test_broken_yaml_is_one_clear_problem(tmp_path: Path) -> None:
     assert "not valid YAML" in e.value.problems[0].message
 
 
+def test_a_file_that_is_not_utf8_is_one_clear_problem(tmp_path: Path) -> None:
+    p = tmp_path / "latin1.yaml"
+    p.write_bytes("a2g: '0.1'\n# café\n".encode("latin-1"))  # an editor saving in Latin-1
+    with pytest.raises(ManifestError) as e:
+        load(p)
+    assert [(x.path, x.message) for x in e.value.problems] == [
+        ("", "not UTF-8 text (byte 0xe9 at offset 16, line 2): save the manifest as UTF-8")
+    ]
+    r = cli("serve", "--manifest", str(p))
+    assert r.returncode == 2 and "not UTF-8 text" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_a_byte_order_mark_is_no_problem_and_an_empty_file_says_what_it_lacks(tmp_path: Path) -> None:
+    bom = tmp_path / "m.json"
+    bom.write_bytes(b"\xef\xbb\xbf" + json.dumps(forest()).encode())  # as Windows editors save UTF-8
+    assert load(bom).version == load(FOREST).version
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("# the manifest of my game\n")
+    with pytest.raises(ManifestError) as e:
+        load(empty)
+    assert {x.path for x in e.value.problems} == {"a2g", "world", "types"}
+
+
 def test_cli_validate(tmp_path: Path) -> None:
     ok = cli("validate", str(FOREST))
     assert ok.returncode == 0 and "ok" in ok.stdout and "sha256:" in ok.stdout

@@ -217,9 +217,19 @@ def load(path: str | Path) -> Manifest:
     """Load and check a manifest file; the format follows the extension (YAML by default)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        raw = p.read_bytes()
     except OSError as e:
         raise ManifestError(str(p), [Problem("", f"cannot read file: {e.strerror or e}")]) from None
+    try:
+        text = raw.decode("utf-8-sig")  # a byte order mark, as Windows editors write, is no problem
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        where = f"byte 0x{raw[e.start]:02x} at offset {e.start}, line {line}"
+        problem = f"not UTF-8 text ({where}): save the manifest as UTF-8"
+        raise ManifestError(str(p), [Problem("", problem)]) from None
     suffix = p.suffix.lower()
     fmt = "json" if suffix == ".json" else "toml" if suffix == ".toml" else "yaml"
-    return from_data(parse_text(text, fmt, str(p)), str(p))
+    data = parse_text(text, fmt, str(p))
+    if data is None and fmt == "yaml":  # an empty file (or only comments): say what it lacks
+        data = {}
+    return from_data(data, str(p))
