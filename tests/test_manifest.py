@@ -138,10 +138,21 @@ def test_a_file_that_is_not_utf8_is_one_clear_problem(tmp_path: Path) -> None:
     with pytest.raises(ManifestError) as e:
         load(p)
     assert [(x.path, x.message) for x in e.value.problems] == [
-        ("", "not UTF-8 text (byte 0xe9 at offset 16, line 2): save the manifest as UTF-8")
+        ("", "not UTF-8 text (byte 0xe9 at offset 16, line 2): save the file as UTF-8")
     ]
     r = cli("serve", "--manifest", str(p))
     assert r.returncode == 2 and "not UTF-8 text" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("option", ["--rulesets", "--clients"])
+def test_serve_names_a_rulesets_or_clients_file_that_is_not_utf8(option: str, tmp_path: Path) -> None:
+    p = tmp_path / "file.yaml"
+    p.write_bytes("# café\n".encode("latin-1"))
+    extra = ["--profile", "hosted"] if option == "--clients" else ["--manifest", str(FOREST)]
+    r = cli("serve", *extra, option, str(p))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert f"npcmind: {p} cannot be used." in r.stderr
+    assert "not UTF-8 text (byte 0xe9 at offset 5, line 1): save the file as UTF-8" in r.stderr
 
 
 def test_a_byte_order_mark_is_no_problem_and_an_empty_file_says_what_it_lacks(tmp_path: Path) -> None:

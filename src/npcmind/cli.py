@@ -58,7 +58,7 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         service = Service(settings)
     except ManifestError as e:
-        print(f"npcmind: the manifest cannot be used.\n{e}", file=sys.stderr)
+        print(f"npcmind: {e.source} cannot be used.\n{e}", file=sys.stderr)
         return 2
     except ValueError as e:
         print(f"npcmind: {e}", file=sys.stderr)
@@ -170,7 +170,7 @@ def _validate(args: argparse.Namespace) -> int:
     except ManifestError as e:
         for p in e.problems:
             print(f"{p.path or '(file)'}: {p.message}")
-        print(f"{args.file}: {_count(len(e.problems), 'problem')}", file=sys.stderr)
+        print(e.summary, file=sys.stderr)
         return 1
     actors = sum(1 for t in m.types.values() if not t.observe_only)
     types = _count(len(m.types), "type") + f" ({actors} with actions)"

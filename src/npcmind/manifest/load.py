@@ -20,13 +20,15 @@ from npcmind.protocol.validate import problems as shape_problems
 
 
 class ManifestError(Exception):
-    """A manifest that cannot be used, with every problem by path."""
+    """A manifest (or another file the user wrote: clients, rulesets) that cannot be used, with every problem
+    by path."""
 
     def __init__(self, source: str, problems: list[Problem]) -> None:
         self.source = source
         self.problems = problems
+        self.summary = f"{source}: {len(problems)} problem{'' if len(problems) == 1 else 's'}"
         lines = "\n".join(f"  {p.path or '(file)'}: {p.message}" for p in problems)
-        super().__init__(f"{source}: {len(problems)} problem(s)\n{lines}")
+        super().__init__(f"{self.summary}\n{lines}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,20 +215,25 @@ def from_data(data: Any, source: str = "manifest") -> Manifest:
     return Manifest(file)
 
 
-def load(path: str | Path) -> Manifest:
-    """Load and check a manifest file; the format follows the extension (YAML by default)."""
-    p = Path(path)
+def read_text_file(p: Path) -> str:
+    """A file the user wrote (manifest, clients, rulesets) as text, or a ManifestError that says why not: it
+    cannot be read, or it is not UTF-8. A byte order mark, as Windows editors write, is no problem."""
     try:
         raw = p.read_bytes()
     except OSError as e:
         raise ManifestError(str(p), [Problem("", f"cannot read file: {e.strerror or e}")]) from None
     try:
-        text = raw.decode("utf-8-sig")  # a byte order mark, as Windows editors write, is no problem
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         line = raw[: e.start].count(b"\n") + 1
         where = f"byte 0x{raw[e.start]:02x} at offset {e.start}, line {line}"
-        problem = f"not UTF-8 text ({where}): save the manifest as UTF-8"
-        raise ManifestError(str(p), [Problem("", problem)]) from None
+        raise ManifestError(str(p), [Problem("", f"not UTF-8 text ({where}): save the file as UTF-8")]) from None
+
+
+def load(path: str | Path) -> Manifest:
+    """Load and check a manifest file; the format follows the extension (YAML by default)."""
+    p = Path(path)
+    text = read_text_file(p)
     suffix = p.suffix.lower()
     fmt = "json" if suffix == ".json" else "toml" if suffix == ".toml" else "yaml"
     data = parse_text(text, fmt, str(p))

@@ -12,6 +12,7 @@ import yaml
 from msgspec import Meta
 
 from npcmind.manifest import ManifestError
+from npcmind.manifest.load import read_text_file
 from npcmind.protocol.errors import Problem
 from npcmind.protocol.npc import PromptConstraints
 from npcmind.protocol.validate import problems as shape_problems
@@ -75,9 +76,10 @@ def load_rulesets(extra: str | Path | None = None) -> dict[str, Ruleset]:
     """The built-in presets, then a file's rulesets added or replacing them (every problem by path)."""
     out: dict[str, Ruleset] = {}
     for path in [BUILTIN, *([Path(extra)] if extra else [])]:
+        text = read_text_file(path)
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as e:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as e:
             raise ManifestError(str(path), [Problem("", f"cannot read rulesets: {e}")]) from None
         try:
             parsed = msgspec.convert(data, RulesetsFile, strict=True)

@@ -15,7 +15,7 @@ from msgspec import Meta
 
 from npcmind.manifest import Manifest, ManifestError
 from npcmind.manifest import load as load_manifest
-from npcmind.manifest.load import parse_text
+from npcmind.manifest.load import parse_text, read_text_file
 from npcmind.protocol.errors import Problem
 from npcmind.protocol.validate import problems as shape_problems
 
@@ -68,10 +68,7 @@ def new_key() -> str:
 def load_clients(path: str | Path) -> dict[str, Client]:
     """Load the clients file and every manifest it names (paths relative to the file); ManifestError lists problems."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ManifestError(str(p), [Problem("", f"cannot read file: {e.strerror or e}")]) from None
+    text = read_text_file(p)
     fmt = "json" if p.suffix == ".json" else "toml" if p.suffix == ".toml" else "yaml"
     data = parse_text(text, fmt, str(p))
     try:
