@@ -133,3 +133,42 @@ def test_near_valid_bodies_never_give_a_5xx(route: str, svc: Running) -> None:
                 assert error["details"] and all(d["path"] is not None for d in error["details"])
 
     check()
+
+
+def _nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def _with_deep(route: str, old: str, new: str, answer: str = "4xx") -> tuple[str, str, str]:
+    return route, msgspec.json.encode(VALID[route]).decode().replace(old, new), answer
+
+
+# (route, a body with DEEP where arbitrary JSON may stand, the answer): the top level, a string field, a
+# number field, an observation value, a list of ids and free-form data an NPC tape carries get a 4xx; a
+# model's output is free text (a string holding JSON) that the service reads as well as it can: a 200
+DEEP_PLACES = [
+    ("/v1/decide", "DEEP", "4xx"),
+    ("/v1/decide", '{"client_id": DEEP, "epoch": 1, "world": {}, "entities": []}', "4xx"),
+    _with_deep("/v1/decide", '"epoch":7', '"epoch":DEEP'),
+    _with_deep("/v1/decide", '"hp_fraction":0.333', '"hp_fraction":DEEP'),
+    _with_deep("/v1/telemetry", '"removed":["zz"]', '"removed":DEEP'),
+    _with_deep("/npcs/mara/process", '{"turns":4}', "DEEP"),
+    _with_deep("/npcs/mara/process", '"data":{}', '"data":DEEP'),
+    _with_deep("/npcs/mara/process", '"generatedOutput":"{', '"generatedOutput":"DEEP{', "200"),
+    _with_deep("/npcs/mara/process", '\\"Welcome!\\"', "DEEP", "200"),  # {"dialogue": [[[...]]], ...}
+]
+
+
+@pytest.mark.parametrize("depth", [100, 900, 3000, 100_000])
+@pytest.mark.parametrize(("route", "template", "answer"), DEEP_PLACES)
+def test_deeply_nested_json_never_gives_a_5xx(route: str, template: str, answer: str, depth: int, svc: Running) -> None:
+    """Arrays nested thousands deep are valid JSON; no route may answer them with a 5xx (Python's recursion)."""
+    assert "DEEP" in template, template  # the placeholder must have found its place in the valid body
+    body = template.replace("DEEP", _nested(depth)).encode()
+    r = svc.http.post(route, content=body, headers={"content-type": "application/json"})
+    if answer == "200":
+        assert r.status_code == 200, (r.status_code, r.text[:300])
+    else:
+        assert 400 <= r.status_code < 500, (r.status_code, r.text[:300])
+        assert r.json()["error"]["message"]
+    assert svc.http.post(route, json=VALID[route]).status_code == 200  # and the service is still well

@@ -156,11 +156,14 @@ def create_app(service: Service) -> Litestar:
                 raise
             try:
                 raw = msgspec.json.decode(await body_of(request))
-            except msgspec.DecodeError:  # a number no float holds: the shape error already says where
-                raise e from None
+            except (msgspec.DecodeError, RecursionError):  # a number no float holds, or nesting too deep to
+                raise e from None  # walk: the shape error already says where
             cid = claims.cid if claims else raw.get("client_id") if isinstance(raw, dict) else None
             if isinstance(cid, str) and cid:
-                extra = partial(raw, await service.guard.session(claims, cid))
+                try:
+                    extra = partial(raw, await service.guard.session(claims, cid))
+                except RecursionError:
+                    raise e from None
                 raise ApiError.invalid(e.details + [p for p in extra if p not in e.details]) from None
             raise
         return req, await service.guard.session(claims, req.client_id)

@@ -200,6 +200,9 @@ def parse_text(text: str, fmt: str, source: str = "manifest") -> Any:
         return yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as e:
         raise ManifestError(source, [Problem("", f"not valid {fmt.upper()}: {e}")]) from None
+    except RecursionError:
+        too_deep = f"{fmt.upper()} nested too deep to read (hundreds of levels)"
+        raise ManifestError(source, [Problem("", too_deep)]) from None
 
 
 def from_data(data: Any, source: str = "manifest") -> Manifest:
@@ -207,8 +210,13 @@ def from_data(data: Any, source: str = "manifest") -> Manifest:
     try:
         file = msgspec.convert(data, ManifestFile, strict=True)
     except msgspec.ValidationError as e:
-        found = shape_problems(data, ManifestFile) or [Problem("", str(e))]
+        try:
+            found = shape_problems(data, ManifestFile) or [Problem("", str(e))]
+        except RecursionError:  # a value nested hundreds deep: msgspec's one message names where
+            found = [Problem("", str(e))]
         raise ManifestError(source, found) from None
+    except RecursionError:
+        raise ManifestError(source, [Problem("", "nested too deep to read (hundreds of levels)")]) from None
     found = check(file)
     if found:
         raise ManifestError(source, found)

@@ -73,7 +73,7 @@ class Parsed:
 def _try_json(text: str) -> Any:
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # a model's output nested hundreds deep is no JSON answer either
         return None
 
 

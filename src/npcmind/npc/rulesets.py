@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import msgspec
-import yaml
 from msgspec import Meta
 
 from npcmind.manifest import ManifestError
-from npcmind.manifest.load import read_text_file
+from npcmind.manifest.load import parse_text, read_text_file
 from npcmind.protocol.errors import Problem
 from npcmind.protocol.npc import PromptConstraints
 from npcmind.protocol.validate import problems as shape_problems
@@ -76,11 +75,7 @@ def load_rulesets(extra: str | Path | None = None) -> dict[str, Ruleset]:
     """The built-in presets, then a file's rulesets added or replacing them (every problem by path)."""
     out: dict[str, Ruleset] = {}
     for path in [BUILTIN, *([Path(extra)] if extra else [])]:
-        text = read_text_file(path)
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise ManifestError(str(path), [Problem("", f"cannot read rulesets: {e}")]) from None
+        data = parse_text(read_text_file(path), "yaml", str(path))
         try:
             parsed = msgspec.convert(data, RulesetsFile, strict=True)
         except msgspec.ValidationError as e:

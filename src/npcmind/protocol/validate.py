@@ -184,6 +184,11 @@ def well_shaped(items: Any, typ: type[T]) -> list[tuple[int, T]]:
     return out
 
 
+TOO_DEEP = (
+    "arrays or objects nested too deep to read (hundreds of levels); no field of the protocol needs more than a few"
+)
+
+
 def decode_json(body: bytes) -> Any:
     """Decode JSON, or raise a 400 that says where it broke."""
     from npcmind.protocol.errors import ApiError
@@ -192,6 +197,8 @@ def decode_json(body: bytes) -> Any:
         return msgspec.json.decode(body)
     except msgspec.ValidationError as e:  # well-formed, but a number no float can hold
         raise ApiError.invalid([_problem_of(e)]) from None
+    except RecursionError:
+        raise ApiError.invalid([Problem("", TOO_DEEP)]) from None
     except msgspec.DecodeError as e:
         raise ApiError(400, "malformed_json", f"body is not valid JSON: {e}") from None
 
@@ -203,7 +210,10 @@ def convert(value: Any, typ: type[T], at: str = "") -> T:
     try:
         return msgspec.convert(value, typ, strict=True)
     except msgspec.ValidationError as e:
-        found = problems(value, typ)
+        try:
+            found = problems(value, typ)
+        except RecursionError:  # a value nested hundreds deep: msgspec's one problem names it
+            found = []
         if not found:  # the walker missed something msgspec saw: never hide it
             found = [_problem_of(e)]
         if at:
@@ -223,8 +233,8 @@ def parse(body: bytes, typ: type[T]) -> T:
     except msgspec.ValidationError as typed_error:
         try:
             raw = msgspec.json.decode(body)
-        except msgspec.ValidationError:  # a number out of range: the typed error knows the field names
-            raise ApiError.invalid([_problem_of(typed_error)]) from None
+        except (msgspec.ValidationError, RecursionError):  # a number out of range, or nesting too deep to
+            raise ApiError.invalid([_problem_of(typed_error)]) from None  # walk: the typed error names the field
         except msgspec.DecodeError:
             decode_json(body)
             raise
@@ -232,3 +242,5 @@ def parse(body: bytes, typ: type[T]) -> T:
     except msgspec.DecodeError:
         decode_json(body)  # raises the 400
         raise
+    except RecursionError:  # valid JSON, but arrays or objects nested too deep for the decoder, in free-form data
+        raise ApiError.invalid([Problem("", TOO_DEEP)]) from None
