@@ -343,3 +343,18 @@ def test_serve_goes_on_when_the_reader_of_its_ready_line_leaves(tmp_path: Path) 
         err = proc.communicate(timeout=10)[1]
     assert f"ready on http://127.0.0.1:{port}" in err and "stdout is closed" in err, err
     assert "Traceback" not in err, err
+
+
+@pytest.mark.parametrize(
+    ("name", "text"), [("m.json", '{"a2g": DEEP}'), ("m.yaml", "a2g: DEEP"), ("m.toml", "a2g = DEEP")]
+)
+def test_a_manifest_nested_too_deep_is_one_clear_problem(name: str, text: str, tmp_path: Path) -> None:
+    p = tmp_path / name
+    p.write_text(text.replace("DEEP", "[" * 5000 + "]" * 5000))
+    with pytest.raises(ManifestError) as e:
+        load(p)
+    assert [x.message for x in e.value.problems] == [f"{name[2:].upper()} nested too deep to read (hundreds of levels)"]
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rulesets: " + "[" * 5000 + "]" * 5000)
+    r = cli("serve", "--manifest", str(FOREST), "--rulesets", str(rules))
+    assert r.returncode == 2 and "YAML nested too deep" in r.stderr and "Traceback" not in r.stderr, r.stderr
