@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import sqlite3
 from collections.abc import Callable
@@ -149,6 +150,24 @@ def test_a_byte_order_mark_before_the_json_is_ignored(svc: Running) -> None:
 def test_not_json_is_415(svc: Running) -> None:
     r = svc.http.post("/v1/decide", content=b"client_id=x", headers={"content-type": "text/plain"})
     assert r.status_code == 415 and "application/json" in r.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("headers", "encode", "says"),
+    [
+        ({"content-encoding": "gzip"}, gzip.compress, "content-encoding 'gzip' is not accepted"),
+        ({"content-type": "application/json; charset=utf-16"}, lambda b: b.decode().encode("utf-16"), "charset=utf-16"),
+        ({}, lambda b: b.decode().encode("utf-16"), "the body is UTF-16"),  # a byte order mark, no charset
+    ],
+)
+def test_a_compressed_or_utf16_body_is_415_saying_so(
+    headers: dict[str, str], encode: Callable[[bytes], bytes], says: str, svc: Running
+) -> None:
+    """Not the decoder's 'invalid character (byte 0)', which sends a game developer looking in the wrong place."""
+    r = svc.http.post("/v1/decide", content=encode(json.dumps(decide_body()).encode()), headers={**JSON_CT, **headers})
+    assert r.status_code == 415 and says in r.json()["error"]["message"], r.text
+    ok = {**JSON_CT, "content-type": "application/json; charset=UTF-8", "content-encoding": "identity"}
+    assert svc.http.post("/v1/decide", content=json.dumps(decide_body()).encode(), headers=ok).status_code == 200
 
 
 def test_body_over_the_limit_is_413(svc: Running) -> None:

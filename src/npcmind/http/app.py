@@ -65,7 +65,18 @@ async def read_json(request: Request[Any, Any, Any], typ: type[Any]) -> Any:
     ctype = request.headers.get("content-type", "")
     if "json" not in ctype:
         raise ApiError(415, "unsupported_media_type", f"content-type must be application/json, not {ctype!r}")
-    return parse(await body_of(request), typ)
+    coding = request.headers.get("content-encoding", "identity").strip().lower()
+    if coding not in ("identity", ""):
+        raise ApiError(
+            415, "unsupported_media_type", f"content-encoding {coding!r} is not accepted: send the body uncompressed"
+        )
+    charset = ctype.lower().partition("charset=")[2].split(";")[0].strip().strip('"')
+    if charset not in ("", "utf-8", "utf8"):
+        raise ApiError(415, "unsupported_media_type", f"the body must be UTF-8 JSON, not charset={charset}")
+    body = await body_of(request)
+    if body[:2] in (b"\xff\xfe", b"\xfe\xff"):  # a byte order mark of UTF-16: the commonest wrong encoding
+        raise ApiError(415, "unsupported_media_type", "the body is UTF-16; JSON must be sent as UTF-8")
+    return parse(body, typ)
 
 
 def error_handler(max_body_bytes: int) -> Callable[[Request[Any, Any, Any], Exception], Response[bytes]]:
