@@ -93,6 +93,14 @@ def test_malformed_json_is_invalid_choice(svc: Running, scripted: Any) -> None:
     assert {x["code"] for x in d.values()} == {"invalid_choice"}
 
 
+@pytest.mark.parametrize("text", ["[" * 5000 + "]" * 5000, '{"E1": ' + "[" * 5000 + "]" * 5000 + "}"])
+def test_an_answer_nested_too_deep_is_invalid_choice(text: str, svc: Running, scripted: Any) -> None:
+    """A model that loops on brackets wrote no choice: `invalid_choice`, not an unreadable provider answer."""
+    scripted.set(text=text)
+    d = by_id(svc.decide(decide_body(bee("a"), bee("b"))))
+    assert {x["code"] for x in d.values()} == {"invalid_choice"}, d
+
+
 def test_small_model_text_around_json_still_parses(svc: Running, scripted: Any) -> None:
     scripted.set(text='Sure! ```json\n{"E1": "chase"}\n```')
     d = by_id(svc.decide(decide_body(bee("a"))))

@@ -64,13 +64,15 @@ def _load(text: str) -> Any:
     text = _FENCE.sub("", _after_thinking(text).strip())
     try:
         return msgspec.json.decode(text)
+    except RecursionError:  # brackets nested hundreds deep: a model in a loop wrote no answer
+        return None
     except msgspec.DecodeError:
         start, end = text.find("{"), text.rfind("}")
         if start < 0 or end <= start:
             return None
         try:
             return msgspec.json.decode(text[start : end + 1])
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             return None
 
 
