@@ -132,6 +132,39 @@ def test_a_position_beyond_floating_point_is_rejected(svc: Running) -> None:
     assert r.status_code == 422 and r.json()["error"]["details"][0]["path"] == "entities[0].position[0]", r.text
 
 
+def test_a_number_beyond_floating_point_is_named_by_its_full_path(svc: Running) -> None:
+    """msgspec's own error stops at a free-form object (`observation[...]`); a game developer needs the field."""
+    body = json.dumps(decide_body(bee("a"), bee("b")))
+    raw = body.replace('"distance_to_player": 96.4', '"distance_to_player": 1e999', 1).replace(
+        '"epoch": 7', '"epoch": 1e999'
+    )
+    assert raw.count("1e999") == 2, raw
+    r = svc.http.post("/v1/decide", content=raw.encode(), headers=JSON_CT)
+    assert r.status_code == 422, r.text
+    found = {d["path"]: d["message"] for d in r.json()["error"]["details"]}
+    assert found == {
+        "entities[0].observation.distance_to_player": "is too large for a number (it reads as infinity)",
+        "epoch": "is too large for a number (it reads as infinity)",
+    }, found
+    huge = json.dumps({**decide_body(bee("a")), "epoch": 2**70, "entities": []})
+    r = svc.http.post("/v1/decide", content=huge.encode(), headers=JSON_CT)
+    found = {d["path"]: d["message"] for d in r.json()["error"]["details"]}
+    assert found == {"epoch": "is out of range for a 64-bit integer", "entities": "must not be empty"}, found
+
+
+def test_a_value_of_the_wrong_kind_says_what_it_is(svc: Running) -> None:
+    body = decide_body(bee("a"))
+    body["entities"][0]["observation"].update(distance_to_player="far", sees_player="yes", current_action=3)
+    body["world"]["player_hp_fraction"] = None
+    found = {d["path"]: d["message"] for d in svc.decide(body).json()["error"]["details"]}
+    assert found == {
+        "world.player_hp_fraction": "must be a number, not null",
+        "entities[0].observation.distance_to_player": "must be a number, not string",
+        "entities[0].observation.sees_player": "must be a boolean, not string",
+        "entities[0].observation.current_action": "must be one of idle, wander, chase, flee",
+    }, found
+
+
 def test_malformed_json_is_400(svc: Running) -> None:
     r = svc.http.post("/v1/decide", content=b'{"client_id": ', headers={"content-type": "application/json"})
     assert r.status_code == 400 and r.json()["error"]["code"] == "malformed_json"

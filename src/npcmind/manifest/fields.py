@@ -10,6 +10,7 @@ import msgspec
 
 from npcmind.manifest.model import FieldSpec
 from npcmind.protocol.errors import Problem, choices
+from npcmind.protocol.validate import type_name
 
 DEFAULT_STRING_LENGTH = 64
 
@@ -23,11 +24,11 @@ def check_value(value: Any, spec: FieldSpec, path: str, out: list[Problem]) -> N
     t = spec.type
     if t == "boolean":
         if not isinstance(value, bool):
-            out.append(Problem(path, "must be a boolean"))
+            out.append(Problem(path, f"must be a boolean, not {type_name(value)}"))
         return
     if t == "string":
         if not isinstance(value, str):
-            out.append(Problem(path, "must be a string"))
+            out.append(Problem(path, f"must be a string, not {type_name(value)}"))
         elif len(value) > (spec.max_length or DEFAULT_STRING_LENGTH):
             out.append(Problem(path, f"is longer than {spec.max_length or DEFAULT_STRING_LENGTH} characters"))
         return
@@ -36,9 +37,12 @@ def check_value(value: Any, spec: FieldSpec, path: str, out: list[Problem]) -> N
             out.append(Problem(path, "must be one of " + ", ".join(spec.values or ())))
         return
     if t == "integer" and not (isinstance(value, int) and not isinstance(value, bool)):
-        out.append(Problem(path, "must be an integer"))
+        out.append(Problem(path, f"must be an integer, not {type_name(value)}"))
         return
-    if not _num(value) or not math.isfinite(value):
+    if not _num(value):
+        out.append(Problem(path, f"must be a number, not {type_name(value)}"))
+        return
+    if not math.isfinite(value):
         out.append(Problem(path, "must be a finite number"))
         return
     if spec.min is not None and value < spec.min:

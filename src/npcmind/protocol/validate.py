@@ -7,6 +7,7 @@ place that defines a shape.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any, TypeVar
@@ -27,7 +28,8 @@ def _join(path: str, key: str | int) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
+    """A JSON value's kind as the game developer wrote it, for "must be a number, not string"."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -120,14 +122,17 @@ def _walk(value: Any, t: mi.Type, path: str, out: list[Problem]) -> None:
             if _matches(value, member):
                 _walk(value, member, path, out)
                 return
-        out.append(Problem(path, f"must be {_expected(t)}, not {_type_name(value)}"))
+        out.append(Problem(path, f"must be {_expected(t)}, not {type_name(value)}"))
         return
     if not _matches(value, t):
-        out.append(Problem(path, f"must be {_expected(t)}, not {_type_name(value)}"))
+        out.append(Problem(path, f"must be {_expected(t)}, not {type_name(value)}"))
         return
     if isinstance(t, mi.IntType | mi.FloatType):
         if isinstance(value, float) and not math.isfinite(value):
             out.append(Problem(path, "must be a finite number"))
+            return
+        if isinstance(t, mi.IntType) and not -(2**63) <= value < 2**64:
+            out.append(Problem(path, "is out of range for a 64-bit integer"))
             return
         _bounds(value, t, path, out)
     elif isinstance(t, mi.StrType):
@@ -224,6 +229,35 @@ def convert(value: Any, typ: type[T], at: str = "") -> T:
         raise ApiError.invalid(found) from None
 
 
+def _huge(value: Any, path: str, out: list[Problem]) -> None:
+    """Numbers no float or 64-bit integer holds, anywhere in a decoded value (free-form fields included)."""
+    if len(out) >= _MAX_PROBLEMS:
+        return
+    if isinstance(value, float) and not math.isfinite(value):
+        out.append(Problem(path, "is too large for a number (it reads as infinity)"))
+    elif isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**64:
+        out.append(Problem(path, "is out of range for a 64-bit integer"))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _huge(item, _join(path, i), out)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _huge(v, _join(path, k), out)
+
+
+def _out_of_range(body: bytes, typ: type) -> list[Problem]:
+    """Every problem of a body with a number msgspec cannot hold (1e999), each at its full path, where
+    msgspec's own error stops at a dict (`observation[...]`). The standard library reads it as infinity."""
+    try:
+        raw = json.loads(body)
+        huge: list[Problem] = []
+        _huge(raw, "", huge)
+        at = {p.path for p in huge}
+        return huge + [p for p in problems(raw, typ) if p.path not in at]
+    except (ValueError, RecursionError):
+        return []
+
+
 def parse(body: bytes, typ: type[T]) -> T:
     """Decode a JSON body straight into ``typ`` on the fast path; list every problem otherwise."""
     from npcmind.protocol.errors import ApiError
@@ -233,8 +267,10 @@ def parse(body: bytes, typ: type[T]) -> T:
     except msgspec.ValidationError as typed_error:
         try:
             raw = msgspec.json.decode(body)
-        except (msgspec.ValidationError, RecursionError):  # a number out of range, or nesting too deep to
-            raise ApiError.invalid([_problem_of(typed_error)]) from None  # walk: the typed error names the field
+        except msgspec.ValidationError:  # a number out of range (1e999): msgspec's path stops at a dict
+            raise ApiError.invalid(_out_of_range(body, typ) or [_problem_of(typed_error)]) from None
+        except RecursionError:  # nesting too deep to walk: the typed error names the field
+            raise ApiError.invalid([_problem_of(typed_error)]) from None
         except msgspec.DecodeError:
             decode_json(body)
             raise
