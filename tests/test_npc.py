@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from conftest import Running, cli, logged
+from npcmind.http.server import free_port
 from npcmind.npc.outcome import parse_output
 from npcmind.npc.signing import signed_payload, verify
 from npcmind.sdk import NpcMind, NpcStore, OpenAICortex, ProtocolError
@@ -335,6 +336,19 @@ def test_chat_in_the_terminal(svc: Running, scripted: Any, tmp_path: Path) -> No
     assert "HTTP Request" not in r.stderr, r.stderr  # the terminal shows the conversation, not the transport
     store = NpcStore(tmp_path / "chat" / "npcs.db")
     assert store.count("mara") == 4 and store.get("mara").state["turns"] == 2  # type: ignore[union-attr]
+
+
+def test_a_service_that_cannot_be_reached_is_a_protocol_error(store: NpcStore, scripted: Any, tmp_path: Path) -> None:
+    """A game catches ProtocolError; a transport exception escaping the SDK would crash its dialogue code."""
+    closed = f"http://127.0.0.1:{free_port()}"
+    mind = NpcMind(closed, OpenAICortex(scripted.base_url, "scripted"), store, timeout_s=2)
+    with pytest.raises(ProtocolError, match=f"cannot reach the npcmind service at {closed}"):
+        mind.process("mara", "Hello?")
+    assert store.count("mara") == 0 and store.get("mara").state == {}  # type: ignore[union-attr]
+    args = ["chat", "mara", "--service", closed, "--cortex-url", scripted.base_url, "--data-dir", str(tmp_path)]
+    r = cli(*args, stdin="Hello?\n\n")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert "[error] cannot reach the npcmind service" in r.stdout and "npcmind serve" in r.stdout, r.stdout
 
 
 def test_the_seeds_own_example_request(svc: Running) -> None:

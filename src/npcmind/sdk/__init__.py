@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from npcmind.sdk.client import NpcMind, NpcOutcome, ProtocolError
-    from npcmind.sdk.cortex import Cortex, OpenAICortex
+    from npcmind.sdk.cortex import Cortex, CortexError, OpenAICortex
     from npcmind.sdk.decide import Choice, DecideClient
     from npcmind.sdk.store import NpcRecord, NpcStore
 
@@ -20,6 +20,7 @@ _WHERE = {
     "Choice": "decide",
     "DecideClient": "decide",
     "Cortex": "cortex",
+    "CortexError": "cortex",
     "OpenAICortex": "cortex",
     "NpcMind": "client",
     "NpcOutcome": "client",
@@ -31,6 +32,7 @@ _WHERE = {
 __all__ = [
     "Choice",
     "Cortex",
+    "CortexError",
     "DecideClient",
     "NpcMind",
     "NpcOutcome",

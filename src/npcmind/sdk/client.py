@@ -56,16 +56,29 @@ class NpcMind:
     def public_keys(self, refresh: bool = False) -> dict[str, str]:
         """The service's signing keys (kid → base64url), fetched once from GET /v1/keys."""
         if refresh or not self._keys:
-            r = self._http.get("/v1/keys")
+            r = self._request("GET", "/v1/keys")
             if r.status_code != 200:
                 raise ProtocolError(f"GET /v1/keys answered {r.status_code}")
-            self._keys = {k["kid"]: k["public_key"] for k in r.json()["keys"]}
+            try:
+                self._keys = {k["kid"]: k["public_key"] for k in r.json()["keys"]}
+            except (ValueError, KeyError, TypeError):
+                raise ProtocolError(f"GET /v1/keys answered without keys: {r.text[:200]}") from None
         return self._keys
+
+    def _request(self, method: str, path: str, body: Any = None) -> httpx.Response:
+        """One call to the service; a service that cannot be reached is a ProtocolError that says where."""
+        try:
+            return self._http.request(method, path, json=body)
+        except httpx.HTTPError as e:
+            raise ProtocolError(
+                f"cannot reach the npcmind service at {self._http.base_url}: {e or e.__class__.__name__} "
+                "(is `npcmind serve` running there?)"
+            ) from None
 
     def _step(
         self, npc_id: str, tape: dict[str, Any], last: dict[str, Any] | None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        r = self._http.post(f"/npcs/{npc_id}/process", json={"tape": tape, "lastResult": last})
+        r = self._request("POST", f"/npcs/{npc_id}/process", {"tape": tape, "lastResult": last})
         if r.status_code != 200:
             try:
                 err = r.json()["error"]
@@ -73,8 +86,11 @@ class NpcMind:
             except (ValueError, KeyError, TypeError):
                 detail = r.text[:200]
             raise ProtocolError(f"the service answered {r.status_code}: {detail}")
-        body = r.json()
-        return body["instruction"], body["tape"]
+        try:
+            body = r.json()
+            return body["instruction"], body["tape"]
+        except (ValueError, KeyError, TypeError):
+            raise ProtocolError(f"the service answered 200 without an instruction and tape: {r.text[:200]}") from None
 
     def process(
         self, npc_id: str, observation: str, context: dict[str, Any] | None = None, ruleset: str | None = None
