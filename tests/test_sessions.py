@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from conftest import Hosted, bee, cli, decide_body, logged, write_clients
+from conftest import FOREST, Hosted, bee, cli, decide_body, logged, write_clients
 from npcmind.http.openapi import ROUTES
 from npcmind.sessions.tokens import TokenClaims
 
@@ -130,14 +130,19 @@ def test_local_profile_needs_no_token_and_has_no_sessions(svc: Any) -> None:
     assert svc.http.post("/v1/session", json={"client_id": "x"}).status_code == 404
 
 
-def test_keygen_prints_a_key_and_its_line(tmp_path: Path) -> None:
-    r = cli("keygen", "studio-7", "--manifest", "forest.yaml")
+@pytest.mark.parametrize("client_id", ["studio-7", "my game: beta", "123", "yes", "#1"])
+def test_keygen_prints_a_key_and_a_line_the_clients_file_takes(client_id: str, tmp_path: Path) -> None:
+    r = cli("keygen", client_id, "--manifest", str(FOREST))
     assert r.returncode == 0
     key = next(w for w in r.stdout.split() if w.startswith("nmk_"))
-    from npcmind.sessions.clients import hash_key
+    from npcmind.sessions.clients import hash_key, load_clients
 
-    assert len(key) >= 40 and f"key_sha256: {hash_key(key)}" in r.stdout and "client_id: studio-7" in r.stdout
-    assert key not in r.stdout.split("Paste", 1)[1]  # the clients-file line holds only the hash
+    line = r.stdout.split("Paste", 1)[1].strip().splitlines()[-1]
+    assert len(key) >= 40 and hash_key(key) in line
+    assert key not in line  # the clients-file line holds only the hash
+    (tmp_path / "clients.yaml").write_text("clients:\n" + line + "\n")  # pasted as the output says
+    clients = load_clients(tmp_path / "clients.yaml")
+    assert list(clients) == [client_id] and clients[client_id].spec.key_sha256 == hash_key(key)
 
 
 def test_sessions_beyond_those_held_in_memory_still_answer_from_the_store(

@@ -107,15 +107,22 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _keygen(args: argparse.Namespace) -> int:
+    import yaml
+
     from npcmind.sessions.clients import hash_key, new_key
 
     key = new_key()
     print(f"API key for {args.client_id} (shown once; the service keeps only its SHA-256):\n\n  {key}\n")
     print("Paste this under `clients:` in the clients file:\n")
-    print(
-        f"  - {{client_id: {args.client_id}, manifest: {args.manifest}, key_sha256: {hash_key(key)}, "
-        "max_sessions: 16, requests_per_second: 50}"
-    )
+    entry = {
+        "client_id": args.client_id,
+        "manifest": args.manifest,
+        "key_sha256": hash_key(key),
+        "max_sessions": 16,
+        "requests_per_second": 50,
+    }
+    # YAML's own writer quotes what needs it: an id like `123`, `yes` or `my game: beta` stays a string
+    print("  " + yaml.safe_dump([entry], default_flow_style=None, sort_keys=False, width=10_000).strip())
     return 0
 
 
