@@ -409,3 +409,52 @@ def test_a_base_url_without_its_scheme_stops_serve(tmp_path: Any) -> None:
     )
     assert r.returncode == 2, r.stderr
     assert "--base-url must start with http:// or https://, as in http://127.0.0.1:11434/v1" in r.stderr
+
+
+def test_an_html_error_page_is_named_as_such_not_pasted(tmp_path: Any) -> None:
+    """A base URL that points at a web server, not the API: the reason says so in one line."""
+    import asyncio
+    import http.server
+    import threading
+
+    from npcmind.providers.base import ProviderError
+    from npcmind.providers.http import JsonClient
+
+    class Pages(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            page = b"<!DOCTYPE HTML>\n<html>\n  <body><h1>Not Found</h1></body>\n</html>\n"
+            if self.path == "/json":
+                page = b'{"error": {"message": "The model `gpt-9` does not exist", "type": "invalid_request_error"}}'
+            elif self.path == "/text":
+                page = b"upstream\n   connect error\n"
+            self.send_response(404)
+            self.send_header("content-length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Pages)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+
+    async def reasons() -> list[str]:
+        client, out = JsonClient(), []
+        for path in ("/chat/completions", "/json", "/text"):
+            with pytest.raises(ProviderError) as e:
+                await client.post(base + path, {"model": "m"}, {})
+            out.append(str(e.value))
+        await client.close()
+        return out
+
+    try:
+        html, api, text = asyncio.run(reasons())
+    finally:
+        server.shutdown()
+    assert html == (
+        "provider answered HTTP 404: an HTML page, not an API's answer: the base URL is likely not the API's "
+        "(it usually ends in /v1)"
+    )
+    assert api == "provider answered HTTP 404: The model `gpt-9` does not exist"
+    assert text == "provider answered HTTP 404: upstream connect error"

@@ -9,6 +9,7 @@ import aiohttp
 import msgspec
 
 from npcmind.providers.base import ProviderError
+from npcmind.providers.params import error_text
 
 MAX_WAIT_S = 60.0  # a longer Retry-After is read as this: the game should not lose its model for minutes
 
@@ -58,12 +59,11 @@ class JsonClient:
         except aiohttp.ClientError as e:
             raise ProviderError(f"cannot reach provider: {e.__class__.__name__}: {e}") from None
         if status >= 400:
-            snippet = raw[:200].decode("utf-8", "replace")
             try:
                 answer: Any = msgspec.json.decode(raw)
             except msgspec.DecodeError:
                 answer = None
-            raise ProviderError(f"provider answered HTTP {status}: {snippet}", status, answer, wait)
+            raise ProviderError(f"provider answered HTTP {status}: {error_text(raw, answer)}", status, answer, wait)
         try:
             return msgspec.json.decode(raw)
         except msgspec.DecodeError:

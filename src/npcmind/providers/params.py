@@ -2,13 +2,15 @@
 
 OpenAI's reasoning models refuse ``logprobs``, ``temperature`` other than 1, ``stop`` and ``max_tokens``;
 servers and proxies differ on others. A call that only refines its request with such a parameter should
-drop it and ask again rather than fail: the decide pipeline and the SDK's cortex both do.
+drop it and ask again rather than fail: the decide pipeline and the SDK's cortex both do. Both also put
+an error answer in one readable line (`error_text`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Collection, Sequence
+from typing import Any
 
 import msgspec
 
@@ -40,3 +42,13 @@ def refused_parameter(status: int | None, body: object, sent: Collection[str], o
 def first_not_refused(names: Sequence[str], refused: Collection[str]) -> str | None:
     """The first of ``names`` the model has not refused: a server knows one of the token limit's two names."""
     return next((n for n in names if n not in refused), None)
+
+
+def error_text(raw: bytes, answer: Any) -> str:
+    """An error body in one line a game developer can act on: an API's own message, or what the page was."""
+    error = answer.get("error") if isinstance(answer, dict) else None
+    message = error.get("message") if isinstance(error, dict) else error if isinstance(error, str) else None
+    text = str(message) if message else raw.decode("utf-8", "replace")
+    if answer is None and text.lstrip()[:1] == "<":
+        return "an HTML page, not an API's answer: the base URL is likely not the API's (it usually ends in /v1)"
+    return " ".join(text.split())[:200] or "(no body)"

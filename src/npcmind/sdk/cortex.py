@@ -9,7 +9,7 @@ import httpx
 
 from npcmind.config import http_url
 from npcmind.protocol.npc import PromptConstraints
-from npcmind.providers.params import first_not_refused, refused_parameter
+from npcmind.providers.params import error_text, first_not_refused, refused_parameter
 
 log = logging.getLogger("npcmind.sdk.cortex")
 # what the constraints ask that a model may refuse (OpenAI's reasoning models refuse all but the limit's
@@ -67,7 +67,7 @@ class OpenAICortex:
                 answer = None
             name = refused_parameter(r.status_code, answer, body, OPTIONAL)
             if name is None:
-                raise CortexError(f"the cortex answered HTTP {r.status_code}: {r.text[:200]}")
+                raise CortexError(f"the cortex answered HTTP {r.status_code}: {error_text(r.content, answer)}")
             self.refused.add(name)
             log.warning("the cortex model %s refused %r; it is no longer sent: %s", self.model, name, r.text[:200])
         try:
