@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import http.server
 import json
 import math
+import threading
 import time
 from typing import Any
 
@@ -15,7 +18,8 @@ from npcmind.config import Settings
 from npcmind.http.server import ServiceProcess
 from npcmind.providers import answer
 from npcmind.providers.anthropic import AnthropicProvider
-from npcmind.providers.base import NoProvider
+from npcmind.providers.base import NoProvider, ProviderError
+from npcmind.providers.http import JsonClient
 from npcmind.providers.openai import OpenAIProvider
 from npcmind.providers.select import make_provider
 
@@ -411,50 +415,59 @@ def test_a_base_url_without_its_scheme_stops_serve(tmp_path: Any) -> None:
     assert "--base-url must start with http:// or https://, as in http://127.0.0.1:11434/v1" in r.stderr
 
 
-def test_an_html_error_page_is_named_as_such_not_pasted(tmp_path: Any) -> None:
-    """A base URL that points at a web server, not the API: the reason says so in one line."""
-    import asyncio
-    import http.server
-    import threading
+class _Pages(http.server.BaseHTTPRequestHandler):
+    """A web server that is not an API: an HTML 404 page (or, on /json and /text, other error bodies)."""
 
-    from npcmind.providers.base import ProviderError
-    from npcmind.providers.http import JsonClient
+    def _answer(self) -> None:
+        page = b"<!DOCTYPE HTML>\n<html>\n  <body><h1>Not Found</h1></body>\n</html>\n"
+        if self.path == "/json":
+            page = b'{"error": {"message": "The model `gpt-9` does not exist", "type": "invalid_request_error"}}'
+        elif self.path == "/text":
+            page = b"upstream\n   connect error\n"
+        self.send_response(404)
+        self.send_header("content-length", str(len(page)))
+        self.end_headers()
+        self.wfile.write(page)
 
-    class Pages(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            page = b"<!DOCTYPE HTML>\n<html>\n  <body><h1>Not Found</h1></body>\n</html>\n"
-            if self.path == "/json":
-                page = b'{"error": {"message": "The model `gpt-9` does not exist", "type": "invalid_request_error"}}'
-            elif self.path == "/text":
-                page = b"upstream\n   connect error\n"
-            self.send_response(404)
-            self.send_header("content-length", str(len(page)))
-            self.end_headers()
-            self.wfile.write(page)
+    do_GET = do_POST = _answer
 
-        def log_message(self, *args: Any) -> None:
-            pass
+    def log_message(self, *args: Any) -> None:
+        pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Pages)
+
+@pytest.fixture()
+def web_site() -> Any:
+    """The base URL of a plain web server on a free local port."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Pages)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}"
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_an_html_error_page_is_named_as_such_not_pasted(web_site: str) -> None:
+    """A base URL that points at a web server, not the API: the reason says so in one line."""
 
     async def reasons() -> list[str]:
         client, out = JsonClient(), []
         for path in ("/chat/completions", "/json", "/text"):
             with pytest.raises(ProviderError) as e:
-                await client.post(base + path, {"model": "m"}, {})
+                await client.post(web_site + path, {"model": "m"}, {})
             out.append(str(e.value))
         await client.close()
         return out
 
-    try:
-        html, api, text = asyncio.run(reasons())
-    finally:
-        server.shutdown()
+    html, api, text = asyncio.run(reasons())
     assert html == (
         "provider answered HTTP 404: an HTML page, not an API's answer: the base URL is likely not the API's "
         "(it usually ends in /v1)"
     )
     assert api == "provider answered HTTP 404: The model `gpt-9` does not exist"
     assert text == "provider answered HTTP 404: upstream connect error"
+
+
+def test_the_start_up_check_says_when_the_base_url_is_a_web_page(start_service: Any, web_site: str) -> None:
+    svc = start_service(provider="openai", base_url=web_site + "/v1")
+    note = _checked(svc)
+    assert f"{web_site}/v1/models answered HTTP 404 with an HTML page, not an API's answer" in note, note
+    d = svc.decide(decide_body(bee("a"))).json()["decisions"][0]
+    assert d["code"] == "unavailable" and "an HTML page, not an API's answer" in d["reason"], d

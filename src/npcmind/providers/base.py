@@ -63,6 +63,11 @@ def listing_problem(status: int, body: Any, base_url: str, model: str | None) ->
     if status in (401, 403):
         return f'{base_url} refused the API key (HTTP {status}): every decision will fall back with "unavailable"'
     if status >= 400:
+        if isinstance(body, str) and body.lstrip()[:1] == "<":  # a web server's page: every call will get one too
+            return (
+                f"{base_url}/models answered HTTP {status} with an HTML page, not an API's answer: --base-url is "
+                'likely not the address of an OpenAI-compatible API; every decision will fall back with "unavailable"'
+            )
         return None  # many servers have no model list; the first call will tell
     data = body.get("data") if isinstance(body, dict) else None
     ids = (

@@ -70,8 +70,8 @@ class JsonClient:
             raise ProviderError("provider answered with a body that is not JSON") from None
 
     async def status_of(self, url: str, headers: dict[str, str], timeout_s: float = 5) -> tuple[int, Any]:
-        """GET a small JSON document: its HTTP status and decoded body (None when not JSON); a ProviderError
-        when the server cannot be reached."""
+        """GET a small JSON document: its HTTP status and decoded body (its text when it is not JSON: an HTML
+        page says the URL is not an API's); a ProviderError when the server cannot be reached."""
         try:
             async with self._get().get(url, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
                 raw = await resp.read()
@@ -81,7 +81,7 @@ class JsonClient:
         try:
             return status, msgspec.json.decode(raw)
         except msgspec.DecodeError:
-            return status, None
+            return status, raw[:1000].decode("utf-8", "replace")
 
     async def close(self) -> None:
         """Close pooled connections."""
