@@ -351,9 +351,14 @@ def test_serve_goes_on_when_the_reader_of_its_ready_line_leaves(tmp_path: Path) 
 def test_a_manifest_nested_too_deep_is_one_clear_problem(name: str, text: str, tmp_path: Path) -> None:
     p = tmp_path / name
     p.write_text(text.replace("DEEP", "[" * 5000 + "]" * 5000))
-    with pytest.raises(ManifestError) as e:
+    with pytest.raises(ManifestError) as e:  # not a RecursionError
         load(p)
-    assert [x.message for x in e.value.problems] == [f"{name[2:].upper()} nested too deep to read (hundreds of levels)"]
+    first = e.value.problems[0]
+    # Python 3.11's parsers give up on the depth; newer ones read it, and the array is then the wrong type
+    assert (first.path, first.message) in [
+        ("", f"{name[2:].upper()} nested too deep to read (hundreds of levels)"),
+        ("a2g", "must be one of '0.1', not array"),
+    ], e.value.problems
     rules = tmp_path / "rules.yaml"
     rules.write_text("rulesets: " + "[" * 5000 + "]" * 5000)
     r = cli("serve", "--manifest", str(FOREST), "--rulesets", str(rules))
