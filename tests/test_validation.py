@@ -265,6 +265,9 @@ def test_a_misspelt_name_gets_its_likely_fix_and_the_names_there_are(svc: Runnin
     body["entities"][0]["type"] = "bees"
     said = {p["path"]: p["message"] for p in svc.decide(body).json()["error"]["details"]}
     assert said["entities[0].type"] == ("unknown type 'bees'; did you mean 'bee'? (types: bee, boss, player, swarm)")
+    body["entities"][0]["type"] = "Bee"  # C# naming: too short a name for a guess by spelling, yet plainly meant
+    said = {p["path"]: p["message"] for p in svc.decide(body).json()["error"]["details"]}
+    assert said["entities[0].type"] == ("unknown type 'Bee'; did you mean 'bee'? (types: bee, boss, player, swarm)")
 
 
 def test_a_misspelt_protocol_field_gets_its_likely_fix(svc: Running) -> None:

@@ -19,7 +19,8 @@ def choices(value: str, known: Iterable[str], what: str, likely: str | None = No
     """The tail of a message about a name that is not one of ``known``: the likely typo (``likely``, else the
     closest by spelling), then what there is (so the developer fixes it from the error alone)."""
     names = sorted(known)
-    close = [likely] if likely else difflib.get_close_matches(value, names, n=1, cutoff=0.7)
+    same_but_case = [n for n in names if n.lower() == value.lower()]  # 'Bee' for bee: too short for difflib
+    close = [likely] if likely else same_but_case or difflib.get_close_matches(value, names, n=1, cutoff=0.7)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     listed = ", ".join(names[:16]) + (f", … ({len(names)} in all)" if len(names) > 16 else "")
     return f"{hint} ({what}: {listed or 'none'})"
