@@ -165,6 +165,13 @@ def test_a_value_of_the_wrong_kind_says_what_it_is(svc: Running) -> None:
     }, found
 
 
+def test_a_position_sent_as_an_object_is_told_the_form(svc: Running) -> None:
+    """Unity and Unreal write a vector as {"x": .., "y": .., "z": ..}: the 422 shows what to send instead."""
+    body = decide_body(bee("a", position={"x": 1.0, "y": 2.0, "z": 0.5}))
+    said = {p["path"]: p["message"] for p in svc.decide(body).json()["error"]["details"]}
+    assert said == {"entities[0].position": "must be an array [x, y] or [x, y, z] or null, not object"}, said
+
+
 def test_malformed_json_is_400(svc: Running) -> None:
     r = svc.http.post("/v1/decide", content=b'{"client_id": ', headers={"content-type": "application/json"})
     assert r.status_code == 400 and r.json()["error"]["code"] == "malformed_json"

@@ -9,7 +9,8 @@ from msgspec import Meta
 
 Id = Annotated[str, Meta(min_length=1, max_length=128)]
 Name = Annotated[str, Meta(min_length=1, max_length=48)]
-Position = Annotated[list[float], Meta(min_length=2, max_length=3)]
+# `shape` says the form in a game developer's terms in a 422 (a Vector3 sent as {"x": ...} is told the form)
+Position = Annotated[list[float], Meta(min_length=2, max_length=3, extra={"shape": "an array [x, y] or [x, y, z]"})]
 FallbackCode = Literal["unavailable", "busy", "refused", "invalid_choice", "budget"]
 MAX_ENTITIES = 16
 

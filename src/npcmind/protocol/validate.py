@@ -53,6 +53,8 @@ def _bare(t: mi.Type) -> mi.Type:
 
 
 def _expected(t: mi.Type) -> str:
+    if isinstance(t, mi.Metadata) and "shape" in (t.extra or {}):  # the field's own words for its form
+        return str(t.extra["shape"])  # type: ignore[index]
     t = _bare(t)
     names = {
         mi.IntType: "an integer",
@@ -114,6 +116,7 @@ def _matches(value: Any, t: mi.Type) -> bool:
 def _walk(value: Any, t: mi.Type, path: str, out: list[Problem]) -> None:
     if len(out) >= _MAX_PROBLEMS:
         return
+    said = t  # with its metadata: a field may name its form in the game developer's terms
     t = _bare(t)
     if isinstance(t, mi.AnyType):
         return
@@ -122,10 +125,10 @@ def _walk(value: Any, t: mi.Type, path: str, out: list[Problem]) -> None:
             if _matches(value, member):
                 _walk(value, member, path, out)
                 return
-        out.append(Problem(path, f"must be {_expected(t)}, not {type_name(value)}"))
+        out.append(Problem(path, f"must be {_expected(said)}, not {type_name(value)}"))
         return
     if not _matches(value, t):
-        out.append(Problem(path, f"must be {_expected(t)}, not {type_name(value)}"))
+        out.append(Problem(path, f"must be {_expected(said)}, not {type_name(value)}"))
         return
     if isinstance(t, mi.IntType | mi.FloatType):
         if isinstance(value, float) and not math.isfinite(value):
