@@ -26,6 +26,9 @@ def choices(value: str, known: Iterable[str], what: str, likely: str | None = No
     return f"{hint} ({what}: {listed or 'none'})"
 
 
+MAX_LISTED = 200  # problems listed in one 422
+
+
 class ErrorBody(msgspec.Struct):
     """The inside of every error answer."""
 
@@ -60,10 +63,14 @@ class ApiError(Exception):
 
     @classmethod
     def invalid(cls, details: list[Problem]) -> ApiError:
-        """A 422 whose message already names the first problem, for logs that show one line."""
+        """A 422 whose message already names the first problem, for logs that show one line; at most
+        ``MAX_LISTED`` problems are listed (a body of thousands of wrong fields would get a megabyte back)."""
         first = details[0]
         where = f"{first.path}: " if first.path else ""
         more = f" (and {len(details) - 1} more)" if len(details) > 1 else ""
+        if len(details) > MAX_LISTED:
+            rest = len(details) - MAX_LISTED
+            details = [*details[:MAX_LISTED], Problem("", f"and {rest} more problems, not listed: fix these first")]
         return cls(422, "invalid_request", f"{where}{first.message}{more}", details)
 
     def body(self) -> bytes:
