@@ -222,6 +222,10 @@ def test_a_compressed_or_utf16_body_is_415_saying_so(
     assert r.status_code == 415 and says in r.json()["error"]["message"], r.text
     ok = {**JSON_CT, "content-type": "application/json; charset=UTF-8", "content-encoding": "identity"}
     assert svc.http.post("/v1/decide", content=json.dumps(decide_body()).encode(), headers=ok).status_code == 200
+    # a body that decodes is taken as it is, whatever the headers claim (some HTTP clients label ASCII
+    # JSON as ISO-8859-1): the encoding is looked at only to explain a body that did not decode
+    latin = {**JSON_CT, "content-type": "application/json; charset=ISO-8859-1"}
+    assert svc.http.post("/v1/decide", content=json.dumps(decide_body()).encode(), headers=latin).status_code == 200
 
 
 def test_body_over_the_limit_is_413(svc: Running) -> None:

@@ -42,6 +42,7 @@ from npcmind.protocol.npc import KeysResponse, PublicKey
 from npcmind.protocol.validate import parse, well_shaped
 from npcmind.providers.select import describe
 from npcmind.service import Service
+from npcmind.sessions.tokens import TokenClaims
 from npcmind.storage import StoreError
 
 log = logging.getLogger("npcmind.http")
@@ -65,7 +66,19 @@ async def read_json(request: Request[Any, Any, Any], typ: type[Any]) -> Any:
     ctype = request.headers.get("content-type", "")
     if "json" not in ctype:
         raise ApiError(415, "unsupported_media_type", f"content-type must be application/json, not {ctype!r}")
-    coding = request.headers.get("content-encoding", "identity").strip().lower()
+    body = await body_of(request)
+    try:
+        return parse(body, typ)
+    except ApiError as e:
+        if e.status == 400:  # no JSON at all: when the cause is how the body was sent, say that instead
+            _explain_encoding(request.headers.get("content-encoding", ""), ctype, body)
+        raise
+
+
+def _explain_encoding(coding: str, ctype: str, body: bytes) -> None:
+    """A 415 for a body that is not JSON because it was compressed or is not UTF-8 (the decoder would only say
+    'invalid character (byte 0)'). Read only when decoding failed: a body that decodes is taken as it is."""
+    coding = coding.strip().lower()
     if coding not in ("identity", ""):
         raise ApiError(
             415, "unsupported_media_type", f"content-encoding {coding!r} is not accepted: send the body uncompressed"
@@ -73,10 +86,8 @@ async def read_json(request: Request[Any, Any, Any], typ: type[Any]) -> Any:
     charset = ctype.lower().partition("charset=")[2].split(";")[0].strip().strip('"')
     if charset not in ("", "utf-8", "utf8"):
         raise ApiError(415, "unsupported_media_type", f"the body must be UTF-8 JSON, not charset={charset}")
-    body = await body_of(request)
     if body[:2] in (b"\xff\xfe", b"\xfe\xff"):  # a byte order mark of UTF-16: the commonest wrong encoding
         raise ApiError(415, "unsupported_media_type", "the body is UTF-16; JSON must be sent as UTF-8")
-    return parse(body, typ)
 
 
 def error_handler(max_body_bytes: int) -> Callable[[Request[Any, Any, Any], Exception], Response[bytes]]:
@@ -154,6 +165,20 @@ def _telemetry_partial(raw: Any, session: SessionContext) -> list[Problem]:
 def create_app(service: Service) -> Litestar:
     """Build the ASGI app around a service."""
 
+    async def manifest_problems(
+        request: Request[Any, Any, Any], claims: TokenClaims | None, partial: Partial
+    ) -> list[Problem]:
+        """The manifest's problems of a body's well-shaped parts; none when the body names no client or
+        cannot be walked (a number no float holds, nesting too deep: the shape error already says where)."""
+        try:
+            raw = msgspec.json.decode(await body_of(request))
+            cid = claims.cid if claims else raw.get("client_id") if isinstance(raw, dict) else None
+            if not isinstance(cid, str) or not cid:
+                return []
+            return partial(raw, await service.guard.session(claims, cid))
+        except (msgspec.DecodeError, RecursionError):
+            return []
+
     async def read_session_body(
         request: Request[Any, Any, Any], typ: type[Any], partial: Partial | None = None
     ) -> tuple[Any, SessionContext]:
@@ -165,18 +190,10 @@ def create_app(service: Service) -> Litestar:
         except ApiError as e:
             if e.status != 422 or partial is None:
                 raise
-            try:
-                raw = msgspec.json.decode(await body_of(request))
-            except (msgspec.DecodeError, RecursionError):  # a number no float holds, or nesting too deep to
-                raise e from None  # walk: the shape error already says where
-            cid = claims.cid if claims else raw.get("client_id") if isinstance(raw, dict) else None
-            if isinstance(cid, str) and cid:
-                try:
-                    extra = partial(raw, await service.guard.session(claims, cid))
-                except RecursionError:
-                    raise e from None
-                raise ApiError.invalid(e.details + [p for p in extra if p not in e.details]) from None
-            raise
+            extra = await manifest_problems(request, claims, partial)
+            if not extra:
+                raise
+            raise ApiError.invalid(e.details + [p for p in extra if p not in e.details]) from None
         return req, await service.guard.session(claims, req.client_id)
 
     @post("/v1/decide", status_code=200)
