@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from npcmind.decide.prompt import AnswerMode
+from npcmind.providers.params import is_html
 
 
 @dataclass(slots=True)
@@ -63,7 +64,7 @@ def listing_problem(status: int, body: Any, base_url: str, model: str | None) ->
     if status in (401, 403):
         return f'{base_url} refused the API key (HTTP {status}): every decision will fall back with "unavailable"'
     if status >= 400:
-        if isinstance(body, str) and body.lstrip()[:1] == "<":  # a web server's page: every call will get one too
+        if isinstance(body, str) and is_html(body):  # a web server's page: every call will get one too
             return (
                 f"{base_url}/models answered HTTP {status} with an HTML page, not an API's answer: --base-url is "
                 'likely not the address of an OpenAI-compatible API; every decision will fall back with "unavailable"'

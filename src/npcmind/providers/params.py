@@ -44,11 +44,16 @@ def first_not_refused(names: Sequence[str], refused: Collection[str]) -> str | N
     return next((n for n in names if n not in refused), None)
 
 
+def is_html(text: str) -> bool:
+    """Whether a body that is not JSON is a web page: the URL is a web server's, not an API's."""
+    return text.lstrip()[:1] == "<"
+
+
 def error_text(raw: bytes, answer: Any) -> str:
     """An error body in one line a game developer can act on: an API's own message, or what the page was."""
     error = answer.get("error") if isinstance(answer, dict) else None
     message = error.get("message") if isinstance(error, dict) else error if isinstance(error, str) else None
     text = str(message) if message else raw.decode("utf-8", "replace")
-    if answer is None and text.lstrip()[:1] == "<":
+    if answer is None and is_html(text):
         return "an HTML page, not an API's answer: the base URL is likely not the API's (it usually ends in /v1)"
     return " ".join(text.split())[:200] or "(no body)"
