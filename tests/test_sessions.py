@@ -48,6 +48,23 @@ def test_bad_tokens_are_401(hosted: Hosted, token: str) -> None:
     assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized"
 
 
+def test_a_401_says_how_to_get_a_session_token(hosted: Hosted) -> None:
+    """The mistakes of a first hosted integration: the client key sent as the token, a stale or ended token."""
+    r = hosted.http.post(
+        "/v1/decide", json=decide_body(bee("a")), headers={"authorization": f"Bearer {hosted.keys['game-1']}"}
+    )
+    assert r.status_code == 401
+    assert "client API key" in r.json()["error"]["message"] and "POST /v1/session" in r.json()["error"]["message"]
+    s = hosted.open()
+    for token in ["nms1.garbage", s["session_token"][:-3] + "AAA"]:
+        r = hosted.http.get("/v1/manifest", headers={"authorization": f"Bearer {token}"})
+        assert r.status_code == 401 and "open a session" in r.json()["error"]["message"], token
+    hosted.http.delete("/v1/session", headers=hosted.auth(s))
+    r = hosted.http.get("/v1/manifest", headers=hosted.auth(s))
+    assert r.status_code == 401
+    assert r.json()["error"]["message"].startswith("session ended or unknown: open a session with the client API key")
+
+
 def test_tampered_token_is_401(hosted: Hosted) -> None:
     s = hosted.open()
     head, body, mac = s["session_token"].split(".")

@@ -11,9 +11,11 @@ from npcmind.decide.pipeline import SessionContext
 from npcmind.manifest import Manifest
 from npcmind.protocol.a2g import SessionResponse
 from npcmind.protocol.errors import ApiError
-from npcmind.sessions.clients import Client
+from npcmind.sessions.clients import KEY_PREFIX, Client
 from npcmind.sessions.tokens import TokenClaims, TokenError, TokenSigner
 from npcmind.storage.base import SessionRecord, Store
+
+NEW_SESSION = "open a session with the client API key at POST /v1/session and send its session_token"
 
 
 @dataclass(slots=True)
@@ -83,14 +85,17 @@ class Guard:
         try:
             claims = self.signer.verify(token, now)
         except TokenError as e:
-            raise ApiError(401, "unauthorized", str(e)) from None
+            if token.startswith(KEY_PREFIX):  # the client key sent where its session token belongs
+                msg = "this is a client API key: it goes to POST /v1/session only; send the session_token it answers"
+                raise ApiError(401, "unauthorized", msg) from None
+            raise ApiError(401, "unauthorized", f"{e}: {NEW_SESSION}") from None
         rec = self._sessions.get(claims.sid)
         if rec is None:
             rec = await self.store.get_session(claims.sid)
             if rec is not None:
                 self._remember(rec)
         if rec is None or rec.ended or rec.client_id != claims.cid or claims.cid not in (self.clients or {}):
-            raise ApiError(401, "unauthorized", "session ended or unknown")
+            raise ApiError(401, "unauthorized", f"session ended or unknown: {NEW_SESSION}")
         self._rate(claims.cid)
         return claims
 
