@@ -218,7 +218,48 @@ def test_bad_input_is_logged_with_its_path_and_decides_nothing(svc: Running, clo
         c.wait()
         assert c.action("b0") is None
     said = " ".join(r.getMessage() for r in caplog.records)
-    assert "422" in said and "entities[0].observation" in said
+    assert "refused bee 'b0' (observation.hp_fraction: must be at most" in said
+
+
+def test_one_malformed_entity_does_not_cost_the_others_their_decisions(
+    svc: Running, scripted: ScriptedServer, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The protocol refuses a whole request for one bad entity (a NaN, an unknown type, no legal actions):
+    the SDK names it, sends the rest again at once, and sends it alone until the service takes it."""
+    with caplog.at_level(logging.WARNING, "npcmind.sdk.decide"), client(svc.server.url, clock) as c:
+        track_bees(c, 3)
+        c.track("nan", "bee", {**BEE_OBS, "hp_fraction": float("nan")}, LEGAL)
+        c.track("wasp", "wasp", BEE_OBS, LEGAL)
+        c.track("stuck", "bee", BEE_OBS, [])
+        c.observe("hero", "player", {"hp_fraction": 0.5}, position=[1.0, 0.0])
+        c.observe("ghost", "player", {"hp_fraction": "full"})
+        for _ in range(2):  # refused; then the others again, without the three
+            c.tick()
+            c.wait()
+        assert all(c.action(f"b{i}") is not None for i in range(3))
+        assert c.action("nan") is None and c.action("wasp") is None and c.action("stuck") is None
+        assert entities_sent(scripted) == [3]
+        assert '"hero"' in scripted.requests[-1]["messages"][1]["content"]  # its telemetry went again, without ghost
+        said = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+        assert any("refused bee 'nan' (observation.hp_fraction: must be a number, not null)" in m for m in said)
+        assert any("refused wasp 'wasp' (type: unknown type 'wasp'" in m for m in said)
+        assert any("refused bee 'stuck' (legal_actions: must not be empty)" in m for m in said)
+        assert any("refused player 'ghost' (fields.hp_fraction: must be a number, not string)" in m for m in said)
+        # the game fixes one: it goes alone on its refresh and is decided; the two still wrong go alone too
+        c.track("nan", "bee", BEE_OBS, LEGAL)
+        clock.t += 4.1
+        c.tick()
+        c.wait()
+        assert c.action("nan") is not None and c.action("wasp") is None
+        assert sorted(entities_sent(scripted)[1:]) == [1, 3]  # the three good ones together, "nan" alone
+        c.untrack("wasp")
+        c.untrack("stuck")
+        before = c.stats.requests
+        clock.t += 4.1  # taken once: it goes with the others again
+        c.tick()
+        c.wait()
+        assert c.stats.requests == before + 1 and all(c.action(i) is not None for i in ("b0", "b1", "b2", "nan"))
+        assert c.stats.errors >= 3 and c.stats.refused >= 5
 
 
 def test_events_go_at_once_and_together_in_batches_of_16(svc: Running, scripted: ScriptedServer, clock: Clock) -> None:

@@ -12,18 +12,23 @@ Scheduling (spec section 10): an event is asked at once, together with the event
 tracked entities changes, everyone is re-asked, at least 500 ms apart; at most 16 entities a request.
 Cascade mode: with a ``policy``, entities it is sure about (confidence at or above ``threshold``) take the
 local action and only the rest go to the service; the request and answer shapes do not change.
+
+One entity the service refuses (a 422 whose problems all lie in named entities: a NaN, an unknown type,
+no legal actions) does not cost the others their decisions: it is named once in the log, the rest are
+sent again at once, and from then on it goes in a request of its own until the service takes it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 from urllib.parse import urlencode
 
 import httpx
@@ -43,6 +48,7 @@ DEFAULT_DEADLINE_S = 10.0  # the service's default provider deadline, until GET 
 TIMEOUT_MARGIN_S = 5.0  # past the deadline: the service's own work and the network
 Outcome = Literal["done", "failed", "interrupted", "rejected"]
 Policy = Callable[["Entity"], tuple[str, float]]
+_ENTITY_PATH = re.compile(r"entities\[(\d+)\]\.?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +99,7 @@ class Stats:
     illegal: int = 0
     errors: int = 0
     reports_sent: int = 0
+    refused: int = 0  # times the service refused an entity as malformed (it then goes alone until taken)
 
 
 @dataclass(slots=True)
@@ -102,6 +109,7 @@ class _Sent:
     epoch: int
     legal: dict[str, tuple[str, ...]]
     future: Future[tuple[int, Any, dict[str, str]]]
+    types: dict[str, str]
 
 
 class DecideClient:
@@ -146,6 +154,8 @@ class DecideClient:
         self._timeout_given = timeout_s is not None
         self._timeout = timeout_s if timeout_s is not None else DEFAULT_DEADLINE_S + TIMEOUT_MARGIN_S
         self._telemetry: list[Future[tuple[int, Any, dict[str, str]]]] = []  # of the newest telemetry tick
+        self._telemetry_bodies: dict[Future[Any], dict[str, Any]] = {}  # to send again without a refused entity
+        self._alone: dict[str, str] = {}  # entity id -> why the service refused it: sent alone until taken
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="npcmind-decide")
         self._workers = workers
         self._entities: dict[str, Entity] = {}
@@ -228,6 +238,7 @@ class DecideClient:
 
     def untrack(self, entity_id: str) -> None:
         """The entity left the scene (died, despawned): forget it and tell the service."""
+        self._alone.pop(entity_id, None)
         if self._entities.pop(entity_id, None) is not None or self._observed.pop(entity_id, None) is not None:
             self._removed.append(entity_id)
 
@@ -361,8 +372,12 @@ class DecideClient:
                     self.stats.local += 1
                     continue
             asked.append(e)
-        for i in range(0, len(asked), BATCH):
-            self._send_batch(asked[i : i + BATCH])
+        together = [e for e in asked if e.id not in self._alone]
+        for i in range(0, len(together), BATCH):
+            self._send_batch(together[i : i + BATCH])
+        for e in asked:
+            if e.id in self._alone:  # refused before: in a request of its own, so it cannot sink the others
+                self._send_batch([e])
 
     def _send_batch(self, batch: list[Entity]) -> None:
         body = self._body(epoch=self._epoch, world=self.world, entities=[self._entity_item(e) for e in batch])
@@ -383,7 +398,7 @@ class DecideClient:
         if self._manifest is not None and not self._manifest.done():  # it brings the timeout to use
             after.append(self._manifest)
         future = self._pool.submit(self._call, "POST", "/v1/decide", raw, after)
-        self._sent.append(_Sent(self._epoch, legal, future))
+        self._sent.append(_Sent(self._epoch, legal, future, {e.id: e.type for e in batch}))
         self.stats.requests += 1
         self.stats.asked += len(batch)
 
@@ -434,19 +449,28 @@ class DecideClient:
             return
         self._last_telemetry = now
         self._telemetry = []
+        alone = [item for item in items if item["id"] in self._alone]
+        if alone:
+            items = [item for item in items if item["id"] not in self._alone]
         first: dict[str, Any] = {"scene": self._scene} if self._scene is not None else {}
         for i in range(0, max(len(items), 1), TELEMETRY_BATCH):  # the scene and removals go with the first
             body = self._body(epoch=self._epoch, entities=items[i : i + TELEMETRY_BATCH], **first)
             if i == 0:
                 body["removed"] = self._removed
-            raw = self._encode(body)
-            if raw is not None:
-                self._telemetry.append(self._pool.submit(self._call, "POST", "/v1/telemetry", raw))
-                self._other.append(self._telemetry[-1])
+            self._post_telemetry(body)
             first = {}
+        if alone:  # refused before: their own request, so they cannot sink the others'
+            self._post_telemetry(self._body(epoch=self._epoch, entities=alone))
         self._observed.clear()
         self._removed = []
         self._scene = None
+
+    def _post_telemetry(self, body: dict[str, Any]) -> None:
+        raw = self._encode(body)
+        if raw is not None:
+            self._telemetry.append(self._pool.submit(self._call, "POST", "/v1/telemetry", raw))
+            self._telemetry_bodies[self._telemetry[-1]] = body
+            self._other.append(self._telemetry[-1])
 
     # --- answers ----------------------------------------------------------------------------------
 
@@ -504,13 +528,27 @@ class DecideClient:
             e.due = min(e.due, e.asked_at + self._timing(e.type)[0])
 
     def _check_other(self, f: Future[tuple[int, Any, dict[str, str]]], now: float) -> None:
-        """Log what went wrong with a telemetry or report request."""
+        """Log what went wrong with a telemetry or report request; telemetry refused for some of its
+        entities only is sent again without them."""
+        sent = self._telemetry_bodies.pop(f, None)
         try:
             status, body, headers = f.result()
         except Exception as exc:
             self._failed(exc)
             return
+        if status == 200 and sent is not None:  # an observed entity taken (one that decides: by /v1/decide)
+            for item in sent["entities"]:
+                if item["id"] not in self._entities:
+                    self._alone.pop(item["id"], None)
         if status != 200:
+            items = sent["entities"] if sent is not None else []
+            bad = self._refused_entities(status, body, [(item["id"], item["type"]) for item in items])
+            if bad:
+                sent = cast(dict[str, Any], sent)
+                sent["entities"] = [item for item in items if item["id"] not in bad]
+                if sent["entities"] or sent.get("removed") or sent.get("scene"):
+                    self._post_telemetry(sent)
+                return
             self._refused(status, body, headers, now)
 
     def _apply(self, s: _Sent, now: float) -> None:
@@ -524,10 +562,16 @@ class DecideClient:
             return
         if status != 200:
             self.stats.errors += 1
+            bad = self._refused_entities(status, body, [(eid, s.types[eid]) for eid in s.legal])
+            if bad:  # the others are asked again at once, without them
+                self._release(s, now, keep=bad)
+                return
             self._refused(status, body, headers, now)
             # a session that ended under us: asked again soon, with a new session
             self._release(s, now if status == 401 and self._api_key else None)
             return
+        for eid in s.legal:
+            self._alone.pop(eid, None)  # taken: it may go with the others again
         try:
             answer = msgspec.convert(body, DecideResponse)
         except msgspec.ValidationError as exc:  # not npcmind, or another protocol version: never into the game
@@ -562,15 +606,40 @@ class DecideClient:
                     self._warn(f"{d.code}:{d.reason}", f"npcmind fell back with {d.code!r}: {d.reason}")
         self._release(s, None)
 
-    def _release(self, s: _Sent, due: float | None) -> None:
+    def _release(self, s: _Sent, due: float | None, keep: set[str] | frozenset[str] = frozenset()) -> None:
         """The entities of an answered or failed request may be asked again: at ``due``, or else on their
-        next refresh (the seed's reaction to `unavailable` and `busy`)."""
+        next refresh (the seed's reaction to `unavailable` and `busy`); those in ``keep`` on their refresh."""
         for eid in s.legal:
             e = self._entities.get(eid)
             if e is not None and e.in_flight:
                 e.in_flight = False
-                if due is not None:
+                if due is not None and eid not in keep:
                     e.due = min(e.due, due)
+
+    def _refused_entities(self, status: int, body: Any, sent: list[tuple[str, str]]) -> set[str]:
+        """The ids of a 422 whose every problem lies in one of the request's entities (``sent``: id and type,
+        in the request's order), each named once in the log and sent alone from now on; else none."""
+        err = body.get("error") if status == 422 and isinstance(body, dict) else None
+        details = err.get("details") if isinstance(err, dict) else None
+        if not details or not isinstance(details, list):
+            return set()
+        why: dict[str, list[str]] = {}
+        for d in details:
+            m = _ENTITY_PATH.match(str(d.get("path", ""))) if isinstance(d, dict) else None
+            if m is None or int(m.group(1)) >= len(sent):
+                return set()  # a problem of the whole request (world, scope, a field of the body)
+            eid = sent[int(m.group(1))][0]
+            why.setdefault(eid, []).append(f"{d['path'][m.end() :] or 'entity'}: {d.get('message')}")
+        types = dict(sent)
+        for eid, problems in why.items():
+            self.stats.refused += 1
+            self._alone[eid] = "; ".join(problems)
+            self._warn(
+                f"refused:{eid}:{self._alone[eid]}",
+                f"npcmind refused {types[eid]} {eid!r} ({self._alone[eid]}): the others go on without it, and it "
+                "is sent alone until the service takes it",
+            )
+        return set(why)
 
     def _refused(self, status: int, body: Any, headers: dict[str, str], now: float) -> None:
         err = body.get("error") if isinstance(body, dict) else None
