@@ -351,6 +351,34 @@ def test_a_service_that_cannot_be_reached_is_a_protocol_error(store: NpcStore, s
     assert "[error] cannot reach the npcmind service" in r.stdout and "npcmind serve" in r.stdout, r.stdout
 
 
+def test_any_npc_id_but_a_slash_travels_in_the_path(
+    mind: NpcMind, store: NpcStore, scripted: Any, svc: Running
+) -> None:
+    """A game's own ids ("guard #2", "Élodie?") must reach the service as one path segment, and be signed."""
+    scripted.set(text='{"dialogue": "Halt."}')
+    for npc_id in ["guard #2", "Élodie?", "50%", "a+b"]:
+        store.register(npc_id, "A guard.")
+        out = mind.process(npc_id, "Someone approaches.")
+        assert out.valid and out.dialogue == "Halt.", npc_id
+        assert store.count(npc_id) > 0  # verified (the signature covers the path's npcId) and applied
+    for bad in ["", "town/mara"]:
+        with pytest.raises(ValueError, match="npc_id"):
+            store.register(bad, "A guard.")
+    r = svc.http.post("/npcs/town%2Fmara/process", json={"tape": {"observation": "hi"}})
+    assert r.status_code == 404 and "cannot hold '/'" in r.json()["error"]["message"]
+
+
+def test_a_413_says_what_to_send_instead_for_its_route(svc: Running) -> None:
+    big = "x" * 300_000
+    r = svc.http.post("/npcs/mara/process", json={"tape": {"observation": big}})
+    assert r.status_code == 413 and "recall fewer" in r.json()["error"]["message"]
+    r = svc.http.post("/v1/telemetry", json={"client_id": "c", "epoch": 1, "scene": big})
+    assert r.status_code == 413 and "several requests" in r.json()["error"]["message"]
+    r = svc.http.post("/v1/decide", json={"client_id": big})
+    assert r.status_code == 413 and "NPCMIND_MAX_BODY_BYTES" in r.json()["error"]["message"]
+    assert "telemetry" not in r.json()["error"]["message"]
+
+
 def test_the_seeds_own_example_request(svc: Running) -> None:
     body = {
         "tape": {

@@ -92,11 +92,18 @@ def _explain_encoding(coding: str, ctype: str, body: bytes) -> None:
 
 def error_handler(max_body_bytes: int) -> Callable[[Request[Any, Any, Any], Exception], Response[bytes]]:
     """Every error as the protocol's JSON error body; the handler knows the body limit so a 413 can name it."""
-    too_large = (
-        f"the body is larger than {max_body_bytes} bytes (NPCMIND_MAX_BODY_BYTES); "
-        "send telemetry for a large scene in several requests"
-    )
-    return partial(_error_response, too_large)
+    return partial(_error_response, max_body_bytes)
+
+
+def _too_large(max_body_bytes: int, path: str) -> str:
+    """A 413 that says what to send instead, for the route it came to."""
+    if path == "/v1/telemetry":
+        hint = "send telemetry for a large scene in several requests"
+    elif path.startswith("/npcs/"):
+        hint = "a tape that large carries too long an observation or too many memories: recall fewer"
+    else:
+        hint = "send less in one request"
+    return f"the body is larger than {max_body_bytes} bytes (NPCMIND_MAX_BODY_BYTES); {hint}"
 
 
 def _not_routed(status: int, request: Request[Any, Any, Any]) -> str:
@@ -105,6 +112,8 @@ def _not_routed(status: int, request: Request[Any, Any, Any]) -> str:
     if status == 405:
         return f"{path} takes {' or '.join(methods_of(path)) or 'other methods'}, not {method}"
     paths = sorted({r.path for r in ROUTES})
+    if path.startswith("/npcs/") and path.endswith("/process") and path.count("/") > 3:
+        return f"no route {method} {path}: an npcId cannot hold '/', not even as %2F"
     return f"no route {method} {path}{choices(path, paths, 'routes', _likely_route(path, paths))}"
 
 
@@ -119,7 +128,7 @@ def _likely_route(path: str, paths: list[str]) -> str | None:
     return close[0] if close else None
 
 
-def _error_response(too_large: str, request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+def _error_response(max_body_bytes: int, request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
     if isinstance(exc, ApiError):
         return Response(content=exc.body(), status_code=exc.status, media_type=JSON, headers=exc.headers)
     if isinstance(exc, HTTPException):
@@ -135,7 +144,7 @@ def _error_response(too_large: str, request: Request[Any, Any, Any], exc: Except
         if status in (404, 405):
             message = _not_routed(status, request)
         else:
-            message = too_large if status == 413 else str(exc.detail)
+            message = _too_large(max_body_bytes, request.url.path) if status == 413 else str(exc.detail)
         err = ApiError(status, code, message)
         return Response(content=err.body(), status_code=status, media_type=JSON, headers=exc.headers)
     if isinstance(exc, StoreError):  # disk full or the like: the store logged it; the game runs its own AI

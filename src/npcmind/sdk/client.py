@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import msgspec
@@ -78,7 +79,7 @@ class NpcMind:
     def _step(
         self, npc_id: str, tape: dict[str, Any], last: dict[str, Any] | None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        r = self._request("POST", f"/npcs/{npc_id}/process", {"tape": tape, "lastResult": last})
+        r = self._request("POST", f"/npcs/{quote(npc_id, safe='')}/process", {"tape": tape, "lastResult": last})
         if r.status_code != 200:
             try:
                 err = r.json()["error"]

@@ -79,6 +79,8 @@ class NpcStore:
 
     def register(self, npc_id: str, persona: str | None = None, data: dict[str, Any] | None = None) -> NpcRecord:
         """Add an NPC or update its persona and data (its state and memories are kept)."""
+        if not npc_id or "/" in npc_id:  # it travels as one segment of the URL path
+            raise ValueError(f"npc_id {npc_id!r}: must be non-empty and hold no '/' (it is a segment of the URL)")
         with self._lock:
             self._db.execute(
                 "INSERT INTO npcs (npc_id, persona, data, state) VALUES (?, ?, ?, '{}')"
