@@ -328,9 +328,9 @@ def test_what_the_model_answered_when_it_answered_wrong_or_not_at_all(svc: Runni
 @pytest.mark.parametrize(
     "answer",
     [
-        {"choices": [{"message": {"content": '{"E1": "idle"}'}}], "usage": {"prompt_tokens": "lots"}},
-        {"choices": [{"message": {"content": '{"E1": "idle"}'}, "logprobs": {"content": [{"token": 5}]}}], "usage": []},
         {"choices": []},
+        {"choices": ["idle"]},
+        {"choices": [{"message": "idle"}]},
         {"choices": [{"message": {"content": 42}}]},
         {"choices": "none"},
         {},
@@ -342,6 +342,38 @@ def test_unreadable_provider_answers_are_unavailable_never_5xx(svc: Running, scr
     assert r.status_code == 200, r.text
     d = r.json()["decisions"][0]
     assert d["source"] == "FALLBACK" and d["code"] in ("unavailable", "invalid_choice")
+
+
+IDLE = {"message": {"content": '{"E1": "idle"}'}}
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"choices": [IDLE], "usage": {"prompt_tokens": -5, "completion_tokens": 1e300}},  # was a 500 (a metric)
+        {"choices": [IDLE], "usage": {"prompt_tokens": "lots", "prompt_tokens_details": {"cached_tokens": None}}},
+        {"choices": [IDLE], "usage": []},
+        {"choices": [{**IDLE, "logprobs": {"content": [{"token": 5}]}}]},
+        {"choices": [{**IDLE, "logprobs": {"content": [{"token": '{"E1": "idle"}', "logprob": 3.5}]}}]},
+        {"choices": [{**IDLE, "logprobs": {"content": [{"token": '{"E1": "idle"}', "logprob": "high"}]}}]},
+        {"choices": [{**IDLE, "logprobs": ["x"]}]},
+    ],
+)
+def test_an_odd_usage_or_logprobs_block_costs_the_counts_or_confidence_not_the_answer(
+    svc: Running, scripted: Any, answer: Any
+) -> None:
+    """A server's usage and log-probabilities only count and qualify a decision: broken, they must not lose it."""
+    scripted.set(body=answer)
+    r = svc.decide(decide_body(bee("a")))
+    assert r.status_code == 200, r.text
+    d = r.json()["decisions"][0]
+    assert d["source"] == "AI" and d["action"] == "idle" and d["confidence"] is None, d
+    counts = {
+        name: float(value)
+        for name, value in (line.split() for line in svc.http.get("/metrics").text.splitlines() if line[:1] != "#")
+    }
+    for name in ("npcmind_input_tokens_total", "npcmind_output_tokens_total"):
+        assert 0 <= counts[name] < 1e12, (name, counts[name])  # no -5, no 1e300
 
 
 def test_a_failing_provider_is_logged_once_then_counted_and_its_recovery_said(svc: Running, scripted: Any) -> None:

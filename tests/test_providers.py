@@ -108,6 +108,22 @@ def test_a_reasoning_models_thinking_before_the_answer_is_skipped() -> None:
     assert answer.parse(unclosed, "enum", [(1, ["idle", "chase", "flee"])]) == {}
 
 
+def test_an_anthropic_usage_block_is_read_as_far_as_it_makes_sense() -> None:
+    provider = AnthropicProvider(api_key="k", model="m")
+    call = type("Call", (), {"mode": "enum", "entities": [(1, ["idle", "flee"])]})()
+    usage = {
+        "input_tokens": 10,
+        "cache_read_input_tokens": -3,
+        "cache_creation_input_tokens": "x",
+        "output_tokens": 2.0,
+    }
+    data = {"content": [{"type": "text", "text": '{"E1": "flee"}'}], "usage": usage}
+    out = provider.read_answer(data, call)  # type: ignore[arg-type]
+    assert (out.input_tokens, out.cached_tokens, out.output_tokens) == (10, 0, 2)
+    assert out.choices[1].action == "flee"
+    assert [answer.usage_count(v, "n") for v in ({"n": True}, {"n": 10**12}, {"n": 7}, None, [1])] == [0, 0, 7, 0, 0]
+
+
 def test_enum_parse_and_decline() -> None:
     got = answer.parse('{"E1":"flee","E2":"(decline)"}', "enum", [(1, ["idle", "flee"]), (2, ["idle"])])
     assert got[1].action == "flee" and got[2].refused

@@ -36,6 +36,22 @@ NUMBERED_SCHEMA: dict[str, Any] = {
 }
 
 
+MAX_TOKEN_COUNT = 10**9  # no call is that large: a count beyond it is a broken server's
+
+
+def usage_count(usage: Any, *path: str) -> int:
+    """A token count from an answer's usage block, at ``path``; 0 when it is missing, not a whole number,
+    negative or absurd (one server's odd usage block must not cost the batch its decisions)."""
+    value = usage
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKEN_COUNT:
+        return 0
+    return value
+
+
 def schema(mode: AnswerMode, entities: Sequence[tuple[int, list[str]]]) -> dict[str, Any]:
     """The JSON schema the provider must answer in."""
     if mode == "numbered":

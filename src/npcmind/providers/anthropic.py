@@ -85,13 +85,13 @@ class AnthropicProvider:
         """Map a Messages answer to choices and token counts."""
         if not isinstance(data, dict) or not isinstance(data.get("content"), list):
             raise ProviderError("provider answer has no content list")
-        usage = data.get("usage") or {}
+        usage = data.get("usage")
         out = ProviderAnswer(
-            input_tokens=int(usage.get("input_tokens") or 0)
-            + int(usage.get("cache_read_input_tokens") or 0)
-            + int(usage.get("cache_creation_input_tokens") or 0),
-            cached_tokens=int(usage.get("cache_read_input_tokens") or 0),
-            output_tokens=int(usage.get("output_tokens") or 0),
+            input_tokens=answer.usage_count(usage, "input_tokens")
+            + answer.usage_count(usage, "cache_read_input_tokens")
+            + answer.usage_count(usage, "cache_creation_input_tokens"),
+            cached_tokens=answer.usage_count(usage, "cache_read_input_tokens"),
+            output_tokens=answer.usage_count(usage, "output_tokens"),
             truncated=data.get("stop_reason") == "max_tokens",
         )
         if data.get("stop_reason") == "refusal":

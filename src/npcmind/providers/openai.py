@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from npcmind.decide.prompt import AnswerMode
@@ -172,12 +173,13 @@ class OpenAIProvider:
             message = choice["message"]
         except (KeyError, IndexError, TypeError):
             raise ProviderError("provider answer has no choices[0].message") from None
-        usage = data.get("usage") or {}
-        details = usage.get("prompt_tokens_details") or {}
+        if not isinstance(choice, dict) or not isinstance(message, dict):
+            raise ProviderError("provider answer's choices[0].message is not an object")
+        usage = data.get("usage")
         out = ProviderAnswer(
-            input_tokens=int(usage.get("prompt_tokens") or 0),
-            cached_tokens=int(details.get("cached_tokens") or 0),
-            output_tokens=int(usage.get("completion_tokens") or 0),
+            input_tokens=answer.usage_count(usage, "prompt_tokens"),
+            cached_tokens=answer.usage_count(usage, "prompt_tokens_details", "cached_tokens"),
+            output_tokens=answer.usage_count(usage, "completion_tokens"),
             truncated=choice.get("finish_reason") == "length",
         )
         refusal = message.get("refusal")
@@ -189,11 +191,25 @@ class OpenAIProvider:
             return out
         out.raw = text
         out.choices = answer.parse(text, call.mode, call.entities, cut=out.truncated)
-        lp = (choice.get("logprobs") or {}).get("content") or []
-        tokens = [(t.get("token", ""), float(t.get("logprob", 0.0))) for t in lp if isinstance(t, dict)]
-        for n, p in answer.confidences(text, tokens, call.mode, list(out.choices)).items():
+        for n, p in answer.confidences(text, _logprob_tokens(choice), call.mode, list(out.choices)).items():
             out.choices[n].confidence = p
         return out
 
     async def close(self) -> None:
         await self._http.close()
+
+
+def _logprob_tokens(choice: dict[str, Any]) -> list[tuple[str, float]]:
+    """The answer's tokens and their log-probabilities, or none at all when one entry is malformed (the
+    tokens' offsets would no longer line up with the text): confidence is then null, the answer kept."""
+    logprobs = choice.get("logprobs")
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    out: list[tuple[str, float]] = []
+    for t in content if isinstance(content, list) else ():
+        lp = t.get("logprob") if isinstance(t, dict) else None
+        if isinstance(lp, bool) or not isinstance(lp, int | float) or not -math.inf <= lp <= 0:
+            return []  # a probability is at most 1; NaN fails the comparison too
+        if not isinstance(t.get("token"), str):
+            return []
+        out.append((t["token"], float(lp)))
+    return out
