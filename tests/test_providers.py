@@ -22,6 +22,7 @@ from npcmind.providers.base import NoProvider, ProviderError
 from npcmind.providers.http import JsonClient
 from npcmind.providers.openai import OpenAIProvider
 from npcmind.providers.select import make_provider
+from npcmind.sdk import OpenAICortex
 
 
 def test_anthropic_round_trip(start_service: Any, scripted: Any, monkeypatch: Any) -> None:
@@ -432,7 +433,8 @@ def test_a_base_url_without_its_scheme_stops_serve(tmp_path: Any) -> None:
 
 
 class _Pages(http.server.BaseHTTPRequestHandler):
-    """A web server that is not an API: an HTML 404 page (or, on /json and /text, other error bodies)."""
+    """A web server that is not an API: an HTML 404 page (or, on /json and /text, other error bodies; under
+    /ok, the same page with a 200; under /deep, a 200 of JSON nested 100,000 deep)."""
 
     def _answer(self) -> None:
         page = b"<!DOCTYPE HTML>\n<html>\n  <body><h1>Not Found</h1></body>\n</html>\n"
@@ -440,7 +442,9 @@ class _Pages(http.server.BaseHTTPRequestHandler):
             page = b'{"error": {"message": "The model `gpt-9` does not exist", "type": "invalid_request_error"}}'
         elif self.path == "/text":
             page = b"upstream\n   connect error\n"
-        self.send_response(404)
+        elif self.path.startswith("/deep"):
+            page = b"[" * 100_000 + b"]" * 100_000
+        self.send_response(200 if self.path.startswith(("/ok", "/deep")) else 404)
         self.send_header("content-length", str(len(page)))
         self.end_headers()
         self.wfile.write(page)
@@ -479,6 +483,30 @@ def test_an_html_error_page_is_named_as_such_not_pasted(web_site: str) -> None:
     )
     assert api == "provider answered HTTP 404: The model `gpt-9` does not exist"
     assert text == "provider answered HTTP 404: upstream connect error"
+
+
+def test_a_200_that_is_a_page_or_json_nested_too_deep_is_one_clear_reason(web_site: str) -> None:
+    """Valid JSON nested 100,000 deep raised RecursionError: a traceback in the service's log, and one
+    escaping the SDK's cortex into the game's dialogue code."""
+    from npcmind.protocol.npc import PromptConstraints
+    from npcmind.sdk.cortex import CortexError
+
+    async def reasons() -> list[str]:
+        client, out = JsonClient(), []
+        for path in ("/ok/chat/completions", "/deep/chat/completions"):
+            with pytest.raises(ProviderError) as e:
+                await client.post(web_site + path, {"model": "m"}, {})
+            out.append(str(e.value))
+        await client.close()
+        return out
+
+    page, deep = asyncio.run(reasons())
+    assert page == "provider answered with a body that is an HTML page: the base URL is likely not the API's"
+    assert deep == "provider answered with JSON nested too deep to be an answer"
+    cortex = OpenAICortex(web_site + "/deep", "m")
+    with pytest.raises(CortexError, match="without choices"):
+        cortex.complete("Say hello.", PromptConstraints(maxTokens=5))
+    cortex.close()
 
 
 def test_the_start_up_check_says_when_the_base_url_is_a_web_page(start_service: Any, web_site: str) -> None:

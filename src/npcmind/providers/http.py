@@ -9,7 +9,7 @@ import aiohttp
 import msgspec
 
 from npcmind.providers.base import ProviderError
-from npcmind.providers.params import error_text
+from npcmind.providers.params import error_text, is_html
 
 MAX_WAIT_S = 60.0  # a longer Retry-After is read as this: the game should not lose its model for minutes
 
@@ -61,13 +61,20 @@ class JsonClient:
         if status >= 400:
             try:
                 answer: Any = msgspec.json.decode(raw)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):
                 answer = None
             raise ProviderError(f"provider answered HTTP {status}: {error_text(raw, answer)}", status, answer, wait)
         try:
             return msgspec.json.decode(raw)
+        except RecursionError:  # valid JSON nested thousands deep: no answer of a model's
+            raise ProviderError("provider answered with JSON nested too deep to be an answer") from None
         except msgspec.DecodeError:
-            raise ProviderError("provider answered with a body that is not JSON") from None
+            what = (
+                "an HTML page: the base URL is likely not the API's"
+                if is_html(raw[:100].decode("utf-8", "replace"))
+                else "not JSON"
+            )
+            raise ProviderError(f"provider answered with a body that is {what}") from None
 
     async def status_of(self, url: str, headers: dict[str, str], timeout_s: float = 5) -> tuple[int, Any]:
         """GET a small JSON document: its HTTP status and decoded body (its text when it is not JSON: an HTML
@@ -80,7 +87,7 @@ class JsonClient:
             raise ProviderError(f"cannot reach provider: {e.__class__.__name__}: {e}") from None
         try:
             return status, msgspec.json.decode(raw)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             return status, raw[:1000].decode("utf-8", "replace")
 
     async def close(self) -> None:

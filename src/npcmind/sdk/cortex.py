@@ -63,7 +63,7 @@ class OpenAICortex:
                 break
             try:
                 answer: object = r.json()
-            except ValueError:
+            except (ValueError, RecursionError):
                 answer = None
             name = refused_parameter(r.status_code, answer, body, OPTIONAL)
             if name is None:
@@ -72,7 +72,7 @@ class OpenAICortex:
             log.warning("the cortex model %s refused %r; it is no longer sent: %s", self.model, name, r.text[:200])
         try:
             return str(r.json()["choices"][0]["message"]["content"] or "")
-        except (ValueError, KeyError, IndexError, TypeError):
+        except (ValueError, KeyError, IndexError, TypeError, RecursionError):  # RecursionError: nested too deep
             raise CortexError("the cortex answered without choices[0].message.content") from None
 
     def close(self) -> None:
