@@ -22,7 +22,7 @@ from npcmind.providers.base import NoProvider, ProviderError
 from npcmind.providers.http import JsonClient
 from npcmind.providers.openai import OpenAIProvider
 from npcmind.providers.select import make_provider
-from npcmind.sdk import OpenAICortex
+from npcmind.sdk import NpcMind, NpcStore, OpenAICortex, ProtocolError
 
 
 def test_anthropic_round_trip(start_service: Any, scripted: Any, monkeypatch: Any) -> None:
@@ -437,6 +437,7 @@ class _Pages(http.server.BaseHTTPRequestHandler):
     /ok, the same page with a 200; under /deep, a 200 of JSON nested 100,000 deep)."""
 
     def _answer(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))  # unread, it resets the connection
         page = b"<!DOCTYPE HTML>\n<html>\n  <body><h1>Not Found</h1></body>\n</html>\n"
         if self.path == "/json":
             page = b'{"error": {"message": "The model `gpt-9` does not exist", "type": "invalid_request_error"}}'
@@ -485,7 +486,7 @@ def test_an_html_error_page_is_named_as_such_not_pasted(web_site: str) -> None:
     assert text == "provider answered HTTP 404: upstream connect error"
 
 
-def test_a_200_that_is_a_page_or_json_nested_too_deep_is_one_clear_reason(web_site: str) -> None:
+def test_a_200_that_is_a_page_or_json_nested_too_deep_is_one_clear_reason(web_site: str, tmp_path: Any) -> None:
     """Valid JSON nested 100,000 deep raised RecursionError: a traceback in the service's log, and one
     escaping the SDK's cortex into the game's dialogue code."""
     from npcmind.protocol.npc import PromptConstraints
@@ -507,6 +508,10 @@ def test_a_200_that_is_a_page_or_json_nested_too_deep_is_one_clear_reason(web_si
     with pytest.raises(CortexError, match="without choices"):
         cortex.complete("Say hello.", PromptConstraints(maxTokens=5))
     cortex.close()
+    store = NpcStore(tmp_path / "npcs.db", embedder=object())  # type: ignore[arg-type]  # never asked to embed
+    store.register("mara", "An innkeeper.")
+    with pytest.raises(ProtocolError, match="without an instruction and tape"):
+        NpcMind(web_site + "/deep", cortex, store).process("mara", "Hello?")
 
 
 def test_the_start_up_check_says_when_the_base_url_is_a_web_page(start_service: Any, web_site: str) -> None:

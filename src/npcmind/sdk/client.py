@@ -62,7 +62,7 @@ class NpcMind:
                 raise ProtocolError(f"GET /v1/keys answered {r.status_code}")
             try:
                 self._keys = {k["kid"]: k["public_key"] for k in r.json()["keys"]}
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, RecursionError):
                 raise ProtocolError(f"GET /v1/keys answered without keys: {r.text[:200]}") from None
         return self._keys
 
@@ -84,13 +84,13 @@ class NpcMind:
             try:
                 err = r.json()["error"]
                 detail = "; ".join(f"{d['path']}: {d['message']}" for d in err.get("details", [])) or err["message"]
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, RecursionError):
                 detail = r.text[:200]
             raise ProtocolError(f"the service answered {r.status_code}: {detail}")
         try:
             body = r.json()
             return body["instruction"], body["tape"]
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             raise ProtocolError(f"the service answered 200 without an instruction and tape: {r.text[:200]}") from None
 
     def process(

@@ -712,6 +712,6 @@ class DecideClient:
         r = self._http.request(method, path, content=body, headers=headers, timeout=self._timeout)
         try:
             payload = r.json()
-        except ValueError:
+        except (ValueError, RecursionError):
             payload = {"error": {"message": r.text[:200]}}
         return r.status_code, payload, dict(r.headers)
