@@ -162,6 +162,13 @@ def test_keygen_prints_a_key_and_a_line_the_clients_file_takes(client_id: str, t
     assert list(clients) == [client_id] and clients[client_id].spec.key_sha256 == hash_key(key)
 
 
+def test_keygen_refuses_an_id_no_request_could_name() -> None:
+    for client_id in ["", "x" * 129]:
+        r = cli("keygen", client_id)
+        assert r.returncode == 2 and "nmk_" not in r.stdout
+        assert f"CLIENT_ID must be 1 to 128 characters, not {len(client_id)}" in r.stderr
+
+
 def test_sessions_beyond_those_held_in_memory_still_answer_from_the_store(
     start_service: Any, scripted: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

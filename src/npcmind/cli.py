@@ -111,6 +111,9 @@ def _keygen(args: argparse.Namespace) -> int:
 
     from npcmind.sessions.clients import hash_key, new_key
 
+    if not 1 <= len(args.client_id) <= 128:  # the protocol's Id: no request could ever name another
+        print(f"npcmind keygen: CLIENT_ID must be 1 to 128 characters, not {len(args.client_id)}", file=sys.stderr)
+        return 2
     key = new_key()
     print(f"API key for {args.client_id} (shown once; the service keeps only its SHA-256):\n\n  {key}\n")
     print("Paste this under `clients:` in the clients file:\n")
