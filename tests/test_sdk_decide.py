@@ -262,6 +262,23 @@ def test_one_malformed_entity_does_not_cost_the_others_their_decisions(
         assert c.stats.errors >= 3 and c.stats.refused >= 5
 
 
+def test_many_refused_entities_never_take_more_requests_than_there_are_workers(svc: Running, clock: Clock) -> None:
+    with client(svc.server.url, clock, workers=2) as c:
+        track_bees(c, 3)
+        for i in range(20):
+            c.track(f"w{i}", "wasp", BEE_OBS, LEGAL)  # a type the manifest lacks
+        for _ in range(2):  # refused (by telemetry and decide alike), then the rest again at once
+            c.tick()
+            c.wait()
+        assert c.stats.refused >= 20 and all(c.action(f"b{i}") for i in range(3))
+        for _ in range(12):  # their refreshes: each refused one goes alone, no more requests than workers a tick
+            clock.t += 4.1
+            before = c.stats.requests
+            c.tick()
+            assert c.stats.requests - before <= 2
+            c.wait()
+
+
 def test_events_go_at_once_and_together_in_batches_of_16(svc: Running, scripted: ScriptedServer, clock: Clock) -> None:
     with client(svc.server.url, clock) as c:
         track_bees(c, 20)

@@ -354,8 +354,10 @@ class DecideClient:
             return
         due.sort(key=lambda e: (e.trigger is None, e.due))
         asked: list[Entity] = []
+        room = free * BATCH  # entities the free workers carry; one sent alone takes a whole request
         for e in due:
-            if len(asked) == free * BATCH:
+            room -= BATCH if e.id in self._alone else 1
+            if room < 0:
                 break  # the rest stay due: next tick
             refresh, ttl = self._timing(e.type)
             e.due = now + refresh
