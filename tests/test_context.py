@@ -256,6 +256,14 @@ def test_context_scopes(svc: Running, scripted: Any) -> None:
         return svc.http.post("/v1/context", json={"client_id": "game-1", "scopes": scopes})
 
     assert post({"forest": {"text": "mine"}}).status_code == 409
+    r = post({"Cave 7": {"text": "x"}})  # the rule in words, not the regular expression
+    assert r.status_code == 422 and r.json()["error"]["details"] == [
+        {
+            "path": "scopes.Cave 7",
+            "message": "must be a name: a lowercase ASCII letter, then lowercase letters, "
+            "digits or _ (48 characters at most)",
+        }
+    ]
     r = post({"cave_7": {"parent": "nowhere", "text": "x"}})
     assert r.status_code == 422 and r.json()["error"]["details"][0]["path"] == "scopes.cave_7.parent"
     r = post({"cave_7": {"parent": "forest", "text": "x", "fields": {"depth": {"type": "float"}}}})

@@ -78,7 +78,11 @@ def _to_toml(data: dict[str, Any], prefix: str = "") -> str:
     ("mutate", "path", "words"),
     [
         (lambda d: d["types"]["bee"].update(actions={}), "types.bee.actions", "must not be empty"),
-        (lambda d: d["types"].update(Bee=d["types"].pop("bee")), "types.Bee", "must match"),
+        (
+            lambda d: d["types"].update(Bee=d["types"].pop("bee")),
+            "types.Bee",
+            "must be a name: a lowercase ASCII letter",
+        ),
         (lambda d: d["types"]["bee"]["fields"].update(x={"type": "enum"}), "types.bee.fields.x.values", "enum"),
         (lambda d: d["types"]["bee"]["fields"].update(x={"type": "float"}), "types.bee.fields.x.type", "one of"),
         (

@@ -7,8 +7,8 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
-NAME_PATTERN = "^[a-z][a-z0-9_]{0,47}$"
-Name = Annotated[str, Meta(pattern=NAME_PATTERN)]
+from npcmind.protocol.a2g import DeclaredName as Name
+
 Text = Annotated[str, Meta(max_length=4000)]
 Positive = Annotated[float, Meta(gt=0)]
 PositiveInt = Annotated[int, Meta(gt=0)]

@@ -9,6 +9,17 @@ from msgspec import Meta
 
 Id = Annotated[str, Meta(min_length=1, max_length=128)]
 Name = Annotated[str, Meta(min_length=1, max_length=48)]
+# what a manifest or a session names (types, fields, actions, scopes); `shape` says the rule in words
+NAME_PATTERN = "^[a-z][a-z0-9_]{0,47}$"
+DeclaredName = Annotated[
+    str,
+    Meta(
+        pattern=NAME_PATTERN,
+        extra={
+            "shape": "a name: a lowercase ASCII letter, then lowercase letters, digits or _ (48 characters at most)"
+        },
+    ),
+]
 # `shape` says the form in a game developer's terms in a 422 (a Vector3 sent as {"x": ...} is told the form)
 Position = Annotated[list[float], Meta(min_length=2, max_length=3, extra={"shape": "an array [x, y] or [x, y, z]"})]
 FallbackCode = Literal["unavailable", "busy", "refused", "invalid_choice", "budget"]
@@ -144,7 +155,7 @@ class ContextRequest(msgspec.Struct, forbid_unknown_fields=True):
 
     client_id: Id
     scopes: Annotated[
-        dict[Annotated[str, Meta(pattern="^[a-z][a-z0-9_]{0,47}$")], ScopeDefinition],
+        dict[DeclaredName, ScopeDefinition],
         Meta(min_length=1, max_length=256),
     ]
 
