@@ -379,6 +379,20 @@ def test_a_413_says_what_to_send_instead_for_its_route(svc: Running) -> None:
     assert "telemetry" not in r.json()["error"]["message"]
 
 
+def test_chat_refuses_what_it_cannot_use_in_one_line(svc: Running, scripted: Any, tmp_path: Path) -> None:
+    ok = {"npc": "mara", "--service": svc.server.url, "--cortex-url": scripted.base_url, "--data-dir": str(tmp_path)}
+    for change, said in [
+        ({"npc": "town/mara"}, "npcmind chat: npc_id 'town/mara': must be non-empty and hold no '/'"),
+        ({"--data-dir": "/proc/no-such-folder"}, "npcmind chat: [Errno 2] No such file or directory"),
+        ({"--service": "localhost:8080"}, "npcmind chat: --service: service_url must start with http://"),
+        ({"--cortex-url": "localhost:9100/v1"}, "npcmind chat: --cortex-url: base_url must start with http://"),
+    ]:
+        args = {**ok, **change}
+        r = cli("chat", args.pop("npc"), *[x for kv in args.items() for x in kv], stdin="Hello\n\n")
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        assert r.stderr.startswith(said), r.stderr
+
+
 def test_the_seeds_own_example_request(svc: Running) -> None:
     body = {
         "tape": {

@@ -137,13 +137,27 @@ def _chat(args: argparse.Namespace) -> int:
         print("npcmind chat needs the SDK: pip install 'npcmind[sdk]'", file=sys.stderr)
         return 2
     import os
+    import sqlite3
 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per HTTP request would bury the conversation
-    store = NpcStore(os.path.join(args.data_dir, "npcs.db"))
-    if store.get(args.npc_id) is None or args.persona:
-        store.register(args.npc_id, args.persona or f"{args.npc_id}, a character in a game.")
-    cortex = OpenAICortex(args.cortex_url, args.model, os.environ.get(args.api_key_env) if args.api_key_env else None)
-    mind = NpcMind(args.service, cortex, store, token=os.environ.get("NPCMIND_TOKEN"))
+    try:
+        store = NpcStore(os.path.join(args.data_dir, "npcs.db"))
+        if store.get(args.npc_id) is None or args.persona:
+            store.register(args.npc_id, args.persona or f"{args.npc_id}, a character in a game.")
+    except (ValueError, OSError, sqlite3.Error) as e:  # an id the path cannot carry, an unusable data folder
+        print(f"npcmind chat: {e}", file=sys.stderr)
+        return 2
+    key = os.environ.get(args.api_key_env) if args.api_key_env else None
+    try:
+        cortex = OpenAICortex(args.cortex_url, args.model, key)
+    except ValueError as e:
+        print(f"npcmind chat: --cortex-url: {e}", file=sys.stderr)
+        return 2
+    try:
+        mind = NpcMind(args.service, cortex, store, token=os.environ.get("NPCMIND_TOKEN"))
+    except ValueError as e:
+        print(f"npcmind chat: --service: {e}", file=sys.stderr)
+        return 2
     print(f"Talking to {args.npc_id} (ruleset {args.ruleset}); memories in {args.data_dir}. Empty line or Ctrl-D ends.")
     while True:
         try:
