@@ -137,6 +137,20 @@ def test_numbered_out_of_range_is_kept_as_invalid() -> None:
     assert got[1].action == "#9"  # the first answer for an entity counts; the pipeline makes it invalid_choice
 
 
+def test_the_scripted_server_refuses_a_script_it_could_not_play(scripted: Any) -> None:
+    """status 99 was taken, then every call answered a 500 of the test tool's own."""
+    for script, where in [
+        ({"status": 99}, "$.status"),
+        ({"delay_ms": -5}, "$.delay_ms"),
+        ({"logprob": 0.5}, "$.logprob"),
+    ]:
+        r = httpx.put(scripted.base_url.removesuffix("/v1") + "/_script", json=script)
+        assert r.status_code == 422 and where in r.json()["error"]["message"], r.text
+    scripted.set(status=503)
+    r = httpx.post(scripted.base_url + "/chat/completions", json={"model": "m", "messages": []})
+    assert r.status_code == 503
+
+
 def test_serve_prints_one_ready_line_and_answers(tmp_path: Any) -> None:
     svc = ServiceProcess(["--manifest", str(FOREST), "--store", f"sqlite:///{tmp_path}/s.db"])
     try:

@@ -12,10 +12,11 @@ import asyncio
 import re
 import time
 from collections import deque
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 from litestar import Litestar, Request, Response, delete, get, post, put
+from msgspec import Meta
 
 from npcmind.decide.prompt import DECLINE
 from npcmind.http.server import BackgroundServer
@@ -31,11 +32,11 @@ class Script(msgspec.Struct, forbid_unknown_fields=True):
     decline: list[str] = []
     refusal: str | None = None
     malformed: bool = False
-    delay_ms: int = 0
-    status: int | None = None
-    retry_after: float | None = None  # with status 429: the Retry-After header, in seconds
-    logprob: float = -0.105
-    cached_tokens: int | None = None
+    delay_ms: Annotated[int, Meta(ge=0)] = 0
+    status: Annotated[int, Meta(ge=400, le=599)] | None = None  # an HTTP error the server answers
+    retry_after: Annotated[float, Meta(ge=0)] | None = None  # with status 429: the Retry-After header, in seconds
+    logprob: Annotated[float, Meta(le=0)] = -0.105
+    cached_tokens: Annotated[int, Meta(ge=0)] | None = None
     text: str | None = None
     body: dict[str, Any] | None = None  # answer exactly this JSON (for malformed provider answers)
     truncated: bool = False  # stop at the output limit with no answer yet, as a reasoning model can (with
