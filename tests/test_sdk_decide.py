@@ -376,6 +376,25 @@ def test_reports_and_telemetry_reach_the_session(svc: Running, scripted: Scripte
         assert "POPULATION: bee alive=1 seen=2 gone=1" in scripted.requests[-1]["messages"][1]["content"]
 
 
+def test_a_report_with_an_unknown_outcome_is_not_sent_and_does_not_sink_the_others(
+    svc: Running, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, "npcmind.sdk.decide"), client(svc.server.url, clock) as c:
+        track_bees(c, 2)
+        c.tick()
+        c.wait()
+        assert not c.report("b0", "succeeded")  # type: ignore[arg-type]  # a game's own word for "done"
+        assert c.report("b1", "done")
+        clock.t += 1
+        c.tick()
+        c.wait()
+        assert c.stats.reports_sent == 1 and c.stats.errors == 0
+    said = [r.getMessage() for r in caplog.records]
+    assert any(
+        "report('b0', 'succeeded'): the outcome must be one of done, failed, interrupted, rejected" in m for m in said
+    )
+
+
 def test_a_new_scene_resets_the_population_the_model_sees(svc: Running, scripted: ScriptedServer, clock: Clock) -> None:
     with client(svc.server.url, clock) as c:
         c.set_scene("forest")

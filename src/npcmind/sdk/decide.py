@@ -28,14 +28,14 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, Literal, cast, get_args
 from urllib.parse import urlencode
 
 import httpx
 import msgspec
 
 from npcmind.config import http_url
-from npcmind.protocol.a2g import AIDecision, DecideResponse
+from npcmind.protocol.a2g import AIDecision, DecideResponse, Outcome
 
 log = logging.getLogger("npcmind.sdk.decide")
 
@@ -46,7 +46,7 @@ DEFAULT_REFRESH_MS = 4000
 DEFAULT_TTL_MS = 12000
 DEFAULT_DEADLINE_S = 10.0  # the service's default provider deadline, until GET /v1/health tells its own
 TIMEOUT_MARGIN_S = 5.0  # past the deadline: the service's own work and the network
-Outcome = Literal["done", "failed", "interrupted", "rejected"]
+OUTCOMES: tuple[str, ...] = get_args(Outcome)
 Policy = Callable[["Entity"], tuple[str, float]]
 _ENTITY_PATH = re.compile(r"entities\[(\d+)\]\.?")
 
@@ -253,6 +253,12 @@ class DecideClient:
     def report(self, entity_id: str, outcome: Outcome, detail: str | None = None) -> bool:
         """What became of the entity's current AI decision; sent with the next tick. False when it has
         none to report (a fallback, a local choice, or an expired decision)."""
+        if outcome not in OUTCOMES:  # one wrong outcome would get the whole batch of reports refused
+            self._warn(
+                f"outcome:{outcome}",
+                f"report({entity_id!r}, {outcome!r}): the outcome must be one of {', '.join(OUTCOMES)}; not sent",
+            )
+            return False
         e = self._entities.get(entity_id)
         if e is None or e.choice is None or e.choice.decision_id is None:
             return False
