@@ -429,6 +429,26 @@ def test_hosted_profile_opens_its_own_session(hosted: Hosted, clock: Clock) -> N
         assert c.stats.errors == 1 and c.stats.ai == 2
 
 
+def test_a_hosted_service_says_why_it_will_not_decide(
+    hosted: Hosted, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A wrong key, another client's key, or none: the log says which, in the service's own words."""
+    url = hosted.running.server.url
+    with caplog.at_level(logging.WARNING, "npcmind.sdk.decide"):
+        for key in ["nmk_wrong", hosted.keys["game-2"], None]:
+            with client(url, clock, api_key=key) as c:
+                track_bees(c, 1)
+                c.tick()
+                c.wait()
+                assert c.action("b0") is None and c.stats.errors == 1
+    said = [r.getMessage() for r in caplog.records]
+    assert any("did not open a session (POST /v1/session answered 401: unknown API key)" in m for m in said)
+    assert any("answered 403: this API key is not a key of client 'game-1'" in m for m in said)
+    assert any(
+        "missing Authorization: Bearer <session token>" in m and "give DecideClient its api_key=" in m for m in said
+    )
+
+
 def test_each_type_is_refreshed_as_its_manifest_says(
     start_service: Any, scripted: ScriptedServer, clock: Clock, tmp_path: Any
 ) -> None:

@@ -51,6 +51,18 @@ Policy = Callable[["Entity"], tuple[str, float]]
 _ENTITY_PATH = re.compile(r"entities\[(\d+)\]\.?")
 
 
+class SessionRefused(Exception):
+    """The hosted service would not open a session for this client's key."""
+
+
+def _message(r: httpx.Response) -> str:
+    """The service's error message of an answer, or the start of its text."""
+    try:
+        return str(r.json()["error"]["message"])
+    except (ValueError, KeyError, TypeError, RecursionError):
+        return r.text[:200] or "(no body)"
+
+
 @dataclass(frozen=True, slots=True)
 class Choice:
     """A usable decision for one entity: from the model (``AI``, fresh or cached) or the local policy."""
@@ -656,6 +668,8 @@ class DecideClient:
         details: list[Any] = found if isinstance(found, list) else []
         detail = "; ".join(f"{d.get('path')}: {d.get('message')}" for d in details if isinstance(d, dict))
         msg = f"npcmind answered {status} {err.get('code', '')}: {detail or err.get('message', '')}"
+        if status == 401 and not self._api_key:
+            msg += " (the service runs the hosted profile: give DecideClient its api_key=)"
         if status == 429 or status >= 500:
             retry = headers.get("retry-after")
             self._not_before = now + (float(retry) if retry and retry.replace(".", "", 1).isdigit() else 1.0)
@@ -676,6 +690,8 @@ class DecideClient:
             self._warn("timeout", f"npcmind did not answer within {self._timeout:g} s ({why})")
         elif isinstance(exc, httpx.TransportError):
             self._warn("transport", f"npcmind is unreachable: {exc}")
+        elif isinstance(exc, SessionRefused):
+            self._warn(f"session:{exc}", str(exc))
         else:
             self._warn(f"failed:{exc}", f"a request to npcmind failed: {exc}")
 
@@ -702,8 +718,14 @@ class DecideClient:
                     json={"client_id": self.client_id},
                     headers={"authorization": f"Bearer {self._api_key}"},
                 )
-                r.raise_for_status()
-                self._token = str(r.json()["session_token"])
+                try:
+                    self._token = str(r.json()["session_token"]) if r.status_code == 200 else None
+                except (ValueError, KeyError, TypeError, RecursionError):
+                    self._token = None
+                if self._token is None:
+                    raise SessionRefused(
+                        f"npcmind did not open a session (POST /v1/session answered {r.status_code}: {_message(r)})"
+                    )
             return {"authorization": f"Bearer {self._token}"}
 
     def _call(

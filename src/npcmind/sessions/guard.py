@@ -38,10 +38,10 @@ class _Bucket:
         return (1 - self.tokens) / self.rate
 
 
-def bearer(authorization: str | None) -> str:
-    """The token of an `Authorization: Bearer` header, or a 401."""
+def bearer(authorization: str | None, missing: str) -> str:
+    """The token of an `Authorization: Bearer` header, or a 401 (``missing``: what to send instead)."""
     if not authorization:
-        raise ApiError(401, "unauthorized", "missing Authorization: Bearer <token>")
+        raise ApiError(401, "unauthorized", missing)
     scheme, _, value = authorization.partition(" ")
     if scheme.lower() != "bearer" or not value.strip():
         raise ApiError(401, "unauthorized", "Authorization must be 'Bearer <token>'")
@@ -80,7 +80,7 @@ class Guard:
 
     async def claims(self, authorization: str | None) -> TokenClaims:
         """A valid session's claims (hosted profile), after the client's request rate: 401 or 429 otherwise."""
-        token = bearer(authorization)
+        token = bearer(authorization, f"missing Authorization: Bearer <session token>; {NEW_SESSION}")
         now = time.time()
         try:
             claims = self.signer.verify(token, now)
@@ -143,7 +143,7 @@ class Guard:
         """POST /v1/session: the client's API key opens a session within its limit."""
         if self.clients is None:
             raise ApiError(404, "not_found", "sessions exist only in the hosted profile; the local profile needs none")
-        key = bearer(authorization)
+        key = bearer(authorization, "missing Authorization: Bearer <client API key>")
         client = self.clients.get(client_id)
         owner = next((c for c in self.clients.values() if c.key_matches(key)), None)
         if owner is None:
