@@ -194,6 +194,41 @@ def test_cli_validate(tmp_path: Path) -> None:
     assert r.stderr.strip().endswith(f"{bad}: 2 problems")
 
 
+def test_validate_gives_the_smallest_entity_part_the_service_really_counts(
+    tmp_path: Path, start_service: Any, scripted: Any
+) -> None:
+    """A budget below it sends every entity of the type to `budget`: validate says so before a game finds out."""
+    said = cli("validate", str(FOREST)).stdout
+    least = int(re.search(r"smallest entity part .*: bee (\d+) of 400", said).group(1))  # type: ignore[union-attr]
+    obs = {"hp_fraction": 0.0, "distance_to_player": 0.0, "sees_player": False, "current_action": "idle"}
+    body = {
+        "client_id": "c",
+        "epoch": 1,
+        "world": {"player_hp_fraction": 0.5, "repellent": False},
+        "entities": [{"id": "x", "type": "bee", "observation": obs, "legal_actions": ["idle"]}],
+    }
+    for budget, code in [(least, None), (least - 1, "budget")]:
+        data = forest()
+        data["types"]["bee"]["max_input_tokens"] = budget
+        path = tmp_path / f"m{budget}.yaml"
+        path.write_text(yaml.safe_dump(data))
+        svc = start_service(
+            manifest=path,
+            provider="openai",
+            base_url=scripted.base_url,
+            model="gpt-4o-mini",
+            answer_format="numbered",
+            store=f"sqlite:///{tmp_path}/{budget}.db",
+        )
+        d = svc.decide(body).json()["decisions"][0]
+        assert d.get("code") == code, (budget, d)
+    r = cli("validate", str(path))
+    assert (
+        r.returncode == 0
+        and f"warning: types.bee: max_input_tokens {least - 1} is below the {least} tokens" in r.stderr
+    )
+
+
 def test_cli_output_into_a_closed_pipe_is_no_traceback() -> None:
     """`npcmind validate m.yaml | head -1`: the reader leaves early, and the command must not crash."""
     read_end, write_end = os.pipe()

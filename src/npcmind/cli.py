@@ -200,11 +200,24 @@ def _validate(args: argparse.Namespace) -> int:
     types = _count(len(m.types), "type") + f" ({actors} with actions)"
     counts = ", ".join([types, _count(len(m.profiles), "profile"), _count(len(m.file.scopes), "scope")])
     print(f"{args.file}: ok, {counts}; version {m.version}")
-    prefix = PromptBuilder(m, "numbered").static_tokens("o200k_base")
+    builder = PromptBuilder(m, "numbered")
     print(
-        f"static prompt prefix: {prefix} tokens (o200k_base) before scopes and profiles, paid once a batch; "
-        "hosted providers cache a prefix from 1024 tokens (OpenAI) or 1024-4096 (Claude, by model)"
+        f"static prompt prefix: {builder.static_tokens('o200k_base')} tokens (o200k_base) before scopes and "
+        "profiles, paid once a batch; hosted providers cache a prefix from 1024 tokens (OpenAI) or 1024-4096 "
+        "(Claude, by model)"
     )
+    smallest = builder.smallest_entity_tokens("o200k_base")
+    print(
+        "smallest entity part (no neighbours, no memory) against max_input_tokens: "
+        + ", ".join(f"{name} {n} of {m.types[name].max_input_tokens}" for name, n in smallest.items())
+    )
+    for name, n in smallest.items():
+        if n > m.types[name].max_input_tokens:
+            print(
+                f"warning: types.{name}: max_input_tokens {m.types[name].max_input_tokens} is below the {n} tokens "
+                f"of the smallest {name} part: every {name} will fall back with `budget`",
+                file=sys.stderr,
+            )
     return 0
 
 

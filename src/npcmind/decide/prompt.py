@@ -14,7 +14,7 @@ from typing import Literal
 import msgspec
 
 from npcmind.manifest import Manifest
-from npcmind.manifest.model import ScopeSpec
+from npcmind.manifest.model import FieldSpec, ScopeSpec
 from npcmind.protocol.a2g import DecideEntity, DecideRequest
 from npcmind.providers import tokens
 
@@ -110,6 +110,20 @@ def _catalogue(manifest: Manifest) -> str:
     return "\n".join(out) + "\n"
 
 
+def _least(spec: FieldSpec) -> object:
+    """The shortest value a field can take, for the smallest entity part."""
+    if spec.type == "boolean":
+        return False
+    if spec.type == "string":
+        return ""
+    if spec.type == "enum":
+        return min(spec.values or [""], key=len)
+    low = (
+        spec.min if spec.min is not None and spec.min > 0 else spec.max if spec.max is not None and spec.max < 0 else 0
+    )
+    return int(low) if spec.type == "integer" else float(low)
+
+
 class PromptBuilder:
     """Builds batch prompts for one manifest and one answer mode; caches the static part 1."""
 
@@ -122,6 +136,18 @@ class PromptBuilder:
     def static_tokens(self, encoding: str) -> int:
         """Tokens of the static prefix before any scope or profile: what every call pays or has cached."""
         return tokens.count_once(encoding, self._part1)
+
+    def smallest_entity_tokens(self, encoding: str) -> dict[str, int]:
+        """Per type with actions, the tokens of its smallest possible entity part (least values, one action,
+        no neighbours or memory): a max_input_tokens below it sends every such entity to `budget`."""
+        out: dict[str, int] = {}
+        for name, t in self.manifest.types.items():
+            if t.actions:
+                least = {f: _least(spec) for f, spec in t.spec.fields.items()}
+                action = min(t.actions, key=len)
+                part = self.entity(1, DecideEntity(id="x", type=name, observation=least, legal_actions=[action]), None)
+                out[name] = tokens.count_once(encoding, part.text)
+        return out
 
     def static(self, scope_chain: list[tuple[str, ScopeSpec]], profiles: list[str]) -> str:
         """Parts 1-3: identical for every request with the same scope and profiles."""
