@@ -17,7 +17,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import FOREST, cli
+from conftest import FOREST, cli, logged
 from npcmind.manifest import ManifestError, from_data, load
 from npcmind.manifest.fields import FieldSet, check_fields
 from npcmind.manifest.model import FieldSpec, ScopeSpec
@@ -212,16 +212,19 @@ def test_validate_gives_the_smallest_entity_part_the_service_really_counts(
         data["types"]["bee"]["max_input_tokens"] = budget
         path = tmp_path / f"m{budget}.yaml"
         path.write_text(yaml.safe_dump(data))
-        svc = start_service(
-            manifest=path,
-            provider="openai",
-            base_url=scripted.base_url,
-            model="gpt-4o-mini",
-            answer_format="numbered",
-            store=f"sqlite:///{tmp_path}/{budget}.db",
-        )
+        with logged("npcmind") as said_at_start:
+            svc = start_service(
+                manifest=path,
+                provider="openai",
+                base_url=scripted.base_url,
+                model="gpt-4o-mini",
+                answer_format="numbered",
+                store=f"sqlite:///{tmp_path}/{budget}.db",
+            )
         d = svc.decide(body).json()["decisions"][0]
         assert d.get("code") == code, (budget, d)
+        warned = [m for m in said_at_start if "every bee will fall back with `budget`" in m]
+        assert len(warned) == (code is not None), said_at_start  # serve says it too, at start
     r = cli("validate", str(path))
     assert (
         r.returncode == 0

@@ -211,13 +211,8 @@ def _validate(args: argparse.Namespace) -> int:
         "smallest entity part (no neighbours, no memory) against max_input_tokens: "
         + ", ".join(f"{name} {n} of {m.types[name].max_input_tokens}" for name, n in smallest.items())
     )
-    for name, n in smallest.items():
-        if n > m.types[name].max_input_tokens:
-            print(
-                f"warning: types.{name}: max_input_tokens {m.types[name].max_input_tokens} is below the {n} tokens "
-                f"of the smallest {name} part: every {name} will fall back with `budget`",
-                file=sys.stderr,
-            )
+    for line in builder.budget_warnings("o200k_base"):
+        print(f"warning: {line}", file=sys.stderr)
     return 0
 
 

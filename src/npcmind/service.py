@@ -88,6 +88,9 @@ class Service:
         tokens.count(self.provider.encoding, "warm up")  # load the tokenizer table now, not on the first decision
         log.info("provider: %s", describe(self.provider))
         self._say_prefix_cost()
+        for manifest in {m.version: m for m in self._manifests()}.values():
+            for line in self.pipeline.builder(manifest).budget_warnings(self.provider.encoding):
+                log.warning("%s", line)
         if self.settings.profile == "local" and not loopback(self.settings.host):
             log.warning(
                 "listening on %s with the local profile, which asks no token: anyone who reaches this machine "
@@ -100,6 +103,12 @@ class Service:
         if self.settings.activity_s:
             self._activity = asyncio.get_running_loop().create_task(self._say_activity(self.settings.activity_s))
         self._trim = asyncio.get_running_loop().create_task(self._trim_every(1.0))
+
+    def _manifests(self) -> list[Manifest]:
+        """The manifest of the local profile, or each client's of the hosted one."""
+        if self.manifest is not None:
+            return [self.manifest]
+        return [c.manifest for c in (self.clients or {}).values()]
 
     def _say_prefix_cost(self) -> None:
         """Say so when the manifest's static prefix is too short for the provider to cache: the design keeps

@@ -149,6 +149,15 @@ class PromptBuilder:
                 out[name] = tokens.count_once(encoding, part.text)
         return out
 
+    def budget_warnings(self, encoding: str) -> list[str]:
+        """One line per type whose max_input_tokens no entity of it can meet."""
+        return [
+            f"types.{name}: max_input_tokens {budget} is below the {n} tokens of the smallest {name} part: "
+            f"every {name} will fall back with `budget`"
+            for name, n in self.smallest_entity_tokens(encoding).items()
+            if n > (budget := self.manifest.types[name].max_input_tokens)
+        ]
+
     def static(self, scope_chain: list[tuple[str, ScopeSpec]], profiles: list[str]) -> str:
         """Parts 1-3: identical for every request with the same scope and profiles."""
         parts = [self._part1]
