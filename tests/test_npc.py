@@ -184,6 +184,16 @@ PARAPHRASES = [
 ]
 
 
+def test_an_outcome_is_kept_whole_or_not_at_all(store: NpcStore) -> None:
+    """Memories and state go in one transaction: a failure between them must not leave half an outcome."""
+    before = store.count("mara")
+    with pytest.raises(TypeError):
+        store.apply("mara", [("The mine is cursed.", "knowledge", 0.7)], {"mood": object()})  # not JSON
+    assert store.count("mara") == before and store.get("mara").state == {}  # type: ignore[union-attr]
+    state = store.apply("mara", [("The mine is cursed.", "knowledge", 0.7)], {"mood": "wary"})
+    assert store.count("mara") == before + 1 and state == {"mood": "wary"} == store.get("mara").state  # type: ignore[union-attr]
+
+
 def test_recall_ranks_the_related_memory_first(tmp_path: Path, embedder: Any) -> None:
     s = NpcStore(tmp_path / "r.db", embedder)
     s.register("mara", INNKEEPER)

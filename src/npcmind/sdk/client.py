@@ -153,8 +153,8 @@ class NpcMind:
             signature, payload, self.public_keys(refresh=True)
         ):
             raise ProtocolError("the outcome's signature does not verify: nothing was applied")
-        self.store.remember(npc_id, [(m["text"], m["type"], m["importance"]) for m in fin["memoryStore"]])
-        state = self.store.apply_state(npc_id, fin["stateTransform"])
+        memories = [(m["text"], m["type"], m["importance"]) for m in fin["memoryStore"]]
+        state = self.store.apply(npc_id, memories, fin["stateTransform"])  # both, or neither on a crash
         return NpcOutcome(
             True, fin["dialogue"], fin.get("action"), state, len(fin["memoryStore"]), fin.get("ruleAudit", []), steps
         )

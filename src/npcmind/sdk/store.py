@@ -98,30 +98,43 @@ class NpcStore:
 
     def apply_state(self, npc_id: str, patch: dict[str, Any]) -> dict[str, Any]:
         """Merge a stateTransform into the NPC's state and keep it."""
-        with self._lock:
-            rec = self.get(npc_id)
-            if rec is None:
-                raise KeyError(npc_id)
-            state = merge_patch(rec.state, patch)
-            self._db.execute("UPDATE npcs SET state = ? WHERE npc_id = ?", (json.dumps(state), npc_id))
-        return dict(state)
+        return self.apply(npc_id, [], patch)
 
     # --- memory -----------------------------------------------------------------------------------
 
     def remember(self, npc_id: str, items: list[tuple[str, str, float]], now: float | None = None) -> None:
         """Keep (text, type, importance) items, embedded now."""
-        if not items:
-            return
-        vectors = self.embedder.embed([t for t, _, _ in items])
+        if items:
+            self.apply(npc_id, items, {}, now)
+
+    def apply(
+        self, npc_id: str, items: list[tuple[str, str, float]], patch: dict[str, Any], now: float | None = None
+    ) -> dict[str, Any]:
+        """Keep an outcome's memories and merge its state in one transaction, so a crash keeps both or
+        neither; the new state."""
+        vectors: list[np.ndarray] = list(self.embedder.embed([t for t, _, _ in items])) if items else []
         at = time.time() if now is None else now
         with self._lock:
+            rec = self.get(npc_id)
+            if rec is None:
+                raise KeyError(npc_id)
+            state = merge_patch(rec.state, patch) if patch else rec.state
             self._db.execute("BEGIN")
-            self._db.executemany(
-                "INSERT INTO memories (npc_id, text, type, importance, created_at, vector) VALUES (?, ?, ?, ?, ?, ?)",
-                [(npc_id, t, k, float(i), at, v.tobytes()) for (t, k, i), v in zip(items, vectors, strict=True)],
-            )
-            self._db.execute("COMMIT")
-            self._matrix.pop(npc_id, None)
+            try:
+                self._db.executemany(
+                    "INSERT INTO memories (npc_id, text, type, importance, created_at, vector)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    [(npc_id, t, k, float(i), at, v.tobytes()) for (t, k, i), v in zip(items, vectors, strict=True)],
+                )
+                if patch:
+                    self._db.execute("UPDATE npcs SET state = ? WHERE npc_id = ?", (json.dumps(state), npc_id))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            if items:
+                self._matrix.pop(npc_id, None)
+        return dict(state)
 
     def count(self, npc_id: str) -> int:
         """How many memories an NPC has."""
