@@ -395,6 +395,20 @@ def test_a_report_with_an_unknown_outcome_is_not_sent_and_does_not_sink_the_othe
     )
 
 
+def test_wait_sends_the_reports_given_since_the_last_tick(svc: Running, scripted: ScriptedServer, clock: Clock) -> None:
+    """A turn-based game (or one that quits: wait(), then close()) must not lose its last reports."""
+    with client(svc.server.url, clock) as c:
+        track_bees(c, 2)  # neighbours: the refresh is not a cache hit, so its prompt shows the memory
+        c.tick()
+        c.wait()
+        assert c.report("b0", "failed", "the player dodged")
+        assert c.wait() and c.stats.reports_sent == 1 and c.stats.errors == 0
+        clock.t += 4.1
+        c.tick()
+        c.wait()
+        assert '-> failed "the player dodged"' in scripted.requests[-1]["messages"][1]["content"]
+
+
 def test_a_new_scene_resets_the_population_the_model_sees(svc: Running, scripted: ScriptedServer, clock: Clock) -> None:
     with client(svc.server.url, clock) as c:
         c.set_scene("forest")

@@ -314,16 +314,22 @@ class DecideClient:
             return
         if now - self._last_telemetry >= self._telemetry_every:
             self._send_telemetry(now)
+        self._send_reports()
+        self._ask(now)
+
+    def _send_reports(self) -> None:
         if self._reports:
             reports, self._reports = self._reports[:256], self._reports[256:]
             raw = msgspec.json.encode(self._body(reports=reports))
             self._other.append(self._pool.submit(self._call, "POST", "/v1/report", raw))
             self.stats.reports_sent += len(reports)
-        self._ask(now)
 
     def wait(self, timeout_s: float = 10.0) -> bool:
-        """Block until every request sent so far has answered, then apply the answers (for turn-based games
-        and tests). True if nothing is still in flight."""
+        """Send the reports given since the last tick, block until every request sent so far has answered,
+        then apply the answers (for turn-based games, tests, and before ``close()``). True if nothing is
+        still in flight."""
+        while self._reports:
+            self._send_reports()
         pending = [s.future for s in self._sent] + self._other
         deadline = time.monotonic() + timeout_s
         for f in pending:
