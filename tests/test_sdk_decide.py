@@ -297,8 +297,9 @@ def test_events_go_at_once_and_together_in_batches_of_16(svc: Running, scripted:
         assert len(sent) == 1
         user = sent[0]["messages"][1]["content"]
         assert user.count("\nQ") == 2 and user.count("Event: It was just hit by the player.") == 2
-        with pytest.raises(KeyError, match="not tracked"):
-            c.event("nobody", "hit")
+        assert c.event("nobody", "hit") is False  # not tracked (or untracked as it died): ignored, never raised
+        c.untrack("b7")
+        assert c.event("b7", "hit") is False and c.event("b6", "hit") is True
 
 
 def test_refresh_and_a_changed_population_reask(svc: Running, scripted: ScriptedServer, clock: Clock) -> None:

@@ -254,13 +254,17 @@ class DecideClient:
         if self._entities.pop(entity_id, None) is not None or self._observed.pop(entity_id, None) is not None:
             self._removed.append(entity_id)
 
-    def event(self, entity_id: str, trigger: str) -> None:
-        """Something happened to the entity (one of its type's events): ask for it at once."""
+    def event(self, entity_id: str, trigger: str) -> bool:
+        """Something happened to the entity (one of its type's events): ask for it at once. False, and said
+        once in the log, for an entity not tracked (one untracked as it died from the hit, say): a game loop
+        must not crash on the order of two calls."""
         e = self._entities.get(entity_id)
         if e is None:
-            raise KeyError(f"entity {entity_id!r} is not tracked: track() it first")
+            self._warn(f"event:{trigger}", f"event({entity_id!r}, {trigger!r}) for an entity not tracked: ignored")
+            return False
         e.trigger = trigger
         e.due = min(e.due, self._clock() + self._window)
+        return True
 
     def report(self, entity_id: str, outcome: Outcome, detail: str | None = None) -> bool:
         """What became of the entity's current AI decision; sent with the next tick. False when it has
