@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from conftest import Running, cli, logged
+from conftest import FOREST, Running, cli, logged
 from npcmind.http.server import free_port
 from npcmind.npc.outcome import parse_output
 from npcmind.npc.signing import signed_payload, verify
@@ -312,6 +312,28 @@ def test_a_ruleset_without_recall_skips_query_vector(start_service: Any, tmp_pat
         svc, {"tape": {**BASE, "rulesetId": "quick"}, "lastResult": {"type": "IdentifyActorResult", "actor": ACTOR}}
     ).json()
     assert r["instruction"]["type"] == "ExecuteInference"
+
+
+def test_a_rulesets_file_is_checked_for_what_the_game_side_model_would_refuse(tmp_path: Path) -> None:
+    """A maxTokens of -1 or a temperature of 9 was taken, then every ExecuteInference failed at the game's
+    model; a typo (max_tokens) was ignored without a word."""
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(
+        "rulesets:\n  Tavern:\n    actions: {talk: {}}\n"
+        "  inn:\n    constraints: {maxTokens: -1, temperature: 9, stop: [a, b, c, d, e]}\n"
+        "  bar:\n    constraints: {max_tokens: 100}\n"
+    )
+    r = cli("serve", "--manifest", str(FOREST), "--rulesets", str(rules), "--store", f"sqlite:///{tmp_path}/r.db")
+    assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
+    for said in [
+        "rulesets.Tavern: must be a ruleset name: a lowercase ASCII letter",
+        "rulesets.Tavern.actions.talk: must be an action name: an uppercase ASCII letter",
+        "rulesets.inn.constraints.maxTokens: must be at least 1",
+        "rulesets.inn.constraints.temperature: must be at most 2",
+        "rulesets.inn.constraints.stop: has 5 items, at most 4 allowed",
+        "rulesets.bar.constraints.max_tokens: is not a known field",
+    ]:
+        assert said in r.stderr, (said, r.stderr)
 
 
 def test_the_signing_key_persists_with_the_store(start_service: Any, tmp_path: Path) -> None:

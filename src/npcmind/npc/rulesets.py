@@ -17,7 +17,22 @@ from npcmind.protocol.npc import PromptConstraints
 from npcmind.protocol.validate import problems as shape_problems
 
 BUILTIN = Path(__file__).with_name("rulesets.yaml")
-ActionName = Annotated[str, Meta(pattern="^[A-Z][A-Z0-9_]{0,31}$")]
+ActionName = Annotated[
+    str,
+    Meta(
+        pattern="^[A-Z][A-Z0-9_]{0,31}$",
+        extra={"shape": "an action name: an uppercase ASCII letter, then uppercase letters, digits or _ (32 at most)"},
+    ),
+]
+RulesetName = Annotated[
+    str,
+    Meta(
+        pattern="^[a-z][a-z0-9_-]{0,47}$",
+        extra={
+            "shape": "a ruleset name: a lowercase ASCII letter, then lowercase letters, digits, _ or - (48 at most)"
+        },
+    ),
+]
 
 
 class Recall(msgspec.Struct, forbid_unknown_fields=True):
@@ -34,6 +49,15 @@ class ActionRule(msgspec.Struct, forbid_unknown_fields=True):
     needs: list[Literal["target"]] = []  # a MOVE's destination is its target too
 
 
+class Constraints(msgspec.Struct, forbid_unknown_fields=True):
+    """The inference limits a ruleset sets, within what OpenAI-compatible servers take (a value beyond them
+    would make every ExecuteInference fail at the game's model, not here)."""
+
+    maxTokens: Annotated[int, Meta(ge=1, le=32768)] | None = None
+    temperature: Annotated[float, Meta(ge=0, le=2)] | None = None
+    stop: Annotated[list[Annotated[str, Meta(min_length=1)]], Meta(max_length=4)] = []
+
+
 class RulesetSpec(msgspec.Struct, forbid_unknown_fields=True):
     """One ruleset as written in YAML."""
 
@@ -43,13 +67,13 @@ class RulesetSpec(msgspec.Struct, forbid_unknown_fields=True):
     blocked: list[str] = []
     max_dialogue_chars: Annotated[int, Meta(ge=1)] = 400
     refusal: str = "I'd rather not talk about that."
-    constraints: PromptConstraints = msgspec.field(default_factory=lambda: PromptConstraints(200, 0.7, []))
+    constraints: Constraints = msgspec.field(default_factory=lambda: Constraints(200, 0.7, []))
 
 
 class RulesetsFile(msgspec.Struct, forbid_unknown_fields=True):
     """A rulesets file."""
 
-    rulesets: dict[Annotated[str, Meta(pattern="^[a-z][a-z0-9_-]{0,47}$")], RulesetSpec]
+    rulesets: dict[RulesetName, RulesetSpec]
 
 
 @dataclass(frozen=True)
@@ -59,6 +83,7 @@ class Ruleset:
     name: str
     spec: RulesetSpec
     patterns: tuple[re.Pattern[str], ...]
+    constraints: PromptConstraints  # as ExecuteInference carries them
 
 
 def _compile(name: str, spec: RulesetSpec, problems: list[Problem]) -> Ruleset:
@@ -68,7 +93,8 @@ def _compile(name: str, spec: RulesetSpec, problems: list[Problem]) -> Ruleset:
             patterns.append(re.compile(raw))
         except re.error as e:
             problems.append(Problem(f"rulesets.{name}.blocked[{i}]", f"not a valid regular expression: {e}"))
-    return Ruleset(name, spec, tuple(patterns))
+    c = spec.constraints
+    return Ruleset(name, spec, tuple(patterns), PromptConstraints(c.maxTokens, c.temperature, list(c.stop)))
 
 
 def load_rulesets(extra: str | Path | None = None) -> dict[str, Ruleset]:

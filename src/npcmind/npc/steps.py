@@ -74,8 +74,8 @@ class NpcProcessor:
             return NPCProcessResponse(QueryVectorInstruction(query, recall.limit, recall.threshold), tape)
         if tape.get("generatedOutput") is None:
             tape["prompt"] = build_prompt(tape, ruleset)
-            tape["constraints"] = msgspec.to_builtins(ruleset.spec.constraints)
-            return NPCProcessResponse(ExecuteInferenceInstruction(tape["prompt"], ruleset.spec.constraints), tape)
+            tape["constraints"] = msgspec.to_builtins(ruleset.constraints)
+            return NPCProcessResponse(ExecuteInferenceInstruction(tape["prompt"], ruleset.constraints), tape)
         return NPCProcessResponse(self._finalize(npc_id, tape, ruleset), tape)
 
     def _merge(self, npc_id: str, tape: dict[str, Any], last: dict[str, Any], recalls: bool) -> None:
