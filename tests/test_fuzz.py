@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 from typing import Any
 
 import msgspec
@@ -172,3 +173,53 @@ def test_deeply_nested_json_never_gives_a_5xx(route: str, template: str, answer:
         assert 400 <= r.status_code < 500, (r.status_code, r.text[:300])
         assert r.json()["error"]["message"]
     assert svc.http.post(route, json=VALID[route]).status_code == 200  # and the service is still well
+
+
+# A provider's answer, near the chat-completions shape: each part right, or arbitrary JSON in its place
+def _maybe(valid: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(valid, valid, valid, json_values)
+
+
+# token counts and log-probabilities as servers have sent them, right and wrong
+COUNTS = st.sampled_from([-5, -0.3, 0, 3, 2.0, 0.5, 1e300, 2**70, "12", None, True, [], {}])
+COUNTS = st.one_of(COUNTS, COUNTS, COUNTS, json_values)
+ANSWER_TEXTS = st.sampled_from(['{"E1": "idle"}', '{"E1": "flee"}', '{"E1": "dance"}', "idle", "", "{"])
+_token = st.fixed_dictionaries({"token": _maybe(ANSWER_TEXTS), "logprob": COUNTS})
+_choice = st.fixed_dictionaries(
+    {"message": _maybe(st.fixed_dictionaries({"content": _maybe(ANSWER_TEXTS)}, optional={"refusal": json_values}))},
+    optional={
+        "logprobs": _maybe(st.fixed_dictionaries({"content": _maybe(st.lists(_token, max_size=3))})),
+        "finish_reason": _maybe(st.sampled_from(["stop", "length", "content_filter"])),
+    },
+)
+_usage = st.fixed_dictionaries(
+    {"prompt_tokens": COUNTS, "completion_tokens": COUNTS},
+    optional={"prompt_tokens_details": _maybe(st.fixed_dictionaries({"cached_tokens": COUNTS}))},
+)
+provider_answers = st.fixed_dictionaries(
+    {"choices": _maybe(st.lists(_choice, min_size=1, max_size=2))}, optional={"usage": _maybe(_usage)}
+)
+
+
+def test_no_provider_answer_gives_a_5xx_or_an_action_outside_the_legal_ones(svc: Running, scripted: Any) -> None:
+    """Whatever a provider answers (a negative token count once gave a 500), each entity gets a decision
+    among its legal actions or a typed fallback, and the confidence is a probability or null."""
+    legal = ["idle", "flee"]
+    calls = itertools.count()
+
+    @given(answer=provider_answers)
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+    def check(answer: dict[str, Any]) -> None:
+        scripted.set(body=answer)
+        far = 100.0 * next(calls)  # a new situation each time: never a cache hit, always the provider's answer
+        r = svc.decide(decide_body(bee("a", legal_actions=legal, observation={**BEE_OBS, "distance_to_player": far})))
+        assert r.status_code == 200, r.text
+        assert r.json()["decisions"][0].get("cached") is not True
+        d = r.json()["decisions"][0]
+        if d["source"] == "AI":
+            assert d["action"] in legal and (d["confidence"] is None or 0 <= d["confidence"] <= 1), d
+        else:
+            assert d["code"] in ("unavailable", "refused", "invalid_choice"), d
+        assert svc.http.get("/metrics").status_code == 200
+
+    check()
