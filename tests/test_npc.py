@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import copy
+import http.server
+import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -423,6 +426,47 @@ def test_chat_refuses_what_it_cannot_use_in_one_line(svc: Running, scripted: Any
         r = cli("chat", args.pop("npc"), *[x for kv in args.items() for x in kv], stdin="Hello\n\n")
         assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
         assert r.stderr.startswith(said), r.stderr
+
+
+class _OddService(http.server.BaseHTTPRequestHandler):
+    """An 'npcmind' that answers instructions this SDK cannot follow: another version, or not npcmind."""
+
+    answer: bytes = b"{}"
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(self.answer)))
+        self.end_headers()
+        self.wfile.write(self.answer)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"instruction": {"type": "Dance"}, "tape": {}},
+        {"instruction": {"type": "QueryVector"}, "tape": {}},  # no query, limit, threshold
+        {"instruction": {"type": "ExecuteInference", "prompt": "p", "constraints": {"maxTokens": "many"}}, "tape": {}},
+        {"instruction": ["IdentifyActor"], "tape": {}},
+        {"instruction": {"type": "IdentifyActor"}, "tape": ["not", "a", "tape"]},
+    ],
+)
+def test_an_instruction_the_sdk_cannot_follow_is_a_protocol_error(store: NpcStore, scripted: Any, answer: Any) -> None:
+    """process() raises ProtocolError or CortexError, as documented: a KeyError would escape a game's handler."""
+    handler = type("Odd", (_OddService,), {"answer": json.dumps(answer).encode()})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        mind = NpcMind(f"http://127.0.0.1:{server.server_address[1]}", OpenAICortex(scripted.base_url, "m"), store)
+        with pytest.raises(ProtocolError):
+            mind.process("mara", "Hello?")
+        assert store.count("mara") == 0
+    finally:
+        server.shutdown()
 
 
 def test_the_seeds_own_example_request(svc: Running) -> None:

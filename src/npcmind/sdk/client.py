@@ -11,7 +11,7 @@ import msgspec
 
 from npcmind.config import http_url
 from npcmind.npc.signing import signed_payload, verify
-from npcmind.protocol.npc import PromptConstraints
+from npcmind.protocol.npc import NPCInstruction, PromptConstraints
 from npcmind.sdk.cortex import Cortex
 from npcmind.sdk.store import NpcStore
 
@@ -89,9 +89,16 @@ class NpcMind:
             raise ProtocolError(f"the service answered {r.status_code}: {detail}")
         try:
             body = r.json()
-            return body["instruction"], body["tape"]
+            instruction, tape = body["instruction"], body["tape"]
         except (ValueError, KeyError, TypeError, RecursionError):
             raise ProtocolError(f"the service answered 200 without an instruction and tape: {r.text[:200]}") from None
+        try:  # checked against the protocol, used as sent (a Finalize is verified over its own bytes' values)
+            msgspec.convert(instruction, NPCInstruction)
+        except msgspec.ValidationError as e:
+            raise ProtocolError(f"the service's instruction is not one this SDK knows ({e}): {r.text[:200]}") from None
+        if not isinstance(tape, dict):
+            raise ProtocolError(f"the service's tape is not an object: {r.text[:200]}")
+        return instruction, tape
 
     def process(
         self, npc_id: str, observation: str, context: dict[str, Any] | None = None, ruleset: str | None = None
