@@ -124,6 +124,9 @@ def test_signed_outcome_verifies_and_any_changed_byte_fails(svc: Running) -> Non
     for at in (len(sig) // 2, len(sig) - 1):
         flipped = sig[:at] + ("A" if sig[at] != "A" else "B") + sig[at + 1 :]
         assert not verify(flipped, payload(fin, tape), keys)
+    kid = sig.split(".")[0]
+    for odd in (12345, None, ["key"]):  # a keys answer that is not npcmind's: not verified, never a TypeError
+        assert not verify(sig, payload(fin, tape), {kid: odd})  # type: ignore[dict-item]
 
 
 def test_invalid_outcome_has_no_signature_memory_or_state(svc: Running) -> None:

@@ -79,6 +79,6 @@ def verify(signature: str, payload: dict[str, Any], public_keys: dict[str, str])
         if _b64(sig_raw) != sig:  # one encoding per signature: no malleable padding bits
             return False
         Ed25519PublicKey.from_public_bytes(_unb64(raw)).verify(sig_raw, canonical(payload))
-    except (InvalidSignature, ValueError):
+    except (InvalidSignature, ValueError, TypeError):  # TypeError: a key that is not text
         return False
     return True
