@@ -410,6 +410,23 @@ def test_wait_sends_the_reports_given_since_the_last_tick(svc: Running, scripted
         assert '-> failed "the player dodged"' in scripted.requests[-1]["messages"][1]["content"]
 
 
+def test_reports_held_while_the_service_is_away_are_bounded(
+    svc: Running, clock: Clock, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A game reports every frame; a service away for an hour must not cost it its memory."""
+    import npcmind.sdk.decide as sdk
+
+    monkeypatch.setattr(sdk, "MAX_QUEUED_REPORTS", 10)
+    with caplog.at_level(logging.WARNING, "npcmind.sdk.decide"), client(svc.server.url, clock) as c:
+        track_bees(c, 1)
+        c.tick()
+        c.wait()
+        for _ in range(25):  # no tick meanwhile: as when the service is unreachable and sending waits
+            assert c.report("b0", "done")
+        assert len(c._reports) <= 10
+    assert any("reports wait for npcmind: the oldest are dropped" in r.getMessage() for r in caplog.records)
+
+
 def test_a_new_scene_resets_the_population_the_model_sees(svc: Running, scripted: ScriptedServer, clock: Clock) -> None:
     with client(svc.server.url, clock) as c:
         c.set_scene("forest")

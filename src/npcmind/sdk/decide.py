@@ -41,6 +41,7 @@ log = logging.getLogger("npcmind.sdk.decide")
 
 BATCH = 16  # the protocol's limit of entities a decide request
 TELEMETRY_BATCH = 1000
+MAX_QUEUED_REPORTS = 10_000  # held while the service is unreachable; beyond it the oldest tenth goes
 REASK_GAP_S = 0.5  # a change of population re-asks everyone, at most this often
 DEFAULT_REFRESH_MS = 4000
 DEFAULT_TTL_MS = 12000
@@ -281,6 +282,11 @@ class DecideClient:
         item: dict[str, Any] = {"decision_id": e.choice.decision_id, "outcome": outcome}
         if detail:
             item["detail"] = detail[:200]
+        if len(self._reports) >= MAX_QUEUED_REPORTS:  # the service has been down a long while: keep the newest
+            del self._reports[: MAX_QUEUED_REPORTS // 10]
+            self._warn(
+                "reports-dropped", f"more than {MAX_QUEUED_REPORTS} reports wait for npcmind: the oldest are dropped"
+            )
         self._reports.append(item)
         return True
 
