@@ -162,6 +162,29 @@ def test_keygen_prints_a_key_and_a_line_the_clients_file_takes(client_id: str, t
     assert list(clients) == [client_id] and clients[client_id].spec.key_sha256 == hash_key(key)
 
 
+def test_a_clients_file_gives_each_client_a_key_of_its_own(tmp_path: Path) -> None:
+    """Two clients with one key: the key opened sessions for one of them only, and the other got a 403."""
+    from npcmind.manifest import ManifestError
+    from npcmind.sessions.clients import hash_key, load_clients
+
+    same = hash_key("nmk_shared")
+    (tmp_path / "clients.yaml").write_text(
+        f"clients:\n  - {{client_id: a, manifest: {FOREST}, key_sha256: {same}}}\n"
+        f"  - {{client_id: b, manifest: {FOREST}, key_sha256: {same}}}\n"
+        f"  - {{client_id: c, manifest: {FOREST}, key_sha256: ABC}}\n"
+    )
+    with pytest.raises(ManifestError) as e:
+        load_clients(tmp_path / "clients.yaml")
+    said = {p.path: p.message for p in e.value.problems}
+    assert said == {"clients[2].key_sha256": "must be 64 lowercase hex digits, as `npcmind keygen` prints it"}
+    (tmp_path / "clients.yaml").write_text("\n".join((tmp_path / "clients.yaml").read_text().splitlines()[:3]) + "\n")
+    with pytest.raises(ManifestError) as e:
+        load_clients(tmp_path / "clients.yaml")
+    assert [(p.path, p.message) for p in e.value.problems] == [
+        ("clients[1].key_sha256", "the key of client 'a' too: each client needs a key of its own (npcmind keygen)")
+    ]
+
+
 def test_keygen_refuses_an_id_no_request_could_name() -> None:
     for client_id in ["", "x" * 129]:
         r = cli("keygen", client_id)

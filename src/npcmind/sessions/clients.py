@@ -27,7 +27,9 @@ class ClientSpec(msgspec.Struct, forbid_unknown_fields=True):
 
     client_id: Annotated[str, Meta(min_length=1, max_length=128)]
     manifest: str
-    key_sha256: Annotated[str, Meta(pattern="^[0-9a-f]{64}$")]
+    key_sha256: Annotated[
+        str, Meta(pattern="^[0-9a-f]{64}$", extra={"shape": "64 lowercase hex digits, as `npcmind keygen` prints it"})
+    ]
     max_sessions: Annotated[int, Meta(ge=1)] = 16
     requests_per_second: Annotated[float, Meta(gt=0)] = 50.0
     session_ttl_s: Annotated[int, Meta(ge=60)] = 3600
@@ -77,10 +79,19 @@ def load_clients(path: str | Path) -> dict[str, Client]:
         raise ManifestError(str(p), shape_problems(data, ClientsFile) or [Problem("", str(e))]) from None
     out: dict[str, Client] = {}
     problems: list[Problem] = []
+    keys: dict[str, str] = {}  # key hash -> the client it opens sessions for: one client a key
     for i, spec in enumerate(parsed.clients):
         if spec.client_id in out:
             problems.append(Problem(f"clients[{i}].client_id", f"duplicate client {spec.client_id!r}"))
             continue
+        owner = keys.setdefault(spec.key_sha256, spec.client_id)
+        if owner != spec.client_id:
+            problems.append(
+                Problem(
+                    f"clients[{i}].key_sha256",
+                    f"the key of client {owner!r} too: each client needs a key of its own (npcmind keygen)",
+                )
+            )
         mpath = Path(spec.manifest)
         if not mpath.is_absolute():
             mpath = p.parent / mpath
