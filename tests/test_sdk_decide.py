@@ -427,6 +427,20 @@ def test_reports_held_while_the_service_is_away_are_bounded(
     assert any("reports wait for npcmind: the oldest are dropped" in r.getMessage() for r in caplog.records)
 
 
+def test_calls_after_close_never_raise(svc: Running, clock: Clock) -> None:
+    """A game that closes the client on a scene change may still tick it in that frame."""
+    c = client(svc.server.url, clock)
+    track_bees(c, 1)
+    c.tick()
+    c.wait()
+    assert c.report("b0", "done")
+    c.close()
+    c.tick()  # was: RuntimeError, cannot schedule new futures after shutdown
+    c.wait()
+    c.close()
+    assert c.last_prompt() is None and c.action("nobody") is None
+
+
 def test_a_new_scene_resets_the_population_the_model_sees(svc: Running, scripted: ScriptedServer, clock: Clock) -> None:
     with client(svc.server.url, clock) as c:
         c.set_scene("forest")

@@ -186,6 +186,7 @@ class DecideClient:
         self._last_telemetry = float("-inf")
         self._not_before = float("-inf")  # after a 429 or a service that is down
         self._warned: set[str] = set()
+        self._closed = False
 
     # --- what the game tells --------------------------------------------------------------------
 
@@ -308,6 +309,8 @@ class DecideClient:
 
     def tick(self, now: float | None = None) -> None:
         """Apply the answers that came in, then send what is due. Never blocks, never raises for the network."""
+        if self._closed:  # a frame after close() (a scene change, quitting): nothing to send, nothing to raise
+            return
         now = self._clock() if now is None else now
         self._collect(now)
         if self._manifest is None and now >= self._not_before:
@@ -338,7 +341,7 @@ class DecideClient:
         """Send the reports given since the last tick, block until every request sent so far has answered,
         then apply the answers (for turn-based games, tests, and before ``close()``). True if nothing is
         still in flight."""
-        while self._reports:
+        while self._reports and not self._closed:
             self._send_reports()
         pending = [s.future for s in self._sent] + self._other
         deadline = time.monotonic() + timeout_s
@@ -362,6 +365,7 @@ class DecideClient:
     def close(self) -> None:
         """Stop the workers and close the connection, without waiting for answers (a game that quits must
         not hang on a slow service; call ``wait()`` first to keep them)."""
+        self._closed = True
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._http.close()
 
