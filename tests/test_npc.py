@@ -472,6 +472,22 @@ def test_an_instruction_the_sdk_cannot_follow_is_a_protocol_error(store: NpcStor
         server.shutdown()
 
 
+def test_a_context_json_cannot_carry_or_a_closed_mind_is_a_protocol_error(mind: NpcMind, store: NpcStore) -> None:
+    """process() raises only its two documented errors: not httpx's TypeError, not a closed client's RuntimeError."""
+    with pytest.raises(ProtocolError, match="cannot be sent as JSON"):
+        mind.process("mara", "Hello?", context={"inventory": {"sword", "shield"}})  # a set: not JSON
+    assert store.count("mara") == 0
+    mind.close()
+    with pytest.raises(ProtocolError, match="closed"):
+        mind.process("mara", "Hello?")
+    mind.cortex.close()  # type: ignore[attr-defined]
+    from npcmind.protocol.npc import PromptConstraints
+    from npcmind.sdk.cortex import CortexError
+
+    with pytest.raises(CortexError, match="closed"):
+        mind.cortex.complete("Say hello.", PromptConstraints(maxTokens=5))
+
+
 def test_the_seeds_own_example_request(svc: Running) -> None:
     body = {
         "tape": {

@@ -68,6 +68,8 @@ class NpcMind:
 
     def _request(self, method: str, path: str, body: Any = None) -> httpx.Response:
         """One call to the service; a service that cannot be reached is a ProtocolError that says where."""
+        if self._http.is_closed:
+            raise ProtocolError("this NpcMind was closed: make a new one")
         try:
             return self._http.request(method, path, json=body)
         except httpx.HTTPError as e:
@@ -75,6 +77,8 @@ class NpcMind:
                 f"cannot reach the npcmind service at {self._http.base_url}: {e or e.__class__.__name__} "
                 "(is `npcmind serve` running there?)"
             ) from None
+        except (TypeError, ValueError) as e:  # the game's context or state holds something JSON cannot carry
+            raise ProtocolError(f"the tape cannot be sent as JSON: {e}") from None
 
     def _step(
         self, npc_id: str, tape: dict[str, Any], last: dict[str, Any] | None

@@ -55,6 +55,8 @@ class OpenAICortex:
     def complete(self, prompt: str, constraints: PromptConstraints) -> str:
         while True:  # at most once more per optional parameter: each is refused only once
             body = self._body(prompt, constraints)
+            if self._http.is_closed:
+                raise CortexError("this cortex was closed: make a new one")
             try:
                 r = self._http.post("/chat/completions", json=body)
             except httpx.HTTPError as e:
