@@ -441,6 +441,26 @@ def test_calls_after_close_never_raise(svc: Running, clock: Clock) -> None:
     assert c.last_prompt() is None and c.action("nobody") is None
 
 
+def test_telemetry_too_large_for_the_body_limit_is_sent_in_smaller_parts(
+    start_service: Any, scripted: ScriptedServer, clock: Clock
+) -> None:
+    """1,000 entities a telemetry request fit the default limit with small observations, not with rich ones:
+    every request got a 413 and the model never saw the scene."""
+    svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted", max_body_bytes=20_000)
+    with client(svc.server.url, clock) as c:
+        track_bees(c, 200)  # about 30 KB of telemetry
+        c.observe("hero", "player", {"hp_fraction": 0.5}, position=[1.0, 0.0])
+        for _ in range(3):
+            c.tick()
+            c.wait()
+        assert c._telemetry_batch < 200 and c.stats.ai > 0
+        clock.t += 4.1
+        c.tick()
+        c.wait()
+        user = scripted.requests[-1]["messages"][1]["content"]
+        assert "POPULATION: bee alive=200 seen=200" in user and '"hero"' in user  # the player: telemetry only
+
+
 def test_a_new_scene_resets_the_population_the_model_sees(svc: Running, scripted: ScriptedServer, clock: Clock) -> None:
     with client(svc.server.url, clock) as c:
         c.set_scene("forest")

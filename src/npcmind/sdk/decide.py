@@ -169,6 +169,7 @@ class DecideClient:
         self._telemetry: list[Future[tuple[int, Any, dict[str, str]]]] = []  # of the newest telemetry tick
         self._telemetry_bodies: dict[Future[Any], dict[str, Any]] = {}  # to send again without a refused entity
         self._alone: dict[str, str] = {}  # entity id -> why the service refused it: sent alone until taken
+        self._telemetry_batch = TELEMETRY_BATCH  # halved on a 413 (observations too rich for the body limit)
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="npcmind-decide")
         self._workers = workers
         self._entities: dict[str, Entity] = {}
@@ -493,8 +494,9 @@ class DecideClient:
         if alone:
             items = [item for item in items if item["id"] not in self._alone]
         first: dict[str, Any] = {"scene": self._scene} if self._scene is not None else {}
-        for i in range(0, max(len(items), 1), TELEMETRY_BATCH):  # the scene and removals go with the first
-            body = self._body(epoch=self._epoch, entities=items[i : i + TELEMETRY_BATCH], **first)
+        step = self._telemetry_batch
+        for i in range(0, max(len(items), 1), step):  # the scene and removals go with the first
+            body = self._body(epoch=self._epoch, entities=items[i : i + step], **first)
             if i == 0:
                 body["removed"] = self._removed
             self._post_telemetry(body)
@@ -580,6 +582,15 @@ class DecideClient:
             for item in sent["entities"]:
                 if item["id"] not in self._entities:
                     self._alone.pop(item["id"], None)
+        if status == 413 and sent is not None and len(sent["entities"]) > 1:
+            # rich observations: fewer entities a request, from now on too, and this one again in two
+            half = len(sent["entities"]) // 2
+            self._telemetry_batch = max(1, min(self._telemetry_batch, half))
+            entities = sent["entities"]
+            self._post_telemetry({**sent, "entities": entities[:half]})
+            rest = {k: v for k, v in sent.items() if k not in ("scene", "removed")}  # those went with the first
+            self._post_telemetry({**rest, "entities": entities[half:]})
+            return
         if status != 200:
             items = sent["entities"] if sent is not None else []
             bad = self._refused_entities(status, body, [(item["id"], item["type"]) for item in items])
