@@ -7,6 +7,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from litestar import Litestar, Request, Response, post
 
 from conftest import BEE_OBS, FOREST, Hosted, Running
@@ -176,6 +178,61 @@ def test_answers_outside_what_was_sent_are_never_used(fake_service: tuple[str, d
         c.tick()
         c.wait()
         assert c.action("b0") is None and c.stats.dropped_epoch == 1
+
+
+_ANY_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=6,
+)
+_DECISION = st.fixed_dictionaries(
+    {
+        "source": st.sampled_from(["AI", "FALLBACK", "HUMAN"]),
+        "id": st.sampled_from(["b0", "b1", "ghost"]) | _ANY_JSON,
+    },
+    optional={
+        "action": st.sampled_from(["idle", "flee", "chase", "dance"]) | _ANY_JSON,
+        "code": st.sampled_from(["unavailable", "busy", "budget", "refused", "made_up"]),
+        "reason": st.text(max_size=20),
+        "label": st.text(max_size=10),
+        "confidence": st.none() | st.floats(allow_nan=False) | _ANY_JSON,
+        "ttl_ms": st.integers(-5, 10**6) | _ANY_JSON,
+        "decision_id": st.text(max_size=10),
+        "cached": st.booleans(),
+    },
+)
+
+
+_WELL_FORMED = st.builds(  # an AI decision the SDK can read, for an entity sent or not, an action legal or not
+    ai, st.sampled_from(["b0", "b1", "ghost"]), st.sampled_from(["idle", "flee", "chase", "dance"])
+)
+
+
+def test_no_answer_of_a_service_breaks_the_game_or_gives_an_action_not_sent(
+    fake_service: tuple[str, dict[str, Any]], clock: Clock
+) -> None:
+    """Whatever comes back (another version, a proxy's page, a bug), tick() never raises and action() gives
+    only an action the game sent as legal, or None."""
+    url, answer = fake_service
+    legal = {"b0": ["idle", "flee"], "b1": ["chase"]}
+
+    @given(decisions=st.lists(_WELL_FORMED | _DECISION, max_size=4) | _ANY_JSON)
+    @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+    def check(decisions: Any) -> None:
+        answer["body"] = lambda body: {"decisions": decisions}
+        with client(url, clock) as c:
+            for eid, actions in legal.items():
+                c.track(eid, "bee", BEE_OBS, actions)
+            c.tick()
+            c.wait()
+            for eid, actions in legal.items():
+                choice = c.action(eid)
+                assert choice is None or choice.action in actions, (decisions, choice)
+                applied[choice is not None] += 1
+
+    applied = [0, 0]
+    check()
+    assert applied[True] > 0  # the fuzz reached the path that applies a decision, not only the refusals
 
 
 def test_a_429_pauses_asking_for_its_retry_after(fake_service: tuple[str, dict[str, Any]], clock: Clock) -> None:
