@@ -6,9 +6,11 @@ import gzip
 import json
 import sqlite3
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
+import msgspec
 import pytest
+from msgspec import Meta
 
 from conftest import BOSS_OBS, Running, bee, decide_body, queen
 
@@ -303,3 +305,16 @@ def test_a_misspelt_protocol_field_gets_its_likely_fix(svc: Running) -> None:
     assert said["entities[0].legal_action"].startswith(
         "is not a known field; did you mean 'legal_actions'? (fields: id, legal_actions, observation,"
     )
+
+
+class _Patterned(msgspec.Struct):
+    described: Annotated[str, Meta(pattern="^x$", description="documented, with no words for its rule")]
+    shaped: Annotated[str, Meta(pattern="^y$", extra={"shape": "the letter y"})]
+    bare: Annotated[str, Meta(pattern="^z$")]
+
+
+def test_a_pattern_is_told_in_its_own_words_or_as_the_pattern_never_as_a_wrong_kind() -> None:
+    from npcmind.protocol.validate import problems
+
+    said = {p.path: p.message for p in problems({"described": "q", "shaped": "q", "bare": "q"}, _Patterned)}
+    assert said == {"described": "must match ^x$", "shaped": "must be the letter y", "bare": "must match ^z$"}

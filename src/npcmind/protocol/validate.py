@@ -141,7 +141,8 @@ def _walk(value: Any, t: mi.Type, path: str, out: list[Problem]) -> None:
     elif isinstance(t, mi.StrType):
         _length(len(value), t, path, "characters", out)
         if t.pattern is not None and not re.search(t.pattern, value):
-            out.append(Problem(path, f"must be {_expected(said)}" if said is not t else f"must match {t.pattern}"))
+            shaped = isinstance(said, mi.Metadata) and "shape" in (said.extra or {})  # the rule in words
+            out.append(Problem(path, f"must be {_expected(said)}" if shaped else f"must match {t.pattern}"))
     elif isinstance(t, mi.LiteralType):
         if value not in t.values:
             out.append(Problem(path, f"must be {_expected(t)}, not {value!r}"))
