@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import FOREST, bee, cli, decide_body, logged
+from conftest import BEE_OBS, FOREST, bee, cli, decide_body, logged
 from npcmind.config import Settings
 from npcmind.http.server import ServiceProcess
 from npcmind.providers import answer
@@ -72,6 +72,9 @@ def test_anthropic_refusal(start_service: Any, scripted: Any, monkeypatch: Any) 
     scripted.set(refusal="no")
     r = svc.decide(decide_body(bee("a")))
     assert r.json()["decisions"][0]["code"] == "refused"
+    scripted.set(body={"content": [{"type": "text", "text": "I can't help with that."}], "stop_reason": "refusal"})
+    d = svc.decide(decide_body(bee("a", observation={**BEE_OBS, "hp_fraction": 0.11}))).json()["decisions"][0]
+    assert d["code"] == "refused" and d["reason"] == "the model refused: I can't help with that."  # its words, once
 
 
 def test_auto_selection() -> None:

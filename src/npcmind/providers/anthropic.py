@@ -94,8 +94,9 @@ class AnthropicProvider:
             output_tokens=answer.usage_count(usage, "output_tokens"),
             truncated=data.get("stop_reason") == "max_tokens",
         )
-        if data.get("stop_reason") == "refusal":
-            out.refusal = "the model refused"
+        if data.get("stop_reason") == "refusal":  # its own words when it gave some, else the stop reason
+            said = [b["text"] for b in data["content"] if isinstance(b, dict) and isinstance(b.get("text"), str)]
+            out.refusal = " ".join(said).strip() or "stop_reason refusal"
             return out
         for block in data["content"]:
             if isinstance(block, dict) and block.get("type") == "tool_use":
