@@ -389,14 +389,17 @@ def test_refresh_and_a_changed_population_reask(svc: Running, scripted: Scripted
 
 
 def test_cascade_sends_only_what_the_local_policy_is_unsure_of(
-    svc: Running, scripted: ScriptedServer, clock: Clock
+    svc: Running, scripted: ScriptedServer, clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
     def policy(e: Any) -> tuple[str, float]:
-        if e.id == "b4":
+        if e.id in ("b4", "b5"):
             raise RuntimeError("a bug in the game's policy")  # its entity goes to the service instead
         return ("idle", 0.95) if int(e.id[1:]) % 2 == 0 else ("chase", 0.3)
 
-    with client(svc.server.url, clock, policy=policy, threshold=0.8) as c:
+    with (
+        caplog.at_level(logging.ERROR, "npcmind.sdk.decide"),
+        client(svc.server.url, clock, policy=policy, threshold=0.8) as c,
+    ):
         track_bees(c, 6)
         c.tick()
         c.wait()
@@ -407,6 +410,10 @@ def test_cascade_sends_only_what_the_local_policy_is_unsure_of(
         assert c.action("b1").source == "AI"  # type: ignore[union-attr]
         assert c.stats.local == 2 and c.stats.asked == 4
         assert not c.report("b0", "done")  # a local choice has nothing to report
+        clock.t += 4.1
+        c.tick()  # the policy fails again on every refresh: its traceback is logged once, not once an entity
+        c.wait()
+    assert len([r for r in caplog.records if "the local policy failed" in r.getMessage()]) == 1
 
 
 def test_reports_and_telemetry_reach_the_session(svc: Running, scripted: ScriptedServer, clock: Clock) -> None:

@@ -404,8 +404,11 @@ class DecideClient:
             if self.policy is not None:
                 try:
                     action, confidence = self.policy(e)
-                except Exception:  # a broken policy must not stop the game: ask the service instead
-                    log.exception("the local policy failed for %r", e.id)
+                except Exception as exc:  # a broken policy must not stop the game: ask the service instead
+                    key = f"policy:{type(exc).__name__}"
+                    if key not in self._warned:  # its traceback once, not once an entity a refresh
+                        self._warned.add(key)
+                        log.exception("the local policy failed for %r (said once; the service decides instead)", e.id)
                     action, confidence = "", 0.0
                 if confidence >= self.threshold and action in e.legal_actions:
                     e.choice = Choice(action, "local", confidence, now + ttl / 1000)
