@@ -376,6 +376,24 @@ def test_an_odd_usage_or_logprobs_block_costs_the_counts_or_confidence_not_the_a
         assert 0 <= counts[name] < 1e12, (name, counts[name])  # no -5, no 1e300
 
 
+def test_an_answer_the_adapter_fails_to_read_is_a_fallback_and_one_traceback(
+    svc: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug in reading an answer falls back like a provider error; under load its traceback is said once,
+    not once a request."""
+
+    def broken(data: Any, call: Any) -> Any:
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(svc.service.provider, "read_answer", broken)
+    with logged("npcmind.decide") as said:
+        for k in range(5):
+            d = svc.decide(decide_body(bee("a", observation=obs(hp_fraction=k / 10)))).json()["decisions"][0]
+            assert d["code"] == "unavailable" and d["reason"] == "provider answer could not be read: ZeroDivisionError"
+    assert len([m for m in said if "(a bug: please report it" in m]) == 1
+    assert len(said) <= 3, said  # the traceback, and the failures at their rate
+
+
 def test_a_failing_provider_is_logged_once_then_counted_and_its_recovery_said(svc: Running, scripted: Any) -> None:
     with logged("npcmind.decide") as said:
         scripted.set(status=500)

@@ -101,6 +101,7 @@ class DecidePipeline:
         self._deadline = settings.deadline_ms / 1000
         self._ai = metrics.decisions.labels("AI", "")
         self._failures = FailureLog(log, "provider call")
+        self._unread: set[type[Exception]] = set()  # answers the adapter failed to read, by exception type
         self._wait_until = 0.0  # monotonic time before which the provider asked not to be called (429)
         self._fallback = {
             code: metrics.decisions.labels("FALLBACK", code)
@@ -280,8 +281,12 @@ class DecidePipeline:
             return fall_all("unavailable", str(e))
         except Exception as e:  # an answer the adapter could not read must not become a 5xx
             self.metrics.provider_calls.labels(name, "error").inc()
-            log.exception("provider answer could not be read")
-            return fall_all("unavailable", f"provider answer could not be read: {e.__class__.__name__}")
+            if type(e) not in self._unread:  # a bug of ours: its traceback once, then at the failures' rate
+                self._unread.add(type(e))
+                log.exception("provider answer could not be read (a bug: please report it with this traceback)")
+            reason = f"provider answer could not be read: {e.__class__.__name__}"
+            self._failures.failed(reason)
+            return fall_all("unavailable", reason)
         finally:
             self._slots.release()
         elapsed = time.perf_counter() - t_call
