@@ -327,7 +327,7 @@ def test_a_rulesets_file_is_checked_for_what_the_game_side_model_would_refuse(tm
     rules.write_text(
         "rulesets:\n  Tavern:\n    actions: {talk: {}}\n"
         "  inn:\n    constraints: {maxTokens: -1, temperature: 9, stop: [a, b, c, d, e]}\n"
-        "  bar:\n    constraints: {max_tokens: 100}\n"
+        "  bar:\n    constraints: {max_tokens: 100}\n    blocked: ['(unclosed', 'fine']\n"
     )
     r = cli("serve", "--manifest", str(FOREST), "--rulesets", str(rules), "--store", f"sqlite:///{tmp_path}/r.db")
     assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
@@ -338,6 +338,7 @@ def test_a_rulesets_file_is_checked_for_what_the_game_side_model_would_refuse(tm
         "rulesets.inn.constraints.temperature: must be at most 2",
         "rulesets.inn.constraints.stop: has 5 items, at most 4 allowed",
         "rulesets.bar.constraints.max_tokens: is not a known field",
+        "rulesets.bar.blocked[0]: not a valid regular expression",  # with the others, not after them are fixed
     ]:
         assert said in r.stderr, (said, r.stderr)
 

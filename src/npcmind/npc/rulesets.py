@@ -86,13 +86,20 @@ class Ruleset:
     constraints: PromptConstraints  # as ExecuteInference carries them
 
 
-def _compile(name: str, spec: RulesetSpec, problems: list[Problem]) -> Ruleset:
-    patterns = []
-    for i, raw in enumerate(spec.blocked):
+def _patterns(name: str, blocked: object, problems: list[Problem]) -> list[re.Pattern[str]]:
+    """A ruleset's blocked patterns compiled; each that is text but not a regular expression, a problem."""
+    out = []
+    for i, raw in enumerate(blocked if isinstance(blocked, list) else []):
         try:
-            patterns.append(re.compile(raw))
+            if isinstance(raw, str):
+                out.append(re.compile(raw))
         except re.error as e:
             problems.append(Problem(f"rulesets.{name}.blocked[{i}]", f"not a valid regular expression: {e}"))
+    return out
+
+
+def _compile(name: str, spec: RulesetSpec, problems: list[Problem]) -> Ruleset:
+    patterns = _patterns(name, spec.blocked, problems)
     c = spec.constraints
     return Ruleset(name, spec, tuple(patterns), PromptConstraints(c.maxTokens, c.temperature, list(c.stop)))
 
@@ -105,7 +112,11 @@ def load_rulesets(extra: str | Path | None = None) -> dict[str, Ruleset]:
         try:
             parsed = msgspec.convert(data, RulesetsFile, strict=True)
         except msgspec.ValidationError as e:
-            raise ManifestError(str(path), shape_problems(data, RulesetsFile) or [Problem("", str(e))]) from None
+            found = shape_problems(data, RulesetsFile) or [Problem("", str(e))]
+            raw = data.get("rulesets") if isinstance(data, dict) else None
+            for key, value in raw.items() if isinstance(raw, dict) else ():  # every problem at once
+                _patterns(key, value.get("blocked") if isinstance(value, dict) else None, found)
+            raise ManifestError(str(path), found) from None
         problems: list[Problem] = []
         for name, spec in parsed.rulesets.items():
             out[name] = _compile(name, spec, problems)
