@@ -109,10 +109,12 @@ def _serve(args: argparse.Namespace) -> int:
 def _keygen(args: argparse.Namespace) -> int:
     import yaml
 
+    from npcmind.protocol.a2g import Id
+    from npcmind.protocol.validate import problems
     from npcmind.sessions.clients import hash_key, new_key
 
-    if not 1 <= len(args.client_id) <= 128:  # the protocol's Id: no request could ever name another
-        print(f"npcmind keygen: CLIENT_ID must be 1 to 128 characters, not {len(args.client_id)}", file=sys.stderr)
+    for problem in problems(args.client_id, Id):  # the protocol's own rule: no request could name another
+        print(f"npcmind keygen: CLIENT_ID {problem.message}", file=sys.stderr)
         return 2
     key = new_key()
     print(f"API key for {args.client_id} (shown once; the service keeps only its SHA-256):\n\n  {key}\n")

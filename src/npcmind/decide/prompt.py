@@ -118,9 +118,11 @@ def _least(spec: FieldSpec) -> object:
         return ""
     if spec.type == "enum":
         return min(spec.values or [""], key=len)
-    low = (
-        spec.min if spec.min is not None and spec.min > 0 else spec.max if spec.max is not None and spec.max < 0 else 0
-    )
+    low = 0.0  # the number nearest 0 within the bounds: the fewest digits
+    if spec.min is not None and spec.min > 0:
+        low = spec.min
+    elif spec.max is not None and spec.max < 0:
+        low = spec.max
     return int(low) if spec.type == "integer" else float(low)
 
 

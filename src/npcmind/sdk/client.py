@@ -11,6 +11,7 @@ import msgspec
 
 from npcmind.config import http_url
 from npcmind.npc.signing import signed_payload, verify
+from npcmind.protocol.errors import error_line
 from npcmind.protocol.npc import NPCInstruction, PromptConstraints
 from npcmind.sdk.cortex import Cortex
 from npcmind.sdk.store import NpcStore
@@ -86,11 +87,10 @@ class NpcMind:
         r = self._request("POST", f"/npcs/{quote(npc_id, safe='')}/process", {"tape": tape, "lastResult": last})
         if r.status_code != 200:
             try:
-                err = r.json()["error"]
-                detail = "; ".join(f"{d['path']}: {d['message']}" for d in err.get("details", [])) or err["message"]
-            except (ValueError, KeyError, TypeError, RecursionError):
-                detail = r.text[:200]
-            raise ProtocolError(f"the service answered {r.status_code}: {detail}")
+                payload = r.json()
+            except (ValueError, RecursionError):
+                payload = None
+            raise ProtocolError(f"the service answered {r.status_code}: {error_line(payload, r.text[:200])}")
         try:
             body = r.json()
             instruction, tape = body["instruction"], body["tape"]

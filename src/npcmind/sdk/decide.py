@@ -36,6 +36,7 @@ import msgspec
 
 from npcmind.config import http_url
 from npcmind.protocol.a2g import AIDecision, DecideResponse, Outcome
+from npcmind.protocol.errors import error_line, read_error
 
 log = logging.getLogger("npcmind.sdk.decide")
 
@@ -56,12 +57,12 @@ class SessionRefused(Exception):
     """The hosted service would not open a session for this client's key."""
 
 
-def _message(r: httpx.Response) -> str:
-    """The service's error message of an answer, or the start of its text."""
+def _payload(r: httpx.Response) -> Any:
+    """An answer's JSON, or its text as an error message when it has none (a proxy's page)."""
     try:
-        return str(r.json()["error"]["message"])
-    except (ValueError, KeyError, TypeError, RecursionError):
-        return r.text[:200] or "(no body)"
+        return r.json()
+    except (ValueError, RecursionError):
+        return {"error": {"message": r.text[:200]}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +123,6 @@ class _Sent:
     epoch: int
     legal: dict[str, tuple[str, ...]]
     future: Future[tuple[int, Any, dict[str, str]]]
-    types: dict[str, str]
 
 
 class DecideClient:
@@ -442,7 +442,7 @@ class DecideClient:
         if self._manifest is not None and not self._manifest.done():  # it brings the timeout to use
             after.append(self._manifest)
         future = self._pool.submit(self._call, "POST", "/v1/decide", raw, after)
-        self._sent.append(_Sent(self._epoch, legal, future, {e.id: e.type for e in batch}))
+        self._sent.append(_Sent(self._epoch, legal, future))
         self.stats.requests += 1
         self.stats.asked += len(batch)
 
@@ -616,7 +616,8 @@ class DecideClient:
             return
         if status != 200:
             self.stats.errors += 1
-            bad = self._refused_entities(status, body, [(eid, s.types[eid]) for eid in s.legal])
+            sent = [(eid, e.type if (e := self._entities.get(eid)) else "entity") for eid in s.legal]
+            bad = self._refused_entities(status, body, sent)
             if bad:  # the others are asked again at once, without them
                 self._release(s, now, keep=bad)
                 return
@@ -673,13 +674,12 @@ class DecideClient:
     def _refused_entities(self, status: int, body: Any, sent: list[tuple[str, str]]) -> set[str]:
         """The ids of a 422 whose every problem lies in one of the request's entities (``sent``: id and type,
         in the request's order), each named once in the log and sent alone from now on; else none."""
-        err = body.get("error") if status == 422 and isinstance(body, dict) else None
-        details = err.get("details") if isinstance(err, dict) else None
-        if not details or not isinstance(details, list):
+        details = read_error(body)[2] if status == 422 else []
+        if not details:
             return set()
         why: dict[str, list[str]] = {}
         for d in details:
-            m = _ENTITY_PATH.match(str(d.get("path", ""))) if isinstance(d, dict) else None
+            m = _ENTITY_PATH.match(str(d.get("path", "")))
             if m is None or int(m.group(1)) >= len(sent):
                 return set()  # a problem of the whole request (world, scope, a field of the body)
             eid = sent[int(m.group(1))][0]
@@ -696,12 +696,7 @@ class DecideClient:
         return set(why)
 
     def _refused(self, status: int, body: Any, headers: dict[str, str], now: float) -> None:
-        err = body.get("error") if isinstance(body, dict) else None
-        err = err if isinstance(err, dict) else {}
-        found = err.get("details")
-        details: list[Any] = found if isinstance(found, list) else []
-        detail = "; ".join(f"{d.get('path')}: {d.get('message')}" for d in details if isinstance(d, dict))
-        msg = f"npcmind answered {status} {err.get('code', '')}: {detail or err.get('message', '')}"
+        msg = f"npcmind answered {status} {read_error(body)[0]}: {error_line(body, '')}"
         if status == 401 and not self._api_key:
             msg += " (the service runs the hosted profile: give DecideClient its api_key=)"
         if status == 429 or status >= 500:
@@ -752,14 +747,14 @@ class DecideClient:
                     json={"client_id": self.client_id},
                     headers={"authorization": f"Bearer {self._api_key}"},
                 )
-                try:
-                    self._token = str(r.json()["session_token"]) if r.status_code == 200 else None
-                except (ValueError, KeyError, TypeError, RecursionError):
-                    self._token = None
-                if self._token is None:
+                payload = _payload(r)
+                token = payload.get("session_token") if r.status_code == 200 and isinstance(payload, dict) else None
+                if not isinstance(token, str):
+                    why = error_line(payload, "(no session_token)")
                     raise SessionRefused(
-                        f"npcmind did not open a session (POST /v1/session answered {r.status_code}: {_message(r)})"
+                        f"npcmind did not open a session (POST /v1/session answered {r.status_code}: {why})"
                     )
+                self._token = token
             return {"authorization": f"Bearer {self._token}"}
 
     def _call(
@@ -774,8 +769,4 @@ class DecideClient:
         if body is not None:
             headers["content-type"] = "application/json"
         r = self._http.request(method, path, content=body, headers=headers, timeout=self._timeout)
-        try:
-            payload = r.json()
-        except (ValueError, RecursionError):
-            payload = {"error": {"message": r.text[:200]}}
-        return r.status_code, payload, dict(r.headers)
+        return r.status_code, _payload(r), dict(r.headers)

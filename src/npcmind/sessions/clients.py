@@ -16,6 +16,7 @@ from msgspec import Meta
 from npcmind.manifest import Manifest, ManifestError
 from npcmind.manifest import load as load_manifest
 from npcmind.manifest.load import parse_text, read_text_file
+from npcmind.protocol.a2g import Id
 from npcmind.protocol.errors import Problem
 from npcmind.protocol.validate import problems as shape_problems
 
@@ -25,7 +26,7 @@ KEY_PREFIX = "nmk_"
 class ClientSpec(msgspec.Struct, forbid_unknown_fields=True):
     """One client as written in the clients file."""
 
-    client_id: Annotated[str, Meta(min_length=1, max_length=128)]
+    client_id: Id
     manifest: str
     key_sha256: Annotated[
         str, Meta(pattern="^[0-9a-f]{64}$", extra={"shape": "64 lowercase hex digits, as `npcmind keygen` prints it"})
