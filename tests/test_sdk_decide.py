@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -716,3 +717,25 @@ def test_a_service_url_without_its_scheme_is_refused_at_construction() -> None:
     with pytest.raises(ValueError, match="service_url must start with http://"):
         NpcMind("localhost:8080", OpenAICortex("http://127.0.0.1:8000/v1"), None)  # type: ignore[arg-type]
     DecideClient("http://127.0.0.1:8080/", "g").close()  # a trailing slash is fine
+
+
+def test_a_fallback_reason_that_counts_down_is_said_once(
+    svc: Running, scripted: ScriptedServer, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A provider's Retry-After makes the service's reason count down ("0.9 s more"): one warning, not one
+    an ask (a long Retry-After at 60 fps was hundreds of lines in the game's console)."""
+    scripted.set(status=429, retry_after=30)
+    with caplog.at_level(logging.WARNING, "npcmind.sdk.decide"), client(svc.server.url, clock) as c:
+        track_bees(c, 1)
+        reasons = set()
+        for _ in range(4):
+            c.tick()
+            c.wait()
+            reasons.add(c.last_prompt()["entities"][0]["reason"])  # type: ignore[index]
+            clock.t += 4.1  # the forest's refresh_ms
+            time.sleep(0.15)  # the service's wait is on its own clock: each reason gives another figure
+        assert c.stats.fallbacks == {"unavailable": 4}
+    waits = {r for r in reasons if r and "asked to wait" in r}
+    assert len(waits) >= 2  # the reason did change between asks
+    said = [r.getMessage() for r in caplog.records if "asked to wait" in r.getMessage()]
+    assert len(said) == 1, said

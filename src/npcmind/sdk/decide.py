@@ -51,6 +51,7 @@ TIMEOUT_MARGIN_S = 5.0  # past the deadline: the service's own work and the netw
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
 Policy = Callable[["Entity"], tuple[str, float]]
 _ENTITY_PATH = re.compile(r"entities\[(\d+)\]\.?")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")  # the figures in a reason (seconds left, sizes): not a new kind of reason
 
 
 class SessionRefused(Exception):
@@ -658,7 +659,8 @@ class DecideClient:
                 if d.code == "budget":
                     self._warn(f"budget:{e.type}", f"{e.type} {e.id!r} is over its token budget: {d.reason}")
                 elif d.code in ("unavailable", "busy"):  # the service's state, not the entity's: say it once
-                    self._warn(f"{d.code}:{d.reason}", f"npcmind fell back with {d.code!r}: {d.reason}")
+                    kind = _NUMBER.sub("#", d.reason)  # "asked to wait: 0.9 s more" is not new at every ask
+                    self._warn(f"{d.code}:{kind}", f"npcmind fell back with {d.code!r}: {d.reason}")
         self._release(s, None)
 
     def _release(self, s: _Sent, due: float | None, keep: set[str] | frozenset[str] = frozenset()) -> None:
