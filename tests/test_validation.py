@@ -13,6 +13,7 @@ import pytest
 from msgspec import Meta
 
 from conftest import BOSS_OBS, Running, bee, decide_body, queen
+from npcmind.http.openapi import openapi_document
 
 JSON_CT = {"content-type": "application/json"}
 
@@ -318,3 +319,16 @@ def test_a_pattern_is_told_in_its_own_words_or_as_the_pattern_never_as_a_wrong_k
 
     said = {p.path: p.message for p in problems({"described": "q", "shaped": "q", "bare": "q"}, _Patterned)}
     assert said == {"described": "must match ^x$", "shaped": "must be the letter y", "bare": "must match ^z$"}
+
+
+def test_every_field_of_every_route_is_described_in_the_openapi_document() -> None:
+    """A client generated in the game's language carries these descriptions as its documentation."""
+    doc = msgspec.json.decode(openapi_document())
+    undescribed = [
+        f"{name}.{prop}"
+        for name, component in doc["components"]["schemas"].items()
+        for prop, schema in component.get("properties", {}).items()
+        if not schema.get("description")
+    ]
+    assert undescribed == []
+    assert len(doc["components"]["schemas"]) >= 30  # the routes' types are all in it, not a few

@@ -143,6 +143,10 @@ def openapi_document() -> bytes:
     types: list[Any] = [ErrorResponse]
     types += [r.request for r in ROUTES if r.request] + [r.response for r in ROUTES if r.response]
     refs, components = msgspec.json.schema_components(types, ref_template="#/components/schemas/{name}")
+    for component in components.values():  # a tagged union's tag (source, type) is msgspec's, not a field of ours
+        for prop in component.get("properties", {}).values():
+            if "description" not in prop and len(prop.get("enum", ())) == 1:
+                prop["description"] = f"Always {prop['enum'][0]}: says which of the shapes this object has."
     by_type = dict(zip(types, refs, strict=True))
     paths: dict[str, dict[str, Any]] = {}
     for r in ROUTES:

@@ -117,53 +117,80 @@ class DecideResponse(msgspec.Struct):
 class TelemetryEntity(msgspec.Struct, forbid_unknown_fields=True):
     """What the game knows about one entity now: soft state that rebuilds the situation context."""
 
-    id: Id
-    type: Name
-    position: Position | None = None
-    state: Annotated[str, Meta(min_length=1, max_length=32)] | None = None
-    action: Name | None = None
-    parent: Id | None = None
-    fields: dict[str, Any] | None = None
+    id: Annotated[Id, Meta(description="The game's id of the entity; the same id as in decide requests.")]
+    type: Annotated[Name, Meta(description="A type of the manifest, observe-only types (the player) included.")]
+    position: Annotated[Position | None, Meta(description="[x, y] or [x, y, z]; needed for neighbours (`nearby`).")] = (
+        None
+    )
+    state: Annotated[
+        Annotated[str, Meta(min_length=1, max_length=32)] | None,
+        Meta(description="A short word the game defines (stunned, fleeing); `active` when omitted."),
+    ] = None
+    action: Annotated[
+        Name | None, Meta(description="What the entity is doing now, as neighbours see it: one of its type's actions.")
+    ] = None
+    parent: Annotated[
+        Id | None, Meta(description="The id of the entity this one belongs to (its squad); the parent sees it.")
+    ] = None
+    fields: Annotated[
+        dict[str, Any] | None, Meta(description="Exactly the type's fields, each within its bounds; kept as last sent.")
+    ] = None
 
 
 class TelemetryRequest(msgspec.Struct, forbid_unknown_fields=True):
     """The body of POST /v1/telemetry."""
 
-    client_id: Id
-    epoch: Annotated[int, Meta(ge=0)]
-    entities: Annotated[list[TelemetryEntity], Meta(max_length=10_000)] = []
-    removed: Annotated[list[Id], Meta(max_length=10_000)] = []
-    scene: Annotated[str, Meta(min_length=1, max_length=128)] | None = None
+    client_id: Annotated[Id, Meta(description="The game; in the hosted profile, the session token's client.")]
+    epoch: Annotated[int, Meta(ge=0, description="The game's epoch, as in decide requests.")]
+    entities: Annotated[
+        list[TelemetryEntity], Meta(max_length=10_000, description="Entities updated since the last telemetry.")
+    ] = []
+    removed: Annotated[
+        list[Id], Meta(max_length=10_000, description="Ids of entities that left the scene (dead, despawned).")
+    ] = []
+    scene: Annotated[
+        Annotated[str, Meta(min_length=1, max_length=128)] | None,
+        Meta(description="The current scene (level, map): a new one resets the population and forgets the old."),
+    ] = None
 
 
 class TelemetryResponse(msgspec.Struct):
     """How many entity updates the service took."""
 
-    accepted: int
+    accepted: Annotated[int, Meta(description="Entity updates and removals taken: all, or the request is refused.")]
 
 
 class ScopeDefinition(msgspec.Struct, forbid_unknown_fields=True):
     """A scope a session adds at run time (a generated cave, a quest area)."""
 
-    text: Annotated[str, Meta(max_length=4000)]
-    parent: Name | None = None
-    fields: dict[str, Any] = {}
+    text: Annotated[str, Meta(max_length=4000, description="What the model is told about this scope.")]
+    parent: Annotated[
+        Name | None, Meta(description="A manifest or session scope this one is inside; its text and fields apply.")
+    ] = None
+    fields: Annotated[
+        dict[str, Any],
+        Meta(description="Fields of scope_state this scope declares, in the manifest's field form (type, min, ...)."),
+    ] = {}
 
 
 class ContextRequest(msgspec.Struct, forbid_unknown_fields=True):
     """The body of POST /v1/context."""
 
-    client_id: Id
+    client_id: Annotated[Id, Meta(description="The game; in the hosted profile, the session token's client.")]
     scopes: Annotated[
         dict[DeclaredName, ScopeDefinition],
-        Meta(min_length=1, max_length=256),
+        Meta(
+            min_length=1,
+            max_length=256,
+            description="Scopes to add by name; a manifest scope's name is a 409, a session scope's is replaced.",
+        ),
     ]
 
 
 class ContextResponse(msgspec.Struct):
     """The session's own scopes after the change."""
 
-    scopes: list[str]
+    scopes: Annotated[list[str], Meta(description="The names of every scope this session has added.")]
 
 
 Outcome = Literal["done", "failed", "interrupted", "rejected"]
@@ -172,106 +199,136 @@ Outcome = Literal["done", "failed", "interrupted", "rejected"]
 class Report(msgspec.Struct, forbid_unknown_fields=True):
     """What became of one decision in the game."""
 
-    decision_id: Annotated[str, Meta(min_length=1, max_length=64)]
-    outcome: Outcome
-    detail: Annotated[str, Meta(max_length=200)] | None = None
+    decision_id: Annotated[
+        str, Meta(min_length=1, max_length=64, description="The decision_id of an AI decision of this session.")
+    ]
+    outcome: Annotated[
+        Outcome,
+        Meta(
+            description="done (carried out), failed (tried, did not work), interrupted, rejected (the game did not "
+            "apply it); enters the entity's memory."
+        ),
+    ]
+    detail: Annotated[
+        Annotated[str, Meta(max_length=200)] | None,
+        Meta(description="What happened, in a few words (stung the player); up to 200 characters."),
+    ] = None
 
 
 class ReportRequest(msgspec.Struct, forbid_unknown_fields=True):
     """The body of POST /v1/report."""
 
-    client_id: Id
-    reports: Annotated[list[Report], Meta(min_length=1, max_length=256)]
+    client_id: Annotated[Id, Meta(description="The game; in the hosted profile, the session token's client.")]
+    reports: Annotated[list[Report], Meta(min_length=1, max_length=256, description="1 to 256 reports.")]
 
 
 class ReportResult(msgspec.Struct):
     """The status of one report: accepted, unknown (not this session's, or forged) or duplicate."""
 
-    decision_id: str
-    status: Literal["accepted", "unknown", "duplicate"]
+    decision_id: Annotated[str, Meta(description="The report's decision_id.")]
+    status: Annotated[
+        Literal["accepted", "unknown", "duplicate"],
+        Meta(
+            description="accepted; unknown (not a decision of this session, or forged); duplicate (already reported)."
+        ),
+    ]
 
 
 class ReportResponse(msgspec.Struct):
     """One status per report, in order."""
 
-    results: list[ReportResult]
+    results: Annotated[list[ReportResult], Meta(description="One a report, in the request's order.")]
 
 
 class SessionRequest(msgspec.Struct, forbid_unknown_fields=True):
     """The body of POST /v1/session (with the client's API key as bearer)."""
 
-    client_id: Id
+    client_id: Annotated[Id, Meta(description="The client the API key belongs to, as in the clients file.")]
 
 
 class SessionResponse(msgspec.Struct):
     """A new session and its token."""
 
-    session_token: str
-    session_id: str
-    expires_in_s: int
+    session_token: Annotated[
+        str, Meta(description="The bearer token of every other request of this session; survives restarts.")
+    ]
+    session_id: Annotated[str, Meta(description="The session's id, as the service's logs name it.")]
+    expires_in_s: Annotated[int, Meta(description="Seconds until the token expires: open a new session before.")]
 
 
 class EndedResponse(msgspec.Struct):
     """DELETE /v1/session."""
 
-    ended: str
+    ended: Annotated[str, Meta(description="The id of the session that ended; its token is refused from now on.")]
 
 
 class SeenEntity(msgspec.Struct):
     """One entity of the last batch: its own prompt part, its token count and what became of it."""
 
-    id: str
-    number: int
-    tokens: int
-    sent: bool
-    source: str
-    code: str | None
-    text: str
-    action: str | None = None
-    reason: str | None = None
+    id: Annotated[str, Meta(description="The entity's id.")]
+    number: Annotated[int, Meta(description="Its number in the prompt (E1, E2, ...), its place in the request.")]
+    tokens: Annotated[int, Meta(description="Tokens of its own part, as the token budget counted them.")]
+    sent: Annotated[bool, Meta(description="Whether its part went to the model (not cached, not over budget).")]
+    source: Annotated[str, Meta(description="AI or FALLBACK, as in the decide answer.")]
+    code: Annotated[
+        str | None, Meta(description="The fallback code, `cached` for a cache hit, or null for a fresh choice.")
+    ]
+    text: Annotated[str, Meta(description="Its own part of the prompt (parts 6-7), exactly as rendered.")]
+    action: Annotated[str | None, Meta(description="The action it was given, if AI.")] = None
+    reason: Annotated[str | None, Meta(description="Why it fell back, if it did.")] = None
 
 
 class ModelReply(msgspec.Struct):
     """What the provider call of a batch gave back: the model's answer as it came, or why there was none."""
 
-    text: str | None
-    error: str | None
-    latency_ms: int
-    input_tokens: int = 0
-    cached_tokens: int = 0
-    output_tokens: int = 0
+    text: Annotated[str | None, Meta(description="The model's answer exactly as it came, or null.")]
+    error: Annotated[str | None, Meta(description="Why there was no answer (timeout, provider error), or null.")]
+    latency_ms: Annotated[int, Meta(description="The provider call's wall time.")]
+    input_tokens: Annotated[int, Meta(description="Input tokens the provider counted.")] = 0
+    cached_tokens: Annotated[int, Meta(description="Of those, the ones read from the provider's prompt cache.")] = 0
+    output_tokens: Annotated[int, Meta(description="Output tokens the provider counted.")] = 0
 
 
 class PromptView(msgspec.Struct):
     """GET /v1/prompt: what the model saw in this session's last decide request, and what it answered."""
 
-    at: float
-    system: str
-    user: str | None
-    entities: list[SeenEntity]
-    reply: ModelReply | None = None
+    at: Annotated[float, Meta(description="When the request was decided, in Unix seconds.")]
+    system: Annotated[str, Meta(description="Parts 1-3: the same for requests of one scope and set of profiles.")]
+    user: Annotated[
+        str | None, Meta(description="The dynamic tail as sent (parts 4-7 of the entities sent), or null if none.")
+    ]
+    entities: Annotated[list[SeenEntity], Meta(description="Every entity of the request, in its order.")]
+    reply: Annotated[
+        ModelReply | None, Meta(description="The provider call's answer, or null when no entity was sent.")
+    ] = None
 
 
 class ManifestResponse(msgspec.Struct):
     """GET /v1/manifest: the manifest the service loaded for this client, and its version."""
 
-    client_id: str | None
-    version: str
-    manifest: dict[str, Any]
+    client_id: Annotated[str | None, Meta(description="The token's client (hosted profile), or null (local profile).")]
+    version: Annotated[str, Meta(description="The manifest's version hash; it changes with any change of it.")]
+    manifest: Annotated[dict[str, Any], Meta(description="The manifest as the service loaded it, as JSON.")]
 
 
 class HealthResponse(msgspec.Struct):
     """GET /v1/health: whether the service is up and what it will do with a decide request."""
 
-    status: Literal["ok"]
-    a2g: str
-    version: str
-    profile: str
-    provider: str
-    model: str | None
-    provider_ready: bool
-    note: str
-    manifest_version: str | None
+    status: Annotated[Literal["ok"], Meta(description="ok whenever the service answers.")]
+    a2g: Annotated[str, Meta(description="The protocol version, 0.1.")]
+    version: Annotated[str, Meta(description="npcmind's version.")]
+    profile: Annotated[str, Meta(description="local (no tokens) or hosted (session tokens).")]
+    provider: Annotated[str, Meta(description="openai, anthropic, or none.")]
+    model: Annotated[str | None, Meta(description="The model the provider is asked for, or null.")]
+    provider_ready: Annotated[
+        bool, Meta(description="Whether a call can succeed; false means every decision falls back with unavailable.")
+    ]
+    note: Annotated[str, Meta(description="The same for a person, with what the start-up check found.")]
+    manifest_version: Annotated[
+        str | None, Meta(description="The local profile's manifest version; null in the hosted profile (one a client).")
+    ]
     # how long a decide request may wait for its provider call (NPCMIND_DEADLINE_MS): a client's timeout
     # belongs above it, or a slow model's answers arrive after the client gave up
-    deadline_ms: int
+    deadline_ms: Annotated[
+        int, Meta(description="How long a decide request may wait for its model: a client's timeout belongs above it.")
+    ]

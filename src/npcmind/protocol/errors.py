@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
+from msgspec import Meta
 
 
 class Problem(msgspec.Struct, frozen=True):
     """A single problem at a JSON path, so the developer can find the exact field to fix."""
 
-    path: str
-    message: str
+    path: Annotated[str, Meta(description="Where, as a JSON path into the body: entities[3].observation.hp_fraction.")]
+    message: Annotated[str, Meta(description="What is wrong there, and what is expected.")]
 
 
 def choices(value: str, known: Iterable[str], what: str, likely: str | None = None) -> str:
@@ -49,15 +50,17 @@ def error_line(body: Any, otherwise: str) -> str:
 class ErrorBody(msgspec.Struct):
     """The inside of every error answer."""
 
-    code: str
-    message: str
-    details: list[Problem] = []
+    code: Annotated[
+        str, Meta(description="For a program: invalid_request (422), malformed_json, unauthorized, not_found, ...")
+    ]
+    message: Annotated[str, Meta(description="For a person: what went wrong and, where there is one, the fix.")]
+    details: Annotated[list[Problem], Meta(description="Every problem by path (a 422); empty otherwise.")] = []
 
 
 class ErrorResponse(msgspec.Struct):
     """The JSON of every 4xx answer."""
 
-    error: ErrorBody
+    error: Annotated[ErrorBody, Meta(description="What went wrong.")]
 
 
 class ApiError(Exception):

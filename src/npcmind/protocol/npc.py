@@ -2,59 +2,68 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
+from msgspec import Meta
 
 MemoryType = Literal["observation", "experience", "knowledge", "emotion"]
+
+
+def _d(text: str) -> Meta:
+    """A field's description in the OpenAPI document (what a client generated in the game's language shows)."""
+    return Meta(description=text)
 
 
 class NPC(msgspec.Struct):
     """An NPC as the game's registry knows it."""
 
-    npcId: str | None = None
-    persona: str | None = None
-    data: dict[str, Any] | None = None
+    npcId: Annotated[str | None, _d("The NPC's id; must equal the path's npcId.")] = None
+    persona: Annotated[str | None, _d("Who the NPC is, in a few sentences: the prompt's first part.")] = None
+    data: Annotated[dict[str, Any] | None, _d("What else the game knows of the NPC (role, faction), as JSON.")] = None
 
 
 class RecalledMemory(msgspec.Struct):
     """A memory the SDK recalled, with its true similarity to the query."""
 
-    text: str | None = None
-    type: MemoryType | None = None
-    importance: float | None = None
-    similarity: float | None = None
+    text: Annotated[str | None, _d("What the NPC remembers.")] = None
+    type: Annotated[MemoryType | None, _d("observation, experience, knowledge or emotion.")] = None
+    importance: Annotated[float | None, _d("0 to 1, as Finalize gave it when the memory was stored.")] = None
+    similarity: Annotated[float | None, _d("Cosine similarity to the recall query, at or above its threshold.")] = None
 
 
 class PromptConstraints(msgspec.Struct):
     """What the SDK's inference must honour."""
 
-    maxTokens: int | None = None
-    temperature: float | None = None
-    stop: list[str] | None = None
+    maxTokens: Annotated[int | None, _d("The most tokens the local model may generate.")] = None
+    temperature: Annotated[float | None, _d("The sampling temperature.")] = None
+    stop: Annotated[list[str] | None, _d("Strings that end generation.")] = None
 
 
 class NPCProcessTape(msgspec.Struct):
     """The whole state of one dialogue step; unknown fields are kept and passed back (not listed here)."""
 
-    observation: str
-    npcState: dict[str, Any]
-    memories: list[RecalledMemory]
-    context: dict[str, Any] | None = None
-    persona: str | None = None
-    actor: NPC | None = None
-    prompt: str | None = None
-    constraints: PromptConstraints | None = None
-    generatedOutput: str | None = None
-    rulesetId: str | None = None
-    vectorQueried: bool | None = None
+    observation: Annotated[str, _d("What just happened to the NPC, or what was said to it.")]
+    npcState: Annotated[dict[str, Any], _d("The NPC's state as the SDK holds it (mood, lastAction, ...).")]
+    memories: Annotated[list[RecalledMemory], _d("Recalled memories, most relevant first (empty before recall).")]
+    context: Annotated[dict[str, Any] | None, _d("What the game adds about the scene, as JSON.")] = None
+    persona: Annotated[str | None, _d("The persona; from the actor when not given.")] = None
+    actor: Annotated[NPC | None, _d("The NPC, once IdentifyActor answered.")] = None
+    prompt: Annotated[str | None, _d("The prompt the service built for ExecuteInference.")] = None
+    constraints: Annotated[PromptConstraints | None, _d("The constraints of that prompt.")] = None
+    generatedOutput: Annotated[str | None, _d("What the local model answered, once ExecuteInference ran.")] = None
+    rulesetId: Annotated[str | None, _d("The ruleset Finalize judges by; `default` when omitted.")] = None
+    vectorQueried: Annotated[bool | None, _d("True once QueryVector was answered.")] = None
 
 
 class NPCProcessRequest(msgspec.Struct):
     """The body of POST /npcs/{npcId}/process."""
 
-    tape: NPCProcessTape
-    lastResult: dict[str, Any] | None = None
+    tape: Annotated[NPCProcessTape, _d("The step's whole state: the service keeps nothing between steps.")]
+    lastResult: Annotated[
+        dict[str, Any] | None,
+        _d("The answer to the last instruction: IdentifyActorResult, QueryVectorResult or ExecuteInferenceResult."),
+    ] = None
 
 
 class IdentifyActorResult(msgspec.Struct, forbid_unknown_fields=True):
@@ -85,52 +94,54 @@ class IdentifyActorInstruction(msgspec.Struct, tag_field="type", tag="IdentifyAc
 class QueryVectorInstruction(msgspec.Struct, tag_field="type", tag="QueryVector"):
     """Ask the SDK to recall memories related to ``query``."""
 
-    query: str
-    limit: int
-    threshold: float
+    query: Annotated[str, _d("The text to recall memories about.")]
+    limit: Annotated[int, _d("The most memories to answer with.")]
+    threshold: Annotated[float, _d("The least cosine similarity a recalled memory may have.")]
 
 
 class ExecuteInferenceInstruction(msgspec.Struct, tag_field="type", tag="ExecuteInference"):
     """Ask the SDK to run its model on ``prompt``."""
 
-    prompt: str
-    constraints: PromptConstraints
+    prompt: Annotated[str, _d("The whole prompt for the local model.")]
+    constraints: Annotated[PromptConstraints, _d("What the generation must honour.")]
 
 
 class MemoryStoreInstruction(msgspec.Struct):
     """Something the NPC should remember."""
 
-    text: str
-    type: MemoryType
-    importance: float
+    text: Annotated[str, _d("What to remember.")]
+    type: Annotated[MemoryType, _d("observation, experience, knowledge or emotion.")]
+    importance: Annotated[float, _d("0 to 1: breaks near-ties in recall.")]
 
 
 class GenericAction(msgspec.Struct):
     """An action the NPC takes, checked against the ruleset."""
 
-    type: str
-    reason: str | None = None
-    target: str | None = None
+    type: Annotated[str, _d("One of the ruleset's allowed action types (ATTACK, MOVE, ...).")]
+    reason: Annotated[str | None, _d("Why, in the NPC's words.")] = None
+    target: Annotated[str | None, _d("Whom or where: required by the types whose rule says so.")] = None
 
 
 class RuleCheck(msgspec.Struct):
     """One rule applied in Finalize, and what it found."""
 
-    rule: str
-    result: Literal["pass", "blocked", "repaired"]
-    detail: str
+    rule: Annotated[str, _d("The rule's name.")]
+    result: Annotated[Literal["pass", "blocked", "repaired"], _d("pass, blocked, or repaired (fixed and let pass).")]
+    detail: Annotated[str, _d("What the rule found.")]
 
 
 class FinalizeInstruction(msgspec.Struct, tag_field="type", tag="Finalize"):
     """The outcome: validated, signed, ready to apply."""
 
-    valid: bool
-    signature: str | None
-    memoryStore: list[MemoryStoreInstruction]
-    stateTransform: dict[str, Any]
-    action: GenericAction | None
-    dialogue: str
-    ruleAudit: list[RuleCheck]
+    valid: Annotated[bool, _d("False when a rule blocked the output: then nothing is to be stored.")]
+    signature: Annotated[
+        str | None, _d("<kid>.<base64url Ed25519 signature> over the outcome (GET /v1/keys); null when not valid.")
+    ]
+    memoryStore: Annotated[list[MemoryStoreInstruction], _d("What the NPC should remember.")]
+    stateTransform: Annotated[dict[str, Any], _d("A JSON merge patch for npcState.")]
+    action: Annotated[GenericAction | None, _d("The validated action, or null.")]
+    dialogue: Annotated[str, _d("The NPC's line; the ruleset's refusal line when not valid.")]
+    ruleAudit: Annotated[list[RuleCheck], _d("Every rule applied, and what it found.")]
 
 
 NPCInstruction = IdentifyActorInstruction | QueryVectorInstruction | ExecuteInferenceInstruction | FinalizeInstruction
@@ -139,19 +150,19 @@ NPCInstruction = IdentifyActorInstruction | QueryVectorInstruction | ExecuteInfe
 class NPCProcessResponse(msgspec.Struct):
     """The next instruction and the updated tape."""
 
-    instruction: NPCInstruction
-    tape: dict[str, Any]
+    instruction: Annotated[NPCInstruction, _d("What the SDK does next; Finalize ends the dialogue step.")]
+    tape: Annotated[dict[str, Any], _d("The updated tape: send it back with the next step.")]
 
 
 class PublicKey(msgspec.Struct):
     """A key that verifies outcome signatures."""
 
-    kid: str
-    alg: Literal["Ed25519"]
-    public_key: str
+    kid: Annotated[str, _d("The key's id.")]
+    alg: Annotated[Literal["Ed25519"], _d("Ed25519.")]
+    public_key: Annotated[str, _d("The raw 32-byte public key, base64url without padding.")]
 
 
 class KeysResponse(msgspec.Struct):
     """GET /v1/keys."""
 
-    keys: list[PublicKey]
+    keys: Annotated[list[PublicKey], _d("Keys that verify outcome signatures.")]
