@@ -157,6 +157,12 @@ def test_keygen_prints_a_key_and_a_line_the_clients_file_takes(client_id: str, t
     line = r.stdout.split("Paste", 1)[1].strip().splitlines()[-1]
     assert len(key) >= 40 and hash_key(key) in line
     assert key not in line  # the clients-file line holds only the hash
+    (tmp_path / "clients.yaml").write_text(line.strip() + "\n")  # pasted alone, without `clients:` above it
+    from npcmind.manifest import ManifestError
+
+    with pytest.raises(ManifestError) as e:
+        load_clients(tmp_path / "clients.yaml")
+    assert "goes under `clients:`" in e.value.problems[0].message
     (tmp_path / "clients.yaml").write_text("clients:\n" + line + "\n")  # pasted as the output says
     clients = load_clients(tmp_path / "clients.yaml")
     assert list(clients) == [client_id] and clients[client_id].spec.key_sha256 == hash_key(key)

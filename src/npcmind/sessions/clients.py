@@ -74,6 +74,8 @@ def load_clients(path: str | Path) -> dict[str, Client]:
     text = read_text_file(p)
     fmt = "json" if p.suffix == ".json" else "toml" if p.suffix == ".toml" else "yaml"
     data = parse_text(text, fmt, str(p))
+    if isinstance(data, list):  # keygen's line pasted alone: the list without the `clients:` above it
+        raise ManifestError(str(p), [Problem("", "must be an object: the list of clients goes under `clients:`")])
     try:
         parsed = msgspec.convert(data, ClientsFile, strict=True)
     except msgspec.ValidationError as e:
