@@ -264,7 +264,9 @@ class DecideClient:
         must not crash on the order of two calls."""
         e = self._entities.get(entity_id)
         if e is None:
-            self._warn(f"event:{trigger}", f"event({entity_id!r}, {trigger!r}) for an entity not tracked: ignored")
+            self._warn(
+                f"event:{trigger}", f"event({entity_id!r}, {trigger!r}) for an entity not tracked: ignored", False
+            )
             return False
         e.trigger = trigger
         e.due = min(e.due, self._clock() + self._window)
@@ -277,6 +279,7 @@ class DecideClient:
             self._warn(
                 f"outcome:{outcome}",
                 f"report({entity_id!r}, {outcome!r}): the outcome must be one of {', '.join(OUTCOMES)}; not sent",
+                native=False,
             )
             return False
         e = self._entities.get(entity_id)
@@ -288,7 +291,9 @@ class DecideClient:
         if len(self._reports) >= MAX_QUEUED_REPORTS:  # the service has been down a long while: keep the newest
             del self._reports[: MAX_QUEUED_REPORTS // 10]
             self._warn(
-                "reports-dropped", f"more than {MAX_QUEUED_REPORTS} reports wait for npcmind: the oldest are dropped"
+                "reports-dropped",
+                f"more than {MAX_QUEUED_REPORTS} reports wait for npcmind: the oldest are dropped",
+                native=False,
             )
         self._reports.append(item)
         return True
@@ -726,13 +731,14 @@ class DecideClient:
         else:
             self._warn(f"failed:{exc}", f"a request to npcmind failed: {exc}")
 
-    def _warn(self, key: str, message: str) -> None:
-        """Say a problem once (a game loop would repeat it every frame)."""
+    def _warn(self, key: str, message: str, native: bool = True) -> None:
+        """Say a problem once (a game loop would repeat it every frame); ``native``: it leaves entities to the
+        game's own AI, and the line says so."""
         if key not in self._warned:
             if len(self._warned) >= 1000:
                 self._warned.clear()
             self._warned.add(key)
-            log.warning("%s (the entities concerned use their native AI)", message)
+            log.warning("%s (the entities concerned use their native AI)" if native else "%s", message)
 
     # --- HTTP (worker threads) --------------------------------------------------------------------
 
