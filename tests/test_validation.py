@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
 import sqlite3
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -332,3 +333,23 @@ def test_every_field_of_every_route_is_described_in_the_openapi_document() -> No
     ]
     assert undescribed == []
     assert len(doc["components"]["schemas"]) >= 30  # the routes' types are all in it, not a few
+
+
+def test_a_bug_gives_a_json_500_and_its_traceback_once_not_once_a_request(
+    svc: Running, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No input should reach this; if a bug does, the game gets the protocol's JSON error and the log one
+    traceback, then a line at most every 10 s, not a traceback a request."""
+
+    async def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(svc.service.pipeline, "decide", broken)
+    with caplog.at_level(logging.WARNING, "npcmind.http"):
+        answers = [svc.decide(decide_body(bee("a"))) for _ in range(20)]
+    assert {r.status_code for r in answers} == {500}
+    assert answers[0].json()["error"]["code"] == "internal"
+    tracebacks = [r for r in caplog.records if r.exc_info]
+    assert len(tracebacks) == 1 and "POST /v1/decide" in tracebacks[0].getMessage()
+    again = [r.getMessage() for r in caplog.records if "again" in r.getMessage()]
+    assert len(again) == 1 and "RuntimeError: a bug" in again[0]

@@ -21,6 +21,7 @@ from npcmind import A2G_VERSION, __version__
 from npcmind.context.hub import ContextHub
 from npcmind.decide.pipeline import SessionContext
 from npcmind.decide.validate import partial_problems
+from npcmind.failures import FailureLog
 from npcmind.http.browsers import browser_origins
 from npcmind.http.openapi import ROUTES, methods_of, openapi_document
 from npcmind.protocol.a2g import (
@@ -92,7 +93,33 @@ def _explain_encoding(coding: str, ctype: str, body: bytes) -> None:
 
 def error_handler(max_body_bytes: int) -> Callable[[Request[Any, Any, Any], Exception], Response[bytes]]:
     """Every error as the protocol's JSON error body; the handler knows the body limit so a 413 can name it."""
-    return partial(_error_response, max_body_bytes)
+    return partial(_error_response, max_body_bytes, _Bugs())
+
+
+class _Bugs:
+    """A 500 (a bug of ours): its traceback once per kind and route, then the repeats at a readable rate. A bug
+    on the decide path under load was a traceback a request, burying everything else in the log."""
+
+    def __init__(self) -> None:
+        self._seen: set[tuple[type[Exception], str]] = set()
+        self._repeats = FailureLog(log, "request", every=10.0)
+
+    def log(self, request: Request[Any, Any, Any], exc: Exception) -> None:
+        """Log an unhandled error of a request."""
+        kind = (type(exc), request.url.path)
+        if kind in self._seen:
+            self._repeats.failed(
+                f"{request.method} {request.url.path} hit a bug logged above again: {type(exc).__name__}: {exc}"
+            )
+            return
+        if len(self._seen) < 1000:
+            self._seen.add(kind)
+        log.exception(
+            "unhandled error (a bug: please report it with this traceback) in %s %s: %s",
+            request.method,
+            request.url.path,
+            exc,
+        )
 
 
 def _too_large(max_body_bytes: int, path: str) -> str:
@@ -128,7 +155,9 @@ def _likely_route(path: str, paths: list[str]) -> str | None:
     return close[0] if close else None
 
 
-def _error_response(max_body_bytes: int, request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+def _error_response(
+    max_body_bytes: int, bugs: _Bugs, request: Request[Any, Any, Any], exc: Exception
+) -> Response[bytes]:
     if isinstance(exc, ApiError):
         return Response(content=exc.body(), status_code=exc.status, media_type=JSON, headers=exc.headers)
     if isinstance(exc, HTTPException):
@@ -150,7 +179,7 @@ def _error_response(max_body_bytes: int, request: Request[Any, Any, Any], exc: E
     if isinstance(exc, StoreError):  # disk full or the like: the store logged it; the game runs its own AI
         err = ApiError(503, "store_unavailable", f"{exc}; run your own AI and ask again", headers={"retry-after": "5"})
         return Response(content=err.body(), status_code=503, media_type=JSON, headers=err.headers)
-    log.exception("unhandled error (a bug): %s", exc)
+    bugs.log(request, exc)
     err = ApiError(500, "internal", "internal error; the service logged it")
     return Response(content=err.body(), status_code=HTTP_500_INTERNAL_SERVER_ERROR, media_type=JSON)
 
