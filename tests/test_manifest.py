@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from conftest import FOREST, cli, logged
@@ -126,6 +126,26 @@ def test_all_problems_of_a_kind_at_once() -> None:
     data["world"]["fields"]["x"] = {"type": "enum"}
     data["profiles"]["queen_bee"]["type"] = "wasp"
     assert {"scopes.forest.parent", "world.fields.x.values", "profiles.queen_bee.type"} <= set(problems_of(data))
+
+
+def test_shape_and_reference_problems_come_in_one_pass() -> None:
+    """A first manifest has both kinds at once: fixing the shape problems must not reveal a second list."""
+    data = forest()
+    data["types"]["bee"]["perception_radius"] = -1  # shape: the whole bee type fails to convert
+    data["defaults"]["ttl_ms"] = 0  # shape
+    data["world"]["fields"]["x"] = {"type": "enum"}  # rule beyond shape: no values
+    data["profiles"]["queen_bee"]["type"] = "wasp"  # reference
+    data["profiles"]["worker"] = {"type": "bee", "text": "a worker"}  # the broken bee is still a known type
+    data["scopes"]["forest_boss"]["parent"] = "moon"  # reference
+    found = problems_of(data)
+    assert set(found) == {
+        "types.bee.perception_radius",
+        "defaults.ttl_ms",
+        "world.fields.x.values",
+        "profiles.queen_bee.type",
+        "scopes.forest_boss.parent",
+    }, found
+    assert "did you mean 'forest_boss'" not in found["scopes.forest_boss.parent"]  # not its own parent
 
 
 def test_broken_yaml_is_one_clear_problem(tmp_path: Path) -> None:
@@ -405,3 +425,29 @@ def test_a_manifest_nested_too_deep_is_one_clear_problem(name: str, text: str, t
     rules.write_text("rulesets: " + "[" * 5000 + "]" * 5000)
     r = cli("serve", "--manifest", str(FOREST), "--rulesets", str(rules))
     assert r.returncode == 2 and "YAML nested too deep" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+_KEYS = st.sampled_from(["a2g", "world", "types", "profiles", "scopes", "defaults", "fields", "text", "type", "parent",
+                         "actions", "values", "min", "max", "bee", "forest", 1, "Bee"])  # fmt: skip
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False) | st.sampled_from(["enum", "bee", ""]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(_KEYS, _VALUES, max_size=6))
+@example(  # a number as a type's name (YAML's `1:`), beside a reference to a type that is unknown
+    {
+        "a2g": "0.1",
+        "world": {"text": "w"},
+        "types": {1: {}, "bee": {"actions": {"go": "g"}}},
+        "profiles": {"q": {"type": "x", "text": ""}},
+    }
+)
+def test_any_manifest_data_is_loaded_or_refused_with_problems_never_an_exception(data: dict[Any, Any]) -> None:
+    try:
+        from_data(data)
+    except ManifestError as e:
+        assert e.problems and all(isinstance(p.message, str) and p.message for p in e.problems)

@@ -8,15 +8,17 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 import yaml
 
 from npcmind.manifest.fields import FieldSet
-from npcmind.manifest.model import FieldSpec, ManifestFile, ProfileSpec, ScopeSpec, TypeSpec
+from npcmind.manifest.model import FieldSpec, ManifestFile, ProfileSpec, ScopeSpec, TypeSpec, WorldSpec
 from npcmind.protocol.errors import Problem, choices
 from npcmind.protocol.validate import problems as shape_problems
+
+_S = TypeVar("_S")
 
 
 class ManifestError(Exception):
@@ -168,7 +170,7 @@ def check(file: ManifestFile) -> list[Problem]:
     for name, sc in file.scopes.items():
         out += _field_problems(sc.fields, f"scopes.{name}.fields")
         if sc.parent is not None and sc.parent not in file.scopes:
-            known = choices(sc.parent, file.scopes, "scopes")
+            known = choices(sc.parent, [n for n in file.scopes if n != name], "scopes")  # not its own parent
             out.append(Problem(f"scopes.{name}.parent", f"unknown scope {sc.parent!r}{known}"))
     out += _cycles(file.scopes)
     return out
@@ -188,6 +190,45 @@ def _cycles(scopes: Mapping[str, ScopeSpec]) -> list[Problem]:
             seen.append(cur)
             cur = scopes[cur].parent
     return out
+
+
+def _convert(value: Any, kind: type[_S]) -> _S | None:
+    try:
+        return msgspec.convert(value, kind, strict=True)
+    except (msgspec.ValidationError, RecursionError):
+        return None
+
+
+def _fields_that_convert(raw: Any) -> dict[str, FieldSpec]:
+    found = {name: _convert(spec, FieldSpec) for name, spec in (raw.items() if isinstance(raw, dict) else ())}
+    return {name: spec for name, spec in found.items() if isinstance(name, str) and spec is not None}
+
+
+def _what_converts(data: Any) -> ManifestFile:
+    """A manifest that failed its shape check, element by element as far as it converts, for ``check``: a
+    type or scope that does not convert stays as a stand-in (its fields that do, whether it has actions, its
+    parent), so that what refers to it is not called unknown."""
+    top = data if isinstance(data, dict) else {}
+
+    def section(name: str) -> dict[Any, Any]:
+        found = top.get(name)  # YAML keys may be numbers: those are shape problems, left out here
+        return {k: v for k, v in found.items() if isinstance(k, str)} if isinstance(found, dict) else {}
+
+    types: dict[str, TypeSpec] = {}
+    for name, raw in section("types").items():
+        r = raw if isinstance(raw, dict) else {}
+        stand_in = TypeSpec(
+            fields=_fields_that_convert(r.get("fields")), actions={"_": ""} if r.get("actions") else None
+        )
+        types[name] = _convert(raw, TypeSpec) or stand_in
+    scopes: dict[str, ScopeSpec] = {}
+    for name, raw in section("scopes").items():
+        r = raw if isinstance(raw, dict) else {}
+        parent = r.get("parent") if isinstance(r.get("parent"), str) else None
+        scopes[name] = _convert(raw, ScopeSpec) or ScopeSpec("", parent, _fields_that_convert(r.get("fields")))
+    profiles = {name: p for name, raw in section("profiles").items() if (p := _convert(raw, ProfileSpec))}
+    world = WorldSpec("", _fields_that_convert(section("world").get("fields")))
+    return ManifestFile("0.1", world, types, profiles=profiles, scopes=scopes)
 
 
 def parse_text(text: str, fmt: str, source: str = "manifest") -> Any:
@@ -214,6 +255,9 @@ def from_data(data: Any, source: str = "manifest") -> Manifest:
             found = shape_problems(data, ManifestFile) or [Problem("", str(e))]
         except RecursionError:  # a value nested hundreds deep: msgspec's one message names where
             found = [Problem("", str(e))]
+        else:  # the rules beyond shape too, on what did convert: every problem in one pass, not in two
+            said = {p.path for p in found}
+            found += [p for p in check(_what_converts(data)) if p.path not in said]
         raise ManifestError(source, found) from None
     except RecursionError:
         raise ManifestError(source, [Problem("", "nested too deep to read (hundreds of levels)")]) from None
