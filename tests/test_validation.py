@@ -267,6 +267,15 @@ def test_shape_and_manifest_problems_in_one_answer(svc: Running) -> None:
     body = decide_body(bee("a", position=[1]), bee("b", trigger="sneeze"), world={"player_hp_fraction": 0.4})
     paths = {d["path"] for d in svc.decide(body).json()["error"]["details"]}
     assert {"entities[0].position", "entities[1].trigger", "world.repellent"} <= paths
+    # the mis-shaped entity's own observation and type too: not a second 422 once its position is fixed
+    wrong = bee("c", position=[1])
+    wrong["observation"]["hp_fraction"] = 2
+    odd = {**bee("d"), "type": "wasp", "legal_actions": "fly"}
+    details = svc.decide(decide_body(wrong, odd)).json()["error"]["details"]
+    said = {d["path"]: d["message"] for d in details}
+    assert {"entities[0].position", "entities[0].observation.hp_fraction", "entities[1].type"} <= set(said), said
+    assert "unknown type 'wasp'" in said["entities[1].type"] and "entities[1].legal_actions" in said
+    assert len(details) == len(said)  # each path once
 
 
 def test_a_misspelt_name_gets_its_likely_fix_and_the_names_there_are(svc: Running) -> None:

@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from npcmind.manifest import Manifest
+from npcmind.manifest.load import ResolvedType
 from npcmind.manifest.model import ScopeSpec
-from npcmind.protocol.a2g import DecideEntity, DecideRequest
+from npcmind.protocol.a2g import MAX_ENTITIES, DecideEntity, DecideRequest
 from npcmind.protocol.errors import Problem, choices
 from npcmind.protocol.validate import well_shaped
 
@@ -43,14 +44,22 @@ def check_scope(
     return out
 
 
+def _decided_type(p: str, name: str, manifest: Manifest) -> ResolvedType | Problem:
+    """The entity's type, if it is one the service decides for; else the problem with it."""
+    t = manifest.types.get(name)
+    if t is None:
+        return Problem(f"{p}.type", f"unknown type {name!r}{choices(name, manifest.types, 'types')}")
+    if t.observe_only:
+        return Problem(f"{p}.type", f"type {name!r} is observe-only (no actions): send it as telemetry")
+    return t
+
+
 def check_entity(i: int, e: DecideEntity, manifest: Manifest) -> list[Problem]:
     """One entity against its type: observation, legal actions, position, profile, trigger."""
     p = f"entities[{i}]"
-    t = manifest.types.get(e.type)
-    if t is None:
-        return [Problem(f"{p}.type", f"unknown type {e.type!r}{choices(e.type, manifest.types, 'types')}")]
-    if t.observe_only:
-        return [Problem(f"{p}.type", f"type {e.type!r} is observe-only (no actions): send it as telemetry")]
+    t = _decided_type(p, e.type, manifest)
+    if isinstance(t, Problem):
+        return [t]
     out = t.fields.problems(e.observation, f"{p}.observation")
     legal = set(e.legal_actions)
     if len(legal) != len(e.legal_actions) or not legal <= t.actions.keys():  # the slow path says which
@@ -121,4 +130,21 @@ def partial_problems(raw: Any, manifest: Manifest, session_scopes: Mapping[str, 
     out += _duplicates([(i, e.id) for i, e in items])
     for i, e in items:
         out += check_entity(i, e, manifest)
+    shaped = {i for i, _ in items}
+    entities = raw.get("entities")
+    for i, item in enumerate(entities[:MAX_ENTITIES] if isinstance(entities, list) else []):
+        if i not in shaped and isinstance(item, dict):
+            out += _misshaped_entity(i, item, manifest)
     return out
+
+
+def _misshaped_entity(i: int, item: dict[str, Any], manifest: Manifest) -> list[Problem]:
+    """What the manifest says of an entity mis-shaped elsewhere (a position of one number, say): its type and
+    its observation, so that they are not a second 422 once the shape is fixed."""
+    name, observation = item.get("type"), item.get("observation")
+    if not isinstance(name, str):
+        return []
+    t = _decided_type(f"entities[{i}]", name, manifest)
+    if isinstance(t, Problem):
+        return [t]
+    return t.fields.problems(observation, f"entities[{i}].observation") if isinstance(observation, dict) else []

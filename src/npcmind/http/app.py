@@ -231,7 +231,8 @@ def create_app(service: Service) -> Litestar:
             extra = await manifest_problems(request, claims, partial)
             if not extra:
                 raise
-            raise ApiError.invalid(e.details + [p for p in extra if p not in e.details]) from None
+            said = {p.path for p in e.details}  # a part mis-shaped is told once, by its shape
+            raise ApiError.invalid(e.details + [p for p in extra if p.path not in said]) from None
         return req, await service.guard.session(claims, req.client_id)
 
     @post("/v1/decide", status_code=200)
