@@ -15,12 +15,13 @@ import pytest
 
 from conftest import BEE_OBS, FOREST, bee, cli, decide_body, logged
 from npcmind.config import Settings
-from npcmind.http.server import ServiceProcess
+from npcmind.http.server import ServiceProcess, free_port
 from npcmind.providers import answer
 from npcmind.providers.anthropic import AnthropicProvider
 from npcmind.providers.base import NoProvider, ProviderError
 from npcmind.providers.http import JsonClient
 from npcmind.providers.openai import OpenAIProvider
+from npcmind.providers.scripted import ScriptedServer
 from npcmind.providers.select import make_provider
 from npcmind.sdk import NpcMind, NpcStore, OpenAICortex, ProtocolError
 
@@ -537,3 +538,15 @@ def test_the_start_up_check_says_when_the_base_url_is_a_web_page(start_service: 
     assert f"{web_site}/v1/models answered HTTP 404 with an HTML page, not an API's answer" in note, note
     d = svc.decide(decide_body(bee("a"))).json()["decisions"][0]
     assert d["code"] == "unavailable" and "an HTML page, not an API's answer" in d["reason"], d
+
+
+def test_what_the_start_up_check_found_is_dropped_once_the_provider_answers(start_service: Any) -> None:
+    """A model server started after the service (the usual order on a developer's machine): /v1/health must
+    not go on saying it cannot be reached once decisions come from it."""
+    port = free_port()
+    svc = start_service(provider="openai", base_url=f"http://127.0.0.1:{port}/v1", model="scripted")
+    assert "at start: cannot reach provider" in _checked(svc)
+    with ScriptedServer(port=port):
+        assert svc.decide(decide_body(bee("a"))).json()["decisions"][0]["source"] == "AI"
+        note = svc.http.get("/v1/health").json()["note"]
+    assert "at start" not in note and "ready" in note, note

@@ -73,7 +73,7 @@ class Service:
         self._check: asyncio.Task[None] | None = None
         self._activity: asyncio.Task[None] | None = None
         self._trim: asyncio.Task[None] | None = None
-        self.provider_problem: str | None = None  # what the start-up check found, for /v1/health
+        self._provider_problem: str | None = None  # what the start-up check found
 
     async def start(self) -> None:
         """Load the secrets from the store and build what depends on them (inside the event loop)."""
@@ -155,7 +155,7 @@ class Service:
         except Exception as e:  # a check must never stop the service
             problem = f"the provider check failed: {e.__class__.__name__}: {e}"
         if problem is not None:
-            self.provider_problem = problem
+            self._provider_problem = problem
             log.warning("provider check at start: %s", problem)
 
     async def stop(self) -> None:
@@ -165,6 +165,14 @@ class Service:
                 task.cancel()
         await self.provider.close()
         await self.store.close()
+
+    @property
+    def provider_problem(self) -> str | None:
+        """What the start-up check found, for /v1/health, until a provider call succeeds: a server started
+        after the service, or a model the server answers without listing it, must not be reported forever."""
+        if self._pipeline is not None and self._pipeline.answered:
+            return None
+        return self._provider_problem
 
     @property
     def provider_checked(self) -> bool:

@@ -103,6 +103,7 @@ class DecidePipeline:
         self._failures = FailureLog(log, "provider call")
         self._unread: set[type[Exception]] = set()  # answers the adapter failed to read, by exception type
         self._wait_until = 0.0  # monotonic time before which the provider asked not to be called (429)
+        self.answered = False  # a provider call has succeeded: what the start-up check found is past
         self._fallback = {
             code: metrics.decisions.labels("FALLBACK", code)
             for code in ("unavailable", "busy", "refused", "invalid_choice", "budget")
@@ -293,6 +294,7 @@ class DecidePipeline:
         self.metrics.provider_latency.labels(name).observe(elapsed)
         self.metrics.provider_calls.labels(name, "ok").inc()
         self._failures.succeeded()
+        self.answered = True
         self.metrics.tokens_in.inc(answer.input_tokens)
         self.metrics.tokens_cached.inc(answer.cached_tokens)
         self.metrics.tokens_out.inc(answer.output_tokens)
