@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import re
 import shutil
 import subprocess
 import threading
@@ -209,3 +210,22 @@ def test_a_hosted_browser_game_sends_its_token_and_reads_retry_after(
     out = json.loads(body[5:])
     assert out["source"] == "AI"
     assert out["retry_after"] is not None and int(out["retry_after"]) >= 1
+
+
+@needs_browser
+def test_the_service_page_shows_what_the_model_saw(svc: Running, scripted: Any, tmp_path: Path) -> None:
+    """GET / in a real browser: the last decide request of a client, each entity with what became of it."""
+    scripted.set(choose={"a": "flee"}, default="decline")
+    assert svc.decide(decide_body(bee("a"), bee("b"))).status_code == 200
+    r = svc.http.get("/")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    assert "default-src 'self'" in r.headers["content-security-policy"]  # nothing from elsewhere
+    out = dom(f"{svc.server.url}/?client_id=game-1", tmp_path / "p")
+    assert 'data-state="shown"' in out, out
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", out.split('id="entities"', 1)[1], re.S)
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in rows]
+    assert [(c[0], c[1], c[4]) for c in cells] == [("E1", "a", "flee"), ("E2", "b", "fallback: refused")], cells
+    assert "Q1: Options:" in out and "provider: openai" in out  # the prompt as sent, and the service's health
+    # a client with no decide request yet: the page says it will show one when it comes, not an error
+    out = dom(f"{svc.server.url}/?client_id=nobody", tmp_path / "p2")
+    assert 'data-state="waiting"' in out and "No decide request from nobody yet" in out, out

@@ -10,6 +10,7 @@ import difflib
 import logging
 from collections.abc import Callable
 from functools import partial
+from importlib import resources
 from typing import Any
 
 import msgspec
@@ -48,6 +49,9 @@ from npcmind.storage import StoreError
 
 log = logging.getLogger("npcmind.http")
 JSON = "application/json"
+# GET /: a page for a person that shows what the model saw; it holds no data, so it needs no token
+PAGE = (resources.files("npcmind.http") / "page.html").read_bytes()
+PAGE_HEADERS = {"content-security-policy": "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'"}
 
 
 def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response[bytes]:
@@ -297,6 +301,10 @@ def create_app(service: Service) -> Litestar:
         assert m is not None
         return json_response(ManifestResponse(client_id, m.version, m.data))
 
+    @get("/")
+    async def page() -> Response[bytes]:
+        return Response(content=PAGE, media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
+
     @get("/v1/health")
     async def health() -> Response[bytes]:
         p = service.provider
@@ -345,6 +353,7 @@ def create_app(service: Service) -> Litestar:
             npc_process,
             keys,
             prompt,
+            page,
         ],
         exception_handlers={Exception: error_handler(service.settings.max_body_bytes)},
         cors_config=browser_origins(service.settings.cors_origins),

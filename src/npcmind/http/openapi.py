@@ -112,6 +112,7 @@ ROUTES: list[Route] = [
     Route("head", "/v1/health", "Liveness without a body, for uptime monitors that send HEAD", public=True),
     Route("get", "/metrics", "Prometheus metrics", media="text/plain", errors=(401, 429)),
     Route("get", "/openapi.json", "This document (hosted profile: with a session token)", errors=(401, 429)),
+    Route("get", "/", "A page for a person: what the model saw, from GET /v1/prompt", media="text/html", public=True),
 ]
 
 
