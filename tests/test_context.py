@@ -223,11 +223,17 @@ def test_telemetry_is_checked_against_the_manifest(svc: Running) -> None:
                 {"id": "b", "type": "bee", "fields": {"hp_fraction": 2}},
                 {"id": "c", "type": "bee", "action": "dance", "position": [1]},
                 {"id": "d", "type": "bee", "action": "chace"},
+                {"id": "e", "type": "wasp", "position": [1]},  # mis-shaped and of an unknown type
+                {"id": "f", "type": "bee", "position": "here", "fields": {"hp_fraction": 2}},
             ],
         },
     )
     assert r.status_code == 422
     said = {d["path"]: d["message"] for d in r.json()["error"]["details"]}
+    # a mis-shaped entity's type and fields in the same answer, not in a second one once its shape is fixed
+    assert {"entities[4].position", "entities[4].type", "entities[5].position", "entities[5].fields.hp_fraction"} <= (
+        set(said)
+    ), said
     assert said["entities[3].action"] == (
         "'chace' is not an action of type bee; did you mean 'chase'? (its actions: chase, flee, idle, wander)"
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -30,7 +30,7 @@ from npcmind.protocol.a2g import (
     TelemetryEntity,
     TelemetryRequest,
 )
-from npcmind.protocol.errors import ApiError, Problem, choices
+from npcmind.protocol.errors import MAX_LISTED, ApiError, Problem, choices
 from npcmind.protocol.validate import problems as shape_problems
 from npcmind.storage.base import IssuedDecision, Store
 
@@ -276,6 +276,22 @@ class ContextHub:
                 known = choices(e.action, t.actions, "its actions")
                 problems.append(Problem(f"{p}.action", f"{e.action!r} is not an action of type {e.type}{known}"))
             check_position(e.position, f"{p}.position", problems)
+        return problems
+
+    @staticmethod
+    def misshaped_telemetry_problems(entities: Any, shaped: set[int], m: Manifest) -> list[Problem]:
+        """What the manifest says of telemetry entities mis-shaped elsewhere (a position of one number): their
+        type and fields, so that they are not a second 422 once the shape is fixed."""
+        problems: list[Problem] = []
+        for i, item in enumerate(entities[:MAX_LISTED] if isinstance(entities, list) else []):
+            if i in shaped or not isinstance(item, dict) or not isinstance(item.get("type"), str):
+                continue
+            t = m.types.get(item["type"])
+            if t is None:
+                known = choices(item["type"], m.types, "types")
+                problems.append(Problem(f"entities[{i}].type", f"unknown type {item['type']!r}{known}"))
+            elif isinstance(item.get("fields"), dict):
+                problems += t.fields.problems(item["fields"], f"entities[{i}].fields")
         return problems
 
     async def telemetry(self, session: SessionContext, req: TelemetryRequest) -> int:

@@ -200,8 +200,12 @@ def _decide_partial(raw: Any, session: SessionContext) -> list[Problem]:
 
 
 def _telemetry_partial(raw: Any, session: SessionContext) -> list[Problem]:
-    items = well_shaped(raw.get("entities") if isinstance(raw, dict) else None, TelemetryEntity)
-    return ContextHub.telemetry_problems(items, session.manifest)
+    entities = raw.get("entities") if isinstance(raw, dict) else None
+    items = well_shaped(entities, TelemetryEntity)
+    shaped = {i for i, _ in items}
+    return ContextHub.telemetry_problems(items, session.manifest) + ContextHub.misshaped_telemetry_problems(
+        entities, shaped, session.manifest
+    )
 
 
 def create_app(service: Service) -> Litestar:
