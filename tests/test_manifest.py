@@ -404,6 +404,7 @@ def test_serve_goes_on_when_the_reader_of_its_ready_line_leaves(tmp_path: Path) 
         proc.terminate()
         err = proc.communicate(timeout=10)[1]
     assert f"ready on http://127.0.0.1:{port}" in err and "stdout is closed" in err, err
+    assert f"what the model saw, in a browser: http://127.0.0.1:{port}/?client_id=" in err, err  # the page
     assert "Traceback" not in err, err
 
 

@@ -79,6 +79,11 @@ def _serve(args: argparse.Namespace) -> int:
                 except BrokenPipeError:  # the reader left (`npcmind serve | grep -m1 ready`): serve on
                     _quiet_stdout()
                     print(f"{banner} (stdout is closed, so this line is on stderr)", file=sys.stderr, flush=True)
+                logging.getLogger("npcmind").info(
+                    "what the model saw, in a browser: http://%s:%d/?client_id=<the client_id your game sends>",
+                    settings.host,
+                    settings.port,
+                )
 
     config = uvicorn.Config(
         app,
