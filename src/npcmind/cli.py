@@ -291,16 +291,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_serve)
 
     k = sub.add_parser("keygen", help="make an API key for a client of the hosted profile")
-    k.add_argument("client_id", metavar="CLIENT_ID")
+    k.add_argument("client_id", metavar="CLIENT_ID", help="the client the key is for, as the game sends it")
     k.add_argument("--manifest", default="manifest.yaml", metavar="FILE", help="the client's manifest path")
     k.set_defaults(func=_keygen)
 
     v = sub.add_parser("validate", help="check a manifest and list every problem by path")
-    v.add_argument("file", metavar="FILE")
+    v.add_argument("file", metavar="FILE", help="a manifest: YAML, JSON or TOML")
     v.set_defaults(func=_validate)
 
     c = sub.add_parser("chat", help="talk to an NPC in the terminal (needs the sdk extra)")
-    c.add_argument("npc_id", metavar="NPC_ID")
+    c.add_argument("npc_id", metavar="NPC_ID", help="the NPC to talk to (registered on first use)")
     c.add_argument(
         "--service",
         default="http://127.0.0.1:8080",
@@ -313,10 +313,17 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="an OpenAI-compatible server that runs the NPC's model (default: Ollama)",
     )
-    c.add_argument("--model", default="qwen3:4b", metavar="NAME")
+    c.add_argument(
+        "--model", default="qwen3:4b", metavar="NAME", help="the model the cortex server knows (default: qwen3:4b)"
+    )
     c.add_argument("--api-key-env", metavar="VAR", help="variable with the cortex's API key, if it needs one")
     c.add_argument("--persona", metavar="TEXT", help="who the NPC is (registers or updates it)")
-    c.add_argument("--ruleset", default="default", metavar="NAME")
+    c.add_argument(
+        "--ruleset",
+        default="default",
+        metavar="NAME",
+        help="the service's ruleset Finalize judges by (built in: default, rpg)",
+    )
     c.add_argument("--data-dir", default=".npcmind", metavar="DIR", help="where NPCs and memories are kept")
     c.set_defaults(func=_chat)
 
