@@ -143,7 +143,8 @@ def fake_service() -> Iterator[tuple[str, dict[str, Any]]]:
         return Response({"a2g": "0.1", "epoch": epoch, "latency_ms": 1, **answer["body"](body)})
 
     @post("/v1/telemetry", status_code=200)
-    async def telemetry() -> dict[str, Any]:
+    async def telemetry(request: Request[Any, Any, Any]) -> dict[str, Any]:
+        answer.setdefault("telemetry", []).append((request.headers.get("content-encoding"), len(await request.body())))
         return {"accepted": 0}
 
     server = BackgroundServer(Litestar([decide, telemetry]), lifespan="off").start()
@@ -739,3 +740,19 @@ def test_a_fallback_reason_that_counts_down_is_said_once(
     assert len(waits) >= 2  # the reason did change between asks
     said = [r.getMessage() for r in caplog.records if "asked to wait" in r.getMessage()]
     assert len(said) == 1, said
+
+
+def test_a_large_telemetry_body_goes_gzip_compressed(fake_service: tuple[str, dict[str, Any]], clock: Clock) -> None:
+    url, answer = fake_service
+    answer["body"] = lambda body: {"decisions": []}
+    with client(url, clock) as c:
+        track_bees(c, 2)
+        c.tick()
+        c.wait()
+        track_bees(c, 600)  # about 90 KB of telemetry as JSON
+        clock.t += 1
+        c.tick()
+        c.wait()
+    (small_coding, small_size), (large_coding, large_size) = answer["telemetry"]
+    assert small_coding is None and small_size < 1000  # small bodies as they are: compressing them buys nothing
+    assert large_coding == "gzip" and large_size < 90_000 / 4, answer["telemetry"]

@@ -213,7 +213,7 @@ def test_not_json_is_415(svc: Running) -> None:
 @pytest.mark.parametrize(
     ("headers", "encode", "says"),
     [
-        ({"content-encoding": "gzip"}, gzip.compress, "content-encoding 'gzip' is not accepted"),
+        ({"content-encoding": "br"}, gzip.compress, "content-encoding 'br' is not accepted: send the body gzip"),
         ({"content-type": "application/json; charset=utf-16"}, lambda b: b.decode().encode("utf-16"), "charset=utf-16"),
         ({}, lambda b: b.decode().encode("utf-16"), "the body is UTF-16"),  # a byte order mark, no charset
     ],
@@ -230,6 +230,30 @@ def test_a_compressed_or_utf16_body_is_415_saying_so(
     # JSON as ISO-8859-1): the encoding is looked at only to explain a body that did not decode
     latin = {**JSON_CT, "content-type": "application/json; charset=ISO-8859-1"}
     assert svc.http.post("/v1/decide", content=json.dumps(decide_body()).encode(), headers=latin).status_code == 200
+
+
+def test_a_gzip_body_is_read_within_the_body_limit_once_unpacked(svc: Running) -> None:
+    """A large scene's telemetry is about a tenth of its size in gzip; a body that unpacks past the limit (a
+    small bomb) is refused as a large body would be, and a body that is not gzip says so."""
+    zipped = {**JSON_CT, "content-encoding": "gzip"}
+    r = svc.http.post("/v1/decide", content=gzip.compress(json.dumps(decide_body(bee("a"))).encode()), headers=zipped)
+    assert r.status_code == 200 and r.json()["decisions"][0]["source"] == "AI", r.text
+    scene = {"client_id": "game-1", "epoch": 1, "entities": [{"id": f"t{i}", "type": "bee"} for i in range(9000)]}
+    raw = json.dumps(scene).encode()
+    assert len(raw) > 256 * 1024  # over the body limit as it is
+    r = svc.http.post("/v1/telemetry", content=gzip.compress(raw), headers=zipped)
+    assert r.status_code == 413 and "unpacked" in r.json()["error"]["message"], r.text
+    scene["entities"] = scene["entities"][:2000]
+    r = svc.http.post("/v1/telemetry", content=gzip.compress(json.dumps(scene).encode()), headers=zipped)
+    assert r.json() == {"accepted": 2000}, r.text
+    bomb = gzip.compress(b" " * (50 * 1024 * 1024))  # 50 MB of spaces in about 50 KB
+    r = svc.http.post("/v1/decide", content=bomb, headers=zipped)
+    assert r.status_code == 413 and "NPCMIND_MAX_BODY_BYTES" in r.json()["error"]["message"]
+    r = svc.http.post("/v1/decide", content=json.dumps(decide_body()).encode(), headers=zipped)
+    assert r.status_code == 400 and "the body is not gzip" in r.json()["error"]["message"]
+    cut = gzip.compress(json.dumps(decide_body()).encode())[:-12]
+    r = svc.http.post("/v1/decide", content=cut, headers=zipped)
+    assert r.status_code == 400 and "cut short" in r.json()["error"]["message"]
 
 
 def test_body_over_the_limit_is_413(svc: Running) -> None:

@@ -21,6 +21,7 @@ sent again at once, and from then on it goes in a request of its own until the s
 from __future__ import annotations
 
 import contextlib
+import gzip
 import logging
 import re
 import threading
@@ -42,6 +43,7 @@ log = logging.getLogger("npcmind.sdk.decide")
 
 BATCH = 16  # the protocol's limit of entities a decide request
 TELEMETRY_BATCH = 1000
+GZIP_FROM = 16 * 1024  # bodies from this size are sent gzip-compressed (on a worker thread)
 MAX_QUEUED_REPORTS = 10_000  # held while the service is unreachable; beyond it the oldest tenth goes
 REASK_GAP_S = 0.5  # a change of population re-asks everyone, at most this often
 DEFAULT_REFRESH_MS = 4000
@@ -776,5 +778,8 @@ class DecideClient:
         headers = self._headers()
         if body is not None:
             headers["content-type"] = "application/json"
+            if len(body) >= GZIP_FROM:  # a large scene's telemetry: about a tenth of the bytes, for about 1 ms
+                body = gzip.compress(body, compresslevel=1)
+                headers["content-encoding"] = "gzip"
         r = self._http.request(method, path, content=body, headers=headers, timeout=self._timeout)
         return r.status_code, _payload(r), dict(r.headers)
