@@ -218,7 +218,7 @@ def test_the_service_page_shows_what_the_model_saw(svc: Running, scripted: Any, 
     scripted.set(choose={"a": "flee"}, default="decline")
     assert svc.decide(decide_body(bee("a"), bee("b"))).status_code == 200
     r = svc.http.get("/")
-    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    assert r.status_code == 200 and r.headers["content-type"] == "text/html; charset=utf-8"
     assert "default-src 'self'" in r.headers["content-security-policy"]  # nothing from elsewhere
     out = dom(f"{svc.server.url}/?client_id=game-1", tmp_path / "p")
     assert 'data-state="shown"' in out, out

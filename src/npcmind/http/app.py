@@ -328,7 +328,7 @@ def create_app(service: Service) -> Litestar:
 
     @get("/")
     async def page() -> Response[bytes]:
-        return Response(content=PAGE, media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
+        return Response(content=PAGE, media_type="text/html", headers=PAGE_HEADERS)  # Litestar adds the charset
 
     @get("/v1/health")
     async def health() -> Response[bytes]:
