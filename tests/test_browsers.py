@@ -229,3 +229,4 @@ def test_the_service_page_shows_what_the_model_saw(svc: Running, scripted: Any, 
     # a client with no decide request yet: the page says it will show one when it comes, not an error
     out = dom(f"{svc.server.url}/?client_id=nobody", tmp_path / "p2")
     assert 'data-state="waiting"' in out and "No decide request from nobody yet" in out, out
+    assert "(client_ids with one: game-1)" in out, out  # a mistyped client_id is seen at once

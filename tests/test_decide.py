@@ -300,7 +300,11 @@ def test_what_the_model_saw(svc: Running, scripted: Any, tmp_path: Path) -> None
     reply = view["reply"]
     assert reply["text"] == '{"E2":"idle"}' and reply["error"] is None
     assert reply["input_tokens"] > 100 and reply["output_tokens"] > 0 and reply["latency_ms"] >= 0
-    assert svc.http.get("/v1/prompt", params={"client_id": "other-game"}).status_code == 404
+    r = svc.http.get("/v1/prompt", params={"client_id": "game-l"})  # mistyped: told which client_ids have one
+    assert r.status_code == 404
+    assert r.json()["error"]["message"] == (
+        "no decide request yet in this session of 'game-l'; did you mean 'game-1'? (client_ids with one: game-1)"
+    )
     assert svc.http.get("/v1/prompt").status_code == 422
 
 

@@ -200,6 +200,10 @@ class DecidePipeline:
         if len(self._seen) > 1024:
             self._seen.popitem(last=False)
 
+    def seen_sessions(self) -> list[str]:
+        """The sessions whose last batch is kept, most recent first (for a 404 that names them)."""
+        return list(reversed(self._seen))
+
     def seen(self, session_id: str) -> PromptView | None:
         """What the model saw in this session's last decide request (and what was not sent, and why)."""
         found = self._seen.get(session_id)

@@ -316,7 +316,11 @@ def create_app(service: Service) -> Litestar:
         session = await service.guard.session(claims, client_id)
         view = service.pipeline.seen(session.session_id)
         if view is None:
-            raise ApiError(404, "not_found", f"no decide request yet in this session of {client_id!r}")
+            message = f"no decide request yet in this session of {client_id!r}"
+            if not service.guard.hosted:  # implicit sessions: a mistyped client_id would wait forever unsaid
+                known = [s.removeprefix("local:") for s in service.pipeline.seen_sessions() if s.startswith("local:")]
+                message += choices(client_id, known[:16], "client_ids with one") if known else ""
+            raise ApiError(404, "not_found", message)
         return json_response(view)
 
     @get("/v1/manifest")
