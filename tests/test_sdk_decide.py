@@ -137,7 +137,8 @@ def fake_service() -> Iterator[tuple[str, dict[str, Any]]]:
         body = await request.json()
         answer["received"] = answer.get("received", 0) + 1
         if "status" in answer:  # an error answer with its headers, as the service gives them
-            error = {"error": {"code": "rate_limited", "message": "over the client's request rate"}}
+            said = answer.get("message", lambda n: "over the client's request rate")(answer["received"])
+            error = {"error": {"code": "rate_limited", "message": said}}
             return Response(error, status_code=answer["status"], headers=answer.get("headers", {}))
         epoch = answer.get("epoch", body["epoch"])
         return Response({"a2g": "0.1", "epoch": epoch, "latency_ms": 1, **answer["body"](body)})
@@ -256,6 +257,26 @@ def test_a_429_pauses_asking_for_its_retry_after(fake_service: tuple[str, dict[s
         c.tick()
         c.wait()
         assert answer["received"] == 2 and c.action("b0").action == "flee"  # type: ignore[union-attr]
+
+
+def test_a_429_whose_wait_counts_down_is_said_once(
+    fake_service: tuple[str, dict[str, Any]], clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The hosted service's 429 says how long to wait ("retry in 0.02 s"): one warning, not one a request."""
+    url, answer = fake_service
+    answer.update(status=429, headers={"retry-after": "0"}, message=lambda n: f"over the rate; retry in 0.0{n} s")
+    with caplog.at_level(logging.WARNING, "npcmind.sdk.decide"), client(url, clock) as c:
+        track_bees(c, 1)
+        for _ in range(3):
+            c.event("b0", "hit")
+            clock.t += 1
+            c.tick()
+            c.wait()
+    assert answer["received"] == 3 and c.stats.errors == 3
+    said = [r.getMessage() for r in caplog.records if "429" in r.getMessage()]
+    assert said == [
+        "npcmind answered 429 rate_limited: over the rate; retry in 0.01 s (the entities concerned use their native AI)"
+    ], said
 
 
 def test_a_service_that_is_down_never_breaks_the_game(clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
@@ -559,6 +580,24 @@ def test_hosted_profile_opens_its_own_session(hosted: Hosted, clock: Clock) -> N
         c.tick()  # asked again soon, not on the next refresh
         c.wait()
         assert c.stats.errors == 1 and c.stats.ai == 2
+
+
+def test_the_hosted_session_is_renewed_before_its_token_expires(hosted: Hosted, clock: Clock) -> None:
+    """At 90% of the token's life the client opens a new session first: no request is lost to an expired
+    token (and no warning an hour in the game's log)."""
+    with client(hosted.running.server.url, clock, api_key=hosted.keys["game-1"]) as c:
+        track_bees(c, 1)
+        c.tick()
+        c.wait()
+        first = c._token
+        clock.t += 3000  # of the token's 3600 s: not yet
+        c.tick()
+        c.wait()
+        assert c._token == first
+        clock.t += 300
+        c.tick()
+        c.wait()
+        assert c._token not in (None, first) and c.stats.errors == 0 and c.stats.requests == 3
 
 
 def test_a_hosted_service_says_why_it_will_not_decide(

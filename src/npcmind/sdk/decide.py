@@ -160,6 +160,7 @@ class DecideClient:
         self._epoch = epoch
         self._api_key = api_key
         self._token: str | None = None
+        self._renew_at = float("inf")  # on the client's clock: a new session at 90% of the token's life
         self._token_lock = threading.Lock()
         self._refresh_ms = refresh_ms
         self._window = event_window_ms / 1000
@@ -715,7 +716,7 @@ class DecideClient:
             with self._token_lock:
                 self._token = None  # a new session with the next request
             self._not_before = max(self._not_before, now + 0.25)  # not a request a frame if it keeps failing
-        self._warn(f"{status}:{msg}", msg)
+        self._warn(f"{status}:{_NUMBER.sub('#', msg)}", msg)  # "retry in 0.02 s" is not new at every request
 
     def _failed(self, exc: Exception) -> None:
         """A request that got no answer: the service is down, or it refused to open a session."""
@@ -751,6 +752,8 @@ class DecideClient:
         if self._api_key is None:
             return {}
         with self._token_lock:
+            if self._token is not None and self._clock() >= self._renew_at:
+                self._token = None  # near its expiry: a new session now, not a 401 and a lost request then
             if self._token is None:
                 r = self._http.post(
                     "/v1/session",
@@ -765,6 +768,8 @@ class DecideClient:
                         f"npcmind did not open a session (POST /v1/session answered {r.status_code}: {why})"
                     )
                 self._token = token
+                ttl = payload.get("expires_in_s")
+                self._renew_at = self._clock() + (0.9 * ttl if isinstance(ttl, (int, float)) else float("inf"))
             return {"authorization": f"Bearer {self._token}"}
 
     def _call(
