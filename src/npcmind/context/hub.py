@@ -268,7 +268,7 @@ class ContextHub:
             p = f"entities[{i}]"
             t = m.types.get(e.type)
             if t is None:
-                problems.append(Problem(f"{p}.type", f"unknown type {e.type!r}{choices(e.type, m.types, 'types')}"))
+                problems.append(_unknown_type(p, e.type, m))
                 continue
             if e.fields is not None:
                 problems += t.fields.problems(e.fields, f"{p}.fields")
@@ -288,8 +288,7 @@ class ContextHub:
                 continue
             t = m.types.get(item["type"])
             if t is None:
-                known = choices(item["type"], m.types, "types")
-                problems.append(Problem(f"entities[{i}].type", f"unknown type {item['type']!r}{known}"))
+                problems.append(_unknown_type(f"entities[{i}]", item["type"], m))
             elif isinstance(item.get("fields"), dict):
                 problems += t.fields.problems(item["fields"], f"entities[{i}].fields")
         return problems
@@ -365,3 +364,7 @@ class ContextHub:
                 st.memory.outcome(rec.seq, r.outcome, r.detail)
             out.append(ReportResult(r.decision_id, status))
         return out
+
+
+def _unknown_type(path: str, name: str, m: Manifest) -> Problem:
+    return Problem(f"{path}.type", f"unknown type {name!r}{choices(name, m.types, 'types')}")
