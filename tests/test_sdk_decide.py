@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from litestar import Litestar, Request, Response, post
 
-from conftest import BEE_OBS, FOREST, Hosted, Running
+from conftest import BEE_OBS, FOREST, Hosted, Running, write_clients
 from npcmind.http.server import BackgroundServer, free_port
 from npcmind.providers.scripted import ScriptedServer
 from npcmind.sdk import DecideClient
@@ -598,6 +598,26 @@ def test_the_hosted_session_is_renewed_before_its_token_expires(hosted: Hosted, 
         c.tick()
         c.wait()
         assert c._token not in (None, first) and c.stats.errors == 0 and c.stats.requests == 3
+
+
+def test_a_renewal_refused_at_the_session_limit_keeps_the_live_token(
+    start_service: Any, scripted: ScriptedServer, clock: Clock, tmp_path: Any
+) -> None:
+    """A client at its max_sessions cannot open a second session while the first lives: the renewal is
+    refused, and the client goes on with the token it has instead of losing its requests."""
+    path, keys = write_clients(tmp_path, max_sessions=1)
+    running = start_service(
+        manifest=None, profile="hosted", clients=str(path), provider="openai", base_url=scripted.base_url
+    )
+    with client(running.server.url, clock, api_key=keys["game-1"]) as c:
+        track_bees(c, 1)
+        c.tick()
+        c.wait()
+        first = c._token
+        clock.t += 3300  # past 90% of the token's 3600 s on the client's clock; the service's still has it live
+        c.tick()
+        c.wait()
+        assert c._token == first and c.stats.errors == 0 and c.stats.requests == 2 and c.stats.ai == 2
 
 
 def test_a_hosted_service_says_why_it_will_not_decide(

@@ -45,6 +45,7 @@ BATCH = 16  # the protocol's limit of entities a decide request
 TELEMETRY_BATCH = 1000
 GZIP_FROM = 16 * 1024  # bodies from this size are sent gzip-compressed (on a worker thread)
 MAX_QUEUED_REPORTS = 10_000  # held while the service is unreachable; beyond it the oldest tenth goes
+RENEW_RETRY_S = 30.0  # a session renewal the service refused is tried again after this, with the old token
 REASK_GAP_S = 0.5  # a change of population re-asks everyone, at most this often
 DEFAULT_REFRESH_MS = 4000
 DEFAULT_TTL_MS = 12000
@@ -752,25 +753,30 @@ class DecideClient:
         if self._api_key is None:
             return {}
         with self._token_lock:
-            if self._token is not None and self._clock() >= self._renew_at:
-                self._token = None  # near its expiry: a new session now, not a 401 and a lost request then
-            if self._token is None:
-                r = self._http.post(
-                    "/v1/session",
-                    json={"client_id": self.client_id},
-                    headers={"authorization": f"Bearer {self._api_key}"},
-                )
-                payload = _payload(r)
-                token = payload.get("session_token") if r.status_code == 200 and isinstance(payload, dict) else None
-                if not isinstance(token, str):
-                    why = error_line(payload, "(no session_token)")
-                    raise SessionRefused(
-                        f"npcmind did not open a session (POST /v1/session answered {r.status_code}: {why})"
-                    )
-                self._token = token
-                ttl = payload.get("expires_in_s")
-                self._renew_at = self._clock() + (0.9 * ttl if isinstance(ttl, (int, float)) else float("inf"))
+            renew = self._token is not None and self._clock() >= self._renew_at
+            if self._token is None or renew:  # near its expiry: a new session now, not a 401 and a lost request
+                try:
+                    self._token, self._renew_at = self._open_session()
+                except SessionRefused:
+                    if not renew:
+                        raise
+                    # the old token has a tenth of its life left (a client at its max_sessions cannot open
+                    # another while it lives): go on with it, and try again a little later
+                    self._renew_at = self._clock() + RENEW_RETRY_S
             return {"authorization": f"Bearer {self._token}"}
+
+    def _open_session(self) -> tuple[str, float]:
+        """A new session token, and when to renew it (90% of its life, on the client's clock)."""
+        r = self._http.post(
+            "/v1/session", json={"client_id": self.client_id}, headers={"authorization": f"Bearer {self._api_key}"}
+        )
+        payload = _payload(r)
+        token = payload.get("session_token") if r.status_code == 200 and isinstance(payload, dict) else None
+        if not isinstance(token, str):
+            why = error_line(payload, "(no session_token)")
+            raise SessionRefused(f"npcmind did not open a session (POST /v1/session answered {r.status_code}: {why})")
+        ttl = payload.get("expires_in_s")
+        return token, self._clock() + (0.9 * ttl if isinstance(ttl, (int, float)) else float("inf"))
 
     def _call(
         self, method: str, path: str, body: bytes | None, after: list[Future[Any]] | None = None
