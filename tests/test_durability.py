@@ -15,8 +15,8 @@ from npcmind.http.server import ServiceProcess
 class Proc(ServiceProcess):
     """`npcmind serve` as a real process, with an HTTP client."""
 
-    def __init__(self, args: list[str]) -> None:
-        super().__init__(args)
+    def __init__(self, args: list[str], env: dict[str, str] | None = None) -> None:
+        super().__init__(args, env)
         self.http = httpx.Client(base_url=self.url, timeout=30)
 
     def kill9(self) -> None:
@@ -135,6 +135,41 @@ def test_local_decisions_survive_kill_9(tmp_path: Path, scripted: Any) -> None:
         again = b.http.post("/v1/decide", json=decide_body(bee("e0"))).json()["decisions"][0]["decision_id"]
         seqs = [DecisionIds.seq_of(d) for d in ids]
         assert DecisionIds.seq_of(again) == max(s for s in seqs if s is not None) + 1  # numbering continues
+    finally:
+        b.kill9()
+
+
+def test_decisions_past_the_retention_are_forgotten_and_numbers_never_repeat(tmp_path: Path, scripted: Any) -> None:
+    """NPCMIND_RETENTION_H bounds the store: a long-running game must not fill its disk with old decisions."""
+    import sqlite3
+    import time
+
+    db = tmp_path / "kept.db"
+    args = ["--manifest", str(FOREST), "--store", f"sqlite:///{db}", "--provider", "openai", "--base-url"]
+    args.append(scripted.base_url)
+    a = Proc(args, env={"NPCMIND_RETENTION_H": "0.0005"})  # 1.8 s, pruned every 0.45 s
+    rows = lambda: sqlite3.connect(db).execute("SELECT COUNT(*) FROM batches").fetchone()[0]  # noqa: E731
+    try:
+        old = [
+            d["decision_id"]
+            for d in a.http.post("/v1/decide", json=decide_body(bee("e0"), bee("e1"))).json()["decisions"]
+        ]
+        assert rows() == 1
+        deadline = time.monotonic() + 15
+        while rows() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert rows() == 0, "the old decisions were never forgotten"
+        r = a.http.post(
+            "/v1/report", json={"client_id": "game-1", "reports": [{"decision_id": d, "outcome": "done"} for d in old]}
+        )
+        assert [x["status"] for x in r.json()["results"]] == ["unknown", "unknown"]
+    finally:
+        a.kill9()
+    b = Proc(args)  # the default retention, after a crash with no batch left in the file
+    try:
+        new = b.http.post("/v1/decide", json=decide_body(bee("e0"))).json()["decisions"][0]["decision_id"]
+        assert DecisionIds.seq_of(new) == max(DecisionIds.seq_of(d) or 0 for d in old) + 1
+        assert rows() == 1  # 24 hours by default: a fresh decision is kept
     finally:
         b.kill9()
 

@@ -417,6 +417,12 @@ def test_the_start_up_check_reads_the_model_list(
         assert f"at start: {scripted.base_url} {expected}" in note, note
 
 
+def test_retention_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert Settings().retention_h == 24.0
+    monkeypatch.setenv("NPCMIND_RETENTION_H", " 0.5 ")
+    assert Settings().retention_h == 0.5
+
+
 @pytest.mark.parametrize(
     ("value", "on"), [("", True), ("1", True), ("true", True), ("0", False), ("false", False), ("off", False)]
 )
@@ -430,6 +436,9 @@ def test_logprobs_setting(monkeypatch: pytest.MonkeyPatch, value: str, on: bool)
     [
         ("NPCMIND_LOGPROBS", "nope", "NPCMIND_LOGPROBS must be 1 or 0 (true/false, yes/no, on/off), not 'nope'"),
         ("NPCMIND_ANSWER_FORMAT", "json", "NPCMIND_ANSWER_FORMAT must be auto, numbered or enum, not 'json'"),
+        ("NPCMIND_RETENTION_H", "1d", "NPCMIND_RETENTION_H must be a number, not '1d'"),
+        ("NPCMIND_RETENTION_H", "-1", "NPCMIND_RETENTION_H must be a finite number of at least 0, not -1"),
+        ("NPCMIND_RETENTION_H", "nan", "NPCMIND_RETENTION_H must be a finite number of at least 0, not nan"),
     ],
 )
 def test_a_setting_that_is_none_of_its_values_stops_the_start(

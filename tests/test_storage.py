@@ -11,7 +11,7 @@ import pytest
 from conftest import FOREST, cli
 from npcmind.decide.ids import DecisionIds
 from npcmind.storage import sqlite as sqlite_store
-from npcmind.storage.base import IssuedDecision
+from npcmind.storage.base import IssuedDecision, SessionRecord
 from npcmind.storage.sqlite import SqliteStore
 
 
@@ -44,6 +44,41 @@ def test_decisions_outcomes_and_rebuild_survive_reopening(tmp_path: Path) -> Non
 
     asyncio.run(write())
     asyncio.run(read())
+
+
+def test_prune_forgets_old_decisions_outcomes_and_sessions_and_numbering_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_store, "PRUNE_CHUNK", 3)  # several chunks: the loop is let go between them
+
+    async def write() -> None:
+        s = SqliteStore(tmp_path / "p.db")
+        for i in range(10):  # decisions 1..10, issued at 1001..1010
+            await s.record_decisions([_issued(await s.allocate(1), "s1", f"e{i}")])
+        assert await s.set_outcome(2, "done", None, 1100.0) and await s.set_outcome(9, "done", None, 1100.0)
+        await s.create_session(SessionRecord("old", "c", 0.0, 1000.0))
+        await s.create_session(SessionRecord("live", "c", 0.0, 5000.0))
+        await s.put_scope("old", "cave", b"{}")
+        await s.put_scope("live", "cave", b"{}")
+        assert await s.prune(1008.5) == (8, 1)  # decisions 1..8, the session that expired at 1000
+        assert await s.decision(8) is None and await s.decision(2) is None
+        kept = await s.decision(9)
+        assert kept is not None and kept.outcome == "done"
+        assert s._db.execute("SELECT COUNT(*) FROM outcomes").fetchone()[0] == 1
+        assert await s.get_session("old") is None and await s.get_session("live") is not None
+        assert await s.scopes("old") == {} and await s.scopes("live") == {"cave": b"{}"}
+        assert await s.prune(1008.5) == (0, 0)  # nothing more to forget
+        assert await s.prune(2000.0) == (2, 0)  # every decision: the numbering must still go on
+        await s.close()
+
+    async def reopen() -> int:
+        s = SqliteStore(tmp_path / "p.db")
+        first = await s.allocate(1)
+        await s.close()
+        return first
+
+    asyncio.run(write())
+    assert asyncio.run(reopen()) == 11  # no number is ever issued twice, though no batch is left
 
 
 def test_requests_in_one_turn_of_the_loop_share_one_commit(tmp_path: Path) -> None:

@@ -27,6 +27,19 @@ def _env_int(name: str, default: int, least: int = 1) -> int:
     return value
 
 
+def _env_float(name: str, default: float, least: float = 0.0) -> float:
+    raw = os.environ.get(name, "").strip()
+    if raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SystemExit(f"{name} must be a number, not {raw!r}") from None
+    if not value >= least or value == float("inf"):  # NaN fails the first test
+        raise SystemExit(f"{name} must be a finite number of at least {least:g}, not {raw}")
+    return value
+
+
 def _env_bool(name: str, default: bool) -> bool:
     """1/0, true/false, yes/no, on/off; anything else stops the start (a typo must not flip a setting)."""
     raw = os.environ.get(name, "").strip().lower()
@@ -98,3 +111,4 @@ class Settings:
     )
     cors_origins: list[str] = field(default_factory=lambda: _env_origins("NPCMIND_CORS_ORIGINS"))
     activity_s: int = field(default_factory=lambda: _env_int("NPCMIND_ACTIVITY_S", 10, least=0))
+    retention_h: float = field(default_factory=lambda: _env_float("NPCMIND_RETENTION_H", 24.0))

@@ -24,7 +24,7 @@ from npcmind.providers.select import describe, make_provider
 from npcmind.sessions.clients import Client, load_clients
 from npcmind.sessions.guard import Guard
 from npcmind.sessions.tokens import TokenSigner
-from npcmind.storage import Store, open_store
+from npcmind.storage import Store, StoreError, open_store
 
 log = logging.getLogger("npcmind")
 T = TypeVar("T")
@@ -73,6 +73,7 @@ class Service:
         self._check: asyncio.Task[None] | None = None
         self._activity: asyncio.Task[None] | None = None
         self._trim: asyncio.Task[None] | None = None
+        self._prune: asyncio.Task[None] | None = None
         self._provider_problem: str | None = None  # what the start-up check found
 
     async def start(self) -> None:
@@ -87,6 +88,8 @@ class Service:
         self._npc = NpcProcessor(self.rulesets, Signer(await self.store.secret("npc_ed25519_seed")))
         tokens.count(self.provider.encoding, "warm up")  # load the tokenizer table now, not on the first decision
         log.info("provider: %s", describe(self.provider))
+        kept = f"{self.settings.retention_h:g} h" if self.settings.retention_h else "for ever"
+        log.info("store: %s, decisions kept %s (NPCMIND_RETENTION_H)", self.settings.store, kept)
         self._say_prefix_cost()
         for manifest in {m.version: m for m in self._manifests()}.values():
             for line in self.pipeline.builder(manifest).budget_warnings(self.provider.encoding):
@@ -103,6 +106,9 @@ class Service:
         if self.settings.activity_s:
             self._activity = asyncio.get_running_loop().create_task(self._say_activity(self.settings.activity_s))
         self._trim = asyncio.get_running_loop().create_task(self._trim_every(1.0))
+        if self.settings.retention_h:
+            keep = self.settings.retention_h * 3600
+            self._prune = asyncio.get_running_loop().create_task(self._prune_every(min(600.0, keep / 4), keep))
 
     def _manifests(self) -> list[Manifest]:
         """The manifest of the local profile, or each client's of the hosted one."""
@@ -132,6 +138,23 @@ class Service:
             await asyncio.sleep(seconds)
             self.hub.trim()
 
+    async def _prune_every(self, seconds: float, keep: float) -> None:
+        """Forget what is older than NPCMIND_RETENTION_H, so the store's file stops growing; off the request
+        path, a small transaction at a time."""
+        while True:
+            await asyncio.sleep(seconds)
+            try:
+                decisions, sessions = await self.store.prune(time.time() - keep)
+            except StoreError:  # said by the store's failure log; the next round tries again
+                continue
+            if decisions or sessions:
+                log.info(
+                    "store: forgot %d decisions and %d sessions older than %g h (NPCMIND_RETENTION_H)",
+                    decisions,
+                    sessions,
+                    self.settings.retention_h,
+                )
+
     async def _say_activity(self, every: float) -> None:
         """Every ``every`` seconds with decisions in them, one log line on what they were and cost."""
         log_activity = logging.getLogger("npcmind.activity")
@@ -160,7 +183,7 @@ class Service:
 
     async def stop(self) -> None:
         """Close connections and the store."""
-        for task in (self._check, self._activity, self._trim):
+        for task in (self._check, self._activity, self._trim, self._prune):
             if task is not None:
                 task.cancel()
         await self.provider.close()

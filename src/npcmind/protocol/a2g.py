@@ -229,7 +229,8 @@ class ReportResult(msgspec.Struct):
     status: Annotated[
         Literal["accepted", "unknown", "duplicate"],
         Meta(
-            description="accepted; unknown (not a decision of this session, or forged); duplicate (already reported)."
+            description="accepted; unknown (not a decision of this session, forged, or older than the store keeps:"
+            " NPCMIND_RETENTION_H); duplicate (already reported)."
         ),
     ]
 

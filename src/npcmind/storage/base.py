@@ -89,6 +89,12 @@ class Store(Protocol):
         """The scopes this session added."""
         ...
 
+    async def prune(self, before: float) -> tuple[int, int]:
+        """Forget decisions issued before ``before`` (their outcomes too) and sessions that expired before it
+        (their scopes too), so the store stops growing; the numbers of decisions and sessions forgotten.
+        Decision numbers never repeat after it, across restarts too."""
+        ...
+
     async def close(self) -> None:
         """Flush and release."""
         ...

@@ -40,12 +40,14 @@ CREATE INDEX IF NOT EXISTS batches_by_session ON batches (session_id, first_seq)
 CREATE TABLE IF NOT EXISTS outcomes (
   seq INTEGER PRIMARY KEY, session_id TEXT NOT NULL, outcome TEXT NOT NULL, detail TEXT, reported_at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS outcomes_by_session ON outcomes (session_id, seq);
+CREATE INDEX IF NOT EXISTS sessions_by_client ON sessions (client_id, expires_at);
 """
 # one batch row holds a request's decisions as JSON: [[decision_id, entity_id, type, action, label], ...]
 _Row = tuple[str, str, str, str, str]
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder(list[_Row]).decode
 CHECKPOINT_EVERY = 1000  # commits between two checkpoints (SQLite's own default is 1000 pages)
+PRUNE_CHUNK = 200  # batch rows deleted in one transaction: about a millisecond of the loop each
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -128,7 +130,7 @@ class SqliteStore:
                 self._lock_file.close()
             raise ValueError(f"the store {self.path} cannot be opened: {e}; choose another --store") from None
         last = self._db.execute("SELECT first_seq + n - 1 FROM batches ORDER BY first_seq DESC LIMIT 1").fetchone()
-        self._seq = int(last[0]) if last else 0
+        self._seq = max(int(last[0]) if last else 0, self._pruned_upto())
         self._pending: list[tuple[list[IssuedDecision], asyncio.Future[None]]] = []
         self._flush_scheduled = False
         self._commits = 0
@@ -274,6 +276,48 @@ class SqliteStore:
                 if d is not None:
                     d.outcome, d.detail = outcome, detail
         return out
+
+    # --- retention ----------------------------------------------------------------------------------
+
+    def _pruned_upto(self) -> int:
+        """The last decision number forgotten by prune: numbering goes on above it even if no batch is left."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'pruned_upto'").fetchone()
+        return int(bytes(row[0]).decode()) if row else 0
+
+    @_kept
+    async def prune(self, before: float) -> tuple[int, int]:
+        decisions = 0
+        while True:  # oldest first, a chunk a transaction, the loop free between chunks
+            rows = self._db.execute(
+                "SELECT first_seq, n, created_at FROM batches ORDER BY first_seq LIMIT ?", (PRUNE_CHUNK,)
+            ).fetchall()
+            old = 0
+            while old < len(rows) and rows[old][2] < before:  # numbers follow time: the old ones come first
+                old += 1
+            if not old:
+                break
+            upto = rows[old - 1][0] + rows[old - 1][1] - 1
+            with self._db:
+                self._db.execute("BEGIN")
+                self._db.execute("DELETE FROM batches WHERE first_seq <= ?", (upto,))
+                self._db.execute("DELETE FROM outcomes WHERE seq <= ?", (upto,))
+                self._db.execute(
+                    "INSERT INTO meta (key, value) VALUES ('pruned_upto', ?)"
+                    " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    (str(max(upto, self._pruned_upto())).encode(),),
+                )
+            decisions += sum(r[1] for r in rows[:old])
+            if old < len(rows):
+                break
+            await asyncio.sleep(0)
+        with self._db:
+            self._db.execute("BEGIN")
+            self._db.execute(
+                "DELETE FROM scopes WHERE session_id IN (SELECT session_id FROM sessions WHERE expires_at < ?)",
+                (before,),
+            )
+            sessions = self._db.execute("DELETE FROM sessions WHERE expires_at < ?", (before,)).rowcount
+        return decisions, sessions
 
     # --- secrets, sessions, scopes ---------------------------------------------------------------
 

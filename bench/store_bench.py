@@ -1,0 +1,101 @@
+"""What the store's file costs a decision, and what forgetting old ones (NPCMIND_RETENTION_H) costs the loop.
+
+In-process, the SQLite store as `npcmind serve` opens it: N requests of 16 decisions (ids, entity ids,
+actions and labels of the example manifest's bees), one commit each. Then the file's size a decision,
+prune of all of them with the longest time the event loop was held between two of its turns (a ticker
+task measures it), and the same N requests again: the file stays the size it was, its free pages reused.
+
+Run: python bench/store_bench.py [--requests 20000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from npcmind.decide.ids import DecisionIds
+from npcmind.manifest import load
+from npcmind.storage.base import IssuedDecision
+from npcmind.storage.sqlite import SqliteStore
+from probe import cpu_probe
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+async def _write(store: SqliteStore, ids: DecisionIds, actions: dict[str, str], requests: int, at: float) -> None:
+    names = list(actions)
+    for r in range(requests):
+        seq = await store.allocate(16)
+        eids = [str(28000 + (r * 16 + i) % 500) for i in range(16)]
+        dids = ids.issue_many(seq, "local:game-1", eids)
+        rows = []
+        for i, (eid, did) in enumerate(zip(eids, dids, strict=True)):
+            a = names[(r + i) % len(names)]
+            rows.append(IssuedDecision(seq + i, did, "local:game-1", eid, "bee", a, actions[a], at + r * 0.01))
+        await store.record_decisions(rows)
+
+
+def _size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*") if not p.name.endswith(".lock"))
+
+
+async def _run(requests: int) -> None:
+    actions = load(ROOT / "examples" / "forest.yaml").types["bee"].actions
+    ids = DecisionIds(os.urandom(32))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bench.db"
+        store = SqliteStore(path)
+        t0 = time.perf_counter()
+        await _write(store, ids, actions, requests, 1000.0)
+        write_s = time.perf_counter() - t0
+        await store.close()
+        first = _size(path)
+        n = requests * 16
+        print(f"{requests} requests of 16 decisions: {write_s / requests * 1e6:.0f} us a request to record")
+        per = f"{first / n:.0f} bytes a decision, {first / requests:.0f} a request"
+        print(f"file after them: {first / 1e6:.1f} MB, {per}")
+
+        store = SqliteStore(path)
+        gaps: list[float] = []
+        done = False
+
+        async def ticker() -> None:
+            last = time.perf_counter()
+            while not done:
+                await asyncio.sleep(0)
+                now = time.perf_counter()
+                gaps.append(now - last)
+                last = now
+
+        tick = asyncio.create_task(ticker())
+        t0 = time.perf_counter()
+        forgot, _ = await store.prune(1e12)
+        prune_s = time.perf_counter() - t0
+        done = True
+        await tick
+        print(
+            f"prune of {forgot} decisions: {prune_s * 1000:.0f} ms in all, the loop held at most "
+            f"{max(gaps) * 1000:.2f} ms at a time"
+        )
+        await _write(store, ids, actions, requests, 2000.0)
+        await store.close()
+        again = _size(path)
+        print(f"file after the same {requests} requests again: {again / 1e6:.1f} MB ({again / first:.2f} of before)")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--requests", type=int, default=20000)
+    args = ap.parse_args()
+    print(cpu_probe())
+    asyncio.run(_run(args.requests))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
