@@ -289,6 +289,27 @@ def test_context_scopes(svc: Running, scripted: Any) -> None:
     assert "SCOPE cave_7: A dry cave." in system(scripted)
 
 
+def test_a_session_holds_a_bounded_number_of_scopes(svc: Running, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A game that posts a scope for every generated room must not grow the service's memory and store for ever."""
+    from npcmind.context import hub
+
+    monkeypatch.setattr(hub, "MAX_SESSION_SCOPES", 4)
+
+    def post(*names: str) -> Any:
+        scopes = {n: {"parent": "forest", "text": f"room {n}"} for n in names}
+        return svc.http.post("/v1/context", json={"client_id": "game-1", "scopes": scopes})
+
+    assert post("room_1", "room_2", "room_3").status_code == 200
+    r = post("room_4", "room_5", "room_6")
+    assert r.status_code == 409, r.text
+    err = r.json()["error"]
+    assert "has 3 scopes of its own and may hold 4: 3 new ones do not fit (1 would)" in err["message"], err
+    assert [d["path"] for d in err["details"]] == ["scopes.room_5", "scopes.room_6"]
+    assert post("room_1", "room_4").json() == {"scopes": ["room_1", "room_2", "room_3", "room_4"]}  # one new
+    assert post("room_1", "room_2", "room_3", "room_4").status_code == 200  # replacing is always room
+    assert post("room_9").status_code == 409
+
+
 @pytest.mark.parametrize("n", [100, 1000])
 def test_situation_for_big_scenes_stays_bounded(svc: Running, scripted: Any, n: int) -> None:
     ents = [{"id": f"e{i}", "type": "bee", "position": [(i % 100) * 20, (i // 100) * 20]} for i in range(n)]

@@ -39,6 +39,7 @@ log = logging.getLogger("npcmind.context")
 NEARBY = 5
 MEMBERS = 8
 OBSERVED = 32
+MAX_SESSION_SCOPES = 1024  # scopes a session may add: each is kept in the store and in memory
 
 
 @dataclass
@@ -320,6 +321,17 @@ class ContextHub:
                 "conflict",
                 f"scope {clash[0]!r} is defined by the manifest; choose another name",
                 [Problem(f"scopes.{n}", "is a manifest scope") for n in clash],
+            )
+        new = sorted(n for n in req.scopes if n not in st.scopes)
+        if len(st.scopes) + len(new) > MAX_SESSION_SCOPES:
+            room = MAX_SESSION_SCOPES - len(st.scopes)
+            raise ApiError(
+                409,
+                "conflict",
+                f"this session has {len(st.scopes)} scopes of its own and may hold {MAX_SESSION_SCOPES}: "
+                f"{len(new)} new ones do not fit ({room} would); post a scope again under a name the session has "
+                "to replace it: a level left behind can lend its name to the next",
+                [Problem(f"scopes.{n}", "a new scope past the session's limit") for n in new[room:]],
             )
         problems: list[Problem] = []
         specs: dict[str, ScopeSpec] = {}
