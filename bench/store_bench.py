@@ -1,9 +1,10 @@
 """What the store's file costs a decision, and what forgetting old ones (NPCMIND_RETENTION_H) costs the loop.
 
 In-process, the SQLite store as `npcmind serve` opens it: N requests of 16 decisions (ids, entity ids,
-actions and labels of the example manifest's bees), one commit each. Then the file's size a decision,
-prune of all of them with the longest time the event loop was held between two of its turns (a ticker
-task measures it), and the same N requests again: the file stays the size it was, its free pages reused.
+actions and labels of the example manifest's bees), one commit each, back to back, with the largest size
+of the WAL (the checkpoints must keep up) and the longest time the event loop was held between two of its
+turns (a ticker task measures it). Then the file's size a decision, prune of all of them with the loop's
+longest hold, and the same N requests again: the file stays the size it was, its free pages reused.
 
 Run: python bench/store_bench.py [--requests 20000]
 """
@@ -49,43 +50,65 @@ async def _run(requests: int) -> None:
     ids = DecisionIds(os.urandom(32))
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.db"
+        wal = Path(str(path) + "-wal")
         store = SqliteStore(path)
+        largest = 0
         t0 = time.perf_counter()
-        await _write(store, ids, actions, requests, 1000.0)
+        with _Ticker() as held:
+            for r in range(requests):  # back to back: the checkpoints must keep up with commits that never pause
+                await _write(store, ids, actions, 1, 1000.0 + r * 0.01)
+                if r % 100 == 0:
+                    largest = max(largest, wal.stat().st_size)
         write_s = time.perf_counter() - t0
         await store.close()
         first = _size(path)
         n = requests * 16
-        print(f"{requests} requests of 16 decisions: {write_s / requests * 1e6:.0f} us a request to record")
+        print(
+            f"{requests} requests of 16 decisions, back to back: {write_s / requests * 1e6:.0f} us a request to record"
+        )
+        print(f"  the WAL at most {largest / 1e6:.1f} MB; the loop held at most {held.most * 1000:.2f} ms at a time")
         per = f"{first / n:.0f} bytes a decision, {first / requests:.0f} a request"
-        print(f"file after them: {first / 1e6:.1f} MB, {per}")
+        print(f"  the file after them: {first / 1e6:.1f} MB, {per}")
 
         store = SqliteStore(path)
-        gaps: list[float] = []
-        done = False
-
-        async def ticker() -> None:
-            last = time.perf_counter()
-            while not done:
-                await asyncio.sleep(0)
-                now = time.perf_counter()
-                gaps.append(now - last)
-                last = now
-
-        tick = asyncio.create_task(ticker())
-        t0 = time.perf_counter()
-        forgot, _ = await store.prune(1e12)
-        prune_s = time.perf_counter() - t0
-        done = True
-        await tick
+        with _Ticker() as held:
+            t0 = time.perf_counter()
+            forgot, _ = await store.prune(1e12)
+            prune_s = time.perf_counter() - t0
         print(
             f"prune of {forgot} decisions: {prune_s * 1000:.0f} ms in all, the loop held at most "
-            f"{max(gaps) * 1000:.2f} ms at a time"
+            f"{held.most * 1000:.2f} ms at a time"
         )
         await _write(store, ids, actions, requests, 2000.0)
         await store.close()
         again = _size(path)
-        print(f"file after the same {requests} requests again: {again / 1e6:.1f} MB ({again / first:.2f} of before)")
+        print(
+            f"the file after the same {requests} requests again: {again / 1e6:.1f} MB ({again / first:.2f} of before)"
+        )
+
+
+class _Ticker:
+    """The longest time between two turns of the event loop while the block runs: what other requests wait."""
+
+    def __init__(self) -> None:
+        self.most = 0.0
+        self._done = False
+        self._task: asyncio.Task[None] | None = None
+
+    async def _tick(self) -> None:
+        last = time.perf_counter()
+        while not self._done:
+            await asyncio.sleep(0)
+            now = time.perf_counter()
+            self.most = max(self.most, now - last)
+            last = now
+
+    def __enter__(self) -> _Ticker:
+        self._task = asyncio.get_running_loop().create_task(self._tick())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done = True
 
 
 def main() -> int:
