@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from conftest import FOREST, cli
+from conftest import FOREST, bee, cli, decide_body, logged
 from npcmind.decide.ids import DecisionIds
 from npcmind.storage import sqlite as sqlite_store
 from npcmind.storage.base import IssuedDecision, SessionRecord
@@ -185,3 +186,15 @@ def test_a_store_that_cannot_be_opened_is_one_line_not_a_traceback(tmp_path: Pat
     assert r.returncode == 2, r.stderr
     assert f"the store {path} cannot be opened" in r.stderr and says in r.stderr and "--store" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_the_service_says_what_it_forgot(start_service: Any, scripted: Any) -> None:
+    import time
+
+    svc = start_service(provider="openai", base_url=scripted.base_url, retention_h=0.0005)  # 1.8 s, every 0.45 s
+    with logged("npcmind") as said:
+        assert svc.decide(decide_body(bee("a"), bee("b"))).status_code == 200
+        deadline = time.monotonic() + 10
+        while not any(line.startswith("store: forgot") for line in said) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    assert "store: forgot 2 decisions older than 0.0005 h (NPCMIND_RETENTION_H)" in said, said

@@ -148,10 +148,11 @@ class Service:
             except StoreError:  # said by the store's failure log; the next round tries again
                 continue
             if decisions or sessions:
+                what = [f"{decisions} decisions"] if decisions else []
+                what += [f"{sessions} sessions that expired"] if sessions else []
                 log.info(
-                    "store: forgot %d decisions and %d sessions older than %g h (NPCMIND_RETENTION_H)",
-                    decisions,
-                    sessions,
+                    "store: forgot %s older than %g h (NPCMIND_RETENTION_H)",
+                    " and ".join(what),
                     self.settings.retention_h,
                 )
 
