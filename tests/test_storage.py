@@ -197,4 +197,4 @@ def test_the_service_says_what_it_forgot(start_service: Any, scripted: Any) -> N
         deadline = time.monotonic() + 10
         while not any(line.startswith("store: forgot") for line in said) and time.monotonic() < deadline:
             time.sleep(0.1)
-    assert "store: forgot 2 decisions older than 0.0005 h (NPCMIND_RETENTION_H)" in said, said
+    assert "store: forgot 2 decisions issued more than 0.0005 h ago (NPCMIND_RETENTION_H)" in said, said

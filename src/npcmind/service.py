@@ -148,10 +148,10 @@ class Service:
             except StoreError:  # said by the store's failure log; the next round tries again
                 continue
             if decisions or sessions:
-                what = [f"{decisions} decisions"] if decisions else []
-                what += [f"{sessions} sessions that expired"] if sessions else []
+                what = [f"{decisions} decision{'s' * (decisions != 1)} issued"] if decisions else []
+                what += [f"{sessions} session{'s' * (sessions != 1)} that expired"] if sessions else []
                 log.info(
-                    "store: forgot %s older than %g h (NPCMIND_RETENTION_H)",
+                    "store: forgot %s more than %g h ago (NPCMIND_RETENTION_H)",
                     " and ".join(what),
                     self.settings.retention_h,
                 )
