@@ -254,6 +254,9 @@ def test_a_gzip_body_is_read_within_the_body_limit_once_unpacked(svc: Running) -
     cut = gzip.compress(json.dumps(decide_body()).encode())[:-12]
     r = svc.http.post("/v1/decide", content=cut, headers=zipped)
     assert r.status_code == 400 and "cut short" in r.json()["error"]["message"]
+    two = gzip.compress(json.dumps(decide_body(bee("a"))).encode()) + gzip.compress(b" ")  # a second member
+    r = svc.http.post("/v1/decide", content=two, headers=zipped)
+    assert r.status_code == 400 and "bytes follow the end of the gzip body" in r.json()["error"]["message"], r.text
 
 
 def test_body_over_the_limit_is_413(svc: Running) -> None:

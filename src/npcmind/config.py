@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 
@@ -35,7 +36,7 @@ def _env_float(name: str, default: float, least: float = 0.0) -> float:
         value = float(raw)
     except ValueError:
         raise SystemExit(f"{name} must be a number, not {raw!r}") from None
-    if not value >= least or value == float("inf"):  # NaN fails the first test
+    if not math.isfinite(value) or value < least:
         raise SystemExit(f"{name} must be a finite number of at least {least:g}, not {raw}")
     return value
 

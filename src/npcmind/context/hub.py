@@ -18,7 +18,7 @@ from npcmind.context.scene import EntityState, Scene
 from npcmind.decide.ids import DecisionIds
 from npcmind.decide.pipeline import SessionContext
 from npcmind.decide.prompt import EntityContext, quote
-from npcmind.decide.validate import check_position
+from npcmind.decide.validate import check_position, unknown_type
 from npcmind.manifest import Manifest
 from npcmind.manifest.load import check as check_manifest_refs
 from npcmind.manifest.model import Fields, FieldSpec, ScopeSpec
@@ -269,7 +269,7 @@ class ContextHub:
             p = f"entities[{i}]"
             t = m.types.get(e.type)
             if t is None:
-                problems.append(_unknown_type(p, e.type, m))
+                problems.append(unknown_type(p, e.type, m))
                 continue
             if e.fields is not None:
                 problems += t.fields.problems(e.fields, f"{p}.fields")
@@ -289,7 +289,7 @@ class ContextHub:
                 continue
             t = m.types.get(item["type"])
             if t is None:
-                problems.append(_unknown_type(f"entities[{i}]", item["type"], m))
+                problems.append(unknown_type(f"entities[{i}]", item["type"], m))
             elif isinstance(item.get("fields"), dict):
                 problems += t.fields.problems(item["fields"], f"entities[{i}].fields")
         return problems
@@ -376,7 +376,3 @@ class ContextHub:
                 st.memory.outcome(rec.seq, r.outcome, r.detail)
             out.append(ReportResult(r.decision_id, status))
         return out
-
-
-def _unknown_type(path: str, name: str, m: Manifest) -> Problem:
-    return Problem(f"{path}.type", f"unknown type {name!r}{choices(name, m.types, 'types')}")

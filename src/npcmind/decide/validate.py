@@ -44,11 +44,16 @@ def check_scope(
     return out
 
 
+def unknown_type(p: str, name: str, manifest: Manifest) -> Problem:
+    """The problem of an entity (at path ``p``) whose type the manifest lacks, with the likely one."""
+    return Problem(f"{p}.type", f"unknown type {name!r}{choices(name, manifest.types, 'types')}")
+
+
 def _decided_type(p: str, name: str, manifest: Manifest) -> ResolvedType | Problem:
     """The entity's type, if it is one the service decides for; else the problem with it."""
     t = manifest.types.get(name)
     if t is None:
-        return Problem(f"{p}.type", f"unknown type {name!r}{choices(name, manifest.types, 'types')}")
+        return unknown_type(p, name, manifest)
     if t.observe_only:
         return Problem(f"{p}.type", f"type {name!r} is observe-only (no actions): send it as telemetry")
     return t

@@ -82,6 +82,8 @@ def _gunzip(body: bytes, limit: int, path: str) -> bytes:
         raise ApiError(413, "body_too_large", "unpacked, " + _too_large(limit, path))
     if not unpack.eof:
         raise ApiError(400, "malformed_json", "content-encoding is gzip, but the gzip body is cut short")
+    if unpack.unused_data:  # a second gzip member, or bytes after the first: never read in silence
+        raise ApiError(400, "malformed_json", "content-encoding is gzip, but bytes follow the end of the gzip body")
     return out
 
 

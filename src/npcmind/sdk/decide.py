@@ -269,7 +269,9 @@ class DecideClient:
         e = self._entities.get(entity_id)
         if e is None:
             self._warn(
-                f"event:{trigger}", f"event({entity_id!r}, {trigger!r}) for an entity not tracked: ignored", False
+                f"event:{trigger}",
+                f"event({entity_id!r}, {trigger!r}) for an entity not tracked: ignored",
+                native=False,
             )
             return False
         e.trigger = trigger

@@ -335,7 +335,7 @@ class SqliteStore:
                 self._db.execute(
                     "INSERT INTO meta (key, value) VALUES ('pruned_upto', ?)"
                     " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    (str(max(upto, self._pruned_upto())).encode(),),
+                    (str(upto).encode(),),  # above every number forgotten before: those batches are gone
                 )
             self._committed()  # a prune writes many pages: its commits count toward the next checkpoint
             decisions += sum(r[1] for r in rows[:old])
