@@ -7,6 +7,7 @@ by path (msgspec and Litestar stop at the first), while valid bodies still decod
 from __future__ import annotations
 
 import difflib
+import json
 import logging
 import zlib
 from collections.abc import Callable
@@ -218,6 +219,16 @@ def _auth(request: Request[Any, Any, Any]) -> str | None:
 Partial = Callable[[Any, SessionContext], list[Problem]]
 
 
+def _decode_loosely(body: bytes) -> Any:
+    """A body's JSON for listing its manifest problems, even with a number no float holds (1e999, which msgspec
+    refuses and the standard library reads as infinity): the shape error names that number, and the rest of the
+    body's problems come in the same 422 instead of a second one."""
+    try:
+        return msgspec.json.decode(body)
+    except msgspec.ValidationError:
+        return json.loads(body)
+
+
 def _decide_partial(raw: Any, session: SessionContext) -> list[Problem]:
     return partial_problems(raw, session.manifest, session.scopes)
 
@@ -238,14 +249,14 @@ def create_app(service: Service) -> Litestar:
         request: Request[Any, Any, Any], claims: TokenClaims | None, partial: Partial
     ) -> list[Problem]:
         """The manifest's problems of a body's well-shaped parts; none when the body names no client or
-        cannot be walked (a number no float holds, nesting too deep: the shape error already says where)."""
+        cannot be walked (nesting too deep: the shape error already says where)."""
         try:
-            raw = msgspec.json.decode(await body_of(request))
+            raw = _decode_loosely(await body_of(request))
             cid = claims.cid if claims else raw.get("client_id") if isinstance(raw, dict) else None
             if not isinstance(cid, str) or not cid:
                 return []
             return partial(raw, await service.guard.session(claims, cid))
-        except (msgspec.DecodeError, RecursionError):
+        except (msgspec.DecodeError, ValueError, RecursionError):
             return []
 
     async def read_session_body(
