@@ -143,13 +143,23 @@ def test_numbered_out_of_range_is_kept_as_invalid() -> None:
 
 def test_the_scripted_server_refuses_a_script_it_could_not_play(scripted: Any) -> None:
     """status 99 was taken, then every call answered a 500 of the test tool's own."""
+    root = scripted.base_url.removesuffix("/v1")
     for script, where in [
-        ({"status": 99}, "$.status"),
-        ({"delay_ms": -5}, "$.delay_ms"),
-        ({"logprob": 0.5}, "$.logprob"),
+        ({"status": 99}, "status"),
+        ({"delay_ms": -5}, "delay_ms"),
+        ({"logprob": 0.5}, "logprob"),
     ]:
-        r = httpx.put(scripted.base_url.removesuffix("/v1") + "/_script", json=script)
-        assert r.status_code == 422 and where in r.json()["error"]["message"], r.text
+        r = httpx.put(root + "/_script", json=script)
+        assert r.status_code == 422 and [d["path"] for d in r.json()["error"]["details"]] == [where], r.text
+    # every mistake at once, by path, in the service's own error form; a mistyped name gets its likely fix
+    r = httpx.put(root + "/_script", json={"chose": {"a": "flee"}, "default": "middle", "delay_ms": "1s"})
+    said = {d["path"]: d["message"] for d in r.json()["error"]["details"]}
+    assert r.status_code == 422 and set(said) == {"chose", "default", "delay_ms"}, r.text
+    assert "did you mean 'choose'?" in said["chose"] and "'first'" in said["default"], said
+    assert httpx.get(root + "/_script").json()["choose"] == {}  # a refused script changes nothing
+    httpx.put(root + "/_script", json={"choose": {"a": "flee"}, "delay_ms": 5})
+    got = httpx.get(root + "/_script").json()  # what it plays now, defaults included
+    assert got["choose"] == {"a": "flee"} and got["delay_ms"] == 5 and got["default"] == "first", got
     scripted.set(status=503)
     r = httpx.post(scripted.base_url + "/chat/completions", json={"model": "m", "messages": []})
     assert r.status_code == 503

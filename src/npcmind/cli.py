@@ -328,7 +328,19 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=_chat)
 
     t = sub.add_parser(
-        "scripted-provider", help="a scripted OpenAI/Anthropic-compatible model server for testing fallbacks"
+        "scripted-provider",
+        help="a scripted OpenAI/Anthropic-compatible model server for testing fallbacks",
+        description="A model server for tests, never a default: it answers npcmind's prompts as you script it, "
+        "so your game's handling of every fallback can be tried offline. Point the service at it with "
+        "--provider openai --base-url http://HOST:PORT/v1 (--provider anthropic with the same --base-url "
+        "for the Anthropic form; it needs ANTHROPIC_API_KEY set, to anything).",
+        epilog="Script it with PUT /_script (a JSON object; every field optional; GET /_script shows the script "
+        "in force): choose {id: action}, default first|last|decline, omit [ids] (invalid_choice), "
+        "decline [ids] (refused), refusal TEXT (refused), malformed true (invalid_choice), status 429|500 "
+        "(unavailable), retry_after S, delay_ms N (past the deadline: unavailable), logprob L, cached_tokens N, "
+        "truncated true, text TEXT, body {...}, reject_params [names], response_formats [types], models [names]. "
+        "GET /_requests lists what the model was sent; DELETE /_requests forgets it. Example: "
+        'curl -X PUT localhost:9100/_script -d \'{"choose": {"28735": "flee"}, "decline": ["30122"]}\'',
     )
     t.add_argument("--host", default="127.0.0.1")
     t.add_argument("--port", type=_port, default=9100)

@@ -20,6 +20,8 @@ from msgspec import Meta
 
 from npcmind.decide.prompt import DECLINE
 from npcmind.http.server import BackgroundServer
+from npcmind.protocol.errors import ApiError
+from npcmind.protocol.validate import parse
 from npcmind.providers.tokens import count, count_once
 
 
@@ -257,10 +259,14 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
 
     @put("/_script")
     async def set_script(request: Request[Any, Any, Any]) -> Response[bytes]:
-        try:
-            m.script = msgspec.json.decode(await request.body(), type=Script)
-        except msgspec.DecodeError as e:
-            return _json({"error": {"message": str(e)}}, 422)
+        try:  # the service's own reader: a mistyped field is named by path, with the fields there are
+            m.script = parse(await request.body(), Script)
+        except ApiError as e:
+            return Response(content=e.body(), status_code=e.status, media_type="application/json")
+        return _json(msgspec.to_builtins(m.script))
+
+    @get("/_script")
+    async def get_script() -> Response[bytes]:
         return _json(msgspec.to_builtins(m.script))
 
     @get("/_requests")
@@ -272,7 +278,7 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
         m.requests.clear()
         return _json({"cleared": True})
 
-    return Litestar([chat, messages, models, set_script, get_requests, clear_requests], openapi_config=None)
+    return Litestar([chat, messages, models, set_script, get_script, get_requests, clear_requests], openapi_config=None)
 
 
 class ScriptedServer(BackgroundServer):
