@@ -306,6 +306,11 @@ def test_what_the_model_saw(svc: Running, scripted: Any, tmp_path: Path) -> None
         "no decide request yet in this session of 'game-l'; did you mean 'game-1'? (client_ids with one: game-1)"
     )
     assert svc.http.get("/v1/prompt").status_code == 422
+    r = svc.http.get("/v1/prompt", params={"client_id": "g" * 5000})  # no such id in any body: not echoed back
+    assert r.status_code == 422 and len(r.text) < 300, r.text
+    assert r.json()["error"]["details"] == [
+        {"path": "client_id", "message": "has 5000 characters, at most 128 allowed"}
+    ]
 
 
 def test_what_the_model_answered_when_it_answered_wrong_or_not_at_all(svc: Running, scripted: Any) -> None:

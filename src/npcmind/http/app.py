@@ -28,6 +28,7 @@ from npcmind.failures import FailureLog
 from npcmind.http.browsers import browser_origins
 from npcmind.http.openapi import ROUTES, methods_of, openapi_document
 from npcmind.protocol.a2g import (
+    MAX_ID,
     ContextRequest,
     ContextResponse,
     DecideRequest,
@@ -326,6 +327,8 @@ def create_app(service: Service) -> Litestar:
         client_id = request.query_params.get("client_id") or (claims.cid if claims else None)
         if not client_id:
             raise ApiError.invalid([Problem("client_id", "is required (a query parameter)")])
+        if len(client_id) > MAX_ID:  # as in every body: no such session, and not an id to echo back
+            raise ApiError.invalid([Problem("client_id", f"has {len(client_id)} characters, at most {MAX_ID} allowed")])
         session = await service.guard.session(claims, client_id)
         view = service.pipeline.seen(session.session_id)
         if view is None:

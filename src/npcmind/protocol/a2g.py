@@ -7,7 +7,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-Id = Annotated[str, Meta(min_length=1, max_length=128)]
+MAX_ID = 128  # characters of an id: a client, an entity, a scene
+Id = Annotated[str, Meta(min_length=1, max_length=MAX_ID)]
 Name = Annotated[str, Meta(min_length=1, max_length=48)]
 # what a manifest or a session names (types, fields, actions, scopes); `shape` says the rule in words
 NAME_PATTERN = "^[a-z][a-z0-9_]{0,47}$"
@@ -149,7 +150,7 @@ class TelemetryRequest(msgspec.Struct, forbid_unknown_fields=True):
         list[Id], Meta(max_length=10_000, description="Ids of entities that left the scene (dead, despawned).")
     ] = []
     scene: Annotated[
-        Annotated[str, Meta(min_length=1, max_length=128)] | None,
+        Id | None,
         Meta(description="The current scene (level, map): a new one resets the population and forgets the old."),
     ] = None
 
