@@ -148,6 +148,23 @@ def test_shape_and_reference_problems_come_in_one_pass() -> None:
     assert "did you mean 'forest_boss'" not in found["scopes.forest_boss.parent"]  # not its own parent
 
 
+def test_a_field_with_a_shape_problem_still_has_its_rules_checked() -> None:
+    """A field whose quantum is negative was left out of the rules: its min above its max came only once the
+    quantum was fixed. A key of the wrong kind is told by its shape alone, not again as missing."""
+    data = forest()
+    data["world"]["fields"]["hp"] = {"type": "number", "min": 2, "max": 1, "quantum": -1}
+    data["types"]["bee"]["fields"]["mood"] = {"type": "enum", "values": ["calm", 3]}
+    data["types"]["bee"]["fields"]["size"] = {"type": "huge", "min": 3, "max": 1}
+    found = problems_of(data)
+    assert found == {
+        "world.fields.hp.quantum": "must be greater than 0",
+        "world.fields.hp.min": "must not be greater than max",
+        "types.bee.fields.mood.values[1]": "must be a string, not integer",
+        "types.bee.fields.size.type": found.get("types.bee.fields.size.type", "missing"),
+    }, found
+    assert "'number'" in found["types.bee.fields.size.type"]
+
+
 def test_broken_yaml_is_one_clear_problem(tmp_path: Path) -> None:
     p = tmp_path / "bad.yaml"
     p.write_text("a2g: '0.1'\nworld: [unclosed\n")

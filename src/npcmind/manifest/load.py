@@ -199,9 +199,31 @@ def _convert(value: Any, kind: type[_S]) -> _S | None:
         return None
 
 
+def _field_that_converts(raw: Any) -> FieldSpec | None:
+    """A field as far as it converts: with a known type, its keys that are well-shaped on their own, so that
+    its rules (min above max, say) are checked beside the shape problem of another key."""
+    spec = _convert(raw, FieldSpec)
+    if spec is not None or not isinstance(raw, dict):
+        return spec
+    kind = raw.get("type")
+    return _convert({k: v for k, v in raw.items() if _convert({"type": kind, k: v}, FieldSpec)}, FieldSpec)
+
+
 def _fields_that_convert(raw: Any) -> dict[str, FieldSpec]:
-    found = {name: _convert(spec, FieldSpec) for name, spec in (raw.items() if isinstance(raw, dict) else ())}
+    found = {name: _field_that_converts(spec) for name, spec in (raw.items() if isinstance(raw, dict) else ())}
     return {name: spec for name, spec in found.items() if isinstance(name, str) and spec is not None}
+
+
+def _untold(rules: list[Problem], said: set[str]) -> list[Problem]:
+    """The rule problems at no path a shape problem was told at, above or below: a key of the wrong kind
+    left out of the stand-in must not be called missing as well."""
+    return [
+        p
+        for p in rules
+        if not any(
+            s == p.path or s.startswith((p.path + ".", p.path + "[")) or p.path.startswith(s + ".") for s in said
+        )
+    ]
 
 
 def _what_converts(data: Any) -> ManifestFile:
@@ -256,8 +278,7 @@ def from_data(data: Any, source: str = "manifest") -> Manifest:
         except RecursionError:  # a value nested hundreds deep: msgspec's one message names where
             found = [Problem("", str(e))]
         else:  # the rules beyond shape too, on what did convert: every problem in one pass, not in two
-            said = {p.path for p in found}
-            found += [p for p in check(_what_converts(data)) if p.path not in said]
+            found += _untold(check(_what_converts(data)), {p.path for p in found})
         raise ManifestError(source, found) from None
     except RecursionError:
         raise ManifestError(source, [Problem("", "nested too deep to read (hundreds of levels)")]) from None
