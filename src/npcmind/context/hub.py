@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -21,12 +22,14 @@ from npcmind.decide.prompt import EntityContext, quote
 from npcmind.decide.validate import check_position, unknown_type
 from npcmind.manifest import Manifest
 from npcmind.manifest.load import check as check_manifest_refs
+from npcmind.manifest.load import fields_that_convert, untold
 from npcmind.manifest.model import Fields, FieldSpec, ScopeSpec
 from npcmind.protocol.a2g import (
     ContextRequest,
     DecideRequest,
     ReportRequest,
     ReportResult,
+    ScopeDefinition,
     TelemetryEntity,
     TelemetryRequest,
 )
@@ -310,6 +313,28 @@ class ContextHub:
             self._dropped(session.session_id, scene, dropped)
         return len(req.entities) + len(req.removed)
 
+    @staticmethod
+    def scope_problems(
+        defs: Mapping[str, ScopeDefinition], m: Manifest, session_scopes: Mapping[str, ScopeSpec]
+    ) -> tuple[list[Problem], dict[str, ScopeSpec]]:
+        """Every problem of scopes a session posts, by path, and the scopes that have none to add. A scope whose
+        fields have shape problems still has its parent and its fields' rules checked, in the same 422."""
+        problems: list[Problem] = []
+        specs: dict[str, ScopeSpec] = {}
+        stand_ins: dict[str, ScopeSpec] = {}
+        for name, d in defs.items():
+            found = shape_problems(d.fields, Fields)  # names as in a manifest: they enter the prompt
+            problems += [Problem(f"scopes.{name}.fields{('.' + p.path) if p.path else ''}", p.message) for p in found]
+            if found:
+                stand_ins[name] = ScopeSpec(text=d.text, parent=d.parent, fields=fields_that_convert(d.fields))
+            else:
+                fields = msgspec.convert(d.fields, dict[str, FieldSpec])
+                specs[name] = ScopeSpec(text=d.text, parent=d.parent, fields=fields)
+        file = msgspec.structs.replace(m.file, scopes={**m.file.scopes, **session_scopes, **specs, **stand_ins})
+        rules = [p for p in check_manifest_refs(file) if any(p.path.startswith(f"scopes.{n}.") for n in defs)]
+        problems += untold(rules, {p.path for p in problems})
+        return problems, specs
+
     async def add_scopes(self, session: SessionContext, req: ContextRequest) -> list[str]:
         """Add or replace session scopes; a manifest scope's name is a 409."""
         m = session.manifest
@@ -333,19 +358,7 @@ class ContextHub:
                 "to replace it: a level left behind can lend its name to the next",
                 [Problem(f"scopes.{n}", "a new scope past the session's limit") for n in new[room:]],
             )
-        problems: list[Problem] = []
-        specs: dict[str, ScopeSpec] = {}
-        for name, d in req.scopes.items():
-            found = shape_problems(d.fields, Fields)  # names as in a manifest: they enter the prompt
-            problems += [Problem(f"scopes.{name}.fields{('.' + p.path) if p.path else ''}", p.message) for p in found]
-            if not found:
-                specs[name] = ScopeSpec(
-                    text=d.text, parent=d.parent, fields=msgspec.convert(d.fields, dict[str, FieldSpec])
-                )
-        if not problems:
-            merged = {**m.file.scopes, **st.scopes, **specs}
-            file = msgspec.structs.replace(m.file, scopes=merged)
-            problems += [p for p in check_manifest_refs(file) if any(p.path.startswith(f"scopes.{n}.") for n in specs)]
+        problems, specs = self.scope_problems(req.scopes, m, st.scopes)
         if problems:
             raise ApiError.invalid(problems)
         for name, spec in specs.items():

@@ -32,11 +32,13 @@ from npcmind.protocol.a2g import (
     ContextRequest,
     ContextResponse,
     DecideRequest,
+    DeclaredName,
     EndedResponse,
     HealthResponse,
     ManifestResponse,
     ReportRequest,
     ReportResponse,
+    ScopeDefinition,
     SessionRequest,
     TelemetryEntity,
     TelemetryRequest,
@@ -234,6 +236,17 @@ def _decide_partial(raw: Any, session: SessionContext) -> list[Problem]:
     return partial_problems(raw, session.manifest, session.scopes)
 
 
+def _context_partial(raw: Any, session: SessionContext) -> list[Problem]:
+    scopes = raw.get("scopes") if isinstance(raw, dict) else None
+    defs: dict[str, ScopeDefinition] = {}
+    for name, d in scopes.items() if isinstance(scopes, dict) else ():
+        try:  # each scope on its own, its name included: those well-shaped have their rules checked
+            defs.update(msgspec.convert({name: d}, dict[DeclaredName, ScopeDefinition], strict=True))
+        except msgspec.ValidationError:
+            continue
+    return ContextHub.scope_problems(defs, session.manifest, session.scopes)[0]
+
+
 def _telemetry_partial(raw: Any, session: SessionContext) -> list[Problem]:
     entities = raw.get("entities") if isinstance(raw, dict) else None
     items = well_shaped(entities, TelemetryEntity)
@@ -290,7 +303,7 @@ def create_app(service: Service) -> Litestar:
 
     @post("/v1/context", status_code=200)
     async def context(request: Request[Any, Any, Any]) -> Response[bytes]:
-        req, session = await read_session_body(request, ContextRequest)
+        req, session = await read_session_body(request, ContextRequest, _context_partial)
         return json_response(ContextResponse(await service.hub.add_scopes(session, req)))
 
     @post("/v1/report", status_code=200)

@@ -209,12 +209,13 @@ def _field_that_converts(raw: Any) -> FieldSpec | None:
     return _convert({k: v for k, v in raw.items() if _convert({"type": kind, k: v}, FieldSpec)}, FieldSpec)
 
 
-def _fields_that_convert(raw: Any) -> dict[str, FieldSpec]:
+def fields_that_convert(raw: Any) -> dict[str, FieldSpec]:
+    """Field declarations as far as they convert, for checking the rules of a declaration with shape problems."""
     found = {name: _field_that_converts(spec) for name, spec in (raw.items() if isinstance(raw, dict) else ())}
     return {name: spec for name, spec in found.items() if isinstance(name, str) and spec is not None}
 
 
-def _untold(rules: list[Problem], said: set[str]) -> list[Problem]:
+def untold(rules: list[Problem], said: set[str]) -> list[Problem]:
     """The rule problems at no path a shape problem was told at, above or below: a key of the wrong kind
     left out of the stand-in must not be called missing as well."""
     return [
@@ -240,16 +241,16 @@ def _what_converts(data: Any) -> ManifestFile:
     for name, raw in section("types").items():
         r = raw if isinstance(raw, dict) else {}
         stand_in = TypeSpec(
-            fields=_fields_that_convert(r.get("fields")), actions={"_": ""} if r.get("actions") else None
+            fields=fields_that_convert(r.get("fields")), actions={"_": ""} if r.get("actions") else None
         )
         types[name] = _convert(raw, TypeSpec) or stand_in
     scopes: dict[str, ScopeSpec] = {}
     for name, raw in section("scopes").items():
         r = raw if isinstance(raw, dict) else {}
         parent = r.get("parent") if isinstance(r.get("parent"), str) else None
-        scopes[name] = _convert(raw, ScopeSpec) or ScopeSpec("", parent, _fields_that_convert(r.get("fields")))
+        scopes[name] = _convert(raw, ScopeSpec) or ScopeSpec("", parent, fields_that_convert(r.get("fields")))
     profiles = {name: p for name, raw in section("profiles").items() if (p := _convert(raw, ProfileSpec))}
-    world = WorldSpec("", _fields_that_convert(section("world").get("fields")))
+    world = WorldSpec("", fields_that_convert(section("world").get("fields")))
     return ManifestFile("0.1", world, types, profiles=profiles, scopes=scopes)
 
 
@@ -278,7 +279,7 @@ def from_data(data: Any, source: str = "manifest") -> Manifest:
         except RecursionError:  # a value nested hundreds deep: msgspec's one message names where
             found = [Problem("", str(e))]
         else:  # the rules beyond shape too, on what did convert: every problem in one pass, not in two
-            found += _untold(check(_what_converts(data)), {p.path for p in found})
+            found += untold(check(_what_converts(data)), {p.path for p in found})
         raise ManifestError(source, found) from None
     except RecursionError:
         raise ManifestError(source, [Problem("", "nested too deep to read (hundreds of levels)")]) from None
