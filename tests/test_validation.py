@@ -179,6 +179,19 @@ def test_a_value_of_the_wrong_kind_says_what_it_is(svc: Running) -> None:
     }, found
 
 
+def test_a_whole_number_with_a_decimal_point_is_told_the_fix(svc: Running) -> None:
+    """Engines that keep every number a float write 2.0 for an integer: strict, but the message says what to send."""
+    body = decide_body(queen(), epoch=7.0, scope="forest_boss", scope_state={"boss_phase": 2.0})
+    found = {d["path"]: d["message"] for d in svc.decide(body).json()["error"]["details"]}
+    fix = "2.0: send a whole number without a decimal point (an int, not a float)"
+    assert found == {"epoch": found.get("epoch"), "scope_state.boss_phase": f"must be an integer, not {fix}"}, found
+    assert found["epoch"].endswith("not 7.0: send a whole number without a decimal point (an int, not a float)")
+    body = decide_body(queen(), scope="forest_boss", scope_state={"boss_phase": 2.5})  # a fraction: just the kind
+    assert svc.decide(body).json()["error"]["details"] == [
+        {"path": "scope_state.boss_phase", "message": "must be an integer, not number"}
+    ]
+
+
 def test_a_position_sent_as_an_object_is_told_the_form(svc: Running) -> None:
     """Unity and Unreal write a vector as {"x": .., "y": .., "z": ..}: the 422 shows what to send instead."""
     body = decide_body(bee("a", position={"x": 1.0, "y": 2.0, "z": 0.5}))

@@ -10,7 +10,7 @@ import msgspec
 
 from npcmind.manifest.model import FieldSpec
 from npcmind.protocol.errors import Problem, choices
-from npcmind.protocol.validate import type_name
+from npcmind.protocol.validate import not_an_integer, type_name
 
 DEFAULT_STRING_LENGTH = 64
 
@@ -37,7 +37,7 @@ def check_value(value: Any, spec: FieldSpec, path: str, out: list[Problem]) -> N
             out.append(Problem(path, "must be one of " + ", ".join(spec.values or ())))
         return
     if t == "integer" and not (isinstance(value, int) and not isinstance(value, bool)):
-        out.append(Problem(path, f"must be an integer, not {type_name(value)}"))
+        out.append(Problem(path, f"must be an integer, not {not_an_integer(value)}"))
         return
     if not _num(value):
         out.append(Problem(path, f"must be a number, not {type_name(value)}"))

@@ -28,6 +28,14 @@ def _join(path: str, key: str | int) -> str:
     return f"{path}.{key}" if path else key
 
 
+def not_an_integer(value: Any) -> str:
+    """What a value given for an integer is: 2.0 is a number to a JSON reader, and a game engine that keeps every
+    number a float (GDScript, Lua, JavaScript's JSON of a double) writes it so; the message says the fix."""
+    if isinstance(value, float) and value.is_integer():
+        return f"{value!r}: send a whole number without a decimal point (an int, not a float)"
+    return type_name(value)
+
+
 def type_name(value: Any) -> str:
     """A JSON value's kind as the game developer wrote it, for "must be a number, not string"."""
     if value is None:
@@ -128,7 +136,8 @@ def _walk(value: Any, t: mi.Type, path: str, out: list[Problem]) -> None:
         out.append(Problem(path, f"must be {_expected(said)}, not {type_name(value)}"))
         return
     if not _matches(value, t):
-        out.append(Problem(path, f"must be {_expected(said)}, not {type_name(value)}"))
+        found = not_an_integer(value) if isinstance(t, mi.IntType) else type_name(value)
+        out.append(Problem(path, f"must be {_expected(said)}, not {found}"))
         return
     if isinstance(t, mi.IntType | mi.FloatType):
         if isinstance(value, float) and not math.isfinite(value):
