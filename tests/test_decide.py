@@ -170,10 +170,16 @@ def test_busy_when_no_slot_frees_in_time(start_service: Any, scripted: Any) -> N
     slow = threading.Thread(target=svc.decide, args=(decide_body(bee("late", observation=obs(hp_fraction=0.1))),))
     slow.start()
     time.sleep(0.2)
-    d = by_id(svc.decide(decide_body(bee("warm"), bee("late", observation=obs(hp_fraction=0.6)))))
+    with logged("npcmind.decide") as said:
+        d = by_id(svc.decide(decide_body(bee("warm"), bee("late", observation=obs(hp_fraction=0.6)))))
     slow.join()
     assert d["late"]["code"] == "busy"
     assert d["warm"]["source"] == "AI" and d["warm"]["cached"] is True
+    assert said == [
+        "wait for a provider slot failed: all 1 provider calls still running after 50 ms, so 1 entity falls back "
+        "with `busy`; if the provider takes more calls at once, raise NPCMIND_MAX_CONCURRENT_CALLS (or "
+        "NPCMIND_ADMISSION_WAIT_MS)"
+    ], said
 
 
 def _manifest_with(tmp_path: Path, **boss: Any) -> Path:

@@ -74,6 +74,10 @@ class Situation(Protocol):
 _Seen = tuple[float, Prompt, dict[int, int], list[int], list[Decision], ModelReply | None]
 
 
+def _entities(n: int) -> str:
+    return "1 entity falls" if n == 1 else f"{n} entities fall"
+
+
 class DecidePipeline:
     """One instance per service; shared by every session."""
 
@@ -101,6 +105,7 @@ class DecidePipeline:
         self._deadline = settings.deadline_ms / 1000
         self._ai = metrics.decisions.labels("AI", "")
         self._failures = FailureLog(log, "provider call")
+        self._busy = FailureLog(log, "wait for a provider slot")  # what to tune, at most every 10 s
         self._unread: set[type[Exception]] = set()  # answers the adapter failed to read, by exception type
         self._wait_until = 0.0  # monotonic time before which the provider asked not to be called (429)
         self.answered = False  # a provider call has succeeded: what the start-up check found is past
@@ -253,6 +258,11 @@ class DecidePipeline:
         if wait > 0:  # calling now would only be refused again, and count against the game's rate limit
             return fall_all("unavailable", f"the provider asked to wait (HTTP 429 Retry-After): {wait:.1f} s more")
         if not await self._acquire():
+            self._busy.failed(
+                f"all {self.settings.max_concurrent_calls} provider calls still running after "
+                f"{self.settings.admission_wait_ms} ms, so {_entities(len(asked))} back with `busy`; if the "
+                "provider takes more calls at once, raise NPCMIND_MAX_CONCURRENT_CALLS (or NPCMIND_ADMISSION_WAIT_MS)"
+            )
             return fall_all("busy", "service at capacity: no provider slot within the admission wait")
         t_call = time.perf_counter()
         name = self.provider.name
