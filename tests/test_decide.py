@@ -84,13 +84,17 @@ def test_invalid_choice_outside_legal_or_omitted(any_mode: Running, scripted: An
     d = by_id(any_mode.decide(decide_body(bee("a"), bee("b", legal_actions=["idle", "wander"]), bee("c"))))
     assert d["a"]["source"] == "AI"
     assert d["b"]["code"] == "invalid_choice" and d["c"]["code"] == "invalid_choice"
-    assert "no choice" in d["c"]["reason"]
+    assert d["c"]["reason"] == "the model gave no choice for this entity"
 
 
 def test_malformed_json_is_invalid_choice(svc: Running, scripted: Any) -> None:
     scripted.set(malformed=True)
     d = by_id(svc.decide(decide_body(bee("a"), bee("b"))))
     assert {x["code"] for x in d.values()} == {"invalid_choice"}
+    # the reason says the format broke (not that this entity was skipped) and where to read what came
+    assert {x["reason"] for x in d.values()} == {
+        "the model's answer held no choice in the answer format (its text: GET /v1/prompt)"
+    }
 
 
 @pytest.mark.parametrize("text", ["[" * 5000 + "]" * 5000, '{"E1": ' + "[" * 5000 + "]" * 5000 + "}"])

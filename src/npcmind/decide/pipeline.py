@@ -319,6 +319,8 @@ class DecidePipeline:
             fall_all("refused", f"the model refused: {answer.refusal}"[:200])
             return reply
         missing = "the model gave no choice for this entity"
+        if not answer.choices:  # nothing of it read: the model broke the format, not only skipped this entity
+            missing = "the model's answer held no choice in the answer format (its text: GET /v1/prompt)"
         if answer.truncated:
             missing = (
                 f"the answer stopped at its output limit of {call.max_output_tokens} tokens before this entity's "
