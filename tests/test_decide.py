@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sqlite3
 import threading
 import time
@@ -483,3 +484,20 @@ def test_an_activity_line_says_what_was_decided_and_what_it_cost(start_service: 
     assert "; 2 provider calls, " in line and " input tokens (0 cached), " in line, line
     tokens = int(line.split("; 2 provider calls, ", 1)[1].split(" input tokens", 1)[0])
     assert tokens > 0 and line.endswith(f": {tokens / 2:.0f} input tokens a fresh decision"), line
+
+
+def test_a_stop_says_what_the_run_did_and_that_the_store_is_closed(start_service: Any, scripted: Any) -> None:
+    """Ctrl-C in the terminal: one line that the stop was clean, with the run's decisions and their cost."""
+    svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted")
+    for _ in range(2):  # the second time both come from the cache
+        assert svc.decide(decide_body(bee("a"), bee("b"))).status_code == 200
+    with logged("npcmind") as said:
+        svc.server.stop()
+    stopped = [m for m in said if m.startswith("stopped")]
+    assert len(stopped) == 1, said
+    assert re.fullmatch(
+        r"stopped \(this run of \d+ s: 4 decisions, 4 AI \(2 from the cache\); 1 provider call, \d+ input tokens "
+        r"\(0 cached\), \d+ output: \d+ input tokens a fresh decision\); the store sqlite:///\S+/npcmind\.db is "
+        r"closed and holds every decision answered",
+        stopped[0],
+    ), stopped[0]

@@ -52,9 +52,10 @@ def _n(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
-def activity(before: Counts, after: Counts, seconds: float) -> str | None:
+def activity(before: Counts, after: Counts, seconds: float, span: str | None = None) -> str | None:
     """One line on what the service did between two counts, or None if it decided nothing: a developer
-    watching the terminal sees their game's requests arrive, where they went and what they cost."""
+    watching the terminal sees their game's requests arrive, where they went and what they cost. ``span``
+    names the time it covers (default: the last so many seconds)."""
     grown = {key: round(v - before.get(key, 0.0)) for key, v in after.items()}
 
     def grew(name: str, **labels: str) -> int:
@@ -73,7 +74,8 @@ def activity(before: Counts, after: Counts, seconds: float) -> str | None:
     failed = calls - grew("npcmind_provider_calls_total", outcome="ok")
     tokens_in = grew("npcmind_input_tokens_total")
     fresh = ai - cached
-    line = f"last {seconds:.0f} s: {_n(ai + sum(fallbacks.values()), 'decision')}, {ai} AI ({cached} from the cache)"
+    span = span or f"last {seconds:.0f} s"
+    line = f"{span}: {_n(ai + sum(fallbacks.values()), 'decision')}, {ai} AI ({cached} from the cache)"
     if fallbacks:
         detail = ", ".join(f"{code} {n}" for code, n in sorted(fallbacks.items()))
         line += f", {_n(sum(fallbacks.values()), 'fallback')} ({detail})"

@@ -14,7 +14,7 @@ from npcmind.decide.ids import DecisionIds
 from npcmind.decide.pipeline import DecidePipeline
 from npcmind.manifest import Manifest
 from npcmind.manifest import load as load_manifest
-from npcmind.metrics import Metrics, activity
+from npcmind.metrics import Counts, Metrics, activity
 from npcmind.npc.rulesets import load_rulesets
 from npcmind.npc.signing import Signer
 from npcmind.npc.steps import NpcProcessor
@@ -72,12 +72,14 @@ class Service:
         self._npc: NpcProcessor | None = None
         self._check: asyncio.Task[None] | None = None
         self._activity: asyncio.Task[None] | None = None
+        self._run: tuple[Counts, float] | None = None
         self._trim: asyncio.Task[None] | None = None
         self._prune: asyncio.Task[None] | None = None
         self._provider_problem: str | None = None  # what the start-up check found
 
     async def start(self) -> None:
         """Load the secrets from the store and build what depends on them (inside the event loop)."""
+        self._run = (self.metrics.counts(), time.monotonic())  # what the line at stop sums up
         ids = DecisionIds(await self.store.secret("decision_mac"))
         self._hub = ContextHub(
             self.store, ids, self.settings.max_session_entities, self.settings.max_sessions, self.settings.max_entities
@@ -189,6 +191,15 @@ class Service:
                 task.cancel()
         await self.provider.close()
         await self.store.close()
+        if self._run is not None:  # a clean stop says so, with what the run did: a kill -9 would say nothing
+            counts, since = self._run
+            seconds = time.monotonic() - since
+            done = activity(counts, self.metrics.counts(), seconds, f"this run of {seconds:.0f} s")
+            log.info(
+                "stopped (%s); the store %s is closed and holds every decision answered",
+                done or f"this run of {seconds:.0f} s: no decisions",
+                self.settings.store,
+            )
 
     @property
     def provider_problem(self) -> str | None:
