@@ -157,6 +157,14 @@ def test_no_provider_says_so_everywhere(start_service: Any) -> None:
         "reason": "no provider configured",
         "ttl_ms": 12000,
     }
+    # no call was made, so none is counted as failed: not in the metrics, not in the line at stop
+    metrics = svc.http.get("/metrics").text
+    assert 'npcmind_decisions_total{code="unavailable",source="FALLBACK"} 1.0' in metrics, metrics
+    assert "npcmind_provider_calls_total{" not in metrics, metrics
+    with logged("npcmind") as said:
+        svc.server.stop()
+    stopped = [m for m in said if m.startswith("stopped")]
+    assert len(stopped) == 1 and "1 fallback (unavailable 1)" in stopped[0] and "provider call" not in stopped[0], said
 
 
 def test_missing_credentials_for_openai_is_unavailable(start_service: Any, monkeypatch: Any) -> None:

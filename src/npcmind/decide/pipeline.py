@@ -288,11 +288,11 @@ class DecidePipeline:
             )
             return fall_all("unavailable", reason)
         except ProviderError as e:
-            self.metrics.provider_calls.labels(name, "error").inc()
+            if self.provider.ready:  # else no call was made (no provider, no key): none is counted as failed
+                self.metrics.provider_calls.labels(name, "error").inc()
+                self._failures.failed(str(e))
             if e.retry_after is not None:
                 self._wait_until = max(self._wait_until, time.monotonic() + e.retry_after)
-            if self.provider.ready:
-                self._failures.failed(str(e))
             return fall_all("unavailable", str(e))
         except Exception as e:  # an answer the adapter could not read must not become a 5xx
             self.metrics.provider_calls.labels(name, "error").inc()
