@@ -6,6 +6,9 @@ import asyncio
 import http.server
 import json
 import math
+import signal
+import subprocess
+import sys
 import threading
 import time
 from typing import Any
@@ -163,6 +166,24 @@ def test_the_scripted_server_refuses_a_script_it_could_not_play(scripted: Any) -
     scripted.set(status=503)
     r = httpx.post(scripted.base_url + "/chat/completions", json={"model": "m", "messages": []})
     assert r.status_code == 503
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_serve_stops_on_a_signal_with_one_line_and_no_traceback(sig: signal.Signals, tmp_path: Any) -> None:
+    """Ctrl-C ended `npcmind serve` with a KeyboardInterrupt traceback after its clean stop: it looked like a crash."""
+    port = free_port()
+    args = ["serve", "--manifest", str(FOREST), "--port", str(port), "--store", f"sqlite:///{tmp_path}/s.db"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "npcmind.cli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and "ready on" in proc.stdout.readline()
+    assert httpx.post(f"http://127.0.0.1:{port}/v1/decide", json=decide_body(bee("a"))).status_code == 200
+    proc.send_signal(sig)
+    err = proc.communicate(timeout=15)[1]
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert "stopped (this run of" in err and "1 fallback (unavailable 1)" in err, err
+    # 130 as a shell reports Ctrl-C; after SIGTERM uvicorn ends by that signal again, as a supervisor expects
+    assert proc.returncode in ((130,) if sig == signal.SIGINT else (0, -signal.SIGTERM)), proc.returncode
 
 
 def test_serve_prints_one_ready_line_and_answers(tmp_path: Any) -> None:

@@ -364,6 +364,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `npcmind validate m.yaml | head -1`: the reader has what it wanted
         _quiet_stdout()
         return 1
+    except KeyboardInterrupt:  # Ctrl-C: serve has stopped cleanly and said so; a traceback would look like a crash
+        return 130  # what a shell reports for a command ended by SIGINT
     return code
 
 
