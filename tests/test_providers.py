@@ -170,7 +170,8 @@ def test_the_scripted_server_refuses_a_script_it_could_not_play(scripted: Any) -
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_serve_stops_on_a_signal_with_one_line_and_no_traceback(sig: signal.Signals, tmp_path: Any) -> None:
-    """Ctrl-C ended `npcmind serve` with a KeyboardInterrupt traceback after its clean stop: it looked like a crash."""
+    """Ctrl-C ended `npcmind serve` with a KeyboardInterrupt traceback after its clean stop: it looked like a crash.
+    After SIGTERM, the stop line was sometimes lost: the process died by the signal before the log queue wrote it."""
     port = free_port()
     args = ["serve", "--manifest", str(FOREST), "--port", str(port), "--store", f"sqlite:///{tmp_path}/s.db"]
     proc = subprocess.Popen(
@@ -182,8 +183,7 @@ def test_serve_stops_on_a_signal_with_one_line_and_no_traceback(sig: signal.Sign
     err = proc.communicate(timeout=15)[1]
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert "stopped (this run of" in err and "1 fallback (unavailable 1)" in err, err
-    # 130 as a shell reports Ctrl-C; after SIGTERM uvicorn ends by that signal again, as a supervisor expects
-    assert proc.returncode in ((130,) if sig == signal.SIGINT else (0, -signal.SIGTERM)), proc.returncode
+    assert proc.returncode == 128 + sig, proc.returncode  # as a shell reports a command ended by the signal
 
 
 def test_serve_prints_one_ready_line_and_answers(tmp_path: Any) -> None:

@@ -6,7 +6,9 @@ import argparse
 import gc
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from npcmind import __version__
@@ -22,6 +24,15 @@ def _fewer_collections() -> None:
     collector ran several times a request, and a full collection over the cache and memory put 1% of
     requests 10 ms late. Refcounting frees nearly all of it anyway: collect cycles less often."""
     gc.set_threshold(*GC_THRESHOLDS)
+
+
+class _Terminated(SystemExit):
+    """SIGTERM, which uvicorn raises again once it has stopped cleanly: as an exit that Python unwinds, the log
+    lines still queued (the stop line among them) are written before the process ends, not lost with it."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise _Terminated(128 + signum)
 
 
 def _port(text: str) -> int:
@@ -97,8 +108,12 @@ def _serve(args: argparse.Namespace) -> int:
     )
     server = _Server(config)
     _fewer_collections()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)  # uvicorn handles SIGTERM while it serves, then restores this
     try:
         server.run()
+    except _Terminated as stop:
+        return int(stop.code or 143)  # 128 + 15, as a shell reports a command ended by SIGTERM
     except SystemExit:  # uvicorn exits when it cannot listen; its log line gave the OS's reason
         if server.started:
             raise
