@@ -194,11 +194,10 @@ class Service:
         if self._run is not None:  # a clean stop says so, with what the run did: a kill -9 would say nothing
             counts, since = self._run
             seconds = time.monotonic() - since
-            done = activity(counts, self.metrics.counts(), seconds, f"this run of {seconds:.0f} s")
+            span = f"this run of {seconds:.0f} s"
+            done = activity(counts, self.metrics.counts(), seconds, span) or f"{span}: no decisions"
             log.info(
-                "stopped (%s); the store %s is closed and holds every decision answered",
-                done or f"this run of {seconds:.0f} s: no decisions",
-                self.settings.store,
+                "stopped (%s); the store %s is closed and holds every decision answered", done, self.settings.store
             )
 
     @property

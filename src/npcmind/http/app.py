@@ -7,7 +7,6 @@ by path (msgspec and Litestar stop at the first), while valid bodies still decod
 from __future__ import annotations
 
 import difflib
-import json
 import logging
 import zlib
 from collections.abc import Callable
@@ -46,7 +45,7 @@ from npcmind.protocol.a2g import (
 )
 from npcmind.protocol.errors import ApiError, Problem, choices
 from npcmind.protocol.npc import KeysResponse, PublicKey
-from npcmind.protocol.validate import parse, well_shaped
+from npcmind.protocol.validate import decode_loosely, parse, well_shaped
 from npcmind.providers.select import describe
 from npcmind.service import Service
 from npcmind.sessions.tokens import TokenClaims
@@ -222,16 +221,6 @@ def _auth(request: Request[Any, Any, Any]) -> str | None:
 Partial = Callable[[Any, SessionContext], list[Problem]]
 
 
-def _decode_loosely(body: bytes) -> Any:
-    """A body's JSON for listing its manifest problems, even with a number no float holds (1e999, which msgspec
-    refuses and the standard library reads as infinity): the shape error names that number, and the rest of the
-    body's problems come in the same 422 instead of a second one."""
-    try:
-        return msgspec.json.decode(body)
-    except msgspec.ValidationError:
-        return json.loads(body)
-
-
 def _decide_partial(raw: Any, session: SessionContext) -> list[Problem]:
     return partial_problems(raw, session.manifest, session.scopes)
 
@@ -265,7 +254,7 @@ def create_app(service: Service) -> Litestar:
         """The manifest's problems of a body's well-shaped parts; none when the body names no client or
         cannot be walked (nesting too deep: the shape error already says where)."""
         try:
-            raw = _decode_loosely(await body_of(request))
+            raw = decode_loosely(await body_of(request))
             cid = claims.cid if claims else raw.get("client_id") if isinstance(raw, dict) else None
             if not isinstance(cid, str) or not cid:
                 return []

@@ -257,6 +257,16 @@ def _huge(value: Any, path: str, out: list[Problem]) -> None:
             _huge(v, _join(path, k), out)
 
 
+def decode_loosely(body: bytes) -> Any:
+    """A body's JSON for listing its manifest problems, even with a number no float holds (1e999, which msgspec
+    refuses and the standard library reads as infinity): the shape error names that number, and the rest of the
+    body's problems come in the same 422 instead of a second one."""
+    try:
+        return msgspec.json.decode(body)
+    except msgspec.ValidationError:
+        return json.loads(body)
+
+
 def _out_of_range(body: bytes, typ: type) -> list[Problem]:
     """Every problem of a body with a number msgspec cannot hold (1e999), each at its full path, where
     msgspec's own error stops at a dict (`observation[...]`). The standard library reads it as infinity."""
