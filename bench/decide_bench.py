@@ -9,7 +9,11 @@ at 1 and 32 concurrent connections (wrk), in rounds (every row once a round, bac
 ratios (a)/(c), (b)/(c), (e)/(c) within each round and their median; the CPU time the serving process
 (and the provider) spent per request, read from /proc, which a noisy host disturbs less than
 throughput; and
-(d) prompt input tokens per entity for a batch of 1 versus a batch of 16 on the example manifest.
+(d) prompt input tokens per entity for a batch of 1 versus a batch of 16 on the example manifest; and
+(f) what the target leaves: the time a request may add to the echo's for (b)/(c) to reach 0.7, beside
+    what the steps the issue asks of every request cost as the service takes them (strict decode, field
+    checks, token budget, cache keys, MAC'd ids, the durable record, the answer; most of them one call
+    into C each), measured in-process on the bench body just after the rounds.
 
 Run: python bench/decide_bench.py [--seconds 5] [--rounds 3]   (needs `wrk`: apt-get install wrk)
 """
@@ -17,7 +21,9 @@ Run: python bench/decide_bench.py [--seconds 5] [--rounds 3]   (needs `wrk`: apt
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import logging
 import os
 import re
 import shutil
@@ -27,15 +33,25 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import httpx
+import msgspec
 
 ROOT = Path(__file__).resolve().parents[1]
 from probe import cpu_probe  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests"))
 from conftest import FOREST, bee, decide_body  # noqa: E402
+from inprocess import started_service  # noqa: E402
+from npcmind.decide.prompt import Prompt  # noqa: E402
+from npcmind.decide.validate import check_request  # noqa: E402
 from npcmind.http.server import ServiceProcess, free_port  # noqa: E402
+from npcmind.protocol.a2g import DecideRequest  # noqa: E402
+from npcmind.protocol.validate import parse  # noqa: E402
+from npcmind.providers.scripted import ScriptedServer  # noqa: E402
+from npcmind.providers.tokens import count_once  # noqa: E402
+from npcmind.storage.base import IssuedDecision  # noqa: E402
 
 LUA_MISS = r"""
 counter = FIRST
@@ -114,8 +130,6 @@ def wrk(url: str, script: str, conns: int, seconds: int, server: int, provider: 
 
 
 def tokens_per_entity() -> tuple[float, float]:
-    import msgspec
-
     from npcmind.decide.prompt import PromptBuilder
     from npcmind.manifest import load
     from npcmind.protocol.a2g import DecideRequest
@@ -138,6 +152,87 @@ def tokens_per_entity() -> tuple[float, float]:
         )
         out.append(total / n)
     return out[0], out[1]
+
+
+STEPS = (
+    ("strict decode, less the echo's decode + encode", "decode"),
+    ("field checks of 16 entities", "check"),
+    ("token budget: 16 entity parts counted anew", "tokens"),
+    ("16 cache keys", "keys"),
+    ("16 MAC'd decision ids", "ids"),
+    ("the durable record: one commit", "record"),
+    ("encoding the answer", "answer"),
+)
+
+
+async def _steps(base_url: str, raw: bytes, n: int) -> dict[str, float]:
+    """Microseconds of each step of STEPS for the bench body, with the service's own parts, median of ``n``."""
+    svc = await started_service(base_url, cache_entries=2_000_000)
+    req = parse(raw, DecideRequest)
+    session = await svc.guard.session(None, req.client_id)
+    for _ in range(3):  # as in (b): from the third request on every entity is a cache hit
+        answer = await svc.pipeline.decide(session, req)
+    seen = svc.pipeline.seen(session.session_id)
+    assert seen is not None and all(d.cached for d in answer.decisions), answer  # type: ignore[union-attr]
+    texts = [e.text for e in seen.entities]  # each entity's parts 6-7 as rendered, neighbours and memory too
+    prompt = Prompt(seen.system, "", [], svc.pipeline.mode)
+    # what a key hashes: the entity's part without its memory (whose times would change every key)
+    keyed = [
+        SimpleNamespace(key_text="".join(x for x in t.splitlines(True) if not x.startswith("  memory:"))) for t in texts
+    ]
+    ids = [e.id for e in req.entities]
+    dids = svc.pipeline.ids.issue_many(1, session.session_id, ids)
+    rows = [
+        IssuedDecision(0, d, session.session_id, i, "bee", "idle", "Stay in place", 0.0)
+        for d, i in zip(dids, ids, strict=True)
+    ]
+    seq = 10**9
+
+    async def record() -> None:
+        nonlocal seq
+        seq += len(rows)
+        for r in rows:
+            r.seq = seq
+        await svc.store.record_decisions(rows)
+
+    steps = {
+        "decode": lambda: parse(raw, DecideRequest),
+        "echo": lambda: msgspec.json.encode(msgspec.json.decode(raw)),
+        "check": lambda: check_request(req, session.manifest, session.scopes),
+        # a game's memory lines carry times that move: its entity parts are new texts on every request
+        "tokens": lambda: [count_once(svc.pipeline.provider.encoding, t) for t in texts],
+        "keys": lambda: [
+            Prompt.cache_key(base, e)  # type: ignore[arg-type]
+            for base in [prompt.key_base("v", req.scope)]
+            for e in keyed
+        ],
+        "ids": lambda: svc.pipeline.ids.issue_many(seq, session.session_id, ids),
+        "answer": lambda: msgspec.json.encode(answer),
+    }
+    out: dict[str, float] = {}
+    for name, step in steps.items():
+        times = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - t0)
+        out[name] = statistics.median(times) * 1e6
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        await record()
+        times.append(time.perf_counter() - t0)
+    out["record"] = statistics.median(times) * 1e6
+    out["decode"] -= out.pop("echo")
+    await svc.stop()
+    return out
+
+
+def mandated_steps(raw: bytes, n: int = 2000) -> dict[str, float]:
+    """The steps every decide request must take, in-process, with the scripted server in a thread."""
+    logging.getLogger("npcmind").setLevel(logging.WARNING)
+    with ScriptedServer() as provider:
+        return asyncio.run(_steps(provider.base_url, raw, n))
 
 
 def main() -> int:
@@ -278,6 +373,19 @@ def main() -> int:
         f"(d) prompt input tokens per entity (o200k): batch 1 = {one:.0f}, batch 16 = {sixteen:.1f}, "
         f"ratio {sixteen / one:.3f}"
     )
+    steps = mandated_steps((tmp / "body.json").read_bytes())
+    print("(f) what (b)/(c) >= 0.7 leaves a request beyond the echo's time, and what the issue's steps cost here:")
+    for conns in (1, 32):
+        echo_us = 1e6 / rows[("c", conns)]["rps"]
+        left = echo_us * (1 / 0.7 - 1)
+        print(f"  at {conns:>2} conns: the echo takes {echo_us:5.0f} us a request; 0.7 leaves {left:4.0f} us")
+    for label, key in STEPS:
+        print(f"  {label:48} {steps[key]:6.1f} us")
+    total = sum(steps.values())
+    memo = total - steps["tokens"]
+    print(f"  {'together':48} {total:6.1f} us, before the situation and the prompt are built")
+    print(f"  {'as (b) pays them (its parts repeat: memoized)':48} {memo:6.1f} us")
+    print(f"  {'and the commit shared, as at 32 connections':48} {memo - steps['record']:6.1f} us")
     return 0
 
 
