@@ -6,9 +6,7 @@ import argparse
 import gc
 import logging
 import os
-import signal
 import sys
-import threading
 from collections.abc import Sequence
 
 from npcmind import __version__
@@ -26,15 +24,6 @@ def _fewer_collections() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
-class _Terminated(SystemExit):
-    """SIGTERM, which uvicorn raises again once it has stopped cleanly: as an exit that Python unwinds, the log
-    lines still queued (the stop line among them) are written before the process ends, not lost with it."""
-
-
-def _on_sigterm(signum: int, frame: object) -> None:
-    raise _Terminated(128 + signum)
-
-
 def _port(text: str) -> int:
     """A TCP port; uvicorn given 99999 hung instead of failing."""
     try:
@@ -50,6 +39,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from npcmind.http.app import create_app
+    from npcmind.http.stop import SignalledServer
     from npcmind.providers.select import describe
     from npcmind.service import Service
 
@@ -80,7 +70,7 @@ def _serve(args: argparse.Namespace) -> int:
         f"(profile {settings.profile}, store {settings.store}, provider: {describe(service.provider)})"
     )
 
-    class _Server(uvicorn.Server):
+    class _Server(SignalledServer):
         async def startup(self, sockets: list | None = None) -> None:  # type: ignore[type-arg]
             await super().startup(sockets)
             if self.started:
@@ -108,12 +98,10 @@ def _serve(args: argparse.Namespace) -> int:
     )
     server = _Server(config)
     _fewer_collections()
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _on_sigterm)  # uvicorn handles SIGTERM while it serves, then restores this
     try:
         server.run()
-    except _Terminated as stop:
-        return int(stop.code or 143)  # 128 + 15, as a shell reports a command ended by SIGTERM
+        if server.stopped_by is not None:
+            return 128 + server.stopped_by  # as a shell reports a command ended by the signal: 130, 143
     except SystemExit:  # uvicorn exits when it cannot listen; its log line gave the OS's reason
         if server.started:
             raise
