@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import logging
 import os
@@ -58,6 +59,7 @@ def _serve(args: argparse.Namespace) -> int:
     )
     try:
         service = Service(settings)
+        asyncio.run(service.store.check())
     except ManifestError as e:
         print(f"npcmind: {e.source} cannot be used.\n{e}", file=sys.stderr)
         return 2

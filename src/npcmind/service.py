@@ -80,6 +80,7 @@ class Service:
     async def start(self) -> None:
         """Load the secrets from the store and build what depends on them (inside the event loop)."""
         self._run = (self.metrics.counts(), time.monotonic())  # what the line at stop sums up
+        await self.store.open()
         ids = DecisionIds(await self.store.secret("decision_mac"))
         self._hub = ContextHub(
             self.store, ids, self.settings.max_session_entities, self.settings.max_sessions, self.settings.max_entities

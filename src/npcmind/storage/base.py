@@ -1,9 +1,20 @@
-"""The store interface: everything the service must not lose, behind one async API (SQLite, Redis)."""
+"""The store interface: everything the service must not lose, behind one async API (SQLite, PostgreSQL)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Protocol
+
+SCHEMA_VERSION = 2  # 1: a row a decision (moved over at start); 2: a row a request, outcomes apart
+
+
+def check_version(found: int | None, where: str) -> None:
+    """Refuse a store written by a newer npcmind: its rows may mean what this one cannot know."""
+    if found is not None and found > SCHEMA_VERSION:
+        raise ValueError(
+            f"the store {where} was written by a newer npcmind (schema version {found}; this npcmind knows up to "
+            f"{SCHEMA_VERSION}): upgrade npcmind, or give this one another --store"
+        )
 
 
 class StoreError(Exception):
@@ -40,6 +51,15 @@ class SessionRecord:
 
 class Store(Protocol):
     """Durable state. Once a method has returned, what it wrote survives kill -9 and a restart."""
+
+    async def check(self) -> None:
+        """Connect, create the schema and let go again, before the server starts: a store that cannot be used
+        is one line at start (ValueError), not a failed start-up with a traceback."""
+        ...
+
+    async def open(self) -> None:
+        """Connect inside the event loop that will use the store; a store it cannot use raises ValueError."""
+        ...
 
     async def secret(self, name: str, size: int = 32) -> bytes:
         """A random secret created once and kept (MAC keys, token keys, signing seeds)."""

@@ -25,7 +25,7 @@ from typing import IO, Any, Concatenate, ParamSpec, TypeVar
 import msgspec
 
 from npcmind.failures import FailureLog
-from npcmind.storage.base import IssuedDecision, SessionRecord, StoreError
+from npcmind.storage.base import SCHEMA_VERSION, IssuedDecision, SessionRecord, StoreError, check_version
 
 log = logging.getLogger("npcmind.storage")
 
@@ -129,9 +129,11 @@ class SqliteStore:
         self._lock_file: IO[str] | None = None
         try:
             self._db = self._open()
-        except (sqlite3.Error, OSError) as e:  # a bad --store is said in one line, not a traceback
+        except (sqlite3.Error, OSError, ValueError) as e:  # a bad --store is said in one line, not a traceback
             if self._lock_file is not None:
                 self._lock_file.close()
+            if isinstance(e, ValueError):  # in use, or written by a newer npcmind: said already
+                raise
             raise ValueError(f"the store {self.path} cannot be opened: {e}; choose another --store") from None
         last = self._db.execute("SELECT first_seq + n - 1 FROM batches ORDER BY first_seq DESC LIMIT 1").fetchone()
         self._seq = max(int(last[0]) if last else 0, self._pruned_upto())
@@ -154,8 +156,19 @@ class SqliteStore:
         db.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints wait on the disk: see _checkpoint
         db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")  # the WAL file shrinks back after a burst
         db.executescript(_SCHEMA)
+        row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        check_version(int(bytes(row[0]).decode()) if row else None, self.path)
         _migrate(db)
+        db.execute(
+            "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION).encode(),)
+        )
         return db
+
+    async def check(self) -> None:
+        """Checked already, in the constructor."""
+
+    async def open(self) -> None:
+        """Opened already, in the constructor: a bad --store is said before the server starts."""
 
     # --- decisions: one row a request, one commit a turn of the loop -------------------------------
 

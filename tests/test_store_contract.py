@@ -1,0 +1,278 @@
+"""What every store promises, on SQLite and on the real PostgreSQL alike: one suite, parametrized.
+
+A new store object on the same URL stands for a restart (SQLite) or another process (PostgreSQL, where several
+may be open at once). Each PostgreSQL test uses a schema of its own, dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import Callable, Coroutine, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from npcmind.storage import Store, open_store
+from npcmind.storage import postgres as postgres_store
+from npcmind.storage.base import SCHEMA_VERSION, IssuedDecision, SessionRecord
+
+POSTGRES = os.environ.get("NPCMIND_TEST_POSTGRES", "postgresql://root@127.0.0.1:5432/test")
+
+
+def _postgres_reachable() -> str | None:
+    """None when the test server answers, else why not (the tests are then skipped, and CI fails on a skip)."""
+
+    async def ping() -> None:
+        import asyncpg
+
+        db = await asyncpg.connect(POSTGRES, timeout=5)
+        await db.close()
+
+    try:
+        asyncio.run(ping())
+    except Exception as e:
+        return f"no PostgreSQL at {POSTGRES} ({e}); set NPCMIND_TEST_POSTGRES"
+    return None
+
+
+def _drop_schema(schema: str) -> None:
+    async def drop() -> None:
+        import asyncpg
+
+        db = await asyncpg.connect(POSTGRES)
+        await db.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        await db.close()
+
+    asyncio.run(drop())
+
+
+@pytest.fixture()
+def postgres_url() -> Iterator[str]:
+    """A schema of its own on the test server, dropped afterwards."""
+    why = _postgres_reachable()
+    if why:
+        pytest.skip(why)
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    yield f"{POSTGRES}?schema={schema}"
+    _drop_schema(schema)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh store's URL of each kind."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/s.db"
+    return str(request.getfixturevalue("postgres_url"))
+
+
+def run(coro: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+    return asyncio.run(coro())
+
+
+async def opened(url: str) -> Store:
+    store = open_store(url)
+    await store.open()
+    return store
+
+
+def _issued(seq: int, sid: str, eid: str, action: str = "idle", at: float | None = None) -> IssuedDecision:
+    return IssuedDecision(seq, f"d_{seq}", sid, eid, "bee", action, action.title(), at if at is not None else 1000.0)
+
+
+def test_decisions_outcomes_and_rebuild_survive_a_new_store_object(store_url: str) -> None:
+    async def write() -> tuple[int, int]:
+        s = await opened(store_url)
+        first = await s.allocate(3)
+        await s.record_decisions([_issued(first + i, "s1", f"e{i}") for i in range(3)])
+        other = await s.allocate(1)
+        await s.record_decisions([_issued(other, "s2", "x", "flee")])
+        assert await s.set_outcome(first + 1, "success", "ok", 5.0)
+        assert not await s.set_outcome(first + 1, "failure", None, 6.0)  # the first report stays
+        assert not await s.set_outcome(other + 1000, "success", None, 6.0)  # no such decision
+        await s.close()
+        return first, other
+
+    first, other = run(write)
+
+    async def read() -> None:
+        s = await opened(store_url)
+        assert await s.allocate(1) > other  # numbering goes on above every number issued
+        d = await s.decision(first + 1)
+        assert d is not None and (d.session_id, d.entity_id, d.outcome, d.detail) == ("s1", "e1", "success", "ok")
+        assert await s.decision(first - 1) is None and await s.decision(other + 1) is None
+        recent = await s.session_decisions("s1", 2)
+        assert [(r.seq, r.entity_id, r.outcome) for r in recent] == [
+            (first + 2, "e2", None),
+            (first + 1, "e1", "success"),
+        ]
+        assert [r.action for r in await s.session_decisions("s2", 10)] == ["flee"]
+        await s.close()
+
+    run(read)
+
+
+def test_two_processes_on_postgresql_never_issue_the_same_number_and_see_each_others_decisions(
+    postgres_url: str,
+) -> None:
+    """SQLite is one process a store (a second one is refused: test_storage.py); PostgreSQL takes any number."""
+    store_url = postgres_url
+
+    async def both() -> None:
+        a, b = await opened(store_url), await opened(store_url)
+        seqs: list[int] = []
+        for i in range(300):  # past a block of numbers each
+            for s, sid in ((a, "sa"), (b, "sb")):
+                first = await s.allocate(4)
+                seqs += range(first, first + 4)
+                await s.record_decisions([_issued(first + k, sid, f"e{i}.{k}") for k in range(4)])
+        assert len(seqs) == len(set(seqs)) == 2400
+        last_of_a = (await a.session_decisions("sa", 1))[0]
+        assert await b.set_outcome(last_of_a.seq, "done", None, 2.0)  # a report to another process: accepted
+        seen = await a.decision(last_of_a.seq)
+        assert seen is not None and seen.outcome == "done"
+        assert await a.secret("k") == await b.secret("k")  # one signing key for every process
+        await a.close()
+        await b.close()
+
+    run(both)
+
+
+def test_prune_forgets_old_decisions_outcomes_and_sessions_and_numbering_goes_on(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres_store, "PRUNE_CHUNK", 3)
+
+    async def write() -> int:
+        s = await opened(store_url)
+        seqs = []
+        for i in range(10):  # decisions issued at 1001..1010
+            seq = await s.allocate(1)
+            seqs.append(seq)
+            await s.record_decisions([_issued(seq, "s1", f"e{i}", at=1001.0 + i)])
+        assert await s.set_outcome(seqs[1], "done", None, 1100.0) and await s.set_outcome(seqs[8], "done", None, 1100)
+        await s.create_session(SessionRecord("old", "c", 0.0, 1000.0))
+        await s.create_session(SessionRecord("live", "c", 0.0, 5000.0))
+        await s.put_scope("old", "cave", b"{}")
+        await s.put_scope("live", "cave", b"{}")
+        assert await s.prune(1008.5) == (8, 1)  # the first 8 decisions, the session that expired at 1000
+        assert await s.decision(seqs[7]) is None and await s.decision(seqs[1]) is None
+        kept = await s.decision(seqs[8])
+        assert kept is not None and kept.outcome == "done"
+        assert await s.get_session("old") is None and await s.get_session("live") is not None
+        assert await s.scopes("old") == {} and await s.scopes("live") == {"cave": b"{}"}
+        assert await s.prune(1008.5) == (0, 0)  # nothing more to forget
+        assert await s.prune(2000.0) == (2, 0)  # every decision: the numbering must still go on
+        await s.close()
+        return max(seqs)
+
+    last = run(write)
+
+    async def reopen() -> int:
+        s = await opened(store_url)
+        first = await s.allocate(1)
+        await s.close()
+        return first
+
+    assert run(reopen) > last  # no number is ever issued twice, though no batch is left
+
+
+def test_sessions_scopes_and_secrets(store_url: str) -> None:
+    async def go() -> None:
+        s = await opened(store_url)
+        await s.create_session(SessionRecord("s1", "c", 1.0, 100.0))
+        await s.create_session(SessionRecord("s2", "c", 1.0, 100.0))
+        await s.create_session(SessionRecord("s3", "other", 1.0, 100.0))
+        assert await s.live_sessions("c", 50.0) == 2 and await s.live_sessions("c", 150.0) == 0
+        await s.end_session("s1")
+        rec = await s.get_session("s1")
+        assert rec is not None and rec.ended and await s.live_sessions("c", 50.0) == 1
+        assert await s.get_session("nope") is None
+        await s.put_scope("s2", "cave", b'{"text": "a"}')
+        await s.put_scope("s2", "cave", b'{"text": "b"}')  # replaced, not added
+        assert await s.scopes("s2") == {"cave": b'{"text": "b"}'}
+        key = await s.secret("k", 16)
+        assert len(key) == 16 and await s.secret("k", 16) == key
+        await s.close()
+        s = await opened(store_url)
+        assert await s.secret("k", 16) == key  # across restarts
+        await s.close()
+
+    run(go)
+
+
+def test_requests_in_one_turn_of_the_loop_are_all_kept_and_answered(store_url: str) -> None:
+    async def go() -> None:
+        s = await opened(store_url)
+        seqs = [await s.allocate(2) for _ in range(20)]
+        await asyncio.gather(*(s.record_decisions([_issued(q, "s", "a"), _issued(q + 1, "s", "b")]) for q in seqs))
+        assert len(await s.session_decisions("s", 100)) == 40
+        await s.close()
+
+    run(go)
+
+
+def test_a_store_written_by_a_newer_npcmind_is_refused(store_url: str) -> None:
+    async def go() -> None:
+        s = await opened(store_url)
+        await s.secret("anything")
+        await s.close()
+
+    run(go)
+    newer = str(SCHEMA_VERSION + 1).encode()
+    if store_url.startswith("sqlite"):
+        import sqlite3
+
+        db = sqlite3.connect(store_url[len("sqlite:///") :])
+        db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (newer,))
+        db.commit()
+        db.close()
+    else:
+
+        async def bump() -> None:
+            import asyncpg
+
+            _, schema = postgres_store.parse_url(store_url)
+            db = await asyncpg.connect(POSTGRES, server_settings={"search_path": schema})
+            await db.execute("UPDATE meta SET value = $1 WHERE key = 'schema_version'", newer)
+            await db.close()
+
+        run(bump)
+    with pytest.raises(
+        ValueError, match=r"written by a newer npcmind \(schema version 3; this npcmind knows up to 2\)"
+    ):
+        run(lambda: opened(store_url))
+
+
+def test_a_postgresql_server_that_does_not_answer_is_one_line_at_start(tmp_path: Path) -> None:
+    from conftest import FOREST, cli
+
+    r = cli("serve", "--manifest", str(FOREST), "--store", "postgresql://root@127.0.0.1:9/test")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "the store postgresql://root@127.0.0.1:9/test cannot be opened" in r.stderr, r.stderr
+
+
+def test_two_services_on_one_postgresql_store_share_decisions_sessions_and_keys(
+    postgres_url: str, start_service: Any, scripted: Any, tmp_path: Path
+) -> None:
+    """A decision issued by one process is reported to another; both sign with one key and know one session."""
+    from conftest import bee, decide_body, write_clients
+
+    clients, keys = write_clients(tmp_path)
+    common = {"profile": "hosted", "clients": str(clients), "provider": "openai", "base_url": scripted.base_url}
+    a = start_service(manifest=None, store=postgres_url, **common)
+    b = start_service(manifest=None, store=postgres_url, **common)
+    opened = a.http.post(
+        "/v1/session", json={"client_id": "game-1"}, headers={"authorization": f"Bearer {keys['game-1']}"}
+    )
+    auth = {"authorization": f"Bearer {opened.json()['session_token']}"}
+    scripted.set(choose={"x": "flee"})
+    r = a.decide(decide_body(bee("x")), headers=auth)
+    did = r.json()["decisions"][0]["decision_id"]
+    report = {"client_id": "game-1", "reports": [{"decision_id": did, "outcome": "done"}]}
+    assert b.http.post("/v1/report", json=report, headers=auth).json()["results"][0]["status"] == "accepted"
+    assert a.http.post("/v1/report", json=report, headers=auth).json()["results"][0]["status"] == "duplicate"
+    assert a.http.get("/v1/keys").json() == b.http.get("/v1/keys").json()  # one NPC signing key
+    assert b.decide(decide_body(bee("x")), headers=auth).status_code == 200  # a session opened at A, used at B
