@@ -1,6 +1,7 @@
 """The NPC protocol's costs: one service step, a whole four-call run, and recall over many memories.
 
-- step: Finalize of a complete tape (the heaviest step: parse, rules, sign), in-process and over HTTP;
+- step: Finalize (the heaviest step: parse, step token check, merge, rules, new token, sign), in-process and
+  over HTTP, on a tape the service's own steps built (a tape is taken back only with its step token);
 - run: the SDK's whole loop (IdentifyActor, QueryVector, ExecuteInference, Finalize) against a running
   service and a zero-latency cortex (the scripted server), recall and memory writes included;
 - recall: the SDK's vector recall (embedding the query + scoring) over 1,000 and 10,000 memories.
@@ -19,7 +20,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import msgspec
@@ -28,10 +31,11 @@ ROOT = Path(__file__).resolve().parents[1]
 from probe import cpu_probe  # noqa: E402
 
 FOREST = ROOT / "examples" / "forest.yaml"
+JSON = {"content-type": "application/json"}
 
 from npcmind.http.server import ServiceProcess  # noqa: E402
 from npcmind.npc.rulesets import load_rulesets  # noqa: E402
-from npcmind.npc.signing import Signer  # noqa: E402
+from npcmind.npc.signing import Signer, StepTokens  # noqa: E402
 from npcmind.npc.steps import NpcProcessor  # noqa: E402
 from npcmind.providers.scripted import ScriptedServer  # noqa: E402
 from npcmind.sdk import NpcMind, NpcStore, OpenAICortex  # noqa: E402
@@ -40,13 +44,23 @@ from npcmind.sdk.embed import shared  # noqa: E402
 TAPE = {
     "observation": "A traveller with a lantern asks about the old mine north of town.",
     "npcState": {"turns": 3, "mood": "calm"},
-    "memories": [
-        {"text": f"memory {i} about the mine", "type": "knowledge", "importance": 0.5, "similarity": 0.5}
-        for i in range(5)
-    ],
-    "actor": {"npcId": "mara", "persona": "Mara, the innkeeper.", "data": {"inn": "Silver Stag"}},
-    "vectorQueried": True,
-    "prompt": "…",
+    "memories": [],
+}
+RESULTS = {
+    "IdentifyActor": {
+        "type": "IdentifyActorResult",
+        "actor": {"npcId": "mara", "persona": "Mara, the innkeeper.", "data": {"inn": "Silver Stag"}},
+    },
+    "QueryVector": {
+        "type": "QueryVectorResult",
+        "memories": [
+            {"text": f"memory {i} about the mine", "type": "knowledge", "importance": 0.5, "similarity": 0.5}
+            for i in range(5)
+        ],
+    },
+}
+OUTPUT = {
+    "type": "ExecuteInferenceResult",
     "generatedOutput": '{"dialogue": "The old mine? Nobody goes there.", "action": {"type": "TALK"}, '
     '"remember": ["A traveller asked about the mine."]}',
 }
@@ -85,9 +99,19 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(len(xs) * q))] * 1000
 
 
+def finalize_body(step: Callable[[bytes], bytes]) -> bytes:
+    """The body of the Finalize step: the tape the first three steps returned, and the model's output."""
+    body: dict[str, Any] = {"tape": TAPE}
+    for _ in range(3):
+        answer = msgspec.json.decode(step(msgspec.json.encode(body)))
+        kind = answer["instruction"]["type"]
+        body = {"tape": answer["tape"], "lastResult": OUTPUT if kind == "ExecuteInference" else RESULTS[kind]}
+    return msgspec.json.encode(body)
+
+
 def step_in_process(n: int = 2000) -> list[float]:
-    proc = NpcProcessor(load_rulesets(), Signer(os.urandom(32)))
-    body = msgspec.json.encode({"tape": TAPE})
+    proc = NpcProcessor(load_rulesets(), Signer(os.urandom(32)), StepTokens(os.urandom(32)))
+    body = finalize_body(lambda b: msgspec.json.encode(proc.process("mara", b)))
     out = []
     for _ in range(n):
         t0 = time.perf_counter()
@@ -106,9 +130,11 @@ def main() -> int:
     url = svc.url
     try:
         http = httpx.Client(base_url=url)
-        assert http.post("/npcs/mara/process", json={"tape": TAPE}).status_code == 200
+        body = finalize_body(lambda b: http.post("/npcs/mara/process", content=b, headers=JSON).content)
+        finalized = http.post("/npcs/mara/process", content=body, headers=JSON).json()
+        assert finalized["instruction"]["type"] == "Finalize" and finalized["instruction"]["valid"]
         if shutil.which("wrk"):
-            (tmp / "tape.json").write_text(msgspec.json.encode({"tape": TAPE}).decode())
+            (tmp / "tape.json").write_bytes(body)
             (tmp / "s.lua").write_text(
                 'wrk.method="POST"\nwrk.headers["Content-Type"]="application/json"\n'
                 f'wrk.body=io.open("{tmp}/tape.json"):read("*a")\n'

@@ -81,19 +81,31 @@ VALID: dict[str, dict[str, Any]] = {
         "client_id": "game-1",
         "scopes": {"cave": {"text": "A cave.", "parent": "forest", "fields": {"depth": {"type": "integer", "min": 0}}}},
     },
-    "/npcs/mara/process": {
+    "/npcs/mara/process": {  # the first step; valid_body() walks it to its last (a tape carries a step token)
         "tape": {
             "observation": "Hello.",
             "npcState": {"turns": 4},
             "memories": [{"text": "The mine collapsed.", "kind": "knowledge", "importance": 0.5}],
             "rulesetId": "default",
             "actor": {"npcId": "mara", "persona": "An innkeeper.", "data": {}},
-            "vectorQueried": True,
-            "prompt": "p",
-            "generatedOutput": '{"dialogue": "Welcome!", "action": {"type": "TALK"}}',
-        }
+        },
+        "lastResult": {"type": "QueryVectorResult", "memories": [{"text": "The mine collapsed.", "similarity": 0.9}]},
     },
 }
+NPC = "/npcs/mara/process"
+NPC_OUTPUT = {
+    "type": "ExecuteInferenceResult",
+    "generatedOutput": '{"dialogue": "Welcome!", "action": {"type": "TALK"}}',
+}
+
+
+def valid_body(route: str, svc: Running) -> dict[str, Any]:
+    """A valid body; the NPC step's is its Finalize step, on the tape (and step token) the service returned."""
+    if route != NPC:
+        return VALID[route]
+    r = svc.http.post(NPC, json=VALID[NPC])
+    assert r.status_code == 200 and r.json()["instruction"]["type"] == "ExecuteInference", r.text
+    return {"tape": r.json()["tape"], "lastResult": NPC_OUTPUT}
 
 
 @st.composite
@@ -116,13 +128,13 @@ def near_valid(draw: st.DrawFn, valid: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("route", list(VALID))
 def test_the_valid_bodies_are_valid(route: str, svc: Running) -> None:
     """Else the fuzz below would only ever mutate a body that is refused anyway."""
-    r = svc.http.post(route, json=VALID[route])
+    r = svc.http.post(route, json=valid_body(route, svc))
     assert r.status_code == 200, r.text
 
 
 @pytest.mark.parametrize("route", list(VALID))
 def test_near_valid_bodies_never_give_a_5xx(route: str, svc: Running) -> None:
-    @given(body=near_valid(VALID[route]))
+    @given(body=near_valid(valid_body(route, svc)))
     @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
     def check(body: dict[str, Any]) -> None:
         r = svc.http.post(route, json=body)
@@ -141,6 +153,8 @@ def _nested(depth: int) -> str:
 
 
 def _with_deep(route: str, old: str, new: str, answer: str = "4xx") -> tuple[str, str, str]:
+    if route == NPC:  # the body is built at test time: the replacement travels with it
+        return route, f"{old}\x00{new}", answer
     return route, msgspec.json.encode(VALID[route]).decode().replace(old, new), answer
 
 
@@ -153,10 +167,10 @@ DEEP_PLACES = [
     _with_deep("/v1/decide", '"epoch":7', '"epoch":DEEP'),
     _with_deep("/v1/decide", '"hp_fraction":0.333', '"hp_fraction":DEEP'),
     _with_deep("/v1/telemetry", '"removed":["zz"]', '"removed":DEEP'),
-    _with_deep("/npcs/mara/process", '{"turns":4}', "DEEP"),
-    _with_deep("/npcs/mara/process", '"data":{}', '"data":DEEP'),
-    _with_deep("/npcs/mara/process", '"generatedOutput":"{', '"generatedOutput":"DEEP{', "200"),
-    _with_deep("/npcs/mara/process", '\\"Welcome!\\"', "DEEP", "200"),  # {"dialogue": [[[...]]], ...}
+    _with_deep(NPC, '{"turns":4}', "DEEP"),
+    _with_deep(NPC, '"data":{}', '"data":DEEP'),
+    _with_deep(NPC, '"generatedOutput":"{', '"generatedOutput":"DEEP{', "200"),
+    _with_deep(NPC, '\\"Welcome!\\"', "DEEP", "200"),  # {"dialogue": [[[...]]], ...}
 ]
 
 
@@ -164,6 +178,9 @@ DEEP_PLACES = [
 @pytest.mark.parametrize(("route", "template", "answer"), DEEP_PLACES)
 def test_deeply_nested_json_never_gives_a_5xx(route: str, template: str, answer: str, depth: int, svc: Running) -> None:
     """Arrays nested thousands deep are valid JSON; no route may answer them with a 5xx (Python's recursion)."""
+    if route == NPC:
+        old, new = template.split("\x00")
+        template = msgspec.json.encode(valid_body(route, svc)).decode().replace(old, new)
     assert "DEEP" in template, template  # the placeholder must have found its place in the valid body
     body = template.replace("DEEP", _nested(depth)).encode()
     r = svc.http.post(route, content=body, headers={"content-type": "application/json"})
@@ -172,7 +189,7 @@ def test_deeply_nested_json_never_gives_a_5xx(route: str, template: str, answer:
     else:
         assert 400 <= r.status_code < 500, (r.status_code, r.text[:300])
         assert r.json()["error"]["message"]
-    assert svc.http.post(route, json=VALID[route]).status_code == 200  # and the service is still well
+    assert svc.http.post(route, json=valid_body(route, svc)).status_code == 200  # and the service is still well
 
 
 # A provider's answer, near the chat-completions shape: each part right, or arbitrary JSON in its place

@@ -52,7 +52,7 @@ def test_full_run_four_calls_memories_stored_and_recalled(mind: NpcMind, store: 
     assert (
         out.valid
         and out.dialogue.startswith("The old mine?")
-        and out.action == {"type": "TALK", "reason": None, "target": None}
+        and out.action == {"type": "TALK", "reason": None, "target": None, "confidence": None}
     )
     prompt = cortex_prompts(scripted)[0]
     assert INNKEEPER in prompt and '"gold": 12' in prompt and "old mine north of town" in prompt
@@ -77,23 +77,27 @@ def test_blocked_output_changes_nothing(mind: NpcMind, store: NpcStore, scripted
     assert out.valid is False and out.remembered == 0
     assert "Let us speak of other things" in out.dialogue  # the rpg ruleset's refusal line
     assert store.count("mara") == 0 and store.get("mara") == before
-    blocked = [a for a in out.audit if a["result"] == "blocked"]
-    assert blocked and blocked[0]["rule"] == "blocked_content"
+    blocked = [a for a in out.audit["appliedRules"] if a["verdict"] == "blocked"]
+    assert out.audit["preset"] == "rpg" and [a["ruleId"] for a in blocked] == ["blocked.harm_innocents"]
 
 
-def finalize_raw(svc: Running, output: str, ruleset: str = "default") -> dict[str, Any]:
+def finalize_raw(
+    svc: Running, output: str, ruleset: str = "default", state: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The four steps as an SDK that echoes each tape back makes them; the Finalize answer."""
     tape = {
         "observation": "Hello.",
-        "npcState": {"turns": 4},
+        "npcState": {"turns": 4} if state is None else state,
         "memories": [],
         "rulesetId": ruleset,
-        "actor": {"npcId": "mara", "persona": INNKEEPER, "data": {}},
-        "vectorQueried": True,
-        "prompt": "p",
-        "generatedOutput": output,
         "custom": {"kept": [1, 2]},
     }
-    r = svc.http.post("/npcs/mara/process", json={"tape": tape})
+    body = step(svc, {"tape": tape}).json()
+    actor = {"npcId": "mara", "persona": INNKEEPER, "data": {}}
+    body = step(svc, {"tape": body["tape"], "lastResult": {"type": "IdentifyActorResult", "actor": actor}}).json()
+    body = step(svc, {"tape": body["tape"], "lastResult": {"type": "QueryVectorResult", "memories": []}}).json()
+    assert body["instruction"]["type"] == "ExecuteInference", body
+    r = step(svc, {"tape": body["tape"], "lastResult": {"type": "ExecuteInferenceResult", "generatedOutput": output}})
     assert r.status_code == 200, r.text
     return dict(r.json())
 
@@ -107,7 +111,7 @@ def test_signed_outcome_verifies_and_any_changed_byte_fails(svc: Running) -> Non
     keys = {k["kid"]: k["public_key"] for k in svc.http.get("/v1/keys").json()["keys"]}
 
     def payload(f: dict[str, Any], t: dict[str, Any], npc: str = "mara") -> dict[str, Any]:
-        return signed_payload(npc, f["valid"], f["dialogue"], f["action"], f["stateTransform"], f["memoryStore"], t)
+        return signed_payload(npc, f, t)
 
     assert verify(fin["signature"], payload(fin, tape), keys)
     changed = copy.deepcopy(fin)
@@ -120,6 +124,9 @@ def test_signed_outcome_verifies_and_any_changed_byte_fails(svc: Running) -> Non
     t2["observation"] = "Hello!"
     assert not verify(fin["signature"], payload(fin, t2), keys)
     assert not verify(fin["signature"], payload(fin, tape, "someone-else"), keys)
+    changed = copy.deepcopy(fin)
+    changed["ruleAudit"]["preset"] = "rpg"  # the verdict of another ruleset
+    assert not verify(fin["signature"], payload(changed, tape), keys)
     sig = fin["signature"]
     for at in (len(sig) // 2, len(sig) - 1):
         flipped = sig[:at] + ("A" if sig[at] != "A" else "B") + sig[at + 1 :]
@@ -154,13 +161,14 @@ def test_sdk_refuses_a_tampered_outcome(mind: NpcMind, store: NpcStore, scripted
 def test_actions_are_checked_against_the_ruleset(svc: Running) -> None:
     fin = finalize_raw(svc, '{"dialogue": "Take this.", "action": {"type": "ATTACK", "target": "you"}}')["instruction"]
     assert fin["valid"] and fin["action"] is None  # ATTACK is not allowed by default: dropped, dialogue kept
-    assert any(a["rule"] == "action_allowed" and a["result"] == "repaired" for a in fin["ruleAudit"])
+    rules = fin["ruleAudit"]["appliedRules"]
+    assert any(a["ruleId"] == "action_allowed" and a["verdict"] == "repaired" for a in rules)
     fin = finalize_raw(svc, '{"dialogue": "Over there.", "action": {"type": "MOVE"}}')["instruction"]
-    assert fin["action"] is None and any(a["rule"] == "action_needs" for a in fin["ruleAudit"])
+    assert fin["action"] is None and any(a["ruleId"] == "action_needs" for a in fin["ruleAudit"]["appliedRules"])
     fin = finalize_raw(svc, '{"dialogue": "Have at you!", "action": {"type": "attack", "target": "wolf"}}', "rpg")[
         "instruction"
     ]
-    assert fin["action"] == {"type": "ATTACK", "reason": None, "target": "wolf"}
+    assert fin["action"] == {"type": "ATTACK", "reason": None, "target": "wolf", "confidence": None}
     assert fin["stateTransform"]["lastAction"] == "ATTACK" and fin["stateTransform"]["turns"] == 5
 
 
@@ -261,22 +269,6 @@ ACTOR = {"npcId": "mara", "persona": "p", "data": {}}
             409,
             "already identified",
         ),
-        (
-            {
-                "tape": {**BASE, "actor": ACTOR, "vectorQueried": True, "prompt": "p", "generatedOutput": "x"},
-                "lastResult": {"type": "ExecuteInferenceResult", "generatedOutput": "y"},
-            },
-            409,
-            "second one",
-        ),
-        (
-            {
-                "tape": {**BASE, "actor": ACTOR, "vectorQueried": True},
-                "lastResult": {"type": "QueryVectorResult", "memories": []},
-            },
-            409,
-            "no recall",
-        ),
         ([], 422, ""),
     ],
 )
@@ -310,6 +302,144 @@ def test_steps_follow_from_the_tape_alone(svc: Running) -> None:
     assert r["instruction"]["type"] == "Finalize" and r["instruction"]["valid"] is True
 
 
+def walk(svc: Running, npc: str = "mara", until: str = "Finalize", ruleset: str = "default") -> dict[str, Any]:
+    """Steps as an SDK that echoes each tape back, up to the answer whose instruction is ``until``."""
+    results = {
+        "IdentifyActor": {"type": "IdentifyActorResult", "actor": {**ACTOR, "npcId": npc}},
+        "QueryVector": {"type": "QueryVectorResult", "memories": []},
+        "ExecuteInference": {"type": "ExecuteInferenceResult", "generatedOutput": '{"dialogue": "Hi."}'},
+    }
+    body: dict[str, Any] = {"tape": {**BASE, "rulesetId": ruleset}}
+    for _ in range(4):
+        answer = step(svc, body, npc).json()
+        kind = answer["instruction"]["type"]
+        if kind == until:
+            return dict(answer)
+        body = {"tape": answer["tape"], "lastResult": results[kind]}
+    raise AssertionError(f"no {until}")
+
+
+def test_an_actor_of_another_npc_is_refused(svc: Running) -> None:
+    """A tape whose actor is bob, sent for mara, was judged and signed as mara's."""
+    r = step(svc, {"tape": {**BASE, "actor": {**ACTOR, "npcId": "bob"}}})
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["details"][0]["path"] == "tape.actor.npcId"
+    assert "must equal the path's npcId 'mara'" in r.json()["error"]["details"][0]["message"]
+    for at in ("QueryVector", "ExecuteInference", "Finalize"):  # a tape mara's steps returned, sent as bob's
+        tape = walk(svc, "mara", at)["tape"]
+        r = step(svc, {"tape": tape}, "bob")
+        assert r.status_code == 422 and r.json()["error"]["details"][0]["path"] == "tape.actor.npcId", r.text
+    tape = walk(svc, "mara", "IdentifyActor")["tape"]  # no actor yet: the token says whose tape it is
+    r = step(
+        svc, {"tape": tape, "lastResult": {"type": "IdentifyActorResult", "actor": {**ACTOR, "npcId": "bob"}}}, "bob"
+    )
+    assert r.status_code == 422 and r.json()["error"]["details"][0]["path"] == "tape.stepToken", r.text
+
+
+def test_no_step_can_be_skipped_or_answered_by_a_tape_the_game_wrote(svc: Running) -> None:
+    """A tape holding actor, vectorQueried, prompt and generatedOutput got a signed Finalize in one call."""
+    written = {**BASE, "actor": ACTOR, "vectorQueried": True, "prompt": "p", "generatedOutput": '{"dialogue": "Hi."}'}
+    r = step(svc, {"tape": written})
+    assert r.status_code == 422, r.text
+    detail = r.json()["error"]["details"][0]
+    assert detail["path"] == "tape.stepToken" and "is missing" in detail["message"]
+    assert "vectorQueried, prompt, generatedOutput" in detail["message"]
+    at_inference = walk(svc, until="ExecuteInference")["tape"]
+    last = {"type": "ExecuteInferenceResult", "generatedOutput": '{"dialogue": "Hi."}'}
+    for change in (
+        {"prompt": "Say something rude."},  # not the prompt the service built
+        {"memories": [{"text": "forged", "type": "knowledge", "importance": 1.0, "similarity": 0.01}]},
+        {"npcState": {"turns": 99}},
+        {"rulesetId": "rpg"},
+    ):
+        r = step(svc, {"tape": {**at_inference, **change}, "lastResult": last})
+        assert r.status_code == 422, (change, r.text)
+        assert r.json()["error"]["details"][0]["path"] == "tape.stepToken"
+        assert "changed after the service returned it" in r.json()["error"]["details"][0]["message"]
+    r = step(svc, {"tape": at_inference, "lastResult": last})  # unchanged: the step goes on
+    assert r.status_code == 200 and r.json()["instruction"]["valid"] is True
+    again = step(svc, {"tape": r.json()["tape"]})  # a complete tape sent back as is: the same Finalize
+    assert again.status_code == 200 and again.json() == r.json()
+
+
+@pytest.mark.parametrize(
+    ("until", "last", "where"),
+    [
+        ("Finalize", {"type": "ExecuteInferenceResult", "generatedOutput": "y"}, "second one"),
+        ("ExecuteInference", {"type": "QueryVectorResult", "memories": []}, "no recall"),
+        ("QueryVector", {"type": "ExecuteInferenceResult", "generatedOutput": "y"}, "too early"),
+    ],
+)
+def test_a_result_for_another_step_is_a_409_on_a_tape_the_service_returned(
+    svc: Running, until: str, last: dict[str, Any], where: str
+) -> None:
+    r = step(svc, {"tape": walk(svc, until=until)["tape"], "lastResult": last})
+    assert r.status_code == 409 and where in r.json()["error"]["message"], r.text
+
+
+def test_forbocai_clients_work_unchanged(svc: Running) -> None:
+    """What ForbocAI's SDKs send beyond the seed's schema: preset_ ruleset ids, dialogue memories, SPEAK,
+    an action's confidence; and the ruleAudit shape they read."""
+    output = '{"dialogue": "Welcome!", "action": {"type": "SPEAK", "reason": "a guest", "confidence": 0.85}}'
+    body = finalize_raw(svc, output, ruleset="preset_default")
+    fin = body["instruction"]
+    assert fin["valid"] is True and fin["signature"]
+    assert fin["action"] == {"type": "TALK", "reason": "a guest", "target": None, "confidence": 0.85}
+    audit = fin["ruleAudit"]
+    assert audit["preset"] == "default" and body["tape"]["rulesetId"] == "preset_default"
+    assert {"ruleId": "action_alias", "verdict": "repaired", "reason": "SPEAK read as TALK"} in audit["appliedRules"]
+    assert all(set(a) == {"ruleId", "verdict", "reason"} for a in audit["appliedRules"])
+    tape = walk(svc, until="QueryVector", ruleset="preset_rpg")["tape"]
+    mems = [{"text": "The guest said hello.", "type": "dialogue", "importance": 0.5, "similarity": 0.9}]
+    r = step(svc, {"tape": tape, "lastResult": {"type": "QueryVectorResult", "memories": mems}})
+    assert r.status_code == 200 and r.json()["tape"]["memories"] == mems, r.text
+    assert "- (dialogue) The guest said hello." in r.json()["instruction"]["prompt"]
+    assert "combat is allowed" in r.json()["instruction"]["prompt"].lower()  # preset_rpg is rpg
+    first = step(svc, {"tape": {**BASE, "memories": mems}})  # a dialogue memory in the first tape
+    assert first.status_code == 200, first.text
+    r = step(svc, {"tape": {**BASE, "rulesetId": "preset_nothing"}})
+    assert r.status_code == 422 and "unknown ruleset 'preset_nothing'" in r.text
+
+
+def test_the_sdk_reads_dialogue_memories_in_a_finalize() -> None:
+    """A service built on ForbocAI's list may store a dialogue memory: the SDK's check of the instruction takes it."""
+    import msgspec
+
+    from npcmind.protocol.npc import NPCInstruction
+
+    fin = {
+        "type": "Finalize",
+        "valid": True,
+        "signature": None,
+        "memoryStore": [{"text": "I said hello.", "type": "dialogue", "importance": 0.5}],
+        "stateTransform": {},
+        "action": {"type": "TALK", "confidence": 0.5},
+        "dialogue": "Hello.",
+        "ruleAudit": {"preset": "default", "appliedRules": [{"ruleId": "format", "verdict": "pass", "reason": "ok"}]},
+    }
+    got = msgspec.convert(fin, NPCInstruction)
+    assert got.memoryStore[0].type == "dialogue" and got.action.confidence == 0.5  # type: ignore[union-attr]
+
+
+def test_a_number_no_double_holds_is_a_422_at_its_path(svc: Running) -> None:
+    """No verifier could rebuild the digest of a tape holding it (JSON.parse reads it as Infinity)."""
+    body = '{"tape": {"observation": "Hi.", "npcState": {"gold": 1' + "0" * 400 + '}, "memories": []}}'
+    r = svc.http.post("/npcs/mara/process", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["details"][0]["path"] == "tape.npcState.gold"
+    assert "beyond the range of a double" in r.json()["error"]["details"][0]["message"]
+
+
+def test_a_tape_with_numbers_json_writers_disagree_on_is_signed_and_verified(
+    mind: NpcMind, store: NpcStore, scripted: Any
+) -> None:
+    """1e16 and 1e-7 in the NPC's state: the SDK rebuilds the digest the service signed (RFC 8785 on both sides)."""
+    store.apply("mara", [], {"gold": 1e16, "drift": 1e-7, "big": 12345678901234567890})
+    scripted.set(text='{"dialogue": "Rich as ever."}')
+    out = mind.process("mara", "Someone asks about your gold.")
+    assert out.valid and out.state["gold"] == 1e16 and out.state["drift"] == 1e-7 and out.state["turns"] == 1
+
+
 def test_a_ruleset_without_recall_skips_query_vector(start_service: Any, tmp_path: Path) -> None:
     rules = tmp_path / "rules.yaml"
     rules.write_text("rulesets:\n  quick:\n    recall: null\n    actions: {TALK: {}}\n")
@@ -322,7 +452,7 @@ def test_a_ruleset_without_recall_skips_query_vector(start_service: Any, tmp_pat
 
 def test_a_rulesets_file_is_checked_for_what_the_game_side_model_would_refuse(tmp_path: Path) -> None:
     """A maxTokens of -1 or a temperature of 9 was taken, then every ExecuteInference failed at the game's
-    model; a typo (max_tokens) was ignored without a word."""
+    model; a typo (max_tokens) was ignored without a word; a regular expression is no blocked rule any more."""
     rules = tmp_path / "rules.yaml"
     rules.write_text(
         "rulesets:\n  Tavern:\n    actions: {talk: {}}\n"
@@ -338,7 +468,7 @@ def test_a_rulesets_file_is_checked_for_what_the_game_side_model_would_refuse(tm
         "rulesets.inn.constraints.temperature: must be at most 2",
         "rulesets.inn.constraints.stop: has 5 items, at most 4 allowed",
         "rulesets.bar.constraints.max_tokens: is not a known field",
-        "rulesets.bar.blocked[0]: not a valid regular expression",  # with the others, not after them are fixed
+        "rulesets.bar.blocked[0]: a blocked rule is an object",  # with the others, not after them are fixed
     ]:
         assert said in r.stderr, (said, r.stderr)
 
@@ -498,7 +628,9 @@ def test_the_seeds_own_example_request(svc: Running) -> None:
         }
     }
     r = svc.http.post("/npcs/npcId/process", json=body, headers={"Authorization": "Bearer <token>"})
-    assert r.status_code == 200 and r.json() == {"instruction": {"type": "IdentifyActor"}, "tape": body["tape"]}
+    assert r.status_code == 200 and r.json()["instruction"] == {"type": "IdentifyActor"}
+    tape = r.json()["tape"]
+    assert isinstance(tape.pop("stepToken"), str) and tape == body["tape"]  # the seed's fields, unchanged
 
 
 def test_the_cortex_drops_what_a_reasoning_model_refuses_and_still_answers(scripted: Any) -> None:

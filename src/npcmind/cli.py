@@ -187,7 +187,8 @@ def _chat(args: argparse.Namespace) -> int:
         tail = f"  [{act.get('type')}{' -> ' + act['target'] if act.get('target') else ''}]" if act else ""
         print(f"{args.npc_id}> {out.dialogue}{tail}")
         if not out.valid:
-            blocked = [a["detail"] for a in out.audit if a.get("result") == "blocked"]
+            rules = out.audit.get("appliedRules") or []
+            blocked = [f"{a['ruleId']}: {a['reason']}" for a in rules if a.get("verdict") == "blocked"]
             print(f"[refused by the ruleset: {'; '.join(blocked)}]")
     mind.close()
     return 0

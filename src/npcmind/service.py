@@ -16,7 +16,7 @@ from npcmind.manifest import Manifest
 from npcmind.manifest import load as load_manifest
 from npcmind.metrics import Counts, Metrics, activity
 from npcmind.npc.rulesets import load_rulesets
-from npcmind.npc.signing import Signer
+from npcmind.npc.signing import Signer, StepTokens
 from npcmind.npc.steps import NpcProcessor
 from npcmind.providers import tokens
 from npcmind.providers.base import Provider, ProviderError
@@ -88,7 +88,11 @@ class Service:
         self._pipeline = DecidePipeline(self.provider, self.store, ids, self.settings, self.metrics, self._hub)
         signer = TokenSigner(await self.store.secret("session_tokens"))
         self._guard = Guard(self._hub, self.store, signer, self.manifest, self.clients)
-        self._npc = NpcProcessor(self.rulesets, Signer(await self.store.secret("npc_ed25519_seed")))
+        self._npc = NpcProcessor(
+            self.rulesets,
+            Signer(await self.store.secret("npc_ed25519_seed")),
+            StepTokens(await self.store.secret("npc_step_tokens")),
+        )
         tokens.count(self.provider.encoding, "warm up")  # load the tokenizer table now, not on the first decision
         log.info("provider: %s", describe(self.provider))
         kept = f"{self.settings.retention_h:g} h" if self.settings.retention_h else "for ever"

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
-
 from npcmind.npc.rulesets import Ruleset
-from npcmind.protocol.npc import GenericAction, MemoryStoreInstruction, RuleCheck
+from npcmind.npc.words import words
+from npcmind.protocol.npc import GenericAction, MemoryStoreInstruction, RuleVerdict
 
 MAX_REMEMBER = 3
 _FENCE = re.compile(r"```[a-zA-Z]*")
@@ -141,50 +141,73 @@ class Outcome:
     action: GenericAction | None
     memory: list[MemoryStoreInstruction] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
-    audit: list[RuleCheck] = field(default_factory=list)
+    audit: list[RuleVerdict] = field(default_factory=list)
+
+
+def _confidence(value: Any) -> float | None:
+    """A model's confidence in its action, kept as it wrote it when that is a finite number."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def _action(parsed: Parsed, ruleset: Ruleset, audit: list[RuleVerdict]) -> GenericAction | None:
+    """The model's action checked against the ruleset: one not allowed, or without its target, is dropped."""
+    if parsed.action is None:
+        return None
+    spec = ruleset.spec
+    kind = str(parsed.action.get("type") or "").strip().upper()
+    if kind == "SPEAK" and kind not in spec.actions:  # ForbocAI's name for talking
+        kind = "TALK"
+        audit.append(RuleVerdict("action_alias", "repaired", "SPEAK read as TALK"))
+    target, reason = parsed.action.get("target"), parsed.action.get("reason")
+    rule = spec.actions.get(kind)
+    if rule is None:
+        audit.append(RuleVerdict("action_allowed", "repaired", f"action {kind or '(none)'!r} is not allowed; dropped"))
+        return None
+    if "target" in rule.needs and not (isinstance(target, str) and target.strip()):
+        audit.append(RuleVerdict("action_needs", "repaired", f"{kind} needs a target; dropped"))
+        return None
+    audit.append(RuleVerdict("action_allowed", "pass", f"{kind} is allowed"))
+    return GenericAction(
+        kind,
+        str(reason)[:200] if isinstance(reason, str | int | float) else None,
+        str(target)[:100] if isinstance(target, str | int | float) else None,
+        _confidence(parsed.action.get("confidence")),
+    )
+
+
+def _blocked(text: str, ruleset: Ruleset, audit: list[RuleVerdict]) -> bool:
+    """Apply every blocked rule to the words of the text; whether any tripped."""
+    tokens = words(text)
+    present = frozenset(tokens)
+    tripped = False
+    for rule in ruleset.rules:
+        why = rule.trips(tokens, present)
+        tripped = tripped or why is not None
+        audit.append(
+            RuleVerdict(f"blocked.{rule.id}", "pass", "none of its words")
+            if why is None
+            else RuleVerdict(f"blocked.{rule.id}", "blocked", f"found {why}")
+        )
+    return tripped
 
 
 def finalize(tape: dict[str, Any], ruleset: Ruleset) -> Outcome:
     """Judge the generated output against the ruleset; blocked content makes the outcome invalid."""
     spec = ruleset.spec
     parsed = parse_output(str(tape.get("generatedOutput") or ""))
-    audit = [
-        RuleCheck("format", "pass" if parsed.form == "json" else "repaired", f"read as {parsed.form}"),
-    ]
-    action: GenericAction | None = None
-    if parsed.action is not None:
-        kind = str(parsed.action.get("type") or "").strip().upper()
-        target, reason = parsed.action.get("target"), parsed.action.get("reason")
-        rule = spec.actions.get(kind)
-        if rule is None:
-            audit.append(
-                RuleCheck("action_allowed", "repaired", f"action {kind or '(none)'!r} is not allowed; dropped")
-            )
-        elif "target" in rule.needs and not (isinstance(target, str) and target.strip()):
-            audit.append(RuleCheck("action_needs", "repaired", f"{kind} needs a target; dropped"))
-        else:
-            action = GenericAction(
-                kind,
-                str(reason)[:200] if isinstance(reason, str | int | float) else None,
-                str(target)[:100] if isinstance(target, str | int | float) else None,
-            )
-            audit.append(RuleCheck("action_allowed", "pass", f"{kind} is allowed"))
-    checked = " \n".join(
-        [parsed.dialogue, *parsed.remember, *(x for x in (action.reason, action.target) if x)]
-        if action
-        else [parsed.dialogue, *parsed.remember]
-    )
-    for pattern in ruleset.patterns:
-        if pattern.search(checked):
-            audit.append(RuleCheck("blocked_content", "blocked", f"matches {pattern.pattern!r}"))
-            return Outcome(False, spec.refusal, None, audit=audit)
-    audit.append(RuleCheck("blocked_content", "pass", f"none of {len(ruleset.patterns)} patterns matched"))
+    audit = [RuleVerdict("format", "pass" if parsed.form == "json" else "repaired", f"read as {parsed.form}")]
+    action = _action(parsed, ruleset, audit)
+    said = [parsed.dialogue, *parsed.remember, *((action.reason, action.target) if action else ())]
+    if _blocked("\n".join(x for x in said if x), ruleset, audit):  # one text: rules see across the parts
+        return Outcome(False, spec.refusal, None, audit=audit)
     if not parsed.dialogue and action is None:
-        audit.append(RuleCheck("not_empty", "blocked", "the output has neither dialogue nor an action"))
+        audit.append(RuleVerdict("not_empty", "blocked", "the output has neither dialogue nor an action"))
         return Outcome(False, spec.refusal, None, audit=audit)
     dialogue = _truncate(parsed.dialogue, spec.max_dialogue_chars)
     audit.append(
-        RuleCheck(
+        RuleVerdict(
             "max_dialogue_chars",
             "repaired" if dialogue != parsed.dialogue else "pass",
             f"{len(parsed.dialogue)} characters, at most {spec.max_dialogue_chars}",
@@ -208,8 +231,3 @@ def finalize(tape: dict[str, Any], ruleset: Ruleset) -> Outcome:
     if mood is not None:
         state["mood"] = mood
     return Outcome(True, dialogue, action, memory, state, audit)
-
-
-def action_builtins(action: GenericAction | None) -> Any:
-    """The action as plain JSON data (for the signature)."""
-    return msgspec.to_builtins(action) if action is not None else None

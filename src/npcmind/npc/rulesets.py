@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
@@ -12,6 +11,7 @@ from msgspec import Meta
 
 from npcmind.manifest import ManifestError
 from npcmind.manifest.load import parse_text, read_text_file
+from npcmind.npc.words import Term, WordRule
 from npcmind.protocol.errors import Problem
 from npcmind.protocol.npc import PromptConstraints
 from npcmind.protocol.validate import problems as shape_problems
@@ -33,6 +33,26 @@ RulesetName = Annotated[
         },
     ),
 ]
+
+
+RuleId = Annotated[
+    str,
+    Meta(
+        pattern="^[a-z][a-z0-9_-]{0,47}$",
+        extra={"shape": "a rule id: a lowercase ASCII letter, then lowercase letters, digits, _ or - (48 at most)"},
+    ),
+]
+Terms = Annotated[list[Annotated[str, Meta(min_length=1)]], Meta(min_length=1)]
+
+
+class BlockedRule(msgspec.Struct, forbid_unknown_fields=True):
+    """Blocked content as words: any of `words` trips the rule; with `with`, only together with one of those."""
+
+    id: RuleId
+    words: Terms
+    with_: Annotated[list[Annotated[str, Meta(min_length=1)]], Meta(min_length=1)] | None = msgspec.field(
+        default=None, name="with"
+    )
 
 
 class Recall(msgspec.Struct, forbid_unknown_fields=True):
@@ -64,7 +84,7 @@ class RulesetSpec(msgspec.Struct, forbid_unknown_fields=True):
     text: str = ""
     recall: Recall | None = msgspec.field(default_factory=Recall)
     actions: dict[ActionName, ActionRule] = {}
-    blocked: list[str] = []
+    blocked: list[BlockedRule] = []
     max_dialogue_chars: Annotated[int, Meta(ge=1)] = 400
     refusal: str = "I'd rather not talk about that."
     constraints: Constraints = msgspec.field(default_factory=lambda: Constraints(200, 0.7, []))
@@ -78,30 +98,50 @@ class RulesetsFile(msgspec.Struct, forbid_unknown_fields=True):
 
 @dataclass(frozen=True)
 class Ruleset:
-    """A checked ruleset with its patterns compiled."""
+    """A checked ruleset with its word rules built."""
 
     name: str
     spec: RulesetSpec
-    patterns: tuple[re.Pattern[str], ...]
+    rules: tuple[WordRule, ...]
     constraints: PromptConstraints  # as ExecuteInference carries them
 
 
-def _patterns(name: str, blocked: object, problems: list[Problem]) -> list[re.Pattern[str]]:
-    """A ruleset's blocked patterns compiled; each that is text but not a regular expression, a problem."""
-    out = []
+_NOT_A_RULE = (
+    "a blocked rule is an object {id, words: [...], with: [...]}, not a string: regular expressions are no "
+    "longer read, words are matched in all their forms (docs/protocol.md, Rulesets)"
+)
+
+
+def _strings(name: str, blocked: object, problems: list[Problem]) -> None:
+    """A problem for each blocked entry written as a regular expression, as rulesets before word rules were."""
     for i, raw in enumerate(blocked if isinstance(blocked, list) else []):
-        try:
-            if isinstance(raw, str):
-                out.append(re.compile(raw))
-        except re.error as e:
-            problems.append(Problem(f"rulesets.{name}.blocked[{i}]", f"not a valid regular expression: {e}"))
+        if isinstance(raw, str):
+            problems.append(Problem(f"rulesets.{name}.blocked[{i}]", _NOT_A_RULE))
+
+
+def _rules(name: str, spec: RulesetSpec, problems: list[Problem]) -> list[WordRule]:
+    """A ruleset's blocked rules built; a term with no word in it, or an id used twice, is a problem."""
+    out, seen = [], set()
+    for i, rule in enumerate(spec.blocked):
+        at = f"rulesets.{name}.blocked[{i}]"
+        if rule.id in seen:
+            problems.append(Problem(f"{at}.id", f"{rule.id!r} names another rule of this ruleset already"))
+        seen.add(rule.id)
+        groups = {"words": [Term.of(t) for t in rule.words], "with": [Term.of(t) for t in rule.with_ or []]}
+        for field, terms in groups.items():
+            for j, term in enumerate(terms):
+                if not term.slots:
+                    problems.append(
+                        Problem(f"{at}.{field}[{j}]", f"{term.text!r} has no word in it (letters or digits)")
+                    )
+        out.append(WordRule(rule.id, tuple(groups["words"]), tuple(groups["with"])))
     return out
 
 
 def _compile(name: str, spec: RulesetSpec, problems: list[Problem]) -> Ruleset:
-    patterns = _patterns(name, spec.blocked, problems)
+    rules = _rules(name, spec, problems)
     c = spec.constraints
-    return Ruleset(name, spec, tuple(patterns), PromptConstraints(c.maxTokens, c.temperature, list(c.stop)))
+    return Ruleset(name, spec, tuple(rules), PromptConstraints(c.maxTokens, c.temperature, list(c.stop)))
 
 
 def load_rulesets(extra: str | Path | None = None) -> dict[str, Ruleset]:
@@ -114,9 +154,11 @@ def load_rulesets(extra: str | Path | None = None) -> dict[str, Ruleset]:
         except msgspec.ValidationError as e:
             found = shape_problems(data, RulesetsFile) or [Problem("", str(e))]
             raw = data.get("rulesets") if isinstance(data, dict) else None
-            for key, value in raw.items() if isinstance(raw, dict) else ():  # every problem at once
-                _patterns(key, value.get("blocked") if isinstance(value, dict) else None, found)
-            raise ManifestError(str(path), found) from None
+            said: list[Problem] = []
+            for key, value in raw.items() if isinstance(raw, dict) else ():
+                _strings(key, value.get("blocked") if isinstance(value, dict) else None, said)
+            at = {p.path for p in said}  # the regular expression's own words, not "must be an object"
+            raise ManifestError(str(path), [p for p in found if p.path not in at] + said) from None
         problems: list[Problem] = []
         for name, spec in parsed.rulesets.items():
             out[name] = _compile(name, spec, problems)

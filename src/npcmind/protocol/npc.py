@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-MemoryType = Literal["observation", "experience", "knowledge", "emotion"]
+MemoryType = Literal["observation", "experience", "knowledge", "emotion", "dialogue"]  # dialogue: ForbocAI's SDKs
 
 
 def _d(text: str) -> Meta:
@@ -27,7 +27,7 @@ class RecalledMemory(msgspec.Struct):
     """A memory the SDK recalled, with its true similarity to the query."""
 
     text: Annotated[str | None, _d("What the NPC remembers.")] = None
-    type: Annotated[MemoryType | None, _d("observation, experience, knowledge or emotion.")] = None
+    type: Annotated[MemoryType | None, _d("observation, experience, knowledge, emotion or dialogue.")] = None
     importance: Annotated[float | None, _d("0 to 1, as Finalize gave it when the memory was stored.")] = None
     similarity: Annotated[float | None, _d("Cosine similarity to the recall query, at or above its threshold.")] = None
 
@@ -54,6 +54,10 @@ class NPCProcessTape(msgspec.Struct):
     generatedOutput: Annotated[str | None, _d("What the local model answered, once ExecuteInference ran.")] = None
     rulesetId: Annotated[str | None, _d("The ruleset Finalize judges by; `default` when omitted.")] = None
     vectorQueried: Annotated[bool | None, _d("True once QueryVector was answered.")] = None
+    stepToken: Annotated[
+        str | None,
+        _d("The service's MAC over this tape, the NPC and the step it was returned with: send the tape back as is."),
+    ] = None
 
 
 class NPCProcessRequest(msgspec.Struct):
@@ -110,7 +114,7 @@ class MemoryStoreInstruction(msgspec.Struct):
     """Something the NPC should remember."""
 
     text: Annotated[str, _d("What to remember.")]
-    type: Annotated[MemoryType, _d("observation, experience, knowledge or emotion.")]
+    type: Annotated[MemoryType, _d("observation, experience, knowledge, emotion or dialogue.")]
     importance: Annotated[float, _d("0 to 1: breaks near-ties in recall.")]
 
 
@@ -120,14 +124,24 @@ class GenericAction(msgspec.Struct):
     type: Annotated[str, _d("One of the ruleset's allowed action types (ATTACK, MOVE, ...).")]
     reason: Annotated[str | None, _d("Why, in the NPC's words.")] = None
     target: Annotated[str | None, _d("Whom or where: required by the types whose rule says so.")] = None
+    confidence: Annotated[float | None, _d("How sure the model said it was, as it wrote it; null when it did not.")] = (
+        None
+    )
 
 
-class RuleCheck(msgspec.Struct):
+class RuleVerdict(msgspec.Struct):
     """One rule applied in Finalize, and what it found."""
 
-    rule: Annotated[str, _d("The rule's name.")]
-    result: Annotated[Literal["pass", "blocked", "repaired"], _d("pass, blocked, or repaired (fixed and let pass).")]
-    detail: Annotated[str, _d("What the rule found.")]
+    ruleId: Annotated[str, _d("The rule: format, action_allowed, action_needs, blocked.<id>, not_empty, ...")]
+    verdict: Annotated[Literal["pass", "blocked", "repaired"], _d("pass, blocked, or repaired (fixed and let pass).")]
+    reason: Annotated[str, _d("What the rule found.")]
+
+
+class RuleAudit(msgspec.Struct):
+    """Every rule Finalize applied, in the shape ForbocAI's SDKs read."""
+
+    preset: Annotated[str, _d("The ruleset that judged the output, by its name on this service (default, rpg).")]
+    appliedRules: Annotated[list[RuleVerdict], _d("Each rule applied, in order, and its verdict.")]
 
 
 class FinalizeInstruction(msgspec.Struct, tag_field="type", tag="Finalize"):
@@ -135,13 +149,17 @@ class FinalizeInstruction(msgspec.Struct, tag_field="type", tag="Finalize"):
 
     valid: Annotated[bool, _d("False when a rule blocked the output: then nothing is to be stored.")]
     signature: Annotated[
-        str | None, _d("<kid>.<base64url Ed25519 signature> over the outcome (GET /v1/keys); null when not valid.")
+        str | None,
+        _d(
+            "<kid>.<base64url Ed25519 signature> (GET /v1/keys) of this ruleset's verdict for this NPC and tape "
+            "digest: not of who wrote generatedOutput. Null when not valid."
+        ),
     ]
     memoryStore: Annotated[list[MemoryStoreInstruction], _d("What the NPC should remember.")]
     stateTransform: Annotated[dict[str, Any], _d("A JSON merge patch for npcState.")]
     action: Annotated[GenericAction | None, _d("The validated action, or null.")]
     dialogue: Annotated[str, _d("The NPC's line; the ruleset's refusal line when not valid.")]
-    ruleAudit: Annotated[list[RuleCheck], _d("Every rule applied, and what it found.")]
+    ruleAudit: Annotated[RuleAudit, _d("The ruleset applied, and every rule's verdict.")]
 
 
 NPCInstruction = IdentifyActorInstruction | QueryVectorInstruction | ExecuteInferenceInstruction | FinalizeInstruction

@@ -10,7 +10,7 @@ import httpx
 import msgspec
 
 from npcmind.config import http_url
-from npcmind.npc.signing import signed_payload, verify
+from npcmind.npc.signing import NotCanonical, signed_payload, verify
 from npcmind.protocol.errors import error_line
 from npcmind.protocol.npc import NPCInstruction, PromptConstraints
 from npcmind.sdk.cortex import Cortex
@@ -32,7 +32,7 @@ class NpcOutcome:
     action: dict[str, Any] | None
     state: dict[str, Any]
     remembered: int
-    audit: list[dict[str, Any]] = field(default_factory=list)
+    audit: dict[str, Any] = field(default_factory=dict)  # {"preset", "appliedRules": [{ruleId, verdict, reason}]}
     steps: list[str] = field(default_factory=list)
 
 
@@ -155,10 +155,11 @@ class NpcMind:
         rec = self.store.get(npc_id)
         assert rec is not None
         if not fin["valid"]:
-            return NpcOutcome(False, fin["dialogue"], None, rec.state, 0, fin.get("ruleAudit", []), steps)
-        payload = signed_payload(
-            npc_id, True, fin["dialogue"], fin.get("action"), fin["stateTransform"], fin["memoryStore"], tape
-        )
+            return NpcOutcome(False, fin["dialogue"], None, rec.state, 0, fin.get("ruleAudit") or {}, steps)
+        try:
+            payload = signed_payload(npc_id, fin, tape)
+        except NotCanonical as e:
+            raise ProtocolError(f"the outcome cannot be verified: its tape has no canonical form ({e})") from None
         signature = fin.get("signature") or ""
         if not verify(signature, payload, self.public_keys()) and not verify(
             signature, payload, self.public_keys(refresh=True)
@@ -167,7 +168,7 @@ class NpcMind:
         memories = [(m["text"], m["type"], m["importance"]) for m in fin["memoryStore"]]
         state = self.store.apply(npc_id, memories, fin["stateTransform"])  # both, or neither on a crash
         return NpcOutcome(
-            True, fin["dialogue"], fin.get("action"), state, len(fin["memoryStore"]), fin.get("ruleAudit", []), steps
+            True, fin["dialogue"], fin.get("action"), state, len(fin["memoryStore"]), fin.get("ruleAudit") or {}, steps
         )
 
     def close(self) -> None:
