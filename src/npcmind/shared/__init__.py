@@ -1,0 +1,25 @@
+"""Shared soft state: what every process serving one deployment must see alike, and may lose without harm.
+
+The decision cache, request rates, session revocations and the provider's back-off live here: in the
+process's memory by default (one process), or in Redis with ``--redis redis://HOST:PORT/N`` (any number).
+Losing it costs cache misses and a moment of per-process rates; the store stays the authority on sessions.
+"""
+
+from __future__ import annotations
+
+from npcmind.shared.base import Shared
+from npcmind.shared.memory import MemoryShared
+
+
+def open_shared(url: str | None, cache_entries: int = 100_000) -> Shared:
+    """The shared state for ``--redis URL``, or this process's memory when there is none."""
+    if not url:
+        return MemoryShared(cache_entries)
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        raise ValueError(f"unsupported --redis URL {url!r}: use redis://HOST:PORT/N")
+    from npcmind.shared.redis import RedisShared
+
+    return RedisShared(url, cache_entries)
+
+
+__all__ = ["MemoryShared", "Shared", "open_shared"]

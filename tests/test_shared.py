@@ -1,0 +1,211 @@
+"""Shared soft state on the real Redis (and in memory): one cache, one rate, one revocation list, one back-off,
+and deciding on without Redis when it goes away. Each test uses a key prefix of its own and removes its keys."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import logged
+from npcmind.http.server import free_port
+from npcmind.shared import MemoryShared, open_shared
+from npcmind.shared.base import CachedChoice
+from npcmind.shared.redis import RedisShared
+
+REDIS = os.environ.get("NPCMIND_TEST_REDIS", "redis://127.0.0.1:6379/0")
+
+
+def _redis_reachable(url: str) -> str | None:
+    import redis
+
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=2).ping()
+    except Exception as e:
+        return f"no Redis at {url} ({e}); set NPCMIND_TEST_REDIS"
+    return None
+
+
+@pytest.fixture()
+def prefix() -> Iterator[str]:
+    """A key prefix of this test's own on the shared Redis, its keys removed afterwards."""
+    why = _redis_reachable(REDIS)
+    if why:
+        pytest.skip(why)
+    p = f"npcmind-test-{uuid.uuid4().hex[:10]}:"
+    yield p
+    import redis
+
+    r = redis.Redis.from_url(REDIS)
+    for key in r.scan_iter(f"{p}*"):
+        r.delete(key)
+
+
+def two(prefix: str) -> tuple[RedisShared, RedisShared]:
+    """Two processes' views of one Redis."""
+    return RedisShared(REDIS, prefix=prefix), RedisShared(REDIS, prefix=prefix)
+
+
+def test_a_choice_cached_by_one_process_is_a_hit_at_another_until_its_ttl(prefix: str) -> None:
+    async def go() -> None:
+        a, b = two(prefix)
+        await a.start()
+        await b.start()
+        await a.cache("game-1", [("k1", CachedChoice("flee", 0.9), 60_000), ("k2", CachedChoice("idle", None), 1)])
+        await asyncio.sleep(0.01)  # k2's 1 ms are over
+        assert await b.cached("game-1", ["k1", "k2", "k3"]) == [CachedChoice("flee", 0.9), None, None]
+        assert await b.cached("game-2", ["k1"]) == [None]  # another client's cache is its own
+        await a.close()
+        await b.close()
+
+    asyncio.run(go())
+
+
+def test_a_clients_rate_holds_across_processes(prefix: str) -> None:
+    """N processes let through what one does: 3 views of one bucket at 10 a second pass a burst of 20 in all."""
+
+    async def go() -> int:
+        views = [RedisShared(REDIS, prefix=prefix) for _ in range(3)]
+        for v in views:
+            await v.start()
+        passed = 0
+        for i in range(90):  # far faster than 10 a second, even on a slow machine: one burst
+            passed += await views[i % 3].take("game-1", 10.0) == 0
+        for v in views:
+            await v.close()
+        return passed
+
+    passed = asyncio.run(go())
+    # a bucket of 20 (twice the rate), plus what refills while the 90 calls run (10 a second)
+    assert 20 <= passed <= 20 + 10, passed
+
+
+def test_a_session_revoked_at_one_process_is_revoked_at_every_other(prefix: str) -> None:
+    async def go() -> None:
+        a, b = two(prefix)
+        await a.start()
+        await b.start()
+        assert await b.revoked("s1") is False
+        await a.revoke("s1", time.time() + 60)
+        assert await b.revoked("s1") is True and await b.revoked("s2") is False
+        await a.back_off(time.time() + 30)
+        assert await b.backed_off() > time.time() + 25
+        await a.close()
+        await b.close()
+
+    asyncio.run(go())
+
+
+def test_in_memory_it_is_this_process_alone() -> None:
+    async def go() -> None:
+        m = MemoryShared(10)
+        await m.cache("c", [("k", CachedChoice("flee", None), 60_000)])
+        assert await m.cached("c", ["k", "z"]) == [CachedChoice("flee", None), None]
+        assert [await m.take("c", 1.0) == 0 for _ in range(3)] == [True, True, False]
+        await m.revoke("s", time.time() + 10)
+        assert await m.revoked("s") is True and await m.revoked("t") is False
+        assert m.problem() is None
+
+    asyncio.run(go())
+    with pytest.raises(ValueError, match="use redis://HOST:PORT/N"):
+        open_shared("http://localhost:6379")
+
+
+class OwnRedis:
+    """A redis-server of the test's own on a free port, to stop and start again."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.port = free_port()
+        self.tmp = tmp
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.tmp),
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 30
+        while _redis_reachable(self.url) is not None:
+            assert time.monotonic() < deadline, "redis-server did not start"
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+
+@pytest.fixture()
+def own_redis(tmp_path: Path) -> Iterator[OwnRedis]:
+    if shutil.which("redis-server") is None:
+        pytest.skip("no redis-server here (apt-get install redis-server)")
+    r = OwnRedis(tmp_path)
+    r.start()
+    yield r
+    r.stop()
+
+
+async def _until(check: Any, what: str) -> None:
+    """Wait for a condition; the deadline only bounds a hang."""
+    deadline = time.monotonic() + 30
+    while not await check():
+        assert time.monotonic() < deadline, what
+        await asyncio.sleep(0.05)
+
+
+def test_without_redis_it_answers_as_one_process_says_so_once_and_recovers(own_redis: OwnRedis) -> None:
+    async def go() -> None:
+        s = RedisShared(own_redis.url, prefix="t:")
+        await s.start()
+        await s.cache("c", [("k", CachedChoice("flee", None), 60_000)])
+        with logged("npcmind.shared") as said:
+            own_redis.stop()
+            fresh = RedisShared(own_redis.url, prefix="t:")  # a process that never saw the entry
+            await fresh.start()
+            assert fresh.problem() is not None and "unreachable" in str(fresh.problem())
+            for _ in range(3):
+                assert await fresh.cached("c", ["k"]) == [None]  # a miss, not an error
+                assert await fresh.revoked("s") is None  # not known: the store decides
+                assert await fresh.take("c", 5.0) == 0  # this process's own bucket
+            await s.cache("c", [("k2", CachedChoice("idle", None), 60_000)])  # kept in memory, no error
+            assert await s.cached("c", ["k2"]) == [CachedChoice("idle", None)]
+            lost = [line for line in said if "unreachable" in line]
+            assert len(lost) == 2, said  # once for each of the two processes, not once a call
+            own_redis.start()
+
+            async def back() -> bool:
+                return fresh.problem() is None and s.problem() is None
+
+            await _until(back, "the probe did not find Redis again")
+            assert any("is back" in line for line in said), said
+        await s.revoke("s9", time.time() + 60)
+        assert await fresh.revoked("s9") is True  # shared again
+        await s.close()
+        await fresh.close()
+
+    asyncio.run(go())
