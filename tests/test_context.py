@@ -500,3 +500,24 @@ def test_all_sessions_together_hold_at_most_max_entities(start_service: Any, scr
     assert 'memory: chase 0 s ago -> done "stung"' in prompt(scripted) or 'chase 1 s ago -> done "stung"' in prompt(
         scripted
     )
+
+
+def test_members_far_apart_are_described_not_a_500(svc: Running, scripted: Any) -> None:
+    """A member 1e307 from its parent: the square of the distance overflowed (a 500). Positions ±1.7e308 apart
+    are a distance no float holds: that member is shown without one, after those with."""
+    tele(
+        svc.http,
+        {
+            "entities": [
+                {"id": "sw", "type": "swarm", "position": [1.7e308, 0], "fields": {"size": 2}},
+                {"id": "far", "type": "bee", "position": [-1.7e308, 0], "parent": "sw"},
+                {"id": "near", "type": "bee", "position": [1.6e308, 0], "parent": "sw"},
+            ]
+        },
+    )
+    swarm = {"id": "sw", "type": "swarm", "observation": {"size": 2}, "legal_actions": ["surround"]}
+    r = svc.decide(decide_body(swarm))
+    assert r.status_code == 200 and r.json()["decisions"][0]["source"] == "AI", r.text
+    members = next(x for x in prompt(scripted).splitlines() if "members:" in x)
+    near, far = members.split("members: ", 1)[1].split("; ")
+    assert near.startswith(f'bee "near" d={int(1.7e308 - 1.6e308)} ') and far.startswith('bee "far" active'), members

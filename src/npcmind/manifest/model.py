@@ -8,10 +8,11 @@ import msgspec
 from msgspec import Meta
 
 from npcmind.protocol.a2g import DeclaredName as Name
+from npcmind.protocol.numbers import MAX_INTEGER
 
 Text = Annotated[str, Meta(max_length=4000)]
 Positive = Annotated[float, Meta(gt=0)]
-PositiveInt = Annotated[int, Meta(gt=0)]
+PositiveInt = Annotated[int, Meta(gt=0, le=MAX_INTEGER)]  # ttl_ms and the like are echoed in every decision
 FieldType = Literal["number", "integer", "boolean", "string", "enum"]
 
 
