@@ -502,6 +502,36 @@ def test_all_sessions_together_hold_at_most_max_entities(start_service: Any, scr
     )
 
 
+def test_the_decision_cache_keys_on_what_the_session_scopes_say(hosted: Hosted, scripted: Any) -> None:
+    """Two sessions of one client each post scope `cave` with their own text: the key held the scope's name
+    only, so the second got the first's decision (`cached: true`) for a text the model never read."""
+    a, b, c = (hosted.auth(hosted.open()) for _ in range(3))
+
+    def scopes(headers: dict[str, str], cave: str, tunnel: str = "A narrow tunnel.") -> None:
+        defs = {"cave": {"parent": "forest", "text": cave}, "tunnel": {"parent": "cave", "text": tunnel}}
+        r = hosted.http.post("/v1/context", json={"client_id": "game-1", "scopes": defs}, headers=headers)
+        assert r.status_code == 200, r.text
+
+    def cached(headers: dict[str, str], scope: str = "cave") -> bool:
+        body = decide_body(bee("b1"), scope=scope, scope_state=None)
+        r = hosted.http.post("/v1/decide", json=body, headers=headers)
+        assert r.status_code == 200, r.text
+        return bool(r.json()["decisions"][0]["cached"])
+
+    scopes(a, "A cave full of bees.")
+    scopes(b, "A cave full of wasps.")
+    assert cached(a) is False
+    assert cached(b) is False and "A cave full of wasps." in system(scripted)
+    scopes(a, "A flooded cave.")  # replaced: its old decisions are for a text the model no longer reads
+    assert cached(a) is False and "A flooded cave." in system(scripted)
+    assert cached(a, "tunnel") is False
+    scopes(a, "A dry cave.")  # a parent replaced changes what every scope below it says
+    assert cached(a, "tunnel") is False and "A dry cave." in system(scripted)
+    scopes(c, "A cave full of wasps.")  # the same definitions in another session: the same situation
+    assert cached(c) is True and cached(b) is True
+    assert len(scripted.requests) == 5
+
+
 def test_members_far_apart_are_described_not_a_500(svc: Running, scripted: Any) -> None:
     """A member 1e307 from its parent: the square of the distance overflowed (a 500). Positions ±1.7e308 apart
     are a distance no float holds: that member is shown without one, after those with."""

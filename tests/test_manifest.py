@@ -363,6 +363,23 @@ def test_a_session_scope_chain_is_compiled_once_per_content() -> None:
     assert again is not first and again.problems({"depth": 2.5}, "s") == [] and first.problems({"depth": 2.5}, "s")
 
 
+def test_a_session_scope_chain_is_keyed_by_its_definitions_once_per_definition() -> None:
+    """The decision cache's part for a scope: what its chain says, worked out once, not on every request."""
+    m = load(FOREST)
+    cave = {"cave": ScopeSpec(text="A cave.", parent="forest")}
+    first = m.chain_key("cave", m.scope_chain("cave", cave))
+    assert m.chain_key("cave", m.scope_chain("cave", dict(cave))) is first  # the next request: the digest kept
+    same = {"cave": ScopeSpec(text="A cave.", parent="forest")}  # another session's equal definition
+    assert m.chain_key("cave", m.scope_chain("cave", same)) == first
+    for changed in (
+        ScopeSpec(text="A wet cave.", parent="forest"),
+        ScopeSpec(text="A cave.", parent="forest_boss"),
+        ScopeSpec(text="A cave.", parent="forest", fields={"d": FieldSpec(type="integer")}),
+    ):
+        assert m.chain_key("cave", m.scope_chain("cave", {"cave": changed})) != first
+    assert m.chain_key("forest_boss", m.scope_chain("forest_boss")) == "forest_boss"  # the version covers it
+
+
 def test_serve_says_what_to_do_when_its_port_is_taken(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -77,10 +77,11 @@ class Prompt:
         """The dynamic tail sent for the entities that go to the provider."""
         return self.shared + "ENTITIES:\n" + "".join(e.text for e in asked)
 
-    def key_base(self, manifest_version: str, scope: str | None) -> hashlib.blake2b:
-        """The hash state of what every entity of this batch shares: manifest, scope, answer form, parts 4-5."""
+    def key_base(self, manifest_version: str, scope_key: str) -> hashlib.blake2b:
+        """The hash state of what every entity of this batch shares: the manifest (part 1 and its scopes' and
+        profiles' texts), the scope chain's definitions (``Manifest.chain_key``), the answer form, parts 4-5."""
         return hashlib.blake2b(
-            "\x00".join((manifest_version, scope or "", self.mode, self.shared)).encode(), digest_size=20
+            "\x00".join((manifest_version, scope_key, self.mode, self.shared)).encode(), digest_size=20
         )
 
     @staticmethod

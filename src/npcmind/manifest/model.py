@@ -60,8 +60,9 @@ class ProfileSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True
     type: Name | None = None
 
 
-class ScopeSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
-    """Shared context for everything on screen: a level, a zone, an alarm state."""
+class ScopeSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, frozen=True):
+    """Shared context for everything on screen: a level, a zone, an alarm state. Frozen: a session that
+    replaces a scope puts a new one in place, which is how the decision cache sees that it changed."""
 
     text: Text
     parent: Name | None = None
