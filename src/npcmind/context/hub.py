@@ -235,7 +235,7 @@ class ContextHub:
         """One entity as others see it; its text is built once per change, only the distance is new."""
         found = e.summary
         if found is None:
-            parts = [e.state]
+            parts = [f"state={quote(e.state)}"]
             if e.action:
                 parts.append(f"action={e.action}")
             t = m.types.get(e.type)

@@ -11,9 +11,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Literal
 
-import msgspec
-
 from npcmind.manifest import Manifest
+from npcmind.manifest.fields import quote
 from npcmind.manifest.model import FieldSpec, ScopeSpec
 from npcmind.protocol.a2g import DecideEntity, DecideRequest
 from npcmind.providers import tokens
@@ -33,11 +32,6 @@ _ANSWER = {
     "enum": 'Answer with JSON only: {"E<entity number>":"<option name>"}, one key per question; '
     f'"{DECLINE}" declines to choose.',
 }
-
-
-def quote(text: str) -> str:
-    """JSON-quote a game-supplied string so it cannot break out of its line."""
-    return msgspec.json.encode(text).decode()
 
 
 @dataclass(slots=True)
@@ -164,7 +158,7 @@ class PromptBuilder:
     def static(self, scope_chain: list[tuple[str, ScopeSpec]], profiles: list[str]) -> str:
         """Parts 1-3: identical for every request with the same scope and profiles."""
         parts = [self._part1]
-        parts += [f"SCOPE {name}: {spec.text}\n" for name, spec in scope_chain]
+        parts += [f"SCOPE {name}: {quote(spec.text)}\n" for name, spec in scope_chain]  # a session's text too
         for name in sorted(set(profiles)):
             prof = self.manifest.profiles[name]
             kind = f" ({prof.type})" if prof.type else ""

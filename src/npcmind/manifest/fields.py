@@ -14,6 +14,16 @@ from npcmind.protocol.numbers import MAX_INTEGER, MAX_NUMBER, number_problem
 from npcmind.protocol.validate import not_an_integer, type_name
 
 DEFAULT_STRING_LENGTH = 64
+# the line breaks JSON leaves unescaped: a reader that splits lines on them (Python's splitlines, a model that
+# learnt them as breaks) would see a game string start a line of its own
+_BREAKS = str.maketrans({"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def quote(text: str) -> str:
+    """A game-supplied string as prompt text, JSON-quoted, so that it stays data on its own line: JSON escapes
+    quotes and control characters, and the three line breaks it leaves are escaped too."""
+    out = msgspec.json.encode(text).decode()
+    return out if out.isascii() else out.translate(_BREAKS)
 
 
 def _num(v: Any) -> bool:
@@ -118,8 +128,9 @@ def _render_expr(spec: FieldSpec, v: str, i: int, ns: dict[str, Any]) -> str:
     """A Python expression that renders the (checked) value ``v`` for the prompt."""
     if spec.type == "boolean":
         return f"('true' if {v} else 'false')"
-    if spec.type == "enum":
-        return v
+    if spec.type == "enum":  # values a session may declare: quoted like any string, once, at compile time
+        ns[f"_e{i}"] = {value: quote(value) for value in spec.values or ()}
+        return f"(_e{i}.get({v}) or _quote({v}))"
     if spec.type == "string":
         return f"_quote({v})"
     if spec.quantum:
@@ -141,7 +152,7 @@ class FieldSet:
         self._names = frozenset(fields)
         self._partial: dict[frozenset[str], FieldSet] = {}
         ns: dict[str, Any] = {
-            "_quote": lambda v: msgspec.json.encode(v).decode(),
+            "_quote": quote,
             "_quantized": quantized,
             "_fmt": fmt_number,
         }
