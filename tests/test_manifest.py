@@ -235,7 +235,9 @@ def test_validate_gives_the_smallest_entity_part_the_service_really_counts(
     tmp_path: Path, start_service: Any, scripted: Any
 ) -> None:
     """A budget below it sends every entity of the type to `budget`: validate says so before a game finds out."""
-    said = cli("validate", str(FOREST)).stdout
+    same = tmp_path / "forest.yaml"  # dumped as the services below are: YAML sorts the fields, and their order counts
+    same.write_text(yaml.safe_dump(forest()))
+    said = cli("validate", str(same)).stdout
     least = int(re.search(r"smallest entity part .*: bee (\d+) of 400", said).group(1))  # type: ignore[union-attr]
     obs = {"hp_fraction": 0.0, "distance_to_player": 0.0, "sees_player": False, "current_action": "idle"}
     body = {
@@ -348,7 +350,7 @@ def test_the_compiled_check_agrees_with_the_explaining_one(values: dict[str, Any
 def test_rendering_is_quantized_quoted_and_in_declared_order() -> None:
     fs = FieldSet(FIELDS, "type 't'")
     values = {"name": 'a"\nb', "mood": "calm", "seen": False, "level": 3, "dist": 12.34567, "hp": 0.512}
-    assert fs.render(values) == 'hp=0.50 dist=12.346 level=3 seen=false mood=calm name="a\\"\\nb"'
+    assert fs.render(values) == 'hp=0.50 dist=12.346 level=3 seen=false mood="calm" name="a\\"\\nb"'
     assert fs.render({**values, "hp": -0.01}).startswith("hp=0 ")  # no negative zero
     assert fs.render({"seen": True, "hp": 1}) == "hp=1.00 seen=true"  # a part of the fields
 
@@ -361,6 +363,23 @@ def test_a_session_scope_chain_is_compiled_once_per_content() -> None:
     replaced = {"cave": ScopeSpec(text="A cave.", parent="forest", fields={"depth": FieldSpec(type="number")})}
     again = m.chain_fields(m.scope_chain("cave", replaced))
     assert again is not first and again.problems({"depth": 2.5}, "s") == [] and first.problems({"depth": 2.5}, "s")
+
+
+def test_a_session_scope_chain_is_keyed_by_its_definitions_once_per_definition() -> None:
+    """The decision cache's part for a scope: what its chain says, worked out once, not on every request."""
+    m = load(FOREST)
+    cave = {"cave": ScopeSpec(text="A cave.", parent="forest")}
+    first = m.chain_key("cave", m.scope_chain("cave", cave))
+    assert m.chain_key("cave", m.scope_chain("cave", dict(cave))) is first  # the next request: the digest kept
+    same = {"cave": ScopeSpec(text="A cave.", parent="forest")}  # another session's equal definition
+    assert m.chain_key("cave", m.scope_chain("cave", same)) == first
+    for changed in (
+        ScopeSpec(text="A wet cave.", parent="forest"),
+        ScopeSpec(text="A cave.", parent="forest_boss"),
+        ScopeSpec(text="A cave.", parent="forest", fields={"d": FieldSpec(type="integer")}),
+    ):
+        assert m.chain_key("cave", m.scope_chain("cave", {"cave": changed})) != first
+    assert m.chain_key("forest_boss", m.scope_chain("forest_boss")) == "forest_boss"  # the version covers it
 
 
 def test_serve_says_what_to_do_when_its_port_is_taken(tmp_path: Path) -> None:

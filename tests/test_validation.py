@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import gzip
 import json
 import logging
+import math
 import sqlite3
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -17,6 +19,9 @@ from conftest import BOSS_OBS, Running, bee, decide_body, queen
 from npcmind.http.openapi import openapi_document
 
 JSON_CT = {"content-type": "application/json"}
+# the one rule for every number a body holds: what a 64-bit float (JSON's number, every engine's) holds
+NUMBER_RULE = "must be a finite number within ±1.8e308"
+INTEGER_RULE = "must be a whole number within ±9007199254740991 (2^53-1)"
 
 Mutation = Callable[[dict[str, Any]], None]
 
@@ -147,23 +152,23 @@ def test_a_number_beyond_floating_point_is_named_by_its_full_path(svc: Running) 
     assert r.status_code == 422, r.text
     found = {d["path"]: d["message"] for d in r.json()["error"]["details"]}
     assert found == {
-        "entities[0].observation.distance_to_player": "is too large for a number (it reads as infinity)",
-        "epoch": "is too large for a number (it reads as infinity)",
+        "entities[0].observation.distance_to_player": NUMBER_RULE,
+        "epoch": NUMBER_RULE,
     }, found
     # the manifest's problems of the same body come in the same answer, not in a second one once it is fixed
     raw = raw.replace('"sees_player": true', '"sees_player": 1', 1).replace('"repellent": false', '"repellent": 0')
     r = svc.http.post("/v1/decide", content=raw.encode(), headers=JSON_CT)
     found = {d["path"]: d["message"] for d in r.json()["error"]["details"]}
     assert found == {
-        "entities[0].observation.distance_to_player": "is too large for a number (it reads as infinity)",
-        "epoch": "is too large for a number (it reads as infinity)",
+        "entities[0].observation.distance_to_player": NUMBER_RULE,
+        "epoch": NUMBER_RULE,
         "entities[0].observation.sees_player": "must be a boolean, not integer",
         "world.repellent": "must be a boolean, not integer",
     }, found
     huge = json.dumps({**decide_body(bee("a")), "epoch": 2**70, "entities": []})
     r = svc.http.post("/v1/decide", content=huge.encode(), headers=JSON_CT)
     found = {d["path"]: d["message"] for d in r.json()["error"]["details"]}
-    assert found == {"epoch": "is out of range for a 64-bit integer", "entities": "must not be empty"}, found
+    assert found == {"epoch": INTEGER_RULE, "entities": "must not be empty"}, found
 
 
 def test_a_value_of_the_wrong_kind_says_what_it_is(svc: Running) -> None:
@@ -412,3 +417,171 @@ def test_a_bug_gives_a_json_500_and_its_traceback_once_not_once_a_request(
     assert len(tracebacks) == 1 and "POST /v1/decide" in tracebacks[0].getMessage()
     again = [r.getMessage() for r in caplog.records if "again" in r.getMessage()]
     assert len(again) == 1 and "RuntimeError: a bug" in again[0]
+
+
+HUGE = 10**400  # an integer no float holds: 1 and 400 zeros
+TAPE = {"observation": "Hello.", "npcState": {}, "memories": []}
+SCOPE = {"client_id": "game-1", "scopes": {"cave": {"text": "A cave.", "fields": {"d": {"type": "number"}}}}}
+
+
+def swarm(size: int) -> dict[str, Any]:
+    """A swarm of the forest example: its `size` is an integer field without bounds of its own."""
+    return {"id": "s", "type": "swarm", "observation": {"size": size}, "legal_actions": ["surround"]}
+
+
+def _at(body: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    body = copy.deepcopy(body)
+    _set(path, value)(body)
+    return body
+
+
+HUGE_NUMBERS: list[tuple[str, dict[str, Any], str, str]] = [
+    (
+        "/v1/decide",
+        _at(decide_body(bee("a")), "world.player_hp_fraction", HUGE),
+        "world.player_hp_fraction",
+        NUMBER_RULE,
+    ),
+    (
+        "/v1/decide",
+        _at(decide_body(bee("a")), "entities.0.observation.distance_to_player", -HUGE),
+        "entities[0].observation.distance_to_player",
+        NUMBER_RULE,
+    ),
+    ("/v1/decide", _at(decide_body(bee("a")), "scope_state.boss_phase", HUGE), "scope_state.boss_phase", INTEGER_RULE),
+    ("/v1/decide", decide_body(bee("a", position=[HUGE, 0])), "entities[0].position[0]", NUMBER_RULE),
+    ("/v1/decide", decide_body(bee("a"), epoch=HUGE), "epoch", INTEGER_RULE),
+    (
+        "/v1/telemetry",
+        {
+            "client_id": "game-1",
+            "epoch": 1,
+            "entities": [{"id": "p", "type": "player", "fields": {"hp_fraction": HUGE}}],
+        },
+        "entities[0].fields.hp_fraction",
+        NUMBER_RULE,
+    ),
+    ("/v1/telemetry", {"client_id": "game-1", "epoch": HUGE}, "epoch", INTEGER_RULE),
+    *[
+        ("/v1/context", _at(SCOPE, f"scopes.cave.fields.d.{key}", HUGE), f"scopes.cave.fields.d.{key}", NUMBER_RULE)
+        for key in ("min", "max", "quantum")
+    ],
+    ("/npcs/mara/process", {"tape": {**TAPE, "npcState": {"gold": HUGE}}}, "tape.npcState.gold", NUMBER_RULE),
+    (
+        "/npcs/mara/process",
+        {"tape": {**TAPE, "memories": [{"text": "x", "importance": HUGE}]}},
+        "tape.memories[0].importance",
+        NUMBER_RULE,
+    ),
+    (
+        "/npcs/mara/process",
+        {"tape": {**TAPE, "constraints": {"temperature": -HUGE}}},
+        "tape.constraints.temperature",
+        NUMBER_RULE,
+    ),
+    (
+        "/npcs/mara/process",
+        {"tape": {**TAPE, "constraints": {"maxTokens": HUGE}}},
+        "tape.constraints.maxTokens",
+        INTEGER_RULE,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("route", "body", "path", "message"), HUGE_NUMBERS, ids=[f"{c[0]} {c[2]}" for c in HUGE_NUMBERS]
+)
+def test_an_integer_no_float_holds_is_a_422_naming_its_field(
+    svc: Running, route: str, body: dict[str, Any], path: str, message: str
+) -> None:
+    """`"player_hp_fraction": 1` and 400 zeros was a 500: the float conversion of the check overflowed."""
+    r = svc.http.post(route, content=json.dumps(body).encode(), headers=JSON_CT)
+    assert r.status_code == 422, r.text
+    found = {d["path"]: d["message"] for d in r.json()["error"]["details"]}
+    assert found.get(path) == message, found
+
+
+@pytest.mark.parametrize(
+    ("route", "body", "path"),
+    [
+        ("/v1/decide", decide_body(bee("a"), epoch=2**53), "epoch"),
+        ("/v1/telemetry", {"client_id": "game-1", "epoch": 2**53}, "epoch"),
+        ("/v1/decide", decide_body(swarm(-(2**53))), "entities[0].observation.size"),
+        ("/npcs/mara/process", {"tape": {**TAPE, "constraints": {"maxTokens": 2**53}}}, "tape.constraints.maxTokens"),
+    ],
+)
+def test_an_integer_past_what_a_float_holds_exactly_is_refused(
+    svc: Running, route: str, body: dict[str, Any], path: str
+) -> None:
+    """An epoch of 4,000 digits was echoed back; a client that reads it as a 64-bit integer (or any engine,
+    whose numbers are doubles) breaks on it, and an integer field past 2^53 printed another number."""
+    r = svc.http.post(route, content=json.dumps(body).encode(), headers=JSON_CT)
+    assert r.status_code == 422, r.text
+    assert {d["path"]: d["message"] for d in r.json()["error"]["details"]} == {path: INTEGER_RULE}
+
+
+def test_the_largest_integers_a_float_holds_exactly_are_taken_and_echoed_as_sent(svc: Running, scripted: Any) -> None:
+    top = 2**53 - 1
+    r = svc.decide(decide_body(swarm(top), epoch=top))
+    assert r.status_code == 200 and r.json()["epoch"] == top, r.text
+    assert f"size={top}" in scripted.requests[-1]["messages"][1]["content"]
+
+
+def test_every_integer_of_every_body_is_bounded_to_what_a_float_holds_exactly() -> None:
+    """The rule is one: a wire type that adds an integer field without the bound fails here, not in a game. The
+    manifest too: its integers (`ttl_ms`) are echoed in every decision."""
+    from msgspec import inspect as mi
+
+    from npcmind.manifest.model import Fields, ManifestFile
+    from npcmind.protocol import a2g, npc
+    from npcmind.protocol.numbers import MAX_INTEGER
+
+    unbounded: list[str] = []
+
+    def walk(t: mi.Type, path: str, seen: set[type]) -> None:
+        t = t.type if isinstance(t, mi.Metadata) else t
+        if isinstance(t, mi.IntType):
+            low = t.ge if t.ge is not None else t.gt
+            if low is None or low < -MAX_INTEGER or t.le is None or t.le > MAX_INTEGER:
+                unbounded.append(path)
+        elif isinstance(t, mi.UnionType):
+            for member in t.types:
+                walk(member, path, seen)
+        elif isinstance(t, mi.ListType):
+            walk(t.item_type, path + "[]", seen)
+        elif isinstance(t, mi.DictType):
+            walk(t.value_type, path + "{}", seen)
+        elif isinstance(t, mi.StructType) and t.cls not in seen:
+            for f in t.fields:
+                walk(f.type, f"{path}.{f.name}", seen | {t.cls})
+
+    bodies = [
+        a2g.DecideRequest,
+        a2g.TelemetryRequest,
+        a2g.ContextRequest,
+        a2g.ReportRequest,
+        a2g.SessionRequest,
+        Fields,
+        ManifestFile,
+        npc.NPCProcessRequest,
+        npc.IdentifyActorResult,
+        npc.QueryVectorResult,
+        npc.ExecuteInferenceResult,
+    ]
+    for body in bodies:
+        walk(mi.type_info(body), getattr(body, "__name__", "Fields"), set())
+    assert unbounded == []
+
+
+def test_a_quantized_number_near_the_float_limit_renders_and_is_decided(svc: Running, scripted: Any) -> None:
+    """quantum 0.001 and 1.7e308: value / quantum overflowed to inf, and rounding inf was a 500."""
+    fields = {"fine": {"type": "number", "quantum": 0.001}, "coarse": {"type": "number", "quantum": 1e308}}
+    r = svc.http.post("/v1/context", json={"client_id": "game-1", "scopes": {"cave": {"text": "c", "fields": fields}}})
+    assert r.status_code == 200, r.text
+    for value in (1.7e308, -1.7e308, 1.79e308):
+        state = {"fine": value, "coarse": value}
+        r = svc.decide(decide_body(bee("a"), scope="cave", scope_state=state))
+        assert r.status_code == 200 and r.json()["decisions"][0]["source"] == "AI", r.text
+        line = next(x for x in scripted.requests[-1]["messages"][1]["content"].splitlines() if "SCOPE STATE" in x)
+        fine, coarse = (float(part.split("=")[1]) for part in line.removeprefix("SCOPE STATE: ").split(" "))
+        assert math.isclose(fine, value) and math.isclose(coarse, value, rel_tol=0.2), line

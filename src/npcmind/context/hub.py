@@ -7,6 +7,7 @@ telemetry, population, memory and scopes never reach another session's prompt.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -234,7 +235,7 @@ class ContextHub:
         """One entity as others see it; its text is built once per change, only the distance is new."""
         found = e.summary
         if found is None:
-            parts = [e.state]
+            parts = [f"state={quote(e.state)}"]
             if e.action:
                 parts.append(f"action={e.action}")
             t = m.types.get(e.type)
@@ -242,7 +243,9 @@ class ContextHub:
                 parts.append(t.fields.render(e.fields))
             found = e.summary = (f"{e.type} {quote(e.id)}", " " + " ".join(parts))
         head, text = found
-        return f"{head} d={round(distance)}{text}" if distance is not None else head + text
+        if distance is None or distance == math.inf:  # positions ±1.7e308 apart: a distance no float holds
+            return head + text
+        return f"{head} d={round(distance)}{text}"
 
     @staticmethod
     def _observed(scene: Scene, m: Manifest) -> list[str]:

@@ -6,6 +6,7 @@ Soft state, rebuilt by the game's telemetry after a restart. Only ever read for 
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
@@ -189,8 +190,8 @@ class Scene:
         for cid in ids:
             pos = self.grid.position(cid)
             d = None
-            if origin is not None and pos is not None:
-                d = sum((a - b) ** 2 for a, b in zip(origin, pos, strict=False)) ** 0.5
+            if origin is not None and pos is not None:  # hypot: a square of 1e200 overflowed, a 500
+                d = math.hypot(*[a - b for a, b in zip(origin, pos, strict=False)])
             rows.append((d, self.entities[cid]))
         rows.sort(key=lambda r: (r[0] is None, r[0] or 0.0, r[1].id))
         return rows[:k]

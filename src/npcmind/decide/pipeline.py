@@ -149,7 +149,7 @@ class DecidePipeline:
         fresh: dict[int, tuple[str, float | None]] = {}
         cached: dict[int, tuple[str, float | None]] = {}
         asked: list[tuple[int, EntityPrompt, str]] = []
-        key_base = prompt.key_base(manifest.version, req.scope)
+        key_base = prompt.key_base(manifest.version, manifest.chain_key(req.scope, chain))
         counts: dict[int, int] = {}
         for i, ep in enumerate(prompt.entities):
             t = manifest.types[ep.entity.type]

@@ -11,9 +11,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Literal
 
-import msgspec
-
 from npcmind.manifest import Manifest
+from npcmind.manifest.fields import quote
 from npcmind.manifest.model import FieldSpec, ScopeSpec
 from npcmind.protocol.a2g import DecideEntity, DecideRequest
 from npcmind.providers import tokens
@@ -33,11 +32,6 @@ _ANSWER = {
     "enum": 'Answer with JSON only: {"E<entity number>":"<option name>"}, one key per question; '
     f'"{DECLINE}" declines to choose.',
 }
-
-
-def quote(text: str) -> str:
-    """JSON-quote a game-supplied string so it cannot break out of its line."""
-    return msgspec.json.encode(text).decode()
 
 
 @dataclass(slots=True)
@@ -77,10 +71,11 @@ class Prompt:
         """The dynamic tail sent for the entities that go to the provider."""
         return self.shared + "ENTITIES:\n" + "".join(e.text for e in asked)
 
-    def key_base(self, manifest_version: str, scope: str | None) -> hashlib.blake2b:
-        """The hash state of what every entity of this batch shares: manifest, scope, answer form, parts 4-5."""
+    def key_base(self, manifest_version: str, scope_key: str) -> hashlib.blake2b:
+        """The hash state of what every entity of this batch shares: the manifest (part 1 and its scopes' and
+        profiles' texts), the scope chain's definitions (``Manifest.chain_key``), the answer form, parts 4-5."""
         return hashlib.blake2b(
-            "\x00".join((manifest_version, scope or "", self.mode, self.shared)).encode(), digest_size=20
+            "\x00".join((manifest_version, scope_key, self.mode, self.shared)).encode(), digest_size=20
         )
 
     @staticmethod
@@ -163,7 +158,7 @@ class PromptBuilder:
     def static(self, scope_chain: list[tuple[str, ScopeSpec]], profiles: list[str]) -> str:
         """Parts 1-3: identical for every request with the same scope and profiles."""
         parts = [self._part1]
-        parts += [f"SCOPE {name}: {spec.text}\n" for name, spec in scope_chain]
+        parts += [f"SCOPE {name}: {quote(spec.text)}\n" for name, spec in scope_chain]  # a session's text too
         for name in sorted(set(profiles)):
             prof = self.manifest.profiles[name]
             kind = f" ({prof.type})" if prof.type else ""

@@ -10,9 +10,20 @@ import msgspec
 
 from npcmind.manifest.model import FieldSpec
 from npcmind.protocol.errors import Problem, choices
+from npcmind.protocol.numbers import MAX_INTEGER, MAX_NUMBER, number_problem
 from npcmind.protocol.validate import not_an_integer, type_name
 
 DEFAULT_STRING_LENGTH = 64
+# the line breaks JSON leaves unescaped: a reader that splits lines on them (Python's splitlines, a model that
+# learnt them as breaks) would see a game string start a line of its own
+_BREAKS = str.maketrans({"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def quote(text: str) -> str:
+    """A game-supplied string as prompt text, JSON-quoted, so that it stays data on its own line: JSON escapes
+    quotes and control characters, and the three line breaks it leaves are escaped too."""
+    out = msgspec.json.encode(text).decode()
+    return out if out.isascii() else out.translate(_BREAKS)
 
 
 def _num(v: Any) -> bool:
@@ -42,8 +53,9 @@ def check_value(value: Any, spec: FieldSpec, path: str, out: list[Problem]) -> N
     if not _num(value):
         out.append(Problem(path, f"must be a number, not {type_name(value)}"))
         return
-    if not math.isfinite(value):
-        out.append(Problem(path, "must be a finite number"))
+    said = number_problem(value, t == "integer")  # the protocol's one rule, before the field's own bounds
+    if said is not None:
+        out.append(Problem(path, said))
         return
     if spec.min is not None and value < spec.min:
         out.append(Problem(path, f"must be at least {fmt_number(spec.min)}"))
@@ -81,17 +93,24 @@ def _decimals(q: float) -> int:
 
 
 def quantized(value: float, q: float, decimals: int) -> str:
-    """A number rounded to its quantum, with a fixed number of decimals and no negative zero."""
-    rounded = round(value / q) * q
+    """A number rounded to its quantum, with a fixed number of decimals and no negative zero. Near the float
+    limit (1.7e308 in steps of 0.001) the count of steps, or the steps times the quantum, overflows to inf:
+    a number that large is already whole in quanta, as far as a float can tell, so it stays as it is."""
+    steps = value / q
+    rounded = round(steps) * q if -MAX_NUMBER <= steps <= MAX_NUMBER else value
+    if not -MAX_NUMBER <= rounded <= MAX_NUMBER:
+        rounded = value
     text = f"{rounded:.{decimals}f}" if decimals else str(round(rounded))
     return "0" if text.strip("-0.") == "" else text
 
 
 def _check_expr(spec: FieldSpec, v: str, i: int, ns: dict[str, Any]) -> str:
-    """A Python expression that is true when the value ``v`` passes its field spec (the fast path)."""
+    """A Python expression that is true when the value ``v`` passes its field spec (the fast path). The bounds
+    hold the protocol's number rule too: comparisons alone, which also fail NaN and infinities."""
     lo, hi = f"_lo{i}", f"_hi{i}"
-    ns[lo] = -math.inf if spec.min is None else spec.min
-    ns[hi] = math.inf if spec.max is None else spec.max
+    limit = MAX_INTEGER if spec.type == "integer" else MAX_NUMBER
+    ns[lo] = -limit if spec.min is None else max(spec.min, -limit)
+    ns[hi] = limit if spec.max is None else min(spec.max, limit)
     if spec.type == "boolean":
         return f"({v} is True or {v} is False)"
     if spec.type == "string":
@@ -102,15 +121,16 @@ def _check_expr(spec: FieldSpec, v: str, i: int, ns: dict[str, Any]) -> str:
         return f"(type({v}) is str and {v} in _in{i})"
     if spec.type == "integer":
         return f"(type({v}) is int and {lo} <= {v} <= {hi})"
-    return f"((type({v}) is float or type({v}) is int) and {lo} <= {v} <= {hi} and _isfinite({v}))"
+    return f"((type({v}) is float or type({v}) is int) and {lo} <= {v} <= {hi})"
 
 
 def _render_expr(spec: FieldSpec, v: str, i: int, ns: dict[str, Any]) -> str:
     """A Python expression that renders the (checked) value ``v`` for the prompt."""
     if spec.type == "boolean":
         return f"('true' if {v} else 'false')"
-    if spec.type == "enum":
-        return v
+    if spec.type == "enum":  # values a session may declare: quoted like any string, once, at compile time
+        ns[f"_e{i}"] = {value: quote(value) for value in spec.values or ()}
+        return f"(_e{i}.get({v}) or _quote({v}))"
     if spec.type == "string":
         return f"_quote({v})"
     if spec.quantum:
@@ -132,8 +152,7 @@ class FieldSet:
         self._names = frozenset(fields)
         self._partial: dict[frozenset[str], FieldSet] = {}
         ns: dict[str, Any] = {
-            "_isfinite": math.isfinite,
-            "_quote": lambda v: msgspec.json.encode(v).decode(),
+            "_quote": quote,
             "_quantized": quantized,
             "_fmt": fmt_number,
         }

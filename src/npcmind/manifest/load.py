@@ -75,6 +75,8 @@ class Manifest:
         self._chain_sets: dict[tuple[str, ...], FieldSet] = {}
         self._session_sets: dict[tuple[str, bytes], FieldSet] = {}
         self._chains: dict[str, list[tuple[str, ScopeSpec]]] = {}
+        # a digest of each chain through a session's scopes, by the identity of its specs (kept alive with it)
+        self._chain_keys: dict[tuple[int, ...], tuple[list[tuple[str, ScopeSpec]], str]] = {}
 
     @property
     def profiles(self) -> dict[str, ProfileSpec]:
@@ -109,6 +111,25 @@ class Manifest:
             chain.append((cur, spec))
             cur = spec.parent
         return chain[::-1]
+
+    def chain_key(self, name: str | None, chain: list[tuple[str, ScopeSpec]]) -> str:
+        """What the model reads of scope ``name`` (its chain's texts and fields) as a part of a decision-cache key.
+        A manifest scope is its name: the manifest's version covers its definition. A chain through a session's
+        scopes is a digest of its definitions, made once per definition, not once per request: a replaced scope
+        is a new (frozen) ScopeSpec, and the digests are kept by the identity of the chain's specs."""
+        if name is None:
+            return ""
+        if self._chains.get(name) is chain:  # the manifest's own chain, worked out once by scope_chain
+            return name
+        ident = tuple([id(spec) for _, spec in chain])
+        found = self._chain_keys.get(ident)
+        if found is None:
+            digest = hashlib.blake2b(msgspec.json.encode(chain), digest_size=16).hexdigest()
+            if len(self._chain_keys) >= 1024:
+                self._chain_keys.clear()
+            # the entry holds the chain, so no spec it names can die and leave its id to another
+            found = self._chain_keys[ident] = (chain, "session:" + digest)
+        return found[1]
 
     def chain_fields(self, chain: list[tuple[str, ScopeSpec]]) -> FieldSet:
         """Every state field declared along a scope chain, compiled once: per chain for the manifest's own

@@ -8,10 +8,11 @@ import msgspec
 from msgspec import Meta
 
 from npcmind.protocol.a2g import DeclaredName as Name
+from npcmind.protocol.numbers import MAX_INTEGER
 
 Text = Annotated[str, Meta(max_length=4000)]
 Positive = Annotated[float, Meta(gt=0)]
-PositiveInt = Annotated[int, Meta(gt=0)]
+PositiveInt = Annotated[int, Meta(gt=0, le=MAX_INTEGER)]  # ttl_ms and the like are echoed in every decision
 FieldType = Literal["number", "integer", "boolean", "string", "enum"]
 
 
@@ -59,8 +60,9 @@ class ProfileSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True
     type: Name | None = None
 
 
-class ScopeSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
-    """Shared context for everything on screen: a level, a zone, an alarm state."""
+class ScopeSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, frozen=True):
+    """Shared context for everything on screen: a level, a zone, an alarm state. Frozen: a session that
+    replaces a scope puts a new one in place, which is how the decision cache sees that it changed."""
 
     text: Text
     parent: Name | None = None

@@ -7,6 +7,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
+from npcmind.protocol.numbers import Count
+
 MAX_ID = 128  # characters of an id: a client, an entity, a scene
 Id = Annotated[str, Meta(min_length=1, max_length=MAX_ID)]
 Name = Annotated[str, Meta(min_length=1, max_length=48)]
@@ -57,8 +59,11 @@ class DecideRequest(msgspec.Struct, forbid_unknown_fields=True):
 
     client_id: Annotated[Id, Meta(description="The game; in the hosted profile, the session token's client.")]
     epoch: Annotated[
-        int,
-        Meta(ge=0, description="Raised by the game when its state is invalidated (a reload, a new wave); echoed back."),
+        Count,
+        Meta(
+            description="Raised by the game when its state is invalidated (a reload, a new wave); echoed back. "
+            "0 to 2^53-1, the integers every engine's number holds exactly."
+        ),
     ]
     world: Annotated[dict[str, Any], Meta(description="Exactly the manifest's world fields.")]
     entities: Annotated[
@@ -142,7 +147,7 @@ class TelemetryRequest(msgspec.Struct, forbid_unknown_fields=True):
     """The body of POST /v1/telemetry."""
 
     client_id: Annotated[Id, Meta(description="The game; in the hosted profile, the session token's client.")]
-    epoch: Annotated[int, Meta(ge=0, description="The game's epoch, as in decide requests.")]
+    epoch: Annotated[Count, Meta(description="The game's epoch, as in decide requests.")]
     entities: Annotated[
         list[TelemetryEntity], Meta(max_length=10_000, description="Entities updated since the last telemetry.")
     ] = []

@@ -7,6 +7,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
+from npcmind.protocol.numbers import Count
+
 MemoryType = Literal["observation", "experience", "knowledge", "emotion", "dialogue"]  # dialogue: ForbocAI's SDKs
 
 
@@ -35,7 +37,7 @@ class RecalledMemory(msgspec.Struct):
 class PromptConstraints(msgspec.Struct):
     """What the SDK's inference must honour."""
 
-    maxTokens: Annotated[int | None, _d("The most tokens the local model may generate.")] = None
+    maxTokens: Annotated[Count | None, _d("The most tokens the local model may generate.")] = None
     temperature: Annotated[float | None, _d("The sampling temperature.")] = None
     stop: Annotated[list[str] | None, _d("Strings that end generation.")] = None
 

@@ -8,7 +8,6 @@ place that defines a shape.
 from __future__ import annotations
 
 import json
-import math
 import re
 from typing import Any, TypeVar
 
@@ -16,6 +15,7 @@ import msgspec
 from msgspec import inspect as mi
 
 from npcmind.protocol.errors import Problem, choices
+from npcmind.protocol.numbers import number_problem
 
 T = TypeVar("T")
 
@@ -140,11 +140,9 @@ def _walk(value: Any, t: mi.Type, path: str, out: list[Problem]) -> None:
         out.append(Problem(path, f"must be {_expected(said)}, not {found}"))
         return
     if isinstance(t, mi.IntType | mi.FloatType):
-        if isinstance(value, float) and not math.isfinite(value):
-            out.append(Problem(path, "must be a finite number"))
-            return
-        if isinstance(t, mi.IntType) and not -(2**63) <= value < 2**64:
-            out.append(Problem(path, "is out of range for a 64-bit integer"))
+        said_rule = number_problem(value, isinstance(t, mi.IntType))  # the one rule before the field's own bounds
+        if said_rule is not None:
+            out.append(Problem(path, said_rule))
             return
         _bounds(value, t, path, out)
     elif isinstance(t, mi.StrType):
@@ -213,8 +211,8 @@ def decode_json(body: bytes) -> Any:
 
     try:
         return msgspec.json.decode(body)
-    except msgspec.ValidationError as e:  # well-formed, but a number no float can hold
-        raise ApiError.invalid([_problem_of(e)]) from None
+    except msgspec.ValidationError as e:  # well-formed, but a number no float can hold (1e999): by its full path
+        raise ApiError.invalid(_anywhere_out_of_range(body) or [_problem_of(e)]) from None
     except RecursionError:
         raise ApiError.invalid([Problem("", TOO_DEEP)]) from None
     except msgspec.DecodeError as e:
@@ -222,39 +220,60 @@ def decode_json(body: bytes) -> Any:
 
 
 def convert(value: Any, typ: type[T], at: str = "") -> T:
-    """Check ``value`` (found at path ``at``) against ``typ`` and build it, or raise a 422 listing every problem."""
+    """Check ``value`` (found at path ``at``) against ``typ`` and build it, or raise a 422 listing every problem:
+    its shape, and numbers no float holds anywhere in it, free-form objects (an NPC's state) included."""
     from npcmind.protocol.errors import ApiError
 
+    huge = _huge_in(value)
     try:
-        return msgspec.convert(value, typ, strict=True)
+        built = msgspec.convert(value, typ, strict=True)
     except msgspec.ValidationError as e:
         try:
             found = problems(value, typ)
         except RecursionError:  # a value nested hundreds deep: msgspec's one problem names it
             found = []
-        if not found:  # the walker missed something msgspec saw: never hide it
+        if not found and not huge:  # the walker missed something msgspec saw: never hide it
             found = [_problem_of(e)]
-        if at:
-            found = [
-                Problem(f"{at}.{p.path}" if p.path and not p.path.startswith("[") else at + p.path, p.message)
-                for p in found
-            ]
-        raise ApiError.invalid(found) from None
+    else:
+        if not huge:
+            return built
+        found = []
+    said = {p.path for p in found}
+    found += [p for p in huge if p.path not in said]
+    if at:
+        found = [
+            Problem(f"{at}.{p.path}" if p.path and not p.path.startswith("[") else at + p.path, p.message)
+            for p in found
+        ]
+    raise ApiError.invalid(found) from None
 
 
-def _huge(value: Any, path: str, out: list[Problem]) -> None:
-    """Numbers no float holds (1e999), anywhere in a decoded value, free-form fields included. (A long
-    integer is a number msgspec reads: the walker judges it where the protocol wants a 64-bit one.)"""
+def _walk_numbers(value: Any, path: str, out: list[Problem]) -> None:
+    """Numbers no float holds (1e999, or an integer of 400 digits) anywhere in a decoded value, free-form fields
+    included. (The walker judges integers where the protocol wants one; here a number must be one a float holds.)"""
     if len(out) >= _MAX_PROBLEMS:
         return
-    if isinstance(value, float) and not math.isfinite(value):
-        out.append(Problem(path, "is too large for a number (it reads as infinity)"))
+    if isinstance(value, int | float):
+        said = number_problem(value, integer=False)
+        if said is not None:
+            out.append(Problem(path, said))
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            _huge(item, _join(path, i), out)
+            _walk_numbers(item, _join(path, i), out)
     elif isinstance(value, dict):
         for k, v in value.items():
-            _huge(v, _join(path, k), out)
+            _walk_numbers(v, _join(path, k), out)
+
+
+def _huge_in(value: Any) -> list[Problem]:
+    """Every number of a value that no float holds, by path; none for a value nested too deep to walk (its
+    shape problem names it)."""
+    out: list[Problem] = []
+    try:
+        _walk_numbers(value, "", out)
+    except RecursionError:
+        return []
+    return out
 
 
 def decode_loosely(body: bytes) -> Any:
@@ -272,10 +291,17 @@ def _out_of_range(body: bytes, typ: type) -> list[Problem]:
     msgspec's own error stops at a dict (`observation[...]`). The standard library reads it as infinity."""
     try:
         raw = json.loads(body)
-        huge: list[Problem] = []
-        _huge(raw, "", huge)
+        huge = _huge_in(raw)
         at = {p.path for p in huge}
         return huge + [p for p in problems(raw, typ) if p.path not in at]
+    except (ValueError, RecursionError):
+        return []
+
+
+def _anywhere_out_of_range(body: bytes) -> list[Problem]:
+    """The numbers no float holds in a body msgspec refused for one (the standard library reads 1e999 as inf)."""
+    try:
+        return _huge_in(json.loads(body))
     except (ValueError, RecursionError):
         return []
 
