@@ -20,6 +20,7 @@ from npcmind.storage import postgres as postgres_store
 from npcmind.storage.base import SCHEMA_VERSION, IssuedDecision, SessionRecord
 
 POSTGRES = os.environ.get("NPCMIND_TEST_POSTGRES", "postgresql://root@127.0.0.1:5432/test")
+REDIS = os.environ.get("NPCMIND_TEST_REDIS", "redis://127.0.0.1:6379/0")
 
 
 def _postgres_reachable() -> str | None:
@@ -257,11 +258,14 @@ def test_a_postgresql_server_that_does_not_answer_is_one_line_at_start(tmp_path:
 def test_two_services_on_one_postgresql_store_share_decisions_sessions_and_keys(
     postgres_url: str, start_service: Any, scripted: Any, tmp_path: Path
 ) -> None:
-    """A decision issued by one process is reported to another; both sign with one key and know one session."""
+    """A decision issued by one process is reported to another; both sign with one key and know one session; a
+    decision cached at one is a hit at the other; a session ended at one is refused at the other."""
     from conftest import bee, decide_body, write_clients
 
     clients, keys = write_clients(tmp_path)
+    redis = f"{REDIS}?prefix=npcmind-test-{uuid.uuid4().hex[:10]}"
     common = {"profile": "hosted", "clients": str(clients), "provider": "openai", "base_url": scripted.base_url}
+    common["redis"] = redis
     a = start_service(manifest=None, store=postgres_url, **common)
     b = start_service(manifest=None, store=postgres_url, **common)
     opened = a.http.post(
@@ -275,4 +279,12 @@ def test_two_services_on_one_postgresql_store_share_decisions_sessions_and_keys(
     assert b.http.post("/v1/report", json=report, headers=auth).json()["results"][0]["status"] == "accepted"
     assert a.http.post("/v1/report", json=report, headers=auth).json()["results"][0]["status"] == "duplicate"
     assert a.http.get("/v1/keys").json() == b.http.get("/v1/keys").json()  # one NPC signing key
-    assert b.decide(decide_body(bee("x")), headers=auth).status_code == 200  # a session opened at A, used at B
+    again = b.decide(decide_body(bee("x")), headers=auth)  # a session opened at A, used at B
+    assert again.status_code == 200 and again.json()["decisions"][0]["cached"] is True, again.text
+    assert b.http.delete("/v1/session", headers=auth).status_code == 200
+    assert a.decide(decide_body(bee("x")), headers=auth).status_code == 401  # ended at B, refused at A
+    import redis as redis_client
+
+    r = redis_client.Redis.from_url(REDIS)
+    for key in r.scan_iter(redis.rsplit("prefix=", 1)[1] + ":*"):
+        r.delete(key)

@@ -50,6 +50,7 @@ def _serve(args: argparse.Namespace) -> int:
         port=args.port,
         profile=args.profile,
         store=args.store,
+        redis=args.redis,
         provider=args.provider,
         base_url=args.base_url,
         model=args.model,
@@ -280,7 +281,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--store",
         default="sqlite:///npcmind.db",
         metavar="URL",
-        help="sqlite:///PATH, one process each (default sqlite:///npcmind.db)",
+        help="sqlite:///PATH, one process each (default sqlite:///npcmind.db), or postgresql://USER@HOST:PORT/DB, "
+        "which several processes share",
+    )
+    s.add_argument(
+        "--redis",
+        default=None,
+        metavar="URL",
+        help="redis://HOST:PORT/N: the decision cache, request rates and ended sessions shared by several processes "
+        "(default: this process's memory)",
     )
     s.add_argument(
         "--provider",

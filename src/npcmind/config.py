@@ -89,6 +89,7 @@ class Settings:
     port: int = 8080
     profile: str = "local"
     store: str = "sqlite:///npcmind.db"
+    redis: str | None = None  # shared soft state (cache, rates, revocations) for several processes
     provider: str = "auto"
     base_url: str | None = None
     model: str | None = None

@@ -24,6 +24,7 @@ from npcmind.providers.select import describe, make_provider
 from npcmind.sessions.clients import Client, load_clients
 from npcmind.sessions.guard import Guard
 from npcmind.sessions.tokens import TokenSigner
+from npcmind.shared import Shared, open_shared
 from npcmind.storage import Store, StoreError, open_store
 
 log = logging.getLogger("npcmind")
@@ -65,6 +66,7 @@ class Service:
         self.rulesets = load_rulesets(settings.rulesets)
         self.provider: Provider = make_provider(settings)
         self.store: Store = open_store(settings.store)
+        self.shared: Shared = open_shared(settings.redis, settings.cache_entries)
         self.metrics = Metrics()
         self._pipeline: DecidePipeline | None = None
         self._guard: Guard | None = None
@@ -81,13 +83,16 @@ class Service:
         """Load the secrets from the store and build what depends on them (inside the event loop)."""
         self._run = (self.metrics.counts(), time.monotonic())  # what the line at stop sums up
         await self.store.open()
+        await self.shared.start()
         ids = DecisionIds(await self.store.secret("decision_mac"))
         self._hub = ContextHub(
             self.store, ids, self.settings.max_session_entities, self.settings.max_sessions, self.settings.max_entities
         )
-        self._pipeline = DecidePipeline(self.provider, self.store, ids, self.settings, self.metrics, self._hub)
+        self._pipeline = DecidePipeline(
+            self.provider, self.store, ids, self.settings, self.metrics, self._hub, self.shared
+        )
         signer = TokenSigner(await self.store.secret("session_tokens"))
-        self._guard = Guard(self._hub, self.store, signer, self.manifest, self.clients)
+        self._guard = Guard(self._hub, self.store, signer, self.shared, self.manifest, self.clients)
         self._npc = NpcProcessor(
             self.rulesets,
             Signer(await self.store.secret("npc_ed25519_seed")),
@@ -195,6 +200,7 @@ class Service:
             if task is not None:
                 task.cancel()
         await self.provider.close()
+        await self.shared.close()
         await self.store.close()
         if self._run is not None:  # a clean stop says so, with what the run did: a kill -9 would say nothing
             counts, since = self._run

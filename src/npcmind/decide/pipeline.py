@@ -17,7 +17,6 @@ from typing import Protocol
 
 from npcmind import A2G_VERSION
 from npcmind.config import Settings
-from npcmind.decide.cache import DecisionCache
 from npcmind.decide.ids import DecisionIds
 from npcmind.decide.prompt import AnswerMode, EntityContext, EntityPrompt, Prompt, PromptBuilder
 from npcmind.decide.validate import check_request
@@ -38,6 +37,8 @@ from npcmind.protocol.a2g import (
 from npcmind.protocol.errors import ApiError
 from npcmind.providers import tokens
 from npcmind.providers.base import Provider, ProviderAnswer, ProviderCall, ProviderError
+from npcmind.shared.base import CachedChoice, Shared
+from npcmind.shared.memory import MemoryShared
 from npcmind.storage.base import IssuedDecision, Store
 
 log = logging.getLogger("npcmind.decide")
@@ -89,6 +90,7 @@ class DecidePipeline:
         settings: Settings,
         metrics: Metrics,
         situation: Situation | None = None,
+        shared: Shared | None = None,
     ) -> None:
         self.provider = provider
         self.store = store
@@ -96,7 +98,7 @@ class DecidePipeline:
         self.settings = settings
         self.metrics = metrics
         self.situation = situation
-        self.cache = DecisionCache(settings.cache_entries)
+        self.shared: Shared = shared if shared is not None else MemoryShared(settings.cache_entries)
         self.mode: AnswerMode = provider.mode
         self._builders: dict[str, PromptBuilder] = {}
         self._seen: OrderedDict[str, _Seen] = OrderedDict()
@@ -107,7 +109,6 @@ class DecidePipeline:
         self._failures = FailureLog(log, "provider call")
         self._busy = FailureLog(log, "wait for a provider slot")  # what to tune, at most every 10 s
         self._unread: set[type[Exception]] = set()  # answers the adapter failed to read, by exception type
-        self._wait_until = 0.0  # monotonic time before which the provider asked not to be called (429)
         self.answered = False  # a provider call has succeeded: what the start-up check found is past
         self._fallback = {
             code: metrics.decisions.labels("FALLBACK", code)
@@ -151,6 +152,7 @@ class DecidePipeline:
         asked: list[tuple[int, EntityPrompt, str]] = []
         key_base = prompt.key_base(manifest.version, manifest.chain_key(req.scope, chain))
         counts: dict[int, int] = {}
+        within: list[tuple[int, EntityPrompt, str]] = []
         for i, ep in enumerate(prompt.entities):
             t = manifest.types[ep.entity.type]
             n_tokens = counts[ep.number] = tokens.count(self.provider.encoding, ep.text)
@@ -162,8 +164,9 @@ class DecidePipeline:
                     t.ttl_ms,
                 )
                 continue
-            key = prompt.cache_key(key_base, ep)
-            hit = self.cache.get(session.client_id, key)
+            within.append((i, ep, prompt.cache_key(key_base, ep)))
+        hits = await self.shared.cached(session.client_id, [key for _, _, key in within]) if within else []
+        for (i, ep, key), hit in zip(within, hits, strict=True):
             if hit is not None:
                 cached[i] = (hit.action, hit.confidence)
             else:
@@ -254,7 +257,7 @@ class DecidePipeline:
                 results[i] = self._fall(ep, code, reason, types[ep.entity.type].ttl_ms)
             return ModelReply(None, reason, round((time.perf_counter() - t_call) * 1000))
 
-        wait = self._wait_until - time.monotonic()
+        wait = await self.shared.backed_off() - time.time()
         if wait > 0:  # calling now would only be refused again, and count against the game's rate limit
             return fall_all("unavailable", f"the provider asked to wait (HTTP 429 Retry-After): {wait:.1f} s more")
         if not await self._acquire():
@@ -291,8 +294,8 @@ class DecidePipeline:
             if self.provider.ready:  # else no call was made (no provider, no key): none is counted as failed
                 self.metrics.provider_calls.labels(name, "error").inc()
                 self._failures.failed(str(e))
-            if e.retry_after is not None:
-                self._wait_until = max(self._wait_until, time.monotonic() + e.retry_after)
+            if e.retry_after is not None:  # every process waits: each would only be refused again
+                await self.shared.back_off(time.time() + e.retry_after)
             return fall_all("unavailable", str(e))
         except Exception as e:  # an answer the adapter could not read must not become a 5xx
             self.metrics.provider_calls.labels(name, "error").inc()
@@ -326,6 +329,7 @@ class DecidePipeline:
                 f"the answer stopped at its output limit of {call.max_output_tokens} tokens before this entity's "
                 "choice; a reasoning model needs more: NPCMIND_MAX_OUTPUT_TOKENS"
             )
+        keep: list[tuple[str, CachedChoice, int]] = []
         for i, ep, key in asked:
             t = types[ep.entity.type]
             choice = answer.choices.get(ep.number)
@@ -339,7 +343,8 @@ class DecidePipeline:
                 )
             else:
                 fresh[i] = (choice.action, choice.confidence)
-                self.cache.put(session.client_id, key, choice.action, choice.confidence, t.ttl_ms)
+                keep.append((key, CachedChoice(choice.action, choice.confidence), t.ttl_ms))
+        await self.shared.cache(session.client_id, keep)
         return reply
 
     async def _acquire(self) -> bool:

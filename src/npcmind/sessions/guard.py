@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
 
 from npcmind.context.hub import ContextHub
 from npcmind.decide.pipeline import SessionContext
@@ -13,29 +12,10 @@ from npcmind.protocol.a2g import SessionResponse
 from npcmind.protocol.errors import ApiError
 from npcmind.sessions.clients import KEY_PREFIX, Client
 from npcmind.sessions.tokens import TokenClaims, TokenError, TokenSigner
+from npcmind.shared.base import Shared
 from npcmind.storage.base import SessionRecord, Store
 
 NEW_SESSION = "open a session with the client API key at POST /v1/session and send its session_token"
-
-
-@dataclass(slots=True)
-class _Bucket:
-    """A token bucket: ``rate`` requests a second, bursts up to twice that."""
-
-    rate: float
-    tokens: float
-    at: float = field(default_factory=time.monotonic)
-
-    def take(self) -> float:
-        """0 when a request may go now, else the seconds to wait."""
-        now = time.monotonic()
-        cap = max(1.0, 2 * self.rate)
-        self.tokens = min(cap, self.tokens + (now - self.at) * self.rate)
-        self.at = now
-        if self.tokens >= 1:
-            self.tokens -= 1
-            return 0.0
-        return (1 - self.tokens) / self.rate
 
 
 def bearer(authorization: str | None, missing: str) -> str:
@@ -56,16 +36,17 @@ class Guard:
         hub: ContextHub,
         store: Store,
         signer: TokenSigner,
+        shared: Shared,
         manifest: Manifest | None = None,
         clients: dict[str, Client] | None = None,
     ) -> None:
         self.hub = hub
         self.store = store
         self.signer = signer
+        self.shared = shared
         self.manifest = manifest
         self.clients = clients
         self._sessions: dict[str, SessionRecord] = {}
-        self._buckets: dict[str, _Bucket] = {}
 
     @property
     def hosted(self) -> bool:
@@ -90,13 +71,14 @@ class Guard:
                 raise ApiError(401, "unauthorized", msg) from None
             raise ApiError(401, "unauthorized", f"{e}: {NEW_SESSION}") from None
         rec = self._sessions.get(claims.sid)
-        if rec is None:
+        revoked = await self.shared.revoked(claims.sid)  # ended at any process: shared at once
+        if rec is None or revoked is None:  # not known here, or the shared state cannot say: the store is the authority
             rec = await self.store.get_session(claims.sid)
             if rec is not None:
                 self._remember(rec)
-        if rec is None or rec.ended or rec.client_id != claims.cid or claims.cid not in (self.clients or {}):
+        if rec is None or rec.ended or revoked or rec.client_id != claims.cid or claims.cid not in (self.clients or {}):
             raise ApiError(401, "unauthorized", f"session ended or unknown: {NEW_SESSION}")
-        self._rate(claims.cid)
+        await self._rate(claims.cid)
         return claims
 
     def _remember(self, rec: SessionRecord) -> None:
@@ -105,13 +87,10 @@ class Guard:
         while len(self._sessions) > self.hub.max_sessions:
             del self._sessions[next(iter(self._sessions))]
 
-    def _rate(self, client_id: str) -> None:
+    async def _rate(self, client_id: str) -> None:
+        """The client's request rate, one bucket for every process (429 with Retry-After past it)."""
         assert self.clients is not None
-        b = self._buckets.get(client_id)
-        if b is None:
-            rate = self.clients[client_id].spec.requests_per_second
-            b = self._buckets[client_id] = _Bucket(rate, max(1.0, 2 * rate))
-        wait = b.take()
+        wait = await self.shared.take(client_id, self.clients[client_id].spec.requests_per_second)
         if wait > 0:
             raise ApiError(
                 429,
@@ -151,7 +130,10 @@ class Guard:
         if client is None or owner.client_id != client_id:
             raise ApiError(403, "forbidden", f"this API key is not a key of client {client_id!r}")
         now = time.time()
-        if await self.store.live_sessions(client_id, now) >= client.spec.max_sessions:
+        ttl = client.spec.session_ttl_s
+        sid = "s_" + os.urandom(12).hex()
+        rec = SessionRecord(sid, client_id, now, now + ttl)
+        if not await self.store.open_session(rec, client.spec.max_sessions):  # count and insert in one step
             raise ApiError(
                 429,
                 "too_many_sessions",
@@ -159,10 +141,6 @@ class Guard:
                 " open; end one with DELETE /v1/session",
                 headers={"Retry-After": "1"},
             )
-        ttl = client.spec.session_ttl_s
-        sid = "s_" + os.urandom(12).hex()
-        rec = SessionRecord(sid, client_id, now, now + ttl)
-        await self.store.create_session(rec)
         self._remember(rec)
         token = self.signer.sign(TokenClaims(sid, client_id, int(now + ttl)))
         return SessionResponse(token, sid, ttl)
@@ -173,6 +151,7 @@ class Guard:
             raise ApiError(404, "not_found", "sessions exist only in the hosted profile")
         claims = await self.claims(authorization)
         await self.store.end_session(claims.sid)
+        await self.shared.revoke(claims.sid, claims.exp)  # every process refuses it from its next request
         rec = self._sessions.get(claims.sid)
         if rec is not None:
             rec.ended = True

@@ -7,6 +7,8 @@ Losing it costs cache misses and a moment of per-process rates; the store stays 
 
 from __future__ import annotations
 
+import urllib.parse
+
 from npcmind.shared.base import Shared
 from npcmind.shared.memory import MemoryShared
 
@@ -19,7 +21,11 @@ def open_shared(url: str | None, cache_entries: int = 100_000) -> Shared:
         raise ValueError(f"unsupported --redis URL {url!r}: use redis://HOST:PORT/N")
     from npcmind.shared.redis import RedisShared
 
-    return RedisShared(url, cache_entries)
+    parts = urllib.parse.urlsplit(url)
+    query = urllib.parse.parse_qs(parts.query)
+    prefix = query.pop("prefix", ["npcmind"])[0]  # several deployments on one Redis: a prefix each
+    rest = urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode({k: v[0] for k, v in query.items()})))
+    return RedisShared(rest, cache_entries, prefix=prefix + ":")
 
 
 __all__ = ["MemoryShared", "Shared", "open_shared"]

@@ -89,6 +89,11 @@ class Store(Protocol):
         """Keep a new session."""
         ...
 
+    async def open_session(self, rec: SessionRecord, limit: int) -> bool:
+        """Keep a new session unless its client has ``limit`` live ones already (False then), counted and kept
+        in one atomic step: two processes opening a client's last session at once must not both succeed."""
+        ...
+
     async def get_session(self, session_id: str) -> SessionRecord | None:
         """A session by id, ended or not."""
         ...

@@ -298,6 +298,28 @@ class PostgresStore:
         )
 
     @_kept
+    async def open_session(self, rec: SessionRecord, limit: int) -> bool:
+        async with self._pool.acquire() as db, db.transaction():
+            await db.execute("SELECT pg_advisory_xact_lock(hashtext($1))", "npcmind sessions of " + rec.client_id)
+            live = await db.fetchval(
+                "SELECT COUNT(*) FROM sessions WHERE client_id = $1 AND NOT ended AND expires_at > $2",
+                rec.client_id,
+                rec.created_at,
+            )
+            if live >= limit:
+                return False
+            await db.execute(
+                "INSERT INTO sessions (session_id, client_id, created_at, expires_at, ended)"
+                " VALUES ($1, $2, $3, $4, $5)",
+                rec.session_id,
+                rec.client_id,
+                rec.created_at,
+                rec.expires_at,
+                rec.ended,
+            )
+        return True
+
+    @_kept
     async def get_session(self, session_id: str) -> SessionRecord | None:
         row = await self._pool.fetchrow(
             "SELECT session_id, client_id, created_at, expires_at, ended FROM sessions WHERE session_id = $1",

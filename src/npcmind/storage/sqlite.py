@@ -389,6 +389,23 @@ class SqliteStore:
         )
 
     @_kept
+    async def open_session(self, rec: SessionRecord, limit: int) -> bool:
+        with self._db:  # one transaction on the loop, no await inside: nothing comes in between
+            self._db.execute("BEGIN IMMEDIATE")
+            (live,) = self._db.execute(
+                "SELECT COUNT(*) FROM sessions WHERE client_id = ? AND ended = 0 AND expires_at > ?",
+                (rec.client_id, rec.created_at),
+            ).fetchone()
+            if live >= limit:
+                return False
+            self._db.execute(
+                "INSERT INTO sessions (session_id, client_id, created_at, expires_at, ended) VALUES (?, ?, ?, ?, ?)",
+                (rec.session_id, rec.client_id, rec.created_at, rec.expires_at, int(rec.ended)),
+            )
+        self._committed()
+        return True
+
+    @_kept
     async def get_session(self, session_id: str) -> SessionRecord | None:
         row = self._db.execute(
             "SELECT session_id, client_id, created_at, expires_at, ended FROM sessions WHERE session_id = ?",
