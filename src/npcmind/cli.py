@@ -26,6 +26,22 @@ def _fewer_collections() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
+def more_open_files(needed: int) -> int:
+    """Raise the soft limit on open files to ``needed`` where the hard limit allows, and return the limit now:
+    every call in flight holds a socket to the provider and one to the game, and many systems start a program
+    with 1,024, where the default 1,024 calls would fail with 'too many open files'."""
+    try:
+        import resource
+    except ImportError:  # Windows has no such limit
+        return needed
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return needed
+    want = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    return want
+
+
 class _Terminated(SystemExit):
     """SIGTERM, which uvicorn raises again once it has stopped cleanly: as an exit that Python unwinds, the log
     lines still queued (the stop line among them) are written before the process ends, not lost with it."""
@@ -75,6 +91,15 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"npcmind: {e}", file=sys.stderr)
         return 2
     app = create_app(service)
+    needed = 2 * settings.max_concurrent_calls + 256  # a socket to the provider and one to the game a call, and more
+    if more_open_files(needed) < needed:
+        logging.getLogger("npcmind").warning(
+            "open files are limited to %d (ulimit -n), and NPCMIND_MAX_CONCURRENT_CALLS=%d needs about %d: past it "
+            "calls fail with 'too many open files'; raise the limit, or set fewer calls",
+            more_open_files(needed),
+            settings.max_concurrent_calls,
+            needed,
+        )
     banner = (
         f"npcmind {__version__} ready on http://{settings.host}:{settings.port} "
         f"(profile {settings.profile}, store {settings.store}, provider: {describe(service.provider)})"
@@ -254,6 +279,7 @@ def _scripted(args: argparse.Namespace) -> int:
     except BrokenPipeError:  # nobody reads the line: the server is still wanted
         _quiet_stdout()
     app = create_scripted_app()
+    more_open_files(4096)  # a bench holds a thousand calls in flight at once
     _fewer_collections()
     gc.freeze()
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", lifespan="off")
