@@ -92,11 +92,12 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     app = create_app(service)
     needed = 2 * settings.max_concurrent_calls + 256  # a socket to the provider and one to the game a call, and more
-    if more_open_files(needed) < needed:
+    allowed = more_open_files(needed)
+    if allowed < needed:
         logging.getLogger("npcmind").warning(
             "open files are limited to %d (ulimit -n), and NPCMIND_MAX_CONCURRENT_CALLS=%d needs about %d: past it "
             "calls fail with 'too many open files'; raise the limit, or set fewer calls",
-            more_open_files(needed),
+            allowed,
             settings.max_concurrent_calls,
             needed,
         )
