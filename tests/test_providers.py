@@ -214,6 +214,54 @@ def test_the_scripted_server_keeps_only_its_newest_requests(monkeypatch: Any) ->
     assert len(set(ids)) == 5
 
 
+def test_as_many_provider_calls_are_in_flight_as_npcmind_max_concurrent_calls(
+    start_service: Any, scripted: Any
+) -> None:
+    """The HTTP client's own pool held 64 connections, so calls past 64 waited for one unseen, against their
+    deadline, whatever NPCMIND_MAX_CONCURRENT_CALLS said. The scripted provider holds every call until told, and
+    counts them: all the slots set are in flight at once."""
+    n = 100
+    svc = start_service(
+        provider="openai", base_url=scripted.base_url, model="scripted", max_concurrent_calls=n, deadline_ms=600_000
+    )
+    scripted.set(hold=True)
+    answers: list[httpx.Response] = []
+
+    def one(i: int) -> None:
+        with httpx.Client(base_url=svc.server.url, timeout=600) as client:
+            answers.append(client.post("/v1/decide", json=decide_body(bee(f"b{i}"))))
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 60  # only bounds a hang: the count stops at the pool's size if it is smaller
+    while scripted.model.in_flight < n and time.monotonic() < deadline:
+        time.sleep(0.05)
+    held = httpx.get(f"{scripted.url}/_calls").json()
+    scripted.set()  # lets them all go
+    for t in threads:
+        t.join(60)
+    assert held["in_flight"] == n, f"{held['in_flight']} of {n} calls reached the provider at once"
+    assert len(answers) == n and all(r.status_code == 200 for r in answers)
+    assert {d["source"] for r in answers for d in r.json()["decisions"]} == {"AI"}
+
+
+def test_serve_lifts_its_open_files_limit_for_the_calls_it_may_make() -> None:
+    """1,024 calls in flight hold 2,048 sockets; a program started with the common soft limit of 1,024 open files
+    lifts it as far as the hard limit allows (a subprocess: the test's own limit stays as it is)."""
+    code = (
+        "import resource; from npcmind.cli import more_open_files; R = resource.RLIMIT_NOFILE; "
+        "hard = resource.getrlimit(R)[1]; resource.setrlimit(R, (256, hard)); "
+        "print(more_open_files(2304), resource.getrlimit(R)[0], hard)"
+    )
+    got, soft, hard = map(
+        int, subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.split()
+    )
+    want = 2304 if hard == -1 else min(2304, hard)  # -1: unlimited
+    assert (got, soft) == (want, want)
+    assert Settings().max_concurrent_calls == 1024  # the default: hundreds of calls, as hosted providers take
+
+
 def test_a_parameter_the_model_refuses_is_dropped_and_the_batch_still_decided(
     start_service: Any, scripted: Any
 ) -> None:

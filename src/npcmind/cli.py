@@ -25,6 +25,22 @@ def _fewer_collections() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
+def more_open_files(needed: int) -> int:
+    """Raise the soft limit on open files to ``needed`` where the hard limit allows, and return the limit now:
+    every call in flight holds a socket to the provider and one to the game, and many systems start a program
+    with 1,024, where the default 1,024 calls would fail with 'too many open files'."""
+    try:
+        import resource
+    except ImportError:  # Windows has no such limit
+        return needed
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return needed
+    want = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    return want
+
+
 def _port(text: str) -> int:
     """A TCP port; uvicorn given 99999 hung instead of failing."""
     try:
@@ -68,6 +84,16 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"npcmind: {e}", file=sys.stderr)
         return 2
     app = create_app(service)
+    needed = 2 * settings.max_concurrent_calls + 256  # a socket to the provider and one to the game a call, and more
+    allowed = more_open_files(needed)
+    if allowed < needed:
+        logging.getLogger("npcmind").warning(
+            "open files are limited to %d (ulimit -n), and NPCMIND_MAX_CONCURRENT_CALLS=%d needs about %d: past it "
+            "calls fail with 'too many open files'; raise the limit, or set fewer calls",
+            allowed,
+            settings.max_concurrent_calls,
+            needed,
+        )
     banner = (
         f"npcmind {__version__} ready on http://{settings.host}:{settings.port} "
         f"(profile {settings.profile}, store {settings.store}, provider: {describe(service.provider)})"
@@ -246,6 +272,7 @@ def _scripted(args: argparse.Namespace) -> int:
     except BrokenPipeError:  # nobody reads the line: the server is still wanted
         _quiet_stdout()
     app = create_scripted_app()
+    more_open_files(4096)  # a bench holds a thousand calls in flight at once
     _fewer_collections()
     gc.freeze()
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", lifespan="off")

@@ -6,6 +6,10 @@ import math
 import os
 from dataclasses import dataclass, field
 
+# Provider calls in flight at once, by default. A hosted provider answers in 0.3-3 s and takes hundreds of calls
+# at once, so 1,000 requests in flight need 1,000 calls: fewer slots say `busy` while the provider is idle.
+MAX_CONCURRENT_CALLS = 1024
+
 
 def http_url(url: str, what: str, example: str) -> str:
     """A base URL without its trailing slash, or a ValueError that shows the form: without a scheme, the
@@ -98,7 +102,9 @@ class Settings:
     rulesets: str | None = None
     deadline_ms: int = field(default_factory=lambda: _env_int("NPCMIND_DEADLINE_MS", 10_000))
     admission_wait_ms: int = field(default_factory=lambda: _env_int("NPCMIND_ADMISSION_WAIT_MS", 50, least=0))
-    max_concurrent_calls: int = field(default_factory=lambda: _env_int("NPCMIND_MAX_CONCURRENT_CALLS", 32))
+    max_concurrent_calls: int = field(
+        default_factory=lambda: _env_int("NPCMIND_MAX_CONCURRENT_CALLS", MAX_CONCURRENT_CALLS)
+    )
     cache_entries: int = field(default_factory=lambda: _env_int("NPCMIND_CACHE_ENTRIES", 100_000, least=0))
     max_body_bytes: int = field(default_factory=lambda: _env_int("NPCMIND_MAX_BODY_BYTES", 256 * 1024))
     max_session_entities: int = field(

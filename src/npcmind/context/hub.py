@@ -44,6 +44,16 @@ NEARBY = 5
 MEMBERS = 8
 OBSERVED = 32
 MAX_SESSION_SCOPES = 1024  # scopes a session may add: each is kept in the store and in memory
+MAX_SESSION_SCOPE_BYTES = 8 * 2**20  # what a session's scopes may hold in memory together, about
+ENTITY_BYTES = 10_000  # what an entity the service has seen holds, about (bench/memory_bench.py)
+LEFT_BYTES = 256  # what an id that left holds while the scene keeps it (to count it once if it comes back)
+
+
+def scope_bytes(spec: ScopeSpec) -> int:
+    """About what a session scope holds in memory: its JSON, and 64 bytes more for each string and 200 for each
+    field. Counted by what it holds, not by its JSON: many short enum values hold ten times their JSON."""
+    strings = 1 + sum(2 + len(f.values or ()) for f in spec.fields.values())
+    return 600 + len(msgspec.json.encode(spec)) + 64 * strings + 200 * len(spec.fields)
 
 
 @dataclass
@@ -53,6 +63,7 @@ class SessionState:
     scene: Scene = field(default_factory=Scene)
     memory: Memory = field(default_factory=Memory)
     scopes: dict[str, ScopeSpec] = field(default_factory=dict)
+    scope_bytes: int = 0  # what its scopes hold together, about (scope_bytes())
     # what view() rendered of the scene at `seen_version`: part 5, and each entity's untimed lines
     seen_version: int = -1
     shared: list[str] = field(default_factory=list)
@@ -90,6 +101,7 @@ class ContextHub:
                 scene=Scene(limit=self.max_entities),
                 memory=Memory.rebuilt(rows, self.max_entities),
                 scopes=scopes,
+                scope_bytes=sum(scope_bytes(s) for s in scopes.values()),
             )
             st = self._states.setdefault(session_id, fresh)
             while len(self._states) > self.max_sessions:
@@ -99,12 +111,19 @@ class ContextHub:
                 log.info("session %s let go of its soft state: more than %d sessions in use", gone, self.max_sessions)
         return st
 
+    @staticmethod
+    def held(st: SessionState) -> int:
+        """What a session holds, in entities of ``ENTITY_BYTES``: its entities (in its scene or remembered), and
+        what its scopes and the ids that left its scene hold (a session of scopes alone is not free)."""
+        extra = st.scope_bytes + len(st.scene.left) * LEFT_BYTES
+        return max(len(st.scene.entities), len(st.memory)) + -(-extra // ENTITY_BYTES)
+
     def trim(self) -> None:
         """Let go of the least recently used sessions while all sessions together hold more than ``max_held``
         entities: the per-session bounds alone (20,000 entities, 10,000 sessions) would allow more than any
         machine's memory. Run every second by the service, off the request path (it visits every session); it
         goes down to 90% of the bound, so that a stream of new sessions lets go of old ones in rounds."""
-        sizes = [(sid, max(len(st.scene.entities), len(st.memory))) for sid, st in self._states.items()]
+        sizes = [(sid, self.held(st)) for sid, st in self._states.items()]
         held = sum(n for _, n in sizes)
         if held <= self.max_held:
             return
@@ -115,9 +134,12 @@ class ContextHub:
             del self._states[sid]
             held -= n
             gone += 1
+        if not gone:  # the one session left is over the bound alone: it goes once another is used
+            return
         log.warning(
-            "let go of the soft state of the %d sessions used least recently: all sessions held %d entities, over "
-            "NPCMIND_MAX_ENTITIES=%d; their memory comes back from the store when they are used again",
+            "let go of the soft state of the %d sessions used least recently: all sessions held %d entities (with "
+            "their scopes and the ids that left their scenes, at 10 KB an entity), over NPCMIND_MAX_ENTITIES=%d; "
+            "their memory and scopes come back from the store when they are used again",
             gone,
             before,
             self.max_held,
@@ -364,10 +386,31 @@ class ContextHub:
         problems, specs = self.scope_problems(req.scopes, m, st.scopes)
         if problems:
             raise ApiError.invalid(problems)
+        sizes = self._scopes_fit(st, specs)
         for name, spec in specs.items():
             await self.store.put_scope(session.session_id, name, msgspec.json.encode(spec))
+            old = st.scopes.get(name)
+            st.scope_bytes += sizes[name] - (scope_bytes(old) if old is not None else 0)
             st.scopes[name] = spec
         return sorted(st.scopes)
+
+    @staticmethod
+    def _scopes_fit(st: SessionState, specs: dict[str, ScopeSpec]) -> dict[str, int]:
+        """What each posted scope holds in memory, or a 409 when the session's scopes would pass their bound."""
+        sizes = {name: scope_bytes(spec) for name, spec in specs.items()}
+        grown = sum(sizes.values()) - sum(scope_bytes(st.scopes[n]) for n in specs if n in st.scopes)
+        if st.scope_bytes + grown <= MAX_SESSION_SCOPE_BYTES:
+            return sizes
+        mb = 2**20
+        largest = sorted(sizes, key=lambda n: (-sizes[n], n))
+        raise ApiError(
+            409,
+            "conflict",
+            f"this session's scopes would hold {(st.scope_bytes + grown) / mb:.1f} MiB in memory, and may hold "
+            f"{MAX_SESSION_SCOPE_BYTES // mb} MiB: post smaller scopes (shorter texts, fewer enum values), or "
+            "replace a scope the session has under its name",
+            [Problem(f"scopes.{n}", f"holds about {sizes[n] // 1024} KiB") for n in largest[:MAX_LISTED]],
+        )
 
     async def report(self, session: SessionContext, req: ReportRequest) -> list[ReportResult]:
         """Accept each report once, only for a decision issued to this session; accepted ones enter memory."""

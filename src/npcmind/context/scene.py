@@ -8,6 +8,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
+from itertools import islice
 from operator import attrgetter
 from typing import Any
 
@@ -44,17 +45,23 @@ class Population:
 
 @dataclass
 class Scene:
-    """Entities of the current scene, a spatial index over them, their groups and population."""
+    """Entities of the current scene, a spatial index over them, their groups and population.
+
+    ``seen`` is a number per type, not a set of ids: a game that gives every spawn a new id would grow a set of
+    every id ever seen without bound (1 million ids of 128 characters: 200 MB). An id that leaves and comes
+    back as the same type counts once while the scene still keeps it among the ids that left (``left``, in the
+    order they left: the last ``limit`` at most, the last 90% of ``limit`` at least); after that it counts again."""
 
     name: str | None = None
     entities: dict[str, EntityState] = field(default_factory=dict)
     grid: Grid = field(default_factory=Grid)
     children: dict[str, set[str]] = field(default_factory=dict)
-    seen: dict[str, set[str]] = field(default_factory=dict)
+    seen: dict[str, int] = field(default_factory=dict)  # distinct ids seen in this scene, by type
     alive: dict[str, set[str]] = field(default_factory=dict)  # ids present now, by type
+    left: dict[str, str] = field(default_factory=dict)  # the last ``limit`` ids that left, and their type then
     version: int = 0  # moves whenever something a prompt shows of the scene changes
     limit: int = 20_000  # entities kept; past it the least recently updated tenth is dropped
-    forgotten: dict[str, int] = field(default_factory=dict)  # entities dropped at the limit, by type
+    dropped: int = 0  # entities dropped at the limit since the scene started
     updates: int = 0
 
     def change(self, name: str | None) -> None:
@@ -70,7 +77,8 @@ class Scene:
             self.children.clear()
             self.seen.clear()
             self.alive.clear()
-            self.forgotten.clear()
+            self.left.clear()
+            self.dropped = 0
 
     def upsert(
         self,
@@ -90,17 +98,19 @@ class Scene:
         if e is None:
             e = self.entities[eid] = EntityState(eid, type_, touched=self.updates)
             self.alive.setdefault(type_, set()).add(eid)
+            self._arrived(eid, type_)
             changed = True
             if len(self.entities) > self.limit:
                 self._drop_oldest()  # never the entity just added: it is the most recent
         elif e.type != type_:
             self.alive[e.type].discard(eid)
             self.alive.setdefault(type_, set()).add(eid)
+            self._arrived(eid, type_)
+            self._left(eid, e.type)  # it is no longer one of that type: as if it had left
             e.type = type_
             e.fields = e.summary = None  # the old type's fields mean nothing for the new one
             changed = True
         e.touched = self.updates
-        self.seen.setdefault(type_, set()).add(eid)
         if position is not None:
             pos = tuple(position)
             if self.grid.position(eid) != pos:
@@ -146,6 +156,22 @@ class Scene:
         self.alive[e.type].discard(eid)
         self.grid.remove(eid)
         self._unlink(e)
+        self._left(eid, e.type)
+
+    def _arrived(self, eid: str, type_: str) -> None:
+        """Count an id that is now of ``type_`` as seen, unless it is one of that type that left lately."""
+        if self.left.pop(eid, None) != type_:
+            self.seen[type_] = self.seen.get(type_, 0) + 1
+
+    def _left(self, eid: str, type_: str) -> None:
+        """Remember that an id of ``type_`` left, among the last ``limit`` that did: past it, the oldest tenth is
+        forgotten at once (one at a time, each would first step over the ones deleted before it)."""
+        left = self.left
+        left.pop(eid, None)  # re-inserted: the dict's order is the order they left
+        left[eid] = type_
+        if len(left) > self.limit:
+            for old in list(islice(left, len(left) - self.limit * 9 // 10)):
+                del left[old]
 
     def _unlink(self, e: EntityState) -> None:
         """Take an entity out of its parent's members (and forget a parent left with none)."""
@@ -160,25 +186,15 @@ class Scene:
     def _drop_oldest(self) -> None:
         """Past the limit, forget the least recently updated tenth of the scene: entities a game stopped
         mentioning without removing them (a death it never reported) must not grow a session without bound.
-        They count as gone; their ids leave `seen` for a count, so that set is bounded too."""
+        They count as gone, as removed ones do."""
         n = len(self.entities) - self.limit * 9 // 10
         for e in heapq.nsmallest(n, self.entities.values(), key=attrgetter("touched")):
             self.remove(e.id)
-            self.seen[e.type].discard(e.id)
-            self.forgotten[e.type] = self.forgotten.get(e.type, 0) + 1
-
-    @property
-    def dropped(self) -> int:
-        """Entities dropped at the limit since the scene started."""
-        return sum(self.forgotten.values())
+            self.dropped += 1
 
     def population(self) -> dict[str, Population]:
         """Alive and seen per type, for every type seen in this scene."""
-        f = self.forgotten
-        return {
-            t: Population(len(self.alive.get(t, ())), len(self.seen.get(t, ())) + f.get(t, 0))
-            for t in sorted(self.seen.keys() | f.keys())
-        }
+        return {t: Population(len(self.alive.get(t, ())), n) for t, n in sorted(self.seen.items())}
 
     def members(self, parent: str, k: int = 8) -> list[tuple[float | None, EntityState]]:
         """Up to ``k`` members of a parent, nearest to it first when positions are known, then by id."""

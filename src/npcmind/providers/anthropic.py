@@ -6,6 +6,7 @@ from typing import Any
 
 import msgspec
 
+from npcmind.config import MAX_CONCURRENT_CALLS
 from npcmind.decide.prompt import AnswerMode
 from npcmind.providers import answer
 from npcmind.providers.base import ProviderAnswer, ProviderCall, ProviderError, listing_problem
@@ -38,12 +39,18 @@ class AnthropicProvider:
     # Anthropic publishes no tokenizer; cl100k counts within a few percent for English game text.
     encoding = "cl100k_base"
 
-    def __init__(self, api_key: str | None, base_url: str = ANTHROPIC_URL, model: str | None = None) -> None:
+    def __init__(
+        self,
+        api_key: str | None,
+        base_url: str = ANTHROPIC_URL,
+        model: str | None = None,
+        calls: int = MAX_CONCURRENT_CALLS,
+    ) -> None:
         self.api_key = api_key
         self.base_url = base_url.rstrip("/")
         self.model: str | None = model or DEFAULT_MODEL
         self.cache_minimum: int | None = cache_minimum(self.model)
-        self._http = JsonClient()
+        self._http = JsonClient(calls)
 
     @property
     def ready(self) -> bool:

@@ -8,6 +8,7 @@ from typing import Any
 import aiohttp
 import msgspec
 
+from npcmind.config import MAX_CONCURRENT_CALLS
 from npcmind.providers.base import ProviderError
 from npcmind.providers.params import error_text, is_html
 
@@ -31,10 +32,13 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
 
 
 class JsonClient:
-    """Keeps connections to one provider open across calls (a new TLS handshake per decision is slow)."""
+    """Keeps connections to one provider open across calls (a new TLS handshake per decision is slow).
 
-    def __init__(self, limit: int = 64) -> None:
-        self._limit = limit
+    Its pool holds a connection for each of the ``calls`` the service makes at once, and one for the start-up
+    check: a smaller pool would make calls past it wait for a connection, unseen, against their deadline."""
+
+    def __init__(self, calls: int = MAX_CONCURRENT_CALLS) -> None:
+        self._limit = calls + 1
         self._session: aiohttp.ClientSession | None = None
 
     def _get(self) -> aiohttp.ClientSession:

@@ -6,6 +6,7 @@ import logging
 import math
 from typing import Any
 
+from npcmind.config import MAX_CONCURRENT_CALLS
 from npcmind.decide.prompt import AnswerMode
 from npcmind.providers import answer
 from npcmind.providers.base import ProviderAnswer, ProviderCall, ProviderError, listing_problem
@@ -60,6 +61,7 @@ class OpenAIProvider:
         model: str | None = None,
         mode: AnswerMode | None = None,
         logprobs: bool = True,
+        calls: int = MAX_CONCURRENT_CALLS,
     ) -> None:
         self.api_key = api_key
         self.base_url = base_url.rstrip("/")
@@ -74,7 +76,7 @@ class OpenAIProvider:
         self._limits = (
             ("max_completion_tokens", "max_tokens") if self.hosted else ("max_tokens", "max_completion_tokens")
         )
-        self._http = JsonClient()
+        self._http = JsonClient(calls)
 
     @property
     def ready(self) -> bool:

@@ -48,6 +48,7 @@ class Script(msgspec.Struct, forbid_unknown_fields=True):
     # as llama-cpp-python's server answers json_schema: a 500 carrying a pydantic validation error
     response_formats: list[str] | None = None
     models: list[str] = []  # what GET /v1/models lists (none: the service checks no model name)
+    hold: bool = False  # calls wait, unanswered, until a script without hold is set: GET /_calls counts them
 
 
 KEEP_REQUESTS = 1000  # the newest request bodies that GET /_requests returns
@@ -85,6 +86,30 @@ class ScriptedModel:
         self._seen_prefixes: set[str] = set()
         self.received = 0
         self.models_asked = 0
+        self.in_flight = 0  # calls received and not yet answered
+        self.most_in_flight = 0
+        self._held: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None  # what held calls wait on
+
+    def apply(self, script: Script) -> None:
+        """Take a new script; the calls an old one held go on, unless this one holds them too (thread-safe: a
+        test sets the script from its own thread)."""
+        self.script = script
+        held = self._held
+        if held is not None and not script.hold:
+            self._held = None
+            held[0].call_soon_threadsafe(held[1].set)
+
+    async def hold(self) -> None:
+        """While the script says so, wait until a script that does not hold is set."""
+        if not self.script.hold:
+            return
+        if self._held is None:
+            self._held = (asyncio.get_running_loop(), asyncio.Event())
+        await self._held[1].wait()
+
+    def calls(self) -> dict[str, int]:
+        """How many calls came, and how many were in flight at once: a client's own pool can cap them unseen."""
+        return {"received": self.received, "in_flight": self.in_flight, "most_in_flight": self.most_in_flight}
 
     def answer(self, numbered: bool, user: str) -> tuple[list[tuple[str, float]], dict[str, Any]]:
         """The answer as (token, logprob) pieces, and the same answer as an object."""
@@ -148,9 +173,15 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
     async def _common(body: dict[str, Any]) -> Response[bytes] | None:
         m.requests.append(body)
         m.received += 1
+        m.in_flight += 1
+        m.most_in_flight = max(m.most_in_flight, m.in_flight)
+        try:
+            await m.hold()
+            if m.script.delay_ms:
+                await asyncio.sleep(m.script.delay_ms / 1000)
+        finally:
+            m.in_flight -= 1
         s = m.script
-        if s.delay_ms:
-            await asyncio.sleep(s.delay_ms / 1000)
         failed = _status_error(s)
         if failed is not None:
             return failed
@@ -260,7 +291,7 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
     @put("/_script")
     async def set_script(request: Request[Any, Any, Any]) -> Response[bytes]:
         try:  # the service's own reader: a mistyped field is named by path, with the fields there are
-            m.script = parse(await request.body(), Script)
+            m.apply(parse(await request.body(), Script))
         except ApiError as e:
             return Response(content=e.body(), status_code=e.status, media_type="application/json")
         return _json(msgspec.to_builtins(m.script))
@@ -273,12 +304,17 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
     async def get_requests() -> Response[bytes]:
         return _json(list(m.requests))
 
+    @get("/_calls")
+    async def get_calls() -> Response[bytes]:
+        return _json(m.calls())
+
     @delete("/_requests", status_code=200)
     async def clear_requests() -> Response[bytes]:
         m.requests.clear()
         return _json({"cleared": True})
 
-    return Litestar([chat, messages, models, set_script, get_script, get_requests, clear_requests], openapi_config=None)
+    routes = [chat, messages, models, set_script, get_script, get_requests, get_calls, clear_requests]
+    return Litestar(routes, openapi_config=None)
 
 
 class ScriptedServer(BackgroundServer):
@@ -299,7 +335,7 @@ class ScriptedServer(BackgroundServer):
 
     def set(self, **script: Any) -> None:
         """Set the behaviour (the same fields as PUT /_script)."""
-        self.model.script = msgspec.convert(script, Script)
+        self.model.apply(msgspec.convert(script, Script))
 
     @property
     def requests(self) -> list[dict[str, Any]]:

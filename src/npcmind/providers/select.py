@@ -37,12 +37,14 @@ def make_provider(settings: Settings, env: Mapping[str, str] | None = None) -> P
             model=settings.model,
             mode=mode,  # type: ignore[arg-type]
             logprobs=settings.logprobs,
+            calls=settings.max_concurrent_calls,
         )
     if kind == "anthropic":
         return AnthropicProvider(
             api_key=env.get(settings.api_key_env or "ANTHROPIC_API_KEY") or None,
             base_url=settings.base_url or ANTHROPIC_URL,
             model=settings.model,
+            calls=settings.max_concurrent_calls,
         )
     return NoProvider()
 
