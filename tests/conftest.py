@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import logging
 import subprocess
 import sys
@@ -126,6 +127,11 @@ class Hosted:
         )
         assert r.status_code == 200, r.text
         return dict(r.json())
+
+    @functools.cached_property
+    def token(self) -> str:
+        """A session token of game-1, opened once: a client holds at most 16 sessions."""
+        return str(self.open()["session_token"])
 
     @staticmethod
     def auth(session: dict[str, Any]) -> dict[str, str]:
