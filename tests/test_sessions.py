@@ -277,6 +277,31 @@ def test_sessions_beyond_those_held_in_memory_still_answer_from_the_store(
     assert r.status_code == 401  # ended is ended, held in memory or not
 
 
+def test_sessions_let_go_past_the_limit_are_counted_not_a_line_each(
+    start_service: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past NPCMIND_MAX_SESSIONS every request of a new session let one go, and each was a line (30,001 lines):
+    now one line at most every 10 s, counting the rest. The line's clock is the test's, so no wait is needed."""
+    monkeypatch.setenv("NPCMIND_MAX_SESSIONS", "2")
+    running = start_service(provider="none")
+    now = [1000.0]
+    running.service.hub.let_go.clock = lambda: now[0]
+    with logged("npcmind.context") as said:
+        for i in range(41):
+            if i in (30, 40):
+                now[0] += 10  # the next line is due
+            r = running.http.post("/v1/telemetry", json={"client_id": f"c{i}", "epoch": 1})
+            assert r.status_code == 200, r.text
+    lines = [m for m in said if "let go of its soft state" in m]
+    assert lines == [  # 39 let go: c0 said, 27 counted; c28 said, 9 counted; c38 said
+        "session local:c0 let go of its soft state: more than 2 sessions in use",
+        "session local:c28 let go of its soft state: more than 2 sessions in use "
+        "(27 more sessions let go since the last line)",
+        "session local:c38 let go of its soft state: more than 2 sessions in use "
+        "(9 more sessions let go since the last line)",
+    ]
+
+
 @pytest.mark.parametrize(
     ("host", "warned"),
     [("0.0.0.0", True), ("192.168.1.20", True), ("127.0.0.1", False), ("::1", False), ("localhost", False)],
