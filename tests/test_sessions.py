@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from conftest import FOREST, Hosted, bee, cli, decide_body, logged, write_clients
-from npcmind.http.openapi import ROUTES
+from npcmind.http.app import ROUTES
 from npcmind.sessions.tokens import TokenClaims, TokenError, TokenSigner
 
 

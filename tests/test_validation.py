@@ -11,10 +11,11 @@ from typing import Annotated, Any
 
 import msgspec
 import pytest
+from litestar.routes import HTTPRoute
 from msgspec import Meta
 
 from conftest import BOSS_OBS, Running, bee, decide_body, queen
-from npcmind.http.openapi import openapi_document
+from npcmind.http.app import document
 
 JSON_CT = {"content-type": "application/json"}
 
@@ -383,7 +384,7 @@ def test_a_pattern_is_told_in_its_own_words_or_as_the_pattern_never_as_a_wrong_k
 
 def test_every_field_of_every_route_is_described_in_the_openapi_document() -> None:
     """A client generated in the game's language carries these descriptions as its documentation."""
-    doc = msgspec.json.decode(openapi_document())
+    doc = msgspec.json.decode(document())
     undescribed = [
         f"{name}.{prop}"
         for name, component in doc["components"]["schemas"].items()
@@ -392,6 +393,34 @@ def test_every_field_of_every_route_is_described_in_the_openapi_document() -> No
     ]
     assert undescribed == []
     assert len(doc["components"]["schemas"]) >= 30  # the routes' types are all in it, not a few
+
+
+def test_every_route_method_and_parameter_of_the_app_is_in_its_openapi_document(svc: Running) -> None:
+    """Walk what the running app routes (Litestar's routes, the query parameters each handler reads) against
+    GET /openapi.json: the document kept by hand lacked /v1/prompt's client_id; OPTIONS lacked DELETE and HEAD."""
+    doc = svc.http.get("/openapi.json").json()["paths"]
+    missing, allow = [], {}
+    for route in svc.server.app.routes:
+        assert isinstance(route, HTTPRoute)
+        concrete = route.path_format.replace("{npcId}", "mara")
+        allow[route.path_format] = svc.http.options(concrete).headers.get("allow", "")
+        for method, (_, kwargs) in route.route_handler_map.items():
+            if method == "OPTIONS":
+                continue
+            op = doc.get(route.path_format, {}).get(method.lower())
+            if op is None:
+                missing.append(f"{method} {route.path_format}")
+                continue
+            documented = {(p["in"], p["name"]) for p in op.get("parameters", [])}
+            read = {("query", q.field_alias) for q in kwargs.expected_query_params}
+            read |= {("path", name) for name in route.path_parameters}
+            missing += [f"{method} {route.path_format} {where} {name}" for where, name in sorted(read - documented)]
+        methods = {m.strip() for m in allow[route.path_format].split(",")}
+        assert methods == set(route.methods), (route.path_format, allow[route.path_format])
+    assert missing == []
+    assert {(p["in"], p["name"]) for p in doc["/v1/prompt"]["get"]["parameters"]} == {("query", "client_id")}
+    assert allow["/v1/session"] == "DELETE, OPTIONS, POST" and allow["/v1/health"] == "GET, HEAD, OPTIONS"
+    assert set(doc) == set(allow)  # no path documented that the app does not route
 
 
 def test_a_bug_gives_a_json_500_and_its_traceback_once_not_once_a_request(

@@ -23,6 +23,7 @@ class BackgroundServer:
         config = uvicorn.Config(app, host=host, port=port, log_level="error", lifespan=lifespan, access_log=False)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self.app = app
         self.host = host
         self.port = port
 
