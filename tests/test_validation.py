@@ -234,6 +234,46 @@ def test_not_json_is_415(svc: Running) -> None:
     assert r.status_code == 415 and "application/json" in r.json()["error"]["message"]
 
 
+BODY_ROUTES = ["/v1/decide", "/v1/telemetry", "/v1/context", "/v1/report", "/v1/session", "/npcs/mara/process"]
+
+
+@pytest.mark.parametrize(
+    "ctype",
+    [
+        "text/plain;charset=json",  # a page on any site sends it without asking: it passed for JSON
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+        "application/jsonx",
+        "application/json-seq",
+        "text/json",
+        "application/json, text/plain",
+        None,  # none at all, with a body
+    ],
+)
+def test_a_body_not_sent_as_json_is_415_naming_what_came_and_what_to_send(
+    svc: Running, scripted: Any, ctype: str | None
+) -> None:
+    headers = {"content-type": ctype} if ctype is not None else {}
+    for path in BODY_ROUTES:
+        r = svc.http.post(path, content=json.dumps(decide_body()).encode(), headers=headers)
+        assert r.status_code == 415 and r.json()["error"]["code"] == "unsupported_media_type", (path, r.text)
+        said = r.json()["error"]["message"]
+        assert "send content-type: application/json" in said, said
+        assert (repr(ctype) if ctype else "content-type is missing") in said, said
+    assert scripted.requests == []  # nothing was decided, nothing spent
+
+
+@pytest.mark.parametrize(
+    "ctype", ["application/json", "application/json; charset=utf-8", "Application/JSON", "application/vnd.foo+json"]
+)
+def test_json_and_its_named_kinds_are_read(svc: Running, ctype: str) -> None:
+    r = svc.http.post("/v1/decide", content=json.dumps(decide_body()).encode(), headers={"content-type": ctype})
+    assert r.status_code == 200 and r.json()["decisions"][0]["source"] == "AI", r.text
+    r = svc.http.post("/v1/telemetry", content=b'{"client_id": "game-1", "epoch": 1}', headers={"content-type": ctype})
+    assert r.status_code == 200, r.text
+
+
 @pytest.mark.parametrize(
     ("headers", "encode", "says"),
     [

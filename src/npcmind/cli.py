@@ -273,7 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Tuning (environment): NPCMIND_DEADLINE_MS, NPCMIND_ADMISSION_WAIT_MS, NPCMIND_MAX_CONCURRENT_CALLS, "
         "NPCMIND_MAX_OUTPUT_TOKENS, NPCMIND_CACHE_ENTRIES, NPCMIND_MAX_BODY_BYTES, NPCMIND_MAX_SESSION_ENTITIES, "
         "NPCMIND_MAX_SESSIONS, NPCMIND_MAX_ENTITIES, NPCMIND_LOGPROBS, NPCMIND_ANSWER_FORMAT, NPCMIND_CORS_ORIGINS, "
-        "NPCMIND_ACTIVITY_S, NPCMIND_RETENTION_H; "
+        "NPCMIND_ALLOWED_HOSTS, NPCMIND_ACTIVITY_S, NPCMIND_RETENTION_H; "
         "see the README's Configuration.",
     )
     s.add_argument("--manifest", metavar="FILE", help="the game's manifest (YAML, JSON or TOML); local profile")

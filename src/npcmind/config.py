@@ -80,6 +80,22 @@ def _env_origins(name: str) -> list[str]:
     return out
 
 
+def _env_hosts(name: str) -> list[str]:
+    """Host names or addresses (a port is ignored), or ``*``; a URL stops the start, since a Host has no scheme."""
+    out: list[str] = []
+    for raw in os.environ.get(name, "").split(","):
+        host = raw.strip()
+        if not host:
+            continue
+        if "/" in host or any(c.isspace() for c in host):
+            raise SystemExit(
+                f"{name}: {host!r} is not a host name; write the name or address the service is reached by, "
+                "without scheme or path, for example mybox.lan or 192.168.1.20, or * for any"
+            )
+        out.append(host)
+    return out
+
+
 @dataclass(slots=True)
 class Settings:
     """Everything the service can be told; defaults are the documented ones."""
@@ -111,5 +127,6 @@ class Settings:
         default_factory=lambda: _env_choice("NPCMIND_ANSWER_FORMAT", "auto", ("auto", "numbered", "enum"))
     )
     cors_origins: list[str] = field(default_factory=lambda: _env_origins("NPCMIND_CORS_ORIGINS"))
+    allowed_hosts: list[str] = field(default_factory=lambda: _env_hosts("NPCMIND_ALLOWED_HOSTS"))
     activity_s: int = field(default_factory=lambda: _env_int("NPCMIND_ACTIVITY_S", 10, least=0))
     retention_h: float = field(default_factory=lambda: _env_float("NPCMIND_RETENTION_H", 24.0))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import re
 import zlib
 from collections.abc import Callable
 from functools import lru_cache, partial
@@ -27,6 +28,7 @@ from npcmind.decide.pipeline import SessionContext
 from npcmind.decide.validate import partial_problems
 from npcmind.failures import FailureLog
 from npcmind.http.browsers import browser_origins
+from npcmind.http.hosts import host_check
 from npcmind.http.openapi import openapi_document
 from npcmind.http.routes import RouteTable
 from npcmind.protocol.a2g import (
@@ -59,6 +61,7 @@ from npcmind.storage import StoreError
 
 log = logging.getLogger("npcmind.http")
 JSON = "application/json"
+JSON_MEDIA = re.compile(r"application/(json|[a-z0-9][a-z0-9!#$&^_.+-]*\+json)")  # RFC 6838's names, lowercased
 # GET /: a page for a person that shows what the model saw; it holds no data, so it needs no token
 PAGE = (resources.files("npcmind.http") / "page.html").read_bytes()
 PAGE_HEADERS = {"content-security-policy": "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'"}
@@ -96,11 +99,25 @@ def _gunzip(body: bytes, limit: int, path: str) -> bytes:
     return out
 
 
+def require_json(request: Request[Any, Any, Any]) -> str:
+    """The content-type of a JSON body, or a 415 naming the one to send. Only `application/json` and
+    `application/<name>+json` are JSON: a page on any site may send `text/plain` (even `text/plain;charset=json`,
+    which looked like JSON to a substring test) without the browser asking the service first."""
+    ctype = request.headers.get("content-type")
+    if ctype is None:
+        raise ApiError(415, "unsupported_media_type", "content-type is missing: send content-type: application/json")
+    if not JSON_MEDIA.fullmatch(ctype.partition(";")[0].strip().lower()):
+        raise ApiError(
+            415,
+            "unsupported_media_type",
+            f"content-type is {ctype!r}: send content-type: application/json (or application/<name>+json)",
+        )
+    return ctype
+
+
 async def read_json(request: Request[Any, Any, Any], typ: type[Any]) -> Any:
     """The body decoded into ``typ``: 415 for non-JSON, 400 for broken JSON, 422 listing every problem."""
-    ctype = request.headers.get("content-type", "")
-    if "json" not in ctype:
-        raise ApiError(415, "unsupported_media_type", f"content-type must be application/json, not {ctype!r}")
+    ctype = require_json(request)
     body = await body_of(request)
     try:
         return parse(body, typ)
@@ -367,9 +384,7 @@ async def npc_process(request: Request[Any, Any, Any]) -> Response[bytes]:
     npc_id = str(request.path_params["npcId"])
     service = _service(request)
     await service.guard.authenticate(_auth(request))
-    ctype = request.headers.get("content-type", "")
-    if "json" not in ctype:
-        raise ApiError(415, "unsupported_media_type", f"content-type must be application/json, not {ctype!r}")
+    require_json(request)
     return json_response(service.npc.process(npc_id, await body_of(request)))
 
 
@@ -477,8 +492,10 @@ def document() -> bytes:
 
 def create_app(service: Service) -> Litestar:
     """Build the ASGI app around a service."""
+    settings = service.settings
     return Litestar(
         route_handlers=API.handlers(),
+        before_request=host_check(settings.profile, settings.host, settings.allowed_hosts),
         state=State({"service": service}),
         exception_handlers={Exception: error_handler(service.settings.max_body_bytes)},
         cors_config=browser_origins(service.settings.cors_origins),

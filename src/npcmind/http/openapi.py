@@ -23,7 +23,8 @@ _ERROR_TEXT = {
     404: "Unknown id or route",
     409: "Stale or conflicting state",
     413: "Body over the limit",
-    415: "Not JSON",
+    415: "Not JSON: content-type must be application/json or application/<name>+json",
+    421: "A Host that does not name this machine (local profile; NPCMIND_ALLOWED_HOSTS)",
     422: "Well-formed but invalid: every problem by path",
     429: "Over the client's request rate",
 }
@@ -85,7 +86,7 @@ def _operation(r: Route, by_type: dict[Any, Any]) -> dict[str, Any]:
     else:
         ok["content"] = {r.media: {"schema": {"type": "string"} if r.media != "application/json" else {}}}
     responses: dict[str, Any] = {"200": ok}
-    for status in r.errors:
+    for status in (*r.errors, 421):  # any route, when the Host is checked
         responses[str(status)] = {
             "description": _ERROR_TEXT.get(status, "Error"),
             "content": {"application/json": {"schema": _ref("ErrorResponse")}},
