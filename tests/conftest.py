@@ -96,7 +96,8 @@ def start_service(tmp_path: Path) -> Iterator[Callable[..., Running]]:
             manifest=str(manifest) if manifest else None, store=store or f"sqlite:///{tmp_path}/npcmind.db", **settings
         )
         service = Service(s)
-        server = BackgroundServer(create_app(service)).start()
+        limits = {"read_timeout_s": s.read_timeout_s, "max_connections": s.max_connections}
+        server = BackgroundServer(create_app(service), **limits).start()
         r = Running(server, service)
         started.append(r)
         return r

@@ -6,6 +6,9 @@ import math
 import os
 from dataclasses import dataclass, field
 
+READ_TIMEOUT_S = 5.0  # a request's head and body must arrive within it
+MAX_CONNECTIONS = 1000  # open at once; the process's open-file limit (ulimit -n) must be above it
+
 
 def http_url(url: str, what: str, example: str) -> str:
     """A base URL without its trailing slash, or a ValueError that shows the form: without a scheme, the
@@ -128,5 +131,9 @@ class Settings:
     )
     cors_origins: list[str] = field(default_factory=lambda: _env_origins("NPCMIND_CORS_ORIGINS"))
     allowed_hosts: list[str] = field(default_factory=lambda: _env_hosts("NPCMIND_ALLOWED_HOSTS"))
+    read_timeout_s: float = field(
+        default_factory=lambda: _env_float("NPCMIND_READ_TIMEOUT_S", READ_TIMEOUT_S, least=0.001)
+    )
+    max_connections: int = field(default_factory=lambda: _env_int("NPCMIND_MAX_CONNECTIONS", MAX_CONNECTIONS))
     activity_s: int = field(default_factory=lambda: _env_int("NPCMIND_ACTIVITY_S", 10, least=0))
     retention_h: float = field(default_factory=lambda: _env_float("NPCMIND_RETENTION_H", 24.0))
