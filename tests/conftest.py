@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import logging
 import os
 import subprocess
@@ -111,7 +112,8 @@ def start_service(tmp_path: Path) -> Iterator[Callable[..., Running]]:
             manifest=str(manifest) if manifest else None, store=store or f"sqlite:///{tmp_path}/npcmind.db", **settings
         )
         service = Service(s)
-        server = BackgroundServer(create_app(service)).start()
+        limits = {"read_timeout_s": s.read_timeout_s, "max_connections": s.max_connections}
+        server = BackgroundServer(create_app(service), **limits).start()
         r = Running(server, service)
         started.append(r)
         return r
@@ -142,6 +144,11 @@ class Hosted:
         )
         assert r.status_code == 200, r.text
         return dict(r.json())
+
+    @functools.cached_property
+    def token(self) -> str:
+        """A session token of game-1, opened once: a client holds at most 16 sessions."""
+        return str(self.open()["session_token"])
 
     @staticmethod
     def auth(session: dict[str, Any]) -> dict[str, str]:

@@ -93,6 +93,82 @@ def test_a_value_that_is_no_origin_stops_the_start_naming_it(monkeypatch: pytest
         Settings()
 
 
+# --- pages of other sites: DNS rebinding (Host) and bodies sent without asking (content-type) ---------------
+
+
+@pytest.mark.parametrize("host", ["attacker.example", "attacker.example:8080", "127.0.0.1.nip.io", "0.0.0.0:8080"])
+def test_the_local_profile_refuses_a_host_that_is_not_this_machine(svc: Running, scripted: Any, host: str) -> None:
+    """DNS rebinding: a site points its name at 127.0.0.1 and its page reads the service as its own origin. The
+    requests still say `Host: <that site>`; answered, the page read GET /v1/prompt and spent the provider key."""
+    assert svc.decide(decide_body(bee("a"))).status_code == 200
+    asked = len(scripted.requests)
+    for r in [
+        svc.http.get("/v1/prompt", params={"client_id": "game-1"}, headers={"host": host}),
+        svc.http.post("/v1/decide", json=decide_body(bee("b")), headers={"host": host}),
+        svc.http.get("/", headers={"host": host}),
+    ]:
+        assert r.status_code == 421 and r.json()["error"]["code"] == "host_not_allowed", r.text
+        said = r.json()["error"]["message"]
+        assert repr(host) in said and f"NPCMIND_ALLOWED_HOSTS={host.split(':')[0]}" in said, said
+    assert len(scripted.requests) == asked
+
+
+@pytest.mark.parametrize("host", ["localhost", "LOCALHOST:8080", "localhost.:8080", "[::1]:8080", "127.0.0.2", None])
+def test_the_local_profile_answers_this_machine_by_its_loopback_names(svc: Running, host: str | None) -> None:
+    headers = {"host": host} if host else {}  # None: the client's own, 127.0.0.1:port
+    r = svc.http.get("/v1/prompt", params={"client_id": "game-1"}, headers=headers)
+    assert r.status_code == 404 and "no decide request yet" in r.text  # answered: nothing decided yet
+
+
+@pytest.mark.parametrize(
+    ("bound", "allowed", "answered"),
+    [
+        ("192.168.1.20", [], {"192.168.1.20:8080": 200, "localhost": 200, "mybox.lan": 421}),  # --host names it
+        ("0.0.0.0", [], {"192.168.1.20:8080": 421, "0.0.0.0": 421, "[::1]:8080": 200}),  # every interface
+        ("0.0.0.0", ["mybox.lan", "192.168.1.20"], {"mybox.lan:8080": 200, "192.168.1.20": 200, "other.lan": 421}),
+        ("127.0.0.1", ["*"], {"attacker.example": 200}),
+    ],
+)
+def test_the_bound_address_and_the_setting_add_names(
+    start_service: Any, bound: str, allowed: list[str], answered: dict[str, int]
+) -> None:
+    running = start_service(provider="none", host=bound, allowed_hosts=allowed)
+    assert {h: running.http.get("/v1/health", headers={"host": h}).status_code for h in answered} == answered
+
+
+def test_the_hosted_profile_checks_the_host_only_when_told_to(start_service: Any, tmp_path: Path) -> None:
+    """Its tokens keep other sites' pages out; a deployment behind a name can still list the names it serves."""
+    path, _ = write_clients(tmp_path)
+    hosted = start_service(manifest=None, profile="hosted", clients=str(path), provider="none")
+    assert hosted.http.get("/v1/health", headers={"host": "api.mygame.example"}).status_code == 200
+    told = start_service(
+        manifest=None,
+        profile="hosted",
+        clients=str(path),
+        provider="none",
+        store=f"sqlite:///{tmp_path}/told.db",  # a store a process
+        allowed_hosts=["api.mygame.example"],
+    )
+    assert told.http.get("/v1/health", headers={"host": "api.mygame.example"}).status_code == 200
+    assert told.http.get("/v1/health", headers={"host": "attacker.example"}).status_code == 421
+
+
+@pytest.mark.parametrize(
+    ("value", "hosts"),
+    [("", []), (" mybox.lan , 192.168.1.20:8080", ["mybox.lan", "192.168.1.20:8080"]), ("*", ["*"])],
+)
+def test_the_hosts_setting(monkeypatch: pytest.MonkeyPatch, value: str, hosts: list[str]) -> None:
+    monkeypatch.setenv("NPCMIND_ALLOWED_HOSTS", value)
+    assert Settings().allowed_hosts == hosts
+
+
+@pytest.mark.parametrize("value", ["http://mybox.lan", "mybox.lan/x", "my box"])
+def test_a_value_that_is_no_host_stops_the_start_naming_it(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("NPCMIND_ALLOWED_HOSTS", value)
+    with pytest.raises(SystemExit, match=f"NPCMIND_ALLOWED_HOSTS: '{value}' is not a host name.*mybox.lan"):
+        Settings()
+
+
 # --- a real browser --------------------------------------------------------------------------------------
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -174,6 +250,31 @@ def test_the_browser_example_decides_from_an_allowed_origin_only(
         assert any(f"NPCMIND_CORS_ORIGINS=http://localhost:{port},http://127.0.0.1:{port} " in m for m in said), said
     finally:
         pages.shutdown()
+
+
+@needs_browser
+def test_a_page_of_any_site_cannot_spend_the_provider_key(
+    svc: Running, scripted: Any, page_server: int, tmp_path: Path
+) -> None:
+    """A page of another origin (none is allowed) posts a decide body as `text/plain;charset=json`: the browser
+    sends such a body without asking the service first, and it was taken for JSON and decided."""
+    script = f"""
+      const sent = [];
+      for (const type of ["text/plain;charset=json", "application/x-www-form-urlencoded"]) {{
+        try {{
+          await fetch("{svc.server.url}/v1/decide", {{method: "POST", mode: "no-cors", headers: {{"content-type":
+            type}}, body: JSON.stringify({json.dumps(decide_body(bee("b")))})}});
+          sent.push(type);
+        }} catch (e) {{ sent.push("failed: " + e); }}
+      }}
+      return sent;
+    """
+    body = run_page(tmp_path, f"{PAGE.format(port=page_server)}/index.html", script)
+    assert body == 'DONE ["text/plain;charset=json","application/x-www-form-urlencoded"]', body  # sent, unasked
+    assert scripted.requests == []  # and refused: no model was asked
+    metrics = svc.http.get("/metrics").text.splitlines()
+    decided = [float(m.rsplit(" ", 1)[1]) for m in metrics if m.startswith("npcmind_decisions_total{")]
+    assert decided and not any(decided)  # no decision of any kind
 
 
 @needs_browser

@@ -19,9 +19,9 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from conftest import BEE_OBS, Running, bee, decide_body
-from npcmind.http.openapi import openapi_document
+from npcmind.http.app import document
 
-schema = schemathesis.openapi.from_dict(msgspec.json.decode(openapi_document()))
+schema = schemathesis.openapi.from_dict(msgspec.json.decode(document()))
 
 
 @schema.parametrize()

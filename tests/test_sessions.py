@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import string
 import time
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from conftest import FOREST, Hosted, bee, cli, decide_body, logged, write_clients
-from npcmind.http.openapi import ROUTES
-from npcmind.sessions.tokens import TokenClaims
+from npcmind.http.app import ROUTES
+from npcmind.sessions.tokens import TokenClaims, TokenError, TokenSigner
 
 
 def test_a_session_token_decides(hosted: Hosted) -> None:
@@ -78,6 +82,63 @@ def test_tampered_token_is_401(hosted: Hosted) -> None:
     assert r.status_code == 401 and "signature" in r.json()["error"]["message"]
     flipped = s["session_token"][:-2] + ("A" if s["session_token"][-2] != "A" else "B") + s["session_token"][-1]
     assert hosted.http.get("/v1/manifest", headers={"authorization": f"Bearer {flipped}"}).status_code == 401
+
+
+PRINTABLE = "".join(map(chr, range(0x20, 0x7F)))
+
+
+def test_no_other_spelling_of_a_token_verifies() -> None:
+    """Every character of a token, changed to every other printable one: the lenient decoder took another last
+    character of each part, `+/` for `-_` and stray characters as the same bytes, so some still verified."""
+    signer = TokenSigner(b"k" * 32)
+    token = signer.sign(TokenClaims("s_" + "ab" * 12, "game-1", 2_000_000_000))
+    assert signer.verify(token, 0).cid == "game-1"
+    accepted = []
+    for i, was in enumerate(token):
+        for c in PRINTABLE.replace(was, ""):
+            changed = token[:i] + c + token[i + 1 :]
+            with contextlib.suppress(TokenError):
+                signer.verify(changed, 0)
+                accepted.append(changed)
+    head, body, mac = token.split(".")
+    for padded in (token + "=", token + "==", f"{head}.{body}==.{mac}"):
+        with pytest.raises(TokenError):
+            signer.verify(padded, 0)
+    assert accepted == []
+
+
+@given(at=st.integers(min_value=0), c=st.sampled_from(PRINTABLE))
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_token_with_any_character_changed_is_401(hosted: Hosted, at: int, c: str) -> None:
+    token = hosted.token
+    i = at % len(token)
+    assume(token[i] != c)
+    changed = token[:i] + c + token[i + 1 :]
+    r = hosted.http.get("/v1/manifest", headers={"authorization": f"Bearer {changed}"})
+    assert r.status_code == 401, (changed, r.text)
+
+
+def test_a_token_spelt_otherwise_is_401(hosted: Hosted) -> None:
+    """The spellings the lenient decoder took: another last character, `+/` for `-_`, and padding."""
+    token = hosted.token
+    head, body, mac = token.split(".")
+    alphabet = string.ascii_letters + string.digits + "-_"
+    others = [f"{head}.{body}.{mac[:-1]}{c}" for c in alphabet if c != mac[-1]]
+    others += [f"{head}.{body[:-1]}{c}.{mac}" for c in alphabet if c != body[-1]]
+    others += [token + "==", f"{head}.{body}==.{mac}", token.replace("-", "+").replace("_", "/")]
+    others = [t for t in others if t != token]
+    status = {t: hosted.http.get("/v1/manifest", headers={"authorization": f"Bearer {t}"}).status_code for t in others}
+    assert hosted.http.get("/v1/manifest", headers={"authorization": f"Bearer {token}"}).status_code == 200
+    assert {t: s for t, s in status.items() if s != 401} == {}
+
+
+def test_a_client_key_spelt_otherwise_opens_no_session(hosted: Hosted) -> None:
+    """Keys are compared whole (by their SHA-256), not decoded: no other spelling of one is taken."""
+    key = hosted.keys["game-1"]
+    others = [key[:-1] + c for c in "AQgw" if c != key[-1]] + [key + "=", key.replace("-", "+").replace("_", "/")]
+    for other in [o for o in others if o != key]:
+        r = hosted.http.post("/v1/session", json={"client_id": "game-1"}, headers={"authorization": f"Bearer {other}"})
+        assert r.status_code == 401, other
 
 
 def test_expired_token_is_401(hosted: Hosted) -> None:
@@ -214,6 +275,31 @@ def test_sessions_beyond_those_held_in_memory_still_answer_from_the_store(
         assert r.status_code == 200 and r.json()["decisions"][0]["code"] == "unavailable"
     r = h.http.post("/v1/decide", json=decide_body(bee("a")), headers=h.auth(ended))
     assert r.status_code == 401  # ended is ended, held in memory or not
+
+
+def test_sessions_let_go_past_the_limit_are_counted_not_a_line_each(
+    start_service: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past NPCMIND_MAX_SESSIONS every request of a new session let one go, and each was a line (30,001 lines):
+    now one line at most every 10 s, counting the rest. The line's clock is the test's, so no wait is needed."""
+    monkeypatch.setenv("NPCMIND_MAX_SESSIONS", "2")
+    running = start_service(provider="none")
+    now = [1000.0]
+    running.service.hub.let_go.clock = lambda: now[0]
+    with logged("npcmind.context") as said:
+        for i in range(41):
+            if i in (30, 40):
+                now[0] += 10  # the next line is due
+            r = running.http.post("/v1/telemetry", json={"client_id": f"c{i}", "epoch": 1})
+            assert r.status_code == 200, r.text
+    lines = [m for m in said if "let go of its soft state" in m]
+    assert lines == [  # 39 let go: c0 said, 27 counted; c28 said, 9 counted; c38 said
+        "session local:c0 let go of its soft state: more than 2 sessions in use",
+        "session local:c28 let go of its soft state: more than 2 sessions in use "
+        "(27 more sessions let go since the last line)",
+        "session local:c38 let go of its soft state: more than 2 sessions in use "
+        "(9 more sessions let go since the last line)",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import sqlite3
+import string
 from pathlib import Path
 from typing import Any
 
@@ -216,6 +217,26 @@ def test_decision_ids_of_a_batch_are_consecutive_bound_and_compatible() -> None:
     head = (7).to_bytes(6, "big") + b"\x01" * 6
     mac = hashlib.blake2b(b"s1\x00a\x00" + head, key=secret, digest_size=12).digest()
     assert ids.verify("d_" + base64.urlsafe_b64encode(head + mac).decode(), "s1", "a")
+
+
+def test_a_decision_id_with_any_character_changed_is_not_ours() -> None:
+    """The lenient decoder read `+/` as `-_` and skipped stray characters: an id spelt otherwise was accepted as
+    the decision it was issued for. The sequence number 2**48 - 1 spells `______`, so `/` for `_` is tried too."""
+    ids = DecisionIds(b"k" * 32)
+    issued = ids.issue_many(2**48 - 1, "s1", ["a"]) + ids.issue_many(5, "s1", ["a"])
+    assert issued[0].startswith("d________")
+    alphabet = set(string.ascii_letters + string.digits + "-_")
+    taken, read = [], []
+    for did in issued:
+        assert ids.verify(did, "s1", "a")
+        for i, was in enumerate(did):
+            for c in map(chr, range(0x20, 0x7F)):
+                changed = did[:i] + c + did[i + 1 :]
+                if c != was and ids.verify(changed, "s1", "a"):
+                    taken.append(changed)
+                if i >= 2 and c not in alphabet and DecisionIds.seq_of(changed) is not None:
+                    read.append(changed)
+    assert taken == [] and read == []
 
 
 @pytest.mark.parametrize(("make", "says"), [("text", "file is not a database"), ("under_a_file", "File exists")])

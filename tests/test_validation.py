@@ -13,10 +13,11 @@ from typing import Annotated, Any
 
 import msgspec
 import pytest
+from litestar.routes import HTTPRoute
 from msgspec import Meta
 
 from conftest import BOSS_OBS, Running, bee, decide_body, queen
-from npcmind.http.openapi import openapi_document
+from npcmind.http.app import document
 
 JSON_CT = {"content-type": "application/json"}
 # the one rule for every number a body holds: what a 64-bit float (JSON's number, every engine's) holds
@@ -238,6 +239,46 @@ def test_not_json_is_415(svc: Running) -> None:
     assert r.status_code == 415 and "application/json" in r.json()["error"]["message"]
 
 
+BODY_ROUTES = ["/v1/decide", "/v1/telemetry", "/v1/context", "/v1/report", "/v1/session", "/npcs/mara/process"]
+
+
+@pytest.mark.parametrize(
+    "ctype",
+    [
+        "text/plain;charset=json",  # a page on any site sends it without asking: it passed for JSON
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+        "application/jsonx",
+        "application/json-seq",
+        "text/json",
+        "application/json, text/plain",
+        None,  # none at all, with a body
+    ],
+)
+def test_a_body_not_sent_as_json_is_415_naming_what_came_and_what_to_send(
+    svc: Running, scripted: Any, ctype: str | None
+) -> None:
+    headers = {"content-type": ctype} if ctype is not None else {}
+    for path in BODY_ROUTES:
+        r = svc.http.post(path, content=json.dumps(decide_body()).encode(), headers=headers)
+        assert r.status_code == 415 and r.json()["error"]["code"] == "unsupported_media_type", (path, r.text)
+        said = r.json()["error"]["message"]
+        assert "send content-type: application/json" in said, said
+        assert (repr(ctype) if ctype else "content-type is missing") in said, said
+    assert scripted.requests == []  # nothing was decided, nothing spent
+
+
+@pytest.mark.parametrize(
+    "ctype", ["application/json", "application/json; charset=utf-8", "Application/JSON", "application/vnd.foo+json"]
+)
+def test_json_and_its_named_kinds_are_read(svc: Running, ctype: str) -> None:
+    r = svc.http.post("/v1/decide", content=json.dumps(decide_body()).encode(), headers={"content-type": ctype})
+    assert r.status_code == 200 and r.json()["decisions"][0]["source"] == "AI", r.text
+    r = svc.http.post("/v1/telemetry", content=b'{"client_id": "game-1", "epoch": 1}', headers={"content-type": ctype})
+    assert r.status_code == 200, r.text
+
+
 @pytest.mark.parametrize(
     ("headers", "encode", "says"),
     [
@@ -388,7 +429,7 @@ def test_a_pattern_is_told_in_its_own_words_or_as_the_pattern_never_as_a_wrong_k
 
 def test_every_field_of_every_route_is_described_in_the_openapi_document() -> None:
     """A client generated in the game's language carries these descriptions as its documentation."""
-    doc = msgspec.json.decode(openapi_document())
+    doc = msgspec.json.decode(document())
     undescribed = [
         f"{name}.{prop}"
         for name, component in doc["components"]["schemas"].items()
@@ -397,6 +438,34 @@ def test_every_field_of_every_route_is_described_in_the_openapi_document() -> No
     ]
     assert undescribed == []
     assert len(doc["components"]["schemas"]) >= 30  # the routes' types are all in it, not a few
+
+
+def test_every_route_method_and_parameter_of_the_app_is_in_its_openapi_document(svc: Running) -> None:
+    """Walk what the running app routes (Litestar's routes, the query parameters each handler reads) against
+    GET /openapi.json: the document kept by hand lacked /v1/prompt's client_id; OPTIONS lacked DELETE and HEAD."""
+    doc = svc.http.get("/openapi.json").json()["paths"]
+    missing, allow = [], {}
+    for route in svc.server.app.routes:
+        assert isinstance(route, HTTPRoute)
+        concrete = route.path_format.replace("{npcId}", "mara")
+        allow[route.path_format] = svc.http.options(concrete).headers.get("allow", "")
+        for method, (_, kwargs) in route.route_handler_map.items():
+            if method == "OPTIONS":
+                continue
+            op = doc.get(route.path_format, {}).get(method.lower())
+            if op is None:
+                missing.append(f"{method} {route.path_format}")
+                continue
+            documented = {(p["in"], p["name"]) for p in op.get("parameters", [])}
+            read = {("query", q.field_alias) for q in kwargs.expected_query_params}
+            read |= {("path", name) for name in route.path_parameters}
+            missing += [f"{method} {route.path_format} {where} {name}" for where, name in sorted(read - documented)]
+        methods = {m.strip() for m in allow[route.path_format].split(",")}
+        assert methods == set(route.methods), (route.path_format, allow[route.path_format])
+    assert missing == []
+    assert {(p["in"], p["name"]) for p in doc["/v1/prompt"]["get"]["parameters"]} == {("query", "client_id")}
+    assert allow["/v1/session"] == "DELETE, OPTIONS, POST" and allow["/v1/health"] == "GET, HEAD, OPTIONS"
+    assert set(doc) == set(allow)  # no path documented that the app does not route
 
 
 def test_a_bug_gives_a_json_500_and_its_traceback_once_not_once_a_request(

@@ -53,9 +53,9 @@ def _port(text: str) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
 
     from npcmind.http.app import create_app
+    from npcmind.http.server import uvicorn_config
     from npcmind.http.stop import SignalledServer
     from npcmind.providers.select import describe
     from npcmind.service import Service
@@ -115,14 +115,15 @@ def _serve(args: argparse.Namespace) -> int:
                     settings.port,
                 )
 
-    config = uvicorn.Config(
+    config = uvicorn_config(
         app,
-        host=settings.host,
-        port=settings.port,
+        settings.host,
+        settings.port,
+        read_timeout_s=settings.read_timeout_s,
+        max_connections=settings.max_connections,
         log_level="warning",
         access_log=False,
         loop="auto",
-        http="auto",
         lifespan="on",
     )
     server = _Server(config)
@@ -292,7 +293,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Tuning (environment): NPCMIND_DEADLINE_MS, NPCMIND_ADMISSION_WAIT_MS, NPCMIND_MAX_CONCURRENT_CALLS, "
         "NPCMIND_MAX_OUTPUT_TOKENS, NPCMIND_CACHE_ENTRIES, NPCMIND_MAX_BODY_BYTES, NPCMIND_MAX_SESSION_ENTITIES, "
         "NPCMIND_MAX_SESSIONS, NPCMIND_MAX_ENTITIES, NPCMIND_LOGPROBS, NPCMIND_ANSWER_FORMAT, NPCMIND_CORS_ORIGINS, "
-        "NPCMIND_ACTIVITY_S, NPCMIND_RETENTION_H; "
+        "NPCMIND_ALLOWED_HOSTS, NPCMIND_READ_TIMEOUT_S, NPCMIND_MAX_CONNECTIONS, NPCMIND_ACTIVITY_S, "
+        "NPCMIND_RETENTION_H; "
         "see the README's Configuration.",
     )
     s.add_argument("--manifest", metavar="FILE", help="the game's manifest (YAML, JSON or TOML); local profile")

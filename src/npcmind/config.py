@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 # Provider calls in flight at once, by default. A hosted provider answers in 0.3-3 s and takes hundreds of calls
 # at once, so 1,000 requests in flight need 1,000 calls: fewer slots say `busy` while the provider is idle.
 MAX_CONCURRENT_CALLS = 1024
+READ_TIMEOUT_S = 5.0  # a request's head and body must arrive within it
+MAX_CONNECTIONS = 1000  # open at once; the process's open-file limit (ulimit -n) must be above it
 
 
 def http_url(url: str, what: str, example: str) -> str:
@@ -84,6 +86,22 @@ def _env_origins(name: str) -> list[str]:
     return out
 
 
+def _env_hosts(name: str) -> list[str]:
+    """Host names or addresses (a port is ignored), or ``*``; a URL stops the start, since a Host has no scheme."""
+    out: list[str] = []
+    for raw in os.environ.get(name, "").split(","):
+        host = raw.strip()
+        if not host:
+            continue
+        if "/" in host or any(c.isspace() for c in host):
+            raise SystemExit(
+                f"{name}: {host!r} is not a host name; write the name or address the service is reached by, "
+                "without scheme or path, for example mybox.lan or 192.168.1.20, or * for any"
+            )
+        out.append(host)
+    return out
+
+
 @dataclass(slots=True)
 class Settings:
     """Everything the service can be told; defaults are the documented ones."""
@@ -118,5 +136,10 @@ class Settings:
         default_factory=lambda: _env_choice("NPCMIND_ANSWER_FORMAT", "auto", ("auto", "numbered", "enum"))
     )
     cors_origins: list[str] = field(default_factory=lambda: _env_origins("NPCMIND_CORS_ORIGINS"))
+    allowed_hosts: list[str] = field(default_factory=lambda: _env_hosts("NPCMIND_ALLOWED_HOSTS"))
+    read_timeout_s: float = field(
+        default_factory=lambda: _env_float("NPCMIND_READ_TIMEOUT_S", READ_TIMEOUT_S, least=0.001)
+    )
+    max_connections: int = field(default_factory=lambda: _env_int("NPCMIND_MAX_CONNECTIONS", MAX_CONNECTIONS))
     activity_s: int = field(default_factory=lambda: _env_int("NPCMIND_ACTIVITY_S", 10, least=0))
     retention_h: float = field(default_factory=lambda: _env_float("NPCMIND_RETENTION_H", 24.0))

@@ -31,6 +31,9 @@ log = logging.getLogger("npcmind")
 T = TypeVar("T")
 
 
+WILDCARDS = ("0.0.0.0", "::", "")  # the addresses that bind every interface
+
+
 def loopback(host: str) -> bool:
     """Whether only this machine can reach an address (the local profile asks no token)."""
     if host == "localhost":
@@ -109,8 +112,11 @@ class Service:
         if self.settings.profile == "local" and not loopback(self.settings.host):
             log.warning(
                 "listening on %s with the local profile, which asks no token: anyone who reaches this machine "
-                "can ask for decisions, billed to your provider key; for a service others use, --profile hosted",
+                "can ask for decisions, billed to your provider key; for a service others use, --profile hosted. "
+                "It answers requests whose Host is localhost, a loopback address%s or in NPCMIND_ALLOWED_HOSTS (%s)",
                 self.settings.host,
+                "" if self.settings.host in WILDCARDS else f", {self.settings.host}",
+                ",".join(self.settings.allowed_hosts) or "none set",
             )
         if self.settings.cors_origins:
             log.info("browser pages may call from: %s (NPCMIND_CORS_ORIGINS)", ", ".join(self.settings.cors_origins))

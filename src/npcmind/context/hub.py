@@ -21,6 +21,7 @@ from npcmind.decide.ids import DecisionIds
 from npcmind.decide.pipeline import SessionContext
 from npcmind.decide.prompt import EntityContext, quote
 from npcmind.decide.validate import check_position, unknown_type
+from npcmind.failures import EventLog
 from npcmind.manifest import Manifest
 from npcmind.manifest.load import check as check_manifest_refs
 from npcmind.manifest.load import fields_that_convert, untold
@@ -87,6 +88,7 @@ class ContextHub:
         self.max_sessions = max_sessions  # held in memory; the least recently used beyond it are let go
         self.max_held = max_held  # entities of all sessions held in memory together (about 10 KB each)
         self._states: dict[str, SessionState] = {}  # least recently used first
+        self.let_go = EventLog(log, "sessions let go")  # past max_sessions one a request: a line every 10 s
 
     async def state(self, session_id: str) -> SessionState:
         """The session's state; after a restart (or after it was let go), rebuilt from the store on first use."""
@@ -108,7 +110,8 @@ class ContextHub:
                 # its memory and scopes are in the store; only the scene, which telemetry rebuilds, is lost
                 gone = next(iter(self._states))
                 del self._states[gone]
-                log.info("session %s let go of its soft state: more than %d sessions in use", gone, self.max_sessions)
+                said = f"session {gone} let go of its soft state: more than {self.max_sessions} sessions in use"
+                self.let_go.happened(said)
         return st
 
     @staticmethod

@@ -40,18 +40,26 @@ class DecisionIds:
     @staticmethod
     def seq_of(decision_id: str) -> int | None:
         """The sequence number inside an id, or None when it is not one of ours at all."""
-        if not decision_id.startswith("d_") or len(decision_id) != _LEN:
-            return None
-        try:
-            raw = base64.urlsafe_b64decode(decision_id[2:])
-        except ValueError:
-            return None
-        return int.from_bytes(raw[:_SEQ], "big")
+        raw = _decoded(decision_id)
+        return None if raw is None else int.from_bytes(raw[:_SEQ], "big")
 
     def verify(self, decision_id: str, session_id: str, entity_id: str) -> bool:
         """Whether this id was issued by this service to this session for this entity."""
-        if self.seq_of(decision_id) is None:
+        raw = _decoded(decision_id)
+        if raw is None:
             return False
-        raw = base64.urlsafe_b64decode(decision_id[2:])
         head, mac = raw[: _SEQ + _RAND], raw[_SEQ + _RAND :]
         return hmac.compare_digest(mac, self._mac(session_id, entity_id, head))
+
+
+def _decoded(decision_id: str) -> bytes | None:
+    """The bytes of an id spelt exactly as issued, else None: the lenient decoder read `+/` as `-_` and skipped
+    stray characters and padding, so an id with a character changed was still taken as the decision issued."""
+    if not decision_id.startswith("d_") or len(decision_id) != _LEN:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(decision_id[2:])
+    except ValueError:  # binascii.Error, and non-ASCII characters
+        return None
+    exact = len(raw) == _SEQ + _RAND + _MAC and base64.urlsafe_b64encode(raw).decode() == decision_id[2:]
+    return raw if exact else None

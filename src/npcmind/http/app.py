@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import difflib
 import logging
+import re
 import zlib
 from collections.abc import Callable
-from functools import partial
+from functools import lru_cache, partial
 from importlib import resources
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
-from litestar import Litestar, Request, Response, delete, get, head, post
+from litestar import Litestar, Request, Response
+from litestar.datastructures import State
 from litestar.exceptions import HTTPException
+from litestar.params import Parameter
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
 from npcmind import A2G_VERSION, __version__
@@ -25,26 +28,31 @@ from npcmind.decide.pipeline import SessionContext
 from npcmind.decide.validate import partial_problems
 from npcmind.failures import FailureLog
 from npcmind.http.browsers import browser_origins
-from npcmind.http.openapi import ROUTES, methods_of, openapi_document
+from npcmind.http.hosts import host_check
+from npcmind.http.openapi import openapi_document
+from npcmind.http.routes import RouteTable
 from npcmind.protocol.a2g import (
     MAX_ID,
     ContextRequest,
     ContextResponse,
     DecideRequest,
+    DecideResponse,
     DeclaredName,
     EndedResponse,
     HealthResponse,
     ManifestResponse,
+    PromptView,
     ReportRequest,
     ReportResponse,
     ScopeDefinition,
     SessionRequest,
+    SessionResponse,
     TelemetryEntity,
     TelemetryRequest,
     TelemetryResponse,
 )
 from npcmind.protocol.errors import ApiError, Problem, choices
-from npcmind.protocol.npc import KeysResponse, PublicKey
+from npcmind.protocol.npc import KeysResponse, NPCProcessRequest, NPCProcessResponse, PublicKey
 from npcmind.protocol.validate import decode_loosely, parse, well_shaped
 from npcmind.providers.select import describe
 from npcmind.service import Service
@@ -53,6 +61,7 @@ from npcmind.storage import StoreError
 
 log = logging.getLogger("npcmind.http")
 JSON = "application/json"
+JSON_MEDIA = re.compile(r"application/(json|[a-z0-9][a-z0-9!#$&^_.+-]*\+json)")  # RFC 6838's names, lowercased
 # GET /: a page for a person that shows what the model saw; it holds no data, so it needs no token
 PAGE = (resources.files("npcmind.http") / "page.html").read_bytes()
 PAGE_HEADERS = {"content-security-policy": "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'"}
@@ -90,11 +99,25 @@ def _gunzip(body: bytes, limit: int, path: str) -> bytes:
     return out
 
 
+def require_json(request: Request[Any, Any, Any]) -> str:
+    """The content-type of a JSON body, or a 415 naming the one to send. Only `application/json` and
+    `application/<name>+json` are JSON: a page on any site may send `text/plain` (even `text/plain;charset=json`,
+    which looked like JSON to a substring test) without the browser asking the service first."""
+    ctype = request.headers.get("content-type")
+    if ctype is None:
+        raise ApiError(415, "unsupported_media_type", "content-type is missing: send content-type: application/json")
+    if not JSON_MEDIA.fullmatch(ctype.partition(";")[0].strip().lower()):
+        raise ApiError(
+            415,
+            "unsupported_media_type",
+            f"content-type is {ctype!r}: send content-type: application/json (or application/<name>+json)",
+        )
+    return ctype
+
+
 async def read_json(request: Request[Any, Any, Any], typ: type[Any]) -> Any:
     """The body decoded into ``typ``: 415 for non-JSON, 400 for broken JSON, 422 listing every problem."""
-    ctype = request.headers.get("content-type", "")
-    if "json" not in ctype:
-        raise ApiError(415, "unsupported_media_type", f"content-type must be application/json, not {ctype!r}")
+    ctype = require_json(request)
     body = await body_of(request)
     try:
         return parse(body, typ)
@@ -167,8 +190,8 @@ def _not_routed(status: int, request: Request[Any, Any, Any]) -> str:
     """A 404 or 405 that says what was asked and what there is, so a typo in a path is fixed from the error."""
     method, path = request.method, request.url.path
     if status == 405:
-        return f"{path} takes {' or '.join(methods_of(path)) or 'other methods'}, not {method}"
-    paths = sorted({r.path for r in ROUTES})
+        return f"{path} takes {' or '.join(API.methods_of(path)) or 'other methods'}, not {method}"
+    paths = sorted(API.paths)
     if path.startswith("/npcs/") and path.endswith("/process") and path.count("/") > 3:
         return f"no route {method} {path}: an npcId cannot hold '/', not even as %2F"
     return f"no route {method} {path}{choices(path, paths, 'routes', _likely_route(path, paths))}"
@@ -245,163 +268,235 @@ def _telemetry_partial(raw: Any, session: SessionContext) -> list[Problem]:
     )
 
 
+API = RouteTable()  # every route, declared once below: the app and GET /openapi.json are built from it
+BODY_ERRORS = (400, 401, 403, 413, 415, 422, 429)
+
+
+def _service(request: Request[Any, Any, Any]) -> Service:
+    """The service of the app that took the request: the endpoints are declared once for every app."""
+    service: Service = request.app.state.service
+    return service
+
+
+async def manifest_problems(
+    service: Service, request: Request[Any, Any, Any], claims: TokenClaims | None, partial: Partial
+) -> list[Problem]:
+    """The manifest's problems of a body's well-shaped parts; none when the body names no client or
+    cannot be walked (nesting too deep: the shape error already says where)."""
+    try:
+        raw = decode_loosely(await body_of(request))
+        cid = claims.cid if claims else raw.get("client_id") if isinstance(raw, dict) else None
+        if not isinstance(cid, str) or not cid:
+            return []
+        return partial(raw, await service.guard.session(claims, cid))
+    except (msgspec.DecodeError, ValueError, RecursionError):
+        return []
+
+
+async def read_session_body(
+    request: Request[Any, Any, Any], typ: type[Any], partial: Partial | None = None
+) -> tuple[Any, SessionContext]:
+    """Authenticate first, then read the body; a 422 also lists the manifest's problems with its
+    well-shaped parts, so one answer names everything to fix."""
+    service = _service(request)
+    claims = await service.guard.authenticate(_auth(request))
+    try:
+        req = await read_json(request, typ)
+    except ApiError as e:
+        if e.status != 422 or partial is None:
+            raise
+        extra = await manifest_problems(service, request, claims, partial)
+        if not extra:
+            raise
+        said = {p.path for p in e.details}  # a part mis-shaped is told once, by its shape
+        raise ApiError.invalid(e.details + [p for p in extra if p.path not in said]) from None
+    return req, await service.guard.session(claims, req.client_id)
+
+
+@API.route(
+    "post",
+    "/v1/decide",
+    "One decision per entity, or a typed fallback",
+    DecideRequest,
+    DecideResponse,
+    errors=BODY_ERRORS,
+)
+async def decide(request: Request[Any, Any, Any]) -> Response[bytes]:
+    req, session = await read_session_body(request, DecideRequest, _decide_partial)
+    return json_response(await _service(request).pipeline.decide(session, req))
+
+
+@API.route(
+    "post",
+    "/v1/telemetry",
+    "Where entities are and what they do: soft state for the situation context",
+    TelemetryRequest,
+    TelemetryResponse,
+    errors=BODY_ERRORS,
+)
+async def telemetry(request: Request[Any, Any, Any]) -> Response[bytes]:
+    req, session = await read_session_body(request, TelemetryRequest, _telemetry_partial)
+    return json_response(TelemetryResponse(await _service(request).hub.telemetry(session, req)))
+
+
+@API.route(
+    "post", "/v1/context", "Add scopes to this session", ContextRequest, ContextResponse, errors=(*BODY_ERRORS, 409)
+)
+async def context(request: Request[Any, Any, Any]) -> Response[bytes]:
+    req, session = await read_session_body(request, ContextRequest, _context_partial)
+    return json_response(ContextResponse(await _service(request).hub.add_scopes(session, req)))
+
+
+@API.route("post", "/v1/report", "What became of decisions", ReportRequest, ReportResponse, errors=BODY_ERRORS)
+async def report(request: Request[Any, Any, Any]) -> Response[bytes]:
+    req, session = await read_session_body(request, ReportRequest)
+    return json_response(ReportResponse(await _service(request).hub.report(session, req)))
+
+
+@API.route(
+    "post",
+    "/v1/session",
+    "Open a session with the client's API key (hosted profile)",
+    SessionRequest,
+    SessionResponse,
+    errors=(*BODY_ERRORS, 404),
+    public=True,
+)
+async def open_session(request: Request[Any, Any, Any]) -> Response[bytes]:
+    req: SessionRequest = await read_json(request, SessionRequest)
+    return json_response(await _service(request).guard.open(_auth(request), req.client_id))
+
+
+@API.route("delete", "/v1/session", "End this session (hosted profile)", None, EndedResponse, errors=(401, 404, 429))
+async def end_session(request: Request[Any, Any, Any]) -> Response[bytes]:
+    return json_response(EndedResponse(await _service(request).guard.end(_auth(request))))
+
+
+@API.route(
+    "post",
+    "/npcs/{npcId}/process",
+    "One atomic step of an NPC's dialogue: the next instruction and tape",
+    NPCProcessRequest,
+    NPCProcessResponse,
+    errors=(400, 401, 409, 413, 415, 422, 429),
+)
+async def npc_process(request: Request[Any, Any, Any]) -> Response[bytes]:
+    npc_id = str(request.path_params["npcId"])
+    service = _service(request)
+    await service.guard.authenticate(_auth(request))
+    require_json(request)
+    return json_response(service.npc.process(npc_id, await body_of(request)))
+
+
+@API.route("get", "/v1/keys", "Public keys that verify signed NPC outcomes", None, KeysResponse, public=True)
+async def keys(request: Request[Any, Any, Any]) -> Response[bytes]:
+    signer = _service(request).npc.signer
+    return json_response(KeysResponse([PublicKey(signer.kid, "Ed25519", signer.public_key)]))
+
+
+ClientIdQuery = Annotated[  # a query parameter, named as the argument is: Parameter(query=) is deprecated
+    str | None,
+    Parameter(description="The client whose session's last batch to show (local profile; hosted: the token's client)"),
+]
+
+
+@API.route(
+    "get",
+    "/v1/prompt",
+    "What the model saw in this session's last decide request",
+    None,
+    PromptView,
+    errors=(401, 403, 404, 422, 429),
+)
+async def prompt(request: Request[Any, Any, Any], client_id: ClientIdQuery = None) -> Response[bytes]:
+    service = _service(request)
+    claims = await service.guard.authenticate(_auth(request))
+    client_id = client_id or (claims.cid if claims else None)
+    if not client_id:
+        raise ApiError.invalid([Problem("client_id", "is required (a query parameter)")])
+    if len(client_id) > MAX_ID:  # as in every body: no such session, and not an id to echo back
+        raise ApiError.invalid([Problem("client_id", f"has {len(client_id)} characters, at most {MAX_ID} allowed")])
+    session = await service.guard.session(claims, client_id)
+    view = service.pipeline.seen(session.session_id)
+    if view is None:
+        message = f"no decide request yet in this session of {client_id!r}"
+        if not service.guard.hosted:  # implicit sessions: a mistyped client_id would wait forever unsaid
+            known = [s.removeprefix("local:") for s in service.pipeline.seen_sessions() if s.startswith("local:")]
+            message += choices(client_id, known[:16], "client_ids with one") if known else ""
+        raise ApiError(404, "not_found", message)
+    return json_response(view)
+
+
+@API.route("get", "/v1/manifest", "The client's manifest and its version", None, ManifestResponse, errors=(401,))
+async def manifest(request: Request[Any, Any, Any]) -> Response[bytes]:
+    service = _service(request)
+    client_id = await service.guard.client_of(_auth(request))
+    m = service.guard.manifest_for(client_id) if client_id else service.manifest
+    assert m is not None
+    return json_response(ManifestResponse(client_id, m.version, m.data))
+
+
+@API.route(
+    "get", "/v1/health", "Liveness and what the service will do with a decision", None, HealthResponse, public=True
+)
+async def health(request: Request[Any, Any, Any]) -> Response[bytes]:
+    service = _service(request)
+    p = service.provider
+    return json_response(
+        HealthResponse(
+            status="ok",
+            a2g=A2G_VERSION,
+            version=__version__,
+            profile=service.settings.profile,
+            provider=p.name,
+            model=p.model,
+            provider_ready=p.ready,
+            note=describe(p) + (f"; at start: {service.provider_problem}" if service.provider_problem else ""),
+            manifest_version=service.manifest.version if service.manifest else None,
+            deadline_ms=service.settings.deadline_ms,
+        )
+    )
+
+
+@API.route("head", "/v1/health", "Liveness without a body, for uptime monitors that send HEAD", public=True)
+async def health_head() -> None:
+    """Uptime monitors (UptimeRobot's default among them) ask with HEAD: a 405 would read as down."""
+
+
+@API.route("get", "/metrics", "Prometheus metrics", media="text/plain", errors=(401, 429))
+async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
+    service = _service(request)
+    await service.guard.client_of(_auth(request))
+    return Response(content=service.metrics.render(), media_type="text/plain; version=0.0.4")
+
+
+@API.route("get", "/openapi.json", "This document (hosted profile: with a session token)", errors=(401, 429))
+async def openapi(request: Request[Any, Any, Any]) -> Response[bytes]:
+    await _service(request).guard.client_of(_auth(request))
+    return Response(content=document(), media_type=JSON)
+
+
+@API.route("get", "/", "A page for a person: what the model saw, from GET /v1/prompt", media="text/html", public=True)
+async def page() -> Response[bytes]:
+    return Response(content=PAGE, media_type="text/html", headers=PAGE_HEADERS)  # Litestar adds the charset
+
+
+ROUTES = API.routes
+
+
+@lru_cache(maxsize=1)
+def document() -> bytes:
+    """The OpenAPI document of the route table, read from an app of its handlers (built once)."""
+    return openapi_document(Litestar(route_handlers=API.handlers(), openapi_config=None))
+
+
 def create_app(service: Service) -> Litestar:
     """Build the ASGI app around a service."""
-
-    async def manifest_problems(
-        request: Request[Any, Any, Any], claims: TokenClaims | None, partial: Partial
-    ) -> list[Problem]:
-        """The manifest's problems of a body's well-shaped parts; none when the body names no client or
-        cannot be walked (nesting too deep: the shape error already says where)."""
-        try:
-            raw = decode_loosely(await body_of(request))
-            cid = claims.cid if claims else raw.get("client_id") if isinstance(raw, dict) else None
-            if not isinstance(cid, str) or not cid:
-                return []
-            return partial(raw, await service.guard.session(claims, cid))
-        except (msgspec.DecodeError, ValueError, RecursionError):
-            return []
-
-    async def read_session_body(
-        request: Request[Any, Any, Any], typ: type[Any], partial: Partial | None = None
-    ) -> tuple[Any, SessionContext]:
-        """Authenticate first, then read the body; a 422 also lists the manifest's problems with its
-        well-shaped parts, so one answer names everything to fix."""
-        claims = await service.guard.authenticate(_auth(request))
-        try:
-            req = await read_json(request, typ)
-        except ApiError as e:
-            if e.status != 422 or partial is None:
-                raise
-            extra = await manifest_problems(request, claims, partial)
-            if not extra:
-                raise
-            said = {p.path for p in e.details}  # a part mis-shaped is told once, by its shape
-            raise ApiError.invalid(e.details + [p for p in extra if p.path not in said]) from None
-        return req, await service.guard.session(claims, req.client_id)
-
-    @post("/v1/decide", status_code=200)
-    async def decide(request: Request[Any, Any, Any]) -> Response[bytes]:
-        req, session = await read_session_body(request, DecideRequest, _decide_partial)
-        return json_response(await service.pipeline.decide(session, req))
-
-    @post("/v1/telemetry", status_code=200)
-    async def telemetry(request: Request[Any, Any, Any]) -> Response[bytes]:
-        req, session = await read_session_body(request, TelemetryRequest, _telemetry_partial)
-        return json_response(TelemetryResponse(await service.hub.telemetry(session, req)))
-
-    @post("/v1/context", status_code=200)
-    async def context(request: Request[Any, Any, Any]) -> Response[bytes]:
-        req, session = await read_session_body(request, ContextRequest, _context_partial)
-        return json_response(ContextResponse(await service.hub.add_scopes(session, req)))
-
-    @post("/v1/report", status_code=200)
-    async def report(request: Request[Any, Any, Any]) -> Response[bytes]:
-        req, session = await read_session_body(request, ReportRequest)
-        return json_response(ReportResponse(await service.hub.report(session, req)))
-
-    @post("/v1/session", status_code=200)
-    async def open_session(request: Request[Any, Any, Any]) -> Response[bytes]:
-        req: SessionRequest = await read_json(request, SessionRequest)
-        return json_response(await service.guard.open(_auth(request), req.client_id))
-
-    @delete("/v1/session", status_code=200)
-    async def end_session(request: Request[Any, Any, Any]) -> Response[bytes]:
-        return json_response(EndedResponse(await service.guard.end(_auth(request))))
-
-    @post("/npcs/{npc_id:str}/process", status_code=200)
-    async def npc_process(request: Request[Any, Any, Any]) -> Response[bytes]:
-        npc_id = str(request.path_params["npc_id"])
-        await service.guard.authenticate(_auth(request))
-        ctype = request.headers.get("content-type", "")
-        if "json" not in ctype:
-            raise ApiError(415, "unsupported_media_type", f"content-type must be application/json, not {ctype!r}")
-        return json_response(service.npc.process(npc_id, await body_of(request)))
-
-    @get("/v1/keys")
-    async def keys() -> Response[bytes]:
-        signer = service.npc.signer
-        return json_response(KeysResponse([PublicKey(signer.kid, "Ed25519", signer.public_key)]))
-
-    @get("/v1/prompt")
-    async def prompt(request: Request[Any, Any, Any]) -> Response[bytes]:
-        claims = await service.guard.authenticate(_auth(request))
-        client_id = request.query_params.get("client_id") or (claims.cid if claims else None)
-        if not client_id:
-            raise ApiError.invalid([Problem("client_id", "is required (a query parameter)")])
-        if len(client_id) > MAX_ID:  # as in every body: no such session, and not an id to echo back
-            raise ApiError.invalid([Problem("client_id", f"has {len(client_id)} characters, at most {MAX_ID} allowed")])
-        session = await service.guard.session(claims, client_id)
-        view = service.pipeline.seen(session.session_id)
-        if view is None:
-            message = f"no decide request yet in this session of {client_id!r}"
-            if not service.guard.hosted:  # implicit sessions: a mistyped client_id would wait forever unsaid
-                known = [s.removeprefix("local:") for s in service.pipeline.seen_sessions() if s.startswith("local:")]
-                message += choices(client_id, known[:16], "client_ids with one") if known else ""
-            raise ApiError(404, "not_found", message)
-        return json_response(view)
-
-    @get("/v1/manifest")
-    async def manifest(request: Request[Any, Any, Any]) -> Response[bytes]:
-        client_id = await service.guard.client_of(_auth(request))
-        m = service.guard.manifest_for(client_id) if client_id else service.manifest
-        assert m is not None
-        return json_response(ManifestResponse(client_id, m.version, m.data))
-
-    @get("/")
-    async def page() -> Response[bytes]:
-        return Response(content=PAGE, media_type="text/html", headers=PAGE_HEADERS)  # Litestar adds the charset
-
-    @get("/v1/health")
-    async def health() -> Response[bytes]:
-        p = service.provider
-        return json_response(
-            HealthResponse(
-                status="ok",
-                a2g=A2G_VERSION,
-                version=__version__,
-                profile=service.settings.profile,
-                provider=p.name,
-                model=p.model,
-                provider_ready=p.ready,
-                note=describe(p) + (f"; at start: {service.provider_problem}" if service.provider_problem else ""),
-                manifest_version=service.manifest.version if service.manifest else None,
-                deadline_ms=service.settings.deadline_ms,
-            )
-        )
-
-    @head("/v1/health")
-    async def health_head() -> None:
-        """Uptime monitors (UptimeRobot's default among them) ask with HEAD: a 405 would read as down."""
-
-    @get("/metrics")
-    async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
-        await service.guard.client_of(_auth(request))
-        return Response(content=service.metrics.render(), media_type="text/plain; version=0.0.4")
-
-    @get("/openapi.json")
-    async def openapi(request: Request[Any, Any, Any]) -> Response[bytes]:
-        await service.guard.client_of(_auth(request))
-        return Response(content=openapi_document(), media_type=JSON)
-
+    settings = service.settings
     return Litestar(
-        route_handlers=[
-            decide,
-            telemetry,
-            context,
-            report,
-            open_session,
-            end_session,
-            manifest,
-            health,
-            health_head,
-            metrics,
-            openapi,
-            npc_process,
-            keys,
-            prompt,
-            page,
-        ],
+        route_handlers=API.handlers(),
+        before_request=host_check(settings.profile, settings.host, settings.allowed_hosts),
+        state=State({"service": service}),
         exception_handlers={Exception: error_handler(service.settings.max_body_bytes)},
         cors_config=browser_origins(service.settings.cors_origins),
         on_startup=[service.start],

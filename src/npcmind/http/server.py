@@ -1,4 +1,5 @@
-"""Run an ASGI app on a real local port in a background thread: for tests, benches and the SDK's tools."""
+"""Run an ASGI app on a real port: the uvicorn settings of every server, and a server in a background thread for
+tests, benches and the SDK's tools."""
 
 from __future__ import annotations
 
@@ -12,17 +13,45 @@ import time
 from typing import Any, Literal
 
 import uvicorn
+from uvicorn.config import HTTP_PROTOCOLS
+from uvicorn.importer import import_from_string
+
+from npcmind.config import MAX_CONNECTIONS, READ_TIMEOUT_S
+from npcmind.http.connections import guarded
+
+
+def uvicorn_config(
+    app: Any,
+    host: str,
+    port: int,
+    *,
+    read_timeout_s: float = READ_TIMEOUT_S,
+    max_connections: int = MAX_CONNECTIONS,
+    http: str = "auto",
+    **options: Any,
+) -> uvicorn.Config:
+    """uvicorn's settings with what uvicorn lacks: a deadline on each request's arrival and a cap on open
+    connections (`npcmind serve` and every BackgroundServer alike). ``http``: auto, httptools or h11."""
+    protocol = guarded(import_from_string(HTTP_PROTOCOLS[http]), read_timeout_s, max_connections)
+    return uvicorn.Config(app, host=host, port=port, http=protocol, **options)
 
 
 class BackgroundServer:
     """uvicorn in a daemon thread; `port=0` picks a free port, read back after start."""
 
     def __init__(
-        self, app: Any, host: str = "127.0.0.1", port: int = 0, lifespan: Literal["auto", "on", "off"] = "on"
+        self,
+        app: Any,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        lifespan: Literal["auto", "on", "off"] = "on",
+        **limits: Any,
     ) -> None:
-        config = uvicorn.Config(app, host=host, port=port, log_level="error", lifespan=lifespan, access_log=False)
+        """``limits``: uvicorn_config's read_timeout_s, max_connections and http."""
+        config = uvicorn_config(app, host, port, log_level="error", lifespan=lifespan, access_log=False, **limits)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self.app = app
         self.host = host
         self.port = port
 

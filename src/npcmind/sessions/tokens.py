@@ -27,8 +27,16 @@ def _b64(b: bytes) -> str:
     return base64.urlsafe_b64encode(b).decode().rstrip("=")
 
 
-def _unb64(s: str) -> bytes:
-    return base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
+def unb64(s: str) -> bytes:
+    """The bytes of the one base64url spelling of them, unpadded, or a ValueError: the lenient decoder took another
+    last character, `+/` for `-_`, padding and stray characters, so a changed byte of a token still verified."""
+    try:
+        raw = base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
+    except ValueError:  # binascii.Error, and non-ASCII characters
+        raise ValueError("not base64url") from None
+    if _b64(raw) != s:
+        raise ValueError("not the unpadded base64url spelling of its bytes")
+    return raw
 
 
 class TokenSigner:
@@ -51,7 +59,7 @@ class TokenSigner:
             raise TokenError("not a session token")
         try:
             body, mac = token[len(PREFIX) :].split(".")
-            payload, sig = _unb64(body), _unb64(mac)
+            payload, sig = unb64(body), unb64(mac)
         except ValueError:
             raise TokenError("malformed session token") from None
         if not hmac.compare_digest(sig, self._mac(payload)):
