@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -25,7 +26,7 @@ from npcmind.http.server import free_port
 HAPROXY_CONFIG = """\
 # npcmind behind HAProxy: {n} processes on one machine (`npcmind cluster --processes {n}` writes this file)
 global
-    maxconn 20000
+    maxconn {maxconn}
     stats socket {socket} mode 600 level admin
 
 defaults
@@ -56,10 +57,26 @@ backend processes
 """
 
 
-def haproxy_config(host: str, port: int, backends: list[int], socket_path: str = "/run/npcmind-haproxy.sock") -> str:
+MAXCONN = 20_000  # connections HAProxy holds at once, where the limit on open files allows it
+
+
+def haproxy_config(
+    host: str, port: int, backends: list[int], socket_path: str = "/run/npcmind-haproxy.sock", maxconn: int = MAXCONN
+) -> str:
     """The HAProxy configuration for npcmind processes listening on ``backends`` (ports on 127.0.0.1)."""
     servers = "\n".join(f"    server n{i + 1} 127.0.0.1:{p}" for i, p in enumerate(backends))
-    return HAPROXY_CONFIG.format(n=len(backends), socket=socket_path, host=host, port=port, servers=servers)
+    return HAPROXY_CONFIG.format(
+        n=len(backends), socket=socket_path, host=host, port=port, servers=servers, maxconn=maxconn
+    )
+
+
+def haproxy_maxconn(backends: int) -> int:
+    """As many connections as this machine's hard limit on open files lets HAProxy hold, up to MAXCONN: it takes
+    two files a connection and a few of its own, and refuses to start when the hard limit is below that."""
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard == resource.RLIM_INFINITY:
+        return MAXCONN
+    return max(1, min(MAXCONN, (hard - 100 - 2 * backends) // 2))
 
 
 def _wait_port(port: int, proc: subprocess.Popen[str], what: str, timeout: float = 60) -> None:
@@ -99,7 +116,7 @@ class Cluster:
 
     def config(self) -> str:
         """This cluster's HAProxy configuration."""
-        return haproxy_config(self.host, self.port, self.ports, self.socket)
+        return haproxy_config(self.host, self.port, self.ports, self.socket, haproxy_maxconn(len(self.ports)))
 
     def start(self) -> Cluster:
         """Every process, then HAProxy; each is accepting connections when this returns."""
@@ -110,7 +127,11 @@ class Cluster:
         self.haproxy = subprocess.Popen(
             ["haproxy", "-db", "-f", str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
         )
-        _wait_port(self.port, self.haproxy, "haproxy")
+        try:
+            _wait_port(self.port, self.haproxy, "haproxy")
+        except RuntimeError as e:  # HAProxy says why on stderr
+            why = self.haproxy.stderr.read() if self.haproxy.poll() is not None and self.haproxy.stderr else ""
+            raise RuntimeError(f"{e}: {why.strip()}") from None
         return self
 
     def start_process(self, i: int) -> None:
