@@ -25,6 +25,7 @@ log = logging.getLogger("npcmind.shared")
 
 PROBE_S = 1.0  # while Redis is down, how often a probe looks for it again
 TIMEOUT_S = 0.25  # a Redis call that takes longer counts as Redis being down
+POOL = 100  # connections to Redis a process holds at most
 OWNED_MS = 24 * 3600 * 1000  # a session's owner is remembered this long after its last request
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder(tuple[str, float | None]).decode
@@ -62,9 +63,17 @@ class RedisShared:
 
     async def start(self) -> None:
         """Connect; an unreachable Redis at start is said like one lost later, and looked for again."""
-        self._redis = aioredis.from_url(
-            self.url, socket_timeout=TIMEOUT_S, socket_connect_timeout=TIMEOUT_S, retry_on_timeout=False
+        # a call in flight holds a connection: past POOL of them the next one waits for one to come free (each
+        # is back within TIMEOUT_S), where redis-py's own pool raised "Too many connections", read as Redis gone
+        pool = aioredis.BlockingConnectionPool.from_url(
+            self.url,
+            max_connections=POOL,
+            timeout=None,
+            socket_timeout=TIMEOUT_S,
+            socket_connect_timeout=TIMEOUT_S,
+            retry_on_timeout=False,
         )
+        self._redis = aioredis.Redis.from_pool(pool)
         self._take = self._redis.register_script(_TAKE)
         try:
             await self._redis.ping()
