@@ -60,20 +60,17 @@ class RedisShared:
         self._take: Any = None
         self._down: str | None = None
         self._probe: asyncio.Task[None] | None = None
+        self._slots = asyncio.Semaphore(POOL)  # past POOL calls in flight, the next waits for one to end
 
     async def start(self) -> None:
         """Connect; an unreachable Redis at start is said like one lost later, and looked for again."""
-        # a call in flight holds a connection: past POOL of them the next one waits for one to come free (each
-        # is back within TIMEOUT_S), where redis-py's own pool raised "Too many connections", read as Redis gone
-        pool = aioredis.BlockingConnectionPool.from_url(
+        self._redis = aioredis.from_url(
             self.url,
             max_connections=POOL,
-            timeout=None,
             socket_timeout=TIMEOUT_S,
             socket_connect_timeout=TIMEOUT_S,
             retry_on_timeout=False,
         )
-        self._redis = aioredis.Redis.from_pool(pool)
         self._take = self._redis.register_script(_TAKE)
         try:
             await self._redis.ping()
@@ -123,7 +120,8 @@ class RedisShared:
         if self._down is not None:
             raise RedisError(self._down)
         try:
-            return await op(*args, **kwargs)
+            async with self._slots:  # each call holds a connection; redis-py raises past its pool's, not waits
+                return await op(*args, **kwargs)
         except (RedisError, OSError) as e:
             self._lost(e)
             raise RedisError(str(e)) from e
