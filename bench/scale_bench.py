@@ -4,18 +4,22 @@ Every row is the hosted profile (session tokens, the client's request rate check
 thread; each request carries one of many session tokens in turn, so HAProxy's hash on Authorization spreads
 them over the processes. Rows, each run once a round, back to back:
 
-  hits  1 process, SQLite          `npcmind serve` alone: no load balancer, no Redis (the baseline)
-  hits  1 process, PostgreSQL      the same on the shared store, no Redis: what the store costs a request
-  hits  1 of 2 behind HAProxy      `Cluster` of 2 on PostgreSQL + Redis, its second process in maintenance
-  hits  2 behind HAProxy           the same cluster, both processes
-  300ms 1 of 2 / 2 behind HAProxy  every request a cache miss, answered by the scripted provider in 300 ms
+  hits  1 process, SQLite                `npcmind serve` alone: no load balancer, no Redis (the baseline)
+  hits  1 process, PostgreSQL            the same on the shared store, no Redis: what the store costs a request
+  hits  1 process, PostgreSQL + Redis    the cluster's first process, asked directly: what Redis costs
+  hits  1 of 2 behind HAProxy            `Cluster` of 2 on PostgreSQL + Redis, its second process in maintenance
+  hits  2 behind HAProxy                 the same cluster, both processes
+  300 ms  1 of 2 / 2 behind HAProxy      every request a cache miss, answered by the scripted provider in 300 ms
 
 A hits row sends the same 16-bee decide body on every session, every decision a cache hit (warmed first;
 the bench checks every process's counters); a 300 ms row asks for one bee whose observation changes on every
-request, on sessions of another client. The CPU time of every process involved (each npcmind process,
+request, on sessions of another client, with a fixed number of connections. Before a row each session is
+asked once, untimed by wrk: a session that moved to another process is rebuilt from the store on its next
+request, and the rows time the steady state. The CPU time of every process involved (each npcmind process,
 HAProxy, this deployment's PostgreSQL backends and the server's own processes, redis-server, and wrk) is
 read from /proc before and after each row and divided by the requests wrk counted. The scripted provider
-stands in for a remote model: its CPU is shown apart and counted in no total.
+stands in for a remote model: its CPU is shown apart and counted in no total. Ratios are taken within a
+round (its rows ran back to back) and the median over the rounds is reported.
 
 Run: python bench/scale_bench.py [--seconds 5] [--rounds 3] [--sessions 256] [--slow-connections 512]
 (needs wrk, haproxy, a PostgreSQL server and a Redis server; --postgres and --redis say where)
@@ -25,6 +29,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import itertools
 import json
 import os
 import re
@@ -54,7 +60,7 @@ from conftest import FOREST, bee, decide_body  # noqa: E402
 from npcmind.cluster import Cluster  # noqa: E402
 from npcmind.http.server import ServiceProcess, free_port  # noqa: E402
 from npcmind.sessions.clients import hash_key, new_key  # noqa: E402
-from npcmind.shared.redis import TIMEOUT_S  # noqa: E402
+from npcmind.shared.redis import TIMEOUT_S, RedisShared  # noqa: E402
 
 # the same body on every request, each request the next session's token: prepared once, so wrk spends little
 LUA_HITS = r"""
@@ -73,7 +79,8 @@ request = function()
 end
 """
 
-# one bee a request, its distance new on every request (FIRST: where this row's counter starts): a cache miss
+# one bee a request, its distance new on every request (FIRST: where this row's counter starts; the manifest's
+# quantum is 10): a cache miss
 LUA_MISS = r"""
 local tokens = TOKENS
 local i = FIRST
@@ -82,13 +89,14 @@ request = function()
   local body = string.format('{"client_id":"slow","epoch":1,"world":{"player_hp_fraction":0.4,"repellent":false},' ..
     '"scope":"forest_boss","scope_state":{"boss_phase":2},"entities":[{"id":"m1","type":"bee",' ..
     '"observation":{"hp_fraction":0.5,"distance_to_player":%d,"sees_player":true,"current_action":"chase"},' ..
-    '"legal_actions":["idle","wander","chase","flee"]}]}', i)
+    '"legal_actions":["idle","wander","chase","flee"]}]}', i * 10)
   local headers = {["Content-Type"] = "application/json", ["Authorization"] = "Bearer " .. tokens[i % #tokens + 1]}
   return wrk.format("POST", nil, headers, body)
 end
 """
 
 COMPONENTS = ("npcmind", "haproxy", "postgres", "redis")  # what a request costs the deployment; wrk apart
+Runs = dict[str, list[dict[str, float]]]  # each row's figures, a dict a round
 
 
 # --- processes and their CPU time -------------------------------------------------------------------------
@@ -123,6 +131,18 @@ def children_of(parent: int) -> list[int]:
         if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
             out.append(int(pid))
     return out
+
+
+def switches(pids: list[int]) -> int:
+    """Context switches of these processes so far: fewer a request means more requests served a wake-up."""
+    n = 0
+    for pid in pids:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        n += sum(int(m) for m in re.findall(r"^(?:non)?voluntary_ctxt_switches:\s+(\d+)$", status, re.M))
+    return n
 
 
 def machine_busy() -> float:
@@ -208,9 +228,58 @@ class Row:
     target: Target
     script: Callable[[int], str]  # the Lua script for the round given
     connections: int
-    entities: int  # decisions a request
     hits: bool
     before: Callable[[], None] = lambda: None
+    settle: Callable[[], list[float]] = lambda: []  # one request a session, untimed by wrk: its latencies
+
+
+def first_requests(url: str, tokens: list[str], body: Callable[[], bytes]) -> list[float]:
+    """One request a session, one after another, in ms: a session that moved to another process since its last
+    request is rebuilt from the store on this one (the ownership check), so the rows time none of that."""
+    out = []
+    with httpx.Client(base_url=url, timeout=60) as http:
+        for t in tokens:
+            t0 = time.perf_counter()
+            r = http.post(
+                "/v1/decide",
+                content=body(),
+                headers={"content-type": "application/json", "authorization": f"Bearer {t}"},
+            )
+            out.append((time.perf_counter() - t0) * 1000)
+            r.raise_for_status()
+    return sorted(out)
+
+
+def all_at_once(url: str, tokens: list[str], body: Callable[[], bytes]) -> list[float]:
+    """One request a session, all at once (a 300 ms row's sessions: one after another would take 300 ms each)."""
+
+    async def go() -> None:
+        limits = httpx.Limits(max_connections=len(tokens))
+        async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as http:
+            sent = [
+                http.post(
+                    "/v1/decide",
+                    content=body(),
+                    headers={"content-type": "application/json", "authorization": f"Bearer {t}"},
+                )
+                for t in tokens
+            ]
+            for r in await asyncio.gather(*sent):
+                r.raise_for_status()
+
+    asyncio.run(go())
+    return []
+
+
+def miss_body(counter: Iterator[int]) -> Callable[[], bytes]:
+    """The 300 ms rows' body (one bee, cache miss), at distances no row uses."""
+    return lambda: json.dumps(
+        decide_body(
+            bee("m1", observation={**bee("x")["observation"], "distance_to_player": 10 * next(counter)}),
+            client_id="slow",
+            epoch=1,
+        )
+    ).encode()
 
 
 def write_clients(path: Path, sessions: int) -> dict[str, str]:
@@ -274,8 +343,8 @@ def counts(target: Target, token: str) -> list[dict[str, float]]:
 # --- one row ----------------------------------------------------------------------------------------------
 
 
-def wrk(url: str, script: Path, conns: int, seconds: int) -> dict[str, float]:
-    """One wrk run (one thread: the machine has two cores) and the CPU time wrk itself spent."""
+def wrk(url: str, script: Path, conns: int, seconds: int) -> tuple[dict[str, float], str]:
+    """One wrk run (one thread: the machine has two cores), the CPU time wrk itself spent, and wrk's output."""
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     done = subprocess.run(
@@ -296,10 +365,10 @@ def wrk(url: str, script: Path, conns: int, seconds: int) -> dict[str, float]:
         v, unit = float(m.group(1)), m.group(2)
         return v / 1000 if unit == "us" else v * 1000 if unit == "s" else v
 
-    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out), re.search(r"Socket errors: (.*)", out)
-    if any(bad):
-        raise SystemExit(f"{url}: wrk saw failures\n{out}")
-    return {
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    socket = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    figures = {
+        "errors": float(non2xx.group(1) if non2xx else 0) + sum(float(x) for x in (socket.groups() if socket else ())),
         "n": float(re.search(r"(\d+) requests in", out).group(1)),  # type: ignore[union-attr]
         "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),  # type: ignore[union-attr]
         "p50": ms("50"),
@@ -307,6 +376,7 @@ def wrk(url: str, script: Path, conns: int, seconds: int) -> dict[str, float]:
         "wall": wall,
         "wrk_s": (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime),
     }
+    return figures, out
 
 
 def spent(before: dict[str, dict[int, float]], after: dict[str, dict[int, float]]) -> dict[str, float]:
@@ -317,19 +387,27 @@ def spent(before: dict[str, dict[int, float]], after: dict[str, dict[int, float]
 def measure(row: Row, rnd: int, tmp: Path, seconds: int, token: str, provider: int) -> dict[str, float]:
     """One run of ``row``: throughput, latency, CPU a request by component, and each process's share."""
     row.before()
+    first = row.settle()
     script = tmp / f"{row.key}-{rnd}.lua"
     script.write_text(row.script(rnd))
     c0 = counts(row.target, token)
-    cpu0 = {c: cpu_of(pids) for c, pids in row.target.pids_now().items()}
+    pids0 = row.target.pids_now()
+    cpu0 = {c: cpu_of(pids) for c, pids in pids0.items()}
+    s0 = switches([p for c in COMPONENTS for p in pids0[c]])
     p0, m0 = cpu_seconds(provider), machine_busy()
-    r = wrk(f"{row.target.url}/v1/decide", script, row.connections, seconds)
+    r, said = wrk(f"{row.target.url}/v1/decide", script, row.connections, seconds)
     p1, m1 = cpu_seconds(provider), machine_busy()
-    cpu1 = {c: cpu_of(pids) for c, pids in row.target.pids_now().items()}
+    pids1 = row.target.pids_now()
+    cpu1 = {c: cpu_of(pids) for c, pids in pids1.items()}
+    s1 = switches([p for c in COMPONENTS for p in pids1[c]])
     c1 = counts(row.target, token)
     n = r["n"]
     used = spent(cpu0, cpu1)
     out = {**r, **{c: used[c] / n * 1e6 for c in COMPONENTS}}
+    if first:
+        out["first_p50"], out["first_max"] = statistics.median(first), first[-1]
     out["total"] = sum(out[c] for c in COMPONENTS)
+    out["switches"] = (s1 - s0) / n  # a backend of PostgreSQL new since s0 counts whole: a few, against thousands
     out["wrk"] = r["wrk_s"] / n * 1e6
     out["provider"] = (p1 - p0) / n * 1e6
     out["cores"] = (sum(used.values()) + r["wrk_s"] + p1 - p0) / r["wall"]
@@ -339,6 +417,8 @@ def measure(row: Row, rnd: int, tmp: Path, seconds: int, token: str, provider: i
         for a, b in zip(c0, c1, strict=True)
     ]
     out["share"] = max(decided) / (sum(decided) or 1)  # the busiest process's share of the decisions
+    if row.hits and r["errors"]:
+        raise SystemExit(f"{row.label}: wrk saw failures\n{said}")
     if row.hits:
         missed = sum(decided) - sum(b["hits"] - a["hits"] for a, b in zip(c0, c1, strict=True))
         if missed:
@@ -346,6 +426,7 @@ def measure(row: Row, rnd: int, tmp: Path, seconds: int, token: str, provider: i
     else:
         fell = sum(b.get(k, 0) - a.get(k, 0) for a, b in zip(c0, c1, strict=True) for k in b if k not in ("AI", "hits"))
         out["fallback"] = 100 * fell / (sum(decided) or 1)
+        out["cached"] = 100 * sum(b["hits"] - a["hits"] for a, b in zip(c0, c1, strict=True)) / (sum(decided) or 1)
     return out
 
 
@@ -364,6 +445,7 @@ class Setup:
     slow: list[str]  # the 300 ms rows' tokens (PostgreSQL)
     provider: subprocess.Popen[bytes]
     provider_url: str
+    prefix: str  # the cluster's keys in Redis
 
 
 def _serve_args(store: str, clients: Path, provider: str) -> list[str]:
@@ -422,7 +504,31 @@ def started(args: argparse.Namespace, tmp: Path) -> Iterator[Setup]:
             slow=open_sessions(on_pg.url, "slow", keys["slow"], args.sessions),
             provider=provider,
             provider_url=purl,
+            prefix=prefix,
         )
+
+
+async def _redis_calls(url: str, prefix: str, n: int) -> float:
+    """CPU microseconds the Redis calls of one hosted request (revoked, take, claim) cost the process making them."""
+    shared = RedisShared(url, prefix=f"{prefix}:")
+    await shared.start()
+    try:
+        t0 = time.process_time()
+        for _ in range(n):
+            await shared.revoked("s_bench")
+            await shared.take("bench", 1e6)
+            await shared.claim("s_bench", "p_bench")
+        assert shared.problem() is None, shared.problem()
+        return (time.process_time() - t0) / n * 1e6
+    finally:
+        await shared.close()
+
+
+def redis_calls(url: str, prefix: str, n: int = 2000) -> float:
+    """As `npcmind serve` runs them: on uvloop."""
+    import uvloop
+
+    return uvloop.run(_redis_calls(url, prefix, n))
 
 
 def forget_redis(url: str, prefix: str) -> None:
@@ -444,11 +550,8 @@ def rows(s: Setup, args: argparse.Namespace, body: Path) -> list[Row]:
     def hits(tokens: list[str]) -> Callable[[int], str]:
         return lambda rnd: LUA_HITS.replace("TOKENS", _lua(tokens)).replace("BODY", str(body))
 
-    def miss(rnd: int) -> str:
-        return LUA_MISS.replace("TOKENS", _lua(s.slow)).replace("FIRST", str((rnd * 2 + 1) * 10_000_000))
-
-    def miss2(rnd: int) -> str:
-        return LUA_MISS.replace("TOKENS", _lua(s.slow)).replace("FIRST", str((rnd * 2 + 2) * 10_000_000))
+    def miss(k: int) -> Callable[[int], str]:  # row k of 2 in round rnd: ten million distances of its own
+        return lambda rnd: LUA_MISS.replace("TOKENS", _lua(s.slow)).replace("FIRST", str((rnd * 2 + k) * 10**7))
 
     def one() -> None:
         s.lb.admin("set server processes/n2 state maint")
@@ -456,14 +559,24 @@ def rows(s: Setup, args: argparse.Namespace, body: Path) -> list[Row]:
     def two() -> None:
         s.lb.admin("set server processes/n2 state ready")
 
-    c, slow = args.connections, args.slow_connections
+    def settle(t: Target, tokens: list[str], body_for: Callable[[], bytes]) -> Callable[[], list[float]]:
+        return lambda: first_requests(t.url, tokens, body_for)
+
+    def settle_slow() -> list[float]:
+        return all_at_once(s.cluster.url, s.slow, fresh)
+
+    c, slow, pg = args.connections, args.slow_connections, s.bench["postgresql"]
+    direct = dataclasses.replace(s.cluster, url=s.cluster.processes[0], haproxy=None)  # the cluster's first process
+    same = body.read_bytes
+    fresh = miss_body(itertools.count(900_000_000))
     return [
-        Row("sqlite", "hits: 1 process, SQLite", s.sqlite, hits(s.bench["sqlite"]), c, 16, True),
-        Row("pg", "hits: 1 process, PostgreSQL", s.postgres, hits(s.bench["postgresql"]), c, 16, True),
-        Row("lb1", "hits: 1 of 2 behind HAProxy", s.cluster, hits(s.bench["postgresql"]), c, 16, True, one),
-        Row("lb2", "hits: 2 behind HAProxy", s.cluster, hits(s.bench["postgresql"]), c, 16, True, two),
-        Row("slow1", "300 ms: 1 of 2 behind HAProxy", s.cluster, miss, slow, 1, False, one),
-        Row("slow2", "300 ms: 2 behind HAProxy", s.cluster, miss2, slow, 1, False, two),
+        Row("sqlite", "hits: 1 process, SQLite", s.sqlite, hits(s.bench["sqlite"]), c, True),
+        Row("pg", "hits: 1 process, PostgreSQL", s.postgres, hits(pg), c, True),
+        Row("redis", "hits: 1 process, PostgreSQL + Redis", direct, hits(pg), c, True, settle=settle(direct, pg, same)),
+        Row("lb1", "hits: 1 of 2 behind HAProxy", s.cluster, hits(pg), c, True, one, settle(s.cluster, pg, same)),
+        Row("lb2", "hits: 2 behind HAProxy", s.cluster, hits(pg), c, True, two, settle(s.cluster, pg, same)),
+        Row("slow1", "300 ms: 1 of 2 behind HAProxy", s.cluster, miss(1), slow, False, one, settle_slow),
+        Row("slow2", "300 ms: 2 behind HAProxy", s.cluster, miss(2), slow, False, two, settle_slow),
     ]
 
 
@@ -471,13 +584,13 @@ def _lua(tokens: list[str]) -> str:
     return "{" + ", ".join(f'"{t}"' for t in tokens) + "}"
 
 
-def ratio(runs: dict[str, list[dict[str, float]]], num: str, den: str, f: str = "rps", g: str = "") -> str:
+def ratio(runs: Runs, num: str, den: str, f: str = "rps", g: str = "") -> str:
     """The median over the rounds of num's ``f`` / den's ``g`` (default the same field), and their range."""
     rs = sorted(a[f] / b[g or f] for a, b in zip(runs[num], runs[den], strict=True))
     return f"{statistics.median(rs):.2f} ({rs[0]:.2f}-{rs[-1]:.2f})" if len(rs) > 1 else f"{rs[0]:.2f}"
 
 
-def med(runs: dict[str, list[dict[str, float]]], key: str, f: str) -> float:
+def med(runs: Runs, key: str, f: str) -> float:
     return statistics.median(r[f] for r in runs[key])
 
 
@@ -492,21 +605,38 @@ COLUMNS = (  # heading, field, format
     ("total", "total", "{:.0f}"),
     ("wrk", "wrk", "{:.0f}"),
     ("provider", "provider", "{:.0f}"),
+    ("switches", "switches", "{:.1f}"),
     ("cores", "cores", "{:.2f}"),
     ("others", "others", "{:.2f}"),
     ("busiest", "share", "{:.2f}"),
 )
 
 
-def report(table: list[Row], runs: dict[str, list[dict[str, float]]], args: argparse.Namespace) -> None:
+def report(table: list[Row], runs: Runs, args: argparse.Namespace) -> None:
     """The table (medians of the rounds) and the ratios the targets ask for (each within one round)."""
-    print(f"{'':30} {'':>23}   CPU us a request{'':>39}")
-    print(f"{'row':30} " + " ".join(f"{h:>8}" for h, _, _ in COLUMNS))
+    print(f"{'':36} {'':26} {'CPU us a request; total: the deployment, wrk and the provider apart':<62} per request")
+    print(f"{'row':36}" + "".join(f"{h:>9}" for h, _, _ in COLUMNS))
     for row in table:
-        cells = " ".join(f"{fmt.format(med(runs, row.key, f)):>8}" for _, f, fmt in COLUMNS)
-        print(f"{row.label:30} {cells}")
+        cells = "".join(f"{fmt.format(med(runs, row.key, f)):>9}" for _, f, fmt in COLUMNS)
+        print(f"{row.label:36}{cells}")
     fell = max(r["fallback"] for k in ("slow1", "slow2") for r in runs[k])
-    print(f"(300 ms rows: at most {fell:.1f}% of decisions fell back in any run)")
+    failed = sum(r["errors"] for k in ("slow1", "slow2") for r in runs[k])
+    cached = max(r["cached"] for k in ("slow1", "slow2") for r in runs[k])
+    print(
+        f"(300 ms rows: at most {fell:.1f}% of decisions fell back and {cached:.1f}% came from the cache in any run;"
+        f" {failed:.0f} requests failed in all)"
+    )
+    steps = [("sqlite", ""), ("pg", "PostgreSQL"), ("redis", "Redis"), ("lb1", "HAProxy"), ("lb2", "a second process")]
+    added = ", ".join(
+        f"{name} {med(runs, key, 'total') - med(runs, before, 'total'):+.0f}"
+        for (before, _), (key, name) in itertools.pairwise(steps)
+    )
+    print(f"CPU us a request each step adds (medians of the total): {added}")
+    print("each session's first request before a row, one at a time (when it moved, it is rebuilt from the store):")
+    for row in table:
+        if "first_p50" in runs[row.key][0]:
+            worst = max(r["first_max"] for r in runs[row.key])
+            print(f"  {row.label:36} p50 {med(runs, row.key, 'first_p50'):6.1f} ms, at most {worst:7.1f} ms")
     print("ratios: the median of the rounds' ratios (lowest-highest)")
     met = {True: "met", False: "not met"}
     through = statistics.median(a["rps"] / b["rps"] for a, b in zip(runs["lb2"], runs["sqlite"], strict=True))
@@ -515,6 +645,12 @@ def report(table: list[Row], runs: dict[str, list[dict[str, float]]], args: argp
         f"   target >= 1.4: {met[through >= 1.4]}"
     )
     print(f"  2 behind HAProxy / 1 of 2 behind HAProxy: {ratio(runs, 'lb2', 'lb1')}")
+    whole = med(runs, "lb2", "total") + med(runs, "lb2", "wrk")
+    ceiling = (os.cpu_count() or 1) * 1e6 / whole
+    print(
+        f"  the ceiling on {os.cpu_count()} cores doing nothing else: {ceiling:.0f} req/s at {whole:.0f} us a request"
+        f" (the deployment and wrk), {ceiling / med(runs, 'sqlite', 'rps'):.2f} of 1 process on SQLite"
+    )
     cost = statistics.median(a["total"] / b["npcmind"] for a, b in zip(runs["lb2"], runs["sqlite"], strict=True))
     print(
         "CPU a request, every process of the deployment / 1 process on SQLite: "
@@ -533,6 +669,24 @@ def report(table: list[Row], runs: dict[str, list[dict[str, float]]], args: argp
     )
 
 
+def run(args: argparse.Namespace, tmp: Path, body: Path) -> tuple[list[Row], Runs, int, float]:
+    """Every row once a round; then what the Redis calls of a request cost and how often Redis was lost."""
+    runs: Runs = {}
+    with started(args, tmp) as s:
+        warm([*s.sqlite.processes], s.bench["sqlite"], body.read_bytes())
+        warm([*s.postgres.processes, *s.cluster.processes], s.bench["postgresql"], body.read_bytes())
+        httpx.put(f"{s.provider_url}/_script", json={"delay_ms": 300}).raise_for_status()
+        table = rows(s, args, body)
+        for rnd in range(args.rounds):
+            for row in table:
+                token = s.bench["sqlite"][0] if row.key == "sqlite" else s.bench["postgresql"][0]
+                runs.setdefault(row.key, []).append(measure(row, rnd, tmp, args.seconds, token, s.provider.pid))
+            print(f"round {rnd + 1} of {args.rounds} done", file=sys.stderr)
+        lost = sum(log.read_text().count("unreachable") for log in (tmp / "cluster").glob("*.log"))
+        calls = redis_calls(args.redis, s.prefix)
+    return table, runs, lost, calls
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=int, default=5, help="wrk's time a row (default 5)")
@@ -542,6 +696,7 @@ def main() -> int:
     ap.add_argument("--slow-connections", type=int, default=512, help="wrk's connections in the 300 ms rows")
     ap.add_argument("--postgres", default="postgresql://root@127.0.0.1:5432/test", help="a PostgreSQL database")
     ap.add_argument("--redis", default="redis://127.0.0.1:6379/0", help="a Redis database")
+    ap.add_argument("--keep", action="store_true", help="keep the run's directory (the cluster's logs) to read")
     args = ap.parse_args()
     for tool in ("wrk", "haproxy"):
         if not shutil.which(tool):
@@ -552,28 +707,23 @@ def main() -> int:
     body = tmp / "body.json"
     hits = decide_body(*[bee(f"b{i}", position=[i * 7.5, i * 3.0]) for i in range(16)], client_id="bench")
     body.write_text(json.dumps(hits))
-    runs: dict[str, list[dict[str, float]]] = {}
     try:
-        with started(args, tmp) as s:
-            warm([*s.sqlite.processes], s.bench["sqlite"], body.read_bytes())
-            warm([*s.postgres.processes, *s.cluster.processes], s.bench["postgresql"], body.read_bytes())
-            httpx.put(f"{s.provider_url}/_script", json={"delay_ms": 300}).raise_for_status()
-            table = rows(s, args, body)
-            for rnd in range(args.rounds):
-                for row in table:
-                    token = s.bench["sqlite"][0] if row.key == "sqlite" else s.bench["postgresql"][0]
-                    runs.setdefault(row.key, []).append(measure(row, rnd, tmp, args.seconds, token, s.provider.pid))
-                print(f"round {rnd + 1} of {args.rounds} done", file=sys.stderr)
-            lost = sum(log.read_text().count("unreachable") for log in (tmp / "cluster").glob("*.log"))
+        table, runs, lost, calls = run(args, tmp, body)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if args.keep:
+            print(f"kept: {tmp}", file=sys.stderr)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
     print(
         f"wrk: 1 thread, {args.connections} connections (hits rows), {args.slow_connections} (300 ms rows); "
         f"{args.seconds} s a row, {args.rounds} rounds, medians; {args.sessions} sessions a client, one token a "
         f"request in turn; Python {sys.version.split()[0]}"
     )
     report(table, runs, args)
-    print(f"the cluster's processes lost Redis {lost} times (a call over {TIMEOUT_S * 1000:.0f} ms counts as lost)")
+    print(
+        f"the Redis calls of one hosted request (revoked, take, claim), in-process on uvloop: {calls:.0f} us of CPU;"
+        f" the cluster's processes lost Redis {lost} times (a call over {TIMEOUT_S * 1000:.0f} ms counts as lost)"
+    )
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
