@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -25,7 +26,7 @@ from npcmind.http.server import free_port
 HAPROXY_CONFIG = """\
 # npcmind behind HAProxy: {n} processes on one machine (`npcmind cluster --processes {n}` writes this file)
 global
-    maxconn 20000
+    maxconn {maxconn}
     stats socket {socket} mode 600 level admin
 
 defaults
@@ -56,10 +57,30 @@ backend processes
 """
 
 
-def haproxy_config(host: str, port: int, backends: list[int], socket_path: str = "/run/npcmind-haproxy.sock") -> str:
+MAXCONN = 20_000  # connections HAProxy holds at once, where the machine lets it open the files for them
+
+
+def haproxy_config(
+    host: str,
+    port: int,
+    backends: list[int],
+    socket_path: str = "/run/npcmind-haproxy.sock",
+    maxconn: int = MAXCONN,
+) -> str:
     """The HAProxy configuration for npcmind processes listening on ``backends`` (ports on 127.0.0.1)."""
     servers = "\n".join(f"    server n{i + 1} 127.0.0.1:{p}" for i, p in enumerate(backends))
-    return HAPROXY_CONFIG.format(n=len(backends), socket=socket_path, host=host, port=port, servers=servers)
+    return HAPROXY_CONFIG.format(
+        n=len(backends), maxconn=maxconn, socket=socket_path, host=host, port=port, servers=servers
+    )
+
+
+def fitting_maxconn() -> int:
+    """HAProxy opens two files a connection and refuses to start when ``maxconn`` needs more than the hard
+    limit of open files (20,000 on some machines: 20,000 connections need 40,031): as many as fit."""
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard == resource.RLIM_INFINITY:
+        return MAXCONN
+    return max(100, min(MAXCONN, (hard - 100) // 2))
 
 
 def _wait_port(port: int, proc: subprocess.Popen[str], what: str, timeout: float = 60) -> None:
@@ -99,7 +120,7 @@ class Cluster:
 
     def config(self) -> str:
         """This cluster's HAProxy configuration."""
-        return haproxy_config(self.host, self.port, self.ports, self.socket)
+        return haproxy_config(self.host, self.port, self.ports, self.socket, fitting_maxconn())
 
     def start(self) -> Cluster:
         """Every process, then HAProxy; each is accepting connections when this returns."""
