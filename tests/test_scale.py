@@ -14,7 +14,11 @@ import csv
 import os
 import random
 import re
+import resource
 import shutil
+import socket
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -29,8 +33,10 @@ import pytest
 
 from conftest import BEE_OBS, bee, decide_body, write_clients
 from npcmind.cluster import Cluster
+from npcmind.http.server import free_port
 from npcmind.providers.scripted import ScriptedServer
 from npcmind.sdk import DecideClient
+from test_shared import OwnRedis
 
 POSTGRES = os.environ.get("NPCMIND_TEST_POSTGRES", "postgresql://root@127.0.0.1:5432/test")
 REDIS = os.environ.get("NPCMIND_TEST_REDIS", "redis://127.0.0.1:6379/0")
@@ -206,6 +212,37 @@ def prompts(provider: ScriptedServer, start: int = 0) -> list[str]:
         "\n".join(str(m.get("content")) for m in body.get("messages", []))
         for body in list(provider.model.requests)[start:]
     ]
+
+
+def test_haproxy_starts_where_few_files_may_be_open(tmp_path: Path) -> None:
+    """HAProxy refuses to start when its maxconn needs more open files than the hard limit allows (20,000
+    connections need 40,031; this machine allows 20,000): the configuration the cluster writes fits the limit."""
+    if shutil.which("haproxy") is None:
+        pytest.skip("no haproxy here (Debian: apt-get install haproxy)")
+    port = free_port()
+    start = (
+        "import os, sys; from npcmind.cluster import Cluster; c = Cluster([], 1, port=int(sys.argv[1]), "
+        "workdir=sys.argv[2]); open(sys.argv[2] + '/h.cfg', 'w').write(c.config()); "
+        "os.execvp('haproxy', ['haproxy', '-db', '-f', sys.argv[2] + '/h.cfg'])"
+    )
+
+    def few_files() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", start, str(port), str(tmp_path)], preexec_fn=few_files, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        until(lambda: proc.poll() is not None or _accepts(port), "haproxy neither started nor stopped")
+        assert proc.poll() is None, proc.communicate()[1]
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _accepts(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 # --- the SDK under load, and what it was answered ---------------------------------------------------------------
@@ -565,61 +602,74 @@ def test_a_session_moved_away_and_back_shows_the_outcomes_reported_while_away(
 # --- Redis goes away and comes back -----------------------------------------------------------------------------
 
 
+class Rounds:
+    """Requests of several sessions at every process, each a new situation for the model; every status kept."""
+
+    def __init__(self, d: Deployment, tokens: list[str]) -> None:
+        self.d = d
+        self.tokens = tokens
+        self.statuses: list[int] = []
+        self._step = 0
+
+    def body(self, eid: str = "x") -> dict[str, Any]:
+        self._step += 1
+        return decide_body(bee(eid, observation={**BEE_OBS, "distance_to_player": 10.0 * self._step}))
+
+    def round(self) -> list[dict[str, Any]]:
+        """A decide of every session at every process, and a report of each decision; the decisions."""
+        made = []
+        for token in self.tokens:
+            for http in self.d.direct:
+                r = http.post("/v1/decide", json=self.body(), headers=auth(token))
+                self.statuses.append(r.status_code)
+                if r.status_code == 200:
+                    made.append(r.json()["decisions"][0])
+                    report = {
+                        "client_id": "game-1",
+                        "reports": [{"decision_id": made[-1]["decision_id"], "outcome": "done"}],
+                    }
+                    self.statuses.append(http.post("/v1/report", json=report, headers=auth(token)).status_code)
+        return made
+
+    def shared_cache(self) -> bool:
+        """Whether a decision the model made at process 1 is a cache hit at process 3 (another session)."""
+        body = self.body("c")
+        fresh = self.d.direct[0].post("/v1/decide", json=body, headers=auth(self.tokens[0]))
+        hit = self.d.direct[2].post("/v1/decide", json=body, headers=auth(self.tokens[1]))
+        self.statuses += [fresh.status_code, hit.status_code]
+        return fresh.json()["decisions"][0]["cached"] is False and hit.json()["decisions"][0]["cached"] is True
+
+    def redis_down(self) -> list[bool]:
+        """Whether each process's /v1/health says the shared state in Redis is unreachable."""
+        notes = [str(http.get("/v1/health").json()["note"]) for http in self.d.direct]
+        return ["Redis" in n and "unreachable" in n for n in notes]
+
+
 def test_redis_stopped_mid_run_costs_no_5xx_and_everything_returns_when_it_is_back(
-    deploy: Callable[..., Deployment], tmp_path: Path, provider: ScriptedServer
+    deploy: Callable[..., Deployment], tmp_path: Path
 ) -> None:
     if shutil.which("redis-server") is None:
         pytest.skip("no redis-server here (Debian: apt-get install redis-server)")
-    from test_shared import OwnRedis
-
     redis = OwnRedis(tmp_path)
     redis.start()
     try:
         d = deploy(redis.url)
-        tokens = [d.open() for _ in range(6)]
-        statuses: list[int] = []
-        step = iter(range(10**6))
-
-        def load() -> list[dict[str, Any]]:
-            """One decide of every session at every process (a new situation each time) and a report of each."""
-            made = []
-            for token in tokens:
-                for http in d.direct:
-                    body = decide_body(bee("x", observation={**BEE_OBS, "distance_to_player": 10.0 * next(step)}))
-                    r = http.post("/v1/decide", json=body, headers=auth(token))
-                    statuses.append(r.status_code)
-                    if r.status_code == 200:
-                        made.append(r.json()["decisions"][0])
-                        item = {"decision_id": made[-1]["decision_id"], "outcome": "done"}
-                        rep = http.post(
-                            "/v1/report", json={"client_id": "game-1", "reports": [item]}, headers=auth(token)
-                        )
-                        statuses.append(rep.status_code)
-            return made
-
-        def notes() -> list[str]:
-            return [str(http.get("/v1/health").json()["note"]) for http in d.direct]
-
-        assert all(x["source"] == "AI" for x in load())
+        run = Rounds(d, [d.open() for _ in range(6)])
+        assert all(x["source"] == "AI" for x in run.round()) and run.shared_cache()
+        assert run.redis_down() == [False] * PROCESSES
         redis.stop()
-        made = load()  # every process meets the outage at once
+        made = run.round()  # every process meets the outage
         assert made and all(x["source"] == "AI" for x in made), made  # decisions go on
-        assert all("Redis" in n and "unreachable" in n for n in notes()), notes()
+        assert run.redis_down() == [True] * PROCESSES
         # the store stands in for Redis: a session ended at one process is refused at the others
-        ended = tokens.pop()
+        ended = run.tokens.pop()
         assert d.direct[0].delete("/v1/session", headers=auth(ended)).status_code == 200
-        assert [h.post("/v1/decide", json=decide_body(), headers=auth(ended)).status_code for h in d.direct] == [
-            401
-        ] * 3
-        load()
+        assert [h.post("/v1/decide", json=run.body(), headers=auth(ended)).status_code for h in d.direct] == [401] * 3
+        run.round()
         redis.start()
-        until(lambda: not any("Redis" in n for n in notes()), "the processes did not find Redis again")
-        assert all(x["source"] == "AI" for x in load())
-        assert not [s for s in statuses if s >= 500], statuses
-        # shared again: a decision cached at one process is a hit at another
-        body = decide_body(bee("c", observation={**BEE_OBS, "distance_to_player": 5000.0}))
-        fresh = d.direct[0].post("/v1/decide", json=body, headers=auth(tokens[0])).json()["decisions"][0]
-        hit = d.direct[2].post("/v1/decide", json=body, headers=auth(tokens[1])).json()["decisions"][0]
-        assert (fresh["cached"], hit["cached"]) == (False, True)
+        until(lambda: run.redis_down() == [False] * PROCESSES, "the processes did not find Redis again")
+        assert all(x["source"] == "AI" for x in run.round())
+        until(run.shared_cache, "the decision cache was not shared again")
+        assert not [s for s in run.statuses if s >= 500], run.statuses
     finally:
         redis.stop()
