@@ -104,6 +104,22 @@ def test_a_session_revoked_at_one_process_is_revoked_at_every_other(prefix: str)
     asyncio.run(go())
 
 
+def test_a_process_knows_when_another_served_its_session_meanwhile(prefix: str) -> None:
+    """As Colyseus owns a room: the process that served a session last may trust what it holds of it."""
+
+    async def go() -> list[bool | None]:
+        a, b = two(prefix)
+        await a.start()
+        await b.start()
+        seen = [await a.claim("s1", "A"), await a.claim("s1", "A"), await b.claim("s1", "B"), await a.claim("s1", "A")]
+        await a.close()
+        await b.close()
+        return seen
+
+    # new to A (nothing to trust yet), A again, taken over by B, and A must not trust what it kept
+    assert asyncio.run(go()) == [False, True, False, False]
+
+
 def test_in_memory_it_is_this_process_alone() -> None:
     async def go() -> None:
         m = MemoryShared(10)
@@ -113,6 +129,7 @@ def test_in_memory_it_is_this_process_alone() -> None:
         await m.revoke("s", time.time() + 10)
         assert await m.revoked("s") is True and await m.revoked("t") is False
         assert m.problem() is None
+        assert await m.claim("s", "me") is True  # one process serves every session: what it holds is current
 
     asyncio.run(go())
     with pytest.raises(ValueError, match="use redis://HOST:PORT/N"):
@@ -192,6 +209,7 @@ def test_without_redis_it_answers_as_one_process_says_so_once_and_recovers(own_r
                 assert await fresh.cached("c", ["k"]) == [None]  # a miss, not an error
                 assert await fresh.revoked("s") is None  # not known: the store decides
                 assert await fresh.take("c", 5.0) == 0  # this process's own bucket
+                assert await fresh.claim("s", "me") is None  # not known: rebuild from the store
             await s.cache("c", [("k2", CachedChoice("idle", None), 60_000)])  # kept in memory, no error
             assert await s.cached("c", ["k2"]) == [CachedChoice("idle", None)]
             lost = [line for line in said if "unreachable" in line]

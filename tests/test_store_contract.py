@@ -288,3 +288,38 @@ def test_two_services_on_one_postgresql_store_share_decisions_sessions_and_keys(
     r = redis_client.Redis.from_url(REDIS)
     for key in r.scan_iter(redis.rsplit("prefix=", 1)[1] + ":*"):
         r.delete(key)
+
+
+def test_a_session_that_moved_away_and_back_is_rebuilt_with_what_happened_elsewhere(
+    postgres_url: str, start_service: Any, scripted: Any, tmp_path: Path
+) -> None:
+    """A → B → A: the memory process A kept from before must not be served; the outcome reported at B shows."""
+    from conftest import BEE_OBS, bee, decide_body, write_clients
+
+    clients, keys = write_clients(tmp_path)
+    prefix = f"npcmind-test-{uuid.uuid4().hex[:10]}"
+    common = {"profile": "hosted", "clients": str(clients), "provider": "openai", "base_url": scripted.base_url}
+    a = start_service(manifest=None, store=postgres_url, redis=f"{REDIS}?prefix={prefix}", **common)
+    b = start_service(manifest=None, store=postgres_url, redis=f"{REDIS}?prefix={prefix}", **common)
+    opened = a.http.post(
+        "/v1/session", json={"client_id": "game-1"}, headers={"authorization": f"Bearer {keys['game-1']}"}
+    )
+    auth = {"authorization": f"Bearer {opened.json()['session_token']}"}
+
+    def at(svc: Any, hp: float) -> str:
+        r = svc.decide(decide_body(bee("x", observation={**BEE_OBS, "hp_fraction": hp})), headers=auth)
+        assert r.status_code == 200, r.text
+        return str(r.json()["decisions"][0]["decision_id"])
+
+    first = at(a, 0.9)  # A holds the session: x remembers this decision, unreported
+    at(b, 0.5)  # the session moved to B
+    report = {"client_id": "game-1", "reports": [{"decision_id": first, "outcome": "failed", "detail": "stung"}]}
+    assert b.http.post("/v1/report", json=report, headers=auth).json()["results"][0]["status"] == "accepted"
+    at(a, 0.1)  # and back to A
+    memory = next(line for line in scripted.requests[-1]["messages"][1]["content"].splitlines() if "memory:" in line)
+    assert '-> failed "stung"' in memory, memory  # the outcome reported at B, read back from the store
+    import redis as redis_client
+
+    r = redis_client.Redis.from_url(REDIS)
+    for key in r.scan_iter(prefix + ":*"):
+        r.delete(key)

@@ -442,6 +442,7 @@ async def manifest(request: Request[Any, Any, Any]) -> Response[bytes]:
 async def health(request: Request[Any, Any, Any]) -> Response[bytes]:
     service = _service(request)
     p = service.provider
+    shared_problem = service.shared.problem()
     return json_response(
         HealthResponse(
             status="ok",
@@ -451,9 +452,13 @@ async def health(request: Request[Any, Any, Any]) -> Response[bytes]:
             provider=p.name,
             model=p.model,
             provider_ready=p.ready,
-            note=describe(p) + (f"; at start: {service.provider_problem}" if service.provider_problem else ""),
+            note=describe(p)
+            + (f"; at start: {service.provider_problem}" if service.provider_problem else "")
+            + (f"; shared state: {shared_problem}, so each process decides on its own" if shared_problem else ""),
             manifest_version=service.manifest.version if service.manifest else None,
             deadline_ms=service.settings.deadline_ms,
+            shared="redis" if service.settings.redis else "memory",
+            shared_ready=shared_problem is None,
         )
     )
 

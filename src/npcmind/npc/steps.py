@@ -196,10 +196,7 @@ class NpcProcessor:
 
     @staticmethod
     def _expected(tape: dict[str, Any], recalls: bool) -> str:
-        if not tape.get("actor"):
-            return "IdentifyActorResult"
-        if recalls and tape.get("vectorQueried") is not True:
-            return "QueryVectorResult"
-        if tape.get("generatedOutput") is None:
-            return "ExecuteInferenceResult"
-        return "no result (the tape is complete: send it without lastResult to get Finalize)"
+        step = step_of(tape, recalls)
+        if step == "Finalize":
+            return "no result (the tape is complete: send it without lastResult to get Finalize)"
+        return step + "Result"

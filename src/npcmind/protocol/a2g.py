@@ -339,3 +339,11 @@ class HealthResponse(msgspec.Struct):
     deadline_ms: Annotated[
         int, Meta(description="How long a decide request may wait for its model: a client's timeout belongs above it.")
     ]
+    shared: Annotated[
+        Literal["memory", "redis"],
+        Meta(description="Where the decision cache, request rates and ended sessions live: this process or Redis."),
+    ] = "memory"
+    shared_ready: Annotated[
+        bool,
+        Meta(description="False while Redis is unreachable: each process then decides on its own (the note says why)."),
+    ] = True

@@ -47,6 +47,7 @@ class Guard:
         self.manifest = manifest
         self.clients = clients
         self._sessions: dict[str, SessionRecord] = {}
+        self.owner = "p_" + os.urandom(8).hex()  # this process, as the owner of the sessions it serves
 
     @property
     def hosted(self) -> bool:
@@ -107,10 +108,18 @@ class Guard:
         """The session of a session-scoped body: implicit (local) or the token's (hosted; 403 on another client)."""
         if self.clients is None or claims is None:
             assert self.manifest is not None
-            return await self.hub.session(f"local:{client_id}", client_id, self.manifest)
+            return await self._owned(f"local:{client_id}", client_id, self.manifest)
         if claims.cid != client_id:
             raise ApiError(403, "forbidden", f"the token is for client {claims.cid!r}, the body names {client_id!r}")
-        return await self.hub.session(claims.sid, claims.cid, self.clients[claims.cid].manifest)
+        return await self._owned(claims.sid, claims.cid, self.clients[claims.cid].manifest)
+
+    async def _owned(self, session_id: str, client_id: str, manifest: Manifest) -> SessionContext:
+        """The session as this process holds it, rebuilt from the store first when another process served it
+        since (or the shared state cannot say): a session that moved away and came back must never be served
+        the memory this process kept from before it left."""
+        if await self.shared.claim(session_id, self.owner) is not True:
+            self.hub.forget(session_id)
+        return await self.hub.session(session_id, client_id, manifest)
 
     async def client_of(self, authorization: str | None) -> str | None:
         """For routes without a body: the token's client (hosted), or None (local)."""

@@ -19,7 +19,10 @@ def open_shared(url: str | None, cache_entries: int = 100_000) -> Shared:
         return MemoryShared(cache_entries)
     if not url.startswith(("redis://", "rediss://", "unix://")):
         raise ValueError(f"unsupported --redis URL {url!r}: use redis://HOST:PORT/N")
-    from npcmind.shared.redis import RedisShared
+    try:
+        from npcmind.shared.redis import RedisShared
+    except ImportError:
+        raise ValueError("--redis needs the redis extra: pip install 'npcmind[redis]'") from None
 
     parts = urllib.parse.urlsplit(url)
     query = urllib.parse.parse_qs(parts.query)

@@ -51,6 +51,12 @@ class Shared(Protocol):
         """Whether the session was revoked; None when the backend cannot say (ask the store)."""
         ...
 
+    async def claim(self, session_id: str, owner: str) -> bool | None:
+        """Serve this session as ``owner`` (one id a process), as Colyseus owns a room: True when this process
+        served it last, so what it holds of the session is current; False when another process served it
+        meanwhile (or none ever did), so it must rebuild from the store; None when the backend cannot say."""
+        ...
+
     async def back_off(self, until: float) -> None:
         """The provider asked every caller to wait until ``until`` (epoch seconds; a 429's Retry-After)."""
         ...

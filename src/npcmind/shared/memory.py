@@ -100,6 +100,9 @@ class MemoryShared:
     async def revoked(self, session_id: str) -> bool | None:
         return session_id in self._revoked
 
+    async def claim(self, session_id: str, owner: str) -> bool | None:
+        return True  # one process: it serves every session, and nothing it holds can go stale
+
     async def back_off(self, until: float) -> None:
         self._back_off = max(self._back_off, until)
 

@@ -25,6 +25,7 @@ log = logging.getLogger("npcmind.shared")
 
 PROBE_S = 1.0  # while Redis is down, how often a probe looks for it again
 TIMEOUT_S = 0.25  # a Redis call that takes longer counts as Redis being down
+OWNED_MS = 24 * 3600 * 1000  # a session's owner is remembered this long after its last request
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder(tuple[str, float | None]).decode
 
@@ -168,6 +169,15 @@ class RedisShared:
             return bool(await self._call(self._redis.exists, f"{self.prefix}x:{session_id}"))
         except RedisError:
             return None
+
+    async def claim(self, session_id: str, owner: str) -> bool | None:
+        try:
+            before = await self._call(
+                self._redis.set, f"{self.prefix}o:{session_id}", owner.encode(), px=OWNED_MS, get=True
+            )
+        except RedisError:
+            return None
+        return before is not None and before.decode() == owner
 
     async def back_off(self, until: float) -> None:
         await self.fallback.back_off(until)

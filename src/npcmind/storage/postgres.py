@@ -21,7 +21,14 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import msgspec
 
 from npcmind.failures import FailureLog
-from npcmind.storage.base import SCHEMA_VERSION, IssuedDecision, SessionRecord, StoreError, check_version
+from npcmind.storage.base import (
+    SCHEMA_VERSION,
+    IssuedDecision,
+    SessionRecord,
+    StoreError,
+    batch_row,
+    check_version,
+)
 
 try:  # the `postgres` extra
     import asyncpg
@@ -53,7 +60,6 @@ CREATE INDEX IF NOT EXISTS outcomes_by_time ON outcomes (decided_at);
 CREATE SEQUENCE IF NOT EXISTS decision_blocks;
 """
 _Row = tuple[str, str, str, str, str]
-_encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder(list[_Row]).decode
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -168,16 +174,7 @@ class PostgresStore:
         await asyncio.sleep(0)  # the requests of this turn of the loop join the same commit
         while self._pending:
             batch, self._pending = self._pending, []
-            values = [
-                (
-                    rows[0].seq,
-                    len(rows),
-                    rows[0].session_id,
-                    rows[0].created_at,
-                    _encode([(r.decision_id, r.entity_id, r.type, r.action, r.label) for r in rows]),
-                )
-                for rows, _ in batch
-            ]
+            values = [batch_row(rows) for rows, _ in batch]
             try:
                 async with self._pool.acquire() as db, db.transaction():
                     await db.executemany(

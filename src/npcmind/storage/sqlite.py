@@ -25,7 +25,14 @@ from typing import IO, Any, Concatenate, ParamSpec, TypeVar
 import msgspec
 
 from npcmind.failures import FailureLog
-from npcmind.storage.base import SCHEMA_VERSION, IssuedDecision, SessionRecord, StoreError, check_version
+from npcmind.storage.base import (
+    SCHEMA_VERSION,
+    IssuedDecision,
+    SessionRecord,
+    StoreError,
+    batch_row,
+    check_version,
+)
 
 log = logging.getLogger("npcmind.storage")
 
@@ -193,16 +200,7 @@ class SqliteStore:
         self._flush_scheduled = False
         if not batch:  # close() flushed them already
             return
-        values = [
-            (
-                rows[0].seq,
-                len(rows),
-                rows[0].session_id,
-                rows[0].created_at,
-                _encode([(r.decision_id, r.entity_id, r.type, r.action, r.label) for r in rows]),
-            )
-            for rows, _ in batch
-        ]
+        values = [batch_row(rows) for rows, _ in batch]
         try:
             with self._db:
                 self._db.execute("BEGIN")
