@@ -610,6 +610,8 @@ class Rounds:
         self.tokens = tokens
         self.statuses: list[int] = []
         self._step = 0
+        # two more sessions that only ever ask for one bee, each at one process: their scenes stay alike
+        self.pair = (d.open(), d.open())
 
     def body(self, eid: str = "x") -> dict[str, Any]:
         self._step += 1
@@ -634,8 +636,8 @@ class Rounds:
     def shared_cache(self) -> bool:
         """Whether a decision the model made at process 1 is a cache hit at process 3 (another session)."""
         body = self.body("c")
-        fresh = self.d.direct[0].post("/v1/decide", json=body, headers=auth(self.tokens[0]))
-        hit = self.d.direct[2].post("/v1/decide", json=body, headers=auth(self.tokens[1]))
+        fresh = self.d.direct[0].post("/v1/decide", json=body, headers=auth(self.pair[0]))
+        hit = self.d.direct[2].post("/v1/decide", json=body, headers=auth(self.pair[1]))
         self.statuses += [fresh.status_code, hit.status_code]
         return fresh.json()["decisions"][0]["cached"] is False and hit.json()["decisions"][0]["cached"] is True
 
