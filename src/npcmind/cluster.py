@@ -123,15 +123,20 @@ class Cluster:
         return haproxy_config(self.host, self.port, self.ports, self.socket, fitting_maxconn())
 
     def start(self) -> Cluster:
-        """Every process, then HAProxy; each is accepting connections when this returns."""
-        for i in range(len(self.ports)):
-            self.start_process(i)
-        cfg = self.dir / "haproxy.cfg"
-        cfg.write_text(self.config())
-        self.haproxy = subprocess.Popen(
-            ["haproxy", "-db", "-f", str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-        )
-        _wait_port(self.port, self.haproxy, "haproxy")
+        """Every process, then HAProxy; each is accepting connections when this returns. When one cannot start,
+        those started are stopped again (`with` never reaches ``__exit__`` then: nobody else would stop them)."""
+        try:
+            for i in range(len(self.ports)):
+                self.start_process(i)
+            cfg = self.dir / "haproxy.cfg"
+            cfg.write_text(self.config())
+            self.haproxy = subprocess.Popen(
+                ["haproxy", "-db", "-f", str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+            )
+            _wait_port(self.port, self.haproxy, "haproxy")
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def start_process(self, i: int) -> None:
