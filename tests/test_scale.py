@@ -31,7 +31,7 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import BEE_OBS, bee, decide_body, write_clients
+from conftest import BEE_OBS, FOREST, bee, decide_body, write_clients
 from npcmind.cluster import Cluster
 from npcmind.http.server import free_port
 from npcmind.providers.scripted import ScriptedServer
@@ -181,12 +181,7 @@ def deploy(tmp_path: Path, store_url: str, provider: ScriptedServer) -> Iterator
         args += ["--base-url", provider.base_url, "--store", store_url, "--redis", redis]
         workdir = tmp_path / f"cluster{len(started)}"
         workdir.mkdir()
-        cluster = Cluster(args, PROCESSES, workdir=str(workdir))
-        try:
-            cluster.start()
-        except BaseException:
-            cluster.stop()
-            raise
+        cluster = Cluster(args, PROCESSES, workdir=str(workdir)).start()
         started.append(Deployment(cluster, keys))
         return started[-1]
 
@@ -243,6 +238,32 @@ def test_haproxy_starts_where_few_files_may_be_open(tmp_path: Path) -> None:
 def _accepts(port: int) -> bool:
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_a_cluster_that_cannot_start_leaves_no_process_behind(tmp_path: Path) -> None:
+    """HAProxy refuses to start (its admin socket's path is too long here): the npcmind processes already
+    started are stopped too, not left running with nobody to stop them."""
+    if shutil.which("haproxy") is None:
+        pytest.skip("no haproxy here (Debian: apt-get install haproxy)")
+    started: list[subprocess.Popen[str]] = []
+
+    class Watched(Cluster):
+        def start_process(self, i: int) -> None:
+            super().start_process(i)
+            started.append(self.procs[i])  # type: ignore[arg-type]
+
+    workdir = tmp_path / ("x" * 110)  # a Unix socket's path holds at most 107 bytes
+    workdir.mkdir()
+    args = ["--manifest", str(FOREST), "--store", f"sqlite:///{tmp_path}/s.db", "--provider", "none"]
+    cluster = Watched(args, 1, workdir=str(workdir))
+    try:
+        with pytest.raises(RuntimeError, match="haproxy did not start"):
+            cluster.start()
+        assert len(started) == 1 and started[0].poll() is not None
+    finally:
+        for proc in started:
+            proc.kill()
+            proc.wait()
 
 
 # --- the SDK under load, and what it was answered ---------------------------------------------------------------
