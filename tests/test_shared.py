@@ -120,6 +120,24 @@ def test_a_process_knows_when_another_served_its_session_meanwhile(prefix: str) 
     assert asyncio.run(go()) == [False, True, False, False]
 
 
+def test_many_requests_at_once_wait_their_turn_for_a_connection_and_redis_stays_up(prefix: str) -> None:
+    """redis-py's pool holds 100 connections and raised "Too many connections" for the 101st call in flight: a
+    process with more requests at once (512 through HAProxy in bench/scale_bench.py) took Redis for gone, and
+    for a second every request rebuilt its session from the store. Now 300 calls at once all answer."""
+
+    async def go() -> tuple[list[bool | None], str | None]:
+        a = RedisShared(REDIS, prefix=prefix)
+        await a.start()
+        answers = await asyncio.gather(*(a.revoked(f"s{i}") for i in range(300)))
+        problem = a.problem()
+        await a.close()
+        return answers, problem
+
+    answers, problem = asyncio.run(go())
+    assert problem is None
+    assert answers == [False] * 300
+
+
 def test_in_memory_it_is_this_process_alone() -> None:
     async def go() -> None:
         m = MemoryShared(10)

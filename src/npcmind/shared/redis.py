@@ -25,6 +25,7 @@ log = logging.getLogger("npcmind.shared")
 
 PROBE_S = 1.0  # while Redis is down, how often a probe looks for it again
 TIMEOUT_S = 0.25  # a Redis call that takes longer counts as Redis being down
+POOL = 100  # connections to Redis a process holds at most
 OWNED_MS = 24 * 3600 * 1000  # a session's owner is remembered this long after its last request
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder(tuple[str, float | None]).decode
@@ -59,11 +60,16 @@ class RedisShared:
         self._take: Any = None
         self._down: str | None = None
         self._probe: asyncio.Task[None] | None = None
+        self._slots = asyncio.Semaphore(POOL)  # past POOL calls in flight, the next waits for one to end
 
     async def start(self) -> None:
         """Connect; an unreachable Redis at start is said like one lost later, and looked for again."""
         self._redis = aioredis.from_url(
-            self.url, socket_timeout=TIMEOUT_S, socket_connect_timeout=TIMEOUT_S, retry_on_timeout=False
+            self.url,
+            max_connections=POOL,
+            socket_timeout=TIMEOUT_S,
+            socket_connect_timeout=TIMEOUT_S,
+            retry_on_timeout=False,
         )
         self._take = self._redis.register_script(_TAKE)
         try:
@@ -114,7 +120,8 @@ class RedisShared:
         if self._down is not None:
             raise RedisError(self._down)
         try:
-            return await op(*args, **kwargs)
+            async with self._slots:  # each call holds a connection; redis-py raises past its pool's, not waits
+                return await op(*args, **kwargs)
         except (RedisError, OSError) as e:
             self._lost(e)
             raise RedisError(str(e)) from e
