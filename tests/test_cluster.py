@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from conftest import FOREST
-from npcmind.cluster import haproxy_config, haproxy_maxconn
+from npcmind.cluster import fitting_maxconn, haproxy_config
 from npcmind.http.server import free_port
 
 
@@ -78,7 +78,7 @@ def test_haproxy_spreads_sessions_about_evenly_over_two_processes(tmp_path: Path
     port = free_port()
     cfg = tmp_path / "haproxy.cfg"
     ports = [b.server_address[1] for b in backends]
-    cfg.write_text(haproxy_config("127.0.0.1", port, ports, str(tmp_path / "s.sock"), haproxy_maxconn(2)))
+    cfg.write_text(haproxy_config("127.0.0.1", port, ports, str(tmp_path / "s.sock"), fitting_maxconn()))
     proc = subprocess.Popen(["haproxy", "-db", "-f", str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:

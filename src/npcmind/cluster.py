@@ -59,26 +59,30 @@ backend processes
 """
 
 
-MAXCONN = 20_000  # connections HAProxy holds at once, where the limit on open files allows it
+MAXCONN = 20_000  # connections HAProxy holds at once, where the machine lets it open the files for them
 
 
 def haproxy_config(
-    host: str, port: int, backends: list[int], socket_path: str = "/run/npcmind-haproxy.sock", maxconn: int = MAXCONN
+    host: str,
+    port: int,
+    backends: list[int],
+    socket_path: str = "/run/npcmind-haproxy.sock",
+    maxconn: int = MAXCONN,
 ) -> str:
     """The HAProxy configuration for npcmind processes listening on ``backends`` (ports on 127.0.0.1)."""
     servers = "\n".join(f"    server n{i + 1} 127.0.0.1:{p}" for i, p in enumerate(backends))
     return HAPROXY_CONFIG.format(
-        n=len(backends), socket=socket_path, host=host, port=port, servers=servers, maxconn=maxconn
+        n=len(backends), maxconn=maxconn, socket=socket_path, host=host, port=port, servers=servers
     )
 
 
-def haproxy_maxconn(backends: int) -> int:
-    """As many connections as this machine's hard limit on open files lets HAProxy hold, up to MAXCONN: it takes
-    two files a connection and a few of its own, and refuses to start when the hard limit is below that."""
+def fitting_maxconn() -> int:
+    """HAProxy opens two files a connection and refuses to start when ``maxconn`` needs more than the hard
+    limit of open files (20,000 on some machines: 20,000 connections need 40,031): as many as fit."""
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     if hard == resource.RLIM_INFINITY:
         return MAXCONN
-    return max(1, min(MAXCONN, (hard - 100 - 2 * backends) // 2))
+    return max(100, min(MAXCONN, (hard - 100) // 2))
 
 
 def _wait_port(port: int, proc: subprocess.Popen[str], what: str, timeout: float = 60) -> None:
@@ -118,22 +122,28 @@ class Cluster:
 
     def config(self) -> str:
         """This cluster's HAProxy configuration."""
-        return haproxy_config(self.host, self.port, self.ports, self.socket, haproxy_maxconn(len(self.ports)))
+        return haproxy_config(self.host, self.port, self.ports, self.socket, fitting_maxconn())
 
     def start(self) -> Cluster:
-        """Every process, then HAProxy; each is accepting connections when this returns."""
-        for i in range(len(self.ports)):
-            self.start_process(i)
-        cfg = self.dir / "haproxy.cfg"
-        cfg.write_text(self.config())
-        self.haproxy = subprocess.Popen(
-            ["haproxy", "-db", "-f", str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-        )
+        """Every process, then HAProxy; each is accepting connections when this returns. When one cannot start,
+        those started are stopped again (`with` never reaches ``__exit__`` then: nobody else would stop them)."""
         try:
-            _wait_port(self.port, self.haproxy, "haproxy")
-        except RuntimeError as e:  # HAProxy says why on stderr
-            why = self.haproxy.stderr.read() if self.haproxy.poll() is not None and self.haproxy.stderr else ""
-            raise RuntimeError(f"{e}: {why.strip()}") from None
+            for i in range(len(self.ports)):
+                self.start_process(i)
+            cfg = self.dir / "haproxy.cfg"
+            cfg.write_text(self.config())
+            self.haproxy = subprocess.Popen(
+                ["haproxy", "-db", "-f", str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+            )
+            try:
+                _wait_port(self.port, self.haproxy, "haproxy")
+            except RuntimeError as e:  # HAProxy says why on stderr
+                haproxy = self.haproxy
+                why = haproxy.stderr.read() if haproxy.poll() is not None and haproxy.stderr else ""
+                raise RuntimeError(f"{e}: {why.strip()}") from None
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def start_process(self, i: int) -> None:
