@@ -36,6 +36,7 @@ import os
 import re
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -698,6 +699,7 @@ def main() -> int:
     ap.add_argument("--redis", default="redis://127.0.0.1:6379/0", help="a Redis database")
     ap.add_argument("--keep", action="store_true", help="keep the run's directory (the cluster's logs) to read")
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped, it still cleans up (schema, keys, processes)
     for tool in ("wrk", "haproxy"):
         if not shutil.which(tool):
             raise SystemExit(f"the bench needs {tool}: apt-get install {tool}")
