@@ -193,6 +193,7 @@ class Postgres:
         return [postmaster, *(p for p in children_of(postmaster) if p not in others)]
 
     def drop(self) -> None:
+        """The bench's schema and everything in it: nothing of a run stays on the server."""
         asyncio.run(self._fetch(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE'))
 
 
@@ -592,6 +593,7 @@ def ratio(runs: Runs, num: str, den: str, f: str = "rps", g: str = "") -> str:
 
 
 def med(runs: Runs, key: str, f: str) -> float:
+    """A row's figure as the table shows it: the median over the rounds."""
     return statistics.median(r[f] for r in runs[key])
 
 
@@ -614,7 +616,7 @@ COLUMNS = (  # heading, field, format
 
 
 def report(table: list[Row], runs: Runs, args: argparse.Namespace) -> None:
-    """The table (medians of the rounds) and the ratios the targets ask for (each within one round)."""
+    """The table (medians of the rounds), what each layer adds, then the targets (ratios within one round)."""
     print(f"{'':36} {'':26} {'CPU us a request; total: the deployment, wrk and the provider apart':<62} per request")
     print(f"{'row':36}" + "".join(f"{h:>9}" for h, _, _ in COLUMNS))
     for row in table:
@@ -638,6 +640,11 @@ def report(table: list[Row], runs: Runs, args: argparse.Namespace) -> None:
         if "first_p50" in runs[row.key][0]:
             worst = max(r["first_max"] for r in runs[row.key])
             print(f"  {row.label:36} p50 {med(runs, row.key, 'first_p50'):6.1f} ms, at most {worst:7.1f} ms")
+    targets(runs, args)
+
+
+def targets(runs: Runs, args: argparse.Namespace) -> None:
+    """The ratios the issue's targets name, met or not, and the ones that say why."""
     print("ratios: the median of the rounds' ratios (lowest-highest)")
     met = {True: "met", False: "not met"}
     through = statistics.median(a["rps"] / b["rps"] for a, b in zip(runs["lb2"], runs["sqlite"], strict=True))
@@ -689,6 +696,7 @@ def run(args: argparse.Namespace, tmp: Path, body: Path) -> tuple[list[Row], Run
 
 
 def main() -> int:
+    """`python bench/scale_bench.py`: the run, then its table and ratios."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=int, default=5, help="wrk's time a row (default 5)")
     ap.add_argument("--rounds", type=int, default=3, help="every row once a round; medians are reported")
