@@ -132,15 +132,15 @@ class Cluster:
                 self.start_process(i)
             cfg = self.dir / "haproxy.cfg"
             cfg.write_text(self.config())
-            self.haproxy = subprocess.Popen(
-                ["haproxy", "-db", "-f", str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-            )
+            log = self.dir / "haproxy.log"  # a file, not a pipe nobody reads: its up/down lines would fill it
+            with open(log, "a") as out:
+                self.haproxy = subprocess.Popen(
+                    ["haproxy", "-db", "-f", str(cfg)], stdout=subprocess.DEVNULL, stderr=out, text=True
+                )
             try:
                 _wait_port(self.port, self.haproxy, "haproxy")
-            except RuntimeError as e:  # HAProxy says why on stderr
-                haproxy = self.haproxy
-                why = haproxy.stderr.read() if haproxy.poll() is not None and haproxy.stderr else ""
-                raise RuntimeError(f"{e}: {why.strip()}") from None
+            except RuntimeError as e:  # HAProxy says why in its log
+                raise RuntimeError(f"{e}: {log.read_text().strip()}") from None
         except BaseException:
             self.stop()
             raise
