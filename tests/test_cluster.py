@@ -108,3 +108,15 @@ def http_ok(http: httpx.Client) -> bool:
 def token(i: int) -> str:
     """A fixed stand-in for the ``i``-th session token: as random-looking as a signed one, the same on every run."""
     return base64.urlsafe_b64encode(hashlib.sha256(str(i).encode()).digest() * 3).decode()
+
+
+def test_npcmind_cluster_is_a_command_and_deploy_haproxy_cfg_is_what_it_writes() -> None:
+    """The README runs `npcmind cluster`: it was only `python -m npcmind.cluster`, and the command was refused."""
+    from conftest import ROOT, cli
+
+    r = cli("cluster", "--print-config", "--processes", "3")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == (ROOT / "deploy" / "haproxy.cfg").read_text()  # the file shown in the docs never drifts
+    assert "server n3 127.0.0.1:8083" in r.stdout
+    missing = cli("cluster", "--processes", "2")
+    assert missing.returncode == 2 and "--store postgresql://" in missing.stderr, missing.stderr

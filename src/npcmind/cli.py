@@ -371,6 +371,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--data-dir", default=".npcmind", metavar="DIR", help="where NPCs and memories are kept")
     c.set_defaults(func=_chat)
 
+    cl = sub.add_parser(
+        "cluster",
+        add_help=False,
+        help="several npcmind processes behind HAProxy on this machine (`npcmind cluster --help`)",
+    )
+    cl.set_defaults(func=lambda args: _cluster([]))  # reached only through main(), which hands it every argument
+
     t = sub.add_parser(
         "scripted-provider",
         help="a scripted OpenAI/Anthropic-compatible model server for testing fallbacks",
@@ -398,10 +405,21 @@ def _quiet_stdout() -> None:
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
+def _cluster(rest: list[str]) -> int:
+    """`npcmind cluster ...`: its own parser reads every argument (argparse gives a subcommand's REMAINDER no
+    option that starts with a dash)."""
+    from npcmind.cluster import main as cluster_main
+
+    return cluster_main(rest)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `npcmind` command."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    args = build_parser().parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == ["cluster"]:
+        return _cluster(given[1:])
+    args = build_parser().parse_args(given)
     try:
         code = int(args.func(args))
         sys.stdout.flush()  # a reader that went away shows here, inside the try, not at exit

@@ -229,11 +229,17 @@ def main(argv: list[str] | None = None) -> int:
     cluster = Cluster(serve, args.processes, args.port, args.host)
     cluster.ports = [args.port + 1 + i for i in range(args.processes)]
     with cluster:
-        print(f"npcmind cluster ready on {cluster.url}: {args.processes} processes behind haproxy", flush=True)
+        print(
+            f"npcmind cluster ready on {cluster.url}: {args.processes} processes behind haproxy on ports "
+            f"{', '.join(map(str, cluster.ports))}; their logs are in {cluster.dir}",
+            flush=True,
+        )
         try:
             while all(p is not None and p.poll() is None for p in cluster.procs):
                 time.sleep(1)
         except KeyboardInterrupt:
+            cluster.stop()
+            print(f"npcmind cluster stopped: every process stopped cleanly; their logs are in {cluster.dir}")
             return 130
     print("npcmind cluster: a process stopped; see the logs in " + str(cluster.dir), file=sys.stderr)
     return 1
