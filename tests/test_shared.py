@@ -22,6 +22,7 @@ from npcmind.shared.base import CachedChoice
 from npcmind.shared.redis import RedisShared
 
 REDIS = os.environ.get("NPCMIND_TEST_REDIS", "redis://127.0.0.1:6379/0")
+SLOW_MACHINE_S = 30.0  # a call's timeout: a loaded machine is not a lost Redis (a stopped one refuses at once)
 
 
 def _redis_reachable(url: str) -> str | None:
@@ -51,7 +52,7 @@ def prefix() -> Iterator[str]:
 
 def two(prefix: str) -> tuple[RedisShared, RedisShared]:
     """Two processes' views of one Redis."""
-    return RedisShared(REDIS, prefix=prefix), RedisShared(REDIS, prefix=prefix)
+    return tuple(RedisShared(REDIS, prefix=prefix, timeout_s=SLOW_MACHINE_S) for _ in range(2))  # type: ignore[return-value]
 
 
 def test_a_choice_cached_by_one_process_is_a_hit_at_another_until_its_ttl(prefix: str) -> None:
@@ -73,7 +74,7 @@ def test_a_clients_rate_holds_across_processes(prefix: str) -> None:
     """N processes let through what one does: 3 views of one bucket at 10 a second pass a burst of 20 in all."""
 
     async def go() -> int:
-        views = [RedisShared(REDIS, prefix=prefix) for _ in range(3)]
+        views = [RedisShared(REDIS, prefix=prefix, timeout_s=SLOW_MACHINE_S) for _ in range(3)]
         for v in views:
             await v.start()
         passed = 0
@@ -126,7 +127,7 @@ def test_many_requests_at_once_wait_their_turn_for_a_connection_and_redis_stays_
     for a second every request rebuilt its session from the store. Now 300 calls at once all answer."""
 
     async def go() -> tuple[list[bool | None], str | None]:
-        a = RedisShared(REDIS, prefix=prefix)
+        a = RedisShared(REDIS, prefix=prefix, timeout_s=SLOW_MACHINE_S)
         await a.start()
         answers = await asyncio.gather(*(a.revoked(f"s{i}") for i in range(300)))
         problem = a.problem()
@@ -215,12 +216,13 @@ async def _until(check: Any, what: str) -> None:
 
 def test_without_redis_it_answers_as_one_process_says_so_once_and_recovers(own_redis: OwnRedis) -> None:
     async def go() -> None:
-        s = RedisShared(own_redis.url, prefix="t:")
+        s = RedisShared(own_redis.url, prefix="t:", timeout_s=SLOW_MACHINE_S)
         await s.start()
         await s.cache("c", [("k", CachedChoice("flee", None), 60_000)])
         with logged("npcmind.shared") as said:
             own_redis.stop()
-            fresh = RedisShared(own_redis.url, prefix="t:")  # a process that never saw the entry
+            # a process that never saw the entry
+            fresh = RedisShared(own_redis.url, prefix="t:", timeout_s=SLOW_MACHINE_S)
             await fresh.start()
             assert fresh.problem() is not None and "unreachable" in str(fresh.problem())
             for _ in range(3):

@@ -124,6 +124,7 @@ class Settings:
         default_factory=lambda: _env_int("NPCMIND_MAX_CONCURRENT_CALLS", MAX_CONCURRENT_CALLS)
     )
     cache_entries: int = field(default_factory=lambda: _env_int("NPCMIND_CACHE_ENTRIES", 100_000, least=0))
+    redis_timeout_ms: int = field(default_factory=lambda: _env_int("NPCMIND_REDIS_TIMEOUT_MS", 1000))
     max_body_bytes: int = field(default_factory=lambda: _env_int("NPCMIND_MAX_BODY_BYTES", 256 * 1024))
     max_session_entities: int = field(
         default_factory=lambda: _env_int("NPCMIND_MAX_SESSION_ENTITIES", 20_000, least=10)

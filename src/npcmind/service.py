@@ -69,7 +69,7 @@ class Service:
         self.rulesets = load_rulesets(settings.rulesets)
         self.provider: Provider = make_provider(settings)
         self.store: Store = open_store(settings.store)
-        self.shared: Shared = open_shared(settings.redis, settings.cache_entries)
+        self.shared: Shared = open_shared(settings.redis, settings.cache_entries, settings.redis_timeout_ms)
         self.metrics = Metrics()
         self._pipeline: DecidePipeline | None = None
         self._guard: Guard | None = None

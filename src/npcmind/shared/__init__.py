@@ -13,7 +13,7 @@ from npcmind.shared.base import Shared
 from npcmind.shared.memory import MemoryShared
 
 
-def open_shared(url: str | None, cache_entries: int = 100_000) -> Shared:
+def open_shared(url: str | None, cache_entries: int = 100_000, timeout_ms: int = 1000) -> Shared:
     """The shared state for ``--redis URL``, or this process's memory when there is none."""
     if not url:
         return MemoryShared(cache_entries)
@@ -28,7 +28,7 @@ def open_shared(url: str | None, cache_entries: int = 100_000) -> Shared:
     query = urllib.parse.parse_qs(parts.query)
     prefix = query.pop("prefix", ["npcmind"])[0]  # several deployments on one Redis: a prefix each
     rest = urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode({k: v[0] for k, v in query.items()})))
-    return RedisShared(rest, cache_entries, prefix=prefix + ":")
+    return RedisShared(rest, cache_entries, prefix=prefix + ":", timeout_s=timeout_ms / 1000)
 
 
 __all__ = ["MemoryShared", "Shared", "open_shared"]

@@ -24,7 +24,7 @@ from npcmind.shared.memory import MemoryShared
 log = logging.getLogger("npcmind.shared")
 
 PROBE_S = 1.0  # while Redis is down, how often a probe looks for it again
-TIMEOUT_S = 0.25  # a Redis call that takes longer counts as Redis being down
+TIMEOUT_S = 1.0  # a Redis call that takes longer counts as Redis being down (NPCMIND_REDIS_TIMEOUT_MS)
 POOL = 100  # connections to Redis a process holds at most
 OWNED_MS = 24 * 3600 * 1000  # a session's owner is remembered this long after its last request
 _encode = msgspec.json.Encoder().encode
@@ -52,8 +52,11 @@ return wait
 class RedisShared:
     """Redis through redis-py's asyncio client; this process's memory stands in while Redis is unreachable."""
 
-    def __init__(self, url: str, cache_entries: int = 100_000, prefix: str = "npcmind:") -> None:
+    def __init__(
+        self, url: str, cache_entries: int = 100_000, prefix: str = "npcmind:", timeout_s: float = TIMEOUT_S
+    ) -> None:
         self.url = url
+        self.timeout_s = timeout_s
         self.prefix = prefix
         self.fallback = MemoryShared(cache_entries)  # used only while Redis is down
         self._redis: Any = None
@@ -67,8 +70,8 @@ class RedisShared:
         self._redis = aioredis.from_url(
             self.url,
             max_connections=POOL,
-            socket_timeout=TIMEOUT_S,
-            socket_connect_timeout=TIMEOUT_S,
+            socket_timeout=self.timeout_s,
+            socket_connect_timeout=self.timeout_s,
             retry_on_timeout=False,
         )
         self._take = self._redis.register_script(_TAKE)
