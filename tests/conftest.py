@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
 import functools
@@ -9,6 +10,7 @@ import logging
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -87,6 +89,48 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
         report.longrepr = f"skipped, and {NO_SKIPS} is set (CI installs what every test needs): {reason}"
+
+
+POSTGRES = os.environ.get("NPCMIND_TEST_POSTGRES", "postgresql://root@127.0.0.1:5432/test")
+REDIS = os.environ.get("NPCMIND_TEST_REDIS", "redis://127.0.0.1:6379/0")
+
+
+def _postgres_problem() -> str | None:
+    """None when the test server answers, else why not (the tests are then skipped; CI fails on a skip)."""
+
+    async def ping() -> None:
+        import asyncpg
+
+        db = await asyncpg.connect(POSTGRES, timeout=5)
+        await db.close()
+
+    try:
+        asyncio.run(ping())
+    except Exception as e:
+        return f"no PostgreSQL at {POSTGRES} ({e}); set NPCMIND_TEST_POSTGRES"
+    return None
+
+
+def _drop_schema(schema: str) -> None:
+    async def drop() -> None:
+        import asyncpg
+
+        db = await asyncpg.connect(POSTGRES)
+        await db.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        await db.close()
+
+    asyncio.run(drop())
+
+
+@pytest.fixture()
+def postgres_url() -> Iterator[str]:
+    """A schema of this test's own on the test server, dropped afterwards."""
+    why = _postgres_problem()
+    if why:
+        pytest.skip(why)
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    yield f"{POSTGRES}?schema={schema}"
+    _drop_schema(schema)
 
 
 @pytest.fixture()

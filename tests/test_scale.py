@@ -9,9 +9,7 @@ schema and a Redis key prefix (or a redis-server) of its own, and the scripted p
 
 from __future__ import annotations
 
-import asyncio
 import csv
-import os
 import random
 import re
 import resource
@@ -31,15 +29,13 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import BEE_OBS, FOREST, bee, decide_body, write_clients
+from conftest import BEE_OBS, FOREST, REDIS, bee, decide_body, write_clients
 from npcmind.cluster import Cluster
 from npcmind.http.server import free_port
 from npcmind.providers.scripted import ScriptedServer
 from npcmind.sdk import DecideClient
 from test_shared import OwnRedis
 
-POSTGRES = os.environ.get("NPCMIND_TEST_POSTGRES", "postgresql://root@127.0.0.1:5432/test")
-REDIS = os.environ.get("NPCMIND_TEST_REDIS", "redis://127.0.0.1:6379/0")
 PROCESSES = 3
 LEGAL = ["idle", "wander", "chase", "flee"]
 WORLD = {"player_hp_fraction": 0.4, "repellent": False}
@@ -57,44 +53,12 @@ _TAG = re.compile(r"ses\d\d")
 _POPULATION = re.compile(r"POPULATION: bee alive=(\d+) seen=(\d+)")
 
 
-def _postgres_problem() -> str | None:
-    """None when the test server answers, else why not (the tests are then skipped; CI fails on a skip)."""
-
-    async def ping() -> None:
-        import asyncpg
-
-        db = await asyncpg.connect(POSTGRES, timeout=5)
-        await db.close()
-
-    try:
-        asyncio.run(ping())
-    except Exception as e:
-        return f"no PostgreSQL at {POSTGRES} ({e}); set NPCMIND_TEST_POSTGRES"
-    return None
-
-
-def _drop_schema(schema: str) -> None:
-    async def drop() -> None:
-        import asyncpg
-
-        db = await asyncpg.connect(POSTGRES)
-        await db.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-        await db.close()
-
-    asyncio.run(drop())
-
-
 @pytest.fixture()
-def store_url() -> Iterator[str]:
-    """A PostgreSQL schema of this test's own, dropped afterwards; haproxy must be there too."""
+def store_url(postgres_url: str) -> str:
+    """A PostgreSQL schema of this test's own (conftest), dropped afterwards; haproxy must be there too."""
     if shutil.which("haproxy") is None:
         pytest.skip("no haproxy here (Debian: apt-get install haproxy)")
-    why = _postgres_problem()
-    if why:
-        pytest.skip(why)
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    yield f"{POSTGRES}?schema={schema}"
-    _drop_schema(schema)
+    return postgres_url
 
 
 @pytest.fixture()

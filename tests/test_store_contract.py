@@ -7,58 +7,17 @@ may be open at once). Each PostgreSQL test uses a schema of its own, dropped aft
 from __future__ import annotations
 
 import asyncio
-import os
 import uuid
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from conftest import POSTGRES, REDIS
 from npcmind.storage import Store, open_store
 from npcmind.storage import postgres as postgres_store
 from npcmind.storage.base import SCHEMA_VERSION, IssuedDecision, SessionRecord
-
-POSTGRES = os.environ.get("NPCMIND_TEST_POSTGRES", "postgresql://root@127.0.0.1:5432/test")
-REDIS = os.environ.get("NPCMIND_TEST_REDIS", "redis://127.0.0.1:6379/0")
-
-
-def _postgres_reachable() -> str | None:
-    """None when the test server answers, else why not (the tests are then skipped, and CI fails on a skip)."""
-
-    async def ping() -> None:
-        import asyncpg
-
-        db = await asyncpg.connect(POSTGRES, timeout=5)
-        await db.close()
-
-    try:
-        asyncio.run(ping())
-    except Exception as e:
-        return f"no PostgreSQL at {POSTGRES} ({e}); set NPCMIND_TEST_POSTGRES"
-    return None
-
-
-def _drop_schema(schema: str) -> None:
-    async def drop() -> None:
-        import asyncpg
-
-        db = await asyncpg.connect(POSTGRES)
-        await db.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-        await db.close()
-
-    asyncio.run(drop())
-
-
-@pytest.fixture()
-def postgres_url() -> Iterator[str]:
-    """A schema of its own on the test server, dropped afterwards."""
-    why = _postgres_reachable()
-    if why:
-        pytest.skip(why)
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    yield f"{POSTGRES}?schema={schema}"
-    _drop_schema(schema)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
