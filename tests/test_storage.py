@@ -259,3 +259,41 @@ def test_the_service_says_what_it_forgot(start_service: Any, scripted: Any) -> N
         while not any(line.startswith("store: forgot") for line in said) and time.monotonic() < deadline:
             time.sleep(0.1)
     assert "store: forgot 2 decisions issued more than 0.0005 h ago (NPCMIND_RETENTION_H)" in said, said
+
+
+def test_a_store_of_schema_2_gains_the_feature_tables_and_says_it_is_version_3(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    asyncio.run(SqliteStore(path).close())
+    db = sqlite3.connect(path)
+    db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (b"2",))
+    db.execute("DROP TABLE features")
+    db.execute("DROP TABLE policies")
+    db.commit()
+    db.close()
+    asyncio.run(SqliteStore(path).close())
+    db = sqlite3.connect(path)
+    assert bytes(db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]) == b"3"
+    assert db.execute("SELECT COUNT(*) FROM features").fetchone() == (0,)
+    db.close()
+
+
+def test_a_reader_opens_a_store_another_process_writes_and_cannot_write(tmp_path: Path) -> None:
+    """distill reads a live store: the writer's lock refuses a second writer, never a reader."""
+    from npcmind.storage import open_store
+    from npcmind.storage.base import DecisionFeatures, RequestFeatures, StoreError
+
+    async def go() -> None:
+        writer = SqliteStore(tmp_path / "s.db")
+        seq = await writer.allocate(1)
+        f = DecisionFeatures(seq, "bee", None, {"hp_fraction": 0.5}, None, ["idle"], "idle", None)
+        await writer.record_decisions([_issued(seq, "s", "a")], RequestFeatures("c", "m", 1.0, {}, None, [f]))
+        reader = open_store(f"sqlite:///{tmp_path}/s.db", read_only=True)
+        assert [r.seq for r in await reader.training("c", 0.0)] == [seq]
+        with pytest.raises(StoreError, match="could not keep"):
+            await reader.secret("x")
+        await reader.close()
+        await writer.close()
+
+    asyncio.run(go())
+    with pytest.raises(ValueError, match="does not exist"):
+        SqliteStore(tmp_path / "none.db", read_only=True)

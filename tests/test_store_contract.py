@@ -17,7 +17,14 @@ import pytest
 from conftest import POSTGRES, REDIS
 from npcmind.storage import Store, open_store
 from npcmind.storage import postgres as postgres_store
-from npcmind.storage.base import SCHEMA_VERSION, IssuedDecision, SessionRecord
+from npcmind.storage.base import (
+    SCHEMA_VERSION,
+    DecisionFeatures,
+    IssuedDecision,
+    RequestFeatures,
+    SessionRecord,
+    StoredPolicy,
+)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -200,9 +207,9 @@ def test_a_store_written_by_a_newer_npcmind_is_refused(store_url: str) -> None:
             await db.close()
 
         run(bump)
-    with pytest.raises(
-        ValueError, match=r"written by a newer npcmind \(schema version 3; this npcmind knows up to 2\)"
-    ):
+    newer_v, known = SCHEMA_VERSION + 1, SCHEMA_VERSION
+    said = rf"written by a newer npcmind \(schema version {newer_v}; this npcmind knows up to {known}\)"
+    with pytest.raises(ValueError, match=said):
         run(lambda: opened(store_url))
 
 
@@ -282,3 +289,76 @@ def test_a_session_that_moved_away_and_back_is_rebuilt_with_what_happened_elsewh
     r = redis_client.Redis.from_url(REDIS)
     for key in r.scan_iter(prefix + ":*"):
         r.delete(key)
+
+
+def _features(client: str, seqs: list[int], at: float, action: str = "chase") -> RequestFeatures:
+    obs = {"hp_fraction": 0.35, "distance_to_player": 120.0, "sees_player": True, "current_action": "idle"}
+    decisions = [
+        DecisionFeatures(q, "bee", None, obs, "hit" if k == 0 else None, ["chase", "flee"], action, 0.9)
+        for k, q in enumerate(seqs)
+    ]
+    return RequestFeatures(client, "sha256:m1", at, {"player_hp_fraction": 0.5, "repellent": False}, None, decisions)
+
+
+def test_the_features_of_fresh_decisions_come_back_with_their_outcomes_and_go_with_pruning(store_url: str) -> None:
+    async def write() -> list[int]:
+        s = await opened(store_url)
+        first = await s.allocate(3)  # one request: the first two fresh, the third from the cache
+        rows = [_issued(first + i, "s1", f"e{i}", "chase", at=1001.0) for i in range(3)]
+        await s.record_decisions(rows, _features("game-1", [first, first + 1], 1001.0))
+        other = await s.allocate(1)  # another client's decision: never in game-1's training set
+        await s.record_decisions([_issued(other, "s2", "x", at=1002.0)], _features("game-2", [other], 1002.0))
+        late = await s.allocate(1)
+        await s.record_decisions([_issued(late, "s1", "e9", at=1003.0)], _features("game-1", [late], 1003.0, "flee"))
+        assert await s.set_outcome(first + 1, "failed", None, 1004.0)
+        assert await s.set_outcome(late, "done", None, 1004.0)
+        await s.close()
+        return [first, late]
+
+    first, late = run(write)
+
+    async def read() -> None:
+        s = await opened(store_url)  # a restart: the features survived it
+        rows = await s.training("game-1", 0.0)
+        assert [(r.seq, r.action, r.outcome, r.trigger) for r in rows] == [
+            (first, "chase", None, "hit"),
+            (first + 1, "chase", "failed", None),
+            (late, "flee", "done", "hit"),
+        ]
+        r = rows[0]
+        assert (r.type, r.manifest_version, r.legal_actions, r.confidence) == (
+            "bee",
+            "sha256:m1",
+            ["chase", "flee"],
+            0.9,
+        )
+        assert r.observation["distance_to_player"] == 120.0 and r.world == {
+            "player_hp_fraction": 0.5,
+            "repellent": False,
+        }
+        assert [x.seq for x in await s.training("game-1", 1002.5)] == [late]  # --since
+        assert await s.training("nobody", 0.0) == []
+        await s.prune(1002.5)
+        assert [x.seq for x in await s.training("game-1", 0.0)] == [late]
+        await s.close()
+
+    run(read)
+
+
+def test_a_policy_is_kept_per_client_and_manifest_version_and_replaced(store_url: str) -> None:
+    async def go() -> None:
+        s = await opened(store_url)
+        assert await s.policy("game-1", "sha256:m1") is None
+        await s.put_policy(StoredPolicy("game-1", "sha256:m1", 10.0, b'{"v":1}'))
+        await s.put_policy(StoredPolicy("game-1", "sha256:m2", 11.0, b'{"v":2}'))
+        await s.put_policy(StoredPolicy("game-1", "sha256:m1", 12.0, b'{"v":3}'))
+        await s.close()
+        s = await opened(store_url)
+        got = await s.policy("game-1", "sha256:m1")
+        assert got is not None and (got.created_at, got.data) == (12.0, b'{"v":3}')
+        other = await s.policy("game-1", "sha256:m2")
+        assert other is not None and other.data == b'{"v":2}'
+        assert await s.policy("game-2", "sha256:m1") is None
+        await s.close()
+
+    run(go)

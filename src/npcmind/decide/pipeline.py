@@ -39,7 +39,7 @@ from npcmind.providers import tokens
 from npcmind.providers.base import Provider, ProviderAnswer, ProviderCall, ProviderError
 from npcmind.shared.base import CachedChoice, Shared
 from npcmind.shared.memory import MemoryShared
-from npcmind.storage.base import IssuedDecision, Store
+from npcmind.storage.base import DecisionFeatures, IssuedDecision, RequestFeatures, Store
 
 log = logging.getLogger("npcmind.decide")
 
@@ -175,6 +175,7 @@ class DecidePipeline:
         reply = await self._call(session, prompt, asked, results, fresh) if asked else None
 
         issued: list[IssuedDecision] = []
+        learned: list[DecisionFeatures] = []
         chosen = [i for i in range(len(results)) if results[i] is None]
         seq = await self.store.allocate(len(chosen))
         sid = session.session_id
@@ -186,8 +187,13 @@ class DecidePipeline:
             label = t.actions[action]
             results[i] = AIDecision(e.id, action, label, confidence, t.ttl_ms, did, i in cached)
             issued.append(IssuedDecision(seq, did, sid, e.id, e.type, action, label, now))
+            if i in fresh:  # a cached answer repeats one learnt already
+                obs = t.fields.quantize(e.observation)
+                learned.append(
+                    DecisionFeatures(seq, e.type, e.profile, obs, e.trigger, e.legal_actions, action, confidence)
+                )
             seq += 1
-        await self.store.record_decisions(issued)
+        await self.store.record_decisions(issued, self._features(session, req, chain, now, learned))
         if self.situation is not None:
             self.situation.decided(session, issued)
         if cached:
@@ -200,6 +206,21 @@ class DecidePipeline:
         sent = [ep.number for _, ep, _ in asked]
         self._remember_seen(session.session_id, (now, prompt, counts, sent, decisions, reply))
         return DecideResponse(A2G_VERSION, req.epoch, latency, decisions)
+
+    @staticmethod
+    def _features(
+        session: SessionContext,
+        req: DecideRequest,
+        chain: list[tuple[str, ScopeSpec]],
+        now: float,
+        learned: list[DecisionFeatures],
+    ) -> RequestFeatures | None:
+        """What the fresh decisions of this request were made from, for ``npcmind distill``."""
+        if not learned:
+            return None
+        m = session.manifest
+        state = m.chain_fields(chain).quantize(req.scope_state) if req.scope_state else None
+        return RequestFeatures(session.client_id, m.version, now, m.world.quantize(req.world), state, learned)
 
     def _remember_seen(self, sid: str, seen: _Seen) -> None:
         """Keep the last batch of each session (a reference, rendered only when asked for), for 1,024 sessions."""

@@ -144,13 +144,18 @@ class FieldSet:
     prompt rendering: they run for every entity of every request, where a loop of per-field closures cost
     three times as much."""
 
-    __slots__ = ("_names", "_ok", "_partial", "_render", "fields", "owner")
+    __slots__ = ("_names", "_ok", "_partial", "_quanta", "_render", "fields", "owner")
 
     def __init__(self, fields: Mapping[str, FieldSpec], owner: str) -> None:
         self.fields = dict(fields)
         self.owner = owner
         self._names = frozenset(fields)
         self._partial: dict[frozenset[str], FieldSet] = {}
+        self._quanta = [
+            (name, spec.quantum, _decimals(spec.quantum), spec.type == "integer")
+            for name, spec in self.fields.items()
+            if spec.quantum and spec.type in ("number", "integer")
+        ]
         ns: dict[str, Any] = {
             "_quote": quote,
             "_quantized": quantized,
@@ -172,6 +177,17 @@ class FieldSet:
         if type(values) is dict and values.keys() == self._names and self._ok(values):
             return []
         return check_fields(values, self.fields, path, self.owner)
+
+    def quantize(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """The (checked) values as the decision cache sees them, numbers rounded to their quantum: what a
+        distilled policy learns from, so that it generalizes as far as the cache does."""
+        out = dict(values)
+        for name, q, decimals, integer in self._quanta:
+            v = out.get(name)
+            if v is not None:
+                text = quantized(v, q, decimals)
+                out[name] = int(float(text)) if integer else float(text)
+        return out
 
     def render(self, values: Mapping[str, Any]) -> str:
         """`name=value` pairs in the declared order (values already checked)."""

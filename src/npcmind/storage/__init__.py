@@ -5,13 +5,14 @@ from __future__ import annotations
 from npcmind.storage.base import IssuedDecision, SessionRecord, Store, StoreError
 
 
-def open_store(url: str) -> Store:
+def open_store(url: str, read_only: bool = False) -> Store:
     """A store from a URL: ``sqlite:///relative.db``, ``sqlite:////absolute.db`` (one process), or
-    ``postgresql://USER@HOST:PORT/DB[?schema=NAME]`` (any number of processes)."""
+    ``postgresql://USER@HOST:PORT/DB[?schema=NAME]`` (any number of processes). ``read_only``: a reader
+    beside the process that writes it (distill), which SQLite otherwise refuses as a second process."""
     if url.startswith("sqlite:///"):
         from npcmind.storage.sqlite import SqliteStore
 
-        return SqliteStore(url[len("sqlite:///") :] or "npcmind.db")
+        return SqliteStore(url[len("sqlite:///") :] or "npcmind.db", read_only)
     if url.startswith(("postgresql://", "postgres://")):
         from npcmind.storage.postgres import PostgresStore
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 
-SCHEMA_VERSION = 2  # 1: a row a decision (moved over at start); 2: a row a request, outcomes apart
+SCHEMA_VERSION = 3  # 1: a row a decision (moved over at start); 2: a row a request, outcomes apart;
+# 3: the features of fresh decisions (a row a request) and the distilled policies
 
 
 def check_version(found: int | None, where: str) -> None:
@@ -51,7 +52,86 @@ class SessionRecord:
     ended: bool = False
 
 
+@dataclass(slots=True)
+class DecisionFeatures:
+    """What one fresh AI decision was made from and what it chose: a policy learns from these (issue 23)."""
+
+    seq: int
+    type: str
+    profile: str | None
+    observation: dict[str, Any]  # numbers quantized as in the cache key
+    trigger: str | None
+    legal_actions: list[str]
+    action: str
+    confidence: float | None
+
+
+@dataclass(slots=True)
+class RequestFeatures:
+    """The fresh decisions of one request with what they share: kept as one row, like the batch itself."""
+
+    client_id: str
+    manifest_version: str
+    created_at: float
+    world: dict[str, Any]
+    scope_state: dict[str, Any] | None
+    decisions: list[DecisionFeatures]
+
+
+@dataclass(slots=True)
+class TrainingRow:
+    """One fresh decision as distill reads it back: its features, and the outcome the game reported if any."""
+
+    seq: int
+    manifest_version: str
+    created_at: float
+    type: str
+    profile: str | None
+    observation: dict[str, Any]
+    world: dict[str, Any]
+    scope_state: dict[str, Any] | None
+    trigger: str | None
+    legal_actions: list[str]
+    action: str
+    confidence: float | None
+    outcome: str | None = None
+
+
+@dataclass(slots=True)
+class StoredPolicy:
+    """A distilled policy file as the service serves it."""
+
+    client_id: str
+    manifest_version: str
+    created_at: float
+    data: bytes
+
+
 _encode = msgspec.json.Encoder().encode
+_Entry = tuple[int, str, str | None, dict[str, Any], str | None, list[str], str, float | None]
+_Features = tuple[str, dict[str, Any], dict[str, Any] | None, list[_Entry]]
+_decode_features = msgspec.json.Decoder(_Features).decode
+
+
+def features_row(f: RequestFeatures) -> tuple[int, str, float, bytes]:
+    """A request's features as the one row every store keeps of them: the first number, the client, the time
+    and [manifest version, world, scope state, [[seq, type, profile, observation, trigger, legal, action,
+    confidence], ...]] as JSON (docs/policy.md states its size)."""
+    entries = [
+        (d.seq, d.type, d.profile, d.observation, d.trigger, d.legal_actions, d.action, d.confidence)
+        for d in f.decisions
+    ]
+    data = _encode((f.manifest_version, f.world, f.scope_state, entries))
+    return f.decisions[0].seq, f.client_id, f.created_at, data
+
+
+def training_rows(created_at: float, data: bytes) -> list[TrainingRow]:
+    """The decisions of one stored features row, outcomes not yet joined."""
+    manifest, world, scope_state, entries = _decode_features(data)
+    return [
+        TrainingRow(seq, manifest, created_at, typ, profile, obs, world, scope_state, trigger, legal, action, conf)
+        for seq, typ, profile, obs, trigger, legal, action, conf in entries
+    ]
 
 
 def batch_row(rows: list[IssuedDecision]) -> tuple[int, int, str, float, bytes]:
@@ -82,8 +162,22 @@ class Store(Protocol):
         """The first of ``n`` new consecutive decision sequence numbers."""
         ...
 
-    async def record_decisions(self, rows: list[IssuedDecision]) -> None:
-        """Keep issued decisions so that their reports can be checked later."""
+    async def record_decisions(self, rows: list[IssuedDecision], features: RequestFeatures | None = None) -> None:
+        """Keep issued decisions so that their reports can be checked later, and the features of the fresh ones
+        (in the same commit) so that a policy can learn from them."""
+        ...
+
+    async def training(self, client_id: str, since: float) -> list[TrainingRow]:
+        """The features of this client's fresh decisions issued at or after ``since``, oldest first, each with
+        its reported outcome: what ``npcmind distill`` learns from."""
+        ...
+
+    async def put_policy(self, policy: StoredPolicy) -> None:
+        """Keep a distilled policy for its client and manifest version, replacing the one before."""
+        ...
+
+    async def policy(self, client_id: str, manifest_version: str) -> StoredPolicy | None:
+        """The latest policy of a client for a manifest version, if one was distilled."""
         ...
 
     async def decision(self, seq: int) -> IssuedDecision | None:
@@ -128,8 +222,8 @@ class Store(Protocol):
         ...
 
     async def prune(self, before: float) -> tuple[int, int]:
-        """Forget decisions issued before ``before`` (their outcomes too) and sessions that expired before it
-        (their scopes too), so the store stops growing; the numbers of decisions and sessions forgotten.
+        """Forget decisions issued before ``before`` (their outcomes and features too) and sessions that expired
+        before it (their scopes too), so the store stops growing; the numbers of decisions and sessions forgotten.
         Decision numbers never repeat after it, across restarts too."""
         ...
 

@@ -24,10 +24,15 @@ from npcmind.failures import FailureLog
 from npcmind.storage.base import (
     SCHEMA_VERSION,
     IssuedDecision,
+    RequestFeatures,
     SessionRecord,
+    StoredPolicy,
     StoreError,
+    TrainingRow,
     batch_row,
     check_version,
+    features_row,
+    training_rows,
 )
 
 try:  # the `postgres` extra
@@ -58,6 +63,13 @@ CREATE TABLE IF NOT EXISTS outcomes (
 CREATE INDEX IF NOT EXISTS outcomes_by_session ON outcomes (session_id, seq);
 CREATE INDEX IF NOT EXISTS outcomes_by_time ON outcomes (decided_at);
 CREATE SEQUENCE IF NOT EXISTS decision_blocks;
+CREATE TABLE IF NOT EXISTS features (
+  first_seq BIGINT PRIMARY KEY, client_id TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL, data BYTEA NOT NULL);
+CREATE INDEX IF NOT EXISTS features_by_client ON features (client_id, created_at);
+CREATE INDEX IF NOT EXISTS features_by_time ON features (created_at);
+CREATE TABLE IF NOT EXISTS policies (
+  client_id TEXT NOT NULL, manifest_version TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL, data BYTEA NOT NULL,
+  PRIMARY KEY (client_id, manifest_version));
 """
 _Row = tuple[str, str, str, str, str]
 _decode = msgspec.json.Decoder(list[_Row]).decode
@@ -111,7 +123,7 @@ class PostgresStore:
         self._next = 1
         self._block_end = 0  # no block yet
         self._blocks = asyncio.Lock()
-        self._pending: list[tuple[list[IssuedDecision], asyncio.Future[None]]] = []
+        self._pending: list[tuple[list[IssuedDecision], RequestFeatures | None, asyncio.Future[None]]] = []
         self._flushing: asyncio.Task[None] | None = None
         self.failures = FailureLog(log, "store write")
 
@@ -134,8 +146,9 @@ class PostgresStore:
                 await db.execute(_SCHEMA)
                 row = await db.fetchval("SELECT value FROM meta WHERE key = 'schema_version'")
                 check_version(int(bytes(row).decode()) if row is not None else None, self.url)
-                await db.execute(
-                    "INSERT INTO meta (key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO NOTHING",
+                await db.execute(  # an older store gains the new tables and says so: an older npcmind refuses it
+                    "INSERT INTO meta (key, value) VALUES ('schema_version', $1)"
+                    " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                     str(SCHEMA_VERSION).encode(),
                 )
         except _errors() as e:
@@ -160,11 +173,11 @@ class PostgresStore:
         self._next += n
         return first
 
-    async def record_decisions(self, rows: list[IssuedDecision]) -> None:
+    async def record_decisions(self, rows: list[IssuedDecision], features: RequestFeatures | None = None) -> None:
         if not rows:
             return
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._pending.append((rows, fut))
+        self._pending.append((rows, features if features is not None and features.decisions else None, fut))
         if self._flushing is None or self._flushing.done():
             self._flushing = asyncio.get_running_loop().create_task(self._flush_all())
         await fut
@@ -174,7 +187,8 @@ class PostgresStore:
         await asyncio.sleep(0)  # the requests of this turn of the loop join the same commit
         while self._pending:
             batch, self._pending = self._pending, []
-            values = [batch_row(rows) for rows, _ in batch]
+            values = [batch_row(rows) for rows, _, _ in batch]
+            kept = [features_row(f) for _, f, _ in batch if f is not None]
             try:
                 async with self._pool.acquire() as db, db.transaction():
                     await db.executemany(
@@ -182,15 +196,20 @@ class PostgresStore:
                         " VALUES ($1, $2, $3, $4, $5)",
                         values,
                     )
+                    if kept:
+                        await db.executemany(
+                            "INSERT INTO features (first_seq, client_id, created_at, data) VALUES ($1, $2, $3, $4)",
+                            kept,
+                        )
             except _errors() as e:  # every waiting request fails; none is answered as kept
                 self.failures.failed(str(e) or e.__class__.__name__)
                 error = StoreError(f"the store could not keep this request ({e}); nothing of it was kept")
-                for _, fut in batch:
+                for _, _, fut in batch:
                     if not fut.done():
                         fut.set_exception(error)
                 continue
             self.failures.succeeded()
-            for _, fut in batch:
+            for _, _, fut in batch:
                 if not fut.done():
                     fut.set_result(None)
 
@@ -266,6 +285,7 @@ class PostgresStore:
                 break
             await asyncio.sleep(0)
         await self._pool.execute("DELETE FROM outcomes WHERE decided_at < $1", before)
+        await self._pool.execute("DELETE FROM features WHERE created_at < $1", before)
         async with self._pool.acquire() as db, db.transaction():
             await db.execute(
                 "DELETE FROM scopes WHERE session_id IN (SELECT session_id FROM sessions WHERE expires_at < $1)",
@@ -273,6 +293,46 @@ class PostgresStore:
             )
             status = await db.execute("DELETE FROM sessions WHERE expires_at < $1", before)
         return decisions, int(status.split()[-1])
+
+    # --- what a policy learns from, and the policies ----------------------------------------------
+
+    @_kept
+    async def training(self, client_id: str, since: float) -> list[TrainingRow]:
+        out: list[TrainingRow] = []
+        for at, data in await self._pool.fetch(
+            "SELECT created_at, data FROM features WHERE client_id = $1 AND created_at >= $2 ORDER BY created_at",
+            client_id,
+            since,
+        ):
+            out += training_rows(at, data)
+        if out:  # numbers of several processes interleave: join by the numbers themselves
+            by_seq = {r.seq: r for r in out}
+            for seq, outcome in await self._pool.fetch(
+                "SELECT seq, outcome FROM outcomes WHERE seq = ANY($1::bigint[])", list(by_seq)
+            ):
+                by_seq[seq].outcome = outcome
+        return out
+
+    @_kept
+    async def put_policy(self, policy: StoredPolicy) -> None:
+        await self._pool.execute(
+            "INSERT INTO policies (client_id, manifest_version, created_at, data) VALUES ($1, $2, $3, $4)"
+            " ON CONFLICT (client_id, manifest_version) DO UPDATE SET created_at = excluded.created_at,"
+            " data = excluded.data",
+            policy.client_id,
+            policy.manifest_version,
+            policy.created_at,
+            policy.data,
+        )
+
+    @_kept
+    async def policy(self, client_id: str, manifest_version: str) -> StoredPolicy | None:
+        row = await self._pool.fetchrow(
+            "SELECT created_at, data FROM policies WHERE client_id = $1 AND manifest_version = $2",
+            client_id,
+            manifest_version,
+        )
+        return StoredPolicy(client_id, manifest_version, row[0], bytes(row[1])) if row else None
 
     # --- secrets, sessions, scopes ---------------------------------------------------------------
 

@@ -28,10 +28,15 @@ from npcmind.failures import FailureLog
 from npcmind.storage.base import (
     SCHEMA_VERSION,
     IssuedDecision,
+    RequestFeatures,
     SessionRecord,
+    StoredPolicy,
     StoreError,
+    TrainingRow,
     batch_row,
     check_version,
+    features_row,
+    training_rows,
 )
 
 log = logging.getLogger("npcmind.storage")
@@ -51,6 +56,12 @@ CREATE TABLE IF NOT EXISTS outcomes (
   seq INTEGER PRIMARY KEY, session_id TEXT NOT NULL, outcome TEXT NOT NULL, detail TEXT, reported_at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS outcomes_by_session ON outcomes (session_id, seq);
 CREATE INDEX IF NOT EXISTS sessions_by_client ON sessions (client_id, expires_at);
+CREATE TABLE IF NOT EXISTS features (
+  first_seq INTEGER PRIMARY KEY, client_id TEXT NOT NULL, created_at REAL NOT NULL, data BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS features_by_client ON features (client_id, first_seq);
+CREATE TABLE IF NOT EXISTS policies (
+  client_id TEXT NOT NULL, manifest_version TEXT NOT NULL, created_at REAL NOT NULL, data BLOB NOT NULL,
+  PRIMARY KEY (client_id, manifest_version));
 """
 # one batch row holds a request's decisions as JSON: [[decision_id, entity_id, type, action, label], ...]
 _Row = tuple[str, str, str, str, str]
@@ -131,11 +142,12 @@ def _migrate(db: sqlite3.Connection) -> None:
 class SqliteStore:
     """SQLite, WAL, synchronous=NORMAL: a committed write survives a crash of the process."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, read_only: bool = False) -> None:
         self.path = str(path)
         self._lock_file: IO[str] | None = None
+        self._read_only = read_only
         try:
-            self._db = self._open()
+            self._db = self._open_read_only() if read_only else self._open()
         except (sqlite3.Error, OSError, ValueError) as e:  # a bad --store is said in one line, not a traceback
             if self._lock_file is not None:
                 self._lock_file.close()
@@ -144,7 +156,7 @@ class SqliteStore:
             raise ValueError(f"the store {self.path} cannot be opened: {e}; choose another --store") from None
         last = self._db.execute("SELECT first_seq + n - 1 FROM batches ORDER BY first_seq DESC LIMIT 1").fetchone()
         self._seq = max(int(last[0]) if last else 0, self._pruned_upto())
-        self._pending: list[tuple[list[IssuedDecision], asyncio.Future[None]]] = []
+        self._pending: list[tuple[list[IssuedDecision], RequestFeatures | None, asyncio.Future[None]]] = []
         self._flush_scheduled = False
         self._commits = 0
         self._checkpointing: threading.Thread | None = None
@@ -166,9 +178,27 @@ class SqliteStore:
         row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         check_version(int(bytes(row[0]).decode()) if row else None, self.path)
         _migrate(db)
-        db.execute(
-            "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION).encode(),)
+        db.execute(  # an older store gains the new tables above and says so: an older npcmind then refuses it
+            "INSERT INTO meta (key, value) VALUES ('schema_version', ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (str(SCHEMA_VERSION).encode(),),
         )
+        return db
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        """A reader beside the process that writes (WAL lets both run): ``npcmind distill`` on a live store, and
+        the service's own background distill. It takes no lock and changes nothing; writes fail."""
+        if not Path(self.path).is_file():
+            raise ValueError(f"the store {self.path} does not exist")
+        db = sqlite3.connect(f"file:{Path(self.path).absolute()}?mode=ro", uri=True, check_same_thread=False)
+        db.execute("PRAGMA busy_timeout=5000")
+        row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        check_version(int(bytes(row[0]).decode()) if row else None, self.path)
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'features'").fetchone():
+            raise ValueError(
+                f"the store {self.path} was written by an older npcmind and keeps no decision features yet: "
+                "start `npcmind serve` on it once"
+            )
         return db
 
     async def check(self) -> None:
@@ -184,12 +214,12 @@ class SqliteStore:
         self._seq += n
         return first
 
-    async def record_decisions(self, rows: list[IssuedDecision]) -> None:
+    async def record_decisions(self, rows: list[IssuedDecision], features: RequestFeatures | None = None) -> None:
         if not rows:
             return
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[None] = loop.create_future()
-        self._pending.append((rows, fut))
+        self._pending.append((rows, features if features is not None and features.decisions else None, fut))
         if not self._flush_scheduled:
             self._flush_scheduled = True
             loop.call_soon(self._flush)
@@ -200,7 +230,8 @@ class SqliteStore:
         self._flush_scheduled = False
         if not batch:  # close() flushed them already
             return
-        values = [batch_row(rows) for rows, _ in batch]
+        values = [batch_row(rows) for rows, _, _ in batch]
+        kept = [features_row(f) for _, f, _ in batch if f is not None]
         try:
             with self._db:
                 self._db.execute("BEGIN")
@@ -208,14 +239,18 @@ class SqliteStore:
                     "INSERT INTO batches (first_seq, n, session_id, created_at, decisions) VALUES (?, ?, ?, ?, ?)",
                     values,
                 )
+                if kept:
+                    self._db.executemany(
+                        "INSERT INTO features (first_seq, client_id, created_at, data) VALUES (?, ?, ?, ?)", kept
+                    )
         except Exception as exc:  # disk full, file gone: every waiting request fails, none is answered as kept
             self.failures.failed(str(exc))
-            for _, fut in batch:
+            for _, _, fut in batch:
                 if not fut.done():
                     fut.set_exception(_failure(exc))
             return
         self.failures.succeeded()
-        for _, fut in batch:
+        for _, _, fut in batch:
             if not fut.done():
                 fut.set_result(None)
         self._committed()
@@ -320,6 +355,43 @@ class SqliteStore:
                     d.outcome, d.detail = outcome, detail
         return out
 
+    # --- what a policy learns from, and the policies ----------------------------------------------
+
+    @_kept
+    async def training(self, client_id: str, since: float) -> list[TrainingRow]:
+        out: list[TrainingRow] = []
+        for at, data in self._db.execute(
+            "SELECT created_at, data FROM features WHERE client_id = ? AND created_at >= ? ORDER BY first_seq",
+            (client_id, since),
+        ):
+            out += training_rows(at, data)
+        if out:
+            by_seq = {r.seq: r for r in out}
+            for seq, outcome in self._db.execute(
+                "SELECT seq, outcome FROM outcomes WHERE seq BETWEEN ? AND ?", (out[0].seq, out[-1].seq)
+            ):
+                r = by_seq.get(seq)
+                if r is not None:
+                    r.outcome = outcome
+        return out
+
+    @_kept
+    async def put_policy(self, policy: StoredPolicy) -> None:
+        self._write(
+            "INSERT INTO policies (client_id, manifest_version, created_at, data) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (client_id, manifest_version) DO UPDATE SET created_at = excluded.created_at,"
+            " data = excluded.data",
+            (policy.client_id, policy.manifest_version, policy.created_at, policy.data),
+        )
+
+    @_kept
+    async def policy(self, client_id: str, manifest_version: str) -> StoredPolicy | None:
+        row = self._db.execute(
+            "SELECT created_at, data FROM policies WHERE client_id = ? AND manifest_version = ?",
+            (client_id, manifest_version),
+        ).fetchone()
+        return StoredPolicy(client_id, manifest_version, row[0], bytes(row[1])) if row else None
+
     # --- retention ----------------------------------------------------------------------------------
 
     def _pruned_upto(self) -> int:
@@ -344,6 +416,7 @@ class SqliteStore:
                 self._db.execute("BEGIN")
                 self._db.execute("DELETE FROM batches WHERE first_seq <= ?", (upto,))
                 self._db.execute("DELETE FROM outcomes WHERE seq <= ?", (upto,))
+                self._db.execute("DELETE FROM features WHERE first_seq <= ?", (upto,))
                 self._db.execute(
                     "INSERT INTO meta (key, value) VALUES ('pruned_upto', ?)"
                     " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -441,7 +514,7 @@ class SqliteStore:
         self._closed = True
         if self._checkpointing is not None:
             self._checkpointing.join()
-        if self.path != ":memory:":
+        if self.path != ":memory:" and not self._read_only:  # a reader holds no lock and writes nothing
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self._db.close()
         if self._lock_file is not None:
