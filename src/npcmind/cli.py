@@ -280,6 +280,39 @@ def _scripted(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive_hours(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of hours, not {text!r}") from None
+    if not v > 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of hours above 0, not {text}")
+    return v
+
+
+def _distill(args: argparse.Namespace) -> int:
+    """`npcmind distill`: train the local policy from a store's decisions (the `distill` extra)."""
+    try:
+        import sklearn  # noqa: F401
+    except ImportError:
+        print("npcmind distill needs the distill extra: pip install 'npcmind[distill]'", file=sys.stderr)
+        return 2
+    from npcmind.distill.run import main as distill_main
+
+    manifest = None
+    if args.manifest:
+        try:
+            manifest = load_manifest(args.manifest)
+        except ManifestError as e:
+            print(str(e), file=sys.stderr)
+            return 2
+    try:
+        return distill_main(args.store, args.client, args.out, args.type, args.since, manifest)
+    except ValueError as e:  # a store that cannot be read: one line
+        print(f"npcmind distill: {e}", file=sys.stderr)
+        return 2
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for the docs and the tests)."""
     p = argparse.ArgumentParser(prog="npcmind", description="Language-model decisions for game characters.")
@@ -333,6 +366,26 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--clients", metavar="FILE", help="hosted profile: the clients file (see `npcmind keygen`)")
     s.add_argument("--rulesets", metavar="FILE", help="NPC rulesets to add to (or replace) the built-in presets")
     s.set_defaults(func=_serve)
+
+    d = sub.add_parser(
+        "distill",
+        help="train a local policy from a client's stored decisions (needs the distill extra)",
+        description="Train, for each type with enough decisions, a small decision tree on the model's own stored "
+        "decisions (failed outcomes count less, done more), hold a fifth back to measure it, and write the "
+        "portable policy file the SDKs run (docs/policy.md).",
+    )
+    d.add_argument("--store", required=True, metavar="URL", help="the service's store (read only; it may be running)")
+    d.add_argument("--client", required=True, metavar="CLIENT_ID", help="the client (game) whose decisions to learn")
+    d.add_argument("--out", required=True, metavar="FILE", help="the policy file to write")
+    d.add_argument("--type", metavar="TYPE", help="only this entity type (default: every type with enough decisions)")
+    d.add_argument("--since", type=_positive_hours, metavar="HOURS", help="only decisions of the last HOURS")
+    d.add_argument(
+        "--manifest",
+        metavar="FILE",
+        help="the game's manifest: its version's decisions, its encodings (default: the newest decision's version, "
+        "encodings read off the data)",
+    )
+    d.set_defaults(func=_distill)
 
     k = sub.add_parser("keygen", help="make an API key for a client of the hosted profile")
     k.add_argument("client_id", metavar="CLIENT_ID", help="the client the key is for, as the game sends it")

@@ -1,0 +1,107 @@
+"""Train one type's tree on its stored decisions, hold a fifth back to measure it, and export it to the file.
+
+A single CART tree (scikit-learn's DecisionTreeClassifier) is what the policy needs: each leaf is a set of
+situations with the model's choices in it, so its weighted share of each action *is* the confidence a cascade
+compares with its threshold, and a leaf where the model tossed a coin stays near 50/50 and defers. Boosted
+trees score better on accuracy but their leaves hold additive scores, not a distribution to defer on, and a
+hundred of them are no longer something a game developer reads. Leaves are smoothed by one decision's weight
+an action, so a small pure leaf is not taken for a sure one.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from npcmind.distill.features import encode, situation, to_feature
+from npcmind.storage.base import TrainingRow
+from npcmind_client.policy import Feature, Tree, TypePolicy
+
+# how much a decision counts by its reported outcome: what worked is learnt more than what failed, so the policy
+# can pick, where the model tossed a coin, the action that worked (docs/policy.md)
+OUTCOME_WEIGHTS = {"done": 2.0, "failed": 0.25, "interrupted": 1.0, "rejected": 1.0, None: 1.0}
+THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
+HOLD_OUT = 5  # one decision in this many is held back to measure the policy
+MAX_DEPTH = 12
+MIN_LEAF = 12  # decisions a leaf holds at least
+SMOOTHING = 1.0  # weight added to every action of a leaf
+
+
+@dataclass(slots=True)
+class TypeReport:
+    """What training one type gave: its file entry, and how it agrees with the model on the held-back fifth."""
+
+    name: str
+    decisions: int
+    trained: int
+    held_back: int
+    agreement: float
+    table: list[tuple[float, float, float | None]]  # threshold, coverage, agreement among the covered
+    entry: dict[str, Any] = field(default_factory=dict)
+
+
+def split(rows: list[TrainingRow], seed: int = 0) -> tuple[list[TrainingRow], list[TrainingRow]]:
+    """Four fifths to train on and one to measure, shuffled with a fixed seed so a run can be repeated."""
+    shuffled = list(rows)
+    random.Random(seed).shuffle(shuffled)
+    cut = len(shuffled) // HOLD_OUT
+    return shuffled[cut:], shuffled[:cut]
+
+
+def fit(
+    rows: list[TrainingRow], specs: list[dict[str, Any]], actions: list[str], step: Callable[[str], None]
+) -> dict[str, Any]:
+    """One type's file entry: its tree, over the features it uses, with a smoothed distribution at each leaf."""
+    import numpy as np
+    from sklearn.tree import DecisionTreeClassifier
+
+    features = [to_feature(s) for s in specs]
+    step("encoding")
+    x = np.asarray(encode(rows, features), dtype=np.float64)
+    index = {a: i for i, a in enumerate(actions)}
+    y = np.asarray([index[r.action] for r in rows])
+    w = np.asarray([OUTCOME_WEIGHTS.get(r.outcome, 1.0) for r in rows])
+    step("fitting")
+    clf = DecisionTreeClassifier(max_depth=MAX_DEPTH, min_samples_leaf=MIN_LEAF, random_state=0)
+    clf.fit(x, y, sample_weight=w)
+    step("exporting")
+    t = clf.tree_
+    weights = np.zeros((t.node_count, len(actions)))
+    np.add.at(weights, (clf.apply(x), y), w)  # each leaf's weight of each action, over the actions of the type
+    used = sorted({int(f) for f in t.feature if f >= 0})
+    remap = {old: new for new, old in enumerate(used)}
+    leaves = t.children_left < 0
+    value: list[list[float]] = [
+        [float(v) for v in (row + SMOOTHING) / (row.sum() + SMOOTHING * len(actions))] if leaf else []
+        for row, leaf in zip(weights, leaves, strict=True)
+    ]
+    tree = {
+        "feature": [remap[int(f)] if not leaf else -1 for f, leaf in zip(t.feature, leaves, strict=True)],
+        "threshold": [float(v) if not leaf else 0.0 for v, leaf in zip(t.threshold, leaves, strict=True)],
+        "left": [int(v) for v in t.children_left],
+        "right": [int(v) for v in t.children_right],
+        "value": value,
+    }
+    return {"actions": actions, "features": [specs[i] for i in used], "trees": [tree]}
+
+
+def type_policy(entry: dict[str, Any]) -> TypePolicy:
+    """A file entry as the evaluator reads it (to measure exactly what a game will run)."""
+    trees = [Tree(t["feature"], t["threshold"], t["left"], t["right"], t["value"]) for t in entry["trees"]]
+    features: list[Feature] = [to_feature(s) for s in entry["features"]]
+    return TypePolicy(entry["actions"], features, trees)
+
+
+def measure(tp: TypePolicy, held: list[TrainingRow]) -> tuple[float, list[tuple[float, float, float | None]]]:
+    """Agreement with the model on the held-back decisions, and coverage and agreement by threshold."""
+    chosen = [(tp.choose(situation(r)) or (None, 0.0), r.action) for r in held]
+    n = len(chosen) or 1
+    agree = sum(1 for (a, _), m in chosen if a == m) / n
+    table: list[tuple[float, float, float | None]] = []
+    for th in THRESHOLDS:
+        covered = [(a, m) for (a, c), m in chosen if a is not None and c >= th]
+        hits = sum(1 for a, m in covered if a == m)
+        table.append((th, len(covered) / n, hits / len(covered) if covered else None))
+    return agree, table

@@ -1,0 +1,135 @@
+"""The portable policy file and its Python evaluator (npcmind_client.policy), on the shared vectors.
+
+The vectors in clients/conformance/policy/ are what the TypeScript SDK checks too: the same choices and
+confidences from the same files.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import ROOT
+from npcmind_client.policy import Policy, PolicyError
+
+VECTORS = ROOT / "clients" / "conformance" / "policy"
+HANDMADE = VECTORS / "handmade.policy.json"
+BEE = {"hp_fraction": 0.8, "distance_to_player": 50, "sees_player": True, "current_action": "idle"}
+ALL = ["idle", "wander", "chase", "flee"]
+
+
+def _cases() -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for v in json.loads((VECTORS / "cases.json").read_text()):
+        out += [(v["policy"], c) for c in v["cases"]]
+    return out
+
+
+@pytest.mark.parametrize(("policy", "case"), _cases(), ids=lambda x: x if isinstance(x, str) else x["name"])
+def test_the_shared_vectors(policy: str, case: dict[str, Any]) -> None:
+    p = Policy.load(VECTORS / policy)
+    args = {k: case[k] for k in ("world", "scope_state", "trigger", "profile") if k in case}
+    got = p.choose(case["type"], case["observation"], case["legal_actions"], **args)
+    want = case["expect"]
+    if want is None:
+        assert got is None
+    else:
+        assert got is not None and got[0] == want["action"] and got[1] == pytest.approx(want["confidence"], abs=1e-12)
+
+
+def test_the_vectors_cover_a_policy_written_by_distill_and_every_kind_of_answer() -> None:
+    data = json.loads((VECTORS / "forest.policy.json").read_text())
+    assert data["manifest_version"].startswith("sha256:") and data["types"]["bee"]["trained_on"] > 0
+    expects = [c["expect"] for _, c in _cases()]
+    assert any(e is None for e in expects) and len({e["action"] for e in expects if e}) >= 3
+    assert any(e and e["confidence"] < 0.8 for e in expects) and any(e and e["confidence"] > 0.95 for e in expects)
+
+
+def test_choices_worked_out_by_hand() -> None:
+    """Two trees averaged, then masked to the legal actions: each figure below is the docs' arithmetic."""
+    p = Policy.load(HANDMADE)
+    # repellent: tree 1 says flee 0.9, tree 2 (current_action is not chase) 0.25 each: flee (0.9 + 0.25) / 2
+    assert p.choose("bee", BEE, ALL, world={"repellent": True}) == ("flee", pytest.approx(0.575))
+    # flee not legal: chase (0.05 + 0.25) / 2 = 0.15 of idle 0.135 + wander 0.14 + chase 0.15 = 0.425
+    assert p.choose("bee", BEE, ["idle", "wander", "chase"], world={"repellent": True}) == (
+        "chase",
+        pytest.approx(0.15 / 0.425),
+    )
+    # 0.27 rounds to its quantum 0.05 as 0.25, under the split at 0.275: the low-health leaf
+    assert p.choose("bee", {**BEE, "hp_fraction": 0.27}, ALL, world={"repellent": False}) == (
+        "flee",
+        pytest.approx(0.475),
+    )
+    # a tie between chase and flee (0.375 each) goes to the first in the file's order
+    assert p.choose("bee", BEE, ["flee", "chase"], world={"repellent": False}, trigger="hit") == (
+        "chase",
+        pytest.approx(0.5),
+    )
+    assert p.choose("swarm", {"size": 3}, ["surround"]) is None  # a type it does not cover: ask the service
+
+
+def test_a_policy_for_another_manifest_version_is_refused_with_a_message_that_says_so() -> None:
+    mine = "sha256:" + "2" * 64
+    with pytest.raises(PolicyError) as e:
+        Policy.load(HANDMADE, manifest_version=mine)
+    said = str(e.value)
+    assert "distilled for manifest version sha256:000" in said and mine in said and "never used" in said
+    p = Policy.load(HANDMADE)  # the SDK can also check one it holds, when the game's manifest changes
+    with pytest.raises(PolicyError, match="another manifest version"):
+        p.check(mine)
+    p.check(p.manifest_version)
+
+
+def test_load_takes_a_path_text_bytes_or_an_object() -> None:
+    text = HANDMADE.read_text()
+    for source in (HANDMADE, str(HANDMADE), text, text.encode(), json.loads(text)):
+        assert Policy.load(source).choose("bee", BEE, ALL, world={"repellent": True}) == ("flee", pytest.approx(0.575))
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (lambda d: d.update(format="other"), "not a policy file this SDK reads"),
+        (lambda d: d.update(format_version=2), "format_version"),
+        (lambda d: d.pop("manifest_version"), "`manifest_version` must be"),
+        (lambda d: d["types"]["bee"]["trees"][0]["left"].__setitem__(0, 0), "types.bee.trees[0]` node 0 must point"),
+        (lambda d: d["types"]["bee"]["trees"][0]["feature"].__setitem__(0, 9), "feature[0]` is not a feature"),
+        (lambda d: d["types"]["bee"]["trees"][0]["value"].__setitem__(2, [1.0]), "value[2]` must hold one"),
+        (lambda d: d["types"]["bee"]["features"][0].update(source="moon"), "features[0].source` must be one of"),
+        (lambda d: d["types"]["boss"]["trees"][0]["threshold"].pop(), "trees[0].threshold` must be a list"),
+    ],
+)
+def test_a_malformed_file_is_refused_naming_the_field(change: Any, said: str) -> None:
+    data = json.loads(HANDMADE.read_text())
+    change(data)
+    with pytest.raises(PolicyError, match=said.replace("[", r"\[").replace("]", r"\]")):
+        Policy.load(data)
+
+
+def test_a_file_that_is_not_there_or_not_json_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(PolicyError, match="cannot be read"):
+        Policy.load(tmp_path / "none.json")
+    (tmp_path / "bad.json").write_text("{nope")
+    with pytest.raises(PolicyError, match="not JSON"):
+        Policy.load(tmp_path / "bad.json")
+
+
+def test_the_evaluator_imports_nothing_from_npcmind_and_nothing_outside_the_standard_library() -> None:
+    """Loaded from its file alone (the package's own __init__ may bring the SDK's transport): a game can copy it."""
+    path = ROOT / "clients" / "python" / "src" / "npcmind_client" / "policy.py"
+    code = (
+        "import sys, importlib.util as u; before = set(sys.modules); "
+        f"spec = u.spec_from_file_location('standalone_policy', {str(path)!r}); m = u.module_from_spec(spec); "
+        "sys.modules['standalone_policy'] = m; spec.loader.exec_module(m); "
+        "new = {n.split('.')[0] for n in set(sys.modules) - before} - {'standalone_policy'}; "
+        "print(sorted(n for n in new if n not in sys.stdlib_module_names)); "
+        f"print(m.Policy.load({str(HANDMADE)!r}).choose('bee', {{}}, ['flee'], world={{'repellent': True}}))"
+    )
+    out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["[]", "('flee', 1.0)"]
