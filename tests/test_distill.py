@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import random
 from pathlib import Path
 from typing import Any
 
-from conftest import Running, bee, decide_body
+import pytest
+
+from conftest import FOREST, Running, bee, cli, decide_body
 from npcmind.storage import open_store
 from npcmind.storage.base import TrainingRow
 
@@ -51,3 +54,75 @@ def test_a_fresh_decision_keeps_its_features_quantized_and_a_cached_one_adds_non
     assert svc.http.post("/v1/report", json=report).status_code == 200
     assert [r.outcome for r in _training(tmp_path)] == [None, None, "failed"]
     assert _training(tmp_path, "game-2") == []
+
+
+def _fill(path: Path, rows: list[tuple[dict[str, Any], str, str | None]], client: str = "game-1") -> None:
+    """A store holding these fresh bee decisions (observation, action, outcome), as the service keeps them."""
+    from npcmind.manifest import load
+    from npcmind.storage.base import DecisionFeatures, IssuedDecision, RequestFeatures
+    from npcmind.storage.sqlite import SqliteStore
+
+    version = load(FOREST).version
+
+    async def go() -> None:
+        s = SqliteStore(path)
+        for obs, action, outcome in rows:
+            seq = await s.allocate(1)
+            issued = IssuedDecision(seq, f"d{seq}", "s", "b", "bee", action, action, 1000.0 + seq)
+            legal = ["idle", "wander", "chase", "flee"]
+            f = DecisionFeatures(seq, "bee", None, obs, None, legal, action, 0.9)
+            await s.record_decisions([issued], RequestFeatures(client, version, 1000.0 + seq, WORLD, None, [f]))
+            if outcome is not None:
+                await s.set_outcome(seq, outcome, None, 2000.0)
+        await s.close()
+
+    asyncio.run(go())
+
+
+WORLD = {"player_hp_fraction": 0.5, "repellent": False}
+
+
+def _obs(hp: float, distance: float) -> dict[str, Any]:
+    return {"hp_fraction": hp, "distance_to_player": distance, "sees_player": True, "current_action": "idle"}
+
+
+def test_distill_with_too_few_decisions_says_how_many_it_has_and_needs_and_writes_nothing(tmp_path: Path) -> None:
+    _fill(tmp_path / "s.db", [(_obs(0.5, 50.0), "chase", None)] * 40)
+    out = tmp_path / "p.json"
+    r = cli("distill", "--store", f"sqlite:///{tmp_path}/s.db", "--client", "game-1", "--out", str(out))
+    assert r.returncode == 1, r.stderr
+    assert "bee: 40 decisions, needs 100: no policy for it" in r.stdout and not out.exists()
+    r = cli("distill", "--store", f"sqlite:///{tmp_path}/s.db", "--client", "game-2", "--out", str(out))
+    assert r.returncode == 1 and "no decisions of client 'game-2'" in r.stdout and not out.exists()
+    r = cli("distill", "--store", f"sqlite:///{tmp_path}/s.db", "--client", "game-1", "--out", str(out), "--since", "0")
+    assert r.returncode == 2 and "--since: must be a number of hours above 0" in r.stderr
+
+
+def test_distill_learns_the_rule_the_model_followed_and_defers_where_it_tossed_a_coin(tmp_path: Path) -> None:
+    """Near: always chase; far: idle or wander, one then the other. The tree covers the first and defers on the
+    second; the file it writes loads in the SDK's evaluator and chooses as the table said."""
+    rows = [(_obs(0.5 + (i % 5) / 20, 40.0 + 10 * (i % 4)), "chase", "done") for i in range(300)]
+    coin = random.Random(5)
+    rows += [
+        (_obs(0.5 + (i % 5) / 20, 200.0 + 10 * (i % 4)), coin.choice(["idle", "wander"]), None) for i in range(300)
+    ]
+    _fill(tmp_path / "s.db", rows)
+    out = tmp_path / "p.json"
+    r = cli(
+        "distill", "--store", f"sqlite:///{tmp_path}/s.db", "--client", "game-1", "--out", str(out),
+        "--manifest", str(FOREST),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "bee: 600 decisions, trained on 480, 120 held back" in r.stdout
+    assert "3/3 bee: " in r.stderr  # the progress bar
+    table = {float(line.split()[0]): line.split()[1:] for line in r.stdout.splitlines() if line[:3] == "   "}
+    assert float(table[0.8][0].rstrip("%")) == pytest.approx(50.0, abs=15)  # the near half, about
+    assert table[0.8][1] == "100.0%"
+    from npcmind.manifest import load
+    from npcmind_client.policy import Policy
+
+    p = Policy.load(out, manifest_version=load(FOREST).version)
+    near = p.choose("bee", _obs(0.61, 52.0), ["idle", "wander", "chase", "flee"], world=WORLD)
+    assert near is not None and near[0] == "chase" and near[1] >= 0.9
+    far = p.choose("bee", _obs(0.61, 221.0), ["idle", "wander", "chase", "flee"], world=WORLD)
+    assert far is not None and far[0] in ("idle", "wander") and far[1] < 0.8
