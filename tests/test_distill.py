@@ -126,3 +126,48 @@ def test_distill_learns_the_rule_the_model_followed_and_defers_where_it_tossed_a
     assert near is not None and near[0] == "chase" and near[1] >= 0.9
     far = p.choose("bee", _obs(0.61, 221.0), ["idle", "wander", "chase", "flee"], world=WORLD)
     assert far is not None and far[0] in ("idle", "wander") and far[1] < 0.8
+
+
+def _wait_for(check: Any, deadline_s: float = 60.0) -> Any:
+    """Poll until ``check()`` gives something true (a generous deadline: the machine may be slow)."""
+    import time
+
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        got = check()
+        if got:
+            return got
+        time.sleep(0.2)
+    raise AssertionError(f"not within {deadline_s} s")
+
+
+def test_serve_distill_every_trains_in_the_background_and_get_policy_serves_it_with_an_etag(
+    start_service: Any, scripted: Any
+) -> None:
+    svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted", distill_every_h=0.0005)
+    gone = svc.http.get("/v1/policy", params={"client_id": "game-1"})
+    assert gone.status_code == 404 and "no policy of 'game-1' for manifest version sha256:" in gone.text
+    assert "--distill-every" in gone.text
+    scripted.set(default="last")  # the last legal action: flee whenever it is legal
+    for r in range(8):  # 128 situations, each new to the cache: 128 fresh decisions to learn from
+        entities = [
+            bee(f"b{i}", observation={**_obs(0.05 * (i % 16 + 1), 10.0 * (r + 1)), "sees_player": i % 2 == 0})
+            for i in range(16)
+        ]
+        assert svc.decide(decide_body(*entities)).status_code == 200
+    got = _wait_for(lambda: (x := svc.http.get("/v1/policy", params={"client_id": "game-1"})).status_code == 200 and x)
+    etag = got.headers["etag"]
+    from npcmind_client.policy import Policy
+
+    version = svc.service.manifest.version
+    p = Policy.load(got.content, manifest_version=version)
+    world = {"player_hp_fraction": 0.4, "repellent": False}
+    choice = p.choose("bee", _obs(0.5, 40.0), ["idle", "wander", "chase", "flee"], world=world, scope_state={})
+    assert choice is not None and choice[0] == "flee" and choice[1] > 0.9
+    again = svc.http.get("/v1/policy", params={"client_id": "game-1"}, headers={"if-none-match": etag})
+    assert again.status_code == 304 and again.content == b"" and again.headers["etag"] == etag
+    other = svc.http.get("/v1/policy", params={"client_id": "game-1"}, headers={"if-none-match": '"old"'})
+    assert other.status_code == 200 and other.content == got.content
+    assert svc.http.get("/v1/policy", params={"client_id": "game-2"}).status_code == 404
+    assert svc.http.get("/v1/policy").status_code == 422  # no client named: said, not a 500
+    assert "/v1/policy" in svc.http.get("/openapi.json").json()["paths"]

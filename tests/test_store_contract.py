@@ -338,6 +338,8 @@ def test_the_features_of_fresh_decisions_come_back_with_their_outcomes_and_go_wi
         }
         assert [x.seq for x in await s.training("game-1", 1002.5)] == [late]  # --since
         assert await s.training("nobody", 0.0) == []
+        assert await s.training_clients(0.0) == ["game-1", "game-2"]
+        assert await s.training_clients(1002.5) == ["game-1"]
         await s.prune(1002.5)
         assert [x.seq for x in await s.training("game-1", 0.0)] == [late]
         await s.close()

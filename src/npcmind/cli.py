@@ -73,7 +73,14 @@ def _serve(args: argparse.Namespace) -> int:
         api_key_env=args.api_key_env,
         clients=args.clients,
         rulesets=args.rulesets,
+        distill_every_h=args.distill_every,
     )
+    if args.distill_every:
+        try:
+            import sklearn  # noqa: F401
+        except ImportError:
+            print("npcmind: --distill-every needs the distill extra: pip install 'npcmind[distill]'", file=sys.stderr)
+            return 2
     try:
         service = Service(settings)
         asyncio.run(service.store.check())
@@ -365,6 +372,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the provider's API key")
     s.add_argument("--clients", metavar="FILE", help="hosted profile: the clients file (see `npcmind keygen`)")
     s.add_argument("--rulesets", metavar="FILE", help="NPC rulesets to add to (or replace) the built-in presets")
+    s.add_argument(
+        "--distill-every",
+        type=_positive_hours,
+        metavar="HOURS",
+        help="retrain each client's local policy (GET /v1/policy) this often, in the background (the distill extra)",
+    )
     s.set_defaults(func=_serve)
 
     d = sub.add_parser(

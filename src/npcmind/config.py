@@ -144,3 +144,4 @@ class Settings:
     max_connections: int = field(default_factory=lambda: _env_int("NPCMIND_MAX_CONNECTIONS", MAX_CONNECTIONS))
     activity_s: int = field(default_factory=lambda: _env_int("NPCMIND_ACTIVITY_S", 10, least=0))
     retention_h: float = field(default_factory=lambda: _env_float("NPCMIND_RETENTION_H", 24.0))
+    distill_every_h: float | None = None  # retrain every client's local policy this often (the distill extra)

@@ -80,6 +80,7 @@ class Service:
         self._run: tuple[Counts, float] | None = None
         self._trim: asyncio.Task[None] | None = None
         self._prune: asyncio.Task[None] | None = None
+        self._distill: asyncio.Task[None] | None = None
         self._provider_problem: str | None = None  # what the start-up check found
 
     async def start(self) -> None:
@@ -127,6 +128,21 @@ class Service:
         if self.settings.retention_h:
             keep = self.settings.retention_h * 3600
             self._prune = asyncio.get_running_loop().create_task(self._prune_every(min(600.0, keep / 4), keep))
+        if self.settings.distill_every_h:
+            self._start_distill(self.settings.distill_every_h)
+
+    def _start_distill(self, every_h: float) -> None:
+        """Retrain the clients' local policies every ``every_h`` hours, on a thread (docs/policy.md)."""
+        from npcmind.distill.background import BackgroundDistill
+
+        def manifest_of(client_id: str) -> Manifest | None:
+            if self.clients is not None and client_id not in self.clients:
+                return None
+            return self.guard.manifest_for(client_id)
+
+        job = BackgroundDistill(self.store, self.settings.store, manifest_of, every_h)
+        self._distill = asyncio.get_running_loop().create_task(job.run())
+        log.info("distill: every client's local policy is retrained every %g h (--distill-every)", every_h)
 
     def _manifests(self) -> list[Manifest]:
         """The manifest of the local profile, or each client's of the hosted one."""
@@ -202,7 +218,7 @@ class Service:
 
     async def stop(self) -> None:
         """Close connections and the store."""
-        for task in (self._check, self._activity, self._trim, self._prune):
+        for task in (self._check, self._activity, self._trim, self._prune, self._distill):
             if task is not None:
                 task.cancel()
         await self.provider.close()

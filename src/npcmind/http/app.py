@@ -7,6 +7,7 @@ by path (msgspec and Litestar stop at the first), while valid bodies still decod
 from __future__ import annotations
 
 import difflib
+import hashlib
 import logging
 import re
 import zlib
@@ -41,6 +42,7 @@ from npcmind.protocol.a2g import (
     EndedResponse,
     HealthResponse,
     ManifestResponse,
+    PolicyDocument,
     PromptView,
     ReportRequest,
     ReportResponse,
@@ -434,6 +436,39 @@ async def manifest(request: Request[Any, Any, Any]) -> Response[bytes]:
     m = service.guard.manifest_for(client_id) if client_id else service.manifest
     assert m is not None
     return json_response(ManifestResponse(client_id, m.version, m.data))
+
+
+@API.route(
+    "get",
+    "/v1/policy",
+    "The client's latest local policy for its manifest version (ETag; If-None-Match gives 304)",
+    None,
+    PolicyDocument,
+    errors=(304, 401, 403, 404, 422, 429),
+)
+async def policy(request: Request[Any, Any, Any], client_id: ClientIdQuery = None) -> Response[bytes]:
+    service = _service(request)
+    claims = await service.guard.authenticate(_auth(request))
+    client_id = client_id or (claims.cid if claims else None)
+    if not client_id:
+        raise ApiError.invalid([Problem("client_id", "is required (a query parameter)")])
+    if len(client_id) > MAX_ID:
+        raise ApiError.invalid([Problem("client_id", f"has {len(client_id)} characters, at most {MAX_ID} allowed")])
+    session = await service.guard.session(claims, client_id)
+    version = session.manifest.version
+    found = await service.store.policy(client_id, version)
+    if found is None:
+        raise ApiError(
+            404,
+            "not_found",
+            f"no policy of {client_id!r} for manifest version {version} yet: `npcmind serve --distill-every HOURS` "
+            "trains one from the model's decisions (docs/policy.md)",
+        )
+    etag = '"' + hashlib.blake2b(found.data, digest_size=16).hexdigest() + '"'
+    given = request.headers.get("if-none-match")
+    if given is not None and etag in [t.strip().removeprefix("W/") for t in given.split(",")]:
+        return Response(content=b"", status_code=304, headers={"etag": etag})
+    return Response(content=found.data, status_code=200, media_type=JSON, headers={"etag": etag})
 
 
 @API.route(

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from litestar.handlers import HTTPRouteHandler
 
 _ERROR_TEXT = {
+    304: "Not modified: If-None-Match holds the current ETag",
     400: "Malformed JSON",
     401: "No or bad token",
     403: "Token of another client",
@@ -87,10 +88,9 @@ def _operation(r: Route, by_type: dict[Any, Any]) -> dict[str, Any]:
         ok["content"] = {r.media: {"schema": {"type": "string"} if r.media != "application/json" else {}}}
     responses: dict[str, Any] = {"200": ok}
     for status in (*r.errors, 421):  # any route, when the Host is checked
-        responses[str(status)] = {
-            "description": _ERROR_TEXT.get(status, "Error"),
-            "content": {"application/json": {"schema": _ref("ErrorResponse")}},
-        }
+        responses[str(status)] = {"description": _ERROR_TEXT.get(status, "Error")}
+        if status >= 400:  # a 304 has no body
+            responses[str(status)]["content"] = {"application/json": {"schema": _ref("ErrorResponse")}}
     op["responses"] = responses
     if not r.public:
         op["security"] = [{"bearer": []}, {}]

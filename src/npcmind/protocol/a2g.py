@@ -318,6 +318,19 @@ class ManifestResponse(msgspec.Struct):
     manifest: Annotated[dict[str, Any], Meta(description="The manifest as the service loaded it, as JSON.")]
 
 
+class PolicyDocument(msgspec.Struct):
+    """GET /v1/policy: the client's latest local policy for its manifest version (docs/policy.md)."""
+
+    format: Annotated[Literal["npcmind-policy"], Meta(description="Always npcmind-policy.")]
+    format_version: Annotated[int, Meta(description="1; an SDK refuses a version it does not know.")]
+    manifest_version: Annotated[
+        str, Meta(description="The manifest version it was trained for; never used for another.")
+    ]
+    client_id: Annotated[str | None, Meta(description="The client whose decisions it learnt.")]
+    created_at: Annotated[str | None, Meta(description="When it was trained (ISO 8601, UTC).")]
+    types: Annotated[dict[str, Any], Meta(description="Per entity type: actions, features and trees (docs/policy.md).")]
+
+
 class HealthResponse(msgspec.Struct):
     """GET /v1/health: whether the service is up and what it will do with a decide request."""
 

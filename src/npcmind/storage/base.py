@@ -172,6 +172,10 @@ class Store(Protocol):
         its reported outcome: what ``npcmind distill`` learns from."""
         ...
 
+    async def training_clients(self, since: float) -> list[str]:
+        """The clients with fresh decisions issued at or after ``since``: whom a background distill trains for."""
+        ...
+
     async def put_policy(self, policy: StoredPolicy) -> None:
         """Keep a distilled policy for its client and manifest version, replacing the one before."""
         ...

@@ -314,6 +314,11 @@ class PostgresStore:
         return out
 
     @_kept
+    async def training_clients(self, since: float) -> list[str]:
+        rows = await self._pool.fetch("SELECT DISTINCT client_id FROM features WHERE created_at >= $1", since)
+        return sorted(r[0] for r in rows)
+
+    @_kept
     async def put_policy(self, policy: StoredPolicy) -> None:
         await self._pool.execute(
             "INSERT INTO policies (client_id, manifest_version, created_at, data) VALUES ($1, $2, $3, $4)"

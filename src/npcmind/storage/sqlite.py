@@ -376,6 +376,11 @@ class SqliteStore:
         return out
 
     @_kept
+    async def training_clients(self, since: float) -> list[str]:
+        rows = self._db.execute("SELECT DISTINCT client_id FROM features WHERE created_at >= ?", (since,))
+        return sorted(r[0] for r in rows)
+
+    @_kept
     async def put_policy(self, policy: StoredPolicy) -> None:
         self._write(
             "INSERT INTO policies (client_id, manifest_version, created_at, data) VALUES (?, ?, ?, ?)"
