@@ -171,3 +171,56 @@ def test_serve_distill_every_trains_in_the_background_and_get_policy_serves_it_w
     assert svc.http.get("/v1/policy", params={"client_id": "game-2"}).status_code == 404
     assert svc.http.get("/v1/policy").status_code == 422  # no client named: said, not a 500
     assert "/v1/policy" in svc.http.get("/openapi.json").json()["paths"]
+
+
+def test_outcomes_matter_the_policy_picks_the_coin_side_that_worked_above_the_threshold(
+    svc: Running, scripted: Any, tmp_path: Path
+) -> None:
+    """The teacher tosses a coin between chase and idle; chase is always reported failed, idle done. The model
+    is right half the time; the policy learnt from the outcomes picks idle, sure enough to act on it."""
+    scripted.set(rules=[{"type": "bee", "toss": ["chase", "idle"]}], seed=3)
+    legal = ["chase", "idle"]
+    chosen: list[str] = []
+    for r in range(10):  # 160 situations, each new to the cache: 160 fresh coin tosses
+        entities = [
+            bee(f"b{r}.{i}", observation=_obs(0.05 * (i + 4), 10.0 * (r + 1)), legal_actions=legal) for i in range(16)
+        ]
+        decisions = svc.decide(decide_body(*entities)).json()["decisions"]
+        reports = [
+            {"decision_id": d["decision_id"], "outcome": "failed" if d["action"] == "chase" else "done"}
+            for d in decisions
+        ]
+        assert svc.http.post("/v1/report", json={"client_id": "game-1", "reports": reports}).status_code == 200
+        chosen += [d["action"] for d in decisions]
+    assert 0.3 < chosen.count("chase") / len(chosen) < 0.7  # the teacher really tossed a coin
+    from npcmind.distill.run import distill
+    from npcmind.manifest import load
+    from npcmind_client.policy import Policy
+
+    manifest = load(FOREST)
+    result = distill(_training(tmp_path), "game-1", manifest)
+    assert result.policy is not None, result.lines
+    p = Policy.load(result.policy, manifest_version=manifest.version)
+    for hp, distance in ((0.3, 20.0), (0.6, 50.0), (0.9, 90.0)):
+        got = p.choose("bee", _obs(hp, distance), legal, world={"player_hp_fraction": 0.4, "repellent": False})
+        assert got is not None and got[0] == "idle" and got[1] >= 0.8, got
+
+
+def test_the_scripted_teacher_follows_its_rules_on_the_prompt_it_reads(svc: Running, scripted: Any) -> None:
+    scripted.set(
+        rules=[
+            {"type": "bee", "when": {"world.repellent": True}, "choose": "flee"},
+            {"type": "bee", "when": {"hp_fraction": {"lt": 0.3}, "current_action": "chase"}, "choose": "wander"},
+            {"type": "bee", "when": {"distance_to_player": {"ge": 100, "lt": 200}}, "choose": "idle"},
+            {"type": "bee", "when": {"scope.boss_phase": 2}, "choose": "flee"},  # not legal below: the next applies
+            {"type": "bee", "choose": "chase"},
+        ]
+    )
+    low = bee("low", observation={**_obs(0.2, 10.0), "current_action": "chase"})
+    far = bee("far", observation=_obs(0.9, 150.0))
+    other = bee("other", observation=_obs(0.9, 10.0), legal_actions=["idle", "chase"])
+    got = svc.decide(decide_body(low, far, other)).json()["decisions"]
+    assert [d["action"] for d in got] == ["wander", "idle", "chase"]
+    body = decide_body(bee("r", observation=_obs(0.9, 10.0)), world={"player_hp_fraction": 0.4, "repellent": True})
+    assert svc.decide(body).json()["decisions"][0]["action"] == "flee"
+    assert svc.http.put(f"{scripted.url}/_script", json={"rules": [{"when": {"x": {"below": 1}}}]}).status_code == 422

@@ -455,7 +455,9 @@ def build_parser() -> argparse.ArgumentParser:
         "in force): choose {id: action}, default first|last|decline, omit [ids] (invalid_choice), "
         "decline [ids] (refused), refusal TEXT (refused), malformed true (invalid_choice), status 429|500 "
         "(unavailable), retry_after S, delay_ms N (past the deadline: unavailable), logprob L, cached_tokens N, "
-        "truncated true, text TEXT, body {...}, reject_params [names], response_formats [types], models [names]. "
+        "truncated true, text TEXT, body {...}, reject_params [names], response_formats [types], models [names], "
+        "rules [{type, when {field: value or {lt, le, gt, ge}}, choose ACTION or toss [actions]}] (a teacher: "
+        "world.NAME and scope.NAME test the world and scope state), seed N (of the rules' coin tosses). "
         "GET /_requests lists what the model was sent; DELETE /_requests forgets it. Example: "
         'curl -X PUT localhost:9100/_script -d \'{"choose": {"28735": "flee"}, "decline": ["30122"]}\'',
     )

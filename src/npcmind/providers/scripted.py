@@ -9,6 +9,7 @@ it (`--provider openai --base-url http://127.0.0.1:9100/v1`), and set its behavi
 from __future__ import annotations
 
 import asyncio
+import random
 import re
 import time
 from collections import deque
@@ -23,6 +24,50 @@ from npcmind.http.server import BackgroundServer
 from npcmind.protocol.errors import ApiError
 from npcmind.protocol.validate import parse
 from npcmind.providers.tokens import count, count_once
+
+
+class Range(msgspec.Struct, forbid_unknown_fields=True):
+    """A condition on a number: every bound given must hold."""
+
+    lt: float | None = None
+    le: float | None = None
+    gt: float | None = None
+    ge: float | None = None
+
+    def holds(self, v: Any) -> bool:
+        """Whether the number ``v`` lies within every bound given (a value that is not a number never does)."""
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            return False
+        return (
+            (self.lt is None or v < self.lt)
+            and (self.le is None or v <= self.le)
+            and (self.gt is None or v > self.gt)
+            and (self.ge is None or v >= self.ge)
+        )
+
+
+class Rule(msgspec.Struct, forbid_unknown_fields=True):
+    """A teacher's rule for every request: when the entity is of ``type`` and every condition of ``when`` holds
+    (an observation field by its name, a world field as ``world.NAME``, scope state as ``scope.NAME``; a value
+    to equal or a Range), choose ``choose``, or toss a coin among ``toss`` (those that are legal)."""
+
+    type: str | None = None
+    when: dict[str, bool | str | float | Range] = {}
+    choose: str | None = None
+    toss: list[str] = []
+
+    def applies(self, typ: str, fields: dict[str, Any]) -> bool:
+        """Whether the rule is for this entity's situation."""
+        if self.type is not None and self.type != typ:
+            return False
+        for name, cond in self.when.items():
+            v = fields.get(name)
+            if isinstance(cond, Range):
+                if not cond.holds(v):
+                    return False
+            elif v != cond or isinstance(v, bool) != isinstance(cond, bool):
+                return False
+        return True
 
 
 class Script(msgspec.Struct, forbid_unknown_fields=True):
@@ -49,12 +94,52 @@ class Script(msgspec.Struct, forbid_unknown_fields=True):
     response_formats: list[str] | None = None
     models: list[str] = []  # what GET /v1/models lists (none: the service checks no model name)
     hold: bool = False  # calls wait, unanswered, until a script without hold is set: GET /_calls counts them
+    rules: list[Rule] = []  # a teacher: the first rule that applies to an entity's situation decides it
+    seed: int | None = None  # of the rules' coin tosses (none: a new toss sequence each time)
 
 
 KEEP_REQUESTS = 1000  # the newest request bodies that GET /_requests returns
 NPC_ANSWER = '{"dialogue": "Well met, traveller.", "action": {"type": "IDLE"}}'
 _ENTITY = re.compile(r'E(\d+) ("(?:[^"\\]|\\.)*")')
 _QUESTION = re.compile(r"Q(\d+): .*?Options: (.*)")
+_PAIR = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
+
+
+def _value(text: str) -> Any:
+    """A rendered field value back as JSON would have it: true/false, a number, a quoted string."""
+    if text in ("true", "false"):
+        return text == "true"
+    if text.startswith('"'):
+        return msgspec.json.decode(text)
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _pairs(line: str, prefix: str = "") -> dict[str, Any]:
+    return {prefix + k: _value(v) for k, v in _PAIR.findall(line)}
+
+
+def situations(user: str) -> tuple[dict[int, str], dict[int, dict[str, Any]]]:
+    """Per entity number, its type and what the prompt says of it (its observation, and the world and scope
+    state as ``world.NAME`` / ``scope.NAME``): what a teacher's rules test."""
+    shared: dict[str, Any] = {}
+    types: dict[int, str] = {}
+    fields: dict[int, dict[str, Any]] = {}
+    current = 0
+    for line in user.split("\n"):
+        if line.startswith("WORLD NOW: "):
+            shared.update(_pairs(line[len("WORLD NOW: ") :], "world."))
+        elif line.startswith("SCOPE STATE: "):
+            shared.update(_pairs(line[len("SCOPE STATE: ") :], "scope."))
+        elif line[:1] == "E" and (m := _ENTITY.match(line)):
+            current = int(m.group(1))
+            types[current] = line[m.end() :].split()[0] if line[m.end() :].split() else ""
+            fields[current] = dict(shared)
+        elif line.startswith("  now: ") and current:
+            fields[current].update(_pairs(line[len("  now: ") :]))
+    return types, fields
 
 
 def _batch(user: str) -> list[tuple[int, str, list[str]]]:
@@ -89,11 +174,13 @@ class ScriptedModel:
         self.in_flight = 0  # calls received and not yet answered
         self.most_in_flight = 0
         self._held: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None  # what held calls wait on
+        self._coin = random.Random()
 
     def apply(self, script: Script) -> None:
         """Take a new script; the calls an old one held go on, unless this one holds them too (thread-safe: a
         test sets the script from its own thread)."""
         self.script = script
+        self._coin = random.Random(script.seed)
         held = self._held
         if held is not None and not script.hold:
             self._held = None
@@ -117,12 +204,13 @@ class ScriptedModel:
         pieces: list[tuple[str, float]] = []
         obj: dict[str, Any] = {"decisions": []} if numbered else {}
         items = [b for b in _batch(user) if b[1] not in s.omit]
+        taught = self.taught(user, items) if s.rules else {}
         pieces.append(('{"decisions":[' if numbered else "{", 0.0))
         for k, (n, eid, opts) in enumerate(items):
-            if eid in s.decline or (eid not in s.choose and s.default == "decline"):
+            if eid in s.decline or (eid not in s.choose and n not in taught and s.default == "decline"):
                 action = DECLINE
             else:
-                action = s.choose.get(eid) or (opts[0] if s.default == "first" else opts[-1])
+                action = s.choose.get(eid) or taught.get(n) or (opts[0] if s.default == "first" else opts[-1])
             sep = "," if k else ""
             if numbered:
                 choice = 0 if action == DECLINE else (opts.index(action) + 1 if action in opts else len(opts) + 7)
@@ -133,6 +221,23 @@ class ScriptedModel:
                 obj[f"E{n}"] = action
         pieces.append(("]}" if numbered else "}", 0.0))
         return pieces, obj
+
+    def taught(self, user: str, items: list[tuple[int, str, list[str]]]) -> dict[int, str]:
+        """What the rules choose, by entity number: the first rule that applies and has a legal choice."""
+        types, fields = situations(user)
+        out: dict[int, str] = {}
+        for n, _, opts in items:
+            for rule in self.script.rules:
+                if not rule.applies(types.get(n, ""), fields.get(n, {})):
+                    continue
+                if rule.choose is not None and rule.choose in opts:
+                    out[n] = rule.choose
+                    break
+                legal = [a for a in rule.toss if a in opts]
+                if legal:
+                    out[n] = self._coin.choice(legal)
+                    break
+        return out
 
     def cached(self, prefix: str) -> int:
         """Simulated prefix caching: a prefix seen before is cached in 128-token blocks."""
