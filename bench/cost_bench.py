@@ -355,12 +355,14 @@ def run_phase(name: str, scripted: ScriptedServer, store: str, minutes: float, s
                tally.agree / max(tally.judged, 1), tally.coin_asks / max(asks, 1), coverage)  # fmt: skip
 
 
-def table(rows: list[Row]) -> str:
-    """The figures per 1,000 entity decisions."""
+def table(rows: list[Row], distilled: str) -> str:
+    """The figures per 1,000 entity decisions (phase 3 plays no game: what it did, in words)."""
     head = ("| phase | entity decisions | model calls | input tokens | by the model | from the cache | local policy "
             "| native fallback | agreement (no coin toss) | coin-toss asks |")  # fmt: skip
     out = [head, "|" + "---|" * 10]
     for r in rows:
+        if r.name.startswith("4"):
+            out.append(f"| 3 distill from phase 2's store | {distilled} |" + " — |" * 8)
         k = 1000 / max(r.decisions, 1)
         out.append(
             f"| {r.name} | {r.decisions:,} | {r.calls * k:,.1f} | {r.tokens * k:,.0f} | {r.model * k:,.0f} | "
@@ -393,13 +395,15 @@ def main() -> int:
         print("\n".join(result.lines))
         assert result.policy is not None, "phase 2 left too few decisions to distill: play more --minutes"
         size = write(result.policy, str(tmp / "policy.json"))
-        print(f"distill: {time.perf_counter() - t3:.1f} s, policy {size:,} bytes ({tmp / 'policy.json'})", flush=True)
+        learnt = sum(r.decisions for r in result.reports)
+        distilled = f"{learnt:,} learnt in {time.perf_counter() - t3:.1f} s, a file of {size:,} bytes"
+        print(f"distill: {distilled} ({tmp / 'policy.json'})", flush=True)
         policy = Policy.load(tmp / "policy.json", manifest_version=manifest.version)
         row4 = run_phase("4 learned cascade", scripted, f"sqlite:///{tmp}/p4.db", args.minutes, args.seed + 1,
                          manifest, policy)  # fmt: skip
         rows.append(row4)
     print()
-    print(table(rows))
+    print(table(rows, distilled))
     p1, p4 = rows[0], row4
     free = (p4.cache + p4.local) / max(p4.decisions, 1)
     ratio = (p4.tokens / max(p4.decisions, 1)) / max(p1.tokens / max(p1.decisions, 1), 1e-9)
