@@ -224,3 +224,19 @@ def test_the_scripted_teacher_follows_its_rules_on_the_prompt_it_reads(svc: Runn
     body = decide_body(bee("r", observation=_obs(0.9, 10.0)), world={"player_hp_fraction": 0.4, "repellent": True})
     assert svc.decide(body).json()["decisions"][0]["action"] == "flee"
     assert svc.http.put(f"{scripted.url}/_script", json={"rules": [{"when": {"x": {"below": 1}}}]}).status_code == 422
+
+
+def test_hosted_get_policy_is_the_tokens_client_and_needs_a_token(hosted: Any, tmp_path: Path) -> None:
+    import sqlite3
+
+    version = hosted.running.service.guard.manifest_for("game-1").version
+    data = b'{"format": "npcmind-policy"}'
+    db = sqlite3.connect(tmp_path / "npcmind.db")  # as a background distill keeps it (WAL: beside the service)
+    db.execute("INSERT INTO policies VALUES (?, ?, ?, ?)", ("game-1", version, 1.0, data))
+    db.commit()
+    db.close()
+    assert hosted.http.get("/v1/policy").status_code == 401
+    mine = hosted.http.get("/v1/policy", headers=hosted.auth(hosted.open("game-1")))
+    assert mine.status_code == 200 and mine.content == data and mine.headers["etag"]
+    theirs = hosted.http.get("/v1/policy", headers=hosted.auth(hosted.open("game-2")))
+    assert theirs.status_code == 404 and "'game-2'" in theirs.text
