@@ -24,9 +24,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "clients" / "python" / "src")]
+sys.path.append(str(ROOT / "bench"))
 from npcmind.manifest import load  # noqa: E402
 from npcmind.storage.base import DecisionFeatures, IssuedDecision, RequestFeatures  # noqa: E402
 from npcmind.storage.sqlite import SqliteStore  # noqa: E402
+from probe import cpu_probe  # noqa: E402
 
 FOREST = ROOT / "examples" / "forest.yaml"
 BEES = ["idle", "wander", "chase", "flee"]
@@ -70,12 +72,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--decisions", type=int, default=100_000)
     args = ap.parse_args()
+    print(cpu_probe())
     tmp = Path(tempfile.mkdtemp(prefix="npcmind-distill-bench-"))
     db = tmp / "store.db"
     t0 = time.perf_counter()
     asyncio.run(fill(db, args.decisions))
     con = sqlite3.connect(db)
-    rows, size = con.execute("SELECT SUM(json_array_length(data, '$[3]')), SUM(LENGTH(data)) FROM features").fetchone()
+    (size,) = con.execute("SELECT SUM(LENGTH(data)) FROM features").fetchone()
+    rows = args.decisions
     con.close()
     print(f"filled {rows:,} decisions in {time.perf_counter() - t0:.1f} s; features {size / rows:.0f} bytes a decision")
     out = tmp / "policy.json"

@@ -6,7 +6,10 @@ of the WAL (the checkpoints must keep up) and the longest time the event loop wa
 turns (a ticker task measures it). Then the file's size a decision, prune of all of them with the loop's
 longest hold, and the same N requests again: the file stays the size it was, its free pages reused.
 
-Run: python bench/store_bench.py [--requests 20000]
+With --fresh every decision is a fresh one (a cache miss), and the store keeps its features as well, as the
+service does for the learned cascade (docs/policy.md): world, observation, legal actions, action, confidence.
+
+Run: python bench/store_bench.py [--requests 20000] [--fresh]
 """
 
 from __future__ import annotations
@@ -21,11 +24,38 @@ from pathlib import Path
 
 from npcmind.decide.ids import DecisionIds
 from npcmind.manifest import load
-from npcmind.storage.base import IssuedDecision
+from npcmind.storage.base import DecisionFeatures, IssuedDecision, RequestFeatures
 from npcmind.storage.sqlite import SqliteStore
 from probe import cpu_probe
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+FRESH = False  # --fresh: every decision a cache miss, its features kept too
+WORLD = {"player_hp_fraction": 0.4, "repellent": False}
+
+
+def _features(seq: int, r: int, names: list[str], at: float) -> RequestFeatures:
+    """What the service keeps of 16 fresh bee decisions (observations as the cache key rounds them)."""
+    learned = [
+        DecisionFeatures(
+            seq + i,
+            "bee",
+            None,
+            {
+                "hp_fraction": (r + i) % 20 / 20,
+                "distance_to_player": float((r * 16 + i) % 30 * 10),
+                "sees_player": i % 3 > 0,
+                "current_action": names[i % len(names)],
+            },
+            None,
+            names,
+            names[(r + i) % len(names)],
+            0.9003,
+        )
+        for i in range(16)
+    ]
+    return RequestFeatures("game-1", "sha256:" + "5" * 64, at, WORLD, None, learned)
 
 
 async def _write(store: SqliteStore, ids: DecisionIds, actions: dict[str, str], requests: int, at: float) -> None:
@@ -38,7 +68,7 @@ async def _write(store: SqliteStore, ids: DecisionIds, actions: dict[str, str], 
         for i, (eid, did) in enumerate(zip(eids, dids, strict=True)):
             a = names[(r + i) % len(names)]
             rows.append(IssuedDecision(seq + i, did, "local:game-1", eid, "bee", a, actions[a], at + r * 0.01))
-        await store.record_decisions(rows)
+        await store.record_decisions(rows, _features(seq, r, names, at + r * 0.01) if FRESH else None)
 
 
 def _size(path: Path) -> int:
@@ -63,9 +93,8 @@ async def _run(requests: int) -> None:
         await store.close()
         first = _size(path)
         n = requests * 16
-        print(
-            f"{requests} requests of 16 decisions, back to back: {write_s / requests * 1e6:.0f} us a request to record"
-        )
+        kind = "fresh decisions with their features" if FRESH else "decisions"
+        print(f"{requests} requests of 16 {kind}, back to back: {write_s / requests * 1e6:.0f} us a request to record")
         print(f"  the WAL at most {largest / 1e6:.1f} MB; the loop held at most {held.most * 1000:.2f} ms at a time")
         per = f"{first / n:.0f} bytes a decision, {first / requests:.0f} a request"
         print(f"  the file after them: {first / 1e6:.1f} MB, {per}")
@@ -114,7 +143,10 @@ class _Ticker:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--requests", type=int, default=20000)
+    ap.add_argument("--fresh", action="store_true", help="every decision fresh: its features kept too")
     args = ap.parse_args()
+    global FRESH
+    FRESH = args.fresh
     print(cpu_probe())
     asyncio.run(_run(args.requests))
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -116,18 +117,19 @@ _decode_features = msgspec.json.Decoder(_Features).decode
 def features_row(f: RequestFeatures) -> tuple[int, str, float, bytes]:
     """A request's features as the one row every store keeps of them: the first number, the client, the time
     and [manifest version, world, scope state, [[seq, type, profile, observation, trigger, legal, action,
-    confidence], ...]] as JSON (docs/policy.md states its size)."""
+    confidence], ...]] as JSON, zlib-compressed: the field names repeat in every entry, and compressed a
+    request of 16 took 389 bytes instead of 2,768 (20 us at level 1; docs/policy.md)."""
     entries = [
         (d.seq, d.type, d.profile, d.observation, d.trigger, d.legal_actions, d.action, d.confidence)
         for d in f.decisions
     ]
-    data = _encode((f.manifest_version, f.world, f.scope_state, entries))
+    data = zlib.compress(_encode((f.manifest_version, f.world, f.scope_state, entries)), 1)
     return f.decisions[0].seq, f.client_id, f.created_at, data
 
 
 def training_rows(created_at: float, data: bytes) -> list[TrainingRow]:
     """The decisions of one stored features row, outcomes not yet joined."""
-    manifest, world, scope_state, entries = _decode_features(data)
+    manifest, world, scope_state, entries = _decode_features(zlib.decompress(data))
     return [
         TrainingRow(seq, manifest, created_at, typ, profile, obs, world, scope_state, trigger, legal, action, conf)
         for seq, typ, profile, obs, trigger, legal, action, conf in entries
