@@ -78,7 +78,9 @@ class Outbox:
         reports, self._reports = self._reports[:REPORT_BATCH], self._reports[REPORT_BATCH:]
         return {"client_id": self.client_id, "reports": reports}
 
-    def telemetry(self, now: float, epoch: int, entities: Iterable[Tracked], alone: dict[str, str]) -> list[dict[str, Any]]:
+    def telemetry(
+        self, now: float, epoch: int, entities: Iterable[Tracked], alone: dict[str, str]
+    ) -> list[dict[str, Any]]:
         """The telemetry bodies due now (none before ``telemetry_ms`` since the last, or with nothing new);
         entities refused before go in a body of their own, so they cannot sink the others'."""
         if now - self._last < self.every_ms:
@@ -87,7 +89,7 @@ class Outbox:
         for e in entities:
             if e.changed:
                 e.changed = False
-                item = {"id": e.id, "type": e.type, "fields": e.observation}
+                item: dict[str, Any] = {"id": e.id, "type": e.type, "fields": e.observation}
                 for k, v in (("position", e.position), ("state", e.state), ("parent", e.parent)):
                     if v is not None:
                         item[k] = v

@@ -207,9 +207,7 @@ class Scheduler:
         of two calls."""
         e = self.entities.get(entity_id)
         if e is None:
-            self.say(
-                f"event:{trigger}", f"event({entity_id!r}, {trigger!r}) for an entity not tracked: ignored", False
-            )
+            self.say(f"event:{trigger}", f"event({entity_id!r}, {trigger!r}) for an entity not tracked: ignored", False)
             return False
         e.trigger = trigger
         e.due = min(e.due, now + self._window)
@@ -250,8 +248,8 @@ class Scheduler:
         return e.choice
 
     def headers(self) -> dict[str, str]:
-        """The headers a request of the game's own (``last_prompt``) carries: the session's token."""
-        return self.session.headers()
+        """The headers a request of the game's own (``last_prompt``) carries: the session's token, if held."""
+        return self.session.headers() if self.session.token is not None else {}
 
     # --- what to send -----------------------------------------------------------------------------
 
@@ -259,10 +257,10 @@ class Scheduler:
         """The requests to send now: session, manifest, telemetry, reports, then the decide requests due."""
         out: list[Request] = []
         if self.session.due(now) and now >= self._not_before:
-            body, headers = self.session.request()
+            body, headers = self.session.request(f"r{self._refs + 1}")
             out.append(self._emit("session", "POST", "/v1/session", body, headers))
         if not self.session.ready():
-            return out  # nothing goes without a token
+            return out  # nothing goes without a token, or one asked for
         if not self.timings.known and not self.timings.asked and now >= self._not_before:
             self.timings.asked = True
             if not self.timeout_given:
@@ -272,10 +270,10 @@ class Scheduler:
         if now < self._not_before:  # the service is down or asked us to wait: keep it all for later
             return out
         self._send_telemetry(now, out)
-        body = self.outbox.reports()
-        if body is not None:
-            out.append(self._emit("report", "POST", "/v1/report", body))
-            self.stats.reports_sent += len(body["reports"])
+        reports = self.outbox.reports()
+        if reports is not None:
+            out.append(self._emit("report", "POST", "/v1/report", reports))
+            self.stats.reports_sent += len(reports["reports"])
         self._ask(now, out)
         return out
 
@@ -293,9 +291,9 @@ class Scheduler:
         self._refs += 1
         ref = f"r{self._refs}"
         self._open[ref] = _Sent(kind, body)
-        after: list[str] = []
+        after = [] if kind == "session" else self.session.awaited()
         if kind == "decide":  # its prompt shows the scene as the game last told it; the manifest brings timings
-            after = [r for r in self._telemetry if r in self._open]
+            after += [r for r in self._telemetry if r in self._open]
             after += [r for r, s in self._open.items() if s.kind in ("health", "manifest")]
         return Request(ref, method, path, body, headers if headers is not None else self.session.headers(), after)
 
@@ -554,7 +552,7 @@ class Scheduler:
 
 def _entity_item(e: Entity) -> dict[str, Any]:
     """An entity's wire object: its required fields, and the optional ones that are set."""
-    item = {"id": e.id, "type": e.type, "observation": e.observation, "legal_actions": e.legal_actions}
+    item: dict[str, Any] = {"id": e.id, "type": e.type, "observation": e.observation, "legal_actions": e.legal_actions}
     if e.position is not None:
         item["position"] = e.position
     if e.profile is not None:

@@ -19,7 +19,7 @@ class Session:
         self.api_key = api_key
         self.token: str | None = None
         self.renew_at = float("inf")
-        self.pending = False  # a session request is out
+        self.pending: str | None = None  # the ref of the session request that is out
 
     @property
     def hosted(self) -> bool:
@@ -27,27 +27,34 @@ class Session:
         return self.api_key is not None
 
     def ready(self) -> bool:
-        """Whether requests can go now: not hosted, or a token is held."""
-        return self.api_key is None or self.token is not None
+        """Whether requests can go now: not hosted, a token held, or one asked for (they wait for it)."""
+        return self.api_key is None or self.token is not None or self.pending is not None
+
+    def awaited(self) -> list[str]:
+        """The session request the others must wait for: the first one (a renewal goes on with the old token)."""
+        return [self.pending] if self.pending is not None and self.token is None else []
 
     def due(self, now: float) -> bool:
         """Whether a session request should go now: none held, or near the end of its life."""
-        if self.api_key is None or self.pending:
+        if self.api_key is None or self.pending is not None:
             return False
         return self.token is None or now >= self.renew_at
 
-    def request(self) -> tuple[dict[str, Any], dict[str, str]]:
-        """The body and headers of POST /v1/session."""
-        self.pending = True
+    def request(self, ref: str) -> tuple[dict[str, Any], dict[str, str]]:
+        """The body and headers of POST /v1/session, sent as ``ref``."""
+        self.pending = ref
         return {"client_id": self.client_id}, {"authorization": f"Bearer {self.api_key}"}
 
     def headers(self) -> dict[str, str]:
-        """The headers every other request carries."""
-        return {"authorization": f"Bearer {self.token}"} if self.token is not None else {}
+        """The headers every other request carries; while the first token is asked for, ``Bearer @<ref>``:
+        the transport puts in the ``session_token`` the answer to request ``ref`` brings."""
+        if self.token is not None:
+            return {"authorization": f"Bearer {self.token}"}
+        return {"authorization": f"Bearer @{self.pending}"} if self.pending is not None else {}
 
     def answered(self, status: int, body: Any, now: float) -> str | None:
         """Take the answer to POST /v1/session; the problem in one line when there is no new token."""
-        self.pending = False
+        self.pending = None
         token = body.get("session_token") if status == 200 and isinstance(body, dict) else None
         if isinstance(token, str) and token:
             ttl = body.get("expires_in_s")
@@ -61,7 +68,7 @@ class Session:
     def failed(self, now: float) -> None:
         """No new token: a renewal goes on with the live token (a client at its max_sessions cannot open
         another while it lives) and tries again later."""
-        self.pending = False
+        self.pending = None
         if self.token is not None:
             self.renew_at = now + RENEW_RETRY_MS
 

@@ -47,13 +47,13 @@ class Timings:
         return True
 
     def _load(self, data: dict[str, Any]) -> None:
-        defaults = data.get("defaults") if isinstance(data.get("defaults"), dict) else {}
-        types = data.get("types") if isinstance(data.get("types"), dict) else {}
-        for name, t in types.items():
-            t = t if isinstance(t, dict) else {}
+        defaults: dict[str, Any] = d if isinstance(d := data.get("defaults"), dict) else {}
+        types: dict[str, Any] = t if isinstance(t := data.get("types"), dict) else {}
+        for name, given in types.items():
+            one: dict[str, Any] = given if isinstance(given, dict) else {}
             self._types[name] = (
-                int(t.get("refresh_ms") or defaults.get("refresh_ms") or DEFAULT_REFRESH_MS),
-                int(t.get("ttl_ms") or defaults.get("ttl_ms") or DEFAULT_TTL_MS),
+                int(one.get("refresh_ms") or defaults.get("refresh_ms") or DEFAULT_REFRESH_MS),
+                int(one.get("ttl_ms") or defaults.get("ttl_ms") or DEFAULT_TTL_MS),
             )
         self.known = True
 
