@@ -149,6 +149,7 @@ class Scheduler:
         self.entities: dict[str, Entity] = {}
         self._epoch = epoch
         self._window = float(event_window_ms)
+        self._window_end = float("-inf")  # events until then go out together, when it ends
         self._open: dict[str, _Sent] = {}
         self._refs = 0
         self._telemetry: list[str] = []  # the refs of the newest telemetry: a decide request waits for them
@@ -202,7 +203,8 @@ class Scheduler:
         self.outbox.forget(entity_id, self.entities.pop(entity_id, None) is not None)
 
     def event(self, entity_id: str, trigger: str, now: float) -> bool:
-        """Something happened to the entity: ask for it within the event window. False, said once, for an
+        """Something happened to the entity: ask for it when the event window it opened or joined ends (the
+        events of one moment share a request). False, said once, for an
         entity not tracked (one untracked as it died from the hit): a game loop must not crash on the order
         of two calls."""
         e = self.entities.get(entity_id)
@@ -210,7 +212,9 @@ class Scheduler:
             self.say(f"event:{trigger}", f"event({entity_id!r}, {trigger!r}) for an entity not tracked: ignored", False)
             return False
         e.trigger = trigger
-        e.due = min(e.due, now + self._window)
+        if now >= self._window_end:  # the first event of a moment opens a window; the next ones join it
+            self._window_end = now + self._window
+        e.due = min(e.due, self._window_end)
         return True
 
     def report(self, entity_id: str, outcome: Outcome, detail: str | None = None) -> bool:
