@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from npcmind_client.scheduler import Entity, Request, Scheduler
+from npcmind_client.scheduler import Request, Scheduler
 
 CASES = Path(__file__).resolve().parents[1] / "clients" / "conformance"
 DEFAULTS: dict[str, Any] = {
@@ -109,7 +109,7 @@ def run_step(s: Scheduler, step: dict[str, Any]) -> str | None:
     if do == "track":
         fields = ("position", "profile", "parent", "state")
         extra = {k: args[k] for k in fields if k in args}
-        s.track(Entity(args["id"], args["type"], args["observation"], args["legal_actions"], **extra), now)
+        s.track(args["id"], args["type"], args["observation"], args["legal_actions"], now=now, **extra)
         return None
     if do == "observe":
         item = {"id": args["id"], "type": args["type"], "fields": args["fields"]}

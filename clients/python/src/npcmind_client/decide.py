@@ -129,8 +129,7 @@ class DecideClient:
     ) -> None:
         """Add an entity that decides, or update what it sees and may do now (it is not asked again for
         that alone: it is asked on its refresh, on an event, or when the population changes)."""
-        e = Entity(entity_id, type, observation, legal_actions, position, profile, parent, state)
-        self._scheduler.track(e, self._now())
+        self._scheduler.track(entity_id, type, observation, legal_actions, position, profile, parent, state)
 
     def observe(
         self,

@@ -150,6 +150,7 @@ class Scheduler:
         self._epoch = epoch
         self._window = float(event_window_ms)
         self._window_end = float("-inf")  # events until then go out together, when it ends
+        self._last_tick = float("-inf")
         self._open: dict[str, _Sent] = {}
         self._refs = 0
         self._telemetry: list[str] = []  # the refs of the newest telemetry: a decide request waits for them
@@ -177,21 +178,37 @@ class Scheduler:
         """A new scene (level, map): the service resets its population with the next telemetry."""
         self.outbox.set_scene(scene)
 
-    def track(self, e: Entity, now: float) -> None:
+    def track(
+        self,
+        entity_id: str,
+        type_: str,
+        observation: dict[str, Any],
+        legal_actions: list[str],
+        position: list[float] | tuple[float, ...] | None = None,
+        profile: str | None = None,
+        parent: str | None = None,
+        state: str | None = None,
+        now: float | None = None,
+    ) -> None:
         """Add an entity that decides, or update what it sees and may do now (not asked again for that
-        alone: on its refresh, on an event, or when the population changes)."""
-        old = self.entities.get(e.id)
-        if old is None:
-            e.due = now
-            self.entities[e.id] = e
+        alone: on its refresh, on an event, or when the population changes). It runs for every entity of
+        every frame: no object is made and no clock read for an entity already tracked; a new one is due
+        at ``now``, by default the last tick's time (so it goes with the next tick)."""
+        e = self.entities.get(entity_id)
+        if now is None:
+            now = self._last_tick
+        if e is None:
+            self.entities[entity_id] = Entity(
+                entity_id, type_, observation, legal_actions, position, profile, parent, state, due=now
+            )
             return
-        if old.type != e.type:
-            old.choice = None
-            old.due = now
-        # kept by reference (this runs for every entity of every frame); copied when a request is built
-        old.type, old.observation, old.legal_actions = e.type, e.observation, e.legal_actions
-        old.position, old.profile, old.parent, old.state = e.position, e.profile, e.parent, e.state
-        old.changed = True
+        if e.type != type_:
+            e.choice = None
+            e.due = now
+        # kept by reference; copied when a request is built
+        e.type, e.observation, e.legal_actions = type_, observation, legal_actions
+        e.position, e.profile, e.parent, e.state = position, profile, parent, state
+        e.changed = True
 
     def observe(self, entity_id: str, item: dict[str, Any]) -> None:
         """An observe-only entity (the player): sent as telemetry, never asked."""
@@ -259,6 +276,7 @@ class Scheduler:
 
     def tick(self, now: float) -> list[Request]:
         """The requests to send now: session, manifest, telemetry, reports, then the decide requests due."""
+        self._last_tick = now
         out: list[Request] = []
         if self.session.due(now) and now >= self._not_before:
             body, headers = self.session.request(f"r{self._refs + 1}")
