@@ -252,7 +252,9 @@ class RecordingClient(DecideClient):
     def __init__(self, *args: Any, answers: list[Answer], lock: threading.Lock, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._answers, self._lock = answers, lock
-        self._http.event_hooks = {"request": [self._stamp], "response": [self._keep]}
+        self._transport._http.event_hooks = {"request": [self._stamp], "response": [self._keep]}
+        self._send_on = self._transport._call
+        self._transport._call = self._call  # type: ignore[method-assign]
 
     @staticmethod
     def _stamp(request: httpx.Request) -> None:
@@ -271,14 +273,16 @@ class RecordingClient(DecideClient):
             self._answers.append(Answer(req.url.path, response.status_code, token, sent, time.monotonic(), body))
 
     def _call(
-        self, method: str, path: str, body: bytes | None, after: list[Any] | None = None
+        self, method: str, path: str, body: bytes | None, headers: dict[str, str], after: dict[str, Any]
     ) -> tuple[int, Any, dict[str, str]]:
+        """The transport's call on a worker thread, keeping a request that got no answer at all."""
         sent = time.monotonic()
         try:
-            return super()._call(method, path, body, after)
+            return self._send_on(method, path, body, headers, after)
         except httpx.TransportError as e:  # no answer at all: its process died under it
+            token = self._scheduler.session.token or ""
             with self._lock:
-                self._answers.append(Answer(path, 0, self._token or "", sent, time.monotonic(), str(e)))
+                self._answers.append(Answer(path, 0, token, sent, time.monotonic(), str(e)))
             raise
 
 
@@ -311,7 +315,7 @@ class Game:
 
     @property
     def token(self) -> str:
-        token = self.sdk._token
+        token = self.sdk._scheduler.session.token
         assert token is not None, f"{self.tag} has no session"
         return token
 
