@@ -8,12 +8,13 @@ import { HOSTED, HOSTED_KEY, SERVICE, needsService, script, until } from "./live
 
 const BEE = { hp_fraction: 0.5, distance_to_player: 90, sees_player: true, current_action: "chase" };
 const LEGAL = ["idle", "wander", "chase", "flee"];
+const world = { player_hp_fraction: 0.4, repellent: false }; // the forest example's world fields
 
 test("a tracked bee gets the model's action, and a declined one runs its native AI", async () => {
   needsService();
   await script({ choose: { b1: "flee" }, decline: ["b2"] });
   const said: string[] = [];
-  const client = new DecideClient(SERVICE, "ts-live-1", { log: (m) => said.push(m) });
+  const client = new DecideClient(SERVICE, "ts-live-1", { world, log: (m) => said.push(m) });
   client.track("b1", "bee", BEE, LEGAL);
   client.track("b2", "bee", BEE, LEGAL);
   await until(() => client.stats.ai + (client.stats.fallbacks["refused"] ?? 0) >= 2, () => client.tick());
@@ -37,7 +38,7 @@ test("a tracked bee gets the model's action, and a declined one runs its native 
 test("an event asks at once and the answer names the trigger", async () => {
   needsService();
   await script({ choose: { b3: "chase" } });
-  const client = new DecideClient(SERVICE, "ts-live-2", { log: () => {} });
+  const client = new DecideClient(SERVICE, "ts-live-2", { world, log: () => {} });
   client.track("b3", "bee", BEE, LEGAL);
   await until(() => client.stats.ai >= 1, () => client.tick());
   await script({ choose: { b3: "flee" } });
@@ -52,6 +53,7 @@ test("cascade: entities the local policy is sure about never reach the service",
   needsService();
   await script({ choose: { b5: "wander" } });
   const client = new DecideClient(SERVICE, "ts-live-3", {
+    world,
     log: () => {},
     policy: (e) => (e.id === "b4" ? ["flee", 0.95] : ["chase", 0.2]),
   });
@@ -82,7 +84,7 @@ test("a hosted game opens a session with its api key and decides with the token"
     seen.push(`${init?.method ?? "GET"} ${new URL(String(input)).pathname}`);
     return fetch(input, init);
   };
-  const client = new DecideClient(HOSTED, "game-1", { apiKey: HOSTED_KEY, fetch: fetchSpy, log: () => {} });
+  const client = new DecideClient(HOSTED, "game-1", { world, apiKey: HOSTED_KEY, fetch: fetchSpy, log: () => {} });
   client.track("b7", "bee", BEE, LEGAL);
   await until(() => client.stats.ai >= 1, () => client.tick());
   assert.equal(seen[0], "POST /v1/session");
