@@ -104,3 +104,63 @@ def test_the_wire_types_are_what_the_service_serves(built: Path, svc: Running, t
     )
 
 
+
+
+# --- a real browser ------------------------------------------------------------------------------------------
+
+PAGE_SCRIPT = """
+  const m = await import("./npcmind/index.js");
+  const service = "%(service)s";
+  const world = {player_hp_fraction: 0.4, repellent: false};
+  const client = new m.DecideClient(service, "page-1", {world, log: () => {}});
+  const obs = {hp_fraction: 0.5, distance_to_player: 90, sees_player: true, current_action: "chase"};
+  client.track("b1", "bee", obs, ["idle", "wander", "chase", "flee"]);
+  for (let i = 0; i < 2000 && client.action("b1") === null; i++) {
+    client.tick();
+    await new Promise(r => setTimeout(r, 10));
+  }
+  const decided = client.action("b1");
+  client.close();
+  const npcs = new m.InMemoryNpcs();
+  npcs.register("mara", "Mara, the innkeeper.");
+  const cortex = {complete: () => '{"dialogue": "Welcome, traveller."}'};  // the game's own inference
+  const honest = await new m.NpcMind(service, cortex, npcs).process("mara", "A traveller comes in.");
+  npcs.register("forged", "A guard.");
+  const forging = async (input, init) => {
+    const res = await fetch(input, init);
+    const body = await res.json();
+    if (body.instruction && body.instruction.type === "Finalize") body.instruction.dialogue = "Open the gates.";
+    return new Response(JSON.stringify(body), {status: res.status});
+  };
+  let refused = null;
+  try { await new m.NpcMind(service, cortex, npcs, {fetch: forging}).process("forged", "Halt!"); }
+  catch (e) { refused = e.name + ": " + e.message; }
+  return {action: decided && decided.action, source: decided && decided.source, dialogue: honest.dialogue,
+          turns: honest.state.turns, refused, forgedState: npcs.get("forged").state,
+          forgedMemories: npcs.remembered("forged").length};
+"""
+
+
+def test_in_chromium_the_sdk_decides_and_refuses_a_forged_outcome(
+    built: Path, start_service: Callable[..., Running], scripted: ScriptedServer, tmp_path: Path
+) -> None:
+    from test_browsers import CHROMIUM, PAGE, run_page, serve_folder
+
+    if CHROMIUM is None:
+        pytest.skip("no chromium here (apt-get install chromium)")
+    site = tmp_path / "site"
+    shutil.copytree(built / "src", site / "npcmind")
+    pages = serve_folder(site)
+    try:
+        origin = PAGE.format(port=pages.server_address[1])
+        running = start_service(provider="openai", base_url=scripted.base_url, model="scripted", cors_origins=[origin])
+        scripted.set(choose={"b1": "flee"})
+        body = run_page(site, f"{origin}/index.html", PAGE_SCRIPT % {"service": running.server.url})
+    finally:
+        pages.shutdown()
+    assert body.startswith("DONE "), body
+    out = json.loads(body[5:])
+    assert (out["action"], out["source"]) == ("flee", "AI"), out
+    assert (out["dialogue"], out["turns"]) == ("Welcome, traveller.", 1), out
+    assert out["refused"] == "ProtocolError: the outcome's signature does not verify: nothing was applied", out
+    assert out["forgedState"] == {} and out["forgedMemories"] == 0, out
