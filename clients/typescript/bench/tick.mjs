@@ -53,13 +53,13 @@ async function steady() {
 
 function wave() {
   const s = new Scheduler({ clientId: "bench", manifest, timeoutMs: 60_000, log: () => {} });
-  for (let i = 0; i < N; i++) s.track(`e${i}`, "bee", OBS, LEGAL, { position: [i, 0] }, 0);
+  for (let i = 0; i < N; i++) s.roster.track(`e${i}`, "bee", OBS, LEGAL, { position: [i, 0] }, 0);
   const times = [];
   const empty = { a2g: "0.1", epoch: 0, latency_ms: 1, decisions: [] };
   const warm = 100; // V8 compiles the hot paths over the first waves (a game's first seconds): not counted
   for (let k = 0; k < warm + Math.max(TICKS / 10, 50); k++) {
     const now = 5000 + k;
-    s.setEpoch(k + 1, now); // every entity due now
+    s.roster.setEpoch(k + 1, now); // every entity due now
     const t0 = performance.now();
     const sent = s.tick(now); // built and encoded (JSON text) in the tick
     if (k >= warm) times.push(performance.now() - t0);

@@ -41,7 +41,7 @@ export class DecideClient {
   }
 
   set epoch(value: number) {
-    this.core.setEpoch(value, this.clock());
+    this.core.roster.setEpoch(value, this.clock());
   }
 
   /** Counters for a debug overlay. */
@@ -66,7 +66,7 @@ export class DecideClient {
 
   /** Add an entity that decides, or update what it sees and may do now. */
   track(id: string, type: string, observation: Record<string, unknown>, legalActions: string[], options: TrackOptions = {}): void {
-    this.core.track(id, type, observation, legalActions, options, this.clock());
+    this.core.roster.track(id, type, observation, legalActions, options, this.clock());
   }
 
   /** An observe-only entity (the player): sent as telemetry, never asked. */
@@ -81,7 +81,7 @@ export class DecideClient {
 
   /** Something happened to the entity: ask for it at once; false for one not tracked. */
   event(id: string, trigger: string): boolean {
-    return this.core.event(id, trigger, this.clock());
+    return this.core.roster.event(id, trigger, this.clock());
   }
 
   /** What became of the entity's current AI decision; sent with the next tick. */
@@ -91,7 +91,7 @@ export class DecideClient {
 
   /** The entity's live decision, or null: run the game's native AI. */
   action(id: string, legalNow: readonly string[] | null = null): Choice | null {
-    return this.core.action(id, legalNow, this.clock());
+    return this.core.roster.action(id, legalNow, this.clock());
   }
 
   /** Apply the answers that came in, then send what is due. Never blocks, never throws for the network. */

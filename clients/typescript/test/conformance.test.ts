@@ -112,7 +112,7 @@ function run(c: Json): void {
     switch (step["do"]) {
       case "track": {
         const { id, type, observation, legal_actions, ...rest } = args as Json & { id: string; type: string; observation: Json; legal_actions: string[] };
-        s.track(id, type, observation, legal_actions, rest, now);
+        s.roster.track(id, type, observation, legal_actions, rest, now);
         break;
       }
       case "observe":
@@ -122,13 +122,13 @@ function run(c: Json): void {
         s.untrack(args["id"] as string);
         break;
       case "event":
-        expect(s.event(args["id"] as string, args["trigger"] as string, now));
+        expect(s.roster.event(args["id"] as string, args["trigger"] as string, now));
         break;
       case "report":
         expect(s.report(args["id"] as string, args["outcome"] as Outcome, (args["detail"] as string | undefined) ?? null));
         break;
       case "set_epoch":
-        s.setEpoch(args["epoch"] as number, now);
+        s.roster.setEpoch(args["epoch"] as number, now);
         break;
       case "set_scene":
         s.setScene(args["scene"] as string);
@@ -155,7 +155,7 @@ function run(c: Json): void {
         break;
       }
       case "action":
-        expect(choiceJson(s.action(args["id"] as string, (args["legal_now"] as string[] | undefined) ?? null, now)));
+        expect(choiceJson(s.roster.action(args["id"] as string, (args["legal_now"] as string[] | undefined) ?? null, now)));
         break;
       case "stats":
         expect(Object.fromEntries(Object.entries(STATS).map(([file, mine]) => [file, s.stats[mine]])));
