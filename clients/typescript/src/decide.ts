@@ -26,7 +26,9 @@ export class DecideClient {
 
   constructor(serviceUrl: string, clientId: string, options: DecideClientOptions = {}) {
     if (!/^https?:\/\/[^/]/.test(serviceUrl)) {
-      throw new TypeError(`serviceUrl: ${JSON.stringify(serviceUrl)} is not an http(s) URL (e.g. http://127.0.0.1:8080)`);
+      throw new TypeError(
+        `serviceUrl: ${JSON.stringify(serviceUrl)} is not an http(s) URL (e.g. http://127.0.0.1:8080)`,
+      );
     }
     if (!clientId) throw new TypeError("clientId: must be a non-empty string (the game's name for itself)");
     this.core = new Scheduler({ ...options, clientId });
@@ -65,7 +67,13 @@ export class DecideClient {
   }
 
   /** Add an entity that decides, or update what it sees and may do now. */
-  track(id: string, type: string, observation: Record<string, unknown>, legalActions: string[], options: TrackOptions = {}): void {
+  track(
+    id: string,
+    type: string,
+    observation: Record<string, unknown>,
+    legalActions: string[],
+    options: TrackOptions = {},
+  ): void {
     this.core.roster.track(id, type, observation, legalActions, options, this.clock());
   }
 

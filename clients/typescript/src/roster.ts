@@ -35,14 +35,28 @@ export class Roster {
 
   /** Add an entity that decides, or update what it sees and may do now (not asked again for that alone:
    * on its refresh, on an event, or when the population changes). */
-  track(id: string, type: string, observation: Record<string, unknown>, legalActions: string[], options: TrackOptions, now: number): void {
+  track(
+    id: string,
+    type: string,
+    observation: Record<string, unknown>,
+    legalActions: string[],
+    options: TrackOptions,
+    now: number,
+  ): void {
     const e = this.entities.get(id);
     const position = options.position ?? null;
     const profile = options.profile ?? null;
     const parent = options.parent ?? null;
     const state = options.state ?? null;
     if (e === undefined) {
-      const fresh = { trigger: null, due: now, askedAt: Number.NEGATIVE_INFINITY, inFlight: false, choice: null, changed: true };
+      const fresh = {
+        trigger: null,
+        due: now,
+        askedAt: Number.NEGATIVE_INFINITY,
+        inFlight: false,
+        choice: null,
+        changed: true,
+      };
       this.entities.set(id, { id, type, observation, legalActions, position, profile, parent, state, ...fresh });
       return;
     }
@@ -66,7 +80,11 @@ export class Roster {
   event(id: string, trigger: string, now: number): boolean {
     const e = this.entities.get(id);
     if (e === undefined) {
-      this.say.say(`event:${trigger}`, `event(${JSON.stringify(id)}, ${JSON.stringify(trigger)}) for an entity not tracked: ignored`, false);
+      this.say.say(
+        `event:${trigger}`,
+        `event(${JSON.stringify(id)}, ${JSON.stringify(trigger)}) for an entity not tracked: ignored`,
+        false,
+      );
       return false;
     }
     e.trigger = trigger;
@@ -135,11 +153,23 @@ export class Roster {
       [action, confidence] = this.policy(e);
     } catch (exc) {
       // a broken policy must not stop the game: the service decides instead
-      this.say.say("policy", `the local policy failed for ${JSON.stringify(e.id)} (said once; the service decides instead): ${String(exc)}`, false);
+      this.say.say(
+        "policy",
+        `the local policy failed for ${JSON.stringify(e.id)} (said once; the service decides instead): ${String(exc)}`,
+        false,
+      );
       return false;
     }
     if (confidence < this.threshold || !e.legalActions.includes(action)) return false;
-    e.choice = { action, source: "local", confidence, expiresAt: now + ttl, decisionId: null, cached: false, label: null };
+    e.choice = {
+      action,
+      source: "local",
+      confidence,
+      expiresAt: now + ttl,
+      decisionId: null,
+      cached: false,
+      label: null,
+    };
     e.trigger = null;
     this.stats.local++;
     return true;
@@ -162,7 +192,8 @@ export class Roster {
     }
     this.stats.fallbacks[d.code] = (this.stats.fallbacks[d.code] ?? 0) + 1;
     e.choice = null;
-    if (d.code === "budget") this.say.say(`budget:${e.type}`, `${e.type} ${JSON.stringify(e.id)} is over its token budget: ${d.reason}`);
+    if (d.code === "budget")
+      this.say.say(`budget:${e.type}`, `${e.type} ${JSON.stringify(e.id)} is over its token budget: ${d.reason}`);
     else if (d.code === "unavailable" || d.code === "busy") {
       // the service's state, not the entity's: said once ("wait 0.9 s more" is not new at every ask)
       this.say.say(`${d.code}:${d.reason.replace(NUMBER, "#")}`, `npcmind fell back with '${d.code}': ${d.reason}`);

@@ -85,7 +85,11 @@ export class Scheduler {
     this.refreshMs = options.refreshMs ?? null;
     this.maxInFlight = options.maxInFlight ?? 4;
     this.said = new SayOnce(options.log ?? ((m) => console.warn(`npcmind: ${m}`)));
-    const [policy, threshold, windowMs] = [options.policy ?? null, options.threshold ?? 0.8, options.eventWindowMs ?? 50];
+    const [policy, threshold, windowMs] = [
+      options.policy ?? null,
+      options.threshold ?? 0.8,
+      options.eventWindowMs ?? 50,
+    ];
     this.roster = new Roster(options.epoch ?? 0, windowMs, policy, threshold, this.stats, this.said);
     this.timeoutGiven = options.timeoutMs !== undefined && options.timeoutMs !== null;
     this.timeout = options.timeoutMs ?? DEFAULT_DEADLINE_MS + TIMEOUT_MARGIN_MS;
@@ -288,13 +292,22 @@ export class Scheduler {
 
   // --- answers ----------------------------------------------------------------------------------
 
-  private applyDecide(s: Extract<Sent, { kind: "decide" }>, status: number, body: unknown, headers: Record<string, string>, now: number): void {
+  private applyDecide(
+    s: Extract<Sent, { kind: "decide" }>,
+    status: number,
+    body: unknown,
+    headers: Record<string, string>,
+    now: number,
+  ): void {
     this.decidesInFlight--;
     if (status !== 200) {
       this.stats.errors++;
       const bad = refusedEntities(status, body, [...s.legal.keys()]);
       if (bad !== null) {
-        this.entitiesRefused(bad, new Map([...s.legal.keys()].map((id) => [id, this.roster.entities.get(id)?.type ?? "entity"])));
+        this.entitiesRefused(
+          bad,
+          new Map([...s.legal.keys()].map((id) => [id, this.roster.entities.get(id)?.type ?? "entity"])),
+        );
         return this.roster.release(s.legal.keys(), now, bad); // the others are asked again at once, without them
       }
       this.refused(status, body, headers, now);
@@ -367,7 +380,8 @@ export class Scheduler {
 
   private refused(status: number, body: unknown, headers: Record<string, string>, now: number): void {
     let msg = `npcmind answered ${status} ${readError(body).code}: ${errorLine(body, "")}`;
-    if (status === 401 && this.session === null) msg += " (the service runs the hosted profile: give DecideClient its apiKey)";
+    if (status === 401 && this.session === null)
+      msg += " (the service runs the hosted profile: give DecideClient its apiKey)";
     if (status === 429 || status >= 500) {
       const retry = headers["retry-after"];
       const wait = retry !== undefined && /^\d+(\.\d+)?$/.test(retry) ? Number(retry) * 1000 : 1000;
@@ -395,7 +409,13 @@ export class Scheduler {
 
   // --- requests ---------------------------------------------------------------------------------
 
-  private make(method: "GET" | "POST", path: string, body: Record<string, unknown> | null, after: readonly string[], headers?: Record<string, string>): OutRequest {
+  private make(
+    method: "GET" | "POST",
+    path: string,
+    body: Record<string, unknown> | null,
+    after: readonly string[],
+    headers?: Record<string, string>,
+  ): OutRequest {
     const json = body === null ? null : JSON.stringify(body); // first: a body that is not JSON takes no ref
     const ref = `r${++this.refs}`;
     const waits = path === "/v1/session" ? [] : [...(this.session?.awaited() ?? []), ...after];
@@ -416,7 +436,10 @@ export class Scheduler {
         JSON.stringify(item);
         return true;
       } catch (exc) {
-        this.warn(`encode:${item.id}`, `${item.type} ${JSON.stringify(item.id)} cannot be sent as JSON (${String(exc)}): left out`);
+        this.warn(
+          `encode:${item.id}`,
+          `${item.type} ${JSON.stringify(item.id)} cannot be sent as JSON (${String(exc)}): left out`,
+        );
         return false;
       }
     });
@@ -443,7 +466,12 @@ export class Scheduler {
 
 /** An entity's wire object: the given fields, and those optional ones that are set. */
 function entityItem(e: Entity): Record<string, unknown> {
-  const item: Record<string, unknown> = { id: e.id, type: e.type, observation: e.observation, legal_actions: e.legalActions };
+  const item: Record<string, unknown> = {
+    id: e.id,
+    type: e.type,
+    observation: e.observation,
+    legal_actions: e.legalActions,
+  };
   if (e.position !== null) item["position"] = e.position;
   if (e.profile !== null) item["profile"] = e.profile;
   if (e.parent !== null) item["parent"] = e.parent;

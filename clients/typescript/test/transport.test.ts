@@ -24,7 +24,8 @@ async function server(): Promise<{ url: string; seen: Seen[]; close: () => void 
       seen.push({ path: req.url ?? "", headers: req.headers, body });
       if (req.url === "/slow") return;
       res.setHeader("content-type", "application/json");
-      if (req.url === "/v1/session") res.end(JSON.stringify({ session_token: "tok-1", session_id: "s", expires_in_s: 3600 }));
+      if (req.url === "/v1/session")
+        res.end(JSON.stringify({ session_token: "tok-1", session_id: "s", expires_in_s: 3600 }));
       else res.end(JSON.stringify({ ok: true }));
     });
   });
@@ -34,8 +35,22 @@ async function server(): Promise<{ url: string; seen: Seen[]; close: () => void 
   return { url: `http://127.0.0.1:${port}`, seen, close: () => (srv.closeAllConnections(), srv.close()) };
 }
 
-function request(ref: string, path: string, body: Record<string, unknown> | null, extra: Partial<OutRequest> = {}): OutRequest {
-  return { ref, method: body === null ? "GET" : "POST", path, headers: {}, body, json: body === null ? null : JSON.stringify(body), after: [], ...extra };
+function request(
+  ref: string,
+  path: string,
+  body: Record<string, unknown> | null,
+  extra: Partial<OutRequest> = {},
+): OutRequest {
+  return {
+    ref,
+    method: body === null ? "GET" : "POST",
+    path,
+    headers: {},
+    body,
+    json: body === null ? null : JSON.stringify(body),
+    after: [],
+    ...extra,
+  };
 }
 
 async function settled(t: Transport, n: number): Promise<Settled[]> {
@@ -66,7 +81,13 @@ test("requests made while the session was asked for wait for it and carry the to
   t.send(request("r1", "/v1/session", { client_id: "c1" }, { headers: { authorization: "Bearer key" } }));
   t.send(request("r2", "/v1/decide", { entities: [] }, { headers: { authorization: "Bearer @r1" }, after: ["r1"] }));
   await settled(t, 2);
-  assert.deepEqual(s.seen.map((x) => [x.path, x.headers["authorization"]]), [["/v1/session", "Bearer key"], ["/v1/decide", "Bearer tok-1"]]);
+  assert.deepEqual(
+    s.seen.map((x) => [x.path, x.headers["authorization"]]),
+    [
+      ["/v1/session", "Bearer key"],
+      ["/v1/decide", "Bearer tok-1"],
+    ],
+  );
   // a request waiting for a session that brought no token is answered 401 here, never sent with "@r9"
   t.send(request("r3", "/v1/decide", { entities: [] }, { headers: { authorization: "Bearer @r9" } }));
   const [answer] = await settled(t, 1);
