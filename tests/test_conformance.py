@@ -96,6 +96,7 @@ def scheduler(case: dict[str, Any]) -> Scheduler:
 
 
 def choice_json(s: Scheduler, args: dict[str, Any], now: float) -> dict[str, Any] | None:
+    """The entity's choice as the case files write it (``expires_at_ms`` on the case's clock), or None."""
     c = s.roster.action(args["id"], args.get("legal_now"), now)
     if c is None:
         return None

@@ -103,6 +103,7 @@ class DecideClient:
 
     @epoch.setter
     def epoch(self, value: int) -> None:
+        """A new epoch: every entity's decision is forgotten and everyone is asked again at once."""
         self._scheduler.roster.set_epoch(value, self._now())
 
     @property
