@@ -1,0 +1,480 @@
+/** The decision scheduler (no I/O, no clock): what to ask /v1/decide and when, and what its answers mean.
+ *
+ * Every method that depends on time is given `now` (ms on the game's clock). It keeps the seed's game
+ * obligations: an answer for an old epoch is dropped, an action is re-checked against the legal actions
+ * sent (and those of now), a decision expires after its `ttl_ms`, every fallback or error gives null (the
+ * game's native AI, never an invented action). Scheduling (spec section 10): an event is asked at once with
+ * the events of the next `eventWindowMs`; others every `refresh_ms` of their type; a change of population
+ * re-asks everyone, at most every 500 ms; 16 entities a request. Cascade: with a policy, entities it is sure
+ * about take the local action and only the rest go to the service. A 422 whose problems all lie in named
+ * entities sends the others again at once, and each of those alone from then on until the service takes it.
+ * This is a port of the Python SDK's scheduler: the same rules, checked by the same conformance cases. */
+
+import { readDecideResponse } from "./answer.js";
+import { errorLine, isObject, readError, refusedEntities } from "./errors.js";
+import { Outbox, type OutboxHost } from "./outbox.js";
+import { Roster } from "./roster.js";
+import { SayOnce } from "./say.js";
+import { Session } from "./session.js";
+import { newStats } from "./types.js";
+import type { Entity, FailKind, Logger, OutRequest, Outcome, Policy, Stats } from "./types.js";
+
+export const BATCH = 16; // the protocol's limit of entities a decide request
+export const DEFAULT_REFRESH_MS = 4000;
+export const DEFAULT_TTL_MS = 12000;
+export const DEFAULT_DEADLINE_MS = 10_000; // the service's provider deadline, until GET /v1/health tells its own
+export const TIMEOUT_MARGIN_MS = 5000; // past the deadline: the service's own work and the network
+const NUMBER = /\d+(?:\.\d+)?/g; // the figures in a reason: not a new kind of reason
+
+/** How a scheduler is set up; the defaults are the Python SDK's. */
+export interface SchedulerOptions {
+  clientId: string;
+  epoch?: number;
+  world?: Record<string, unknown>;
+  scope?: string | null;
+  scopeState?: Record<string, unknown> | null;
+  apiKey?: string | null;
+  refreshMs?: number | null;
+  eventWindowMs?: number;
+  telemetryMs?: number;
+  policy?: Policy | null;
+  threshold?: number;
+  timeoutMs?: number | null;
+  /** Decide requests in flight at most: a wave of refreshes is spread over frames instead of stalling one. */
+  maxInFlight?: number;
+  /** The manifest when it is known already (what GET /v1/manifest answers as `manifest`); else asked. */
+  manifest?: Record<string, unknown> | null;
+  log?: Logger;
+}
+
+type Sent =
+  | { kind: "decide"; epoch: number; legal: Map<string, readonly string[]> }
+  | { kind: "manifest" }
+  | { kind: "health" }
+  | { kind: "session" };
+
+/** The decisions core: track entities, call `tick(now)` for the requests to send, give back their answers. */
+export class Scheduler {
+  readonly stats: Stats = newStats();
+  readonly clientId: string;
+  /** The per-entity rules: track, event, action, setEpoch go there. */
+  readonly roster: Roster;
+  world: Record<string, unknown>;
+  scope: string | null;
+  scopeState: Record<string, unknown> | null;
+  private readonly refreshMs: number | null;
+  private readonly maxInFlight: number;
+  private readonly said: SayOnce;
+  private readonly timeoutGiven: boolean;
+  private timeout: number;
+  private readonly session: Session | null;
+  private readonly outbox: Outbox;
+  private readonly alone = new Map<string, string>(); // entity id -> why the service refused it
+  private readonly sent = new Map<string, Sent>();
+  private types: Map<string, [number, number]> | null = null; // type -> [refresh_ms, ttl_ms]
+  private manifestRef: string | null = null;
+  private refs = 0;
+  private decidesInFlight = 0;
+  private notBefore = Number.NEGATIVE_INFINITY; // after a 429 or a service that is down
+
+  constructor(options: SchedulerOptions) {
+    this.clientId = options.clientId;
+    this.world = { ...(options.world ?? {}) };
+    this.scope = options.scope ?? null;
+    this.scopeState = options.scopeState ?? null;
+    this.refreshMs = options.refreshMs ?? null;
+    this.maxInFlight = options.maxInFlight ?? 4;
+    this.said = new SayOnce(options.log ?? ((m) => console.warn(`npcmind: ${m}`)));
+    const [policy, threshold, windowMs] = [
+      options.policy ?? null,
+      options.threshold ?? 0.8,
+      options.eventWindowMs ?? 50,
+    ];
+    this.roster = new Roster(options.epoch ?? 0, windowMs, policy, threshold, this.stats, this.said);
+    this.timeoutGiven = options.timeoutMs !== undefined && options.timeoutMs !== null;
+    this.timeout = options.timeoutMs ?? DEFAULT_DEADLINE_MS + TIMEOUT_MARGIN_MS;
+    this.session = options.apiKey ? new Session(options.apiKey) : null;
+    this.outbox = new Outbox(this.outboxHost(), options.telemetryMs ?? 500);
+    if (options.manifest) this.readManifest(options.manifest);
+  }
+
+  // --- what the game tells (the per-entity rules are the roster's) ----------------------------
+
+  /** The game's epoch: answers to requests sent under another epoch are dropped. */
+  get epoch(): number {
+    return this.roster.epoch;
+  }
+
+  /** A new scene (level, map): the service resets its population with the next telemetry. */
+  setScene(scene: string): void {
+    this.outbox.setScene(scene);
+  }
+
+  /** An observe-only entity (the player): sent as telemetry, never asked. */
+  observe(id: string, type: string, fields: Record<string, unknown>, position: number[] | null = null): void {
+    this.outbox.observe(id, type, fields, position);
+  }
+
+  /** The entity left the scene (died, despawned): forget it and tell the service. */
+  untrack(id: string): void {
+    this.alone.delete(id);
+    const tracked = this.roster.entities.delete(id);
+    if (this.outbox.forget(id) || tracked) this.outbox.remove(id);
+  }
+
+  /** What became of the entity's current AI decision; false when it has none to report. */
+  report(id: string, outcome: Outcome, detail: string | null = null): boolean {
+    const item = this.roster.report(id, outcome, detail);
+    if (item !== null) this.outbox.report(item);
+    return item !== null;
+  }
+
+  /** How long a request may take: the one given, else the service's deadline plus 5 s once it told it. */
+  get timeoutMs(): number {
+    return this.timeout;
+  }
+
+  /** Requests sent and not yet answered. */
+  get inFlight(): number {
+    return this.sent.size;
+  }
+
+  /** Entities tracked (that decide). */
+  get size(): number {
+    return this.roster.entities.size;
+  }
+
+  /** The headers a request of this client carries (a hosted session's token). */
+  headers(): Record<string, string> {
+    return this.session?.headers() ?? {};
+  }
+
+  /** What is due now, in the order to send: session, manifest, telemetry, reports, decisions. */
+  tick(now: number): OutRequest[] {
+    const out: OutRequest[] = [];
+    if (this.session !== null && this.session.due(now) && now >= this.notBefore) {
+      const r = this.make("POST", "/v1/session", { client_id: this.clientId }, [], this.session.keyHeaders());
+      this.session.pending = r.ref;
+      this.sent.set(r.ref, { kind: "session" });
+      out.push(r);
+    }
+    if (this.session !== null && !this.session.ready) return out; // nothing goes without a token, or one asked for
+    if (this.types === null && this.manifestRef === null && now >= this.notBefore) this.askManifest(out);
+    this.roster.population(now);
+    if (now < this.notBefore) return out; // the service is down or asked us to wait: keep it all for later
+    out.push(...this.outbox.sendTelemetry(now, this.clientId, this.roster.epoch, this.roster.entities.values()));
+    const reports = this.outbox.sendReports(this.clientId);
+    if (reports.request !== null) out.push(reports.request);
+    this.stats.reportsSent += reports.count;
+    this.ask(now, out);
+    return out;
+  }
+
+  /** Send every queued report now (before closing, or for a turn-based game). */
+  flushReports(): OutRequest[] {
+    const out: OutRequest[] = [];
+    while (this.outbox.queuedReports > 0) {
+      const { request, count } = this.outbox.sendReports(this.clientId);
+      this.stats.reportsSent += count;
+      if (request !== null) out.push(request);
+    }
+    return out;
+  }
+
+  /** An answer came back for `ref`. */
+  answer(ref: string, status: number, body: unknown, headers: Record<string, string>, now: number): void {
+    if (this.outbox.owns(ref)) {
+      if (this.outbox.answer(ref, status, body)) this.refused(status, body, headers, now);
+      return;
+    }
+    const s = this.sent.get(ref);
+    if (s === undefined) return;
+    this.sent.delete(ref);
+    if (s.kind === "decide") this.applyDecide(s, status, body, headers, now);
+    else if (s.kind === "manifest") this.manifestAnswered(status, body, now);
+    else if (s.kind === "health") this.healthAnswered(status, body);
+    else if (s.kind === "session") this.sessionAnswered(status, body, now);
+  }
+
+  /** A request got no answer (`timeout` or `unreachable`): its entities use their native AI; retried later. */
+  fail(ref: string, kind: FailKind, now: number): void {
+    this.failed(kind);
+    if (this.outbox.owns(ref)) return this.outbox.failed(ref);
+    const s = this.sent.get(ref);
+    if (s === undefined) return;
+    this.sent.delete(ref);
+    if (s.kind === "decide") {
+      this.decidesInFlight--;
+      this.stats.errors++;
+      this.notBefore = now + 1000;
+      this.roster.release(s.legal.keys(), null);
+    } else if (s.kind === "manifest") {
+      this.manifestRef = null; // asked again on a later tick; the defaults hold meanwhile
+      this.notBefore = Math.max(this.notBefore, now + 1000);
+    } else if (s.kind === "session") {
+      if (this.session !== null && !this.session.open) this.notBefore = Math.max(this.notBefore, now + 1000);
+      this.session?.failed(now);
+    }
+  }
+
+  // --- scheduling -----------------------------------------------------------------------------
+
+  private timing(type: string): [number, number] {
+    const [refresh, ttl] = this.types?.get(type) ?? [DEFAULT_REFRESH_MS, DEFAULT_TTL_MS];
+    return [this.refreshMs ?? refresh, ttl];
+  }
+
+  private askManifest(out: OutRequest[]): void {
+    if (!this.timeoutGiven) {
+      const health = this.make("GET", "/v1/health", null, []);
+      this.sent.set(health.ref, { kind: "health" });
+      out.push(health);
+    }
+    const r = this.make("GET", "/v1/manifest", null, []);
+    this.manifestRef = r.ref;
+    this.sent.set(r.ref, { kind: "manifest" });
+    out.push(r);
+  }
+
+  /** Send what is due, events first, then the longest waiting; no more requests than `maxInFlight`. */
+  private ask(now: number, out: OutRequest[]): void {
+    const free = this.maxInFlight - this.decidesInFlight;
+    if (free <= 0) return;
+    const due: Entity[] = [];
+    for (const e of this.roster.entities.values()) if (e.due <= now && !e.inFlight) due.push(e);
+    if (due.length === 0) return;
+    due.sort((a, b) => Number(a.trigger === null) - Number(b.trigger === null) || a.due - b.due);
+    const asked: Entity[] = [];
+    let room = free * BATCH; // entities the free requests carry; one sent alone takes a whole request
+    for (const e of due) {
+      room -= this.alone.has(e.id) ? BATCH : 1;
+      if (room < 0) break; // the rest stay due: next tick
+      const [refresh, ttl] = this.timing(e.type);
+      e.due = now + refresh;
+      e.askedAt = now;
+      if (this.roster.local(e, now, ttl)) continue;
+      asked.push(e);
+    }
+    const together = asked.filter((e) => !this.alone.has(e.id));
+    for (let i = 0; i < together.length; i += BATCH) this.sendBatch(together.slice(i, i + BATCH), out);
+    for (const e of asked) if (this.alone.has(e.id)) this.sendBatch([e], out); // so it cannot sink the others
+  }
+
+  private sendBatch(batch: Entity[], out: OutRequest[]): void {
+    const body: Record<string, unknown> = {
+      client_id: this.clientId,
+      epoch: this.roster.epoch,
+      world: this.world,
+      entities: batch.map(entityItem),
+    };
+    if (this.scope !== null) {
+      body["scope"] = this.scope;
+      if (this.scopeState !== null) body["scope_state"] = this.scopeState;
+    }
+    const after = this.outbox.pendingTelemetry(); // its prompt shows the scene as the game last told it
+    for (const [ref, sent] of this.sent) if (sent.kind === "health" || sent.kind === "manifest") after.push(ref); // timings
+    const r = this.post("/v1/decide", body, after);
+    if (r === null) return;
+    const kept = new Set((r.body?.["entities"] as { id: string }[]).map((i) => i.id));
+    const legal = new Map<string, readonly string[]>();
+    for (const e of batch) {
+      if (!kept.has(e.id)) continue;
+      e.inFlight = true;
+      e.trigger = null;
+      legal.set(e.id, [...e.legalActions]);
+    }
+    this.sent.set(r.ref, { kind: "decide", epoch: this.roster.epoch, legal });
+    this.decidesInFlight++;
+    this.stats.requests++;
+    this.stats.asked += legal.size;
+    out.push(r);
+  }
+
+  // --- answers ----------------------------------------------------------------------------------
+
+  private applyDecide(
+    s: Extract<Sent, { kind: "decide" }>,
+    status: number,
+    body: unknown,
+    headers: Record<string, string>,
+    now: number,
+  ): void {
+    this.decidesInFlight--;
+    if (status !== 200) {
+      this.stats.errors++;
+      const bad = refusedEntities(status, body, [...s.legal.keys()]);
+      if (bad !== null) {
+        this.entitiesRefused(
+          bad,
+          new Map([...s.legal.keys()].map((id) => [id, this.roster.entities.get(id)?.type ?? "entity"])),
+        );
+        return this.roster.release(s.legal.keys(), now, bad); // the others are asked again at once, without them
+      }
+      this.refused(status, body, headers, now);
+      // a session that ended under us: asked again soon, with a new session
+      return this.roster.release(s.legal.keys(), status === 401 && this.session !== null ? now : null);
+    }
+    for (const id of s.legal.keys()) this.alone.delete(id); // taken: it may go with the others again
+    const answer = readDecideResponse(body);
+    if (typeof answer === "string") {
+      this.stats.errors++;
+      this.warn("malformed", `the answer to /v1/decide could not be read: ${answer}`);
+      return this.roster.release(s.legal.keys(), null);
+    }
+    if (answer.epoch !== this.roster.epoch || s.epoch !== this.roster.epoch) {
+      this.stats.droppedEpoch++;
+      return this.roster.release(s.legal.keys(), now); // asked again at once, for the epoch of now
+    }
+    for (const d of answer.decisions) {
+      const e = this.roster.entities.get(d.id);
+      const legal = s.legal.get(d.id);
+      if (e !== undefined && legal !== undefined) this.roster.use(e, d, legal, now); // else untracked, or not asked
+    }
+    this.roster.release(s.legal.keys(), null);
+  }
+
+  private entitiesRefused(found: Map<string, string>, types: Map<string, string>): void {
+    for (const [id, why] of found) {
+      this.stats.refused++;
+      this.alone.set(id, why);
+      const said = `npcmind refused ${types.get(id) ?? "entity"} ${JSON.stringify(id)} (${why}): the others go on without it, and it is sent alone until the service takes it`;
+      this.warn(`refused:${id}:${why}`, said);
+    }
+  }
+
+  private manifestAnswered(status: number, body: unknown, now: number): void {
+    const data = status === 200 && isObject(body) ? body["manifest"] : null;
+    if (!isObject(data)) {
+      this.manifestRef = null; // asked again on a later tick; the defaults hold meanwhile
+      this.notBefore = Math.max(this.notBefore, now + 1000);
+      return;
+    }
+    this.manifestRef = null;
+    this.readManifest(data);
+    for (const e of this.roster.entities.values()) e.due = Math.min(e.due, e.askedAt + this.timing(e.type)[0]);
+  }
+
+  private readManifest(data: Record<string, unknown>): void {
+    const defaults = isObject(data["defaults"]) ? data["defaults"] : {};
+    const types = isObject(data["types"]) ? data["types"] : {};
+    this.types = new Map();
+    for (const [name, t] of Object.entries(types)) {
+      const one = isObject(t) ? t : {};
+      const refresh = Number(one["refresh_ms"] || defaults["refresh_ms"] || DEFAULT_REFRESH_MS);
+      const ttl = Number(one["ttl_ms"] || defaults["ttl_ms"] || DEFAULT_TTL_MS);
+      this.types.set(name, [refresh, ttl]);
+    }
+  }
+
+  private healthAnswered(status: number, body: unknown): void {
+    const deadline = status === 200 && isObject(body) ? body["deadline_ms"] : null;
+    if (!this.timeoutGiven && typeof deadline === "number" && deadline > 0) this.timeout = deadline + TIMEOUT_MARGIN_MS;
+  }
+
+  private sessionAnswered(status: number, body: unknown, now: number): void {
+    const why = this.session?.answer(status, body, now) ?? null;
+    if (why === null) return;
+    this.warn(`session:${why.replace(NUMBER, "#")}`, why);
+    if (!this.session?.open) this.notBefore = Math.max(this.notBefore, now + 1000);
+  }
+
+  private refused(status: number, body: unknown, headers: Record<string, string>, now: number): void {
+    let msg = `npcmind answered ${status} ${readError(body).code}: ${errorLine(body, "")}`;
+    if (status === 401 && this.session === null)
+      msg += " (the service runs the hosted profile: give DecideClient its apiKey)";
+    if (status === 429 || status >= 500) {
+      const retry = headers["retry-after"];
+      const wait = retry !== undefined && /^\d+(\.\d+)?$/.test(retry) ? Number(retry) * 1000 : 1000;
+      this.notBefore = now + wait;
+    }
+    if (status === 401 && this.session !== null) {
+      this.session.expire(); // a new session with the next request
+      this.notBefore = Math.max(this.notBefore, now + 250); // not a request a frame if it keeps failing
+    }
+    this.warn(`${status}:${msg.replace(NUMBER, "#")}`, msg);
+  }
+
+  private failed(kind: FailKind): void {
+    if (kind === "timeout") {
+      const why = this.timeoutGiven
+        ? "its model may take up to NPCMIND_DEADLINE_MS: leave timeoutMs out to follow it"
+        : `${TIMEOUT_MARGIN_MS / 1000} s past its own deadline for the model: it is overloaded or stalled`;
+      this.warn("timeout", `npcmind did not answer within ${this.timeout / 1000} s (${why})`);
+    } else this.warn("transport", "npcmind is unreachable");
+  }
+
+  private warn(key: string, message: string, native = true): void {
+    this.said.say(key, message, native);
+  }
+
+  // --- requests ---------------------------------------------------------------------------------
+
+  private make(
+    method: "GET" | "POST",
+    path: string,
+    body: Record<string, unknown> | null,
+    after: readonly string[],
+    headers?: Record<string, string>,
+  ): OutRequest {
+    const json = body === null ? null : JSON.stringify(body); // first: a body that is not JSON takes no ref
+    const ref = `r${++this.refs}`;
+    const waits = path === "/v1/session" ? [] : [...(this.session?.awaited() ?? []), ...after];
+    return { ref, method, path, headers: headers ?? this.headers(), body, json, after: waits };
+  }
+
+  /** A POST whose body is made now (a snapshot: the game may change its objects from the next frame on); an
+   * entity that is not JSON is left out and named once; null when nothing is left to send. */
+  private post(path: string, body: Record<string, unknown>, after: readonly string[] = []): OutRequest | null {
+    try {
+      return this.make("POST", path, body, after);
+    } catch {
+      // one entity holds what JSON cannot carry (a BigInt, a cycle): the others still go
+    }
+    const entities = Array.isArray(body["entities"]) ? (body["entities"] as { id: string; type: string }[]) : [];
+    body["entities"] = entities.filter((item) => {
+      try {
+        JSON.stringify(item);
+        return true;
+      } catch (exc) {
+        this.warn(
+          `encode:${item.id}`,
+          `${item.type} ${JSON.stringify(item.id)} cannot be sent as JSON (${String(exc)}): left out`,
+        );
+        return false;
+      }
+    });
+    const removed = body["removed"] as string[] | undefined;
+    if ((body["entities"] as unknown[]).length === 0 && !removed?.length && !body["scene"]) return null;
+    try {
+      return this.make("POST", path, body, after);
+    } catch (exc) {
+      this.warn(`encode:${String(exc)}`, `a request cannot be sent as JSON (${String(exc)}): skipped`);
+      return null;
+    }
+  }
+
+  private outboxHost(): OutboxHost {
+    return {
+      post: (path, body, after) => this.post(path, body, after),
+      refused: (found, types) => this.entitiesRefused(found, types),
+      alone: this.alone,
+      tracked: (id) => this.roster.entities.has(id),
+      warn: (key, message, native) => this.warn(key, message, native),
+    };
+  }
+}
+
+/** An entity's wire object: the given fields, and those optional ones that are set. */
+function entityItem(e: Entity): Record<string, unknown> {
+  const item: Record<string, unknown> = {
+    id: e.id,
+    type: e.type,
+    observation: e.observation,
+    legal_actions: e.legalActions,
+  };
+  if (e.position !== null) item["position"] = e.position;
+  if (e.profile !== null) item["profile"] = e.profile;
+  if (e.parent !== null) item["parent"] = e.parent;
+  if (e.trigger !== null) item["trigger"] = e.trigger;
+  return item;
+}
