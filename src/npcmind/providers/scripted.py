@@ -25,10 +25,25 @@ from npcmind.protocol.validate import parse
 from npcmind.providers.tokens import count, count_once
 
 
+class Rule(msgspec.Struct, forbid_unknown_fields=True):
+    """Choose ``choose`` for an entity whose part of the prompt (its lines and question) ``match`` finds: a
+    script that answers by the situation, as `npcmind demo --scripted` does, rather than by entity id."""
+
+    match: str  # a Python regular expression, searched in the entity's part
+    choose: str
+
+    def __post_init__(self) -> None:
+        try:
+            re.compile(self.match)  # kept in re's own cache of compiled patterns
+        except re.error as e:
+            raise ValueError(f"match is not a regular expression: {e}") from None
+
+
 class Script(msgspec.Struct, forbid_unknown_fields=True):
     """How the server answers, until changed. Entity keys are the game's entity ids."""
 
     choose: dict[str, str] = {}
+    when: list[Rule] = []  # after `choose`: the first rule that matches and whose action is an option wins
     default: Literal["first", "last", "decline"] = "first"
     omit: list[str] = []
     decline: list[str] = []
@@ -57,24 +72,32 @@ _ENTITY = re.compile(r'E(\d+) ("(?:[^"\\]|\\.)*")')
 _QUESTION = re.compile(r"Q(\d+): .*?Options: (.*)")
 
 
-def _batch(user: str) -> list[tuple[int, str, list[str]]]:
-    """(number, entity id, options) for every question in an npcmind prompt (one pass over its lines:
-    this runs for every batch the bench sends, and the provider's own time is part of every miss)."""
-    ids: dict[int, str] = {}
+def _batch(user: str, texts: bool = False) -> list[tuple[int, str, list[str], str]]:
+    """(number, entity id, options, its part of the prompt if ``texts``) for every question in an npcmind
+    prompt (one pass over its lines: this runs for every batch the bench sends, and the provider's own time
+    is part of every miss)."""
+    ids: dict[int, tuple[str, int]] = {}
     out = []
-    for line in user.split("\n"):
+    lines = user.split("\n")
+    for i, line in enumerate(lines):
         first = line[:1]
         if first == "E":
             m = _ENTITY.match(line)
             if m:
-                ids[int(m.group(1))] = msgspec.json.decode(m.group(2))
+                ids[int(m.group(1))] = (msgspec.json.decode(m.group(2)), i)
         elif first == "Q":
             m = _QUESTION.match(line)
             if m:
                 n = int(m.group(1))
                 opts = [o.strip().split(" ", 1)[-1] for o in m.group(2).split(",")]
-                out.append((n, ids.get(n, str(n)), opts))
+                eid, start = ids.get(n, (str(n), i))
+                out.append((n, eid, opts, "\n".join(lines[start : i + 1]) if texts else ""))
     return out
+
+
+def _ruled(rules: list[Rule], text: str, opts: list[str]) -> str | None:
+    """The action of the first rule that matches the entity's part and is one of its options."""
+    return next((r.choose for r in rules if r.choose in opts and re.search(r.match, text)), None)
 
 
 class ScriptedModel:
@@ -116,13 +139,14 @@ class ScriptedModel:
         s = self.script
         pieces: list[tuple[str, float]] = []
         obj: dict[str, Any] = {"decisions": []} if numbered else {}
-        items = [b for b in _batch(user) if b[1] not in s.omit]
+        items = [b for b in _batch(user, bool(s.when)) if b[1] not in s.omit]
         pieces.append(('{"decisions":[' if numbered else "{", 0.0))
-        for k, (n, eid, opts) in enumerate(items):
-            if eid in s.decline or (eid not in s.choose and s.default == "decline"):
+        for k, (n, eid, opts, text) in enumerate(items):
+            ruled = _ruled(s.when, text, opts) if s.when and eid not in s.choose else None
+            if eid in s.decline or (eid not in s.choose and ruled is None and s.default == "decline"):
                 action = DECLINE
             else:
-                action = s.choose.get(eid) or (opts[0] if s.default == "first" else opts[-1])
+                action = s.choose.get(eid) or ruled or (opts[0] if s.default == "first" else opts[-1])
             sep = "," if k else ""
             if numbered:
                 choice = 0 if action == DECLINE else (opts.index(action) + 1 if action in opts else len(opts) + 7)
