@@ -76,6 +76,7 @@ export class Game {
   private happened(h: Happening): void {
     switch (h.kind) {
       case "hit":
+        this.report(h.bee, "interrupted", "hit by the player");
         this.event(h.bee, "hit");
         return;
       case "died":
@@ -104,6 +105,7 @@ export class Game {
   private report(id: string, outcome: "done" | "failed" | "interrupted", detail: string): void {
     const decision = this.npc.action(id)?.decisionId;
     if (!decision || this.reported.has(decision)) return;
+    if (this.reported.size > 10_000) this.reported.clear(); // a long game: old decisions are long gone
     if (this.npc.report(id, outcome, detail)) {
       this.reported.add(decision);
       this.sent.reports += 1;

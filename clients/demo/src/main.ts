@@ -80,7 +80,7 @@ function snapshot(): Record<string, unknown> {
   return {
     clientId, speed, time: world.time, round: world.round, epoch: npc.epoch,
     player: { x: world.player.x, y: world.player.y, hp: world.player.hp },
-    bees: world.bees.map((b) => who(b.id, b.doing)),
+    bees: world.bees.map((b) => ({ ...who(b.id, b.doing), x: b.x, y: b.y, hp: b.hp })),
     queen: { ...who("queen", world.queen.doing), hp: world.queen.hp, callingHelp: world.queen.callingHelp },
     swarms: world.swarms.map((s) => who(s.id, s.doing)),
     stats: npc.stats, sent: game.sent, service: watch.state, mode: document.getElementById("mode")?.dataset["mode"] ?? null,

@@ -26,10 +26,18 @@ function bar(g: CanvasRenderingContext2D, x: number, y: number, fraction: number
   g.fillRect(x - 10, y, 20 * fraction, 3);
 }
 
+const TREES = [[80, 90], [260, 520], [420, 70], [560, 560], [900, 80], [880, 540], [330, 260], [60, 470]];
+
 /** Draw one frame. */
 export function draw(g: CanvasRenderingContext2D, w: World): void {
   g.fillStyle = "#5d8a4a";
   g.fillRect(0, 0, WIDTH, HEIGHT);
+  g.fillStyle = "#3f6b35";
+  for (const [x, y] of TREES) {
+    g.beginPath();
+    g.arc(x ?? 0, y ?? 0, 28, 0, Math.PI * 2);
+    g.fill();
+  }
   g.fillStyle = "#8d6e3f";
   g.beginPath();
   g.arc(HIVE.x, HIVE.y, 26, 0, Math.PI * 2);
@@ -73,7 +81,8 @@ export function draw(g: CanvasRenderingContext2D, w: World): void {
   }
   let y = 18;
   for (const s of w.swarms) {
-    label(g, `${s.id}: ${describe(s.doing)}`, 90, y, COLOURS[s.doing.source]);
+    const text = s.respawnAt === null ? describe(s.doing) : "wiped out: a new wave comes";
+    label(g, `${s.id}: ${text}`, 90, y, COLOURS[s.doing.source]);
     y += 15;
   }
 }

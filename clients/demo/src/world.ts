@@ -6,7 +6,7 @@ export const HIVE = { x: 760, y: 300 };
 export const PLAYER_START = { x: 160, y: 300 };
 export const BEE_SIGHT = 200; // the manifest's perception_radius of a bee
 export const QUEEN_SIGHT = 250;
-const BEE_HIT = 0.34;
+const BEE_HIT = 0.25;
 const QUEEN_HIT = 0.06;
 const STING = 0.03;
 
@@ -108,7 +108,7 @@ export class World {
   swat(out: Happening[]): void {
     const p = this.player;
     if (this.time < p.swatReady) return;
-    p.swatReady = this.time + 0.35;
+    p.swatReady = this.time + 0.5;
     p.swatShown = this.time + 0.15;
     for (const b of [...this.bees]) {
       if (dist(b, p) > 42) continue;

@@ -1,4 +1,4 @@
-/* npcmind-demo-sources {"sha256":"1d5fc087063ae670ff68330998ac701837649522f689b3a00608646460549092","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/render.ts","clients/demo/src/sdk.ts","clients/demo/src/service.ts","clients/demo/src/world.ts"]} */
+/* npcmind-demo-sources {"sha256":"d5733ade8d168fc458624807d0d5e5772f4538affb95c8a9b02a28f227bd1916","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/render.ts","clients/demo/src/sdk.ts","clients/demo/src/service.ts","clients/demo/src/world.ts"]} */
 "use strict";
 (() => {
   // src/sdk.ts
@@ -300,7 +300,7 @@
   var PLAYER_START = { x: 160, y: 300 };
   var BEE_SIGHT = 200;
   var QUEEN_SIGHT = 250;
-  var BEE_HIT = 0.34;
+  var BEE_HIT = 0.25;
   var QUEEN_HIT = 0.06;
   var STING = 0.03;
   var native = (action) => ({ action, source: "native", code: null });
@@ -345,7 +345,7 @@
     swat(out) {
       const p = this.player;
       if (this.time < p.swatReady) return;
-      p.swatReady = this.time + 0.35;
+      p.swatReady = this.time + 0.5;
       p.swatShown = this.time + 0.15;
       for (const b of [...this.bees]) {
         if (dist(b, p) > 42) continue;
@@ -522,6 +522,7 @@
     happened(h) {
       switch (h.kind) {
         case "hit":
+          this.report(h.bee, "interrupted", "hit by the player");
           this.event(h.bee, "hit");
           return;
         case "died":
@@ -548,6 +549,7 @@
     report(id, outcome, detail) {
       const decision = this.npc.action(id)?.decisionId;
       if (!decision || this.reported.has(decision)) return;
+      if (this.reported.size > 1e4) this.reported.clear();
       if (this.npc.report(id, outcome, detail)) {
         this.reported.add(decision);
         this.sent.reports += 1;
@@ -611,9 +613,16 @@
     g2.fillStyle = "#e53935";
     g2.fillRect(x - 10, y, 20 * fraction, 3);
   }
+  var TREES = [[80, 90], [260, 520], [420, 70], [560, 560], [900, 80], [880, 540], [330, 260], [60, 470]];
   function draw(g2, w) {
     g2.fillStyle = "#5d8a4a";
     g2.fillRect(0, 0, WIDTH, HEIGHT);
+    g2.fillStyle = "#3f6b35";
+    for (const [x, y2] of TREES) {
+      g2.beginPath();
+      g2.arc(x ?? 0, y2 ?? 0, 28, 0, Math.PI * 2);
+      g2.fill();
+    }
     g2.fillStyle = "#8d6e3f";
     g2.beginPath();
     g2.arc(HIVE.x, HIVE.y, 26, 0, Math.PI * 2);
@@ -657,7 +666,8 @@
     }
     let y = 18;
     for (const s of w.swarms) {
-      label(g2, `${s.id}: ${describe(s.doing)}`, 90, y, COLOURS[s.doing.source]);
+      const text = s.respawnAt === null ? describe(s.doing) : "wiped out: a new wave comes";
+      label(g2, `${s.id}: ${text}`, 90, y, COLOURS[s.doing.source]);
       y += 15;
     }
   }
@@ -768,7 +778,7 @@
       round: world.round,
       epoch: npc.epoch,
       player: { x: world.player.x, y: world.player.y, hp: world.player.hp },
-      bees: world.bees.map((b) => who(b.id, b.doing)),
+      bees: world.bees.map((b) => ({ ...who(b.id, b.doing), x: b.x, y: b.y, hp: b.hp })),
       queen: { ...who("queen", world.queen.doing), hp: world.queen.hp, callingHelp: world.queen.callingHelp },
       swarms: world.swarms.map((s) => who(s.id, s.doing)),
       stats: npc.stats,
