@@ -186,7 +186,7 @@ def test_with_the_scripted_provider_every_bee_decides_through_npcmind(play: Any)
         30,
         "every bee, the queen and the swarms show an AI action",
     )
-    assert s["mode"] == "scripted"
+    wait(lambda: snapshot(browser)["mode"] == "scripted", 30, "the page names the provider")  # polled: 1 s
     assert "scripted, not a model" in browser.js("document.getElementById('mode').textContent")
 
     def counted() -> dict[str, int]:  # the overlay's figures, as a person reads them
@@ -236,7 +236,7 @@ def test_with_no_provider_every_bee_runs_its_native_ai_and_the_page_says_how_to_
         "every bee told its fallback",
     )
     assert all(d["source"] == "native" for d in deciders(s))
-    assert s["mode"] == "none"
+    wait(lambda: snapshot(browser)["mode"] == "none", 30, "the page says there is no provider")  # polled: 1 s
     said = browser.js("document.getElementById('mode').textContent")
     assert "native AI" in said and "OPENAI_API_KEY=sk-... npcmind demo" in said, said
     assert browser.errors == []
@@ -276,3 +276,12 @@ def test_a_two_minute_game_sends_events_and_reports_and_the_model_sees_their_out
             120,
             "an outcome in a bee's memory on the page of what the model saw",
         )
+
+
+def test_the_readme_shows_it_first() -> None:
+    """A newcomer's first section: one command, one URL, the screenshot the browser test takes."""
+    readme = (ROOT / "README.md").read_text()
+    first = readme.split("\n## ", 2)[1]
+    assert first.startswith("See it\n"), first[:40]
+    assert "npcmind demo --scripted\n```" in first and "http://127.0.0.1:8080/demo" in first
+    assert "](docs/demo.png)" in first and DEMO_PNG.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

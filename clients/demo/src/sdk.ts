@@ -97,6 +97,7 @@ export class DecideClient {
   private notBefore = -Infinity;
   private closed = false;
   private readonly clock: () => number;
+  private readonly timeoutGiven: boolean;
   private readonly opts: Required<Pick<ClientOptions, "eventWindowMs" | "telemetryMs" | "timeoutMs">>;
 
   constructor(private readonly url: string, readonly clientId: string, options: ClientOptions = {}) {
@@ -105,10 +106,11 @@ export class DecideClient {
     this.scopeState = options.scopeState ?? null;
     this._epoch = options.epoch ?? 0;
     this.clock = options.clock ?? (() => performance.now());
+    this.timeoutGiven = options.timeoutMs !== undefined;
     this.opts = {
       eventWindowMs: options.eventWindowMs ?? 50,
       telemetryMs: options.telemetryMs ?? 500,
-      timeoutMs: options.timeoutMs ?? 15000,
+      timeoutMs: options.timeoutMs ?? 15000, // until GET /v1/health tells the service's deadline
     };
   }
 
@@ -233,7 +235,12 @@ export class DecideClient {
 
   private readManifest(): void {
     this.manifestAsked = true;
-    this.call("GET", "/v1/manifest", null).then(([status, body]) => {
+    this.call("GET", "/v1/health", null).then(([status, body]) => {
+      // a slow model's service waits up to its deadline: wait that long, and a margin, for its answers
+      const deadline = (body as { deadline_ms?: unknown }).deadline_ms;
+      if (status === 200 && typeof deadline === "number" && deadline > 0 && !this.timeoutGiven) this.opts.timeoutMs = deadline + 5000;
+      return this.call("GET", "/v1/manifest", null);
+    }).then(([status, body]) => {
       const m = (body as { manifest?: { defaults?: Record<string, number>; types?: Record<string, Record<string, number>> } }).manifest;
       if (status !== 200 || !m) throw new Error(`manifest: ${status}`);
       const d = m.defaults ?? {};

@@ -1,4 +1,4 @@
-/* npcmind-demo-sources {"sha256":"d5733ade8d168fc458624807d0d5e5772f4538affb95c8a9b02a28f227bd1916","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/render.ts","clients/demo/src/sdk.ts","clients/demo/src/service.ts","clients/demo/src/world.ts"]} */
+/* npcmind-demo-sources {"sha256":"6bfb5ae65134cc13812ee72bb3423fd479c7c185158431bfb4e1e5b455c73538","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/render.ts","clients/demo/src/sdk.ts","clients/demo/src/service.ts","clients/demo/src/world.ts"]} */
 "use strict";
 (() => {
   // src/sdk.ts
@@ -15,10 +15,12 @@
       this.scopeState = options.scopeState ?? null;
       this._epoch = options.epoch ?? 0;
       this.clock = options.clock ?? (() => performance.now());
+      this.timeoutGiven = options.timeoutMs !== void 0;
       this.opts = {
         eventWindowMs: options.eventWindowMs ?? 50,
         telemetryMs: options.telemetryMs ?? 500,
         timeoutMs: options.timeoutMs ?? 15e3
+        // until GET /v1/health tells the service's deadline
       };
     }
     world;
@@ -53,6 +55,7 @@
     notBefore = -Infinity;
     closed = false;
     clock;
+    timeoutGiven;
     opts;
     /** The game's epoch: answers to requests sent under another epoch are dropped. */
     get epoch() {
@@ -161,7 +164,11 @@
     }
     readManifest() {
       this.manifestAsked = true;
-      this.call("GET", "/v1/manifest", null).then(([status, body]) => {
+      this.call("GET", "/v1/health", null).then(([status, body]) => {
+        const deadline = body.deadline_ms;
+        if (status === 200 && typeof deadline === "number" && deadline > 0 && !this.timeoutGiven) this.opts.timeoutMs = deadline + 5e3;
+        return this.call("GET", "/v1/manifest", null);
+      }).then(([status, body]) => {
         const m = body.manifest;
         if (status !== 200 || !m) throw new Error(`manifest: ${status}`);
         const d = m.defaults ?? {};
