@@ -1,0 +1,47 @@
+/** Reading a /v1/decide answer: checked against the protocol before anything of it reaches the game. */
+
+import { isObject } from "./errors.js";
+import type { components } from "./wire.js";
+
+export type AIDecision = components["schemas"]["AIDecision"];
+export type FallbackDecision = components["schemas"]["FallbackDecision"];
+export type DecideResponse = components["schemas"]["DecideResponse"];
+
+const CODES = new Set(["budget", "busy", "invalid_choice", "refused", "unavailable"]);
+const AI_FIELDS: [string, string][] = [
+  ["id", "string"],
+  ["action", "string"],
+  ["label", "string"],
+  ["ttl_ms", "number"],
+  ["decision_id", "string"],
+  ["cached", "boolean"],
+];
+
+/** One decision's problem, or null when it has the protocol's shape. */
+function decisionProblem(d: unknown, at: string): string | null {
+  if (!isObject(d)) return `${at}: not an object`;
+  if (d["source"] === "AI") {
+    for (const [name, kind] of AI_FIELDS) if (typeof d[name] !== kind) return `${at}.${name}: must be a ${kind}`;
+    if (d["confidence"] !== null && typeof d["confidence"] !== "number") return `${at}.confidence: must be a number`;
+    return null;
+  }
+  if (d["source"] === "FALLBACK") {
+    if (typeof d["id"] !== "string") return `${at}.id: must be a string`;
+    if (!CODES.has(String(d["code"]))) return `${at}.code: not a known fallback code`;
+    return typeof d["reason"] === "string" ? null : `${at}.reason: must be a string`;
+  }
+  return `${at}.source: must be AI or FALLBACK`;
+}
+
+/** The answer, or what is wrong with it (not npcmind, or another protocol version: never into the game). */
+export function readDecideResponse(body: unknown): DecideResponse | string {
+  if (!isObject(body)) return "not a JSON object";
+  if (typeof body["epoch"] !== "number") return "epoch: must be a number";
+  const decisions = body["decisions"];
+  if (!Array.isArray(decisions)) return "decisions: must be an array";
+  for (let i = 0; i < decisions.length; i++) {
+    const problem = decisionProblem(decisions[i], `decisions[${i}]`);
+    if (problem !== null) return problem;
+  }
+  return body as unknown as DecideResponse;
+}

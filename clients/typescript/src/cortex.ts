@@ -1,0 +1,44 @@
+/** A Cortex on any OpenAI-compatible chat server (llama.cpp, Ollama, vLLM, LM Studio, hosted APIs), with fetch. */
+
+import type { Cortex, PromptConstraints } from "./npc.js";
+
+/** Inference failed: the server is down, answered an error, or nothing usable. */
+export class CortexError extends Error {
+  override name = "CortexError";
+}
+
+/** Chat completions at `baseUrl` (e.g. http://127.0.0.1:8000/v1). */
+export class OpenAICortex implements Cortex {
+  private readonly base: string;
+
+  constructor(
+    baseUrl: string,
+    readonly model = "local",
+    private readonly apiKey: string | null = null,
+    private readonly fetchFn: typeof fetch = (input, init) => globalThis.fetch(input, init),
+  ) {
+    this.base = baseUrl.replace(/\/+$/, "");
+  }
+
+  async complete(prompt: string, constraints: PromptConstraints): Promise<string> {
+    const body: Record<string, unknown> = { model: this.model, messages: [{ role: "user", content: prompt }] };
+    if (constraints.maxTokens != null) body["max_tokens"] = constraints.maxTokens;
+    if (constraints.temperature != null) body["temperature"] = constraints.temperature;
+    if (constraints.stop?.length) body["stop"] = constraints.stop;
+    const headers: Record<string, string> = { "content-type": "application/json" };
+    if (this.apiKey) headers["authorization"] = `Bearer ${this.apiKey}`;
+    let res: Response;
+    try {
+      res = await this.fetchFn(`${this.base}/chat/completions`, { method: "POST", headers, body: JSON.stringify(body) });
+    } catch (e) {
+      throw new CortexError(`cannot reach the cortex at ${this.base}: ${String(e)}`);
+    }
+    const text = await res.text();
+    if (!res.ok) throw new CortexError(`the cortex answered HTTP ${res.status}: ${text.slice(0, 200)}`);
+    try {
+      return String(JSON.parse(text).choices[0].message.content ?? "");
+    } catch {
+      throw new CortexError("the cortex answered without choices[0].message.content");
+    }
+  }
+}

@@ -1,0 +1,142 @@
+/** The game-facing decision client: the scheduler's rules, the outbox, and `fetch`, applied in the game loop.
+ *
+ * A game calls `tick()` once a frame and `action(id, legalNow)` for each entity; null means "run your native
+ * AI". The network never blocks the loop and never throws into it: fetch promises resolve into a queue, and
+ * their answers are applied inside `tick()`, like the Python SDK's worker threads. */
+
+import { Scheduler, type SchedulerOptions } from "./scheduler.js";
+import { Transport } from "./transport.js";
+import type { Choice, Logger, OutRequest, Outcome, Stats, TrackOptions } from "./types.js";
+
+/** How a DecideClient is set up: the scheduler's options, and where its time and HTTP come from. */
+export interface DecideClientOptions extends Omit<SchedulerOptions, "clientId"> {
+  /** Injectable fetch (a proxy, a test); the global one otherwise. */
+  fetch?: typeof fetch;
+  /** The game's clock in ms; performance.now() otherwise. */
+  clock?: () => number;
+  log?: Logger;
+}
+
+/** One game's client of an npcmind service: call `tick()` every frame, `action()` per entity. */
+export class DecideClient {
+  private readonly core: Scheduler;
+  private readonly transport: Transport;
+  private readonly clock: () => number;
+  private closed = false;
+
+  constructor(serviceUrl: string, clientId: string, options: DecideClientOptions = {}) {
+    if (!/^https?:\/\/[^/]/.test(serviceUrl)) {
+      throw new TypeError(`serviceUrl: ${JSON.stringify(serviceUrl)} is not an http(s) URL (e.g. http://127.0.0.1:8080)`);
+    }
+    if (!clientId) throw new TypeError("clientId: must be a non-empty string (the game's name for itself)");
+    this.core = new Scheduler({ ...options, clientId });
+    this.clock = options.clock ?? (() => performance.now());
+    const transport = { baseUrl: serviceUrl, timeoutMs: () => this.core.timeoutMs };
+    this.transport = new Transport(options.fetch ? { ...transport, fetch: options.fetch } : transport);
+  }
+
+  /** The game's epoch: answers to requests sent under another epoch are dropped. */
+  get epoch(): number {
+    return this.core.epoch;
+  }
+
+  set epoch(value: number) {
+    this.core.setEpoch(value, this.clock());
+  }
+
+  /** Counters for a debug overlay. */
+  get stats(): Stats {
+    return this.core.stats;
+  }
+
+  /** The world the service sees beside the entities (change its fields as the game goes). */
+  get world(): Record<string, unknown> {
+    return this.core.world;
+  }
+
+  /** How long a request may take before its entities use their native AI. */
+  get timeoutMs(): number {
+    return this.core.timeoutMs;
+  }
+
+  /** A new scene (level, map): the service resets its population with the next telemetry. */
+  setScene(scene: string): void {
+    this.core.setScene(scene);
+  }
+
+  /** Add an entity that decides, or update what it sees and may do now. */
+  track(id: string, type: string, observation: Record<string, unknown>, legalActions: string[], options: TrackOptions = {}): void {
+    this.core.track(id, type, observation, legalActions, options, this.clock());
+  }
+
+  /** An observe-only entity (the player): sent as telemetry, never asked. */
+  observe(id: string, type: string, fields: Record<string, unknown>, position: number[] | null = null): void {
+    this.core.observe(id, type, fields, position);
+  }
+
+  /** The entity left the scene: forget it and tell the service. */
+  untrack(id: string): void {
+    this.core.untrack(id);
+  }
+
+  /** Something happened to the entity: ask for it at once; false for one not tracked. */
+  event(id: string, trigger: string): boolean {
+    return this.core.event(id, trigger, this.clock());
+  }
+
+  /** What became of the entity's current AI decision; sent with the next tick. */
+  report(id: string, outcome: Outcome, detail: string | null = null): boolean {
+    return this.core.report(id, outcome, detail);
+  }
+
+  /** The entity's live decision, or null: run the game's native AI. */
+  action(id: string, legalNow: readonly string[] | null = null): Choice | null {
+    return this.core.action(id, legalNow, this.clock());
+  }
+
+  /** Apply the answers that came in, then send what is due. Never blocks, never throws for the network. */
+  tick(now?: number): void {
+    if (this.closed) return; // a frame after close(): nothing to send, nothing to throw
+    const at = now ?? this.clock();
+    this.apply(at);
+    this.send(this.core.tick(at));
+  }
+
+  /** Send the queued reports, wait until every request sent so far has answered (or `timeoutMs` passed),
+   * and apply the answers: for turn-based games, tests, and before `close()`. True if nothing is in flight. */
+  async wait(timeoutMs = 10_000): Promise<boolean> {
+    if (!this.closed) this.send(this.core.flushReports());
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+    await Promise.race([this.transport.idle(), late]);
+    clearTimeout(timer);
+    this.apply(this.clock());
+    return this.transport.inFlight === 0 && this.core.inFlight === 0;
+  }
+
+  /** What the model saw in this client's last decide request and what it answered (GET /v1/prompt), for a
+   * debug overlay; null when there is nothing yet or the service cannot say. It never throws. */
+  async lastPrompt(): Promise<Record<string, unknown> | null> {
+    const path = `/v1/prompt?client_id=${encodeURIComponent(this.core.clientId)}`;
+    const got = await this.transport.call("GET", path, this.core.headers());
+    if ("fail" in got || got.status !== 200 || typeof got.body !== "object" || got.body === null) return null;
+    return got.body as Record<string, unknown>;
+  }
+
+  /** Stop without waiting for answers (a game that quits must not hang); call `wait()` first to keep them. */
+  close(): void {
+    this.closed = true;
+    this.transport.close();
+  }
+
+  private apply(now: number): void {
+    for (const s of this.transport.drain()) {
+      if ("fail" in s) this.core.fail(s.ref, s.fail, now);
+      else this.send(this.core.answer(s.ref, s.status, s.body, s.headers, now));
+    }
+  }
+
+  private send(requests: OutRequest[]): void {
+    for (const r of requests) this.transport.send(r);
+  }
+}

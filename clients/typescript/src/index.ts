@@ -1,0 +1,25 @@
+/** npcmind's game SDK: the public API, named here and nowhere else. */
+
+export { DecideClient, type DecideClientOptions } from "./decide.js";
+export { Scheduler, BATCH, type SchedulerOptions } from "./scheduler.js";
+export { Transport, type Settled, type TransportOptions } from "./transport.js";
+export type { Choice, Entity, FailKind, Logger, OutRequest, Outcome, Policy, Stats, TrackOptions } from "./types.js";
+export { OUTCOMES } from "./types.js";
+export {
+  NpcMind,
+  ProtocolError,
+  mergePatch,
+  type Cortex,
+  type NewMemory,
+  type NpcMemory,
+  type NpcMindOptions,
+  type NpcOutcome,
+  type NpcRecord,
+  type PromptConstraints,
+  type RecalledMemory,
+} from "./npc.js";
+export { InMemoryNpcs } from "./memory.js";
+export { OpenAICortex, CortexError } from "./cortex.js";
+export { canonical, digest, NotCanonical } from "./jcs.js";
+export { signedPayload, verify } from "./signing.js";
+export type { components, paths } from "./wire.js";

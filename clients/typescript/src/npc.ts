@@ -1,0 +1,200 @@
+/** Dialogue NPCs: the step loop of POST /npcs/{npcId}/process, the game supplying recall and inference.
+ * The service is the mind (next step, prompt, judging, signing); the game is the body (state, memories,
+ * inference). Nothing of an outcome is applied before its Ed25519 signature verified with WebCrypto. */
+
+import { errorLine, isObject } from "./errors.js";
+import { NotCanonical } from "./jcs.js";
+import { signedPayload, verify } from "./signing.js";
+import type { components } from "./wire.js";
+
+export type PromptConstraints = components["schemas"]["PromptConstraints"];
+export type MemoryType = components["schemas"]["MemoryStoreInstruction"]["type"];
+export const MAX_CALLS = 8;
+
+/** A memory the game recalled for the observation, with how similar it is (0..1). */
+export interface RecalledMemory {
+  text: string;
+  type: MemoryType;
+  importance: number;
+  similarity: number;
+}
+
+/** A memory the service asks the game to keep. */
+export interface NewMemory {
+  text: string;
+  type: MemoryType;
+  importance: number;
+}
+
+/** What the game knows of one NPC. */
+export interface NpcRecord {
+  npcId: string;
+  persona: string;
+  data: Record<string, unknown>;
+  state: Record<string, unknown>;
+}
+
+/** The game's memory of its NPCs: who they are, what they recall, and where a verified outcome is kept. */
+export interface NpcMemory {
+  get(npcId: string): NpcRecord | null | Promise<NpcRecord | null>;
+  recall(npcId: string, query: string, limit: number, threshold: number): RecalledMemory[] | Promise<RecalledMemory[]>;
+  /** Keep the memories and merge the state patch (JSON merge patch), both or neither; the new state. */
+  apply(npcId: string, memories: NewMemory[], stateTransform: Record<string, unknown>): Record<string, unknown> | Promise<Record<string, unknown>>;
+}
+
+/** Whatever runs inference on the game's side (a local model, a hosted API). */
+export interface Cortex {
+  complete(prompt: string, constraints: PromptConstraints): string | Promise<string>;
+}
+
+/** What the game gets back: the line, the action, and what was applied. */
+export interface NpcOutcome {
+  valid: boolean;
+  dialogue: string;
+  action: Record<string, unknown> | null;
+  state: Record<string, unknown>;
+  remembered: number;
+  audit: Record<string, unknown>;
+  steps: string[];
+}
+
+/** The service refused a step, the loop did not finish, or an outcome's signature did not verify. */
+export class ProtocolError extends Error {
+  override name = "ProtocolError";
+}
+
+/** How an NpcMind reaches the service. */
+export interface NpcMindOptions {
+  /** A hosted service's session token. */
+  token?: string | null;
+  fetch?: typeof fetch;
+  timeoutMs?: number;
+}
+
+type Json = Record<string, unknown>;
+
+/** Talks to an npcmind service for the NPCs of one game. */
+export class NpcMind {
+  private readonly base: string;
+  private readonly fetchFn: typeof fetch;
+  private keys = new Map<string, string>();
+
+  constructor(
+    serviceUrl: string,
+    readonly cortex: Cortex,
+    readonly memory: NpcMemory,
+    private readonly options: NpcMindOptions = {},
+  ) {
+    if (!/^https?:\/\/[^/]/.test(serviceUrl)) throw new TypeError(`serviceUrl: ${JSON.stringify(serviceUrl)} is not an http(s) URL`);
+    this.base = serviceUrl.replace(/\/+$/, "");
+    this.fetchFn = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+  }
+
+  /** The service's signing keys (kid -> base64url), fetched once from GET /v1/keys. */
+  async publicKeys(refresh = false): Promise<ReadonlyMap<string, string>> {
+    if (!refresh && this.keys.size > 0) return this.keys;
+    const { status, body } = await this.request("GET", "/v1/keys");
+    const keys = isObject(body) && Array.isArray(body["keys"]) ? body["keys"] : null;
+    if (status !== 200 || keys === null) throw new ProtocolError(`GET /v1/keys answered ${status} without keys: ${errorLine(body, "")}`);
+    this.keys = new Map(keys.filter(isObject).map((k) => [String(k["kid"]), String(k["public_key"])]));
+    return this.keys;
+  }
+
+  /** Run the loop for one observation; on a valid, verified outcome keep the memories and merge the state. */
+  async process(npcId: string, observation: string, context: Json = {}, ruleset: string | null = null): Promise<NpcOutcome> {
+    if (!npcId || npcId.includes("/")) throw new ProtocolError(`npcId: ${JSON.stringify(npcId)} must be non-empty text without '/'`);
+    const rec = await this.memory.get(npcId);
+    if (rec === null) throw new ProtocolError(`unknown NPC ${JSON.stringify(npcId)}: the game's memory has no record of it`);
+    let tape: Json = { observation, npcState: rec.state, memories: [], context };
+    if (ruleset) tape["rulesetId"] = ruleset;
+    let last: Json | null = null;
+    const steps: string[] = [];
+    for (let i = 0; i < MAX_CALLS; i++) {
+      const [instruction, next] = await this.step(npcId, tape, last);
+      tape = next; // sent back as received, unknown fields (the step token) included
+      const kind = String(instruction["type"]);
+      steps.push(kind);
+      if (kind === "Finalize") return this.finish(npcId, instruction, tape, steps);
+      last = await this.result(rec, kind, instruction);
+    }
+    throw new ProtocolError(`no Finalize after ${MAX_CALLS} calls`);
+  }
+
+  private async result(rec: NpcRecord, kind: string, instruction: Json): Promise<Json> {
+    if (kind === "IdentifyActor") {
+      return { type: "IdentifyActorResult", actor: { npcId: rec.npcId, persona: rec.persona, data: rec.data } };
+    }
+    if (kind === "QueryVector") {
+      const found = await this.memory.recall(rec.npcId, String(instruction["query"]), Number(instruction["limit"]), Number(instruction["threshold"]));
+      return { type: "QueryVectorResult", memories: found.map(({ text, type, importance, similarity }) => ({ text, type, importance, similarity })) };
+    }
+    if (kind === "ExecuteInference") {
+      const constraints = (instruction["constraints"] ?? {}) as PromptConstraints;
+      return { type: "ExecuteInferenceResult", generatedOutput: await this.cortex.complete(String(instruction["prompt"]), constraints) };
+    }
+    throw new ProtocolError(`unknown instruction ${JSON.stringify(kind)}`);
+  }
+
+  private async step(npcId: string, tape: Json, last: Json | null): Promise<[Json, Json]> {
+    const { status, body } = await this.request("POST", `/npcs/${encodeURIComponent(npcId)}/process`, { tape, lastResult: last });
+    if (status !== 200) throw new ProtocolError(`the service answered ${status}: ${errorLine(body, "")}`);
+    const instruction = isObject(body) ? body["instruction"] : null;
+    const next = isObject(body) ? body["tape"] : null;
+    if (!isObject(instruction) || !isObject(next) || typeof instruction["type"] !== "string") {
+      throw new ProtocolError(`the service answered 200 without an instruction and tape: ${JSON.stringify(body).slice(0, 200)}`);
+    }
+    return [instruction, next];
+  }
+
+  private async finish(npcId: string, fin: Json, tape: Json, steps: string[]): Promise<NpcOutcome> {
+    const rec = await this.memory.get(npcId);
+    const audit = isObject(fin["ruleAudit"]) ? fin["ruleAudit"] : {};
+    const dialogue = String(fin["dialogue"] ?? "");
+    if (fin["valid"] !== true) return { valid: false, dialogue, action: null, state: rec?.state ?? {}, remembered: 0, audit, steps };
+    let payload: Json;
+    try {
+      payload = await signedPayload(npcId, fin, tape);
+    } catch (e) {
+      if (e instanceof NotCanonical) throw new ProtocolError(`the outcome cannot be verified: its tape has no canonical form (${e.message})`);
+      throw e;
+    }
+    const signature = typeof fin["signature"] === "string" ? fin["signature"] : "";
+    const ok = (await verify(signature, payload, await this.publicKeys())) || (await verify(signature, payload, await this.publicKeys(true)));
+    if (!ok) throw new ProtocolError("the outcome's signature does not verify: nothing was applied");
+    const memories = (Array.isArray(fin["memoryStore"]) ? fin["memoryStore"] : []) as NewMemory[];
+    const patch = isObject(fin["stateTransform"]) ? fin["stateTransform"] : {};
+    const state = await this.memory.apply(npcId, memories.map(({ text, type, importance }) => ({ text, type, importance })), patch);
+    const action = isObject(fin["action"]) ? fin["action"] : null;
+    return { valid: true, dialogue, action, state, remembered: memories.length, audit, steps };
+  }
+
+  private async request(method: "GET" | "POST", path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+    const headers: Record<string, string> = { "content-type": "application/json" };
+    if (this.options.token) headers["authorization"] = `Bearer ${this.options.token}`;
+    const init: RequestInit = { method, headers, signal: AbortSignal.timeout(this.options.timeoutMs ?? 30_000) };
+    if (body !== undefined) init.body = JSON.stringify(body);
+    let res: Response;
+    try {
+      res = await this.fetchFn(this.base + path, init);
+    } catch (e) {
+      throw new ProtocolError(`cannot reach the npcmind service at ${this.base}: ${String(e)} (is \`npcmind serve\` running there?)`);
+    }
+    const text = await res.text();
+    try {
+      return { status: res.status, body: JSON.parse(text) };
+    } catch {
+      return { status: res.status, body: { error: { message: text.slice(0, 200) } } };
+    }
+  }
+}
+
+/** RFC 7396 JSON merge patch: how a Finalize's `stateTransform` changes the NPC's state. */
+export function mergePatch(target: unknown, patch: unknown): unknown {
+  if (!isObject(patch)) return patch;
+  const out: Json = isObject(target) ? { ...target } : {};
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else out[k] = mergePatch(out[k], v);
+  }
+  return out;
+}

@@ -1,0 +1,121 @@
+/** Executes the core's requests with `fetch` (browsers and Node 20+): the only I/O of the decision SDK.
+ * Answers are not applied here: they wait in a queue that the game loop drains inside `tick()`. */
+
+import type { FailKind, OutRequest } from "./types.js";
+
+export const GZIP_FROM = 16 * 1024; // bodies from this size are sent gzip-compressed (a large scene's telemetry)
+
+/** What became of one request: an answer, or why there was none. */
+export type Settled =
+  | { ref: string; status: number; body: unknown; headers: Record<string, string> }
+  | { ref: string; fail: FailKind; error: string };
+
+/** How the transport reaches the service. */
+export interface TransportOptions {
+  baseUrl: string;
+  /** Injectable (tests, a proxy, a game engine's own HTTP); the global fetch otherwise. */
+  fetch?: typeof fetch;
+  /** Read when a request goes: the service's deadline is learnt after the first requests were made. */
+  timeoutMs: () => number;
+}
+
+/** Sends requests, each after those it waits for, and queues what became of them. */
+export class Transport {
+  private readonly base: string;
+  private readonly fetchFn: typeof fetch;
+  private readonly running = new Map<string, Promise<void>>();
+  private readonly controllers = new Set<AbortController>();
+  private queue: Settled[] = [];
+  private closed = false;
+
+  constructor(private readonly options: TransportOptions) {
+    this.base = options.baseUrl.replace(/\/+$/, "");
+    this.fetchFn = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+  }
+
+  /** Start a request; what becomes of it is queued. */
+  send(request: OutRequest): void {
+    const waits = request.after.map((ref) => this.running.get(ref)).filter((p) => p !== undefined);
+    const run = Promise.allSettled(waits)
+      .then(() => this.execute(request))
+      .then((settled) => {
+        if (!this.closed) this.queue.push(settled);
+      })
+      .finally(() => this.running.delete(request.ref));
+    this.running.set(request.ref, run);
+  }
+
+  /** What came back since the last call, in the order it came. */
+  drain(): Settled[] {
+    const out = this.queue;
+    this.queue = [];
+    return out;
+  }
+
+  /** Requests still running. */
+  get inFlight(): number {
+    return this.running.size;
+  }
+
+  /** Resolves once every request sent so far has settled. */
+  async idle(): Promise<void> {
+    while (this.running.size > 0) await Promise.allSettled([...this.running.values()]);
+  }
+
+  /** One request outside the core (a debug view): its status and JSON body. */
+  async call(method: "GET" | "POST", path: string, headers: Record<string, string>): Promise<Settled> {
+    return this.execute({ ref: "call", method, path, headers, body: null, json: null, after: [] });
+  }
+
+  /** Abort what runs and drop what would come: a game that quits must not hang on a slow service. */
+  close(): void {
+    this.closed = true;
+    for (const c of this.controllers) c.abort();
+    this.queue = [];
+  }
+
+  private async execute(r: OutRequest): Promise<Settled> {
+    const controller = new AbortController();
+    this.controllers.add(controller);
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, this.options.timeoutMs());
+    try {
+      const headers: Record<string, string> = { ...r.headers };
+      let body: BodyInit | undefined;
+      if (r.json !== null) {
+        headers["content-type"] = "application/json";
+        body = r.json.length >= GZIP_FROM ? await gzip(r.json) : r.json;
+        if (typeof body !== "string") headers["content-encoding"] = "gzip";
+      }
+      const res = await this.fetchFn(this.base + r.path, { method: r.method, headers, body, signal: controller.signal });
+      const text = await res.text();
+      const answered: Record<string, string> = {};
+      res.headers.forEach((v, k) => (answered[k.toLowerCase()] = v));
+      return { ref: r.ref, status: res.status, body: parse(text), headers: answered };
+    } catch (exc) {
+      return { ref: r.ref, fail: timedOut ? "timeout" : "unreachable", error: String(exc) };
+    } finally {
+      clearTimeout(timer);
+      this.controllers.delete(controller);
+    }
+  }
+}
+
+/** An answer's JSON, or its text as an error message when it has none (a proxy's page). */
+function parse(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return { error: { message: text.slice(0, 200) } };
+  }
+}
+
+/** gzip with the platform's CompressionStream (browsers and Node 18+); the text as is where there is none. */
+async function gzip(text: string): Promise<BodyInit> {
+  if (typeof CompressionStream === "undefined") return text;
+  const stream = new Blob([text]).stream().pipeThrough(new CompressionStream("gzip"));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}

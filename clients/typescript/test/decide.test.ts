@@ -1,0 +1,102 @@
+/** DecideClient against a real npcmind and the scripted provider over HTTP. */
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { DecideClient } from "../src/index.js";
+import { HOSTED, HOSTED_KEY, SERVICE, needsService, script, until } from "./live.js";
+
+const BEE = { hp_fraction: 0.5, distance_to_player: 90, sees_player: true, current_action: "chase" };
+const LEGAL = ["idle", "wander", "chase", "flee"];
+const world = { player_hp_fraction: 0.4, repellent: false }; // the forest example's world fields
+
+test("a tracked bee gets the model's action, and a declined one runs its native AI", async () => {
+  needsService();
+  await script({ choose: { b1: "flee" }, decline: ["b2"] });
+  const said: string[] = [];
+  const client = new DecideClient(SERVICE, "ts-live-1", { world, log: (m) => said.push(m) });
+  client.track("b1", "bee", BEE, LEGAL);
+  client.track("b2", "bee", BEE, LEGAL);
+  await until(() => client.stats.ai + (client.stats.fallbacks["refused"] ?? 0) >= 2, () => client.tick());
+  const got = client.action("b1");
+  assert.equal(got?.action, "flee");
+  assert.equal(got?.source, "AI");
+  assert.equal(client.action("b1", ["chase"]), null); // not legal now: the game's own AI
+  assert.equal(client.action("b2"), null);
+  assert.equal(client.stats.fallbacks["refused"], 1);
+  assert.ok(client.report("b1", "done"));
+  assert.equal(client.report("b2", "done"), false); // a fallback has nothing to report
+  assert.ok(await client.wait());
+  assert.equal(client.stats.reportsSent, 1);
+  assert.ok(client.timeoutMs > 5000, "the service's deadline plus 5 s, from GET /v1/health");
+  const prompt = await client.lastPrompt();
+  assert.ok(prompt !== null && JSON.stringify(prompt).includes("b1"), JSON.stringify(prompt));
+  client.close();
+  client.tick(); // a frame after close: nothing to send, nothing thrown
+});
+
+test("an event asks at once and the answer names the trigger", async () => {
+  needsService();
+  await script({ choose: { b3: "chase" } });
+  const client = new DecideClient(SERVICE, "ts-live-2", { world, log: () => {} });
+  client.track("b3", "bee", BEE, LEGAL);
+  await until(() => client.stats.ai >= 1, () => client.tick());
+  await script({ choose: { b3: "flee" } });
+  assert.ok(client.event("b3", "hit"));
+  assert.equal(client.event("ghost", "hit"), false);
+  await until(() => client.action("b3")?.action === "flee", () => client.tick());
+  assert.equal(client.stats.requests, 2);
+  client.close();
+});
+
+test("cascade: entities the local policy is sure about never reach the service", async () => {
+  needsService();
+  await script({ choose: { b5: "wander" } });
+  const client = new DecideClient(SERVICE, "ts-live-3", {
+    world,
+    log: () => {},
+    policy: (e) => (e.id === "b4" ? ["flee", 0.95] : ["chase", 0.2]),
+  });
+  client.track("b4", "bee", BEE, LEGAL);
+  client.track("b5", "bee", BEE, LEGAL);
+  await until(() => client.stats.ai >= 1, () => client.tick());
+  assert.deepEqual([client.action("b4")?.source, client.action("b4")?.action], ["local", "flee"]);
+  assert.deepEqual([client.action("b5")?.source, client.action("b5")?.action], ["AI", "wander"]);
+  assert.equal(client.stats.asked, 1);
+  assert.equal(client.stats.local, 1);
+  client.close();
+});
+
+test("an unreachable service leaves every entity to its native AI, without throwing", async () => {
+  const said: string[] = [];
+  const client = new DecideClient("http://127.0.0.1:9", "ts-live-4", { log: (m) => said.push(m) });
+  client.track("b6", "bee", BEE, LEGAL);
+  await until(() => said.some((m) => m.includes("unreachable")), () => client.tick());
+  assert.equal(client.action("b6"), null);
+  client.close();
+});
+
+test("a hosted game opens a session with its api key and decides with the token", async () => {
+  needsService();
+  assert.ok(HOSTED && HOSTED_KEY, "set NPCMIND_HOSTED_URL and NPCMIND_HOSTED_KEY (tests/test_typescript.py does)");
+  const seen: string[] = [];
+  const fetchSpy: typeof fetch = (input, init) => {
+    seen.push(`${init?.method ?? "GET"} ${new URL(String(input)).pathname}`);
+    return fetch(input, init);
+  };
+  const client = new DecideClient(HOSTED, "game-1", { world, apiKey: HOSTED_KEY, fetch: fetchSpy, log: () => {} });
+  client.track("b7", "bee", BEE, LEGAL);
+  await until(() => client.stats.ai >= 1, () => client.tick());
+  assert.equal(seen[0], "POST /v1/session");
+  assert.ok(seen.includes("POST /v1/decide"));
+  assert.equal(client.action("b7")?.source, "AI");
+  client.close();
+  const refused = new DecideClient(HOSTED, "game-1", { apiKey: "not-a-key", log: () => {} });
+  const said: string[] = [];
+  const quiet = new DecideClient(HOSTED, "game-1", { apiKey: "not-a-key", log: (m) => said.push(m) });
+  quiet.track("b8", "bee", BEE, LEGAL);
+  await until(() => said.some((m) => m.includes("did not open a session")), () => quiet.tick());
+  assert.equal(quiet.action("b8"), null);
+  refused.close();
+  quiet.close();
+});

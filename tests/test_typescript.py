@@ -1,0 +1,166 @@
+"""The TypeScript SDK (clients/typescript): it type-checks and builds, its node tests pass against a real
+service and the scripted provider, its wire types are what GET /openapi.json serves, and it decides (and
+refuses a forged dialogue outcome) in headless Chromium. CI runs only pytest, so the TS checks run from here."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import ROOT, Running, write_clients
+from npcmind.providers.scripted import ScriptedServer
+
+PACKAGE = ROOT / "clients" / "typescript"
+NPM = shutil.which("npm")
+needs_node = pytest.mark.skipif(NPM is None or shutil.which("node") is None, reason="no node/npm here (node 20+)")
+pytestmark = needs_node
+
+
+def run(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """A command in the package's folder; its exit code and both outputs."""
+    return subprocess.run(
+        list(args), cwd=PACKAGE, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
+    )
+
+
+@pytest.fixture(scope="module")
+def built() -> Path:
+    """`npm ci` (once: node_modules is kept between runs while the lock file is unchanged), then `npm run build`."""
+    lock = PACKAGE / "package-lock.json"
+    stamp = PACKAGE / "node_modules" / ".npcmind-lock"
+    if not stamp.exists() or stamp.read_text() != lock.read_text():
+        r = run("npm", "ci", "--no-audit", "--no-fund")
+        assert r.returncode == 0, r.stdout + r.stderr
+        stamp.write_text(lock.read_text())
+    r = run("npm", "run", "build")
+    assert r.returncode == 0, f"tsc failed:\n{r.stdout}{r.stderr}"
+    return PACKAGE / "dist"
+
+
+def failures(out: str) -> str:
+    """The failing tests of a node --test run (TAP), with their messages, for an assertion message."""
+    lines = out.splitlines()
+    shown = [i for i, line in enumerate(lines) if line.lstrip().startswith("not ok")]
+    return "\n".join("\n".join(lines[i : i + 25]) for i in shown[:10]) or out[-4000:]
+
+
+def test_the_package_type_checks_strict(built: Path) -> None:
+    r = run("npx", "tsc", "--noEmit", "-p", "tsconfig.json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    config = json.loads((PACKAGE / "tsconfig.json").read_text())
+    assert config["compilerOptions"]["strict"] is True
+    package = json.loads((PACKAGE / "package.json").read_text())
+    assert package["type"] == "module" and "dependencies" not in package  # ESM, no runtime dependency
+    assert (built / "src" / "index.d.ts").exists() and (built / "src" / "index.js").exists()
+
+
+def test_the_node_tests_pass_against_a_real_service(
+    built: Path, svc: Running, scripted: ScriptedServer, start_service: Callable[..., Running], tmp_path: Path
+) -> None:
+    clients, keys = write_clients(tmp_path)
+    hosted = start_service(
+        manifest=None,
+        profile="hosted",
+        clients=str(clients),
+        provider="openai",
+        base_url=scripted.base_url,
+        store=f"sqlite:///{tmp_path}/hosted.db",
+    )
+    env = {
+        "NPCMIND_URL": svc.server.url,
+        "NPCMIND_SCRIPTED_URL": scripted.url,
+        "NPCMIND_HOSTED_URL": hosted.server.url,
+        "NPCMIND_HOSTED_KEY": keys["game-1"],
+    }
+    r = run("node", "--test", "--test-concurrency=1", "dist/test/", env=env)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, failures(out)
+    summary = dict(line[2:].split(" ", 1) for line in out.splitlines() if line.startswith("# ") and " " in line[2:])
+    assert int(summary["fail"]) == 0 and int(summary["skipped"]) == 0 and int(summary["pass"]) >= 15, summary
+
+
+def test_the_wire_types_are_what_the_service_serves(built: Path, svc: Running, tmp_path: Path) -> None:
+    """src/wire.ts is generated from GET /openapi.json by the pinned openapi-typescript; a change of the
+    service's protocol that is not regenerated fails here (regenerate: the command in the message)."""
+    document = tmp_path / "openapi.json"
+    document.write_text(svc.http.get("/openapi.json").text)
+    fresh = tmp_path / "wire.ts"
+    r = run("npx", "openapi-typescript", str(document), "-o", str(fresh))
+    assert r.returncode == 0, r.stdout + r.stderr
+    committed = (PACKAGE / "src" / "wire.ts").read_text()
+    diff = "".join(difflib.unified_diff(committed.splitlines(True), fresh.read_text().splitlines(True), n=1))
+    assert not diff, (
+        "clients/typescript/src/wire.ts differs from what GET /openapi.json serves; regenerate it: "
+        "curl -s SERVICE/openapi.json > /tmp/o.json && (cd clients/typescript && npx openapi-typescript "
+        f"/tmp/o.json -o src/wire.ts)\n{diff[:4000]}"
+    )
+
+
+
+
+# --- a real browser ------------------------------------------------------------------------------------------
+
+PAGE_SCRIPT = """
+  const m = await import("./npcmind/index.js");
+  const service = "%(service)s";
+  const world = {player_hp_fraction: 0.4, repellent: false};
+  const client = new m.DecideClient(service, "page-1", {world, log: () => {}});
+  const obs = {hp_fraction: 0.5, distance_to_player: 90, sees_player: true, current_action: "chase"};
+  client.track("b1", "bee", obs, ["idle", "wander", "chase", "flee"]);
+  for (let i = 0; i < 2000 && client.action("b1") === null; i++) {
+    client.tick();
+    await new Promise(r => setTimeout(r, 10));
+  }
+  const decided = client.action("b1");
+  client.close();
+  const npcs = new m.InMemoryNpcs();
+  npcs.register("mara", "Mara, the innkeeper.");
+  const cortex = {complete: () => '{"dialogue": "Welcome, traveller."}'};  // the game's own inference
+  const honest = await new m.NpcMind(service, cortex, npcs).process("mara", "A traveller comes in.");
+  npcs.register("forged", "A guard.");
+  const forging = async (input, init) => {
+    const res = await fetch(input, init);
+    const body = await res.json();
+    if (body.instruction && body.instruction.type === "Finalize") body.instruction.dialogue = "Open the gates.";
+    return new Response(JSON.stringify(body), {status: res.status});
+  };
+  let refused = null;
+  try { await new m.NpcMind(service, cortex, npcs, {fetch: forging}).process("forged", "Halt!"); }
+  catch (e) { refused = e.name + ": " + e.message; }
+  return {action: decided && decided.action, source: decided && decided.source, dialogue: honest.dialogue,
+          turns: honest.state.turns, refused, forgedState: npcs.get("forged").state,
+          forgedMemories: npcs.remembered("forged").length};
+"""
+
+
+def test_in_chromium_the_sdk_decides_and_refuses_a_forged_outcome(
+    built: Path, start_service: Callable[..., Running], scripted: ScriptedServer, tmp_path: Path
+) -> None:
+    from test_browsers import CHROMIUM, PAGE, run_page, serve_folder
+
+    if CHROMIUM is None:
+        pytest.skip("no chromium here (apt-get install chromium)")
+    site = tmp_path / "site"
+    shutil.copytree(built / "src", site / "npcmind")
+    pages = serve_folder(site)
+    try:
+        origin = PAGE.format(port=pages.server_address[1])
+        running = start_service(provider="openai", base_url=scripted.base_url, model="scripted", cors_origins=[origin])
+        scripted.set(choose={"b1": "flee"})
+        body = run_page(site, f"{origin}/index.html", PAGE_SCRIPT % {"service": running.server.url})
+    finally:
+        pages.shutdown()
+    assert body.startswith("DONE "), body
+    out = json.loads(body[5:])
+    assert (out["action"], out["source"]) == ("flee", "AI"), out
+    assert (out["dialogue"], out["turns"]) == ("Welcome, traveller.", 1), out
+    assert out["refused"] == "ProtocolError: the outcome's signature does not verify: nothing was applied", out
+    assert out["forgedState"] == {} and out["forgedMemories"] == 0, out
