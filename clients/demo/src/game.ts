@@ -1,7 +1,7 @@
 /** One step of play: tell npcmind what each character sees, take its decision or the native AI's, move,
  * apply the rules, and send what happened back as events and reports so memory closes the loop. */
 
-import { DecideClient, type Choice } from "./brain.js";
+import type { Brain, Choice } from "./brain.js";
 import { moveBee, moveQueen } from "./motion.js";
 import { nativeBee, nativeQueen } from "./native.js";
 import { BEE_SIGHT, QUEEN_SIGHT, HIVE, dist, type Doing, type Happening, type World } from "./world.js";
@@ -21,7 +21,11 @@ export class Game {
   readonly sent: Sent = { events: 0, reports: 0 };
   private readonly reported = new Set<string>(); // decision ids already reported: one outcome each
 
-  constructor(readonly world: World, readonly npc: DecideClient) {}
+  private readonly npc: Brain["npc"];
+
+  constructor(readonly world: World, readonly brain: Brain) {
+    this.npc = brain.npc;
+  }
 
   /** Advance the game by `dt` seconds of game time; `swat`: the player swats this step. */
   step(dt: number, swat: boolean): void {
@@ -40,8 +44,7 @@ export class Game {
   private tell(): void {
     const w = this.world;
     const p = w.player;
-    this.npc.world = { player_hp_fraction: p.hp, repellent: false };
-    this.npc.scopeState = { boss_phase: w.queen.hp < 0.5 ? 2 : 1 };
+    Object.assign(this.npc.world, { player_hp_fraction: p.hp, repellent: false });
     for (const s of w.swarms) {
       const size = w.membersOf(s.id).length;
       if (size > 0) this.npc.track(s.id, "swarm", { size }, SWARM_ACTIONS);
@@ -61,7 +64,7 @@ export class Game {
   private doing(id: string, native: string): Doing {
     const c: Choice | null = this.npc.action(id);
     if (c !== null) return { action: c.action, source: c.source === "local" ? "local" : c.cached ? "cached" : "AI", code: null };
-    return { action: native, source: "native", code: this.npc.fallbackOf(id) };
+    return { action: native, source: "native", code: this.brain.fallbackOf(id) };
   }
 
   private decide(): void {
@@ -82,6 +85,7 @@ export class Game {
       case "died":
         this.report(h.bee, "failed", "killed by the player");
         this.npc.untrack(h.bee);
+        this.brain.forget(h.bee);
         for (const id of h.near) this.event(id, "ally_died");
         return;
       case "stung":

@@ -2,7 +2,7 @@
  * Query parameters: `speed=N` runs game time N times faster (tests play a long game quickly),
  * `autopilot=1` lets the player move and swat by itself. */
 
-import { DecideClient } from "./brain.js";
+import { Brain } from "./brain.js";
 import { Game } from "./game.js";
 import { showOverlay } from "./overlay.js";
 import { draw } from "./render.js";
@@ -16,8 +16,9 @@ const base = location.origin;
 const clientId = `demo-${Math.random().toString(36).slice(2, 8)}`;
 
 const world = new World();
-const npc = new DecideClient(base, clientId, { world: { player_hp_fraction: 1, repellent: false }, scope: "forest_boss", scopeState: { boss_phase: 1 } });
-const game = new Game(world, npc);
+const brain = new Brain(base, clientId, { world: { player_hp_fraction: 1, repellent: false }, scope: "forest_boss", scopeState: { boss_phase: 1 } });
+const npc = brain.npc;
+const game = new Game(world, brain);
 const watch = new ServiceWatch(base);
 const held = new Set<string>();
 let swatAsked = false;

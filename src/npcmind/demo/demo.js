@@ -1,32 +1,270 @@
-/* npcmind-demo-sources {"sha256":"6bfb5ae65134cc13812ee72bb3423fd479c7c185158431bfb4e1e5b455c73538","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/render.ts","clients/demo/src/sdk.ts","clients/demo/src/service.ts","clients/demo/src/world.ts"]} */
+/* npcmind-demo-sources {"sha256":"0b2f12869953f7e8aeeea92778ad767f40ce0c6bb4f2f614f7b1ff2f7e8ca5f6","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/outbox.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
 "use strict";
 (() => {
-  // src/sdk.ts
-  var BATCH = 16;
-  var WORKERS = 4;
-  var REASK_GAP_MS = 500;
-  var DEFAULT_TIMING = [4e3, 12e3];
-  var DecideClient = class {
-    constructor(url, clientId2, options = {}) {
-      this.url = url;
-      this.clientId = clientId2;
-      this.world = options.world ?? {};
-      this.scope = options.scope ?? null;
-      this.scopeState = options.scopeState ?? null;
-      this._epoch = options.epoch ?? 0;
-      this.clock = options.clock ?? (() => performance.now());
-      this.timeoutGiven = options.timeoutMs !== void 0;
-      this.opts = {
-        eventWindowMs: options.eventWindowMs ?? 50,
-        telemetryMs: options.telemetryMs ?? 500,
-        timeoutMs: options.timeoutMs ?? 15e3
-        // until GET /v1/health tells the service's deadline
-      };
+  // ../typescript/src/errors.ts
+  function readError(body) {
+    const err = isObject(body) && isObject(body["error"]) ? body["error"] : {};
+    const found = err["details"];
+    const details = Array.isArray(found) ? found.filter(isObject).map((d) => ({ path: String(d["path"] ?? ""), message: String(d["message"] ?? "") })) : [];
+    return { code: String(err["code"] ?? ""), message: String(err["message"] ?? ""), details };
+  }
+  function errorLine(body, otherwise) {
+    const { message, details } = readError(body);
+    return details.map((d) => `${d.path}: ${d.message}`).join("; ") || message || otherwise;
+  }
+  function isObject(value) {
+    return typeof value === "object" && value !== null && !Array.isArray(value);
+  }
+  var ENTITY_PATH = /^entities\[(\d+)\]\.?/;
+  function refusedEntities(status, body, sent) {
+    const details = status === 422 ? readError(body).details : [];
+    if (details.length === 0) return null;
+    const why = /* @__PURE__ */ new Map();
+    for (const d of details) {
+      const m = ENTITY_PATH.exec(d.path);
+      const id = m ? sent[Number(m[1])] : void 0;
+      if (m === null || id === void 0) return null;
+      const problems = why.get(id) ?? [];
+      problems.push(`${d.path.slice(m[0].length) || "entity"}: ${d.message}`);
+      why.set(id, problems);
     }
-    world;
-    scope;
-    scopeState;
-    stats = {
+    return new Map([...why].map(([id, problems]) => [id, problems.join("; ")]));
+  }
+
+  // ../typescript/src/answer.ts
+  var CODES = /* @__PURE__ */ new Set(["budget", "busy", "invalid_choice", "refused", "unavailable"]);
+  var AI_FIELDS = [
+    ["id", "string"],
+    ["action", "string"],
+    ["label", "string"],
+    ["ttl_ms", "number"],
+    ["decision_id", "string"],
+    ["cached", "boolean"]
+  ];
+  function decisionProblem(d, at) {
+    if (!isObject(d)) return `${at}: not an object`;
+    if (d["source"] === "AI") {
+      for (const [name, kind] of AI_FIELDS) if (typeof d[name] !== kind) return `${at}.${name}: must be a ${kind}`;
+      if (d["confidence"] !== null && typeof d["confidence"] !== "number") return `${at}.confidence: must be a number`;
+      return null;
+    }
+    if (d["source"] === "FALLBACK") {
+      if (typeof d["id"] !== "string") return `${at}.id: must be a string`;
+      if (!CODES.has(String(d["code"]))) return `${at}.code: not a known fallback code`;
+      return typeof d["reason"] === "string" ? null : `${at}.reason: must be a string`;
+    }
+    return `${at}.source: must be AI or FALLBACK`;
+  }
+  function readDecideResponse(body) {
+    if (!isObject(body)) return "not a JSON object";
+    if (typeof body["epoch"] !== "number") return "epoch: must be a number";
+    const decisions = body["decisions"];
+    if (!Array.isArray(decisions)) return "decisions: must be an array";
+    for (let i = 0; i < decisions.length; i++) {
+      const problem = decisionProblem(decisions[i], `decisions[${i}]`);
+      if (problem !== null) return problem;
+    }
+    return body;
+  }
+
+  // ../typescript/src/outbox.ts
+  var TELEMETRY_BATCH = 1e3;
+  var REPORTS_A_REQUEST = 256;
+  var MAX_QUEUED_REPORTS = 1e4;
+  var Outbox = class {
+    // refs of the newest telemetry tick: a decide request waits for them
+    constructor(host) {
+      this.host = host;
+    }
+    observed = /* @__PURE__ */ new Map();
+    removed = [];
+    scene = null;
+    reports = [];
+    batch = TELEMETRY_BATCH;
+    // halved on a 413: observations too rich for the body limit
+    sent = /* @__PURE__ */ new Map();
+    newest = [];
+    /** An observe-only entity (the player): sent as telemetry, never asked. */
+    observe(id, type, fields, position) {
+      const item = { id, type, fields };
+      if (position !== null) item["position"] = position;
+      this.observed.set(id, item);
+    }
+    /** Forget an observed entity; whether it was one. */
+    forget(id) {
+      return this.observed.delete(id);
+    }
+    /** An entity left: the service hears it with the next telemetry. */
+    remove(id) {
+      this.removed.push(id);
+    }
+    /** A new scene: the service resets its population with the next telemetry. */
+    setScene(scene) {
+      this.scene = scene;
+    }
+    /** Queue a report; the oldest tenth goes when the service has been away too long. */
+    report(item) {
+      if (this.reports.length >= MAX_QUEUED_REPORTS) {
+        this.reports.splice(0, MAX_QUEUED_REPORTS / 10);
+        this.host.warn(
+          "reports-dropped",
+          `more than ${MAX_QUEUED_REPORTS} reports wait for npcmind: the oldest are dropped`,
+          false
+        );
+      }
+      this.reports.push(item);
+    }
+    /** Reports still waiting to be sent. */
+    get queuedReports() {
+      return this.reports.length;
+    }
+    /** One request of queued reports (at most 256), or none; how many it carries. */
+    sendReports(clientId2) {
+      if (this.reports.length === 0) return { request: null, count: 0 };
+      const reports = this.reports.splice(0, REPORTS_A_REQUEST);
+      const request = this.host.post("/v1/report", { client_id: clientId2, reports });
+      if (request !== null) this.sent.set(request.ref, { kind: "report" });
+      return { request, count: reports.length };
+    }
+    /** The telemetry of now: changed entities, observed ones, removals and the scene; none when nothing changed. */
+    sendTelemetry(clientId2, epoch, entities) {
+      const items = [];
+      for (const e of entities) {
+        if (!e.changed) continue;
+        e.changed = false;
+        const item = { id: e.id, type: e.type, fields: e.observation };
+        if (e.position !== null) item["position"] = e.position;
+        if (e.state !== null) item["state"] = e.state;
+        if (e.parent !== null) item["parent"] = e.parent;
+        items.push(item);
+      }
+      items.push(...this.observed.values());
+      if (items.length === 0 && this.removed.length === 0 && this.scene === null) return [];
+      this.newest = [];
+      const alone = items.filter((i) => this.host.alone.has(i.id));
+      const together = items.filter((i) => !this.host.alone.has(i.id));
+      const out = [];
+      let first = this.scene !== null ? { scene: this.scene } : {};
+      for (let i = 0; i < Math.max(together.length, 1); i += this.batch) {
+        const body = { client_id: clientId2, epoch, entities: together.slice(i, i + this.batch) };
+        Object.assign(body, first);
+        if (i === 0) body["removed"] = this.removed;
+        this.push(body, out);
+        first = {};
+      }
+      if (alone.length > 0) this.push({ client_id: clientId2, epoch, entities: alone }, out);
+      this.observed.clear();
+      this.removed = [];
+      this.scene = null;
+      return out;
+    }
+    /** Refs of the newest telemetry still unanswered: a decide request goes after them. */
+    pendingTelemetry() {
+      return this.newest.filter((ref) => this.sent.has(ref));
+    }
+    /** Whether a request is the outbox's. */
+    owns(ref) {
+      return this.sent.has(ref);
+    }
+    /** An answer to one of the outbox's requests: what to send again now, and whether the service refused
+     * the request as a whole (the scheduler then backs off as for any refusal). */
+    answer(ref, status, body) {
+      const sent = this.sent.get(ref);
+      this.sent.delete(ref);
+      if (sent === void 0 || sent.kind === "report" || status === 200) {
+        if (sent?.kind === "telemetry" && status === 200) this.taken(sent.body);
+        return { resend: [], refused: status !== 200 };
+      }
+      const items = sent.body["entities"];
+      const out = [];
+      if (status === 413 && items.length > 1) {
+        const half = Math.floor(items.length / 2);
+        this.batch = Math.max(1, Math.min(this.batch, half));
+        this.push({ ...sent.body, entities: items.slice(0, half) }, out);
+        const { scene: _scene, removed: _removed, ...rest } = sent.body;
+        this.push({ ...rest, entities: items.slice(half) }, out);
+        return { resend: out, refused: false };
+      }
+      const bad = refusedEntities(status, body, items.map((i) => i.id));
+      if (bad === null) return { resend: [], refused: true };
+      this.host.refused(bad, new Map(items.map((i) => [i.id, i.type])));
+      const kept = { ...sent.body, entities: items.filter((i) => !bad.has(i.id)) };
+      if (kept.entities.length > 0 || kept["removed"]?.length || kept["scene"]) {
+        this.push(kept, out);
+      }
+      return { resend: out, refused: false };
+    }
+    /** A request that got no answer is forgotten (telemetry is sent again when the entities change). */
+    failed(ref) {
+      this.sent.delete(ref);
+    }
+    taken(body) {
+      for (const item of body["entities"]) if (!this.host.tracked(item.id)) this.host.alone.delete(item.id);
+    }
+    push(body, out) {
+      const request = this.host.post("/v1/telemetry", body);
+      if (request === null) return;
+      this.sent.set(request.ref, { kind: "telemetry", body });
+      this.newest.push(request.ref);
+      out.push(request);
+    }
+  };
+
+  // ../typescript/src/session.ts
+  var RENEW_RETRY_MS = 3e4;
+  var Session = class {
+    constructor(apiKey) {
+      this.apiKey = apiKey;
+    }
+    token = null;
+    renewAt = Number.POSITIVE_INFINITY;
+    // on the client's clock
+    /** The ref of the POST /v1/session in flight, if any. */
+    pending = null;
+    /** Whether requests may go: a token is held (an old one while it is renewed). */
+    get open() {
+      return this.token !== null;
+    }
+    /** Whether to ask for a session now: none yet, or the token near its expiry (not a 401 and a lost request). */
+    due(now) {
+      return this.pending === null && (this.token === null || now >= this.renewAt);
+    }
+    /** The headers of the session request itself: the api key. */
+    keyHeaders() {
+      return { authorization: `Bearer ${this.apiKey}` };
+    }
+    /** The headers of every other request. */
+    headers() {
+      return this.token === null ? {} : { authorization: `Bearer ${this.token}` };
+    }
+    /** The session request's answer; the reason when it was refused. */
+    answer(status, body, now) {
+      this.pending = null;
+      const token = status === 200 && isObject(body) ? body["session_token"] : void 0;
+      if (typeof token !== "string" || !isObject(body)) {
+        if (this.token !== null) this.renewAt = now + RENEW_RETRY_MS;
+        return `npcmind did not open a session (POST /v1/session answered ${status}: ${errorLine(body, "(no session_token)")})`;
+      }
+      const ttl = body["expires_in_s"];
+      this.token = token;
+      this.renewAt = typeof ttl === "number" ? now + 0.9 * ttl * 1e3 : Number.POSITIVE_INFINITY;
+      return null;
+    }
+    /** The session request got no answer. */
+    failed(now) {
+      this.pending = null;
+      if (this.token !== null) this.renewAt = now + RENEW_RETRY_MS;
+    }
+    /** The service said the session ended (a 401): a new one before the next request. */
+    expire() {
+      this.token = null;
+    }
+  };
+
+  // ../typescript/src/types.ts
+  var OUTCOMES = ["done", "failed", "interrupted", "rejected"];
+  function newStats() {
+    return {
       requests: 0,
       asked: 0,
       ai: 0,
@@ -39,32 +277,78 @@
       reportsSent: 0,
       refused: 0
     };
-    _epoch;
-    entities = /* @__PURE__ */ new Map();
-    observed = [];
-    removed = [];
-    reports = [];
-    scene = null;
-    types = /* @__PURE__ */ new Map();
-    manifestAsked = false;
-    inFlight = 0;
-    count = 0;
-    lastReask = -Infinity;
-    reaskPending = false;
-    lastTelemetry = -Infinity;
-    notBefore = -Infinity;
-    closed = false;
-    clock;
+  }
+
+  // ../typescript/src/scheduler.ts
+  var BATCH = 16;
+  var REASK_GAP_MS = 500;
+  var DEFAULT_REFRESH_MS = 4e3;
+  var DEFAULT_TTL_MS = 12e3;
+  var DEFAULT_DEADLINE_MS = 1e4;
+  var TIMEOUT_MARGIN_MS = 5e3;
+  var NUMBER = /\d+(?:\.\d+)?/g;
+  var Scheduler = class {
+    stats = newStats();
+    clientId;
+    world;
+    scope;
+    scopeState;
+    policy;
+    threshold;
+    currentEpoch;
+    refreshMs;
+    windowMs;
+    telemetryEvery;
+    maxInFlight;
+    log;
     timeoutGiven;
-    opts;
+    timeout;
+    session;
+    outbox;
+    entities = /* @__PURE__ */ new Map();
+    alone = /* @__PURE__ */ new Map();
+    // entity id -> why the service refused it
+    sent = /* @__PURE__ */ new Map();
+    types = null;
+    // type -> [refresh_ms, ttl_ms]
+    manifestRef = null;
+    refs = 0;
+    decidesInFlight = 0;
+    count = 0;
+    lastReask = Number.NEGATIVE_INFINITY;
+    reaskPending = false;
+    lastTelemetry = Number.NEGATIVE_INFINITY;
+    notBefore = Number.NEGATIVE_INFINITY;
+    // after a 429 or a service that is down
+    warned = /* @__PURE__ */ new Set();
+    constructor(options) {
+      this.clientId = options.clientId;
+      this.world = { ...options.world ?? {} };
+      this.scope = options.scope ?? null;
+      this.scopeState = options.scopeState ?? null;
+      this.policy = options.policy ?? null;
+      this.threshold = options.threshold ?? 0.8;
+      this.currentEpoch = options.epoch ?? 0;
+      this.refreshMs = options.refreshMs ?? null;
+      this.windowMs = options.eventWindowMs ?? 50;
+      this.telemetryEvery = options.telemetryMs ?? 500;
+      this.maxInFlight = options.maxInFlight ?? 4;
+      this.log = options.log ?? ((m) => console.warn(`npcmind: ${m}`));
+      this.timeoutGiven = options.timeoutMs !== void 0 && options.timeoutMs !== null;
+      this.timeout = options.timeoutMs ?? DEFAULT_DEADLINE_MS + TIMEOUT_MARGIN_MS;
+      this.session = options.apiKey ? new Session(options.apiKey) : null;
+      this.outbox = new Outbox(this.outboxHost());
+      if (options.manifest) this.readManifest(options.manifest);
+    }
+    // --- what the game tells --------------------------------------------------------------------
     /** The game's epoch: answers to requests sent under another epoch are dropped. */
     get epoch() {
-      return this._epoch;
+      return this.currentEpoch;
     }
-    set epoch(value) {
-      if (value === this._epoch) return;
-      this._epoch = value;
-      const now = this.clock();
+    /** A new epoch: what was decided for the old state no longer holds, and everyone is asked again. */
+    setEpoch(value, now) {
+      if (value === this.currentEpoch) return;
+      this.currentEpoch = value;
       for (const e of this.entities.values()) {
         e.choice = null;
         e.due = Math.min(e.due, now);
@@ -72,62 +356,103 @@
     }
     /** A new scene (level, map): the service resets its population with the next telemetry. */
     setScene(scene) {
-      this.scene = scene;
+      this.outbox.setScene(scene);
     }
-    /** Add an entity that decides, or update what it sees and may do now. */
-    track(id, type, observation, legalActions, opts = {}) {
+    /** Add an entity that decides, or update what it sees and may do now (not asked again for that alone). */
+    track(id, type, observation, legalActions, options, now) {
       const e = this.entities.get(id);
+      const extra = {
+        position: options.position ?? null,
+        profile: options.profile ?? null,
+        parent: options.parent ?? null,
+        state: options.state ?? null
+      };
       if (e === void 0) {
-        const fresh = { id, type, observation, legalActions, opts, trigger: null, due: this.clock(), inFlight: false };
-        this.entities.set(id, { ...fresh, choice: null, why: null });
+        const fresh = { trigger: null, due: now, askedAt: Number.NEGATIVE_INFINITY, inFlight: false, choice: null };
+        this.entities.set(id, { id, type, observation, legalActions, ...extra, ...fresh, changed: true });
         return;
       }
-      Object.assign(e, { type, observation, legalActions, opts });
+      if (e.type !== type) {
+        e.choice = null;
+        e.due = now;
+      }
+      Object.assign(e, { type, observation, legalActions, changed: true }, extra);
     }
     /** An observe-only entity (the player): sent as telemetry, never asked. */
-    observe(id, type, fields, position) {
-      this.observed = this.observed.filter((o) => o["id"] !== id);
-      this.observed.push(position ? { id, type, fields, position } : { id, type, fields });
+    observe(id, type, fields, position = null) {
+      this.outbox.observe(id, type, fields, position);
     }
-    /** The entity left the scene (died): forget it and tell the service. */
+    /** The entity left the scene (died, despawned): forget it and tell the service. */
     untrack(id) {
-      if (this.entities.delete(id)) this.removed.push(id);
+      this.alone.delete(id);
+      const tracked = this.entities.delete(id);
+      if (this.outbox.forget(id) || tracked) this.outbox.remove(id);
     }
-    /** Something happened to the entity (one of its type's events): ask for it at once. */
-    event(id, trigger) {
+    /** Something happened to the entity: ask for it at once. False (said once) for an entity not tracked. */
+    event(id, trigger, now) {
       const e = this.entities.get(id);
-      if (e === void 0) return false;
+      if (e === void 0) {
+        this.warn(`event:${trigger}`, `event(${JSON.stringify(id)}, ${JSON.stringify(trigger)}) for an entity not tracked: ignored`, false);
+        return false;
+      }
       e.trigger = trigger;
-      e.due = Math.min(e.due, this.clock() + this.opts.eventWindowMs);
+      e.due = Math.min(e.due, now + this.windowMs);
       return true;
     }
-    /** What became of the entity's current AI decision; sent with the next tick. */
-    report(id, outcome, detail) {
+    /** What became of the entity's current AI decision; false when it has none to report. */
+    report(id, outcome, detail = null) {
+      if (!OUTCOMES.includes(outcome)) {
+        const why = `report(${JSON.stringify(id)}, ${JSON.stringify(outcome)}): the outcome must be one of ${OUTCOMES.join(", ")}; not sent`;
+        this.warn(`outcome:${String(outcome)}`, why, false);
+        return false;
+      }
       const decisionId = this.entities.get(id)?.choice?.decisionId;
-      if (!decisionId) return false;
-      this.reports.push(detail ? { decision_id: decisionId, outcome, detail: detail.slice(0, 200) } : { decision_id: decisionId, outcome });
+      if (decisionId === void 0 || decisionId === null) return false;
+      const item = { decision_id: decisionId, outcome };
+      if (detail) item["detail"] = detail.slice(0, 200);
+      this.outbox.report(item);
       return true;
     }
-    /** The entity's live decision, or null: run the game's native AI. */
-    action(id, legalNow) {
+    // --- what the game asks ---------------------------------------------------------------------
+    /** The entity's live decision, or null: run the game's native AI. Checked against `legalNow`, else the
+     * legal actions last tracked. */
+    action(id, legalNow, now) {
       const e = this.entities.get(id);
       const c = e?.choice;
-      if (!e || !c) return null;
-      if (this.clock() >= c.expiresAt) {
+      if (e === void 0 || c === null || c === void 0) return null;
+      if (now >= c.expiresAt) {
         e.choice = null;
-        e.why = "expired";
         return null;
       }
       return (legalNow ?? e.legalActions).includes(c.action) ? c : null;
     }
-    /** Why an entity has no decision: the fallback code, `unreachable`, `expired`, or null when not asked yet. */
-    fallbackOf(id) {
-      return this.entities.get(id)?.why ?? null;
+    /** How long a request may take: the one given, else the service's deadline plus 5 s once it told it. */
+    get timeoutMs() {
+      return this.timeout;
     }
-    /** Send what is due. Never blocks, never throws for the network: answers apply as they come. */
-    tick(now = this.clock()) {
-      if (this.closed) return;
-      if (!this.manifestAsked && now >= this.notBefore) this.readManifest();
+    /** Requests sent and not yet answered. */
+    get inFlight() {
+      return this.sent.size;
+    }
+    /** Entities tracked (that decide). */
+    get size() {
+      return this.entities.size;
+    }
+    /** The headers a request of this client carries (a hosted session's token). */
+    headers() {
+      return this.session?.headers() ?? {};
+    }
+    /** What is due now, in the order to send: session, manifest, telemetry, reports, decisions. */
+    tick(now) {
+      const out = [];
+      if (this.session !== null && this.session.due(now) && now >= this.notBefore) {
+        const r = this.make("POST", "/v1/session", { client_id: this.clientId }, [], this.session.keyHeaders());
+        this.session.pending = r.ref;
+        this.sent.set(r.ref, { kind: "session" });
+        out.push(r);
+      }
+      if (this.session !== null && !this.session.open) return out;
+      if (this.types === null && this.manifestRef === null && now >= this.notBefore) this.askManifest(out);
       if (this.entities.size !== this.count) {
         this.count = this.entities.size;
         this.reaskPending = true;
@@ -137,166 +462,569 @@
         this.lastReask = now;
         for (const e of this.entities.values()) e.due = Math.min(e.due, now);
       }
-      if (now < this.notBefore) return;
-      if (now - this.lastTelemetry >= this.opts.telemetryMs) this.sendTelemetry(now);
-      if (this.reports.length) {
-        const reports = this.reports.splice(0, 256);
-        this.stats.reportsSent += reports.length;
-        void this.call("POST", "/v1/report", { client_id: this.clientId, reports }).catch(() => void 0);
+      if (now < this.notBefore) return out;
+      if (now - this.lastTelemetry >= this.telemetryEvery) {
+        const sent = this.outbox.sendTelemetry(this.clientId, this.currentEpoch, this.entities.values());
+        if (sent.length > 0) this.lastTelemetry = now;
+        out.push(...sent);
       }
-      this.ask(now);
+      const reports = this.outbox.sendReports(this.clientId);
+      if (reports.request !== null) out.push(reports.request);
+      this.stats.reportsSent += reports.count;
+      this.ask(now, out);
+      return out;
     }
-    /** What the model saw in this session's last decide request (GET /v1/prompt); null when nothing yet. */
-    async lastPrompt() {
+    /** Send every queued report now (before closing, or for a turn-based game). */
+    flushReports() {
+      const out = [];
+      while (this.outbox.queuedReports > 0) {
+        const { request, count } = this.outbox.sendReports(this.clientId);
+        this.stats.reportsSent += count;
+        if (request !== null) out.push(request);
+      }
+      return out;
+    }
+    /** An answer came back for `ref`. */
+    answer(ref, status, body, headers, now) {
+      const out = [];
+      if (this.outbox.owns(ref)) {
+        const { resend, refused } = this.outbox.answer(ref, status, body);
+        if (refused) this.refused(status, body, headers, now);
+        return resend;
+      }
+      const s = this.sent.get(ref);
+      if (s === void 0) return out;
+      this.sent.delete(ref);
+      if (s.kind === "decide") this.applyDecide(s, status, body, headers, now);
+      else if (s.kind === "manifest") this.manifestAnswered(status, body, now);
+      else if (s.kind === "health") this.healthAnswered(status, body);
+      else if (s.kind === "session") this.sessionAnswered(status, body, now);
+      return out;
+    }
+    /** A request got no answer (`timeout` or `unreachable`): its entities use their native AI; retried later. */
+    fail(ref, kind, now) {
+      this.failed(kind);
+      if (this.outbox.owns(ref)) return this.outbox.failed(ref);
+      const s = this.sent.get(ref);
+      if (s === void 0) return;
+      this.sent.delete(ref);
+      if (s.kind === "decide") {
+        this.decidesInFlight--;
+        this.stats.errors++;
+        this.notBefore = now + 1e3;
+        this.release(s.legal, null);
+      } else if (s.kind === "manifest") {
+        this.manifestRef = null;
+        this.notBefore = Math.max(this.notBefore, now + 1e3);
+      } else if (s.kind === "session") {
+        if (this.session !== null && !this.session.open) this.notBefore = Math.max(this.notBefore, now + 1e3);
+        this.session?.failed(now);
+      }
+    }
+    // --- scheduling -----------------------------------------------------------------------------
+    timing(type) {
+      const [refresh, ttl] = this.types?.get(type) ?? [DEFAULT_REFRESH_MS, DEFAULT_TTL_MS];
+      return [this.refreshMs ?? refresh, ttl];
+    }
+    askManifest(out) {
+      if (!this.timeoutGiven) {
+        const health = this.make("GET", "/v1/health", null, []);
+        this.sent.set(health.ref, { kind: "health" });
+        out.push(health);
+      }
+      const r = this.make("GET", "/v1/manifest", null, []);
+      this.manifestRef = r.ref;
+      this.sent.set(r.ref, { kind: "manifest" });
+      out.push(r);
+    }
+    /** Send what is due, events first, then the longest waiting; no more requests than `maxInFlight`. */
+    ask(now, out) {
+      const free = this.maxInFlight - this.decidesInFlight;
+      if (free <= 0) return;
+      const due = [];
+      for (const e of this.entities.values()) if (e.due <= now && !e.inFlight) due.push(e);
+      if (due.length === 0) return;
+      due.sort((a, b) => Number(a.trigger === null) - Number(b.trigger === null) || a.due - b.due);
+      const asked = [];
+      let room = free * BATCH;
+      for (const e of due) {
+        room -= this.alone.has(e.id) ? BATCH : 1;
+        if (room < 0) break;
+        const [refresh, ttl] = this.timing(e.type);
+        e.due = now + refresh;
+        e.askedAt = now;
+        if (this.decidedLocally(e, now, ttl)) continue;
+        asked.push(e);
+      }
+      const together = asked.filter((e) => !this.alone.has(e.id));
+      for (let i = 0; i < together.length; i += BATCH) this.sendBatch(together.slice(i, i + BATCH), out);
+      for (const e of asked) if (this.alone.has(e.id)) this.sendBatch([e], out);
+    }
+    /** Cascade: the local policy's action when it is sure enough and the action legal. */
+    decidedLocally(e, now, ttl) {
+      if (this.policy === null) return false;
+      let action = "";
+      let confidence = 0;
       try {
-        const [status, body] = await this.call("GET", `/v1/prompt?client_id=${encodeURIComponent(this.clientId)}`, null);
-        return status === 200 && typeof body === "object" && body !== null ? body : null;
+        [action, confidence] = this.policy(e);
+      } catch (exc) {
+        this.warn(`policy:${exc?.name}`, `the local policy failed for ${JSON.stringify(e.id)} (said once; the service decides instead): ${String(exc)}`, false);
+      }
+      if (confidence < this.threshold || !e.legalActions.includes(action)) return false;
+      e.choice = { action, source: "local", confidence, expiresAt: now + ttl, decisionId: null, cached: false, label: null };
+      e.trigger = null;
+      this.stats.local++;
+      return true;
+    }
+    sendBatch(batch, out) {
+      const body = {
+        client_id: this.clientId,
+        epoch: this.currentEpoch,
+        world: this.world,
+        entities: batch.map(entityItem)
+      };
+      if (this.scope !== null) {
+        body["scope"] = this.scope;
+        if (this.scopeState !== null) body["scope_state"] = this.scopeState;
+      }
+      const after = this.outbox.pendingTelemetry();
+      if (this.manifestRef !== null) after.push(this.manifestRef);
+      const r = this.post("/v1/decide", body, after);
+      if (r === null) return;
+      const kept = new Set((r.body?.["entities"]).map((i) => i.id));
+      const legal = /* @__PURE__ */ new Map();
+      for (const e of batch) {
+        if (!kept.has(e.id)) continue;
+        e.inFlight = true;
+        e.trigger = null;
+        legal.set(e.id, [...e.legalActions]);
+      }
+      this.sent.set(r.ref, { kind: "decide", epoch: this.currentEpoch, legal });
+      this.decidesInFlight++;
+      this.stats.requests++;
+      this.stats.asked += legal.size;
+      out.push(r);
+    }
+    // --- answers ----------------------------------------------------------------------------------
+    applyDecide(s, status, body, headers, now) {
+      this.decidesInFlight--;
+      if (status !== 200) {
+        this.stats.errors++;
+        const bad = refusedEntities(status, body, [...s.legal.keys()]);
+        if (bad !== null) {
+          this.entitiesRefused(bad, new Map([...s.legal.keys()].map((id) => [id, this.entities.get(id)?.type ?? "entity"])));
+          return this.release(s.legal, now, bad);
+        }
+        this.refused(status, body, headers, now);
+        return this.release(s.legal, status === 401 && this.session !== null ? now : null);
+      }
+      for (const id of s.legal.keys()) this.alone.delete(id);
+      const answer = readDecideResponse(body);
+      if (typeof answer === "string") {
+        this.stats.errors++;
+        this.warn("malformed", `the answer to /v1/decide could not be read: ${answer}`);
+        return this.release(s.legal, null);
+      }
+      if (answer.epoch !== this.currentEpoch || s.epoch !== this.currentEpoch) {
+        this.stats.droppedEpoch++;
+        return this.release(s.legal, now);
+      }
+      this.applyDecisions(answer, s.legal, now);
+      this.release(s.legal, null);
+    }
+    applyDecisions(answer, legal, now) {
+      for (const d of answer.decisions) {
+        const e = this.entities.get(d.id);
+        const sentLegal = legal.get(d.id);
+        if (e === void 0 || sentLegal === void 0) continue;
+        e.inFlight = false;
+        if (d.source === "AI") {
+          if (!sentLegal.includes(d.action)) {
+            this.stats.illegal++;
+            e.choice = null;
+            continue;
+          }
+          this.stats.ai++;
+          if (d.cached) this.stats.cached++;
+          const expiresAt = now + d.ttl_ms;
+          e.choice = { action: d.action, source: "AI", confidence: d.confidence, expiresAt, decisionId: d.decision_id, cached: d.cached, label: d.label };
+          continue;
+        }
+        this.stats.fallbacks[d.code] = (this.stats.fallbacks[d.code] ?? 0) + 1;
+        e.choice = null;
+        if (d.code === "budget") this.warn(`budget:${e.type}`, `${e.type} ${JSON.stringify(e.id)} is over its token budget: ${d.reason}`);
+        else if (d.code === "unavailable" || d.code === "busy") {
+          this.warn(`${d.code}:${d.reason.replace(NUMBER, "#")}`, `npcmind fell back with '${d.code}': ${d.reason}`);
+        }
+      }
+    }
+    /** The entities of an answered or failed request may be asked again: at `due`, or else on their next
+     * refresh (the seed's reaction to `unavailable` and `busy`); those in `keep` on their refresh. */
+    release(legal, due, keep = /* @__PURE__ */ new Map()) {
+      for (const id of legal.keys()) {
+        const e = this.entities.get(id);
+        if (e === void 0 || !e.inFlight) continue;
+        e.inFlight = false;
+        if (due !== null && !keep.has(id)) e.due = Math.min(e.due, due);
+      }
+    }
+    entitiesRefused(found, types) {
+      for (const [id, why] of found) {
+        this.stats.refused++;
+        this.alone.set(id, why);
+        const said = `npcmind refused ${types.get(id) ?? "entity"} ${JSON.stringify(id)} (${why}): the others go on without it, and it is sent alone until the service takes it`;
+        this.warn(`refused:${id}:${why}`, said);
+      }
+    }
+    manifestAnswered(status, body, now) {
+      const data = status === 200 && isObject(body) ? body["manifest"] : null;
+      if (!isObject(data)) {
+        this.manifestRef = null;
+        this.notBefore = Math.max(this.notBefore, now + 1e3);
+        return;
+      }
+      this.manifestRef = null;
+      this.readManifest(data);
+      for (const e of this.entities.values()) e.due = Math.min(e.due, e.askedAt + this.timing(e.type)[0]);
+    }
+    readManifest(data) {
+      const defaults = isObject(data["defaults"]) ? data["defaults"] : {};
+      const types = isObject(data["types"]) ? data["types"] : {};
+      this.types = /* @__PURE__ */ new Map();
+      for (const [name, t] of Object.entries(types)) {
+        const one = isObject(t) ? t : {};
+        const refresh = Number(one["refresh_ms"] || defaults["refresh_ms"] || DEFAULT_REFRESH_MS);
+        const ttl = Number(one["ttl_ms"] || defaults["ttl_ms"] || DEFAULT_TTL_MS);
+        this.types.set(name, [refresh, ttl]);
+      }
+    }
+    healthAnswered(status, body) {
+      const deadline = status === 200 && isObject(body) ? body["deadline_ms"] : null;
+      if (!this.timeoutGiven && typeof deadline === "number" && deadline > 0) this.timeout = deadline + TIMEOUT_MARGIN_MS;
+    }
+    sessionAnswered(status, body, now) {
+      const wasOpen = this.session?.open ?? false;
+      const why = this.session?.answer(status, body, now) ?? null;
+      if (why === null) return;
+      this.warn(`session:${why}`, why);
+      if (!wasOpen) this.notBefore = Math.max(this.notBefore, now + 1e3);
+    }
+    refused(status, body, headers, now) {
+      let msg = `npcmind answered ${status} ${readError(body).code}: ${errorLine(body, "")}`;
+      if (status === 401 && this.session === null) msg += " (the service runs the hosted profile: give DecideClient its apiKey)";
+      if (status === 429 || status >= 500) {
+        const retry = headers["retry-after"];
+        const wait = retry !== void 0 && /^\d+(\.\d+)?$/.test(retry) ? Number(retry) * 1e3 : 1e3;
+        this.notBefore = now + wait;
+      }
+      if (status === 401 && this.session !== null) {
+        this.session.expire();
+        this.notBefore = Math.max(this.notBefore, now + 250);
+      }
+      this.warn(`${status}:${msg.replace(NUMBER, "#")}`, msg);
+    }
+    failed(kind) {
+      if (kind === "timeout") {
+        const why = this.timeoutGiven ? "its model may take up to NPCMIND_DEADLINE_MS: leave timeoutMs out to follow it" : `${TIMEOUT_MARGIN_MS / 1e3} s past its own deadline for the model: it is overloaded or stalled`;
+        this.warn("timeout", `npcmind did not answer within ${this.timeout / 1e3} s (${why})`);
+      } else this.warn("transport", "npcmind is unreachable");
+    }
+    /** Say a problem once; `native`: it leaves entities to the game's own AI, and the line says so. */
+    warn(key, message, native2 = true) {
+      if (this.warned.has(key)) return;
+      if (this.warned.size >= 1e3) this.warned.clear();
+      this.warned.add(key);
+      this.log(native2 ? `${message} (the entities concerned use their native AI)` : message);
+    }
+    // --- requests ---------------------------------------------------------------------------------
+    make(method, path, body, after, headers) {
+      const ref = `r${++this.refs}`;
+      const json = body === null ? null : JSON.stringify(body);
+      return { ref, method, path, headers: headers ?? this.headers(), body, json, after };
+    }
+    /** A POST whose body is made now (a snapshot: the game may change its objects from the next frame on); an
+     * entity that is not JSON is left out and named once; null when nothing is left to send. */
+    post(path, body, after = []) {
+      try {
+        return this.make("POST", path, body, after);
       } catch {
+      }
+      const entities = Array.isArray(body["entities"]) ? body["entities"] : [];
+      body["entities"] = entities.filter((item) => {
+        try {
+          JSON.stringify(item);
+          return true;
+        } catch (exc) {
+          this.warn(`encode:${item.id}`, `${item.type} ${JSON.stringify(item.id)} cannot be sent as JSON (${String(exc)}): left out`);
+          return false;
+        }
+      });
+      const removed = body["removed"];
+      if (body["entities"].length === 0 && !removed?.length && !body["scene"]) return null;
+      try {
+        return this.make("POST", path, body, after);
+      } catch (exc) {
+        this.warn(`encode:${String(exc)}`, `a request cannot be sent as JSON (${String(exc)}): skipped`);
         return null;
       }
     }
-    /** Stop sending; answers still in flight are ignored. */
+    outboxHost() {
+      return {
+        post: (path, body, after) => this.post(path, body, after),
+        refused: (found, types) => this.entitiesRefused(found, types),
+        alone: this.alone,
+        tracked: (id) => this.entities.has(id),
+        warn: (key, message, native2) => this.warn(key, message, native2)
+      };
+    }
+  };
+  function entityItem(e) {
+    const item = { id: e.id, type: e.type, observation: e.observation, legal_actions: e.legalActions };
+    if (e.position !== null) item["position"] = e.position;
+    if (e.profile !== null) item["profile"] = e.profile;
+    if (e.parent !== null) item["parent"] = e.parent;
+    if (e.trigger !== null) item["trigger"] = e.trigger;
+    return item;
+  }
+
+  // ../typescript/src/transport.ts
+  var GZIP_FROM = 16 * 1024;
+  var Transport = class {
+    constructor(options) {
+      this.options = options;
+      this.base = options.baseUrl.replace(/\/+$/, "");
+      this.fetchFn = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    }
+    base;
+    fetchFn;
+    running = /* @__PURE__ */ new Map();
+    controllers = /* @__PURE__ */ new Set();
+    queue = [];
+    closed = false;
+    /** Start a request; what becomes of it is queued. */
+    send(request) {
+      const waits = request.after.map((ref) => this.running.get(ref)).filter((p) => p !== void 0);
+      const run = Promise.allSettled(waits).then(() => this.execute(request)).then((settled) => {
+        if (!this.closed) this.queue.push(settled);
+      }).finally(() => this.running.delete(request.ref));
+      this.running.set(request.ref, run);
+    }
+    /** What came back since the last call, in the order it came. */
+    drain() {
+      const out = this.queue;
+      this.queue = [];
+      return out;
+    }
+    /** Requests still running. */
+    get inFlight() {
+      return this.running.size;
+    }
+    /** Resolves once every request sent so far has settled. */
+    async idle() {
+      while (this.running.size > 0) await Promise.allSettled([...this.running.values()]);
+    }
+    /** One request outside the core (a debug view): its status and JSON body. */
+    async call(method, path, headers) {
+      return this.execute({ ref: "call", method, path, headers, body: null, json: null, after: [] });
+    }
+    /** Abort what runs and drop what would come: a game that quits must not hang on a slow service. */
     close() {
       this.closed = true;
+      for (const c of this.controllers) c.abort();
+      this.queue = [];
     }
-    timing(type) {
-      return this.types.get(type) ?? DEFAULT_TIMING;
-    }
-    readManifest() {
-      this.manifestAsked = true;
-      this.call("GET", "/v1/health", null).then(([status, body]) => {
-        const deadline = body.deadline_ms;
-        if (status === 200 && typeof deadline === "number" && deadline > 0 && !this.timeoutGiven) this.opts.timeoutMs = deadline + 5e3;
-        return this.call("GET", "/v1/manifest", null);
-      }).then(([status, body]) => {
-        const m = body.manifest;
-        if (status !== 200 || !m) throw new Error(`manifest: ${status}`);
-        const d = m.defaults ?? {};
-        for (const [name, t] of Object.entries(m.types ?? {})) {
-          this.types.set(name, [t["refresh_ms"] ?? d["refresh_ms"] ?? 4e3, t["ttl_ms"] ?? d["ttl_ms"] ?? 12e3]);
-        }
-      }).catch(() => {
-        this.manifestAsked = false;
-        this.notBefore = Math.max(this.notBefore, this.clock() + 1e3);
-      });
-    }
-    ask(now) {
-      const due = [...this.entities.values()].filter((e) => e.due <= now && !e.inFlight);
-      due.sort((a, b) => Number(a.trigger === null) - Number(b.trigger === null) || a.due - b.due);
-      while (due.length && this.inFlight < WORKERS) this.send(due.splice(0, BATCH), now);
-    }
-    send(batch, now) {
-      const entities = batch.map((e) => {
-        const item = { id: e.id, type: e.type, observation: { ...e.observation }, legal_actions: [...e.legalActions] };
-        for (const k of ["position", "profile", "parent"]) if (e.opts[k] != null) item[k] = e.opts[k];
-        if (e.trigger) item["trigger"] = e.trigger;
-        e.due = now + this.timing(e.type)[0];
-        e.inFlight = true;
-        e.trigger = null;
-        return item;
-      });
-      const legal = new Map(batch.map((e) => [e.id, [...e.legalActions]]));
-      const body = { client_id: this.clientId, epoch: this._epoch, world: { ...this.world }, entities };
-      if (this.scope !== null) body["scope"] = this.scope;
-      if (this.scope !== null && this.scopeState !== null) body["scope_state"] = { ...this.scopeState };
-      const epoch = this._epoch;
-      this.stats.requests += 1;
-      this.stats.asked += batch.length;
-      this.inFlight += 1;
-      this.call("POST", "/v1/decide", body).then(([status, answer]) => this.apply(status, answer, epoch, legal)).catch(() => this.failed(legal, "unreachable")).finally(() => {
-        this.inFlight -= 1;
-      });
-    }
-    apply(status, answer, epoch, legal) {
-      if (status !== 200) {
-        this.stats.errors += 1;
-        if (status === 429 || status >= 500) this.notBefore = this.clock() + 1e3;
-        this.release(legal, `error ${status}`);
-        return;
-      }
-      const a = answer;
-      if (a.epoch !== this._epoch || epoch !== this._epoch) {
-        this.stats.droppedEpoch += 1;
-        this.release(legal, null, this.clock());
-        return;
-      }
-      const now = this.clock();
-      for (const d of a.decisions ?? []) {
-        const e = this.entities.get(String(d["id"]));
-        const sent = legal.get(String(d["id"]));
-        if (!e || !sent) continue;
-        e.inFlight = false;
-        if (d["source"] === "AI" && sent.includes(String(d["action"]))) {
-          this.stats.ai += 1;
-          this.stats.cached += d["cached"] ? 1 : 0;
-          e.choice = {
-            action: String(d["action"]),
-            source: "AI",
-            confidence: d["confidence"] ?? null,
-            expiresAt: now + Number(d["ttl_ms"]),
-            decisionId: d["decision_id"] ?? null,
-            cached: Boolean(d["cached"]),
-            label: d["label"] ?? null
-          };
-          e.why = null;
-        } else {
-          const code = d["source"] === "AI" ? "illegal" : String(d["code"]);
-          if (code === "illegal") this.stats.illegal += 1;
-          else this.stats.fallbacks[code] = (this.stats.fallbacks[code] ?? 0) + 1;
-          e.choice = null;
-          e.why = code;
-        }
-      }
-      this.release(legal, null);
-    }
-    failed(legal, why) {
-      this.stats.errors += 1;
-      this.notBefore = this.clock() + 1e3;
-      this.release(legal, why);
-    }
-    release(legal, why, due) {
-      for (const id of legal.keys()) {
-        const e = this.entities.get(id);
-        if (!e || !e.inFlight) continue;
-        e.inFlight = false;
-        if (due !== void 0) e.due = Math.min(e.due, due);
-        if (why !== null) {
-          e.why = why;
-          e.choice = null;
-        }
-      }
-    }
-    sendTelemetry(now) {
-      const items = [...this.entities.values()].map((e) => {
-        const item = { id: e.id, type: e.type, fields: { ...e.observation } };
-        if (e.opts.position) item["position"] = e.opts.position;
-        if (e.opts.parent) item["parent"] = e.opts.parent;
-        return item;
-      });
-      items.push(...this.observed);
-      if (!items.length && !this.removed.length && this.scene === null) return;
-      this.lastTelemetry = now;
-      const body = { client_id: this.clientId, epoch: this._epoch, entities: items, removed: this.removed };
-      if (this.scene !== null) body["scene"] = this.scene;
-      this.observed = [];
-      this.removed = [];
-      this.scene = null;
-      void this.call("POST", "/v1/telemetry", body).catch(() => void 0);
-    }
-    async call(method, path, body) {
-      const init = { method, signal: AbortSignal.timeout(this.opts.timeoutMs) };
-      if (body !== null) {
-        init.body = JSON.stringify(body);
-        init.headers = { "content-type": "application/json" };
-      }
-      const r = await fetch(this.url + path, init);
-      let payload = null;
+    async execute(r) {
+      const controller = new AbortController();
+      this.controllers.add(controller);
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        controller.abort();
+      }, this.options.timeoutMs());
       try {
-        payload = await r.json();
-      } catch {
-        payload = null;
+        const headers = { ...r.headers };
+        let body;
+        if (r.json !== null) {
+          headers["content-type"] = "application/json";
+          body = r.json.length >= GZIP_FROM ? await gzip(r.json) : r.json;
+          if (typeof body !== "string") headers["content-encoding"] = "gzip";
+        }
+        const res = await this.fetchFn(this.base + r.path, { method: r.method, headers, body, signal: controller.signal });
+        const text = await res.text();
+        const answered = {};
+        res.headers.forEach((v, k) => answered[k.toLowerCase()] = v);
+        return { ref: r.ref, status: res.status, body: parse(text), headers: answered };
+      } catch (exc) {
+        return { ref: r.ref, fail: timedOut ? "timeout" : "unreachable", error: String(exc) };
+      } finally {
+        clearTimeout(timer);
+        this.controllers.delete(controller);
       }
-      return [r.status, payload];
+    }
+  };
+  function parse(text) {
+    try {
+      return JSON.parse(text);
+    } catch {
+      return { error: { message: text.slice(0, 200) } };
+    }
+  }
+  async function gzip(text) {
+    if (typeof CompressionStream === "undefined") return text;
+    const stream = new Blob([text]).stream().pipeThrough(new CompressionStream("gzip"));
+    return new Uint8Array(await new Response(stream).arrayBuffer());
+  }
+
+  // ../typescript/src/decide.ts
+  var DecideClient = class {
+    core;
+    transport;
+    clock;
+    closed = false;
+    constructor(serviceUrl, clientId2, options = {}) {
+      if (!/^https?:\/\/[^/]/.test(serviceUrl)) {
+        throw new TypeError(`serviceUrl: ${JSON.stringify(serviceUrl)} is not an http(s) URL (e.g. http://127.0.0.1:8080)`);
+      }
+      if (!clientId2) throw new TypeError("clientId: must be a non-empty string (the game's name for itself)");
+      this.core = new Scheduler({ ...options, clientId: clientId2 });
+      this.clock = options.clock ?? (() => performance.now());
+      const transport = { baseUrl: serviceUrl, timeoutMs: () => this.core.timeoutMs };
+      this.transport = new Transport(options.fetch ? { ...transport, fetch: options.fetch } : transport);
+    }
+    /** The game's epoch: answers to requests sent under another epoch are dropped. */
+    get epoch() {
+      return this.core.epoch;
+    }
+    set epoch(value) {
+      this.core.setEpoch(value, this.clock());
+    }
+    /** Counters for a debug overlay. */
+    get stats() {
+      return this.core.stats;
+    }
+    /** The world the service sees beside the entities (change its fields as the game goes). */
+    get world() {
+      return this.core.world;
+    }
+    /** How long a request may take before its entities use their native AI. */
+    get timeoutMs() {
+      return this.core.timeoutMs;
+    }
+    /** A new scene (level, map): the service resets its population with the next telemetry. */
+    setScene(scene) {
+      this.core.setScene(scene);
+    }
+    /** Add an entity that decides, or update what it sees and may do now. */
+    track(id, type, observation, legalActions, options = {}) {
+      this.core.track(id, type, observation, legalActions, options, this.clock());
+    }
+    /** An observe-only entity (the player): sent as telemetry, never asked. */
+    observe(id, type, fields, position = null) {
+      this.core.observe(id, type, fields, position);
+    }
+    /** The entity left the scene: forget it and tell the service. */
+    untrack(id) {
+      this.core.untrack(id);
+    }
+    /** Something happened to the entity: ask for it at once; false for one not tracked. */
+    event(id, trigger) {
+      return this.core.event(id, trigger, this.clock());
+    }
+    /** What became of the entity's current AI decision; sent with the next tick. */
+    report(id, outcome, detail = null) {
+      return this.core.report(id, outcome, detail);
+    }
+    /** The entity's live decision, or null: run the game's native AI. */
+    action(id, legalNow = null) {
+      return this.core.action(id, legalNow, this.clock());
+    }
+    /** Apply the answers that came in, then send what is due. Never blocks, never throws for the network. */
+    tick(now) {
+      if (this.closed) return;
+      const at = now ?? this.clock();
+      this.apply(at);
+      this.send(this.core.tick(at));
+    }
+    /** Send the queued reports, wait until every request sent so far has answered (or `timeoutMs` passed),
+     * and apply the answers: for turn-based games, tests, and before `close()`. True if nothing is in flight. */
+    async wait(timeoutMs = 1e4) {
+      if (!this.closed) this.send(this.core.flushReports());
+      let timer;
+      const late = new Promise((resolve) => timer = setTimeout(resolve, timeoutMs));
+      await Promise.race([this.transport.idle(), late]);
+      clearTimeout(timer);
+      this.apply(this.clock());
+      return this.transport.inFlight === 0 && this.core.inFlight === 0;
+    }
+    /** What the model saw in this client's last decide request and what it answered (GET /v1/prompt), for a
+     * debug overlay; null when there is nothing yet or the service cannot say. It never throws. */
+    async lastPrompt() {
+      const path = `/v1/prompt?client_id=${encodeURIComponent(this.core.clientId)}`;
+      const got = await this.transport.call("GET", path, this.core.headers());
+      if ("fail" in got || got.status !== 200 || typeof got.body !== "object" || got.body === null) return null;
+      return got.body;
+    }
+    /** Stop without waiting for answers (a game that quits must not hang); call `wait()` first to keep them. */
+    close() {
+      this.closed = true;
+      this.transport.close();
+    }
+    apply(now) {
+      for (const s of this.transport.drain()) {
+        if ("fail" in s) this.core.fail(s.ref, s.fail, now);
+        else this.send(this.core.answer(s.ref, s.status, s.body, s.headers, now));
+      }
+    }
+    send(requests) {
+      for (const r of requests) this.transport.send(r);
+    }
+  };
+
+  // src/brain.ts
+  function askedIds(init) {
+    if (typeof init?.body !== "string") return [];
+    try {
+      const body = JSON.parse(init.body);
+      return (body.entities ?? []).map((e) => e.id);
+    } catch {
+      return [];
+    }
+  }
+  var Brain = class {
+    npc;
+    why = /* @__PURE__ */ new Map();
+    constructor(serviceUrl, clientId2, options = {}) {
+      this.npc = new DecideClient(serviceUrl, clientId2, { ...options, fetch: (input, init) => this.fetch(input, init) });
+    }
+    /** Why the entity has no decision: its last fallback's code, `unreachable`, or null (none known). */
+    fallbackOf(id) {
+      return this.why.get(id) ?? null;
+    }
+    /** Forget an entity's reason with the entity (a long game spawns many). */
+    forget(id) {
+      this.why.delete(id);
+    }
+    async fetch(input, init) {
+      const url = input instanceof Request ? input.url : String(input);
+      if (!url.endsWith("/v1/decide")) return fetch(input, init);
+      const ids = askedIds(init);
+      let r;
+      try {
+        r = await fetch(input, init);
+      } catch (e) {
+        for (const id of ids) this.why.set(id, "unreachable");
+        throw e;
+      }
+      if (!r.ok) for (const id of ids) this.why.set(id, `error ${r.status}`);
+      else void this.read(r.clone());
+      return r;
+    }
+    async read(r) {
+      try {
+        const body = await r.json();
+        for (const d of body.decisions ?? []) this.why.set(d.id, d.source === "AI" ? null : d.code ?? null);
+      } catch {
+      }
     }
   };
 
@@ -473,13 +1201,15 @@
   var QUEEN_ACTIONS = ["idle", "chase", "flee"];
   var SWARM_ACTIONS = ["surround", "retreat"];
   var Game = class {
-    // decision ids already reported: one outcome each
-    constructor(world2, npc2) {
+    constructor(world2, brain2) {
       this.world = world2;
-      this.npc = npc2;
+      this.brain = brain2;
+      this.npc = brain2.npc;
     }
     sent = { events: 0, reports: 0 };
     reported = /* @__PURE__ */ new Set();
+    // decision ids already reported: one outcome each
+    npc;
     /** Advance the game by `dt` seconds of game time; `swat`: the player swats this step. */
     step(dt, swat) {
       const w = this.world;
@@ -496,8 +1226,7 @@
     tell() {
       const w = this.world;
       const p = w.player;
-      this.npc.world = { player_hp_fraction: p.hp, repellent: false };
-      this.npc.scopeState = { boss_phase: w.queen.hp < 0.5 ? 2 : 1 };
+      Object.assign(this.npc.world, { player_hp_fraction: p.hp, repellent: false });
       for (const s of w.swarms) {
         const size = w.membersOf(s.id).length;
         if (size > 0) this.npc.track(s.id, "swarm", { size }, SWARM_ACTIONS);
@@ -516,7 +1245,7 @@
     doing(id, native2) {
       const c = this.npc.action(id);
       if (c !== null) return { action: c.action, source: c.source === "local" ? "local" : c.cached ? "cached" : "AI", code: null };
-      return { action: native2, source: "native", code: this.npc.fallbackOf(id) };
+      return { action: native2, source: "native", code: this.brain.fallbackOf(id) };
     }
     decide() {
       const w = this.world;
@@ -535,6 +1264,7 @@
         case "died":
           this.report(h.bee, "failed", "killed by the player");
           this.npc.untrack(h.bee);
+          this.brain.forget(h.bee);
           for (const id of h.near) this.event(id, "ally_died");
           return;
         case "stung":
@@ -718,8 +1448,9 @@
   var base = location.origin;
   var clientId = `demo-${Math.random().toString(36).slice(2, 8)}`;
   var world = new World();
-  var npc = new DecideClient(base, clientId, { world: { player_hp_fraction: 1, repellent: false }, scope: "forest_boss", scopeState: { boss_phase: 1 } });
-  var game = new Game(world, npc);
+  var brain = new Brain(base, clientId, { world: { player_hp_fraction: 1, repellent: false }, scope: "forest_boss", scopeState: { boss_phase: 1 } });
+  var npc = brain.npc;
+  var game = new Game(world, brain);
   var watch = new ServiceWatch(base);
   var held = /* @__PURE__ */ new Set();
   var swatAsked = false;
