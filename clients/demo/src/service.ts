@@ -13,6 +13,7 @@ export interface ServiceState {
   tokensOut: number;
 }
 
+/** One counter of the Prometheus text (the service's totals; the demo is its only client). */
 function counter(text: string, name: string): number {
   const line = text.split("\n").find((l) => l.startsWith(name + " "));
   return line ? Number(line.slice(name.length + 1)) : 0;
@@ -25,11 +26,13 @@ export class ServiceWatch {
 
   constructor(private readonly url: string) {}
 
+  /** Poll from now on: the page must notice a service that stops while the game goes on. */
   start(): void {
     void this.poll();
     this.timer = setInterval(() => void this.poll(), 1000);
   }
 
+  /** Stop polling. */
   stop(): void {
     if (this.timer !== null) clearInterval(this.timer);
   }

@@ -53,6 +53,7 @@ export interface Swarm {
   respawnAt: number | null;
 }
 
+/** The one character the keyboard moves. */
 export interface Player extends Vec {
   hp: number;
   swatReady: number;
@@ -100,6 +101,7 @@ export class World {
     }
   }
 
+  /** The living bees of a swarm: its size, and who its decision moves. */
   membersOf(swarm: string): Bee[] {
     return this.bees.filter((b) => b.swarm === swarm);
   }

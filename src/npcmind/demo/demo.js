@@ -1,4 +1,4 @@
-/* npcmind-demo-sources {"sha256":"0b2f12869953f7e8aeeea92778ad767f40ce0c6bb4f2f614f7b1ff2f7e8ca5f6","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/outbox.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
+/* npcmind-demo-sources {"sha256":"bd49fff0e71a53c702c4a23e676167bd9054f75d39460f58f2181f3857ba35f9","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/outbox.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
 "use strict";
 (() => {
   // ../typescript/src/errors.ts
@@ -1073,6 +1073,7 @@
         });
       }
     }
+    /** The living bees of a swarm: its size, and who its decision moves. */
     membersOf(swarm) {
       return this.bees.filter((b) => b.swarm === swarm);
     }
@@ -1420,10 +1421,12 @@
     }
     state = { up: null, provider: null, model: null, ready: false, note: "", tokensIn: 0, tokensCached: 0, tokensOut: 0 };
     timer = null;
+    /** Poll from now on: the page must notice a service that stops while the game goes on. */
     start() {
       void this.poll();
       this.timer = setInterval(() => void this.poll(), 1e3);
     }
+    /** Stop polling. */
     stop() {
       if (this.timer !== null) clearInterval(this.timer);
     }
