@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -118,6 +119,31 @@ def test_the_committed_bundle_is_built_from_the_current_sources() -> None:
     assert asset("index.html") == (ROOT / "clients" / "demo" / "index.html").read_bytes()
     shipped = (ROOT / "src" / "npcmind" / "demo" / "forest.yaml").read_text()
     assert shipped == (ROOT / "examples" / "forest.yaml").read_text(), "the packaged manifest is the example's"
+
+
+DEMO_PACKAGE = ROOT / "clients" / "demo"
+needs_node = pytest.mark.skipif(shutil.which("npm") is None or shutil.which("node") is None, reason="no node/npm")
+
+
+@needs_node
+def test_the_game_type_checks_strict_and_the_committed_bundle_is_what_the_build_makes(tmp_path: Path) -> None:
+    """CI runs only pytest: the TypeScript checks run from here (`npm ci` once per lock file)."""
+
+    def run(*args: str) -> str:
+        r = subprocess.run(list(args), cwd=DEMO_PACKAGE, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return r.stdout
+
+    lock, stamp = DEMO_PACKAGE / "package-lock.json", DEMO_PACKAGE / "node_modules" / ".npcmind-lock"
+    if not stamp.exists() or stamp.read_text() != lock.read_text():
+        run("npm", "ci", "--no-audit", "--no-fund")
+        stamp.write_text(lock.read_text())
+    assert json.loads((DEMO_PACKAGE / "tsconfig.json").read_text())["compilerOptions"]["strict"] is True
+    package = json.loads((DEMO_PACKAGE / "package.json").read_text())
+    assert "dependencies" not in package and set(package["devDependencies"]) == {"typescript", "esbuild"}
+    run("npx", "tsc", "--noEmit", "-p", "tsconfig.json")
+    run("node", "build.mjs", str(tmp_path))
+    assert (tmp_path / "demo.js").read_bytes() == asset("demo.js"), "the committed bundle is not the build's"
 
 
 def test_the_page_and_its_script_are_served_from_the_service(svc: Any) -> None:

@@ -9,7 +9,7 @@ import * as esbuild from "esbuild";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, "../..");
-const out = join(root, "src/npcmind/demo");
+const out = resolve(process.argv[2] ?? join(root, "src/npcmind/demo")); // another folder: tests compare
 
 /** The digest tests/test_demo.py recomputes: each file's repository path and SHA-256, in path order. */
 function digest(files) {
@@ -36,4 +36,4 @@ const files = [...inputs, "clients/demo/index.html"].sort();
 const header = `/* npcmind-demo-sources ${JSON.stringify({ sha256: digest(files), files })} */\n`;
 writeFileSync(join(out, "demo.js"), header + result.outputFiles[0].text);
 copyFileSync(join(here, "index.html"), join(out, "index.html"));
-console.log(`built src/npcmind/demo/demo.js from ${files.length} sources`);
+console.log(`built ${relative(process.cwd(), join(out, "demo.js"))} from ${files.length} sources`);
