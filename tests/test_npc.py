@@ -639,7 +639,7 @@ def test_the_cortex_drops_what_a_reasoning_model_refuses_and_still_answers(scrip
     # OpenAI's reasoning models refuse temperature, stop and max_tokens (they take max_completion_tokens)
     scripted.set(reject_params=["max_tokens", "temperature", "stop"], text='{"dialogue": "Hm."}')
     cortex = OpenAICortex(scripted.base_url, "scripted")
-    with logged("npcmind.sdk.cortex") as said:
+    with logged("npcmind_client.cortex") as said:
         text = cortex.complete("Say hello.", PromptConstraints(maxTokens=200, temperature=0.7, stop=["\n\n"]))
         again = cortex.complete("Say hello.", PromptConstraints(maxTokens=200, temperature=0.7, stop=["\n\n"]))
     cortex.close()

@@ -353,7 +353,7 @@ def test_a_refused_parameter_npcmind_cannot_do_without_is_unavailable(start_serv
 )
 def test_which_refused_parameter_an_error_names(body: dict[str, Any], expected: str | None) -> None:
     from npcmind.providers.openai import OPTIONAL
-    from npcmind.providers.params import refused_parameter
+    from npcmind_client.params import refused_parameter
 
     sent = {"model", "messages", "response_format", "logprobs", "top_logprobs", "max_tokens", "prompt_cache_key"}
     assert refused_parameter(400, body, sent, OPTIONAL) == expected
@@ -363,8 +363,8 @@ def test_which_refused_parameter_an_error_names(body: dict[str, Any], expected: 
 
 def test_a_validation_error_answered_as_a_500_names_the_refused_parameter() -> None:
     from npcmind.providers.openai import OPTIONAL
-    from npcmind.providers.params import refused_parameter
     from npcmind.providers.scripted import _validation_error
+    from npcmind_client.params import refused_parameter
 
     sent = {"model", "messages", "response_format", "logprobs", "max_tokens"}
     body = _validation_error(("body", "response_format", "type"), "json_schema", ["text", "json_object"])

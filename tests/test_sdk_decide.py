@@ -93,14 +93,14 @@ def test_a_cached_decision_is_used_like_a_fresh_one(svc: Running, scripted: Scri
 def test_fallbacks_give_native_ai_and_are_asked_again_on_refresh(
     svc: Running, scripted: ScriptedServer, clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, "npcmind.sdk.decide"), client(svc.server.url, clock) as c:
+    with caplog.at_level(logging.WARNING, "npcmind_client.decide"), client(svc.server.url, clock) as c:
         track_bees(c, 2)
         scripted.set(status=500)
         c.tick()
         c.wait()
         assert c.action("b0") is None and c.action("b1") is None  # never an invented action
         assert c.stats.fallbacks == {"unavailable": 2}
-        said = [r.getMessage() for r in caplog.records if r.name == "npcmind.sdk.decide"]
+        said = [r.getMessage() for r in caplog.records if r.name == "npcmind_client.decide"]
         assert len(said) == 1 and "fell back with 'unavailable'" in said[0]  # once for the two
         scripted.set(choose={"b0": "wander"})
         c.tick()
@@ -265,7 +265,7 @@ def test_a_429_whose_wait_counts_down_is_said_once(
     """The hosted service's 429 says how long to wait ("retry in 0.02 s"): one warning, not one a request."""
     url, answer = fake_service
     answer.update(status=429, headers={"retry-after": "0"}, message=lambda n: f"over the rate; retry in 0.0{n} s")
-    with caplog.at_level(logging.WARNING, "npcmind.sdk.decide"), client(url, clock) as c:
+    with caplog.at_level(logging.WARNING, "npcmind_client.decide"), client(url, clock) as c:
         track_bees(c, 1)
         for _ in range(3):
             c.event("b0", "hit")
@@ -280,19 +280,22 @@ def test_a_429_whose_wait_counts_down_is_said_once(
 
 
 def test_a_service_that_is_down_never_breaks_the_game(clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, "npcmind.sdk.decide"), client(f"http://127.0.0.1:{free_port()}", clock) as c:
+    with (
+        caplog.at_level(logging.WARNING, "npcmind_client.decide"),
+        client(f"http://127.0.0.1:{free_port()}", clock) as c,
+    ):
         track_bees(c, 3)
         for _ in range(5):
             c.tick()
             assert c.wait()
             clock.t += 5
         assert c.action("b0") is None and c.stats.errors >= 1
-    said = [r.getMessage() for r in caplog.records if r.name == "npcmind.sdk.decide"]
+    said = [r.getMessage() for r in caplog.records if r.name == "npcmind_client.decide"]
     assert len(said) == 1 and "unreachable" in said[0]  # once, not every frame
 
 
 def test_bad_input_is_logged_with_its_path_and_decides_nothing(svc: Running, clock: Clock, caplog: Any) -> None:
-    with caplog.at_level(logging.WARNING, "npcmind.sdk.decide"), client(svc.server.url, clock) as c:
+    with caplog.at_level(logging.WARNING, "npcmind_client.decide"), client(svc.server.url, clock) as c:
         c.track("b0", "bee", {"hp_fraction": 2.0}, LEGAL)
         c.tick()
         c.wait()
@@ -306,7 +309,7 @@ def test_one_malformed_entity_does_not_cost_the_others_their_decisions(
 ) -> None:
     """The protocol refuses a whole request for one bad entity (a NaN, an unknown type, no legal actions):
     the SDK names it, sends the rest again at once, and sends it alone until the service takes it."""
-    with caplog.at_level(logging.WARNING, "npcmind.sdk.decide"), client(svc.server.url, clock) as c:
+    with caplog.at_level(logging.WARNING, "npcmind_client.decide"), client(svc.server.url, clock) as c:
         track_bees(c, 3)
         c.track("nan", "bee", {**BEE_OBS, "hp_fraction": float("nan")}, LEGAL)
         c.track("wasp", "wasp", BEE_OBS, LEGAL)
@@ -420,7 +423,7 @@ def test_cascade_sends_only_what_the_local_policy_is_unsure_of(
         return ("idle", 0.95) if int(e.id[1:]) % 2 == 0 else ("chase", 0.3)
 
     with (
-        caplog.at_level(logging.ERROR, "npcmind.sdk.decide"),
+        caplog.at_level(logging.ERROR, "npcmind_client.decide"),
         client(svc.server.url, clock, policy=policy, threshold=0.8) as c,
     ):
         track_bees(c, 6)
@@ -467,7 +470,7 @@ def test_reports_and_telemetry_reach_the_session(svc: Running, scripted: Scripte
 def test_a_report_with_an_unknown_outcome_is_not_sent_and_does_not_sink_the_others(
     svc: Running, clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, "npcmind.sdk.decide"), client(svc.server.url, clock) as c:
+    with caplog.at_level(logging.WARNING, "npcmind_client.decide"), client(svc.server.url, clock) as c:
         track_bees(c, 2)
         c.tick()
         c.wait()
@@ -501,16 +504,16 @@ def test_reports_held_while_the_service_is_away_are_bounded(
     svc: Running, clock: Clock, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A game reports every frame; a service away for an hour must not cost it its memory."""
-    import npcmind.sdk.decide as sdk
+    import npcmind_client.outbox as outbox
 
-    monkeypatch.setattr(sdk, "MAX_QUEUED_REPORTS", 10)
-    with caplog.at_level(logging.WARNING, "npcmind.sdk.decide"), client(svc.server.url, clock) as c:
+    monkeypatch.setattr(outbox, "MAX_QUEUED_REPORTS", 10)
+    with caplog.at_level(logging.WARNING, "npcmind_client.decide"), client(svc.server.url, clock) as c:
         track_bees(c, 1)
         c.tick()
         c.wait()
         for _ in range(25):  # no tick meanwhile: as when the service is unreachable and sending waits
             assert c.report("b0", "done")
-        assert len(c._reports) <= 10
+        assert len(c._scheduler.outbox._reports) <= 10
     assert any("reports wait for npcmind: the oldest are dropped" in r.getMessage() for r in caplog.records)
 
 
@@ -540,7 +543,7 @@ def test_telemetry_too_large_for_the_body_limit_is_sent_in_smaller_parts(
         for _ in range(3):
             c.tick()
             c.wait()
-        assert c._telemetry_batch < 200 and c.stats.ai > 0
+        assert c._scheduler.outbox.batch < 200 and c.stats.ai > 0
         clock.t += 4.1
         c.tick()
         c.wait()
@@ -570,7 +573,7 @@ def test_hosted_profile_opens_its_own_session(hosted: Hosted, clock: Clock) -> N
         c.wait()
         assert c.action("b0") is not None and c.stats.errors == 0
         # the session ends under it (expiry, or the service ended it): one 401, then a new session
-        ended = hosted.http.delete("/v1/session", headers={"authorization": f"Bearer {c._token}"})
+        ended = hosted.http.delete("/v1/session", headers={"authorization": f"Bearer {c._scheduler.session.token}"})
         assert ended.status_code == 200, ended.text
         clock.t += 4.1
         c.tick()
@@ -589,15 +592,15 @@ def test_the_hosted_session_is_renewed_before_its_token_expires(hosted: Hosted, 
         track_bees(c, 1)
         c.tick()
         c.wait()
-        first = c._token
+        first = c._scheduler.session.token
         clock.t += 3000  # of the token's 3600 s: not yet
         c.tick()
         c.wait()
-        assert c._token == first
+        assert c._scheduler.session.token == first
         clock.t += 300
         c.tick()
         c.wait()
-        assert c._token not in (None, first) and c.stats.errors == 0 and c.stats.requests == 3
+        assert c._scheduler.session.token not in (None, first) and c.stats.errors == 0 and c.stats.requests == 3
 
 
 def test_a_renewal_refused_at_the_session_limit_keeps_the_live_token(
@@ -613,11 +616,11 @@ def test_a_renewal_refused_at_the_session_limit_keeps_the_live_token(
         track_bees(c, 1)
         c.tick()
         c.wait()
-        first = c._token
+        first = c._scheduler.session.token
         clock.t += 3300  # past 90% of the token's 3600 s on the client's clock; the service's still has it live
         c.tick()
         c.wait()
-        assert c._token == first and c.stats.errors == 0 and c.stats.requests == 2 and c.stats.ai == 2
+        assert c._scheduler.session.token == first and c.stats.errors == 0 and c.stats.requests == 2 and c.stats.ai == 2
 
 
 def test_a_hosted_service_says_why_it_will_not_decide(
@@ -625,7 +628,7 @@ def test_a_hosted_service_says_why_it_will_not_decide(
 ) -> None:
     """A wrong key, another client's key, or none: the log says which, in the service's own words."""
     url = hosted.running.server.url
-    with caplog.at_level(logging.WARNING, "npcmind.sdk.decide"):
+    with caplog.at_level(logging.WARNING, "npcmind_client.decide"):
         for key in ["nmk_wrong", hosted.keys["game-2"], None]:
             with client(url, clock, api_key=key) as c:
                 track_bees(c, 1)
@@ -697,13 +700,13 @@ def test_a_timeout_the_game_set_says_what_to_change(
     svc: Running, scripted: ScriptedServer, clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
     scripted.set(delay_ms=2000)
-    with caplog.at_level(logging.WARNING, "npcmind.sdk.decide"), client(svc.server.url, clock, timeout_s=0.5) as c:
+    with caplog.at_level(logging.WARNING, "npcmind_client.decide"), client(svc.server.url, clock, timeout_s=0.5) as c:
         track_bees(c, 1)
         c.tick()
         assert c.wait()
         c.tick()
         assert c.timeout_s == 0.5 and c.action("b0") is None and c.stats.errors == 1
-    said = [r.getMessage() for r in caplog.records if r.name == "npcmind.sdk.decide"]
+    said = [r.getMessage() for r in caplog.records if r.name == "npcmind_client.decide"]
     assert len(said) == 1 and "did not answer within 0.5 s" in said[0] and "timeout_s" in said[0], said
 
 
@@ -740,13 +743,13 @@ def test_a_wave_of_asks_is_spread_over_frames_events_first(
 def test_an_entity_that_is_not_json_is_left_to_native_ai(
     svc: Running, clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, "npcmind.sdk.decide"), client(svc.server.url, clock) as c:
+    with caplog.at_level(logging.WARNING, "npcmind_client.decide"), client(svc.server.url, clock) as c:
         track_bees(c, 2)
         c.track("odd", "bee", {**BEE_OBS, "hp_fraction": object()}, LEGAL)
         c.tick()
         c.wait()
         assert c.action("b0") is not None and c.action("odd") is None
-    said = [r.getMessage() for r in caplog.records if r.name == "npcmind.sdk.decide"]
+    said = [r.getMessage() for r in caplog.records if r.name == "npcmind_client.decide"]
     assert any("'odd' cannot be sent as JSON" in m for m in said)
 
 
@@ -785,7 +788,7 @@ def test_a_fallback_reason_that_counts_down_is_said_once(
     """A provider's Retry-After makes the service's reason count down ("0.9 s more"): one warning, not one
     an ask (a long Retry-After at 60 fps was hundreds of lines in the game's console)."""
     scripted.set(status=429, retry_after=30)
-    with caplog.at_level(logging.WARNING, "npcmind.sdk.decide"), client(svc.server.url, clock) as c:
+    with caplog.at_level(logging.WARNING, "npcmind_client.decide"), client(svc.server.url, clock) as c:
         track_bees(c, 1)
         reasons = set()
         for _ in range(4):

@@ -11,7 +11,6 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -104,8 +103,6 @@ def test_the_wire_types_are_what_the_service_serves(built: Path, svc: Running, t
     )
 
 
-
-
 # --- a real browser ------------------------------------------------------------------------------------------
 
 PAGE_SCRIPT = """
@@ -164,3 +161,42 @@ def test_in_chromium_the_sdk_decides_and_refuses_a_forged_outcome(
     assert (out["dialogue"], out["turns"]) == ("Welcome, traveller.", 1), out
     assert out["refused"] == "ProtocolError: the outcome's signature does not verify: nothing was applied", out
     assert out["forgedState"] == {} and out["forgedMemories"] == 0, out
+
+
+# --- the README's examples -----------------------------------------------------------------------------------
+
+EXAMPLES = PACKAGE / "examples"
+
+
+def test_the_readme_shows_the_examples_as_they_are() -> None:
+    """The TypeScript section shows the example files whole: the files are what the tests below run."""
+    readme = (ROOT / "README.md").read_text()
+    for name in ("web-game.html", "node-server.mjs"):
+        assert (EXAMPLES / name).read_text() in readme, f"README's TypeScript section differs from examples/{name}"
+
+
+def test_the_node_game_server_example_runs(built: Path, svc: Running, scripted: ScriptedServer) -> None:
+    scripted.set(choose={"b1": "flee", "b2": "chase"})
+    env = {"NPCMIND_URL": svc.server.url, "CORTEX_URL": scripted.base_url, "CORTEX_MODEL": "scripted"}
+    r = run("node", "examples/node-server.mjs", env=env, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines() == ["mara says: Well met, traveller. (turns: 1)", "b1: flee (AI)", "b2: chase (AI)"]
+
+
+def test_the_web_game_example_decides_in_chromium(
+    built: Path, start_service: Callable[..., Running], scripted: ScriptedServer, tmp_path: Path
+) -> None:
+    from test_browsers import CHROMIUM, PAGE, dom, serve_folder
+
+    if CHROMIUM is None:
+        pytest.skip("no chromium here (apt-get install chromium)")
+    pages = serve_folder(PACKAGE)
+    try:
+        origin = PAGE.format(port=pages.server_address[1])
+        running = start_service(provider="openai", base_url=scripted.base_url, model="scripted", cors_origins=[origin])
+        scripted.set(choose={"b1": "flee", "b2": "chase"})
+        out = dom(f"{origin}/examples/web-game.html?service={running.server.url}", tmp_path / "profile")
+    finally:
+        pages.shutdown()
+    assert 'data-result="answered"' in out, out
+    assert "b1: flee (AI)\nb2: chase (AI)" in out, out

@@ -13,14 +13,6 @@ READ_TIMEOUT_S = 5.0  # a request's head and body must arrive within it
 MAX_CONNECTIONS = 1000  # open at once; the process's open-file limit (ulimit -n) must be above it
 
 
-def http_url(url: str, what: str, example: str) -> str:
-    """A base URL without its trailing slash, or a ValueError that shows the form: without a scheme, the
-    HTTP client fails only at the first call, with 'unsupported protocol'."""
-    if not url.strip().startswith(("http://", "https://")):
-        raise ValueError(f"{what} must start with http:// or https://, as in {example}, not {url!r}")
-    return url.strip().rstrip("/")
-
-
 def _env_int(name: str, default: int, least: int = 1) -> int:
     raw = os.environ.get(name)
     if raw is None or raw == "":

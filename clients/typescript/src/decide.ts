@@ -132,7 +132,7 @@ export class DecideClient {
   private apply(now: number): void {
     for (const s of this.transport.drain()) {
       if ("fail" in s) this.core.fail(s.ref, s.fail, now);
-      else this.send(this.core.answer(s.ref, s.status, s.body, s.headers, now));
+      else this.core.answer(s.ref, s.status, s.body, s.headers, now);
     }
   }
 

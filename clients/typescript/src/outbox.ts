@@ -30,8 +30,13 @@ export class Outbox {
   private batch = TELEMETRY_BATCH; // halved on a 413: observations too rich for the body limit
   private sent = new Map<string, Sent>();
   private newest: string[] = []; // refs of the newest telemetry tick: a decide request waits for them
+  private again: Record<string, unknown>[] = []; // bodies to send again: halved, or without a refused entity
+  private last = Number.NEGATIVE_INFINITY;
 
-  constructor(private readonly host: OutboxHost) {}
+  constructor(
+    private readonly host: OutboxHost,
+    private readonly everyMs: number,
+  ) {}
 
   /** An observe-only entity (the player): sent as telemetry, never asked. */
   observe(id: string, type: string, fields: Record<string, unknown>, position: number[] | null): void {
@@ -82,8 +87,20 @@ export class Outbox {
     return { request, count: reports.length };
   }
 
-  /** The telemetry of now: changed entities, observed ones, removals and the scene; none when nothing changed. */
-  sendTelemetry(clientId: string, epoch: number, entities: Iterable<Entity>): OutRequest[] {
+  /** The telemetry due now: bodies to send again first (halved, or without a refused entity), then, every
+   * `telemetryMs`, the changed entities, the observed ones, the removals and the scene (none when nothing is new). */
+  sendTelemetry(now: number, clientId: string, epoch: number, entities: Iterable<Entity>): OutRequest[] {
+    const again = this.again;
+    this.again = [];
+    const bodies = this.telemetry(now, clientId, epoch, entities);
+    if (bodies.length > 0) this.newest = [];
+    const out: OutRequest[] = [];
+    for (const body of [...again, ...bodies]) this.push(body, out);
+    return out;
+  }
+
+  private telemetry(now: number, clientId: string, epoch: number, entities: Iterable<Entity>): Record<string, unknown>[] {
+    if (now - this.last < this.everyMs) return [];
     const items: Item[] = [];
     for (const e of entities) {
       if (!e.changed) continue;
@@ -96,23 +113,22 @@ export class Outbox {
     }
     items.push(...this.observed.values());
     if (items.length === 0 && this.removed.length === 0 && this.scene === null) return [];
-    this.newest = [];
+    this.last = now;
     const alone = items.filter((i) => this.host.alone.has(i.id));
     const together = items.filter((i) => !this.host.alone.has(i.id));
-    const out: OutRequest[] = [];
+    const bodies: Record<string, unknown>[] = [];
     let first: Record<string, unknown> = this.scene !== null ? { scene: this.scene } : {};
     for (let i = 0; i < Math.max(together.length, 1); i += this.batch) {
-      const body: Record<string, unknown> = { client_id: clientId, epoch, entities: together.slice(i, i + this.batch) };
-      Object.assign(body, first);
+      const body: Record<string, unknown> = { client_id: clientId, epoch, entities: together.slice(i, i + this.batch), ...first };
       if (i === 0) body["removed"] = this.removed;
-      this.push(body, out);
+      bodies.push(body);
       first = {};
     }
-    if (alone.length > 0) this.push({ client_id: clientId, epoch, entities: alone }, out); // cannot sink the others
+    if (alone.length > 0) bodies.push({ client_id: clientId, epoch, entities: alone }); // cannot sink the others
     this.observed.clear();
     this.removed = [];
     this.scene = null;
-    return out;
+    return bodies;
   }
 
   /** Refs of the newest telemetry still unanswered: a decide request goes after them. */
@@ -125,34 +141,31 @@ export class Outbox {
     return this.sent.has(ref);
   }
 
-  /** An answer to one of the outbox's requests: what to send again now, and whether the service refused
-   * the request as a whole (the scheduler then backs off as for any refusal). */
-  answer(ref: string, status: number, body: unknown): { resend: OutRequest[]; refused: boolean } {
+  /** An answer to one of the outbox's requests; true when the service refused the request as a whole (the
+   * scheduler then backs off as for any refusal). What goes again goes with the next telemetry. */
+  answer(ref: string, status: number, body: unknown): boolean {
     const sent = this.sent.get(ref);
     this.sent.delete(ref);
-    if (sent === undefined || sent.kind === "report" || status === 200) {
-      if (sent?.kind === "telemetry" && status === 200) this.taken(sent.body);
-      return { resend: [], refused: status !== 200 };
-    }
+    if (sent?.kind === "telemetry" && status === 200) this.taken(sent.body);
+    if (sent === undefined || sent.kind === "report" || status === 200) return status !== 200;
     const items = sent.body["entities"] as Item[];
-    const out: OutRequest[] = [];
     if (status === 413 && items.length > 1) {
       // rich observations: fewer entities a request, from now on too, and this one again in two
       const half = Math.floor(items.length / 2);
       this.batch = Math.max(1, Math.min(this.batch, half));
-      this.push({ ...sent.body, entities: items.slice(0, half) }, out);
+      this.again.push({ ...sent.body, entities: items.slice(0, half) });
       const { scene: _scene, removed: _removed, ...rest } = sent.body; // those went with the first
-      this.push({ ...rest, entities: items.slice(half) }, out);
-      return { resend: out, refused: false };
+      this.again.push({ ...rest, entities: items.slice(half) });
+      return false;
     }
     const bad = refusedEntities(status, body, items.map((i) => i.id));
-    if (bad === null) return { resend: [], refused: true };
+    if (bad === null) return true;
     this.host.refused(bad, new Map(items.map((i) => [i.id, i.type])));
     const kept: Record<string, unknown> = { ...sent.body, entities: items.filter((i) => !bad.has(i.id)) };
-    if ((kept.entities as Item[]).length > 0 || (kept["removed"] as string[] | undefined)?.length || kept["scene"]) {
-      this.push(kept, out);
+    if ((kept["entities"] as Item[]).length > 0 || (kept["removed"] as string[] | undefined)?.length || kept["scene"]) {
+      this.again.push(kept);
     }
-    return { resend: out, refused: false };
+    return false;
   }
 
   /** A request that got no answer is forgotten (telemetry is sent again when the entities change). */

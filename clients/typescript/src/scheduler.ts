@@ -64,7 +64,6 @@ export class Scheduler {
   private currentEpoch: number;
   private readonly refreshMs: number | null;
   private readonly windowMs: number;
-  private readonly telemetryEvery: number;
   private readonly maxInFlight: number;
   private readonly log: Logger;
   private readonly timeoutGiven: boolean;
@@ -81,7 +80,7 @@ export class Scheduler {
   private count = 0;
   private lastReask = Number.NEGATIVE_INFINITY;
   private reaskPending = false;
-  private lastTelemetry = Number.NEGATIVE_INFINITY;
+  private windowEnd = Number.NEGATIVE_INFINITY; // events until then go out together, when it ends
   private notBefore = Number.NEGATIVE_INFINITY; // after a 429 or a service that is down
   private readonly warned = new Set<string>();
 
@@ -95,13 +94,12 @@ export class Scheduler {
     this.currentEpoch = options.epoch ?? 0;
     this.refreshMs = options.refreshMs ?? null;
     this.windowMs = options.eventWindowMs ?? 50;
-    this.telemetryEvery = options.telemetryMs ?? 500;
     this.maxInFlight = options.maxInFlight ?? 4;
     this.log = options.log ?? ((m) => console.warn(`npcmind: ${m}`));
     this.timeoutGiven = options.timeoutMs !== undefined && options.timeoutMs !== null;
     this.timeout = options.timeoutMs ?? DEFAULT_DEADLINE_MS + TIMEOUT_MARGIN_MS;
     this.session = options.apiKey ? new Session(options.apiKey) : null;
-    this.outbox = new Outbox(this.outboxHost());
+    this.outbox = new Outbox(this.outboxHost(), options.telemetryMs ?? 500);
     if (options.manifest) this.readManifest(options.manifest);
   }
 
@@ -176,7 +174,8 @@ export class Scheduler {
       return false;
     }
     e.trigger = trigger;
-    e.due = Math.min(e.due, now + this.windowMs);
+    if (now >= this.windowEnd) this.windowEnd = now + this.windowMs; // the first event of a moment opens a window
+    e.due = Math.min(e.due, this.windowEnd); // the next ones join it: they go together when it ends
     return true;
   }
 
@@ -239,7 +238,7 @@ export class Scheduler {
       this.sent.set(r.ref, { kind: "session" });
       out.push(r);
     }
-    if (this.session !== null && !this.session.open) return out; // nothing goes without a token
+    if (this.session !== null && !this.session.ready) return out; // nothing goes without a token, or one asked for
     if (this.types === null && this.manifestRef === null && now >= this.notBefore) this.askManifest(out);
     if (this.entities.size !== this.count) {
       this.count = this.entities.size;
@@ -251,11 +250,7 @@ export class Scheduler {
       for (const e of this.entities.values()) e.due = Math.min(e.due, now);
     }
     if (now < this.notBefore) return out; // the service is down or asked us to wait: keep it all for later
-    if (now - this.lastTelemetry >= this.telemetryEvery) {
-      const sent = this.outbox.sendTelemetry(this.clientId, this.currentEpoch, this.entities.values());
-      if (sent.length > 0) this.lastTelemetry = now;
-      out.push(...sent);
-    }
+    out.push(...this.outbox.sendTelemetry(now, this.clientId, this.currentEpoch, this.entities.values()));
     const reports = this.outbox.sendReports(this.clientId);
     if (reports.request !== null) out.push(reports.request);
     this.stats.reportsSent += reports.count;
@@ -275,21 +270,18 @@ export class Scheduler {
   }
 
   /** An answer came back for `ref`. */
-  answer(ref: string, status: number, body: unknown, headers: Record<string, string>, now: number): OutRequest[] {
-    const out: OutRequest[] = [];
+  answer(ref: string, status: number, body: unknown, headers: Record<string, string>, now: number): void {
     if (this.outbox.owns(ref)) {
-      const { resend, refused } = this.outbox.answer(ref, status, body);
-      if (refused) this.refused(status, body, headers, now);
-      return resend;
+      if (this.outbox.answer(ref, status, body)) this.refused(status, body, headers, now);
+      return;
     }
     const s = this.sent.get(ref);
-    if (s === undefined) return out;
+    if (s === undefined) return;
     this.sent.delete(ref);
     if (s.kind === "decide") this.applyDecide(s, status, body, headers, now);
     else if (s.kind === "manifest") this.manifestAnswered(status, body, now);
     else if (s.kind === "health") this.healthAnswered(status, body);
     else if (s.kind === "session") this.sessionAnswered(status, body, now);
-    return out;
   }
 
   /** A request got no answer (`timeout` or `unreachable`): its entities use their native AI; retried later. */
@@ -385,7 +377,7 @@ export class Scheduler {
       if (this.scopeState !== null) body["scope_state"] = this.scopeState;
     }
     const after = this.outbox.pendingTelemetry(); // its prompt shows the scene as the game last told it
-    if (this.manifestRef !== null) after.push(this.manifestRef); // it brings the timeout to use
+    for (const [ref, sent] of this.sent) if (sent.kind === "health" || sent.kind === "manifest") after.push(ref); // timings
     const r = this.post("/v1/decide", body, after);
     if (r === null) return;
     const kept = new Set((r.body?.["entities"] as { id: string }[]).map((i) => i.id));
@@ -511,11 +503,10 @@ export class Scheduler {
   }
 
   private sessionAnswered(status: number, body: unknown, now: number): void {
-    const wasOpen = this.session?.open ?? false;
     const why = this.session?.answer(status, body, now) ?? null;
     if (why === null) return;
-    this.warn(`session:${why}`, why);
-    if (!wasOpen) this.notBefore = Math.max(this.notBefore, now + 1000);
+    this.warn(`session:${why.replace(NUMBER, "#")}`, why);
+    if (!this.session?.open) this.notBefore = Math.max(this.notBefore, now + 1000);
   }
 
   private refused(status: number, body: unknown, headers: Record<string, string>, now: number): void {
@@ -553,9 +544,10 @@ export class Scheduler {
   // --- requests ---------------------------------------------------------------------------------
 
   private make(method: "GET" | "POST", path: string, body: Record<string, unknown> | null, after: readonly string[], headers?: Record<string, string>): OutRequest {
+    const json = body === null ? null : JSON.stringify(body); // first: a body that is not JSON takes no ref
     const ref = `r${++this.refs}`;
-    const json = body === null ? null : JSON.stringify(body);
-    return { ref, method, path, headers: headers ?? this.headers(), body, json, after };
+    const waits = path === "/v1/session" ? [] : [...(this.session?.awaited() ?? []), ...after];
+    return { ref, method, path, headers: headers ?? this.headers(), body, json, after: waits };
   }
 
   /** A POST whose body is made now (a snapshot: the game may change its objects from the next frame on); an

@@ -18,6 +18,16 @@ export class Session {
     return this.token !== null;
   }
 
+  /** Whether requests may be made: a token held, or one asked for (they wait for it). */
+  get ready(): boolean {
+    return this.token !== null || this.pending !== null;
+  }
+
+  /** The session request the others must wait for: the first one (a renewal goes on with the old token). */
+  awaited(): string[] {
+    return this.pending !== null && this.token === null ? [this.pending] : [];
+  }
+
   /** Whether to ask for a session now: none yet, or the token near its expiry (not a 401 and a lost request). */
   due(now: number): boolean {
     return this.pending === null && (this.token === null || now >= this.renewAt);
@@ -28,9 +38,11 @@ export class Session {
     return { authorization: `Bearer ${this.apiKey}` };
   }
 
-  /** The headers of every other request. */
+  /** The headers of every other request; while the first token is asked for, `Bearer @<ref>`: the transport
+   * puts in the `session_token` the answer to request `ref` brings. */
   headers(): Record<string, string> {
-    return this.token === null ? {} : { authorization: `Bearer ${this.token}` };
+    if (this.token !== null) return { authorization: `Bearer ${this.token}` };
+    return this.pending !== null ? { authorization: `Bearer @${this.pending}` } : {};
   }
 
   /** The session request's answer; the reason when it was refused. */
@@ -56,5 +68,6 @@ export class Session {
   /** The service said the session ended (a 401): a new one before the next request. */
   expire(): void {
     this.token = null;
+    this.renewAt = Number.POSITIVE_INFINITY;
   }
 }

@@ -26,6 +26,7 @@ export class Transport {
   private readonly running = new Map<string, Promise<void>>();
   private readonly controllers = new Set<AbortController>();
   private queue: Settled[] = [];
+  private readonly tokens = new Map<string, string | null>(); // session request ref -> the token it brought
   private closed = false;
 
   constructor(private readonly options: TransportOptions) {
@@ -84,6 +85,13 @@ export class Transport {
     }, this.options.timeoutMs());
     try {
       const headers: Record<string, string> = { ...r.headers };
+      const awaited = /^Bearer @(\S+)$/.exec(headers["authorization"] ?? "");
+      if (awaited?.[1] !== undefined) {
+        // a request made while its session was asked for: the token that answer brought, or a 401 of our own
+        const token = this.tokens.get(awaited[1]);
+        if (!token) return { ref: r.ref, status: 401, body: { error: { code: "unauthorized", message: "no session was opened" } }, headers: {} };
+        headers["authorization"] = `Bearer ${token}`;
+      }
       let body: BodyInit | undefined;
       if (r.json !== null) {
         headers["content-type"] = "application/json";
@@ -94,7 +102,13 @@ export class Transport {
       const text = await res.text();
       const answered: Record<string, string> = {};
       res.headers.forEach((v, k) => (answered[k.toLowerCase()] = v));
-      return { ref: r.ref, status: res.status, body: parse(text), headers: answered };
+      const answer = parse(text);
+      if (r.path === "/v1/session") {
+        const token = typeof answer === "object" && answer !== null ? (answer as Record<string, unknown>)["session_token"] : null;
+        this.tokens.set(r.ref, res.status === 200 && typeof token === "string" ? token : null);
+        if (this.tokens.size > 8) this.tokens.delete(this.tokens.keys().next().value as string); // old sessions
+      }
+      return { ref: r.ref, status: res.status, body: answer, headers: answered };
     } catch (exc) {
       return { ref: r.ref, fail: timedOut ? "timeout" : "unreachable", error: String(exc) };
     } finally {

@@ -151,7 +151,7 @@ function run(c: Json): void {
         assert.ok(emitted.has(ref) && !answered.has(ref), `${at}: ${ref} was not emitted, or was answered already`);
         answered.add(ref);
         if (step["do"] === "fail") s.fail(ref, step["kind"] as "timeout" | "unreachable", now);
-        else note(s.answer(ref, step["status"] as number, step["body"], (step["headers"] ?? {}) as Record<string, string>, now));
+        else s.answer(ref, step["status"] as number, step["body"], (step["headers"] ?? {}) as Record<string, string>, now);
         break;
       }
       case "action":

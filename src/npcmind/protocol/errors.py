@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
-from typing import Annotated, Any
+from typing import Annotated
 
 import msgspec
 from msgspec import Meta
@@ -29,22 +29,6 @@ def choices(value: str, known: Iterable[str], what: str, likely: str | None = No
 
 
 MAX_LISTED = 200  # problems listed in one 422
-
-
-def read_error(body: Any) -> tuple[str, str, list[dict[str, Any]]]:
-    """An error answer of this service as its code, message and details; empty parts for a body that is none
-    (a proxy's page, another server): the SDKs read every failure with this one reader."""
-    err = body.get("error") if isinstance(body, dict) else None
-    err = err if isinstance(err, dict) else {}
-    found = err.get("details")
-    details = [d for d in found if isinstance(d, dict)] if isinstance(found, list) else []
-    return str(err.get("code") or ""), str(err.get("message") or ""), details
-
-
-def error_line(body: Any, otherwise: str) -> str:
-    """An error answer in one line: its problems by path, else its message, else ``otherwise``."""
-    _, message, details = read_error(body)
-    return "; ".join(f"{d.get('path')}: {d.get('message')}" for d in details) or message or otherwise
 
 
 class ErrorBody(msgspec.Struct):

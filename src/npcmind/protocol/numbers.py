@@ -10,17 +10,15 @@ asks for one, lies within ±(2^53 - 1), the integers a double holds exactly.
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Any
+from typing import Any
 
-from msgspec import Meta
+from npcmind_client.npc_wire import MAX_INTEGER, Count  # one rule, shared with the SDK
+
+__all__ = ["INTEGER_RULE", "MAX_INTEGER", "MAX_NUMBER", "NUMBER_RULE", "Count", "number_problem"]
 
 MAX_NUMBER = sys.float_info.max  # 1.7976931348623157e308
-MAX_INTEGER = 2**53 - 1  # 9007199254740991: every integer up to it is exact in a double
 NUMBER_RULE = "must be a finite number within ±1.8e308"
 INTEGER_RULE = f"must be a whole number within ±{MAX_INTEGER} (2^53-1)"
-
-# a count of the protocol's own (epoch, a token limit): never negative, exact in every engine
-Count = Annotated[int, Meta(ge=0, le=MAX_INTEGER)]
 
 
 def number_problem(value: Any, integer: bool) -> str | None:

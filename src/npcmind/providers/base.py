@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from npcmind.decide.prompt import AnswerMode
-from npcmind.providers.params import is_html
+from npcmind_client.params import is_html
 
 
 @dataclass(slots=True)

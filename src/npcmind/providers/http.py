@@ -10,7 +10,7 @@ import msgspec
 
 from npcmind.config import MAX_CONCURRENT_CALLS
 from npcmind.providers.base import ProviderError
-from npcmind.providers.params import error_text, is_html
+from npcmind_client.params import error_text, is_html
 
 MAX_WAIT_S = 60.0  # a longer Retry-After is read as this: the game should not lose its model for minutes
 

@@ -11,8 +11,8 @@ from npcmind.decide.prompt import AnswerMode
 from npcmind.providers import answer
 from npcmind.providers.base import ProviderAnswer, ProviderCall, ProviderError, listing_problem
 from npcmind.providers.http import JsonClient
-from npcmind.providers.params import first_not_refused, refused_parameter
 from npcmind.providers.tokens import encoding_for
+from npcmind_client.params import first_not_refused, refused_parameter
 
 OPENAI_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-4o-mini"

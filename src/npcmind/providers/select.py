@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from npcmind.config import Settings, http_url
+from npcmind.config import Settings
 from npcmind.providers.anthropic import ANTHROPIC_URL, AnthropicProvider
 from npcmind.providers.base import NoProvider, Provider
 from npcmind.providers.openai import OPENAI_URL, OpenAIProvider
+from npcmind_client.urls import http_url
 
 CHOICES = ("auto", "openai", "anthropic", "none")
 

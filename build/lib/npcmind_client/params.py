@@ -8,11 +8,10 @@ an error answer in one readable line (`error_text`).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Collection, Sequence
 from typing import Any
-
-import msgspec
 
 _REFUSAL_WORDS = ("support", "unrecognized", "unknown", "extra", "not permitted", "not allowed", "input should be")
 
@@ -25,7 +24,7 @@ def refused_parameter(status: int | None, body: object, sent: Collection[str], o
     """
     if status not in (400, 422, 500) or not isinstance(body, dict):
         return None
-    text = msgspec.json.encode(body).decode()
+    text = json.dumps(body, separators=(",", ":"), ensure_ascii=False, default=str)
     if status == 500 and "validation error" not in text:
         return None  # the server's own failure: nothing the request could leave out
     candidates = [n for n in optional if n in sent]

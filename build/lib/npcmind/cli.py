@@ -1,0 +1,435 @@
+"""The `npcmind` command line: serve, validate, and the tools around them. Other tools drive it: keep it stable."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from npcmind import __version__
+from npcmind.config import Settings
+from npcmind.manifest import ManifestError
+from npcmind.manifest import load as load_manifest
+
+GC_THRESHOLDS = (50_000, 50, 50)  # CPython's defaults are (700, 10, 10)
+
+
+def _fewer_collections() -> None:
+    """A decide request allocates thousands of short-lived objects; at CPython's default thresholds the
+    collector ran several times a request, and a full collection over the cache and memory put 1% of
+    requests 10 ms late. Refcounting frees nearly all of it anyway: collect cycles less often."""
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
+def more_open_files(needed: int) -> int:
+    """Raise the soft limit on open files to ``needed`` where the hard limit allows, and return the limit now:
+    every call in flight holds a socket to the provider and one to the game, and many systems start a program
+    with 1,024, where the default 1,024 calls would fail with 'too many open files'."""
+    try:
+        import resource
+    except ImportError:  # Windows has no such limit
+        return needed
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return needed
+    want = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    return want
+
+
+def _port(text: str) -> int:
+    """A TCP port; uvicorn given 99999 hung instead of failing."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port (0-65535)")
+    return port
+
+
+def _serve(args: argparse.Namespace) -> int:
+
+    from npcmind.http.app import create_app
+    from npcmind.http.server import uvicorn_config
+    from npcmind.http.stop import SignalledServer
+    from npcmind.providers.select import describe
+    from npcmind.service import Service
+
+    settings = Settings(
+        manifest=args.manifest,
+        host=args.host,
+        port=args.port,
+        profile=args.profile,
+        store=args.store,
+        redis=args.redis,
+        provider=args.provider,
+        base_url=args.base_url,
+        model=args.model,
+        api_key_env=args.api_key_env,
+        clients=args.clients,
+        rulesets=args.rulesets,
+    )
+    try:
+        service = Service(settings)
+        asyncio.run(service.store.check())
+    except ManifestError as e:
+        print(f"npcmind: {e.source} cannot be used.\n{e}", file=sys.stderr)
+        return 2
+    except ValueError as e:
+        print(f"npcmind: {e}", file=sys.stderr)
+        return 2
+    app = create_app(service)
+    needed = 2 * settings.max_concurrent_calls + 256  # a socket to the provider and one to the game a call, and more
+    allowed = more_open_files(needed)
+    if allowed < needed:
+        logging.getLogger("npcmind").warning(
+            "open files are limited to %d (ulimit -n), and NPCMIND_MAX_CONCURRENT_CALLS=%d needs about %d: past it "
+            "calls fail with 'too many open files'; raise the limit, or set fewer calls",
+            allowed,
+            settings.max_concurrent_calls,
+            needed,
+        )
+    banner = (
+        f"npcmind {__version__} ready on http://{settings.host}:{settings.port} "
+        f"(profile {settings.profile}, store {settings.store}, provider: {describe(service.provider)})"
+    )
+
+    class _Server(SignalledServer):
+        async def startup(self, sockets: list | None = None) -> None:  # type: ignore[type-arg]
+            await super().startup(sockets)
+            if self.started:
+                gc.freeze()  # what start-up built lives as long as the process: no collection walks it again
+                try:
+                    print(banner, flush=True)
+                except BrokenPipeError:  # the reader left (`npcmind serve | grep -m1 ready`): serve on
+                    _quiet_stdout()
+                    print(f"{banner} (stdout is closed, so this line is on stderr)", file=sys.stderr, flush=True)
+                logging.getLogger("npcmind").info(
+                    "what the model saw, in a browser: http://%s:%d/?client_id=<the client_id your game sends>",
+                    settings.host,
+                    settings.port,
+                )
+
+    config = uvicorn_config(
+        app,
+        settings.host,
+        settings.port,
+        read_timeout_s=settings.read_timeout_s,
+        max_connections=settings.max_connections,
+        log_level="warning",
+        access_log=False,
+        loop="auto",
+        lifespan="on",
+    )
+    server = _Server(config)
+    _fewer_collections()
+    try:
+        server.run()
+        if server.stopped_by is not None:
+            return 128 + server.stopped_by  # as a shell reports a command ended by the signal: 130, 143
+    except SystemExit:  # uvicorn exits when it cannot listen; its log line gave the OS's reason
+        if server.started:
+            raise
+        print(
+            f"npcmind: cannot listen on {settings.host}:{settings.port} (the line above says why): if another "
+            "program holds the port, choose a free one with --port; --host must be an address of this machine",
+            file=sys.stderr,
+        )
+        return 3
+    return 0 if server.started else 1
+
+
+def _keygen(args: argparse.Namespace) -> int:
+    import yaml
+
+    from npcmind.protocol.a2g import Id
+    from npcmind.protocol.validate import problems
+    from npcmind.sessions.clients import hash_key, new_key
+
+    for problem in problems(args.client_id, Id):  # the protocol's own rule: no request could name another
+        print(f"npcmind keygen: CLIENT_ID {problem.message}", file=sys.stderr)
+        return 2
+    key = new_key()
+    print(f"API key for {args.client_id} (shown once; the service keeps only its SHA-256):\n\n  {key}\n")
+    print("Paste this under `clients:` in the clients file:\n")
+    entry = {
+        "client_id": args.client_id,
+        "manifest": args.manifest,
+        "key_sha256": hash_key(key),
+        "max_sessions": 16,
+        "requests_per_second": 50,
+    }
+    # YAML's own writer quotes what needs it: an id like `123`, `yes` or `my game: beta` stays a string
+    print("  " + yaml.safe_dump([entry], default_flow_style=None, sort_keys=False, width=10_000).strip())
+    return 0
+
+
+def _chat(args: argparse.Namespace) -> int:
+    try:
+        from npcmind.sdk import NpcMind, NpcStore, OpenAICortex, ProtocolError
+        from npcmind.sdk.cortex import CortexError
+    except ImportError:
+        print("npcmind chat needs the SDK: pip install 'npcmind[sdk]'", file=sys.stderr)
+        return 2
+    import os
+    import sqlite3
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per HTTP request would bury the conversation
+    try:
+        store = NpcStore(os.path.join(args.data_dir, "npcs.db"))
+        if store.get(args.npc_id) is None or args.persona:
+            store.register(args.npc_id, args.persona or f"{args.npc_id}, a character in a game.")
+    except (ValueError, OSError, sqlite3.Error) as e:  # an id the path cannot carry, an unusable data folder
+        print(f"npcmind chat: {e}", file=sys.stderr)
+        return 2
+    key = os.environ.get(args.api_key_env) if args.api_key_env else None
+    try:
+        cortex = OpenAICortex(args.cortex_url, args.model, key)
+    except ValueError as e:
+        print(f"npcmind chat: --cortex-url: {e}", file=sys.stderr)
+        return 2
+    try:
+        mind = NpcMind(args.service, cortex, store, token=os.environ.get("NPCMIND_TOKEN"))
+    except ValueError as e:
+        print(f"npcmind chat: --service: {e}", file=sys.stderr)
+        return 2
+    print(f"Talking to {args.npc_id} (ruleset {args.ruleset}); memories in {args.data_dir}. Empty line or Ctrl-D ends.")
+    while True:
+        try:
+            line = input("you> ").strip()
+        except EOFError:
+            break
+        if not line:
+            break
+        try:
+            out = mind.process(args.npc_id, line, ruleset=args.ruleset)
+        except (ProtocolError, CortexError) as e:
+            print(f"[error] {e}")
+            continue
+        act = out.action or {}
+        tail = f"  [{act.get('type')}{' -> ' + act['target'] if act.get('target') else ''}]" if act else ""
+        print(f"{args.npc_id}> {out.dialogue}{tail}")
+        if not out.valid:
+            rules = out.audit.get("appliedRules") or []
+            blocked = [f"{a['ruleId']}: {a['reason']}" for a in rules if a.get("verdict") == "blocked"]
+            print(f"[refused by the ruleset: {'; '.join(blocked)}]")
+    mind.close()
+    return 0
+
+
+def _count(n: int, noun: str) -> str:
+    """'1 profile', '2 profiles': the validate summary reads as English at any count."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from npcmind.decide.prompt import PromptBuilder
+
+    try:
+        m = load_manifest(args.file)
+    except ManifestError as e:
+        for p in e.problems:
+            print(f"{p.path or '(file)'}: {p.message}")
+        print(e.summary, file=sys.stderr)
+        return 1
+    actors = sum(1 for t in m.types.values() if not t.observe_only)
+    types = _count(len(m.types), "type") + f" ({actors} with actions)"
+    counts = ", ".join([types, _count(len(m.profiles), "profile"), _count(len(m.file.scopes), "scope")])
+    print(f"{args.file}: ok, {counts}; version {m.version}")
+    builder = PromptBuilder(m, "numbered")
+    print(
+        f"static prompt prefix: {builder.static_tokens('o200k_base')} tokens (o200k_base) before scopes and "
+        "profiles, paid once a batch; hosted providers cache a prefix from 1024 tokens (OpenAI) or 1024-4096 "
+        "(Claude, by model)"
+    )
+    smallest = builder.smallest_entity_tokens("o200k_base")
+    print(
+        "smallest entity part (no neighbours, no memory) against max_input_tokens: "
+        + ", ".join(f"{name} {n} of {m.types[name].max_input_tokens}" for name, n in smallest.items())
+    )
+    for line in builder.budget_warnings("o200k_base"):
+        print(f"warning: {line}", file=sys.stderr)
+    return 0
+
+
+def _scripted(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from npcmind.providers.scripted import create_scripted_app
+    from npcmind.providers.tokens import count
+
+    for encoding in ("o200k_base", "cl100k_base"):  # load the tables now, not during the first answer
+        count(encoding, "warm up")
+    try:
+        print(
+            f"scripted provider (a test tool) on http://{args.host}:{args.port}/v1 - set behaviour with PUT /_script",
+            flush=True,
+        )
+    except BrokenPipeError:  # nobody reads the line: the server is still wanted
+        _quiet_stdout()
+    app = create_scripted_app()
+    more_open_files(4096)  # a bench holds a thousand calls in flight at once
+    _fewer_collections()
+    gc.freeze()
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", lifespan="off")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for the docs and the tests)."""
+    p = argparse.ArgumentParser(prog="npcmind", description="Language-model decisions for game characters.")
+    p.add_argument("--version", action="version", version=f"npcmind {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser(
+        "serve",
+        help="run the service",
+        description="Run the decision service; it prints one line when it is ready to take requests.",
+        epilog="Tuning (environment): NPCMIND_DEADLINE_MS, NPCMIND_ADMISSION_WAIT_MS, NPCMIND_MAX_CONCURRENT_CALLS, "
+        "NPCMIND_MAX_OUTPUT_TOKENS, NPCMIND_CACHE_ENTRIES, NPCMIND_MAX_BODY_BYTES, NPCMIND_MAX_SESSION_ENTITIES, "
+        "NPCMIND_MAX_SESSIONS, NPCMIND_MAX_ENTITIES, NPCMIND_LOGPROBS, NPCMIND_ANSWER_FORMAT, NPCMIND_CORS_ORIGINS, "
+        "NPCMIND_ALLOWED_HOSTS, NPCMIND_READ_TIMEOUT_S, NPCMIND_REDIS_TIMEOUT_MS, NPCMIND_MAX_CONNECTIONS, "
+        "NPCMIND_ACTIVITY_S, NPCMIND_RETENTION_H; "
+        "see the README's Configuration.",
+    )
+    s.add_argument("--manifest", metavar="FILE", help="the game's manifest (YAML, JSON or TOML); local profile")
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    s.add_argument("--port", type=_port, default=8080, help="port to listen on (default 8080)")
+    s.add_argument(
+        "--profile",
+        choices=["local", "hosted"],
+        default="local",
+        help="local (default) or hosted: API keys and sessions",
+    )
+    s.add_argument(
+        "--store",
+        default="sqlite:///npcmind.db",
+        metavar="URL",
+        help="sqlite:///PATH, one process each (default sqlite:///npcmind.db), or postgresql://USER@HOST:PORT/DB, "
+        "which several processes share",
+    )
+    s.add_argument(
+        "--redis",
+        default=None,
+        metavar="URL",
+        help="redis://HOST:PORT/N: the decision cache, request rates and ended sessions shared by several processes "
+        "(default: this process's memory)",
+    )
+    s.add_argument(
+        "--provider",
+        choices=["auto", "openai", "anthropic", "none"],
+        default="auto",
+        help="auto: OpenAI if OPENAI_API_KEY is set or --base-url is given, else Anthropic if "
+        "ANTHROPIC_API_KEY is set, else none (default auto)",
+    )
+    s.add_argument("--base-url", metavar="URL", help="an OpenAI-compatible server (vLLM, llama.cpp, Ollama)")
+    s.add_argument("--model", metavar="NAME", help="the provider's model (gpt-4o-mini / claude-haiku-4-5 if not given)")
+    s.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the provider's API key")
+    s.add_argument("--clients", metavar="FILE", help="hosted profile: the clients file (see `npcmind keygen`)")
+    s.add_argument("--rulesets", metavar="FILE", help="NPC rulesets to add to (or replace) the built-in presets")
+    s.set_defaults(func=_serve)
+
+    k = sub.add_parser("keygen", help="make an API key for a client of the hosted profile")
+    k.add_argument("client_id", metavar="CLIENT_ID", help="the client the key is for, as the game sends it")
+    k.add_argument("--manifest", default="manifest.yaml", metavar="FILE", help="the client's manifest path")
+    k.set_defaults(func=_keygen)
+
+    v = sub.add_parser("validate", help="check a manifest and list every problem by path")
+    v.add_argument("file", metavar="FILE", help="a manifest: YAML, JSON or TOML")
+    v.set_defaults(func=_validate)
+
+    c = sub.add_parser("chat", help="talk to an NPC in the terminal (needs the sdk extra)")
+    c.add_argument("npc_id", metavar="NPC_ID", help="the NPC to talk to (registered on first use)")
+    c.add_argument(
+        "--service",
+        default="http://127.0.0.1:8080",
+        metavar="URL",
+        help="the npcmind service (hosted profile: its session token in NPCMIND_TOKEN)",
+    )
+    c.add_argument(
+        "--cortex-url",
+        default="http://127.0.0.1:11434/v1",
+        metavar="URL",
+        help="an OpenAI-compatible server that runs the NPC's model (default: Ollama)",
+    )
+    c.add_argument(
+        "--model", default="qwen3:4b", metavar="NAME", help="the model the cortex server knows (default: qwen3:4b)"
+    )
+    c.add_argument("--api-key-env", metavar="VAR", help="variable with the cortex's API key, if it needs one")
+    c.add_argument("--persona", metavar="TEXT", help="who the NPC is (registers or updates it)")
+    c.add_argument(
+        "--ruleset",
+        default="default",
+        metavar="NAME",
+        help="the service's ruleset Finalize judges by (built in: default, rpg)",
+    )
+    c.add_argument("--data-dir", default=".npcmind", metavar="DIR", help="where NPCs and memories are kept")
+    c.set_defaults(func=_chat)
+
+    cl = sub.add_parser(
+        "cluster",
+        add_help=False,
+        help="several npcmind processes behind HAProxy on this machine (`npcmind cluster --help`)",
+    )
+    cl.set_defaults(func=lambda args: _cluster([]))  # reached only through main(), which hands it every argument
+
+    t = sub.add_parser(
+        "scripted-provider",
+        help="a scripted OpenAI/Anthropic-compatible model server for testing fallbacks",
+        description="A model server for tests, never a default: it answers npcmind's prompts as you script it, "
+        "so your game's handling of every fallback can be tried offline. Point the service at it with "
+        "--provider openai --base-url http://HOST:PORT/v1 (--provider anthropic with the same --base-url "
+        "for the Anthropic form; it needs ANTHROPIC_API_KEY set, to anything).",
+        epilog="Script it with PUT /_script (a JSON object; every field optional; GET /_script shows the script "
+        "in force): choose {id: action}, default first|last|decline, omit [ids] (invalid_choice), "
+        "decline [ids] (refused), refusal TEXT (refused), malformed true (invalid_choice), status 429|500 "
+        "(unavailable), retry_after S, delay_ms N (past the deadline: unavailable), logprob L, cached_tokens N, "
+        "truncated true, text TEXT, body {...}, reject_params [names], response_formats [types], models [names]. "
+        "GET /_requests lists what the model was sent; DELETE /_requests forgets it. Example: "
+        'curl -X PUT localhost:9100/_script -d \'{"choose": {"28735": "flee"}, "decline": ["30122"]}\'',
+    )
+    t.add_argument("--host", default="127.0.0.1")
+    t.add_argument("--port", type=_port, default=9100)
+    t.set_defaults(func=_scripted)
+    return p
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null once its reader has gone, as Python's documentation advises: nothing is
+    left for a later print or the interpreter's exit to fail on."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _cluster(rest: list[str]) -> int:
+    """`npcmind cluster ...`: its own parser reads every argument (argparse gives a subcommand's REMAINDER no
+    option that starts with a dash)."""
+    from npcmind.cluster import main as cluster_main
+
+    return cluster_main(rest)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `npcmind` command."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == ["cluster"]:
+        return _cluster(given[1:])
+    args = build_parser().parse_args(given)
+    try:
+        code = int(args.func(args))
+        sys.stdout.flush()  # a reader that went away shows here, inside the try, not at exit
+    except BrokenPipeError:  # `npcmind validate m.yaml | head -1`: the reader has what it wanted
+        _quiet_stdout()
+        return 1
+    except KeyboardInterrupt:  # Ctrl-C: serve has stopped cleanly and said so; a traceback would look like a crash
+        return 130  # what a shell reports for a command ended by SIGINT
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

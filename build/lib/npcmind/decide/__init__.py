@@ -1,0 +1,1 @@
+"""The decide pipeline: from a validated request to one decision per entity."""

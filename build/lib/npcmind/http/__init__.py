@@ -1,0 +1,1 @@
+"""The HTTP layer: routes, errors and the OpenAPI document."""

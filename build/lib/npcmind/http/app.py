@@ -1,0 +1,512 @@
+"""The HTTP layer: Litestar routes that read raw bodies, decode with msgspec and answer JSON errors only.
+
+Handlers take the raw body instead of Litestar's own data binding so that a 422 lists every problem
+by path (msgspec and Litestar stop at the first), while valid bodies still decode in one msgspec pass.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import re
+import zlib
+from collections.abc import Callable
+from functools import lru_cache, partial
+from importlib import resources
+from typing import Annotated, Any
+
+import msgspec
+from litestar import Litestar, Request, Response
+from litestar.datastructures import State
+from litestar.exceptions import HTTPException
+from litestar.params import Parameter
+from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
+
+from npcmind import A2G_VERSION, __version__
+from npcmind.context.hub import ContextHub
+from npcmind.decide.pipeline import SessionContext
+from npcmind.decide.validate import partial_problems
+from npcmind.failures import FailureLog
+from npcmind.http.browsers import browser_origins
+from npcmind.http.hosts import host_check
+from npcmind.http.openapi import openapi_document
+from npcmind.http.routes import RouteTable
+from npcmind.protocol.a2g import (
+    MAX_ID,
+    ContextRequest,
+    ContextResponse,
+    DecideRequest,
+    DecideResponse,
+    DeclaredName,
+    EndedResponse,
+    HealthResponse,
+    ManifestResponse,
+    PromptView,
+    ReportRequest,
+    ReportResponse,
+    ScopeDefinition,
+    SessionRequest,
+    SessionResponse,
+    TelemetryEntity,
+    TelemetryRequest,
+    TelemetryResponse,
+)
+from npcmind.protocol.errors import ApiError, Problem, choices
+from npcmind.protocol.npc import KeysResponse, NPCProcessRequest, NPCProcessResponse, PublicKey
+from npcmind.protocol.validate import decode_loosely, parse, well_shaped
+from npcmind.providers.select import describe
+from npcmind.service import Service
+from npcmind.sessions.tokens import TokenClaims
+from npcmind.storage import StoreError
+
+log = logging.getLogger("npcmind.http")
+JSON = "application/json"
+JSON_MEDIA = re.compile(r"application/(json|[a-z0-9][a-z0-9!#$&^_.+-]*\+json)")  # RFC 6838's names, lowercased
+# GET /: a page for a person that shows what the model saw; it holds no data, so it needs no token
+PAGE = (resources.files("npcmind.http") / "page.html").read_bytes()
+PAGE_HEADERS = {"content-security-policy": "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'"}
+
+
+def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response[bytes]:
+    """Encode with msgspec (fast, and the same encoder the wire types were made for)."""
+    return Response(content=msgspec.json.encode(obj), status_code=status, media_type=JSON, headers=headers)
+
+
+async def body_of(request: Request[Any, Any, Any]) -> bytes:
+    """The body, gunzipped when sent with `content-encoding: gzip`, without a UTF-8 byte order mark: JSON has
+    none, but .NET's default UTF-8 encoder and some Windows tools write one, and a game should not fail on it."""
+    body = await request.body()
+    if request.headers.get("content-encoding", "").strip().lower() == "gzip":
+        limit = request.route_handler.resolve_request_max_body_size() or len(body)
+        body = _gunzip(body, limit, request.url.path)
+    return body[3:] if body[:3] == b"\xef\xbb\xbf" else body
+
+
+def _gunzip(body: bytes, limit: int, path: str) -> bytes:
+    """A gzip body (a large scene's telemetry is a tenth of its size so), never more than ``limit`` bytes once
+    unpacked: the body limit holds for what the service reads, so a small bomb is refused like a large body."""
+    unpack = zlib.decompressobj(wbits=31)  # gzip's header and checksum, not a bare zlib stream
+    try:
+        out = unpack.decompress(body, limit + 1)
+    except zlib.error as e:
+        raise ApiError(400, "malformed_json", f"content-encoding is gzip, but the body is not gzip: {e}") from None
+    if len(out) > limit:
+        raise ApiError(413, "body_too_large", "unpacked, " + _too_large(limit, path))
+    if not unpack.eof:
+        raise ApiError(400, "malformed_json", "content-encoding is gzip, but the gzip body is cut short")
+    if unpack.unused_data:  # a second gzip member, or bytes after the first: never read in silence
+        raise ApiError(400, "malformed_json", "content-encoding is gzip, but bytes follow the end of the gzip body")
+    return out
+
+
+def require_json(request: Request[Any, Any, Any]) -> str:
+    """The content-type of a JSON body, or a 415 naming the one to send. Only `application/json` and
+    `application/<name>+json` are JSON: a page on any site may send `text/plain` (even `text/plain;charset=json`,
+    which looked like JSON to a substring test) without the browser asking the service first."""
+    ctype = request.headers.get("content-type")
+    if ctype is None:
+        raise ApiError(415, "unsupported_media_type", "content-type is missing: send content-type: application/json")
+    if not JSON_MEDIA.fullmatch(ctype.partition(";")[0].strip().lower()):
+        raise ApiError(
+            415,
+            "unsupported_media_type",
+            f"content-type is {ctype!r}: send content-type: application/json (or application/<name>+json)",
+        )
+    return ctype
+
+
+async def read_json(request: Request[Any, Any, Any], typ: type[Any]) -> Any:
+    """The body decoded into ``typ``: 415 for non-JSON, 400 for broken JSON, 422 listing every problem."""
+    ctype = require_json(request)
+    body = await body_of(request)
+    try:
+        return parse(body, typ)
+    except ApiError as e:
+        if e.status == 400:  # no JSON at all: when the cause is how the body was sent, say that instead
+            _explain_encoding(request.headers.get("content-encoding", ""), ctype, body)
+        raise
+
+
+def _explain_encoding(coding: str, ctype: str, body: bytes) -> None:
+    """A 415 for a body that is not JSON because it was compressed or is not UTF-8 (the decoder would only say
+    'invalid character (byte 0)'). Read only when decoding failed: a body that decodes is taken as it is."""
+    coding = coding.strip().lower()
+    if coding not in ("identity", "", "gzip"):
+        raise ApiError(
+            415,
+            "unsupported_media_type",
+            f"content-encoding {coding!r} is not accepted: send the body gzip-compressed or uncompressed",
+        )
+    charset = ctype.lower().partition("charset=")[2].split(";")[0].strip().strip('"')
+    if charset not in ("", "utf-8", "utf8"):
+        raise ApiError(415, "unsupported_media_type", f"the body must be UTF-8 JSON, not charset={charset}")
+    if body[:2] in (b"\xff\xfe", b"\xfe\xff"):  # a byte order mark of UTF-16: the commonest wrong encoding
+        raise ApiError(415, "unsupported_media_type", "the body is UTF-16; JSON must be sent as UTF-8")
+
+
+def error_handler(max_body_bytes: int) -> Callable[[Request[Any, Any, Any], Exception], Response[bytes]]:
+    """Every error as the protocol's JSON error body; the handler knows the body limit so a 413 can name it."""
+    return partial(_error_response, max_body_bytes, _Bugs())
+
+
+class _Bugs:
+    """A 500 (a bug of ours): its traceback once per kind and route, then the repeats at a readable rate. A bug
+    on the decide path under load was a traceback a request, burying everything else in the log."""
+
+    def __init__(self) -> None:
+        self._seen: set[tuple[type[Exception], str]] = set()
+        self._repeats = FailureLog(log, "request", every=10.0)
+
+    def log(self, request: Request[Any, Any, Any], exc: Exception) -> None:
+        """Log an unhandled error of a request."""
+        kind = (type(exc), request.url.path)
+        if kind in self._seen:
+            self._repeats.failed(
+                f"{request.method} {request.url.path} hit a bug logged above again: {type(exc).__name__}: {exc}"
+            )
+            return
+        if len(self._seen) < 1000:
+            self._seen.add(kind)
+        log.exception(
+            "unhandled error (a bug: please report it with this traceback) in %s %s: %s",
+            request.method,
+            request.url.path,
+            exc,
+        )
+
+
+def _too_large(max_body_bytes: int, path: str) -> str:
+    """A 413 that says what to send instead, for the route it came to."""
+    if path == "/v1/telemetry":
+        hint = "send telemetry for a large scene in several requests"
+    elif path.startswith("/npcs/"):
+        hint = "a tape that large carries too long an observation or too many memories: recall fewer"
+    else:
+        hint = "send less in one request"
+    return f"the body is larger than {max_body_bytes} bytes (NPCMIND_MAX_BODY_BYTES); {hint}"
+
+
+def _not_routed(status: int, request: Request[Any, Any, Any]) -> str:
+    """A 404 or 405 that says what was asked and what there is, so a typo in a path is fixed from the error."""
+    method, path = request.method, request.url.path
+    if status == 405:
+        return f"{path} takes {' or '.join(API.methods_of(path)) or 'other methods'}, not {method}"
+    paths = sorted(API.paths)
+    if path.startswith("/npcs/") and path.endswith("/process") and path.count("/") > 3:
+        return f"no route {method} {path}: an npcId cannot hold '/', not even as %2F"
+    return f"no route {method} {path}{choices(path, paths, 'routes', _likely_route(path, paths))}"
+
+
+def _likely_route(path: str, paths: list[str]) -> str | None:
+    """The route meant: one whose last part begins as the asked one's does (/v1/decisions: /v1/decide),
+    else the closest by spelling (difflib alone takes /v1/decisions for /v1/session)."""
+    last = path.rstrip("/").rsplit("/", 1)[-1]
+    for p in paths:
+        if len(last) >= 4 and p.rsplit("/", 1)[-1].startswith(last[:4]):
+            return p
+    close = difflib.get_close_matches(path, paths, n=1, cutoff=0.7)
+    return close[0] if close else None
+
+
+def _error_response(
+    max_body_bytes: int, bugs: _Bugs, request: Request[Any, Any, Any], exc: Exception
+) -> Response[bytes]:
+    if isinstance(exc, ApiError):
+        return Response(content=exc.body(), status_code=exc.status, media_type=JSON, headers=exc.headers)
+    if isinstance(exc, HTTPException):
+        status = exc.status_code
+        code = {
+            400: "bad_request",
+            404: "not_found",
+            405: "method_not_allowed",
+            413: "body_too_large",
+            415: "unsupported_media_type",
+            429: "rate_limited",
+        }.get(status, "http_error")
+        if status in (404, 405):
+            message = _not_routed(status, request)
+        else:
+            message = _too_large(max_body_bytes, request.url.path) if status == 413 else str(exc.detail)
+        err = ApiError(status, code, message)
+        return Response(content=err.body(), status_code=status, media_type=JSON, headers=exc.headers)
+    if isinstance(exc, StoreError):  # disk full or the like: the store logged it; the game runs its own AI
+        err = ApiError(503, "store_unavailable", f"{exc}; run your own AI and ask again", headers={"retry-after": "5"})
+        return Response(content=err.body(), status_code=503, media_type=JSON, headers=err.headers)
+    bugs.log(request, exc)
+    err = ApiError(500, "internal", "internal error; the service logged it")
+    return Response(content=err.body(), status_code=HTTP_500_INTERNAL_SERVER_ERROR, media_type=JSON)
+
+
+def _auth(request: Request[Any, Any, Any]) -> str | None:
+    return request.headers.get("authorization")
+
+
+Partial = Callable[[Any, SessionContext], list[Problem]]
+
+
+def _decide_partial(raw: Any, session: SessionContext) -> list[Problem]:
+    return partial_problems(raw, session.manifest, session.scopes)
+
+
+def _context_partial(raw: Any, session: SessionContext) -> list[Problem]:
+    scopes = raw.get("scopes") if isinstance(raw, dict) else None
+    defs: dict[str, ScopeDefinition] = {}
+    for name, d in scopes.items() if isinstance(scopes, dict) else ():
+        try:  # each scope on its own, its name included: those well-shaped have their rules checked
+            defs.update(msgspec.convert({name: d}, dict[DeclaredName, ScopeDefinition], strict=True))
+        except msgspec.ValidationError:
+            continue
+    return ContextHub.scope_problems(defs, session.manifest, session.scopes)[0]
+
+
+def _telemetry_partial(raw: Any, session: SessionContext) -> list[Problem]:
+    entities = raw.get("entities") if isinstance(raw, dict) else None
+    items = well_shaped(entities, TelemetryEntity)
+    shaped = {i for i, _ in items}
+    return ContextHub.telemetry_problems(items, session.manifest) + ContextHub.misshaped_telemetry_problems(
+        entities, shaped, session.manifest
+    )
+
+
+API = RouteTable()  # every route, declared once below: the app and GET /openapi.json are built from it
+BODY_ERRORS = (400, 401, 403, 413, 415, 422, 429)
+
+
+def _service(request: Request[Any, Any, Any]) -> Service:
+    """The service of the app that took the request: the endpoints are declared once for every app."""
+    service: Service = request.app.state.service
+    return service
+
+
+async def manifest_problems(
+    service: Service, request: Request[Any, Any, Any], claims: TokenClaims | None, partial: Partial
+) -> list[Problem]:
+    """The manifest's problems of a body's well-shaped parts; none when the body names no client or
+    cannot be walked (nesting too deep: the shape error already says where)."""
+    try:
+        raw = decode_loosely(await body_of(request))
+        cid = claims.cid if claims else raw.get("client_id") if isinstance(raw, dict) else None
+        if not isinstance(cid, str) or not cid:
+            return []
+        return partial(raw, await service.guard.session(claims, cid))
+    except (msgspec.DecodeError, ValueError, RecursionError):
+        return []
+
+
+async def read_session_body(
+    request: Request[Any, Any, Any], typ: type[Any], partial: Partial | None = None
+) -> tuple[Any, SessionContext]:
+    """Authenticate first, then read the body; a 422 also lists the manifest's problems with its
+    well-shaped parts, so one answer names everything to fix."""
+    service = _service(request)
+    claims = await service.guard.authenticate(_auth(request))
+    try:
+        req = await read_json(request, typ)
+    except ApiError as e:
+        if e.status != 422 or partial is None:
+            raise
+        extra = await manifest_problems(service, request, claims, partial)
+        if not extra:
+            raise
+        said = {p.path for p in e.details}  # a part mis-shaped is told once, by its shape
+        raise ApiError.invalid(e.details + [p for p in extra if p.path not in said]) from None
+    return req, await service.guard.session(claims, req.client_id)
+
+
+@API.route(
+    "post",
+    "/v1/decide",
+    "One decision per entity, or a typed fallback",
+    DecideRequest,
+    DecideResponse,
+    errors=BODY_ERRORS,
+)
+async def decide(request: Request[Any, Any, Any]) -> Response[bytes]:
+    req, session = await read_session_body(request, DecideRequest, _decide_partial)
+    return json_response(await _service(request).pipeline.decide(session, req))
+
+
+@API.route(
+    "post",
+    "/v1/telemetry",
+    "Where entities are and what they do: soft state for the situation context",
+    TelemetryRequest,
+    TelemetryResponse,
+    errors=BODY_ERRORS,
+)
+async def telemetry(request: Request[Any, Any, Any]) -> Response[bytes]:
+    req, session = await read_session_body(request, TelemetryRequest, _telemetry_partial)
+    return json_response(TelemetryResponse(await _service(request).hub.telemetry(session, req)))
+
+
+@API.route(
+    "post", "/v1/context", "Add scopes to this session", ContextRequest, ContextResponse, errors=(*BODY_ERRORS, 409)
+)
+async def context(request: Request[Any, Any, Any]) -> Response[bytes]:
+    req, session = await read_session_body(request, ContextRequest, _context_partial)
+    return json_response(ContextResponse(await _service(request).hub.add_scopes(session, req)))
+
+
+@API.route("post", "/v1/report", "What became of decisions", ReportRequest, ReportResponse, errors=BODY_ERRORS)
+async def report(request: Request[Any, Any, Any]) -> Response[bytes]:
+    req, session = await read_session_body(request, ReportRequest)
+    return json_response(ReportResponse(await _service(request).hub.report(session, req)))
+
+
+@API.route(
+    "post",
+    "/v1/session",
+    "Open a session with the client's API key (hosted profile)",
+    SessionRequest,
+    SessionResponse,
+    errors=(*BODY_ERRORS, 404),
+    public=True,
+)
+async def open_session(request: Request[Any, Any, Any]) -> Response[bytes]:
+    req: SessionRequest = await read_json(request, SessionRequest)
+    return json_response(await _service(request).guard.open(_auth(request), req.client_id))
+
+
+@API.route("delete", "/v1/session", "End this session (hosted profile)", None, EndedResponse, errors=(401, 404, 429))
+async def end_session(request: Request[Any, Any, Any]) -> Response[bytes]:
+    return json_response(EndedResponse(await _service(request).guard.end(_auth(request))))
+
+
+@API.route(
+    "post",
+    "/npcs/{npcId}/process",
+    "One atomic step of an NPC's dialogue: the next instruction and tape",
+    NPCProcessRequest,
+    NPCProcessResponse,
+    errors=(400, 401, 409, 413, 415, 422, 429),
+)
+async def npc_process(request: Request[Any, Any, Any]) -> Response[bytes]:
+    npc_id = str(request.path_params["npcId"])
+    service = _service(request)
+    await service.guard.authenticate(_auth(request))
+    require_json(request)
+    return json_response(service.npc.process(npc_id, await body_of(request)))
+
+
+@API.route("get", "/v1/keys", "Public keys that verify signed NPC outcomes", None, KeysResponse, public=True)
+async def keys(request: Request[Any, Any, Any]) -> Response[bytes]:
+    signer = _service(request).npc.signer
+    return json_response(KeysResponse([PublicKey(signer.kid, "Ed25519", signer.public_key)]))
+
+
+ClientIdQuery = Annotated[  # a query parameter, named as the argument is: Parameter(query=) is deprecated
+    str | None,
+    Parameter(description="The client whose session's last batch to show (local profile; hosted: the token's client)"),
+]
+
+
+@API.route(
+    "get",
+    "/v1/prompt",
+    "What the model saw in this session's last decide request",
+    None,
+    PromptView,
+    errors=(401, 403, 404, 422, 429),
+)
+async def prompt(request: Request[Any, Any, Any], client_id: ClientIdQuery = None) -> Response[bytes]:
+    service = _service(request)
+    claims = await service.guard.authenticate(_auth(request))
+    client_id = client_id or (claims.cid if claims else None)
+    if not client_id:
+        raise ApiError.invalid([Problem("client_id", "is required (a query parameter)")])
+    if len(client_id) > MAX_ID:  # as in every body: no such session, and not an id to echo back
+        raise ApiError.invalid([Problem("client_id", f"has {len(client_id)} characters, at most {MAX_ID} allowed")])
+    session = await service.guard.session(claims, client_id)
+    view = service.pipeline.seen(session.session_id)
+    if view is None:
+        message = f"no decide request yet in this session of {client_id!r}"
+        if not service.guard.hosted:  # implicit sessions: a mistyped client_id would wait forever unsaid
+            known = [s.removeprefix("local:") for s in service.pipeline.seen_sessions() if s.startswith("local:")]
+            message += choices(client_id, known[:16], "client_ids with one") if known else ""
+        raise ApiError(404, "not_found", message)
+    return json_response(view)
+
+
+@API.route("get", "/v1/manifest", "The client's manifest and its version", None, ManifestResponse, errors=(401,))
+async def manifest(request: Request[Any, Any, Any]) -> Response[bytes]:
+    service = _service(request)
+    client_id = await service.guard.client_of(_auth(request))
+    m = service.guard.manifest_for(client_id) if client_id else service.manifest
+    assert m is not None
+    return json_response(ManifestResponse(client_id, m.version, m.data))
+
+
+@API.route(
+    "get", "/v1/health", "Liveness and what the service will do with a decision", None, HealthResponse, public=True
+)
+async def health(request: Request[Any, Any, Any]) -> Response[bytes]:
+    service = _service(request)
+    p = service.provider
+    shared_problem = service.shared.problem()
+    return json_response(
+        HealthResponse(
+            status="ok",
+            a2g=A2G_VERSION,
+            version=__version__,
+            profile=service.settings.profile,
+            provider=p.name,
+            model=p.model,
+            provider_ready=p.ready,
+            note=describe(p)
+            + (f"; at start: {service.provider_problem}" if service.provider_problem else "")
+            + (f"; shared state: {shared_problem}, so each process decides on its own" if shared_problem else ""),
+            manifest_version=service.manifest.version if service.manifest else None,
+            deadline_ms=service.settings.deadline_ms,
+            shared="redis" if service.settings.redis else "memory",
+            shared_ready=shared_problem is None,
+        )
+    )
+
+
+@API.route("head", "/v1/health", "Liveness without a body, for uptime monitors that send HEAD", public=True)
+async def health_head() -> None:
+    """Uptime monitors (UptimeRobot's default among them) ask with HEAD: a 405 would read as down."""
+
+
+@API.route("get", "/metrics", "Prometheus metrics", media="text/plain", errors=(401, 429))
+async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
+    service = _service(request)
+    await service.guard.client_of(_auth(request))
+    return Response(content=service.metrics.render(), media_type="text/plain; version=0.0.4")
+
+
+@API.route("get", "/openapi.json", "This document (hosted profile: with a session token)", errors=(401, 429))
+async def openapi(request: Request[Any, Any, Any]) -> Response[bytes]:
+    await _service(request).guard.client_of(_auth(request))
+    return Response(content=document(), media_type=JSON)
+
+
+@API.route("get", "/", "A page for a person: what the model saw, from GET /v1/prompt", media="text/html", public=True)
+async def page() -> Response[bytes]:
+    return Response(content=PAGE, media_type="text/html", headers=PAGE_HEADERS)  # Litestar adds the charset
+
+
+ROUTES = API.routes
+
+
+@lru_cache(maxsize=1)
+def document() -> bytes:
+    """The OpenAPI document of the route table, read from an app of its handlers (built once)."""
+    return openapi_document(Litestar(route_handlers=API.handlers(), openapi_config=None))
+
+
+def create_app(service: Service) -> Litestar:
+    """Build the ASGI app around a service."""
+    settings = service.settings
+    return Litestar(
+        route_handlers=API.handlers(),
+        before_request=host_check(settings.profile, settings.host, settings.allowed_hosts),
+        state=State({"service": service}),
+        exception_handlers={Exception: error_handler(service.settings.max_body_bytes)},
+        cors_config=browser_origins(service.settings.cors_origins),
+        on_startup=[service.start],
+        on_shutdown=[service.stop],
+        openapi_config=None,
+        request_max_body_size=service.settings.max_body_bytes,
+        debug=False,
+    )

@@ -1,0 +1,1 @@
+"""The NPC protocol, service side: the step machine, prompts, rulesets, and signed outcomes."""

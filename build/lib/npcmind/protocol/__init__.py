@@ -1,0 +1,1 @@
+"""Wire types of the protocols: what crosses HTTP, defined once."""

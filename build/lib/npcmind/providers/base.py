@@ -1,0 +1,133 @@
+"""The provider interface: one call per batch in, one raw choice per entity out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from npcmind.decide.prompt import AnswerMode
+from npcmind_client.params import is_html
+
+
+@dataclass(slots=True)
+class ProviderCall:
+    """One batch for the model: the static prefix, the dynamic tail and each asked entity's options."""
+
+    system: str
+    user: str
+    entities: list[tuple[int, list[str]]]
+    mode: AnswerMode
+    prefix_key: str
+    max_output_tokens: int
+
+
+@dataclass(slots=True)
+class Choice:
+    """What the model answered for one entity, before the pipeline checks it against legal actions."""
+
+    action: str | None
+    refused: bool = False
+    confidence: float | None = None
+
+
+@dataclass(slots=True)
+class ProviderAnswer:
+    """The model's answer to one batch, with the token counts the provider reported."""
+
+    choices: dict[int, Choice] = field(default_factory=dict)
+    refusal: str | None = None
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    output_tokens: int = 0
+    raw: str | None = None  # the answer as the model gave it, for GET /v1/prompt
+    truncated: bool = False  # the answer stopped at the output limit (a reasoning model may spend it all)
+
+
+class ProviderError(Exception):
+    """The call failed as a whole (transport, HTTP status, credentials): every entity falls back.
+
+    ``status`` and ``body`` keep the provider's HTTP answer, so an adapter can tell a parameter the
+    model refuses (which it can stop sending) from a failure it can do nothing about.
+    """
+
+    def __init__(
+        self, message: str, status: int | None = None, body: object = None, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+        self.retry_after = retry_after  # seconds the provider asked us to wait (a 429's Retry-After)
+
+
+def listing_problem(status: int, body: Any, base_url: str, model: str | None) -> str | None:
+    """What a provider's GET /models answer says about the calls to come (shared by the adapters)."""
+    if status in (401, 403):
+        return f'{base_url} refused the API key (HTTP {status}): every decision will fall back with "unavailable"'
+    if status >= 400:
+        if isinstance(body, str) and is_html(body):  # a web server's page: every call will get one too
+            return (
+                f"{base_url}/models answered HTTP {status} with an HTML page, not an API's answer: --base-url is "
+                'likely not the address of an OpenAI-compatible API; every decision will fall back with "unavailable"'
+            )
+        return None  # many servers have no model list; the first call will tell
+    data = body.get("data") if isinstance(body, dict) else None
+    ids = (
+        [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+        if isinstance(data, list)
+        else []
+    )
+    # one listed model: a server that serves just that one (llama.cpp) answers whatever name it is sent
+    if len(ids) > 1 and model not in ids and f"{model}:latest" not in ids:  # Ollama: a bare name means :latest
+        shown = ", ".join(sorted(ids)[:8]) + (", ..." if len(ids) > 8 else "")
+        return f"{base_url} does not list the model {model!r} (it lists {shown}); choose one with --model"
+    return None
+
+
+class Provider(Protocol):
+    """A model behind an HTTP API that answers a batch in the form that suits it."""
+
+    name: str
+    model: str | None
+    mode: AnswerMode
+    encoding: str
+    # the fewest tokens of a prefix the provider caches (a shorter static prefix is paid in full on every
+    # call), or None where any prefix is reused (self-hosted servers) or nothing is called
+    cache_minimum: int | None
+
+    @property
+    def ready(self) -> bool:
+        """Whether a call can succeed at all (credentials present)."""
+        ...
+
+    async def decide(self, call: ProviderCall) -> ProviderAnswer:
+        """Make the one model call for a batch; raise ProviderError when it fails as a whole."""
+        ...
+
+    async def check(self) -> str | None:
+        """At start, without a model call: a problem that will make calls fail (key refused, unknown model),
+        said before the game's first request, or None; a ProviderError when the server cannot be reached."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections."""
+        ...
+
+
+class NoProvider:
+    """Chosen when nothing is configured: the service runs, and every decision falls back."""
+
+    name = "none"
+    model: str | None = None
+    mode: AnswerMode = "numbered"
+    encoding = "o200k_base"
+    cache_minimum: int | None = None
+    ready = False
+
+    async def decide(self, call: ProviderCall) -> ProviderAnswer:
+        raise ProviderError("no provider configured")
+
+    async def check(self) -> str | None:
+        return None  # the start banner already says every decision falls back
+
+    async def close(self) -> None:
+        return None

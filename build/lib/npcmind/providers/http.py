@@ -1,0 +1,101 @@
+"""One pooled JSON-over-HTTP client for provider adapters, mapping every transport failure to ProviderError."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import aiohttp
+import msgspec
+
+from npcmind.config import MAX_CONCURRENT_CALLS
+from npcmind.providers.base import ProviderError
+from npcmind_client.params import error_text, is_html
+
+MAX_WAIT_S = 60.0  # a longer Retry-After is read as this: the game should not lose its model for minutes
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds a rate-limited provider asked for: ``retry-after-ms`` (OpenAI), else ``retry-after`` in seconds
+    (OpenAI, Anthropic); an HTTP date or anything else unreadable counts as not given."""
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        raw = headers.get(name)
+        if raw is None:
+            continue
+        try:
+            wait = float(raw) * scale
+        except ValueError:
+            continue
+        if wait == wait and wait > 0:  # not NaN
+            return min(wait, MAX_WAIT_S)
+    return None
+
+
+class JsonClient:
+    """Keeps connections to one provider open across calls (a new TLS handshake per decision is slow).
+
+    Its pool holds a connection for each of the ``calls`` the service makes at once, and one for the start-up
+    check: a smaller pool would make calls past it wait for a connection, unseen, against their deadline."""
+
+    def __init__(self, calls: int = MAX_CONCURRENT_CALLS) -> None:
+        self._limit = calls + 1
+        self._session: aiohttp.ClientSession | None = None
+
+    def _get(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self._limit, ttl_dns_cache=300),
+                timeout=aiohttp.ClientTimeout(total=None, connect=5),
+                json_serialize=lambda o: msgspec.json.encode(o).decode(),
+            )
+        return self._session
+
+    async def post(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
+        """POST JSON and return the decoded JSON answer; anything else is a ProviderError."""
+        data = msgspec.json.encode(body)
+        try:
+            async with self._get().post(
+                url, data=data, headers={"content-type": "application/json", **headers}
+            ) as resp:
+                raw = await resp.read()
+                status = resp.status
+                wait = retry_after(resp.headers) if status in (429, 503, 529) else None  # 529: Anthropic overloaded
+        except aiohttp.ClientError as e:
+            raise ProviderError(f"cannot reach provider: {e.__class__.__name__}: {e}") from None
+        if status >= 400:
+            try:
+                answer: Any = msgspec.json.decode(raw)
+            except (msgspec.DecodeError, RecursionError):
+                answer = None
+            raise ProviderError(f"provider answered HTTP {status}: {error_text(raw, answer)}", status, answer, wait)
+        try:
+            return msgspec.json.decode(raw)
+        except RecursionError:  # valid JSON nested thousands deep: no answer of a model's
+            raise ProviderError("provider answered with JSON nested too deep to be an answer") from None
+        except msgspec.DecodeError:
+            what = (
+                "an HTML page: the base URL is likely not the API's"
+                if is_html(raw[:100].decode("utf-8", "replace"))
+                else "not JSON"
+            )
+            raise ProviderError(f"provider answered with a body that is {what}") from None
+
+    async def status_of(self, url: str, headers: dict[str, str], timeout_s: float = 5) -> tuple[int, Any]:
+        """GET a small JSON document: its HTTP status and decoded body (its text when it is not JSON: an HTML
+        page says the URL is not an API's); a ProviderError when the server cannot be reached."""
+        try:
+            async with self._get().get(url, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
+                raw = await resp.read()
+                status = resp.status
+        except (aiohttp.ClientError, TimeoutError) as e:
+            raise ProviderError(f"cannot reach provider: {e.__class__.__name__}: {e}") from None
+        try:
+            return status, msgspec.json.decode(raw)
+        except (msgspec.DecodeError, RecursionError):
+            return status, raw[:1000].decode("utf-8", "replace")
+
+    async def close(self) -> None:
+        """Close pooled connections."""
+        if self._session is not None:
+            await self._session.close()
+            self._session = None

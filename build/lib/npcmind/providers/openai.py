@@ -1,0 +1,217 @@
+"""OpenAI-compatible chat completions: OpenAI itself, vLLM, llama.cpp server, Ollama, LM Studio."""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+from npcmind.config import MAX_CONCURRENT_CALLS
+from npcmind.decide.prompt import AnswerMode
+from npcmind.providers import answer
+from npcmind.providers.base import ProviderAnswer, ProviderCall, ProviderError, listing_problem
+from npcmind.providers.http import JsonClient
+from npcmind.providers.tokens import encoding_for
+from npcmind_client.params import first_not_refused, refused_parameter
+
+OPENAI_URL = "https://api.openai.com/v1"
+DEFAULT_MODEL = "gpt-4o-mini"
+log = logging.getLogger("npcmind.providers")
+
+# Parameters that refine a call but that some models refuse with a 400 (OpenAI's reasoning models refuse
+# logprobs and temperature 0; some servers know only one of the two token-limit names, or have no
+# structured output). When the provider names one, npcmind stops sending it and makes the call again, so
+# a game's first request is decided instead of falling back; what is lost is said once, in the log.
+OPTIONAL = {
+    "logprobs": "confidence is null from now on",
+    "top_logprobs": "confidence still comes from the chosen token",
+    "temperature": "the model samples at its own default temperature",
+    "prompt_cache_key": "no prompt-cache hint is sent",
+    "max_completion_tokens": "the output limit is sent as max_tokens",
+    "max_tokens": "the output limit is sent as max_completion_tokens",
+    # the answer format, refused form by form (FORMATS); the prompt itself says how to answer, and every
+    # choice is checked against the legal actions after the fact anyway
+    "response_format": "the answer format is sent in its next form",
+    "json_schema": "the schema is sent as json_object with a schema, llama-cpp-python's form",
+    "json_object_schema": "answers are no longer held to the legal actions by the server: plain JSON is asked "
+    "for, and an illegal choice gives invalid_choice",
+    "json_object": "no answer format is sent: the prompt alone asks for JSON, and an illegal choice gives "
+    "invalid_choice",
+}
+# The forms of response_format, most useful first; a server that refuses one gets the next, then none.
+# json_schema is OpenAI's (also vLLM, llama.cpp's llama-server, Ollama, LM Studio); llama-cpp-python's
+# server takes the schema inside json_object and enforces it as a grammar all the same.
+FORMATS = ("json_schema", "json_object_schema", "json_object")
+
+
+def is_hosted(base_url: str) -> bool:
+    """Hosted OpenAI caches prompt prefixes, schema included; self-hosted servers sample with a grammar."""
+    return "api.openai.com" in base_url
+
+
+class OpenAIProvider:
+    """Chat completions with structured output, log-probabilities and prompt-cache hints."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        api_key: str | None,
+        base_url: str = OPENAI_URL,
+        model: str | None = None,
+        mode: AnswerMode | None = None,
+        logprobs: bool = True,
+        calls: int = MAX_CONCURRENT_CALLS,
+    ) -> None:
+        self.api_key = api_key
+        self.base_url = base_url.rstrip("/")
+        self.model: str | None = model or DEFAULT_MODEL
+        self.hosted = is_hosted(self.base_url)
+        self.mode: AnswerMode = mode or ("numbered" if self.hosted else "enum")
+        self.logprobs = logprobs
+        self.encoding = encoding_for(self.model, "o200k_base")
+        self.cache_minimum = 1024 if self.hosted else None  # OpenAI caches prompts from 1024 tokens
+        self.refused: set[str] = set()  # optional parameters this model refused: no longer sent
+        # OpenAI itself wants max_completion_tokens; many self-hosted servers know only max_tokens
+        self._limits = (
+            ("max_completion_tokens", "max_tokens") if self.hosted else ("max_tokens", "max_completion_tokens")
+        )
+        self._http = JsonClient(calls)
+
+    @property
+    def ready(self) -> bool:
+        return bool(self.api_key) or not self.hosted
+
+    @property
+    def dropped(self) -> list[str]:
+        """The optional parameters no longer sent (the answer format's forms are told by ``format_form``)."""
+        return sorted(n for n in self.refused if n not in FORMATS)
+
+    @property
+    def format_form(self) -> str:
+        """How the answer format reaches the server once its usual form was refused, for the health line."""
+        form = first_not_refused(FORMATS, self.refused)
+        return {
+            "json_schema": "",
+            "json_object_schema": "json_object with a schema",
+            "json_object": "plain JSON mode: the server does not hold answers to the legal actions",
+        }.get(form or "", "the prompt alone: the server took no response_format")
+
+    def request_body(self, call: ProviderCall) -> dict[str, Any]:
+        """The chat-completions body for one batch."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [
+                {"role": "system", "content": call.system},
+                {"role": "user", "content": call.user},
+            ],
+            "temperature": 0,
+        }
+        form = first_not_refused(FORMATS, self.refused)
+        if form == "json_schema":
+            schema = {"name": "decisions", "strict": True, "schema": answer.schema(call.mode, call.entities)}
+            body["response_format"] = {"type": form, "json_schema": schema}
+        elif form == "json_object_schema":
+            body["response_format"] = {"type": "json_object", "schema": answer.schema(call.mode, call.entities)}
+        elif form == "json_object":
+            body["response_format"] = {"type": form}
+        limit = first_not_refused(self._limits, self.refused)
+        if limit is not None:
+            body[limit] = call.max_output_tokens
+        if self.mode == "numbered":  # a fixed schema keeps the prefix cacheable: say which prefix it is
+            body["prompt_cache_key"] = call.prefix_key
+        if self.logprobs:
+            body["logprobs"] = True
+            body["top_logprobs"] = 1
+        for name in self.refused:
+            body.pop(name, None)
+        return body
+
+    async def decide(self, call: ProviderCall) -> ProviderAnswer:
+        if not self.ready:
+            raise ProviderError("no API key for OpenAI")
+        headers = {"authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        while True:  # at most once more per optional parameter: each is refused only once
+            body = self.request_body(call)
+            try:
+                data = await self._http.post(f"{self.base_url}/chat/completions", body, headers)
+            except ProviderError as e:
+                name = refused_parameter(e.status, e.body, body, OPTIONAL)
+                if name is None:
+                    raise
+                if name == "response_format":  # the form sent was refused: the next one, or none
+                    name = first_not_refused(FORMATS, self.refused) or name
+                self.refused.add(name)
+                if name == "logprobs":
+                    self.refused.add("top_logprobs")  # it means nothing without logprobs
+                log.warning(
+                    "%s refused the parameter %r for model %s, so npcmind stops sending it (%s): %s",
+                    self.base_url,
+                    name,
+                    self.model,
+                    OPTIONAL[name],
+                    e,
+                )
+                continue
+            return self.read_answer(data, call)
+
+    async def check(self) -> str | None:
+        if not self.ready:
+            return None  # the start banner already says the key is missing
+        headers = {"authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        status, body = await self._http.status_of(f"{self.base_url}/models", headers)
+        slip = status == 404 and not self.base_url.endswith("/v1")  # the commonest slip: the /v1 left out
+        if slip and (await self._http.status_of(f"{self.base_url}/v1/models", headers))[0] == 200:
+            return (
+                f"{self.base_url} has no /models but {self.base_url}/v1 has: every call will answer 404 "
+                f"until the service is started with --base-url {self.base_url}/v1"
+            )
+        return listing_problem(status, body, self.base_url, self.model)
+
+    def read_answer(self, data: Any, call: ProviderCall) -> ProviderAnswer:
+        """Map a chat-completions answer to choices, confidence and token counts."""
+        try:
+            choice = data["choices"][0]
+            message = choice["message"]
+        except (KeyError, IndexError, TypeError):
+            raise ProviderError("provider answer has no choices[0].message") from None
+        if not isinstance(choice, dict) or not isinstance(message, dict):
+            raise ProviderError("provider answer's choices[0].message is not an object")
+        usage = data.get("usage")
+        out = ProviderAnswer(
+            input_tokens=answer.usage_count(usage, "prompt_tokens"),
+            cached_tokens=answer.usage_count(usage, "prompt_tokens_details", "cached_tokens"),
+            output_tokens=answer.usage_count(usage, "completion_tokens"),
+            truncated=choice.get("finish_reason") == "length",
+        )
+        refusal = message.get("refusal")
+        if refusal or choice.get("finish_reason") == "content_filter":
+            out.refusal = out.raw = str(refusal or "content filter")
+            return out
+        text = message.get("content") or ""
+        if not isinstance(text, str):
+            return out
+        out.raw = text
+        out.choices = answer.parse(text, call.mode, call.entities, cut=out.truncated)
+        for n, p in answer.confidences(text, _logprob_tokens(choice), call.mode, list(out.choices)).items():
+            out.choices[n].confidence = p
+        return out
+
+    async def close(self) -> None:
+        await self._http.close()
+
+
+def _logprob_tokens(choice: dict[str, Any]) -> list[tuple[str, float]]:
+    """The answer's tokens and their log-probabilities, or none at all when one entry is malformed (the
+    tokens' offsets would no longer line up with the text): confidence is then null, the answer kept."""
+    logprobs = choice.get("logprobs")
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    out: list[tuple[str, float]] = []
+    for t in content if isinstance(content, list) else ():
+        lp = t.get("logprob") if isinstance(t, dict) else None
+        if isinstance(lp, bool) or not isinstance(lp, int | float) or not -math.inf <= lp <= 0:
+            return []  # a probability is at most 1; NaN fails the comparison too
+        if not isinstance(t.get("token"), str):
+            return []
+        out.append((t["token"], float(lp)))
+    return out

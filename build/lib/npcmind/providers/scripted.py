@@ -1,0 +1,343 @@
+"""A scripted model server that speaks the OpenAI chat-completions and Anthropic Messages protocols over HTTP.
+
+It is a test tool, never a default: run it (`npcmind scripted-provider --port 9100`), point the service at
+it (`--provider openai --base-url http://127.0.0.1:9100/v1`), and set its behaviour with
+`PUT /_script` to see how your game handles every fallback, offline. It reads npcmind's prompt format
+(entity lines `E1 "id"` and question lines `Q1: ... Options: ...`) to know which entity is which.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections import deque
+from typing import Annotated, Any, Literal
+
+import msgspec
+from litestar import Litestar, Request, Response, delete, get, post, put
+from msgspec import Meta
+
+from npcmind.decide.prompt import DECLINE
+from npcmind.http.server import BackgroundServer
+from npcmind.protocol.errors import ApiError
+from npcmind.protocol.validate import parse
+from npcmind.providers.tokens import count, count_once
+
+
+class Script(msgspec.Struct, forbid_unknown_fields=True):
+    """How the server answers, until changed. Entity keys are the game's entity ids."""
+
+    choose: dict[str, str] = {}
+    default: Literal["first", "last", "decline"] = "first"
+    omit: list[str] = []
+    decline: list[str] = []
+    refusal: str | None = None
+    malformed: bool = False
+    delay_ms: Annotated[int, Meta(ge=0)] = 0
+    status: Annotated[int, Meta(ge=400, le=599)] | None = None  # an HTTP error the server answers
+    retry_after: Annotated[float, Meta(ge=0)] | None = None  # with status 429: the Retry-After header, in seconds
+    logprob: Annotated[float, Meta(le=0)] = -0.105
+    cached_tokens: Annotated[int, Meta(ge=0)] | None = None
+    text: str | None = None
+    body: dict[str, Any] | None = None  # answer exactly this JSON (for malformed provider answers)
+    truncated: bool = False  # stop at the output limit with no answer yet, as a reasoning model can (with
+    # ``text``: that text is the answer as the limit cut it)
+    reject_params: list[str] = []  # chat completions: a 400 naming the first of these the request holds
+    # chat completions: the response_format types the server takes (none: all). Another type is answered
+    # as llama-cpp-python's server answers json_schema: a 500 carrying a pydantic validation error
+    response_formats: list[str] | None = None
+    models: list[str] = []  # what GET /v1/models lists (none: the service checks no model name)
+    hold: bool = False  # calls wait, unanswered, until a script without hold is set: GET /_calls counts them
+
+
+KEEP_REQUESTS = 1000  # the newest request bodies that GET /_requests returns
+NPC_ANSWER = '{"dialogue": "Well met, traveller.", "action": {"type": "IDLE"}}'
+_ENTITY = re.compile(r'E(\d+) ("(?:[^"\\]|\\.)*")')
+_QUESTION = re.compile(r"Q(\d+): .*?Options: (.*)")
+
+
+def _batch(user: str) -> list[tuple[int, str, list[str]]]:
+    """(number, entity id, options) for every question in an npcmind prompt (one pass over its lines:
+    this runs for every batch the bench sends, and the provider's own time is part of every miss)."""
+    ids: dict[int, str] = {}
+    out = []
+    for line in user.split("\n"):
+        first = line[:1]
+        if first == "E":
+            m = _ENTITY.match(line)
+            if m:
+                ids[int(m.group(1))] = msgspec.json.decode(m.group(2))
+        elif first == "Q":
+            m = _QUESTION.match(line)
+            if m:
+                n = int(m.group(1))
+                opts = [o.strip().split(" ", 1)[-1] for o in m.group(2).split(",")]
+                out.append((n, ids.get(n, str(n)), opts))
+    return out
+
+
+class ScriptedModel:
+    """The behaviour and the log of received requests, shared by both protocol routes."""
+
+    def __init__(self) -> None:
+        self.script = Script()
+        self.requests: deque[dict[str, Any]] = deque(maxlen=KEEP_REQUESTS)  # a long run must not grow it
+        self._seen_prefixes: set[str] = set()
+        self.received = 0
+        self.models_asked = 0
+        self.in_flight = 0  # calls received and not yet answered
+        self.most_in_flight = 0
+        self._held: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None  # what held calls wait on
+
+    def apply(self, script: Script) -> None:
+        """Take a new script; the calls an old one held go on, unless this one holds them too (thread-safe: a
+        test sets the script from its own thread)."""
+        self.script = script
+        held = self._held
+        if held is not None and not script.hold:
+            self._held = None
+            held[0].call_soon_threadsafe(held[1].set)
+
+    async def hold(self) -> None:
+        """While the script says so, wait until a script that does not hold is set."""
+        if not self.script.hold:
+            return
+        if self._held is None:
+            self._held = (asyncio.get_running_loop(), asyncio.Event())
+        await self._held[1].wait()
+
+    def calls(self) -> dict[str, int]:
+        """How many calls came, and how many were in flight at once: a client's own pool can cap them unseen."""
+        return {"received": self.received, "in_flight": self.in_flight, "most_in_flight": self.most_in_flight}
+
+    def answer(self, numbered: bool, user: str) -> tuple[list[tuple[str, float]], dict[str, Any]]:
+        """The answer as (token, logprob) pieces, and the same answer as an object."""
+        s = self.script
+        pieces: list[tuple[str, float]] = []
+        obj: dict[str, Any] = {"decisions": []} if numbered else {}
+        items = [b for b in _batch(user) if b[1] not in s.omit]
+        pieces.append(('{"decisions":[' if numbered else "{", 0.0))
+        for k, (n, eid, opts) in enumerate(items):
+            if eid in s.decline or (eid not in s.choose and s.default == "decline"):
+                action = DECLINE
+            else:
+                action = s.choose.get(eid) or (opts[0] if s.default == "first" else opts[-1])
+            sep = "," if k else ""
+            if numbered:
+                choice = 0 if action == DECLINE else (opts.index(action) + 1 if action in opts else len(opts) + 7)
+                pieces += [(f'{sep}{{"entity":{n},"choice":', 0.0), (str(choice), s.logprob), ("}", 0.0)]
+                obj["decisions"].append({"entity": n, "choice": choice})
+            else:
+                pieces += [(f'{sep}"E{n}":"', 0.0), (action, s.logprob), ('"', 0.0)]
+                obj[f"E{n}"] = action
+        pieces.append(("]}" if numbered else "}", 0.0))
+        return pieces, obj
+
+    def cached(self, prefix: str) -> int:
+        """Simulated prefix caching: a prefix seen before is cached in 128-token blocks."""
+        if self.script.cached_tokens is not None:
+            return self.script.cached_tokens
+        hit = prefix in self._seen_prefixes
+        self._seen_prefixes.add(prefix)
+        n = count("o200k_base", prefix)
+        return (n // 128) * 128 if hit and n >= 1024 else 0
+
+
+def _json(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response[bytes]:
+    return Response(
+        content=msgspec.json.encode(obj), status_code=status, media_type="application/json", headers=headers
+    )
+
+
+def _status_error(s: Script) -> Response[bytes] | None:
+    """The scripted HTTP error (with its Retry-After), or None when none is scripted."""
+    if s.status is None:
+        return None
+    wait = {"retry-after": f"{s.retry_after:g}"} if s.retry_after is not None else None
+    return _json({"error": {"message": f"scripted status {s.status}", "type": "scripted"}}, s.status, wait)
+
+
+def _validation_error(loc: tuple[str, ...], value: Any, allowed: list[str]) -> dict[str, Any]:
+    """The body llama-cpp-python's server (FastAPI) answers a request field it does not take, status 500."""
+    expected = " or ".join(repr(a) for a in allowed)
+    detail = {"type": "literal_error", "loc": loc, "msg": f"Input should be {expected}", "input": value}
+    message = f"1 validation error:\n  {detail}\n"
+    return {"error": {"message": message, "type": "internal_server_error", "param": None, "code": None}}
+
+
+def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
+    """The scripted server as an ASGI app."""
+    m = model or ScriptedModel()
+
+    async def _common(body: dict[str, Any]) -> Response[bytes] | None:
+        m.requests.append(body)
+        m.received += 1
+        m.in_flight += 1
+        m.most_in_flight = max(m.most_in_flight, m.in_flight)
+        try:
+            await m.hold()
+            if m.script.delay_ms:
+                await asyncio.sleep(m.script.delay_ms / 1000)
+        finally:
+            m.in_flight -= 1
+        s = m.script
+        failed = _status_error(s)
+        if failed is not None:
+            return failed
+        if s.body is not None:
+            return _json(s.body)
+        return None
+
+    @post("/v1/chat/completions", status_code=200)
+    async def chat(request: Request[Any, Any, Any]) -> Response[bytes]:
+        body = msgspec.json.decode(await request.body())
+        early = await _common(body)
+        if early is not None:
+            return early
+        s = m.script
+        rejected = next((p for p in s.reject_params if p in body), None)
+        if rejected is not None:  # as OpenAI answers a parameter a model does not take
+            text = f"Unsupported parameter: '{rejected}' is not supported with this model."
+            error = {"message": text, "type": "invalid_request_error", "param": rejected}
+            return _json({"error": {**error, "code": "unsupported_parameter"}}, 400)
+        fmt = body.get("response_format") or {}
+        if s.response_formats is not None and fmt and fmt.get("type") not in s.response_formats:
+            loc = ("body", "response_format", "type")
+            return _json(_validation_error(loc, fmt.get("type"), s.response_formats), 500)
+        messages = body.get("messages", [])
+        system = next((x["content"] for x in messages if x.get("role") == "system"), "")
+        user = next((x["content"] for x in messages if x.get("role") == "user"), "")
+        # OpenAI's form, or llama-cpp-python's (a schema inside json_object)
+        schema = (fmt.get("json_schema") or {}).get("schema") or fmt.get("schema") or {}
+        # the schema says which form; without one (a server with no structured output), the prompt does
+        numbered = "decisions" in schema["properties"] if schema.get("properties") else '{"decisions"' in system
+        pieces, _ = m.answer(numbered, user)
+        if "ENTITIES:\n" not in user:  # not a decide batch: an NPC's dialogue prompt (the SDK's cortex)
+            pieces = [(NPC_ANSWER, 0.0)]
+        content = s.text if s.text is not None else "".join(p for p, _ in pieces)
+        if s.malformed:
+            content = content[: len(content) // 2] + "<<not json"
+        if s.truncated and s.text is None:
+            content = ""
+        message: dict[str, Any] = {"role": "assistant", "content": None if s.refusal else content}
+        message["refusal"] = s.refusal
+        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": "length" if s.truncated else "stop"}
+        if body.get("logprobs") and not s.refusal and s.text is None and not s.malformed and not s.truncated:
+            choice["logprobs"] = {
+                "content": [
+                    {"token": p, "logprob": lp, "bytes": list(p.encode()), "top_logprobs": []} for p, lp in pieces
+                ]
+            }
+        prompt_tokens = count("o200k_base", system) + count_once("o200k_base", user)
+        return _json(
+            {
+                "id": f"chatcmpl-scripted-{m.received}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", "scripted"),
+                "choices": [choice],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": len(pieces),
+                    "total_tokens": prompt_tokens + len(pieces),
+                    "prompt_tokens_details": {"cached_tokens": m.cached(system)},
+                },
+            }
+        )
+
+    @post("/v1/messages", status_code=200)
+    async def messages(request: Request[Any, Any, Any]) -> Response[bytes]:
+        body = msgspec.json.decode(await request.body())
+        early = await _common(body)
+        if early is not None:
+            return early
+        s = m.script
+        system = "".join(b.get("text", "") for b in body.get("system", []) if isinstance(b, dict))
+        user = next((x["content"] for x in body.get("messages", []) if x.get("role") == "user"), "")
+        _, obj = m.answer(True, user)
+        content: list[dict[str, Any]] = []
+        if s.text is not None and not s.refusal:  # a model that wrote its answer as text instead of the tool call
+            content = [{"type": "text", "text": s.text}]
+        elif not (s.refusal or s.truncated):
+            content = [{"type": "tool_use", "id": "toolu_scripted", "name": "decide", "input": obj}]
+        cached = m.cached(system)
+        return _json(
+            {
+                "id": f"msg_scripted_{m.received}",
+                "type": "message",
+                "role": "assistant",
+                "model": body.get("model", "scripted"),
+                "content": content,
+                "stop_reason": "refusal" if s.refusal else "max_tokens" if s.truncated else "tool_use",
+                "usage": {
+                    "input_tokens": count_once("cl100k_base", system + user) - cached,
+                    "cache_read_input_tokens": cached,
+                    "cache_creation_input_tokens": 0,
+                    "output_tokens": 20,
+                },
+            }
+        )
+
+    @get("/v1/models")
+    async def models() -> Response[bytes]:
+        m.models_asked += 1
+        listed = {
+            "object": "list",
+            "data": [{"id": i, "object": "model", "owned_by": "scripted"} for i in m.script.models],
+        }
+        return _status_error(m.script) or _json(listed)
+
+    @put("/_script")
+    async def set_script(request: Request[Any, Any, Any]) -> Response[bytes]:
+        try:  # the service's own reader: a mistyped field is named by path, with the fields there are
+            m.apply(parse(await request.body(), Script))
+        except ApiError as e:
+            return Response(content=e.body(), status_code=e.status, media_type="application/json")
+        return _json(msgspec.to_builtins(m.script))
+
+    @get("/_script")
+    async def get_script() -> Response[bytes]:
+        return _json(msgspec.to_builtins(m.script))
+
+    @get("/_requests")
+    async def get_requests() -> Response[bytes]:
+        return _json(list(m.requests))
+
+    @get("/_calls")
+    async def get_calls() -> Response[bytes]:
+        return _json(m.calls())
+
+    @delete("/_requests", status_code=200)
+    async def clear_requests() -> Response[bytes]:
+        m.requests.clear()
+        return _json({"cleared": True})
+
+    routes = [chat, messages, models, set_script, get_script, get_requests, get_calls, clear_requests]
+    return Litestar(routes, openapi_config=None)
+
+
+class ScriptedServer(BackgroundServer):
+    """The scripted server on a free local port in a background thread (for tests and benches)."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.model = ScriptedModel()
+        super().__init__(create_scripted_app(self.model), host, port, lifespan="off")
+
+    def __enter__(self) -> ScriptedServer:
+        self.start()
+        return self
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible base URL (…/v1)."""
+        return f"{self.url}/v1"
+
+    def set(self, **script: Any) -> None:
+        """Set the behaviour (the same fields as PUT /_script)."""
+        self.model.apply(msgspec.convert(script, Script))
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """Bodies received so far (the newest 1,000)."""
+        return list(self.model.requests)

@@ -1,0 +1,251 @@
+"""The assembled service: settings, manifests, store, provider, context and pipeline wired once."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import time
+from typing import TypeVar
+
+from npcmind.config import Settings
+from npcmind.context.hub import ContextHub
+from npcmind.decide.ids import DecisionIds
+from npcmind.decide.pipeline import DecidePipeline
+from npcmind.manifest import Manifest
+from npcmind.manifest import load as load_manifest
+from npcmind.metrics import Counts, Metrics, activity
+from npcmind.npc.rulesets import load_rulesets
+from npcmind.npc.signing import Signer, StepTokens
+from npcmind.npc.steps import NpcProcessor
+from npcmind.providers import tokens
+from npcmind.providers.base import Provider, ProviderError
+from npcmind.providers.select import describe, make_provider
+from npcmind.sessions.clients import Client, load_clients
+from npcmind.sessions.guard import Guard
+from npcmind.sessions.tokens import TokenSigner
+from npcmind.shared import Shared, open_shared
+from npcmind.storage import Store, StoreError, open_store
+
+log = logging.getLogger("npcmind")
+T = TypeVar("T")
+
+
+WILDCARDS = ("0.0.0.0", "::", "")  # the addresses that bind every interface
+
+
+def loopback(host: str) -> bool:
+    """Whether only this machine can reach an address (the local profile asks no token)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: it may resolve to anything
+        return False
+
+
+def _started(part: T | None) -> T:
+    """A part built by Service.start(); using it earlier is a bug."""
+    if part is None:
+        raise RuntimeError("service not started")
+    return part
+
+
+class Service:
+    """One running npcmind: what every route handler needs."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.clients: dict[str, Client] | None = None
+        if settings.profile == "hosted":
+            if not settings.clients:
+                raise ValueError("the hosted profile needs --clients FILE (see `npcmind keygen`)")
+            self.clients = load_clients(settings.clients)
+        elif settings.profile != "local":
+            raise ValueError(f"--profile must be local or hosted, not {settings.profile!r}")
+        self.manifest: Manifest | None = load_manifest(settings.manifest) if settings.manifest else None
+        if self.manifest is None and self.clients is None:
+            raise ValueError("a manifest is required (--manifest FILE)")
+        self.rulesets = load_rulesets(settings.rulesets)
+        self.provider: Provider = make_provider(settings)
+        self.store: Store = open_store(settings.store)
+        self.shared: Shared = open_shared(settings.redis, settings.cache_entries, settings.redis_timeout_ms)
+        self.metrics = Metrics()
+        self._pipeline: DecidePipeline | None = None
+        self._guard: Guard | None = None
+        self._hub: ContextHub | None = None
+        self._npc: NpcProcessor | None = None
+        self._check: asyncio.Task[None] | None = None
+        self._activity: asyncio.Task[None] | None = None
+        self._run: tuple[Counts, float] | None = None
+        self._trim: asyncio.Task[None] | None = None
+        self._prune: asyncio.Task[None] | None = None
+        self._provider_problem: str | None = None  # what the start-up check found
+
+    async def start(self) -> None:
+        """Load the secrets from the store and build what depends on them (inside the event loop)."""
+        self._run = (self.metrics.counts(), time.monotonic())  # what the line at stop sums up
+        await self.store.open()
+        await self.shared.start()
+        ids = DecisionIds(await self.store.secret("decision_mac"))
+        self._hub = ContextHub(
+            self.store, ids, self.settings.max_session_entities, self.settings.max_sessions, self.settings.max_entities
+        )
+        self._pipeline = DecidePipeline(
+            self.provider, self.store, ids, self.settings, self.metrics, self._hub, self.shared
+        )
+        signer = TokenSigner(await self.store.secret("session_tokens"))
+        self._guard = Guard(self._hub, self.store, signer, self.shared, self.manifest, self.clients)
+        self._npc = NpcProcessor(
+            self.rulesets,
+            Signer(await self.store.secret("npc_ed25519_seed")),
+            StepTokens(await self.store.secret("npc_step_tokens")),
+        )
+        tokens.count(self.provider.encoding, "warm up")  # load the tokenizer table now, not on the first decision
+        log.info("provider: %s", describe(self.provider))
+        kept = f"{self.settings.retention_h:g} h" if self.settings.retention_h else "for ever"
+        log.info("store: %s, decisions kept %s (NPCMIND_RETENTION_H)", self.settings.store, kept)
+        self._say_prefix_cost()
+        for manifest in {m.version: m for m in self._manifests()}.values():
+            for line in self.pipeline.builder(manifest).budget_warnings(self.provider.encoding):
+                log.warning("%s", line)
+        if self.settings.profile == "local" and not loopback(self.settings.host):
+            log.warning(
+                "listening on %s with the local profile, which asks no token: anyone who reaches this machine "
+                "can ask for decisions, billed to your provider key; for a service others use, --profile hosted. "
+                "It answers requests whose Host is localhost, a loopback address%s or in NPCMIND_ALLOWED_HOSTS (%s)",
+                self.settings.host,
+                "" if self.settings.host in WILDCARDS else f", {self.settings.host}",
+                ",".join(self.settings.allowed_hosts) or "none set",
+            )
+        if self.settings.cors_origins:
+            log.info("browser pages may call from: %s (NPCMIND_CORS_ORIGINS)", ", ".join(self.settings.cors_origins))
+        self._check = asyncio.get_running_loop().create_task(self._check_provider())
+        if self.settings.activity_s:
+            self._activity = asyncio.get_running_loop().create_task(self._say_activity(self.settings.activity_s))
+        self._trim = asyncio.get_running_loop().create_task(self._trim_every(1.0))
+        if self.settings.retention_h:
+            keep = self.settings.retention_h * 3600
+            self._prune = asyncio.get_running_loop().create_task(self._prune_every(min(600.0, keep / 4), keep))
+
+    def _manifests(self) -> list[Manifest]:
+        """The manifest of the local profile, or each client's of the hosted one."""
+        if self.manifest is not None:
+            return [self.manifest]
+        return [c.manifest for c in (self.clients or {}).values()]
+
+    def _say_prefix_cost(self) -> None:
+        """Say so when the manifest's static prefix is too short for the provider to cache: the design keeps
+        the prefix cacheable, but a game developer who sees cached_tokens stay 0 should know why."""
+        least = self.provider.cache_minimum
+        if self.manifest is None or least is None:
+            return
+        n = self.pipeline.builder(self.manifest).static_tokens(self.provider.encoding)
+        if n < least:
+            log.info(
+                "the manifest's static prompt prefix is %d tokens; %s caches a prefix from %d tokens, so each call "
+                "pays all of it (once a batch, never once an entity)",
+                n,
+                self.provider.model,
+                least,
+            )
+
+    async def _trim_every(self, seconds: float) -> None:
+        """Keep all sessions together within NPCMIND_MAX_ENTITIES, off the request path."""
+        while True:
+            await asyncio.sleep(seconds)
+            self.hub.trim()
+
+    async def _prune_every(self, seconds: float, keep: float) -> None:
+        """Forget what is older than NPCMIND_RETENTION_H, so the store's file stops growing; off the request
+        path, a small transaction at a time."""
+        while True:
+            await asyncio.sleep(seconds)
+            try:
+                decisions, sessions = await self.store.prune(time.time() - keep)
+            except StoreError:  # said by the store's failure log; the next round tries again
+                continue
+            if decisions or sessions:
+                what = [f"{decisions} decision{'s' * (decisions != 1)} issued"] if decisions else []
+                what += [f"{sessions} session{'s' * (sessions != 1)} that expired"] if sessions else []
+                log.info(
+                    "store: forgot %s more than %g h ago (NPCMIND_RETENTION_H)",
+                    " and ".join(what),
+                    self.settings.retention_h,
+                )
+
+    async def _say_activity(self, every: float) -> None:
+        """Every ``every`` seconds with decisions in them, one log line on what they were and cost."""
+        log_activity = logging.getLogger("npcmind.activity")
+        before, since = self.metrics.counts(), time.monotonic()
+        while True:
+            await asyncio.sleep(every)
+            after, now = self.metrics.counts(), time.monotonic()
+            line = activity(before, after, now - since)
+            if line is not None:
+                log_activity.info("%s", line)
+            before, since = after, now
+
+    async def _check_provider(self) -> None:
+        """Ask the provider's model list once, in the background (the service is ready meanwhile), so a wrong
+        key, an unknown model or a server that is not running is said at start, not by the first fallbacks."""
+        try:
+            async with asyncio.timeout(10):
+                problem = await self.provider.check()
+        except ProviderError as e:
+            problem = f'{e}; every decision will fall back with "unavailable" until it answers'
+        except Exception as e:  # a check must never stop the service
+            problem = f"the provider check failed: {e.__class__.__name__}: {e}"
+        if problem is not None:
+            self._provider_problem = problem
+            log.warning("provider check at start: %s", problem)
+
+    async def stop(self) -> None:
+        """Close connections and the store."""
+        for task in (self._check, self._activity, self._trim, self._prune):
+            if task is not None:
+                task.cancel()
+        await self.provider.close()
+        await self.shared.close()
+        await self.store.close()
+        if self._run is not None:  # a clean stop says so, with what the run did: a kill -9 would say nothing
+            counts, since = self._run
+            seconds = time.monotonic() - since
+            span = f"this run of {seconds:.0f} s"
+            done = activity(counts, self.metrics.counts(), seconds, span) or f"{span}: no decisions"
+            log.info(
+                "stopped (%s); the store %s is closed and holds every decision answered", done, self.settings.store
+            )
+
+    @property
+    def provider_problem(self) -> str | None:
+        """What the start-up check found, for /v1/health, until a provider call succeeds: a server started
+        after the service, or a model the server answers without listing it, must not be reported forever."""
+        if self._pipeline is not None and self._pipeline.answered:
+            return None
+        return self._provider_problem
+
+    @property
+    def provider_checked(self) -> bool:
+        """Whether the start-up check of the provider has finished (its finding is in provider_problem)."""
+        return self._check is not None and self._check.done()
+
+    @property
+    def pipeline(self) -> DecidePipeline:
+        """The decide pipeline (once started)."""
+        return _started(self._pipeline)
+
+    @property
+    def guard(self) -> Guard:
+        """Who is asking (once started)."""
+        return _started(self._guard)
+
+    @property
+    def npc(self) -> NpcProcessor:
+        """The NPC step machine (once started)."""
+        return _started(self._npc)
+
+    @property
+    def hub(self) -> ContextHub:
+        """Per-session state (once started)."""
+        return _started(self._hub)

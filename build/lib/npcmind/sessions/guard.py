@@ -1,0 +1,168 @@
+"""Who is asking: the local profile's implicit sessions, or the hosted profile's tokens, limits and rates."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from npcmind.context.hub import ContextHub
+from npcmind.decide.pipeline import SessionContext
+from npcmind.manifest import Manifest
+from npcmind.protocol.a2g import SessionResponse
+from npcmind.protocol.errors import ApiError
+from npcmind.sessions.clients import KEY_PREFIX, Client
+from npcmind.sessions.tokens import TokenClaims, TokenError, TokenSigner
+from npcmind.shared.base import Shared
+from npcmind.storage.base import SessionRecord, Store
+
+NEW_SESSION = "open a session with the client API key at POST /v1/session and send its session_token"
+
+
+def bearer(authorization: str | None, missing: str) -> str:
+    """The token of an `Authorization: Bearer` header, or a 401 (``missing``: what to send instead)."""
+    if not authorization:
+        raise ApiError(401, "unauthorized", missing)
+    scheme, _, value = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not value.strip():
+        raise ApiError(401, "unauthorized", "Authorization must be 'Bearer <token>'")
+    return value.strip()
+
+
+class Guard:
+    """Turns a request's credentials and body client_id into the session it belongs to."""
+
+    def __init__(
+        self,
+        hub: ContextHub,
+        store: Store,
+        signer: TokenSigner,
+        shared: Shared,
+        manifest: Manifest | None = None,
+        clients: dict[str, Client] | None = None,
+    ) -> None:
+        self.hub = hub
+        self.store = store
+        self.signer = signer
+        self.shared = shared
+        self.manifest = manifest
+        self.clients = clients
+        self._sessions: dict[str, SessionRecord] = {}
+        self.owner = "p_" + os.urandom(8).hex()  # this process, as the owner of the sessions it serves
+
+    @property
+    def hosted(self) -> bool:
+        return self.clients is not None
+
+    def manifest_for(self, client_id: str) -> Manifest:
+        """The manifest a client's requests are checked against."""
+        if self.clients is None:
+            assert self.manifest is not None
+            return self.manifest
+        return self.clients[client_id].manifest
+
+    async def claims(self, authorization: str | None) -> TokenClaims:
+        """A valid session's claims (hosted profile), after the client's request rate: 401 or 429 otherwise."""
+        token = bearer(authorization, f"missing Authorization: Bearer <session token>; {NEW_SESSION}")
+        now = time.time()
+        try:
+            claims = self.signer.verify(token, now)
+        except TokenError as e:
+            if token.startswith(KEY_PREFIX):  # the client key sent where its session token belongs
+                msg = "this is a client API key: it goes to POST /v1/session only; send the session_token it answers"
+                raise ApiError(401, "unauthorized", msg) from None
+            raise ApiError(401, "unauthorized", f"{e}: {NEW_SESSION}") from None
+        rec = self._sessions.get(claims.sid)
+        revoked = await self.shared.revoked(claims.sid)  # ended at any process: shared at once
+        if rec is None or revoked is None:  # not known here, or the shared state cannot say: the store is the authority
+            rec = await self.store.get_session(claims.sid)
+            if rec is not None:
+                self._remember(rec)
+        if rec is None or rec.ended or revoked or rec.client_id != claims.cid or claims.cid not in (self.clients or {}):
+            raise ApiError(401, "unauthorized", f"session ended or unknown: {NEW_SESSION}")
+        await self._rate(claims.cid)
+        return claims
+
+    def _remember(self, rec: SessionRecord) -> None:
+        """Keep a session's record at hand, for as many sessions as the hub holds (the store has them all)."""
+        self._sessions[rec.session_id] = rec
+        while len(self._sessions) > self.hub.max_sessions:
+            del self._sessions[next(iter(self._sessions))]
+
+    async def _rate(self, client_id: str) -> None:
+        """The client's request rate, one bucket for every process (429 with Retry-After past it)."""
+        assert self.clients is not None
+        wait = await self.shared.take(client_id, self.clients[client_id].spec.requests_per_second)
+        if wait > 0:
+            raise ApiError(
+                429,
+                "rate_limited",
+                f"over the client's request rate; retry in {wait:.2f} s",
+                headers={"Retry-After": str(max(1, round(wait + 0.5)))},
+            )
+
+    async def authenticate(self, authorization: str | None) -> TokenClaims | None:
+        """First, before the body is read: the token's claims (hosted; 401/429), or None (local)."""
+        return None if self.clients is None else await self.claims(authorization)
+
+    async def session(self, claims: TokenClaims | None, client_id: str) -> SessionContext:
+        """The session of a session-scoped body: implicit (local) or the token's (hosted; 403 on another client)."""
+        if self.clients is None or claims is None:
+            assert self.manifest is not None
+            return await self._owned(f"local:{client_id}", client_id, self.manifest)
+        if claims.cid != client_id:
+            raise ApiError(403, "forbidden", f"the token is for client {claims.cid!r}, the body names {client_id!r}")
+        return await self._owned(claims.sid, claims.cid, self.clients[claims.cid].manifest)
+
+    async def _owned(self, session_id: str, client_id: str, manifest: Manifest) -> SessionContext:
+        """The session as this process holds it, rebuilt from the store first when another process served it
+        since (or the shared state cannot say): a session that moved away and came back must never be served
+        the memory this process kept from before it left."""
+        if await self.shared.claim(session_id, self.owner) is not True:
+            self.hub.forget(session_id)
+        return await self.hub.session(session_id, client_id, manifest)
+
+    async def client_of(self, authorization: str | None) -> str | None:
+        """For routes without a body: the token's client (hosted), or None (local)."""
+        if self.clients is None:
+            return None
+        return (await self.claims(authorization)).cid
+
+    async def open(self, authorization: str | None, client_id: str) -> SessionResponse:
+        """POST /v1/session: the client's API key opens a session within its limit."""
+        if self.clients is None:
+            raise ApiError(404, "not_found", "sessions exist only in the hosted profile; the local profile needs none")
+        key = bearer(authorization, "missing Authorization: Bearer <client API key>")
+        client = self.clients.get(client_id)
+        owner = next((c for c in self.clients.values() if c.key_matches(key)), None)
+        if owner is None:
+            raise ApiError(401, "unauthorized", "unknown API key")
+        if client is None or owner.client_id != client_id:
+            raise ApiError(403, "forbidden", f"this API key is not a key of client {client_id!r}")
+        now = time.time()
+        ttl = client.spec.session_ttl_s
+        sid = "s_" + os.urandom(12).hex()
+        rec = SessionRecord(sid, client_id, now, now + ttl)
+        if not await self.store.open_session(rec, client.spec.max_sessions):  # count and insert in one step
+            raise ApiError(
+                429,
+                "too_many_sessions",
+                f"client {client_id!r} has its {client.spec.max_sessions} sessions"
+                " open; end one with DELETE /v1/session",
+                headers={"Retry-After": "1"},
+            )
+        self._remember(rec)
+        token = self.signer.sign(TokenClaims(sid, client_id, int(now + ttl)))
+        return SessionResponse(token, sid, ttl)
+
+    async def end(self, authorization: str | None) -> str:
+        """DELETE /v1/session: the token stops working."""
+        if self.clients is None:
+            raise ApiError(404, "not_found", "sessions exist only in the hosted profile")
+        claims = await self.claims(authorization)
+        await self.store.end_session(claims.sid)
+        await self.shared.revoke(claims.sid, claims.exp)  # every process refuses it from its next request
+        rec = self._sessions.get(claims.sid)
+        if rec is not None:
+            rec.ended = True
+        self.hub.forget(claims.sid)
+        return claims.sid

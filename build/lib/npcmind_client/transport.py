@@ -1,0 +1,159 @@
+"""The decision SDK's I/O: executes the scheduler's requests with httpx on worker threads, so the network
+never blocks the game loop; their answers wait in a queue until the game's next ``tick()`` applies them."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import math
+import queue
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from npcmind_client.timings import deadline_timeout
+
+GZIP_FROM = 16 * 1024  # bodies from this size are sent gzip-compressed (on a worker thread)
+DEFAULT_TIMEOUT_S = 15.0  # the service's default provider deadline (10 s) and a margin, until it tells its own
+TIMEOUT_MARGIN_S = 5.0
+
+Answer = tuple[int, Any, dict[str, str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """What became of a request: an ``answer``, or no answer (``failed``: ``timeout`` or ``unreachable``)."""
+
+    ref: str
+    answer: Answer | None
+    failed: str = ""
+    why: str = ""
+
+
+def encode(body: Any) -> bytes:
+    """The body as JSON, made now on the game's thread (a snapshot: the game may change its dicts from the
+    next frame on). A NaN or an infinity is written null, as JSON has none (the service then names the field);
+    TypeError or ValueError for what JSON cannot carry."""
+    try:
+        return json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    except ValueError:
+        try:
+            return json.dumps(_finite(body), separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+        except RecursionError:
+            raise ValueError("a value holds itself (a circular reference)") from None
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _payload(r: httpx.Response) -> Any:
+    """An answer's JSON, or its text as an error message when it has none (a proxy's page)."""
+    try:
+        return r.json()
+    except (ValueError, RecursionError):
+        return {"error": {"message": r.text[:200]}}
+
+
+def _session_token(future: Future[Answer] | None) -> str | None:
+    """The token of a POST /v1/session answer, if it brought one."""
+    try:
+        status, body, _ = future.result(timeout=0) if future is not None else (0, None, {})
+    except Exception:
+        return None
+    token = body.get("session_token") if status == 200 and isinstance(body, dict) else None
+    return token if isinstance(token, str) else None
+
+
+class Transport:
+    """HTTP for one client: requests on ``workers`` threads, each after the requests it must follow."""
+
+    def __init__(self, base_url: str, timeout_s: float | None, workers: int) -> None:
+        self._http = httpx.Client(base_url=base_url)
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="npcmind-decide")
+        self._given = timeout_s is not None
+        # given: kept; else the service's provider deadline plus a margin, once GET /v1/health told it
+        self.timeout_s = timeout_s if timeout_s is not None else DEFAULT_TIMEOUT_S
+        self._futures: dict[str, Future[Answer]] = {}
+        self._done: queue.SimpleQueue[str] = queue.SimpleQueue()
+
+    def send(
+        self, ref: str, method: str, path: str, raw: bytes | None, headers: dict[str, str], after: list[str]
+    ) -> None:
+        """Start request ``ref``; its outcome comes out of ``outcomes()`` once it is done."""
+        first = {r: f for r in after if (f := self._futures.get(r)) is not None}
+        future = self._pool.submit(self._call, method, path, raw, dict(headers), first)
+        self._futures[ref] = future
+        future.add_done_callback(lambda _: self._done.put(ref))
+
+    def outcomes(self) -> list[Done]:
+        """The requests done since the last call, with what became of each."""
+        out: list[Done] = []
+        while True:
+            try:
+                ref = self._done.get_nowait()
+            except queue.Empty:
+                return out
+            future = self._futures.pop(ref, None)
+            if future is None or future.cancelled():
+                continue
+            try:
+                out.append(Done(ref, future.result()))
+            except httpx.TimeoutException:
+                out.append(Done(ref, None, "timeout"))
+            except Exception as exc:  # refused connection, DNS, a reset: the service is unreachable
+                out.append(Done(ref, None, "unreachable", str(exc) or type(exc).__name__))
+
+    def wait(self, timeout_s: float) -> None:
+        """Block until every request started so far is done, or ``timeout_s`` passed."""
+        import time
+
+        deadline = time.monotonic() + timeout_s
+        for f in list(self._futures.values()):
+            with contextlib.suppress(Exception):  # a failure is an outcome like an answer
+                f.result(timeout=max(0.0, deadline - time.monotonic()))
+
+    def call(self, method: str, path: str, headers: dict[str, str]) -> Answer:
+        """One request on the caller's thread (a debug view's, on demand)."""
+        return self._call(method, path, None, headers, {})
+
+    def _call(
+        self, method: str, path: str, body: bytes | None, headers: dict[str, str], after: dict[str, Future[Answer]]
+    ) -> Answer:
+        """On a worker: wait for the requests this one follows (a decide request waits for the telemetry sent
+        before it, so its prompt shows the scene as the game last told it), then send it."""
+        for f in after.values():
+            with contextlib.suppress(Exception):
+                f.result(timeout=self.timeout_s)
+        auth = headers.get("authorization", "")
+        if auth.startswith("Bearer @"):  # the token the session request sent just before brings
+            token = _session_token(after.get(auth[len("Bearer @") :]))
+            if token is None:
+                return 401, {"error": {"code": "no_session", "message": "no session could be opened"}}, {}
+            headers["authorization"] = f"Bearer {token}"
+        if body is not None:
+            headers["content-type"] = "application/json"
+            if len(body) >= GZIP_FROM:  # a large scene's telemetry: about a tenth of the bytes, for about 1 ms
+                body = gzip.compress(body, compresslevel=1)
+                headers["content-encoding"] = "gzip"
+        r = self._http.request(method, path, content=body, headers=headers, timeout=self.timeout_s)
+        answer = r.status_code, _payload(r), dict(r.headers)
+        if path == "/v1/health" and not self._given:
+            deadline = deadline_timeout(answer[0], answer[1])
+            if deadline is not None:  # before the decide requests that wait for it start
+                self.timeout_s = deadline + TIMEOUT_MARGIN_S
+        return answer
+
+    def close(self) -> None:
+        """Stop the workers and close the connection, without waiting for answers."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._http.close()

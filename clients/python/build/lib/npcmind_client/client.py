@@ -1,0 +1,176 @@
+"""The SDK's process loop: answer each instruction locally until Finalize, verify it, apply it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import msgspec
+
+from npcmind_client.cortex import Cortex
+from npcmind_client.errors import error_line
+from npcmind_client.npc_wire import NPCInstruction, PromptConstraints
+from npcmind_client.signing import NotCanonical, signed_payload, verify
+from npcmind_client.store import NpcStore
+from npcmind_client.urls import http_url
+
+MAX_CALLS = 8
+
+
+class ProtocolError(Exception):
+    """The service refused a step, the loop did not finish, or an outcome's signature did not verify."""
+
+
+@dataclass
+class NpcOutcome:
+    """What the game gets back: the line, the action, and what was applied."""
+
+    valid: bool
+    dialogue: str
+    action: dict[str, Any] | None
+    state: dict[str, Any]
+    remembered: int
+    audit: dict[str, Any] = field(default_factory=dict)  # {"preset", "appliedRules": [{ruleId, verdict, reason}]}
+    steps: list[str] = field(default_factory=list)
+
+
+class NpcMind:
+    """Talks to an npcmind service for the NPCs of one game."""
+
+    def __init__(
+        self,
+        service_url: str,
+        cortex: Cortex,
+        store: NpcStore,
+        token: str | None = None,
+        timeout_s: float = 30,
+    ) -> None:
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(
+            base_url=http_url(service_url, "service_url", "http://127.0.0.1:8080"), headers=headers, timeout=timeout_s
+        )
+        self.cortex = cortex
+        self.store = store
+        self._keys: dict[str, str] = {}
+
+    def public_keys(self, refresh: bool = False) -> dict[str, str]:
+        """The service's signing keys (kid → base64url), fetched once from GET /v1/keys."""
+        if refresh or not self._keys:
+            r = self._request("GET", "/v1/keys")
+            if r.status_code != 200:
+                raise ProtocolError(f"GET /v1/keys answered {r.status_code}")
+            try:
+                self._keys = {k["kid"]: k["public_key"] for k in r.json()["keys"]}
+            except (ValueError, KeyError, TypeError, RecursionError):
+                raise ProtocolError(f"GET /v1/keys answered without keys: {r.text[:200]}") from None
+        return self._keys
+
+    def _request(self, method: str, path: str, body: Any = None) -> httpx.Response:
+        """One call to the service; a service that cannot be reached is a ProtocolError that says where."""
+        if self._http.is_closed:
+            raise ProtocolError("this NpcMind was closed: make a new one")
+        try:
+            return self._http.request(method, path, json=body)
+        except httpx.HTTPError as e:
+            raise ProtocolError(
+                f"cannot reach the npcmind service at {self._http.base_url}: {e or e.__class__.__name__} "
+                "(is `npcmind serve` running there?)"
+            ) from None
+        except (TypeError, ValueError) as e:  # the game's context or state holds something JSON cannot carry
+            raise ProtocolError(f"the tape cannot be sent as JSON: {e}") from None
+
+    def _step(
+        self, npc_id: str, tape: dict[str, Any], last: dict[str, Any] | None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        r = self._request("POST", f"/npcs/{quote(npc_id, safe='')}/process", {"tape": tape, "lastResult": last})
+        if r.status_code != 200:
+            try:
+                payload = r.json()
+            except (ValueError, RecursionError):
+                payload = None
+            raise ProtocolError(f"the service answered {r.status_code}: {error_line(payload, r.text[:200])}")
+        try:
+            body = r.json()
+            instruction, tape = body["instruction"], body["tape"]
+        except (ValueError, KeyError, TypeError, RecursionError):
+            raise ProtocolError(f"the service answered 200 without an instruction and tape: {r.text[:200]}") from None
+        try:  # checked against the protocol, used as sent (a Finalize is verified over its own bytes' values)
+            msgspec.convert(instruction, NPCInstruction)
+        except msgspec.ValidationError as e:
+            raise ProtocolError(f"the service's instruction is not one this SDK knows ({e}): {r.text[:200]}") from None
+        if not isinstance(tape, dict):
+            raise ProtocolError(f"the service's tape is not an object: {r.text[:200]}")
+        return instruction, tape
+
+    def process(
+        self, npc_id: str, observation: str, context: dict[str, Any] | None = None, ruleset: str | None = None
+    ) -> NpcOutcome:
+        """Run the loop for one observation; on a valid outcome store the memories and merge the state."""
+        rec = self.store.get(npc_id)
+        if rec is None:
+            raise ProtocolError(f"unknown NPC {npc_id!r}: register it with store.register() first")
+        tape: dict[str, Any] = {
+            "observation": observation,
+            "npcState": rec.state,
+            "memories": [],
+            "context": context or {},
+        }
+        if ruleset:
+            tape["rulesetId"] = ruleset
+        last: dict[str, Any] | None = None
+        steps: list[str] = []
+        for _ in range(MAX_CALLS):
+            instruction, tape = self._step(npc_id, tape, last)
+            kind = instruction["type"]
+            steps.append(kind)
+            if kind == "IdentifyActor":
+                last = {
+                    "type": "IdentifyActorResult",
+                    "actor": {"npcId": rec.npc_id, "persona": rec.persona, "data": rec.data},
+                }
+            elif kind == "QueryVector":
+                found = self.store.recall(npc_id, instruction["query"], instruction["limit"], instruction["threshold"])
+                last = {
+                    "type": "QueryVectorResult",
+                    "memories": [
+                        {"text": m.text, "type": m.type, "importance": m.importance, "similarity": m.similarity}
+                        for m in found
+                    ],
+                }
+            elif kind == "ExecuteInference":
+                constraints = msgspec.convert(instruction.get("constraints") or {}, PromptConstraints)
+                last = {
+                    "type": "ExecuteInferenceResult",
+                    "generatedOutput": self.cortex.complete(instruction["prompt"], constraints),
+                }
+            elif kind == "Finalize":
+                return self._apply(npc_id, instruction, tape, steps)
+            else:
+                raise ProtocolError(f"unknown instruction {kind!r}")
+        raise ProtocolError(f"no Finalize after {MAX_CALLS} calls")
+
+    def _apply(self, npc_id: str, fin: dict[str, Any], tape: dict[str, Any], steps: list[str]) -> NpcOutcome:
+        rec = self.store.get(npc_id)
+        assert rec is not None
+        if not fin["valid"]:
+            return NpcOutcome(False, fin["dialogue"], None, rec.state, 0, fin.get("ruleAudit") or {}, steps)
+        try:
+            payload = signed_payload(npc_id, fin, tape)
+        except NotCanonical as e:
+            raise ProtocolError(f"the outcome cannot be verified: its tape has no canonical form ({e})") from None
+        signature = fin.get("signature") or ""
+        if not verify(signature, payload, self.public_keys()) and not verify(
+            signature, payload, self.public_keys(refresh=True)
+        ):
+            raise ProtocolError("the outcome's signature does not verify: nothing was applied")
+        memories = [(m["text"], m["type"], m["importance"]) for m in fin["memoryStore"]]
+        state = self.store.apply(npc_id, memories, fin["stateTransform"])  # both, or neither on a crash
+        return NpcOutcome(
+            True, fin["dialogue"], fin.get("action"), state, len(fin["memoryStore"]), fin.get("ruleAudit") or {}, steps
+        )
+
+    def close(self) -> None:
+        """Close connections."""
+        self._http.close()

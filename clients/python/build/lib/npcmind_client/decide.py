@@ -1,0 +1,255 @@
+"""The decision SDK a game uses: asks /v1/decide for its entities and keeps the seed's game obligations.
+
+A game loop calls ``tick()`` once a frame and ``action(id, legal_now)`` for each entity; ``None`` means
+"run your native AI". The network never blocks the loop and never raises into it: requests run on worker
+threads (the transport), and their answers are applied inside ``tick()`` on the game's own thread by the
+scheduler, which holds every rule (``npcmind_client.scheduler``; telemetry and reports: the outbox).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+from urllib.parse import urlencode
+
+from npcmind_client.say import log
+from npcmind_client.scheduler import Choice, Entity, Policy, Request, Scheduler, Stats
+from npcmind_client.transport import Transport, encode
+from npcmind_client.urls import http_url
+from npcmind_client.wire import Outcome
+
+__all__ = ["Choice", "DecideClient", "Entity", "Policy", "Stats"]
+
+T = TypeVar("T")
+
+
+class _Option(Generic[T]):
+    """An option the scheduler reads at every request, read and set on the client as on the scheduler."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: DecideClient, owner: type | None = None) -> T:
+        return getattr(obj._scheduler, self.name)  # type: ignore[no-any-return]
+
+    def __set__(self, obj: DecideClient, value: T) -> None:
+        setattr(obj._scheduler, self.name, value)
+
+
+class DecideClient:
+    """One game's client of an npcmind service: call ``tick()`` every frame, ``action()`` per entity."""
+
+    world: _Option[dict[str, Any]] = _Option()
+    scope: _Option[str | None] = _Option()
+    scope_state: _Option[dict[str, Any] | None] = _Option()
+    policy: _Option[Policy | None] = _Option()
+    threshold: _Option[float] = _Option()
+
+    def __init__(
+        self,
+        service_url: str,
+        client_id: str,
+        *,
+        world: dict[str, Any] | None = None,
+        scope: str | None = None,
+        scope_state: dict[str, Any] | None = None,
+        epoch: int = 0,
+        api_key: str | None = None,
+        refresh_ms: int | None = None,
+        event_window_ms: int = 50,
+        telemetry_ms: int = 500,
+        policy: Policy | None = None,
+        threshold: float = 0.8,
+        timeout_s: float | None = None,
+        workers: int = 4,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        base = http_url(service_url, "service_url", "http://127.0.0.1:8080")
+        self.client_id = client_id
+        self._scheduler = Scheduler(
+            client_id,
+            world=world,
+            scope=scope,
+            scope_state=scope_state,
+            epoch=epoch,
+            api_key=api_key,
+            refresh_ms=refresh_ms,
+            event_window_ms=event_window_ms,
+            telemetry_ms=telemetry_ms,
+            policy=policy,
+            threshold=threshold,
+            workers=workers,
+            timeout_s=timeout_s,
+        )
+        self._transport = Transport(base, timeout_s, workers)
+        self._clock = clock
+        self._closed = False
+
+    @property
+    def stats(self) -> Stats:
+        """Counters a game can show in a debug overlay."""
+        return self._scheduler.stats
+
+    @property
+    def epoch(self) -> int:
+        """The game's epoch: answers to requests sent under another epoch are dropped."""
+        return self._scheduler.epoch
+
+    @epoch.setter
+    def epoch(self, value: int) -> None:
+        self._scheduler.set_epoch(value, self._now())
+
+    @property
+    def timeout_s(self) -> float:
+        """How long a request may take before its entities use their native AI: the ``timeout_s`` given,
+        else the service's provider deadline (``NPCMIND_DEADLINE_MS``) plus 5 s once the service told it."""
+        return self._transport.timeout_s
+
+    def _now(self) -> float:
+        return self._clock() * 1000
+
+    # --- what the game tells --------------------------------------------------------------------
+
+    def set_scene(self, scene: str) -> None:
+        """A new scene (level, map): the service resets its population with the next telemetry."""
+        self._scheduler.set_scene(scene)
+
+    def track(
+        self,
+        entity_id: str,
+        type: str,
+        observation: dict[str, Any],
+        legal_actions: list[str],
+        *,
+        position: list[float] | tuple[float, ...] | None = None,
+        profile: str | None = None,
+        parent: str | None = None,
+        state: str | None = None,
+    ) -> None:
+        """Add an entity that decides, or update what it sees and may do now (it is not asked again for
+        that alone: it is asked on its refresh, on an event, or when the population changes)."""
+        e = Entity(entity_id, type, observation, legal_actions, position, profile, parent, state)
+        self._scheduler.track(e, self._now())
+
+    def observe(
+        self,
+        entity_id: str,
+        type: str,
+        fields: dict[str, Any],
+        *,
+        position: list[float] | tuple[float, ...] | None = None,
+    ) -> None:
+        """An observe-only entity (the player): sent as telemetry, never asked."""
+        item: dict[str, Any] = {"id": entity_id, "type": type, "fields": fields}
+        if position is not None:
+            item["position"] = position
+        self._scheduler.observe(entity_id, item)
+
+    def untrack(self, entity_id: str) -> None:
+        """The entity left the scene (died, despawned): forget it and tell the service."""
+        self._scheduler.untrack(entity_id)
+
+    def event(self, entity_id: str, trigger: str) -> bool:
+        """Something happened to the entity (one of its type's events): ask for it at once. False, said
+        once in the log, for an entity not tracked: a game loop must not crash on the order of two calls."""
+        return self._scheduler.event(entity_id, trigger, self._now())
+
+    def report(self, entity_id: str, outcome: Outcome, detail: str | None = None) -> bool:
+        """What became of the entity's current AI decision; sent with the next tick. False when it has
+        none to report (a fallback, a local choice, or an expired decision)."""
+        return self._scheduler.report(entity_id, outcome, detail)
+
+    # --- what the game asks ---------------------------------------------------------------------
+
+    def action(self, entity_id: str, legal_now: list[str] | None = None) -> Choice | None:
+        """The entity's live decision, or None: run the game's native AI. The action is checked against
+        ``legal_now``, else against the legal actions last given to ``track()``."""
+        return self._scheduler.action(entity_id, legal_now, self._now())
+
+    def tick(self, now: float | None = None) -> None:
+        """Apply the answers that came in, then send what is due. Never blocks, never raises for the network."""
+        if self._closed:  # a frame after close() (a scene change, quitting): nothing to send, nothing to raise
+            return
+        now_ms = self._now() if now is None else now * 1000
+        self._apply(now_ms)
+        for request in self._scheduler.tick(now_ms):
+            self._send(request)
+
+    def wait(self, timeout_s: float = 10.0) -> bool:
+        """Send the reports given since the last tick, block until every request sent so far has answered,
+        then apply the answers (for turn-based games, tests, and before ``close()``). True if nothing is
+        still in flight."""
+        if not self._closed:
+            for request in self._scheduler.flush_reports():
+                self._send(request)
+        self._transport.wait(timeout_s)
+        self._apply(self._now())
+        return self._scheduler.in_flight() == 0
+
+    def last_prompt(self) -> dict[str, Any] | None:
+        """What the model saw in this session's last decide request and what it answered (GET /v1/prompt),
+        for a debug overlay or a bug report. It blocks for one HTTP round trip: call it on demand, not every
+        frame. None when there is nothing yet or the service cannot say; it never raises."""
+        path = f"/v1/prompt?{urlencode({'client_id': self.client_id})}"
+        try:
+            status, payload, _ = self._transport.call("GET", path, self._scheduler.headers())
+        except Exception as e:  # the service is down: a debug view must not break the game
+            log.debug("last_prompt: %s", e)
+            return None
+        return payload if status == 200 and isinstance(payload, dict) else None
+
+    def close(self) -> None:
+        """Stop the workers and close the connection, without waiting for answers (a game that quits must
+        not hang on a slow service; call ``wait()`` first to keep them)."""
+        self._closed = True
+        self._transport.close()
+
+    def __enter__(self) -> DecideClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- between the scheduler and the transport ----------------------------------------------------
+
+    def _apply(self, now_ms: float) -> None:
+        for done in self._transport.outcomes():
+            if done.answer is not None:
+                status, body, headers = done.answer
+                self._scheduler.answer(done.ref, status, body, headers, now_ms)
+            else:
+                self._scheduler.fail(done.ref, done.failed, now_ms, done.why)
+
+    def _send(self, r: Request) -> None:
+        raw = None if r.body is None else self._encode(r, r.body)
+        if r.body is not None and raw is None:
+            self._scheduler.dropped(r.ref)
+            return
+        self._transport.send(r.ref, r.method, r.path, raw, r.headers, r.after)
+
+    def _encode(self, r: Request, body: dict[str, Any]) -> bytes | None:
+        """The request's body as JSON; an entity that is not JSON is left out and named once; None when
+        nothing is left to send."""
+        try:
+            return encode(body)
+        except (TypeError, ValueError):
+            pass
+        say = self._scheduler.say
+        kept, bad = [], set()
+        for item in body.get("entities", []):
+            try:
+                encode(item)
+                kept.append(item)
+            except (TypeError, ValueError) as exc:
+                bad.add(item["id"])
+                say(f"encode:{item['id']}", f"{item['type']} {item['id']!r} cannot be sent as JSON ({exc}): left out")
+        body["entities"] = kept
+        self._scheduler.left_out(r.ref, bad)
+        if not (kept or body.get("removed") or body.get("scene")):
+            return None
+        try:
+            return encode(body)
+        except (TypeError, ValueError) as exc:
+            say(f"encode:{exc}", f"a request cannot be sent as JSON ({exc}): skipped")
+            return None

@@ -1,0 +1,568 @@
+"""The decision scheduler, without I/O: given the clock and the tracked entities, it says what to send and
+applies what came back. No sockets, no threads, no clock reads: every method that depends on time is given
+``now`` (milliseconds, any origin), so the same conformance cases drive it and the TypeScript port.
+
+It keeps every obligation of the seed: a response for an old epoch is dropped, an action is re-checked
+against the legal actions that were sent (and those of now), a decision expires after its ``ttl_ms``, a
+fallback or an error gives ``None`` (never an invented action), and a cached decision is used exactly like
+a fresh one.
+
+Scheduling (spec section 10): an event is asked at the latest ``event_window_ms`` after it, together with
+the events of that window; other entities are re-asked every ``refresh_ms`` of their type; when the number
+of tracked entities changes, everyone is re-asked, at least 500 ms apart; at most 16 entities a request and
+``workers`` decide requests in flight, so a wave of refreshes is spread over frames. Cascade mode: with a
+``policy``, entities it is sure about (confidence at or above ``threshold``) take the local action and only
+the rest go to the service; the request and answer shapes do not change.
+
+One entity the service refuses (a 422 whose problems all lie in named entities: a NaN, an unknown type,
+no legal actions) does not cost the others their decisions: it is named once in the log, the rest are
+sent again at once, and from then on it goes in a request of its own until the service takes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from npcmind_client.outbox import Outbox
+from npcmind_client.refusals import NUMBER, Refusals, retry_after_ms
+from npcmind_client.say import SayOnce, log
+from npcmind_client.session import RETRY_MS, Session
+from npcmind_client.timings import Timings, deadline_timeout
+from npcmind_client.wire import OUTCOMES, AIDecision, Malformed, Outcome, read_decide_answer
+
+BATCH = 16  # the protocol's limit of entities a decide request
+REASK_GAP_MS = 500.0  # a change of population re-asks everyone, at most this often
+DEFAULT_DEADLINE_S = 10.0  # the service's default provider deadline, until GET /v1/health tells its own
+TIMEOUT_MARGIN_S = 5.0  # past the deadline: the service's own work and the network
+Policy = Callable[["Entity"], tuple[str, float]]
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """A usable decision for one entity: from the model (``AI``, fresh or cached) or the local policy."""
+
+    action: str
+    source: Literal["AI", "local"]
+    confidence: float | None
+    expires_at: float  # on the client's clock, in seconds
+    decision_id: str | None = None
+    cached: bool = False
+    label: str | None = None
+
+
+@dataclass(slots=True)
+class Entity:
+    """What the game tells about one entity; the scheduler's own bookkeeping sits beside it."""
+
+    id: str
+    type: str
+    observation: dict[str, Any]
+    legal_actions: list[str]
+    position: list[float] | tuple[float, ...] | None = None
+    profile: str | None = None
+    parent: str | None = None
+    state: str | None = None
+    # bookkeeping (ms on the scheduler's clock)
+    trigger: str | None = None
+    due: float = 0.0
+    asked_at: float = float("-inf")
+    in_flight: bool = False
+    choice: Choice | None = None
+    expires: float = 0.0
+    changed: bool = True  # since the last telemetry
+
+
+@dataclass(slots=True)
+class Stats:
+    """Counters a game can show in a debug overlay; the tests read them too."""
+
+    requests: int = 0
+    asked: int = 0
+    ai: int = 0
+    cached: int = 0
+    local: int = 0
+    fallbacks: dict[str, int] = field(default_factory=dict)
+    dropped_epoch: int = 0
+    illegal: int = 0
+    errors: int = 0
+    reports_sent: int = 0
+    refused: int = 0  # times the service refused an entity as malformed (it then goes alone until taken)
+
+
+@dataclass(slots=True)
+class Request:
+    """One request to send: ``after`` names the requests that must be answered (or have failed) first."""
+
+    ref: str
+    method: str
+    path: str
+    body: dict[str, Any] | None
+    headers: dict[str, str]
+    after: list[str]
+
+
+@dataclass(slots=True)
+class _Sent:
+    """A request in flight: its kind, and for a decide request what it carried, to check its answer."""
+
+    kind: str  # decide | telemetry | report | session | health | manifest
+    body: dict[str, Any] | None
+    epoch: int = 0
+    legal: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+class Scheduler:
+    """One game's decisions: feed it the game's calls and the service's answers, send what ``tick`` returns."""
+
+    def __init__(
+        self,
+        client_id: str,
+        *,
+        world: dict[str, Any] | None = None,
+        scope: str | None = None,
+        scope_state: dict[str, Any] | None = None,
+        epoch: int = 0,
+        api_key: str | None = None,
+        refresh_ms: int | None = None,
+        event_window_ms: int = 50,
+        telemetry_ms: int = 500,
+        policy: Policy | None = None,
+        threshold: float = 0.8,
+        workers: int = 4,
+        timeout_s: float | None = None,
+        manifest: dict[str, Any] | None = None,
+    ) -> None:
+        self.client_id = client_id
+        self.world: dict[str, Any] = dict(world or {})
+        self.scope, self.scope_state = scope, scope_state
+        self.policy, self.threshold, self.workers = policy, threshold, workers
+        self.stats = Stats()
+        self.say = SayOnce()
+        self.timings = Timings(refresh_ms, manifest)
+        self.outbox = Outbox(client_id, telemetry_ms, self.say)
+        self.session = Session(client_id, api_key)
+        self.refusals = Refusals(self.say)
+        self.timeout_given = timeout_s is not None
+        self.timeout_s = timeout_s if timeout_s is not None else DEFAULT_DEADLINE_S + TIMEOUT_MARGIN_S
+        self.entities: dict[str, Entity] = {}
+        self._epoch = epoch
+        self._window = float(event_window_ms)
+        self._window_end = float("-inf")  # events until then go out together, when it ends
+        self._open: dict[str, _Sent] = {}
+        self._refs = 0
+        self._telemetry: list[str] = []  # the refs of the newest telemetry: a decide request waits for them
+        self._count = 0
+        self._last_reask = float("-inf")
+        self._reask_pending = False
+        self._not_before = float("-inf")  # after a 429 or a service that is down
+
+    # --- what the game tells --------------------------------------------------------------------
+
+    @property
+    def epoch(self) -> int:
+        """The game's epoch: answers to requests sent under another epoch are dropped."""
+        return self._epoch
+
+    def set_epoch(self, value: int, now: float) -> None:
+        """A new epoch: what was decided for the old state no longer holds; everyone is asked again."""
+        if value != self._epoch:
+            self._epoch = value
+            for e in self.entities.values():
+                e.choice = None
+                e.due = min(e.due, now)
+
+    def set_scene(self, scene: str) -> None:
+        """A new scene (level, map): the service resets its population with the next telemetry."""
+        self.outbox.set_scene(scene)
+
+    def track(self, e: Entity, now: float) -> None:
+        """Add an entity that decides, or update what it sees and may do now (not asked again for that
+        alone: on its refresh, on an event, or when the population changes)."""
+        old = self.entities.get(e.id)
+        if old is None:
+            e.due = now
+            self.entities[e.id] = e
+            return
+        if old.type != e.type:
+            old.choice = None
+            old.due = now
+        # kept by reference (this runs for every entity of every frame); copied when a request is built
+        old.type, old.observation, old.legal_actions = e.type, e.observation, e.legal_actions
+        old.position, old.profile, old.parent, old.state = e.position, e.profile, e.parent, e.state
+        old.changed = True
+
+    def observe(self, entity_id: str, item: dict[str, Any]) -> None:
+        """An observe-only entity (the player): sent as telemetry, never asked."""
+        self.outbox.observe(entity_id, item)
+
+    def untrack(self, entity_id: str) -> None:
+        """The entity left the scene (died, despawned): forget it and tell the service."""
+        self.refusals.alone.pop(entity_id, None)
+        self.outbox.forget(entity_id, self.entities.pop(entity_id, None) is not None)
+
+    def event(self, entity_id: str, trigger: str, now: float) -> bool:
+        """Something happened to the entity: ask for it when the event window it opened or joined ends (the
+        events of one moment share a request). False, said once, for an
+        entity not tracked (one untracked as it died from the hit): a game loop must not crash on the order
+        of two calls."""
+        e = self.entities.get(entity_id)
+        if e is None:
+            self.say(f"event:{trigger}", f"event({entity_id!r}, {trigger!r}) for an entity not tracked: ignored", False)
+            return False
+        e.trigger = trigger
+        if now >= self._window_end:  # the first event of a moment opens a window; the next ones join it
+            self._window_end = now + self._window
+        e.due = min(e.due, self._window_end)
+        return True
+
+    def report(self, entity_id: str, outcome: Outcome, detail: str | None = None) -> bool:
+        """What became of the entity's current AI decision; sent with the next tick. False when it has
+        none to report (a fallback, a local choice, or an expired decision)."""
+        if outcome not in OUTCOMES:  # one wrong outcome would get the whole batch of reports refused
+            self.say(
+                f"outcome:{outcome}",
+                f"report({entity_id!r}, {outcome!r}): the outcome must be one of {', '.join(OUTCOMES)}; not sent",
+                False,
+            )
+            return False
+        e = self.entities.get(entity_id)
+        if e is None or e.choice is None or e.choice.decision_id is None:
+            return False
+        item: dict[str, Any] = {"decision_id": e.choice.decision_id, "outcome": outcome}
+        if detail:
+            item["detail"] = detail[:200]
+        self.outbox.report(item)
+        return True
+
+    # --- what the game asks ---------------------------------------------------------------------
+
+    def action(self, entity_id: str, legal_now: list[str] | None, now: float) -> Choice | None:
+        """The entity's live decision, or None: run the game's native AI. The action is checked against
+        ``legal_now``, else against the legal actions last given to ``track()``."""
+        e = self.entities.get(entity_id)
+        if e is None or e.choice is None:
+            return None
+        if now >= e.expires:
+            e.choice = None
+            return None
+        if e.choice.action not in (legal_now if legal_now is not None else e.legal_actions):
+            return None
+        return e.choice
+
+    def headers(self) -> dict[str, str]:
+        """The headers a request of the game's own (``last_prompt``) carries: the session's token, if held."""
+        return self.session.headers() if self.session.token is not None else {}
+
+    # --- what to send -----------------------------------------------------------------------------
+
+    def tick(self, now: float) -> list[Request]:
+        """The requests to send now: session, manifest, telemetry, reports, then the decide requests due."""
+        out: list[Request] = []
+        if self.session.due(now) and now >= self._not_before:
+            body, headers = self.session.request(f"r{self._refs + 1}")
+            out.append(self._emit("session", "POST", "/v1/session", body, headers))
+        if not self.session.ready():
+            return out  # nothing goes without a token, or one asked for
+        if not self.timings.known and not self.timings.asked and now >= self._not_before:
+            self.timings.asked = True
+            if not self.timeout_given:
+                out.append(self._emit("health", "GET", "/v1/health", None))
+            out.append(self._emit("manifest", "GET", "/v1/manifest", None))
+        self._population(now)
+        if now < self._not_before:  # the service is down or asked us to wait: keep it all for later
+            return out
+        self._send_telemetry(now, out)
+        reports = self.outbox.reports()
+        if reports is not None:
+            out.append(self._emit("report", "POST", "/v1/report", reports))
+            self.stats.reports_sent += len(reports["reports"])
+        self._ask(now, out)
+        return out
+
+    def flush_reports(self) -> list[Request]:
+        """Every report given so far, as requests (for ``wait()`` and before ``close()``)."""
+        out = []
+        while (body := self.outbox.reports()) is not None:
+            out.append(self._emit("report", "POST", "/v1/report", body))
+            self.stats.reports_sent += len(body["reports"])
+        return out
+
+    def _emit(
+        self, kind: str, method: str, path: str, body: dict[str, Any] | None, headers: dict[str, str] | None = None
+    ) -> Request:
+        self._refs += 1
+        ref = f"r{self._refs}"
+        self._open[ref] = _Sent(kind, body)
+        after = [] if kind == "session" else self.session.awaited()
+        if kind == "decide":  # its prompt shows the scene as the game last told it; the manifest brings timings
+            after += [r for r in self._telemetry if r in self._open]
+            after += [r for r, s in self._open.items() if s.kind in ("health", "manifest")]
+        return Request(ref, method, path, body, headers if headers is not None else self.session.headers(), after)
+
+    def _population(self, now: float) -> None:
+        if len(self.entities) != self._count:
+            self._count = len(self.entities)
+            self._reask_pending = True
+        if self._reask_pending and now - self._last_reask >= REASK_GAP_MS:
+            self._reask_pending = False
+            self._last_reask = now
+            for e in self.entities.values():
+                e.due = min(e.due, now)
+
+    def _send_telemetry(self, now: float, out: list[Request]) -> None:
+        bodies = self.outbox.telemetry(now, self._epoch, self.entities.values(), self.refusals.alone)
+        again, self.outbox.again = self.outbox.again, []
+        if bodies:
+            self._telemetry = []
+        for body in again + bodies:
+            out.append(self._emit("telemetry", "POST", "/v1/telemetry", body))
+            self._telemetry.append(out[-1].ref)
+
+    def _ask(self, now: float, out: list[Request]) -> None:
+        """Send what is due, events first, then the longest waiting; no more requests in flight than
+        ``workers``, so a wave of refreshes is spread over frames instead of stalling one."""
+        free = self.workers - sum(1 for s in self._open.values() if s.kind == "decide")
+        if free <= 0:
+            return
+        due = [e for e in self.entities.values() if e.due <= now and not e.in_flight]
+        if not due:
+            return
+        due.sort(key=lambda e: (e.trigger is None, e.due))
+        asked: list[Entity] = []
+        room = free * BATCH  # entities the free workers carry; one sent alone takes a whole request
+        alone = self.refusals.alone
+        for e in due:
+            room -= BATCH if e.id in alone else 1
+            if room < 0:
+                break  # the rest stay due: next tick
+            refresh, ttl = self.timings.of(e.type)
+            e.due = now + refresh
+            e.asked_at = now
+            if self.policy is None or not self._local(e, now, ttl):
+                asked.append(e)
+        together = [e for e in asked if e.id not in alone]
+        for i in range(0, len(together), BATCH):
+            out.append(self._batch(together[i : i + BATCH]))
+        for e in asked:
+            if e.id in alone:  # refused before: in a request of its own, so it cannot sink the others
+                out.append(self._batch([e]))
+
+    def _local(self, e: Entity, now: float, ttl: float) -> bool:
+        """Cascade: whether the local policy is sure enough of ``e`` to decide it here."""
+        assert self.policy is not None
+        try:
+            action, confidence = self.policy(e)
+        except Exception:  # a broken policy must not stop the game: ask the service instead
+            if self.say.first("policy"):  # its traceback once, not once an entity a refresh
+                log.exception("the local policy failed for %r (said once; the service decides instead)", e.id)
+            return False
+        if confidence >= self.threshold and action in e.legal_actions:
+            e.choice = Choice(action, "local", confidence, (now + ttl) / 1000)
+            e.expires = now + ttl
+            e.trigger = None
+            self.stats.local += 1
+            return True
+        return False
+
+    def _batch(self, batch: list[Entity]) -> Request:
+        body: dict[str, Any] = {
+            "client_id": self.client_id,
+            "epoch": self._epoch,
+            "world": self.world,
+            "entities": [_entity_item(e) for e in batch],
+        }
+        if self.scope is not None:
+            body["scope"] = self.scope
+            if self.scope_state is not None:
+                body["scope_state"] = self.scope_state
+        for e in batch:
+            e.in_flight = True
+            e.trigger = None
+        request = self._emit("decide", "POST", "/v1/decide", body)
+        sent = self._open[request.ref]
+        sent.epoch, sent.legal = self._epoch, {e.id: tuple(e.legal_actions) for e in batch}
+        self.stats.requests += 1
+        self.stats.asked += len(batch)
+        return request
+
+    def left_out(self, ref: str, ids: set[str]) -> None:
+        """The transport could not send these entities of request ``ref`` (not JSON): native AI for them,
+        and the request goes without them (``Request.body`` was changed by the caller)."""
+        sent = self._open.get(ref)
+        if sent is None:
+            return
+        for eid in ids:
+            sent.legal.pop(eid, None)
+            e = self.entities.get(eid)
+            if e is not None:
+                e.in_flight = False
+        if sent.kind == "decide":
+            self.stats.asked -= len(ids)
+
+    def dropped(self, ref: str) -> None:
+        """A request the caller will not send (nothing of it could be written as JSON)."""
+        sent = self._open.pop(ref, None)
+        if sent is not None and sent.kind == "decide":
+            self.stats.requests -= 1
+            self._release(sent, None)
+
+    # --- what came back ---------------------------------------------------------------------------
+
+    def answer(self, ref: str, status: int, body: Any, headers: dict[str, str], now: float) -> None:
+        """Apply the answer to request ``ref`` (headers with lowercase names)."""
+        sent = self._open.pop(ref, None)
+        if sent is None:
+            raise KeyError(f"no request {ref!r} is waiting for an answer")
+        if sent.kind == "decide":
+            self._decided(sent, status, body, headers, now)
+        elif sent.kind == "session":
+            problem = self.session.answered(status, body, now)
+            if problem is not None:
+                self.say(f"session:{NUMBER.sub('#', problem)}", problem)
+                if self.session.token is None:
+                    self._not_before = max(self._not_before, now + RETRY_MS)
+        elif sent.kind == "health":
+            deadline = deadline_timeout(status, body)
+            if deadline is not None and not self.timeout_given:
+                self.timeout_s = deadline + TIMEOUT_MARGIN_S
+        elif sent.kind == "manifest":
+            if not self.timings.read(status, body, self.entities.values()):
+                self._not_before = max(self._not_before, now + 1000)  # asked again later; defaults meanwhile
+        else:
+            self._other(sent, status, body, headers, now)
+
+    def fail(self, ref: str, kind: str, now: float, detail: str = "") -> None:
+        """Request ``ref`` got no answer: ``kind`` is ``timeout`` or ``unreachable``."""
+        sent = self._open.pop(ref, None)
+        if sent is None:
+            raise KeyError(f"no request {ref!r} is waiting for an answer")
+        if kind == "timeout":
+            why = (
+                "its model may take up to NPCMIND_DEADLINE_MS: leave timeout_s out to follow it"
+                if self.timeout_given
+                else f"{TIMEOUT_MARGIN_S:g} s past its own deadline for the model: it is overloaded or stalled"
+            )
+            self.say("timeout", f"npcmind did not answer within {self.timeout_s:g} s ({why})")
+        else:
+            self.say("transport", f"npcmind is unreachable: {detail or kind}")
+        if sent.kind == "decide":  # the service is down or timed out: native AI, retry later
+            self.stats.errors += 1
+            self._not_before = now + 1000
+            self._release(sent, None)
+        elif sent.kind == "session":
+            self.session.failed(now)
+            if self.session.token is None:
+                self._not_before = max(self._not_before, now + RETRY_MS)
+        elif sent.kind == "manifest":
+            self.timings.asked = False
+            self._not_before = max(self._not_before, now + 1000)
+
+    def _other(self, sent: _Sent, status: int, body: Any, headers: dict[str, str], now: float) -> None:
+        """A telemetry or report answer: telemetry refused for some of its entities only is sent again
+        without them; one too large, in two halves."""
+        items = sent.body["entities"] if sent.kind == "telemetry" and sent.body is not None else None
+        if status == 200 and items is not None:  # an observed entity taken (one that decides: by /v1/decide)
+            for item in items:
+                if item["id"] not in self.entities:
+                    self.refusals.alone.pop(item["id"], None)
+        if status == 200:
+            return
+        if status == 413 and items is not None and sent.body is not None and self.outbox.halve(sent.body):
+            return
+        bad = self.refusals.entities(status, body, [(i["id"], i["type"]) for i in items or ()])
+        if bad and sent.body is not None:
+            self.stats.refused += len(bad)
+            self.outbox.without(sent.body, bad)
+            return
+        self._refused(status, body, headers, now)
+
+    def _refused(self, status: int, body: Any, headers: dict[str, str], now: float) -> None:
+        self.refusals.said(status, body, self.session.hosted)
+        if status == 429 or status >= 500:
+            self._not_before = now + retry_after_ms(headers)
+        if status == 401 and self.session.hosted:
+            self.session.lost()  # a new session with the next request
+            self._not_before = max(self._not_before, now + 250)  # not a request a frame if it keeps failing
+
+    def _decided(self, sent: _Sent, status: int, body: Any, headers: dict[str, str], now: float) -> None:
+        if status != 200:
+            self.stats.errors += 1
+            ids = [(eid, e.type if (e := self.entities.get(eid)) else "entity") for eid in sent.legal]
+            bad = self.refusals.entities(status, body, ids)
+            if bad:  # the others are asked again at once, without them
+                self.stats.refused += len(bad)
+                self._release(sent, now, keep=bad)
+                return
+            self._refused(status, body, headers, now)
+            # a session that ended under us: asked again soon, with a new session
+            self._release(sent, now if status == 401 and self.session.hosted else None)
+            return
+        for eid in sent.legal:
+            self.refusals.alone.pop(eid, None)  # taken: it may go with the others again
+        try:
+            answer = read_decide_answer(body)
+        except Malformed as exc:  # not npcmind, or another protocol version: never into the game
+            self.stats.errors += 1
+            self.say("malformed", f"the answer to /v1/decide could not be read: {exc}")
+            self._release(sent, None)
+            return
+        if answer.epoch != self._epoch or sent.epoch != self._epoch:
+            self.stats.dropped_epoch += 1
+            self._release(sent, now)  # asked again at once, for the epoch of now
+            return
+        for d in answer.decisions:
+            e = self.entities.get(d.id)
+            if e is not None and d.id in sent.legal:  # else untracked meanwhile, or not asked
+                self._use(e, d, sent.legal[d.id], now)
+        self._release(sent, None)
+
+    def _use(self, e: Entity, d: Any, legal: tuple[str, ...], now: float) -> None:
+        """One decision of an answer, for the entity it names."""
+        e.in_flight = False
+        if isinstance(d, AIDecision):
+            if d.action not in legal:
+                self.stats.illegal += 1
+                e.choice = None
+                return
+            self.stats.ai += 1
+            self.stats.cached += d.cached
+            e.expires = now + d.ttl_ms
+            e.choice = Choice(d.action, "AI", d.confidence, e.expires / 1000, d.decision_id, d.cached, d.label)
+            return
+        self.stats.fallbacks[d.code] = self.stats.fallbacks.get(d.code, 0) + 1
+        e.choice = None
+        if d.code == "budget":
+            self.say(f"budget:{e.type}", f"{e.type} {e.id!r} is over its token budget: {d.reason}")
+        elif d.code in ("unavailable", "busy"):  # the service's state, not the entity's: say it once
+            kind = NUMBER.sub("#", d.reason)  # "asked to wait: 0.9 s more" is not new at every ask
+            self.say(f"{d.code}:{kind}", f"npcmind fell back with {d.code!r}: {d.reason}")
+
+    def _release(self, s: _Sent, due: float | None, keep: set[str] | frozenset[str] = frozenset()) -> None:
+        """The entities of an answered or failed request may be asked again: at ``due``, or else on their
+        next refresh (the seed's reaction to `unavailable` and `busy`); those in ``keep`` on their refresh."""
+        for eid in s.legal:
+            e = self.entities.get(eid)
+            if e is not None and e.in_flight:
+                e.in_flight = False
+                if due is not None and eid not in keep:
+                    e.due = min(e.due, due)
+
+    def in_flight(self) -> int:
+        """Requests sent and not yet answered."""
+        return len(self._open)
+
+
+def _entity_item(e: Entity) -> dict[str, Any]:
+    """An entity's wire object: its required fields, and the optional ones that are set."""
+    item: dict[str, Any] = {"id": e.id, "type": e.type, "observation": e.observation, "legal_actions": e.legal_actions}
+    if e.position is not None:
+        item["position"] = e.position
+    if e.profile is not None:
+        item["profile"] = e.profile
+    if e.parent is not None:
+        item["parent"] = e.parent
+    if e.trigger is not None:
+        item["trigger"] = e.trigger
+    return item

@@ -1,0 +1,93 @@
+"""The decide answer as the SDK reads it, checked by hand: the client depends on httpx alone, and an answer
+that is not npcmind's (another protocol version, a proxy) must never reach the game."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+Outcome = Literal["done", "failed", "interrupted", "rejected"]
+OUTCOMES: tuple[str, ...] = get_args(Outcome)
+
+
+class Malformed(ValueError):
+    """An answer that is not a decide answer of this protocol, and where."""
+
+
+@dataclass(frozen=True, slots=True)
+class AIDecision:
+    """A valid model choice, fresh or from the service's decision cache."""
+
+    id: str
+    action: str
+    label: str
+    confidence: float | None
+    ttl_ms: int
+    decision_id: str
+    cached: bool
+
+
+@dataclass(frozen=True, slots=True)
+class FallbackDecision:
+    """No choice for this entity: the game runs its native AI."""
+
+    id: str
+    code: str
+    reason: str
+    ttl_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class DecideAnswer:
+    """The body of a 200 to POST /v1/decide."""
+
+    epoch: int
+    decisions: list[AIDecision | FallbackDecision]
+
+
+def _field(d: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    value = d.get(key)
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind in (int, (int, float))):
+        raise Malformed(f"{where}.{key}: expected {getattr(kind, '__name__', 'a number')}, got {value!r:.60}")
+    return value
+
+
+def _decision(d: Any, where: str) -> AIDecision | FallbackDecision:
+    if not isinstance(d, dict):
+        raise Malformed(f"{where}: expected an object")
+    source = d.get("source")
+    if source == "AI":
+        confidence = d.get("confidence")
+        if confidence is not None and (isinstance(confidence, bool) or not isinstance(confidence, (int, float))):
+            raise Malformed(f"{where}.confidence: expected a number or null")
+        cached = d.get("cached")
+        if not isinstance(cached, bool):
+            raise Malformed(f"{where}.cached: expected a boolean")
+        return AIDecision(
+            _field(d, "id", str, where),
+            _field(d, "action", str, where),
+            _field(d, "label", str, where),
+            None if confidence is None else float(confidence),
+            _field(d, "ttl_ms", int, where),
+            _field(d, "decision_id", str, where),
+            cached,
+        )
+    if source == "FALLBACK":
+        return FallbackDecision(
+            _field(d, "id", str, where),
+            _field(d, "code", str, where),
+            _field(d, "reason", str, where),
+            _field(d, "ttl_ms", int, where),
+        )
+    raise Malformed(f"{where}.source: expected 'AI' or 'FALLBACK', got {source!r:.60}")
+
+
+def read_decide_answer(body: Any) -> DecideAnswer:
+    """The answer's epoch and decisions, or Malformed naming the first problem."""
+    if not isinstance(body, dict):
+        raise Malformed("expected an object")
+    _field(body, "a2g", str, "$")
+    _field(body, "latency_ms", int, "$")
+    epoch = _field(body, "epoch", int, "$")
+    decisions = _field(body, "decisions", list, "$")
+    return DecideAnswer(epoch, [_decision(d, f"decisions[{i}]") for i, d in enumerate(decisions)])

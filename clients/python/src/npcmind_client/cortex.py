@@ -1,0 +1,82 @@
+"""The cortex: whatever runs inference for the NPC on the game's side. An OpenAI-compatible server is built in."""
+
+from __future__ import annotations
+
+import logging
+from typing import Protocol
+
+import httpx
+
+from npcmind_client.npc_wire import PromptConstraints
+from npcmind_client.params import error_text, first_not_refused, refused_parameter
+from npcmind_client.urls import http_url
+
+log = logging.getLogger("npcmind_client.cortex")
+# what the constraints ask that a model may refuse (OpenAI's reasoning models refuse all but the limit's
+# other name): dropped, or the limit renamed, and asked again, instead of failing every NPC turn
+OPTIONAL = ("temperature", "stop", "max_tokens", "max_completion_tokens")
+
+
+class Cortex(Protocol):
+    """Turns a prompt into text, honouring the constraints."""
+
+    def complete(self, prompt: str, constraints: PromptConstraints) -> str:
+        """The model's text for ``prompt``."""
+        ...
+
+
+class CortexError(Exception):
+    """Inference failed (the server is down, answered an error, or nothing usable)."""
+
+
+class OpenAICortex:
+    """Chat completions on any OpenAI-compatible server: llama.cpp, Ollama, vLLM, LM Studio, hosted APIs."""
+
+    def __init__(self, base_url: str, model: str = "local", api_key: str | None = None, timeout_s: float = 60) -> None:
+        headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+        self.model = model
+        self.refused: set[str] = set()  # parameters this model refused: no longer sent
+        self._http = httpx.Client(
+            base_url=http_url(base_url, "base_url", "http://127.0.0.1:8000/v1"), headers=headers, timeout=timeout_s
+        )
+
+    def _body(self, prompt: str, constraints: PromptConstraints) -> dict[str, object]:
+        body: dict[str, object] = {"model": self.model, "messages": [{"role": "user", "content": prompt}]}
+        if constraints.maxTokens is not None:
+            limit = first_not_refused(("max_tokens", "max_completion_tokens"), self.refused)
+            if limit is not None:
+                body[limit] = constraints.maxTokens
+        if constraints.temperature is not None and "temperature" not in self.refused:
+            body["temperature"] = constraints.temperature
+        if constraints.stop and "stop" not in self.refused:
+            body["stop"] = constraints.stop
+        return body
+
+    def complete(self, prompt: str, constraints: PromptConstraints) -> str:
+        while True:  # at most once more per optional parameter: each is refused only once
+            body = self._body(prompt, constraints)
+            if self._http.is_closed:
+                raise CortexError("this cortex was closed: make a new one")
+            try:
+                r = self._http.post("/chat/completions", json=body)
+            except httpx.HTTPError as e:
+                raise CortexError(f"cannot reach the cortex: {e}") from None
+            if r.status_code < 400:
+                break
+            try:
+                answer: object = r.json()
+            except (ValueError, RecursionError):
+                answer = None
+            name = refused_parameter(r.status_code, answer, body, OPTIONAL)
+            if name is None:
+                raise CortexError(f"the cortex answered HTTP {r.status_code}: {error_text(r.content, answer)}")
+            self.refused.add(name)
+            log.warning("the cortex model %s refused %r; it is no longer sent: %s", self.model, name, r.text[:200])
+        try:
+            return str(r.json()["choices"][0]["message"]["content"] or "")
+        except (ValueError, KeyError, IndexError, TypeError, RecursionError):  # RecursionError: nested too deep
+            raise CortexError("the cortex answered without choices[0].message.content") from None
+
+    def close(self) -> None:
+        """Close connections."""
+        self._http.close()

@@ -1,0 +1,101 @@
+"""The client distribution a game installs (clients/python, `npcmind-client`): alone, without the service's
+dependencies, and bundled inside the service's own package."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import venv
+import zipfile
+from pathlib import Path
+
+from conftest import BEE_OBS, ROOT, Running
+from npcmind.providers.scripted import ScriptedServer
+
+GAME = """
+import json, sys, time
+import npcmind_client
+from npcmind_client import DecideClient
+
+with DecideClient(sys.argv[1], "game-1", world={"player_hp_fraction": 0.4, "repellent": False}) as c:
+    c.track("b0", "bee", json.loads(sys.argv[2]), ["idle", "wander", "chase", "flee"])
+    deadline = time.monotonic() + 60
+    while c.action("b0") is None and time.monotonic() < deadline:
+        c.tick()
+        c.wait()
+    choice = c.action("b0")
+print(json.dumps({"action": choice and choice.action, "source": choice and choice.source,
+                  "where": npcmind_client.__file__}))
+"""
+
+
+def test_a_game_installs_the_client_alone_and_decides_through_it(
+    svc: Running, scripted: ScriptedServer, tmp_path: Path
+) -> None:
+    scripted.set(choose={"b0": "flee"})
+    env_dir = tmp_path / "game-venv"
+    venv.create(env_dir, with_pip=True)
+    python = env_dir / "bin" / "python"
+    pip = [str(python), "-m", "pip", "--disable-pip-version-check"]
+    alone = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # nothing of this checkout on the path
+    installed = subprocess.run(
+        [*pip, "install", "-q", str(ROOT / "clients" / "python")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=alone,
+    )
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    listed = subprocess.run([*pip, "list", "--format=json"], capture_output=True, text=True, check=True, env=alone)
+    names = {p["name"].lower() for p in json.loads(listed.stdout)}
+    assert "npcmind-client" in names and "httpx" in names
+    assert not names & {"litestar", "uvicorn", "aiohttp", "npcmind", "msgspec"}, names
+    game = tmp_path / "game.py"
+    game.write_text(GAME)
+    ran = subprocess.run(
+        [str(python), str(game), svc.server.url, json.dumps(BEE_OBS)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,  # not the repository: the import must come from the venv
+        env=alone,
+    )
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    out = json.loads(ran.stdout.strip().splitlines()[-1])
+    assert out["action"] == "flee" and out["source"] == "AI"
+    assert str(env_dir) in out["where"]
+
+
+def test_the_service_wheel_bundles_the_client_with_its_data(tmp_path: Path) -> None:
+    """A non-editable `pip install .` of the service gets `npcmind_client` (npcmind.sdk re-exports it)."""
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert built.returncode == 0, built.stderr[-3000:]
+    (wheel,) = tmp_path.glob("npcmind-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for name in (
+        "npcmind_client/__init__.py",
+        "npcmind_client/scheduler.py",
+        "npcmind_client/py.typed",
+        "npcmind_client/data/minilm-tokenizer.json",
+        "npcmind/sdk/__init__.py",
+    ):
+        assert name in names, f"{name} is missing from {wheel.name}"
+
+
+def test_the_client_imports_nothing_of_the_service() -> None:
+    """`npcmind_client` must install and run without the service: not one import of `npcmind`."""
+    sources = (ROOT / "clients" / "python" / "src" / "npcmind_client").rglob("*.py")
+    offending = [
+        f"{p.name}: {line.strip()}"
+        for p in sources
+        for line in p.read_text().splitlines()
+        if line.lstrip().startswith(("from npcmind.", "import npcmind.", "from npcmind import", "import npcmind "))
+    ]
+    assert not offending, offending

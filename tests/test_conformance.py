@@ -1,0 +1,171 @@
+"""The decision scheduler against the shared conformance cases (clients/conformance/*.json): the same files
+run in the TypeScript SDK's tests, so the two cannot drift. The format is clients/conformance/README.md."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from npcmind_client.scheduler import Request, Scheduler
+
+CASES = Path(__file__).resolve().parents[1] / "clients" / "conformance"
+DEFAULTS: dict[str, Any] = {
+    "client_id": "c1",
+    "epoch": 0,
+    "world": {},
+    "scope": None,
+    "scope_state": None,
+    "refresh_ms": None,
+    "event_window_ms": 50,
+    "telemetry_ms": 500,
+    "threshold": 0.8,
+    "api_key": None,
+    "workers": 4,
+    "timeout_s": None,
+}
+
+
+def load_cases() -> list[Any]:
+    """Every case of every file, with a test id made of the file and the case's name."""
+    found = []
+    for path in sorted(CASES.glob("*.json")):
+        data = json.loads(path.read_text())
+        for case in data if isinstance(data, list) else [data]:
+            found.append(pytest.param(case, id=f"{path.stem}: {case['name']}"))
+    return found
+
+
+def mismatch(expected: Any, actual: Any, where: str = "") -> str | None:
+    """Where ``actual`` differs from ``expected`` under the format's subset rule, or None."""
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict):
+            return f"{where or '$'}: expected an object, got {actual!r}"
+        for k, v in expected.items():
+            if v is None and actual.get(k) is None:
+                continue
+            if k not in actual:
+                return f"{where}.{k}: missing (expected {v!r})"
+            if (problem := mismatch(v, actual[k], f"{where}.{k}")) is not None:
+                return problem
+        return None
+    if isinstance(expected, list):
+        if not isinstance(actual, (list, tuple)) or len(actual) != len(expected):
+            return f"{where or '$'}: expected {len(expected)} items {expected!r}, got {actual!r}"
+        for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
+            if (problem := mismatch(e, a, f"{where}[{i}]")) is not None:
+                return problem
+        return None
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return None if expected is actual else f"{where}: expected {expected!r}, got {actual!r}"
+    if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
+        return None if abs(expected - actual) < 1e-6 else f"{where}: expected {expected!r}, got {actual!r}"
+    return None if expected == actual else f"{where}: expected {expected!r}, got {actual!r}"
+
+
+def as_json(r: Request) -> dict[str, Any]:
+    """A request as the case files write it."""
+    return {"ref": r.ref, "method": r.method, "path": r.path, "headers": r.headers, "body": r.body, "after": r.after}
+
+
+def scheduler(case: dict[str, Any]) -> Scheduler:
+    """The scheduler a case describes."""
+    o = {**DEFAULTS, **case.get("options", {})}
+    unknown = set(o) - set(DEFAULTS)
+    assert not unknown, f"options the format does not know: {unknown}"
+    policy = case.get("policy")
+    return Scheduler(
+        o["client_id"],
+        world=o["world"],
+        scope=o["scope"],
+        scope_state=o["scope_state"],
+        epoch=o["epoch"],
+        api_key=o["api_key"],
+        refresh_ms=o["refresh_ms"],
+        event_window_ms=o["event_window_ms"],
+        telemetry_ms=o["telemetry_ms"],
+        policy=None if policy is None else (lambda e: tuple(policy.get(e.id, ["", 0]))),  # type: ignore[misc]
+        threshold=o["threshold"],
+        workers=o["workers"],
+        timeout_s=o["timeout_s"],
+        manifest=case.get("manifest"),
+    )
+
+
+def choice_json(s: Scheduler, args: dict[str, Any], now: float) -> dict[str, Any] | None:
+    c = s.action(args["id"], args.get("legal_now"), now)
+    if c is None:
+        return None
+    return {**dataclasses.asdict(c), "expires_at_ms": c.expires_at * 1000}
+
+
+def run_step(s: Scheduler, step: dict[str, Any]) -> str | None:
+    """Do one step; what went wrong, or None."""
+    now, do, args = float(step["at_ms"]), step["do"], step.get("args", {})
+    got: Any = None
+    if do == "track":
+        fields = ("position", "profile", "parent", "state")
+        extra = {k: args[k] for k in fields if k in args}
+        s.track(args["id"], args["type"], args["observation"], args["legal_actions"], now=now, **extra)
+        return None
+    if do == "observe":
+        item = {"id": args["id"], "type": args["type"], "fields": args["fields"]}
+        if "position" in args:
+            item["position"] = args["position"]
+        s.observe(args["id"], item)
+        return None
+    if do == "untrack":
+        s.untrack(args["id"])
+        return None
+    if do == "set_epoch":
+        s.set_epoch(args["epoch"], now)
+        return None
+    if do == "set_scene":
+        s.set_scene(args["scene"])
+        return None
+    if do == "answer":
+        s.answer(step["ref"], step["status"], step.get("body"), step.get("headers", {}), now)
+        return None
+    if do == "fail":
+        s.fail(step["ref"], step["kind"], now)
+        return None
+    if do == "event":
+        got = s.event(args["id"], args["trigger"], now)
+    elif do == "report":
+        got = s.report(args["id"], args["outcome"], args.get("detail"))
+    elif do == "tick":
+        sent = [as_json(r) for r in s.tick(now)]
+        if "sent" not in step:
+            return None
+        return mismatch(step["sent"], sent, "sent")
+    elif do == "action":
+        got = choice_json(s, args, now)
+    elif do == "stats":
+        got = dataclasses.asdict(s.stats)
+    elif do == "timeout_s":
+        got = s.timeout_s
+    else:
+        return f"unknown step {do!r}"
+    if "expect" not in step:
+        return None
+    if step["expect"] is None or got is None:
+        return None if step["expect"] is got is None else f"expected {step['expect']!r}, got {got!r}"
+    return mismatch(step["expect"], got)
+
+
+@pytest.mark.parametrize("case", load_cases())
+def test_case(case: dict[str, Any]) -> None:
+    s = scheduler(case)
+    for i, step in enumerate(case["steps"]):
+        problem = run_step(s, step)
+        assert problem is None, f"step {i} ({step['do']} at {step['at_ms']} ms): {problem}"
+
+
+def test_there_are_enough_cases_and_each_names_a_behaviour() -> None:
+    cases = [p.values[0] for p in load_cases()]
+    assert len(cases) >= 30
+    names = [c["name"] for c in cases]
+    assert len(set(names)) == len(names)
