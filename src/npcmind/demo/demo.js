@@ -1,4 +1,4 @@
-/* npcmind-demo-sources {"sha256":"bd49fff0e71a53c702c4a23e676167bd9054f75d39460f58f2181f3857ba35f9","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/outbox.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
+/* npcmind-demo-sources {"sha256":"83591a53d32444ed3d87f7c4606a6184ba6e1b049dd2e7c5ee15f32d54f2ab99","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/outbox.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
 "use strict";
 (() => {
   // ../typescript/src/errors.ts
@@ -72,9 +72,9 @@
   var REPORTS_A_REQUEST = 256;
   var MAX_QUEUED_REPORTS = 1e4;
   var Outbox = class {
-    // refs of the newest telemetry tick: a decide request waits for them
-    constructor(host) {
+    constructor(host, everyMs) {
       this.host = host;
+      this.everyMs = everyMs;
     }
     observed = /* @__PURE__ */ new Map();
     removed = [];
@@ -84,6 +84,10 @@
     // halved on a 413: observations too rich for the body limit
     sent = /* @__PURE__ */ new Map();
     newest = [];
+    // refs of the newest telemetry tick: a decide request waits for them
+    again = [];
+    // bodies to send again: halved, or without a refused entity
+    last = Number.NEGATIVE_INFINITY;
     /** An observe-only entity (the player): sent as telemetry, never asked. */
     observe(id, type, fields, position) {
       const item = { id, type, fields };
@@ -126,8 +130,19 @@
       if (request !== null) this.sent.set(request.ref, { kind: "report" });
       return { request, count: reports.length };
     }
-    /** The telemetry of now: changed entities, observed ones, removals and the scene; none when nothing changed. */
-    sendTelemetry(clientId2, epoch, entities) {
+    /** The telemetry due now: bodies to send again first (halved, or without a refused entity), then, every
+     * `telemetryMs`, the changed entities, the observed ones, the removals and the scene (none when nothing is new). */
+    sendTelemetry(now, clientId2, epoch, entities) {
+      const again = this.again;
+      this.again = [];
+      const bodies = this.telemetry(now, clientId2, epoch, entities);
+      if (bodies.length > 0) this.newest = [];
+      const out = [];
+      for (const body of [...again, ...bodies]) this.push(body, out);
+      return out;
+    }
+    telemetry(now, clientId2, epoch, entities) {
+      if (now - this.last < this.everyMs) return [];
       const items = [];
       for (const e of entities) {
         if (!e.changed) continue;
@@ -140,23 +155,22 @@
       }
       items.push(...this.observed.values());
       if (items.length === 0 && this.removed.length === 0 && this.scene === null) return [];
-      this.newest = [];
+      this.last = now;
       const alone = items.filter((i) => this.host.alone.has(i.id));
       const together = items.filter((i) => !this.host.alone.has(i.id));
-      const out = [];
+      const bodies = [];
       let first = this.scene !== null ? { scene: this.scene } : {};
       for (let i = 0; i < Math.max(together.length, 1); i += this.batch) {
-        const body = { client_id: clientId2, epoch, entities: together.slice(i, i + this.batch) };
-        Object.assign(body, first);
+        const body = { client_id: clientId2, epoch, entities: together.slice(i, i + this.batch), ...first };
         if (i === 0) body["removed"] = this.removed;
-        this.push(body, out);
+        bodies.push(body);
         first = {};
       }
-      if (alone.length > 0) this.push({ client_id: clientId2, epoch, entities: alone }, out);
+      if (alone.length > 0) bodies.push({ client_id: clientId2, epoch, entities: alone });
       this.observed.clear();
       this.removed = [];
       this.scene = null;
-      return out;
+      return bodies;
     }
     /** Refs of the newest telemetry still unanswered: a decide request goes after them. */
     pendingTelemetry() {
@@ -166,33 +180,30 @@
     owns(ref) {
       return this.sent.has(ref);
     }
-    /** An answer to one of the outbox's requests: what to send again now, and whether the service refused
-     * the request as a whole (the scheduler then backs off as for any refusal). */
+    /** An answer to one of the outbox's requests; true when the service refused the request as a whole (the
+     * scheduler then backs off as for any refusal). What goes again goes with the next telemetry. */
     answer(ref, status, body) {
       const sent = this.sent.get(ref);
       this.sent.delete(ref);
-      if (sent === void 0 || sent.kind === "report" || status === 200) {
-        if (sent?.kind === "telemetry" && status === 200) this.taken(sent.body);
-        return { resend: [], refused: status !== 200 };
-      }
+      if (sent?.kind === "telemetry" && status === 200) this.taken(sent.body);
+      if (sent === void 0 || sent.kind === "report" || status === 200) return status !== 200;
       const items = sent.body["entities"];
-      const out = [];
       if (status === 413 && items.length > 1) {
         const half = Math.floor(items.length / 2);
         this.batch = Math.max(1, Math.min(this.batch, half));
-        this.push({ ...sent.body, entities: items.slice(0, half) }, out);
+        this.again.push({ ...sent.body, entities: items.slice(0, half) });
         const { scene: _scene, removed: _removed, ...rest } = sent.body;
-        this.push({ ...rest, entities: items.slice(half) }, out);
-        return { resend: out, refused: false };
+        this.again.push({ ...rest, entities: items.slice(half) });
+        return false;
       }
       const bad = refusedEntities(status, body, items.map((i) => i.id));
-      if (bad === null) return { resend: [], refused: true };
+      if (bad === null) return true;
       this.host.refused(bad, new Map(items.map((i) => [i.id, i.type])));
       const kept = { ...sent.body, entities: items.filter((i) => !bad.has(i.id)) };
-      if (kept.entities.length > 0 || kept["removed"]?.length || kept["scene"]) {
-        this.push(kept, out);
+      if (kept["entities"].length > 0 || kept["removed"]?.length || kept["scene"]) {
+        this.again.push(kept);
       }
-      return { resend: out, refused: false };
+      return false;
     }
     /** A request that got no answer is forgotten (telemetry is sent again when the entities change). */
     failed(ref) {
@@ -225,6 +236,14 @@
     get open() {
       return this.token !== null;
     }
+    /** Whether requests may be made: a token held, or one asked for (they wait for it). */
+    get ready() {
+      return this.token !== null || this.pending !== null;
+    }
+    /** The session request the others must wait for: the first one (a renewal goes on with the old token). */
+    awaited() {
+      return this.pending !== null && this.token === null ? [this.pending] : [];
+    }
     /** Whether to ask for a session now: none yet, or the token near its expiry (not a 401 and a lost request). */
     due(now) {
       return this.pending === null && (this.token === null || now >= this.renewAt);
@@ -233,9 +252,11 @@
     keyHeaders() {
       return { authorization: `Bearer ${this.apiKey}` };
     }
-    /** The headers of every other request. */
+    /** The headers of every other request; while the first token is asked for, `Bearer @<ref>`: the transport
+     * puts in the `session_token` the answer to request `ref` brings. */
     headers() {
-      return this.token === null ? {} : { authorization: `Bearer ${this.token}` };
+      if (this.token !== null) return { authorization: `Bearer ${this.token}` };
+      return this.pending !== null ? { authorization: `Bearer @${this.pending}` } : {};
     }
     /** The session request's answer; the reason when it was refused. */
     answer(status, body, now) {
@@ -258,6 +279,7 @@
     /** The service said the session ended (a 401): a new one before the next request. */
     expire() {
       this.token = null;
+      this.renewAt = Number.POSITIVE_INFINITY;
     }
   };
 
@@ -298,7 +320,6 @@
     currentEpoch;
     refreshMs;
     windowMs;
-    telemetryEvery;
     maxInFlight;
     log;
     timeoutGiven;
@@ -317,7 +338,8 @@
     count = 0;
     lastReask = Number.NEGATIVE_INFINITY;
     reaskPending = false;
-    lastTelemetry = Number.NEGATIVE_INFINITY;
+    windowEnd = Number.NEGATIVE_INFINITY;
+    // events until then go out together, when it ends
     notBefore = Number.NEGATIVE_INFINITY;
     // after a 429 or a service that is down
     warned = /* @__PURE__ */ new Set();
@@ -331,13 +353,12 @@
       this.currentEpoch = options.epoch ?? 0;
       this.refreshMs = options.refreshMs ?? null;
       this.windowMs = options.eventWindowMs ?? 50;
-      this.telemetryEvery = options.telemetryMs ?? 500;
       this.maxInFlight = options.maxInFlight ?? 4;
       this.log = options.log ?? ((m) => console.warn(`npcmind: ${m}`));
       this.timeoutGiven = options.timeoutMs !== void 0 && options.timeoutMs !== null;
       this.timeout = options.timeoutMs ?? DEFAULT_DEADLINE_MS + TIMEOUT_MARGIN_MS;
       this.session = options.apiKey ? new Session(options.apiKey) : null;
-      this.outbox = new Outbox(this.outboxHost());
+      this.outbox = new Outbox(this.outboxHost(), options.telemetryMs ?? 500);
       if (options.manifest) this.readManifest(options.manifest);
     }
     // --- what the game tells --------------------------------------------------------------------
@@ -396,7 +417,8 @@
         return false;
       }
       e.trigger = trigger;
-      e.due = Math.min(e.due, now + this.windowMs);
+      if (now >= this.windowEnd) this.windowEnd = now + this.windowMs;
+      e.due = Math.min(e.due, this.windowEnd);
       return true;
     }
     /** What became of the entity's current AI decision; false when it has none to report. */
@@ -451,7 +473,7 @@
         this.sent.set(r.ref, { kind: "session" });
         out.push(r);
       }
-      if (this.session !== null && !this.session.open) return out;
+      if (this.session !== null && !this.session.ready) return out;
       if (this.types === null && this.manifestRef === null && now >= this.notBefore) this.askManifest(out);
       if (this.entities.size !== this.count) {
         this.count = this.entities.size;
@@ -463,11 +485,7 @@
         for (const e of this.entities.values()) e.due = Math.min(e.due, now);
       }
       if (now < this.notBefore) return out;
-      if (now - this.lastTelemetry >= this.telemetryEvery) {
-        const sent = this.outbox.sendTelemetry(this.clientId, this.currentEpoch, this.entities.values());
-        if (sent.length > 0) this.lastTelemetry = now;
-        out.push(...sent);
-      }
+      out.push(...this.outbox.sendTelemetry(now, this.clientId, this.currentEpoch, this.entities.values()));
       const reports = this.outbox.sendReports(this.clientId);
       if (reports.request !== null) out.push(reports.request);
       this.stats.reportsSent += reports.count;
@@ -486,20 +504,17 @@
     }
     /** An answer came back for `ref`. */
     answer(ref, status, body, headers, now) {
-      const out = [];
       if (this.outbox.owns(ref)) {
-        const { resend, refused } = this.outbox.answer(ref, status, body);
-        if (refused) this.refused(status, body, headers, now);
-        return resend;
+        if (this.outbox.answer(ref, status, body)) this.refused(status, body, headers, now);
+        return;
       }
       const s = this.sent.get(ref);
-      if (s === void 0) return out;
+      if (s === void 0) return;
       this.sent.delete(ref);
       if (s.kind === "decide") this.applyDecide(s, status, body, headers, now);
       else if (s.kind === "manifest") this.manifestAnswered(status, body, now);
       else if (s.kind === "health") this.healthAnswered(status, body);
       else if (s.kind === "session") this.sessionAnswered(status, body, now);
-      return out;
     }
     /** A request got no answer (`timeout` or `unreachable`): its entities use their native AI; retried later. */
     fail(ref, kind, now) {
@@ -588,7 +603,7 @@
         if (this.scopeState !== null) body["scope_state"] = this.scopeState;
       }
       const after = this.outbox.pendingTelemetry();
-      if (this.manifestRef !== null) after.push(this.manifestRef);
+      for (const [ref, sent] of this.sent) if (sent.kind === "health" || sent.kind === "manifest") after.push(ref);
       const r = this.post("/v1/decide", body, after);
       if (r === null) return;
       const kept = new Set((r.body?.["entities"]).map((i) => i.id));
@@ -703,11 +718,10 @@
       if (!this.timeoutGiven && typeof deadline === "number" && deadline > 0) this.timeout = deadline + TIMEOUT_MARGIN_MS;
     }
     sessionAnswered(status, body, now) {
-      const wasOpen = this.session?.open ?? false;
       const why = this.session?.answer(status, body, now) ?? null;
       if (why === null) return;
-      this.warn(`session:${why}`, why);
-      if (!wasOpen) this.notBefore = Math.max(this.notBefore, now + 1e3);
+      this.warn(`session:${why.replace(NUMBER, "#")}`, why);
+      if (!this.session?.open) this.notBefore = Math.max(this.notBefore, now + 1e3);
     }
     refused(status, body, headers, now) {
       let msg = `npcmind answered ${status} ${readError(body).code}: ${errorLine(body, "")}`;
@@ -738,9 +752,10 @@
     }
     // --- requests ---------------------------------------------------------------------------------
     make(method, path, body, after, headers) {
-      const ref = `r${++this.refs}`;
       const json = body === null ? null : JSON.stringify(body);
-      return { ref, method, path, headers: headers ?? this.headers(), body, json, after };
+      const ref = `r${++this.refs}`;
+      const waits = path === "/v1/session" ? [] : [...this.session?.awaited() ?? [], ...after];
+      return { ref, method, path, headers: headers ?? this.headers(), body, json, after: waits };
     }
     /** A POST whose body is made now (a snapshot: the game may change its objects from the next frame on); an
      * entity that is not JSON is left out and named once; null when nothing is left to send. */
@@ -800,6 +815,8 @@
     running = /* @__PURE__ */ new Map();
     controllers = /* @__PURE__ */ new Set();
     queue = [];
+    tokens = /* @__PURE__ */ new Map();
+    // session request ref -> the token it brought
     closed = false;
     /** Start a request; what becomes of it is queued. */
     send(request) {
@@ -843,6 +860,12 @@
       }, this.options.timeoutMs());
       try {
         const headers = { ...r.headers };
+        const awaited = /^Bearer @(\S+)$/.exec(headers["authorization"] ?? "");
+        if (awaited?.[1] !== void 0) {
+          const token = this.tokens.get(awaited[1]);
+          if (!token) return { ref: r.ref, status: 401, body: { error: { code: "unauthorized", message: "no session was opened" } }, headers: {} };
+          headers["authorization"] = `Bearer ${token}`;
+        }
         let body;
         if (r.json !== null) {
           headers["content-type"] = "application/json";
@@ -853,7 +876,13 @@
         const text = await res.text();
         const answered = {};
         res.headers.forEach((v, k) => answered[k.toLowerCase()] = v);
-        return { ref: r.ref, status: res.status, body: parse(text), headers: answered };
+        const answer = parse(text);
+        if (r.path === "/v1/session") {
+          const token = typeof answer === "object" && answer !== null ? answer["session_token"] : null;
+          this.tokens.set(r.ref, res.status === 200 && typeof token === "string" ? token : null);
+          if (this.tokens.size > 8) this.tokens.delete(this.tokens.keys().next().value);
+        }
+        return { ref: r.ref, status: res.status, body: answer, headers: answered };
       } catch (exc) {
         return { ref: r.ref, fail: timedOut ? "timeout" : "unreachable", error: String(exc) };
       } finally {
@@ -972,7 +1001,7 @@
     apply(now) {
       for (const s of this.transport.drain()) {
         if ("fail" in s) this.core.fail(s.ref, s.fail, now);
-        else this.send(this.core.answer(s.ref, s.status, s.body, s.headers, now));
+        else this.core.answer(s.ref, s.status, s.body, s.headers, now);
       }
     }
     send(requests) {
