@@ -31,6 +31,12 @@ from npcmind.http.server import free_port
 needs_browser = pytest.mark.skipif(CHROMIUM is None, reason="no chromium here (apt-get install chromium)")
 SNAPSHOT = "JSON.stringify(window.npcmindDemo.snapshot())"
 DEMO_PNG = ROOT / "docs" / "demo.png"
+# what the page of what the model saw shows of each entity: its part of the prompt (a row's tooltip, cached
+# entities too) and the request's own part as sent
+SEEN_TEXT = (
+    "[...document.querySelectorAll('#entities tr')].map(r => r.title).join('\\n') + "
+    "document.getElementById('user').textContent"
+)
 
 
 class Demo:
@@ -296,9 +302,9 @@ def test_a_two_minute_game_sends_events_and_reports_and_the_model_sees_their_out
     # the page the demo links to, in a second browser while the game goes on (it shows the newest request)
     with Browser(tmp_path / "seen") as seen:
         seen.open(demo.url + browser.js("document.getElementById('seen').getAttribute('href')"))
-        outcome = r'memory: [^\n]*?-> (done|failed|interrupted) "'
+        outcome = r'" bee\n(?:  .*\n)*?  memory: .*?-> (done|failed|interrupted) "'  # in a bee's own part
         wait(
-            lambda: re.search(outcome, seen.js("document.getElementById('user').textContent")),
+            lambda: re.search(outcome, seen.js(SEEN_TEXT)),
             120,
             "an outcome in a bee's memory on the page of what the model saw",
         )
