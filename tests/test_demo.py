@@ -42,9 +42,9 @@ SEEN_TEXT = (
 class Demo:
     """`npcmind demo ARGS` in its own process, until stopped; its address once it said it is ready."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
-        env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}  # no provider unless asked
+        env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")} | (env or {})  # no key given
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "npcmind.cli", "demo", "--port", str(self.port), *args],
             stdout=subprocess.PIPE,
@@ -78,8 +78,8 @@ def play(tmp_path: Path) -> Iterator[Callable[..., tuple[Demo, Browser]]]:
     """Start the command with some arguments and open its page (with a query) in a fresh Chromium."""
     opened: list[tuple[Demo, Browser]] = []
 
-    def start(*args: str, query: str = "") -> tuple[Demo, Browser]:
-        demo = Demo(*args)
+    def start(*args: str, query: str = "", env: dict[str, str] | None = None) -> tuple[Demo, Browser]:
+        demo = Demo(*args, env=env)
         browser = Browser(tmp_path / f"profile{len(opened)}")
         opened.append((demo, browser))
         browser.open(f"{demo.url}/demo{query}")
@@ -212,7 +212,7 @@ def test_a_rule_that_is_no_regular_expression_is_refused_by_name(scripted: Any) 
 
 @needs_browser
 def test_with_the_scripted_provider_every_bee_decides_through_npcmind(play: Any) -> None:
-    _, browser = play("--scripted", query="?autopilot=1")
+    demo, browser = play("--scripted", query="?autopilot=1")
     s = wait(
         lambda: (s := snapshot(browser)) and all(d["source"] in ("AI", "cached") for d in deciders(s)) and s,
         30,
@@ -228,6 +228,7 @@ def test_with_the_scripted_provider_every_bee_decides_through_npcmind(play: Any)
     wait(lambda: len(c := counted()) == 3 and all(c.values()), 30, "the overlay counts requests, AI, tokens")
     assert browser.js("document.getElementById('seen').getAttribute('href')") == f"/?client_id={s['clientId']}"
     assert browser.errors == []  # loaded and played with no console error
+    assert not [line for line in demo.lines if "WARNING" in line], demo.lines  # its own page is allowed
     wait(  # for the README: a fight, not the first frame
         lambda: (s := snapshot(browser))["time"] > 6 and sum(b["action"] == "chase" for b in s["bees"]) >= 6,
         60,

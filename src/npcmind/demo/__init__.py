@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import tempfile
 from collections.abc import Iterator
 from functools import cache
@@ -57,4 +58,21 @@ def prepared(args: argparse.Namespace) -> Iterator[argparse.Namespace]:
             print(f"scripted provider (not a model) on {scripted.base_url}: answers by fixed rules", flush=True)
         args.manifest = manifest_path()
         args.profile, args.redis, args.clients, args.rulesets = "local", None, None, None
+        stack.enter_context(_own_origin(args.host, args.port))
         yield args
+
+
+@contextlib.contextmanager
+def _own_origin(host: str, port: int) -> Iterator[None]:
+    """Allow the page's own origin meanwhile: a browser sends `Origin` with a same-origin POST too, and the
+    service warned at every start of the demo that it was not allowed (the answer was read all the same)."""
+    before = os.environ.get("NPCMIND_CORS_ORIGINS")
+    ours = [f"http://{h}:{port}" for h in dict.fromkeys([host, "127.0.0.1", "localhost"])]
+    os.environ["NPCMIND_CORS_ORIGINS"] = ",".join([*(before.split(",") if before else []), *ours])
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["NPCMIND_CORS_ORIGINS"]
+        else:
+            os.environ["NPCMIND_CORS_ORIGINS"] = before
