@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -29,6 +30,16 @@ with DecideClient(sys.argv[1], "game-1", world={"player_hp_fraction": 0.4, "repe
 print(json.dumps({"action": choice and choice.action, "source": choice and choice.source,
                   "where": npcmind_client.__file__}))
 """
+
+
+def copy(source: Path, to: Path) -> Path:
+    """A copy of a file or a source tree, without caches: pip builds in the tree it installs."""
+    to.parent.mkdir(parents=True, exist_ok=True)
+    if source.is_file():
+        shutil.copy(source, to)
+    else:
+        shutil.copytree(source, to, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
+    return to
 
 
 def test_a_game_installs_the_client_alone_and_decides_through_it(
@@ -70,8 +81,11 @@ def test_a_game_installs_the_client_alone_and_decides_through_it(
 
 def test_the_service_wheel_bundles_the_client_with_its_data(tmp_path: Path) -> None:
     """A non-editable `pip install .` of the service gets `npcmind_client` (npcmind.sdk re-exports it)."""
+    tree = tmp_path / "service"
+    for part in ("pyproject.toml", "README.md", "src", "clients/python/src"):
+        copy(ROOT / part, tree / part)
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(tree)],
         capture_output=True,
         text=True,
         timeout=600,

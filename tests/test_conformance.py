@@ -96,7 +96,8 @@ def scheduler(case: dict[str, Any]) -> Scheduler:
 
 
 def choice_json(s: Scheduler, args: dict[str, Any], now: float) -> dict[str, Any] | None:
-    c = s.action(args["id"], args.get("legal_now"), now)
+    """The entity's choice as the case files write it (``expires_at_ms`` on the case's clock), or None."""
+    c = s.roster.action(args["id"], args.get("legal_now"), now)
     if c is None:
         return None
     return {**dataclasses.asdict(c), "expires_at_ms": c.expires_at * 1000}
@@ -109,22 +110,22 @@ def run_step(s: Scheduler, step: dict[str, Any]) -> str | None:
     if do == "track":
         fields = ("position", "profile", "parent", "state")
         extra = {k: args[k] for k in fields if k in args}
-        s.track(args["id"], args["type"], args["observation"], args["legal_actions"], now=now, **extra)
+        s.roster.track(args["id"], args["type"], args["observation"], args["legal_actions"], now=now, **extra)
         return None
     if do == "observe":
         item = {"id": args["id"], "type": args["type"], "fields": args["fields"]}
         if "position" in args:
             item["position"] = args["position"]
-        s.observe(args["id"], item)
+        s.outbox.observe(args["id"], item)
         return None
     if do == "untrack":
         s.untrack(args["id"])
         return None
     if do == "set_epoch":
-        s.set_epoch(args["epoch"], now)
+        s.roster.set_epoch(args["epoch"], now)
         return None
     if do == "set_scene":
-        s.set_scene(args["scene"])
+        s.outbox.set_scene(args["scene"])
         return None
     if do == "answer":
         s.answer(step["ref"], step["status"], step.get("body"), step.get("headers", {}), now)
@@ -133,7 +134,7 @@ def run_step(s: Scheduler, step: dict[str, Any]) -> str | None:
         s.fail(step["ref"], step["kind"], now)
         return None
     if do == "event":
-        got = s.event(args["id"], args["trigger"], now)
+        got = s.roster.event(args["id"], args["trigger"], now)
     elif do == "report":
         got = s.report(args["id"], args["outcome"], args.get("detail"))
     elif do == "tick":

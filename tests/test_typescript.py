@@ -11,6 +11,7 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,6 +85,17 @@ def test_the_node_tests_pass_against_a_real_service(
     assert r.returncode == 0, failures(out)
     summary = dict(line[2:].split(" ", 1) for line in out.splitlines() if line.startswith("# ") and " " in line[2:])
     assert int(summary["fail"]) == 0 and int(summary["skipped"]) == 0 and int(summary["pass"]) >= 15, summary
+    ran = [line for line in out.splitlines() if line.startswith("ok ") and " - conformance " in line]
+    assert len(ran) == len(conformance_cases()), "every case of clients/conformance ran in the TS runner"
+
+
+def conformance_cases() -> list[dict[str, Any]]:
+    """Every case of clients/conformance (a file holds one case or a list of them)."""
+    found: list[dict[str, Any]] = []
+    for path in sorted((ROOT / "clients" / "conformance").glob("*.json")):
+        data = json.loads(path.read_text())
+        found += data if isinstance(data, list) else [data]
+    return found
 
 
 def test_the_wire_types_are_what_the_service_serves(built: Path, svc: Running, tmp_path: Path) -> None:

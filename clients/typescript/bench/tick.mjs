@@ -18,7 +18,14 @@ const manifest = { types: { bee: { refresh_ms: 4000, ttl_ms: 12000 } } };
 async function answering(_url, init) {
   const body = JSON.parse(init.body ?? "{}");
   const decisions = (body.world ? body.entities : []).map((e) => ({
-    source: "AI", id: e.id, action: "flee", label: "Flee", confidence: 0.9, ttl_ms: 12000, decision_id: `d-${e.id}`, cached: false,
+    source: "AI",
+    id: e.id,
+    action: "flee",
+    label: "Flee",
+    confidence: 0.9,
+    ttl_ms: 12000,
+    decision_id: `d-${e.id}`,
+    cached: false,
   }));
   return new Response(JSON.stringify({ a2g: "0.1", epoch: 0, latency_ms: 1, decisions }), { status: 200 });
 }
@@ -32,7 +39,13 @@ function percentiles(samples) {
 
 async function steady() {
   let now = 0;
-  const c = new DecideClient("http://127.0.0.1:9", "bench", { fetch: answering, manifest, timeoutMs: 60_000, clock: () => now, log: () => {} });
+  const c = new DecideClient("http://127.0.0.1:9", "bench", {
+    fetch: answering,
+    manifest,
+    timeoutMs: 60_000,
+    clock: () => now,
+    log: () => {},
+  });
   for (let i = 0; i < N; i++) c.track(`e${i}`, "bee", OBS, LEGAL, { position: [i, 0] });
   while (c.stats.ai < N) {
     c.tick();
@@ -53,13 +66,13 @@ async function steady() {
 
 function wave() {
   const s = new Scheduler({ clientId: "bench", manifest, timeoutMs: 60_000, log: () => {} });
-  for (let i = 0; i < N; i++) s.track(`e${i}`, "bee", OBS, LEGAL, { position: [i, 0] }, 0);
+  for (let i = 0; i < N; i++) s.roster.track(`e${i}`, "bee", OBS, LEGAL, { position: [i, 0] }, 0);
   const times = [];
   const empty = { a2g: "0.1", epoch: 0, latency_ms: 1, decisions: [] };
   const warm = 100; // V8 compiles the hot paths over the first waves (a game's first seconds): not counted
   for (let k = 0; k < warm + Math.max(TICKS / 10, 50); k++) {
     const now = 5000 + k;
-    s.setEpoch(k + 1, now); // every entity due now
+    s.roster.setEpoch(k + 1, now); // every entity due now
     const t0 = performance.now();
     const sent = s.tick(now); // built and encoded (JSON text) in the tick
     if (k >= warm) times.push(performance.now() - t0);
@@ -70,4 +83,13 @@ function wave() {
 
 const [sp50, sp99] = await steady();
 const [wp50, wp99] = wave();
-console.log(JSON.stringify({ lang: "typescript", entities: N, steady_p50_ms: sp50, steady_p99_ms: sp99, wave_p50_ms: wp50, wave_p99_ms: wp99 }));
+console.log(
+  JSON.stringify({
+    lang: "typescript",
+    entities: N,
+    steady_p50_ms: sp50,
+    steady_p99_ms: sp99,
+    wave_p50_ms: wp50,
+    wave_p99_ms: wp99,
+  }),
+);

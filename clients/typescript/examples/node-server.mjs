@@ -4,7 +4,10 @@
 import { DecideClient, InMemoryNpcs, NpcMind, OpenAICortex } from "npcmind";
 
 const service = process.env.NPCMIND_URL ?? "http://127.0.0.1:8080";
-const cortex = new OpenAICortex(process.env.CORTEX_URL ?? "http://127.0.0.1:8000/v1", process.env.CORTEX_MODEL ?? "local");
+const cortex = new OpenAICortex(
+  process.env.CORTEX_URL ?? "http://127.0.0.1:8000/v1",
+  process.env.CORTEX_MODEL ?? "local",
+);
 
 const npc = new DecideClient(service, "match-1", { world: { player_hp_fraction: 0.6, repellent: false } });
 const bees = new Map([
@@ -16,7 +19,12 @@ const decided = new Map();
 
 const loop = setInterval(() => {
   for (const [id, bee] of bees) {
-    npc.track(id, "bee", { hp_fraction: bee.hp, distance_to_player: bee.distance, sees_player: true, current_action: "wander" }, legal);
+    npc.track(
+      id,
+      "bee",
+      { hp_fraction: bee.hp, distance_to_player: bee.distance, sees_player: true, current_action: "wander" },
+      legal,
+    );
   }
   npc.tick();
   for (const id of bees.keys()) {

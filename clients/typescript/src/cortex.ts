@@ -29,7 +29,11 @@ export class OpenAICortex implements Cortex {
     if (this.apiKey) headers["authorization"] = `Bearer ${this.apiKey}`;
     let res: Response;
     try {
-      res = await this.fetchFn(`${this.base}/chat/completions`, { method: "POST", headers, body: JSON.stringify(body) });
+      res = await this.fetchFn(`${this.base}/chat/completions`, {
+        method: "POST",
+        headers,
+        body: JSON.stringify(body),
+      });
     } catch (e) {
       throw new CortexError(`cannot reach the cortex at ${this.base}: ${String(e)}`);
     }

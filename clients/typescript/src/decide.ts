@@ -26,7 +26,9 @@ export class DecideClient {
 
   constructor(serviceUrl: string, clientId: string, options: DecideClientOptions = {}) {
     if (!/^https?:\/\/[^/]/.test(serviceUrl)) {
-      throw new TypeError(`serviceUrl: ${JSON.stringify(serviceUrl)} is not an http(s) URL (e.g. http://127.0.0.1:8080)`);
+      throw new TypeError(
+        `serviceUrl: ${JSON.stringify(serviceUrl)} is not an http(s) URL (e.g. http://127.0.0.1:8080)`,
+      );
     }
     if (!clientId) throw new TypeError("clientId: must be a non-empty string (the game's name for itself)");
     this.core = new Scheduler({ ...options, clientId });
@@ -41,7 +43,7 @@ export class DecideClient {
   }
 
   set epoch(value: number) {
-    this.core.setEpoch(value, this.clock());
+    this.core.roster.setEpoch(value, this.clock());
   }
 
   /** Counters for a debug overlay. */
@@ -65,8 +67,14 @@ export class DecideClient {
   }
 
   /** Add an entity that decides, or update what it sees and may do now. */
-  track(id: string, type: string, observation: Record<string, unknown>, legalActions: string[], options: TrackOptions = {}): void {
-    this.core.track(id, type, observation, legalActions, options, this.clock());
+  track(
+    id: string,
+    type: string,
+    observation: Record<string, unknown>,
+    legalActions: string[],
+    options: TrackOptions = {},
+  ): void {
+    this.core.roster.track(id, type, observation, legalActions, options, this.clock());
   }
 
   /** An observe-only entity (the player): sent as telemetry, never asked. */
@@ -81,7 +89,7 @@ export class DecideClient {
 
   /** Something happened to the entity: ask for it at once; false for one not tracked. */
   event(id: string, trigger: string): boolean {
-    return this.core.event(id, trigger, this.clock());
+    return this.core.roster.event(id, trigger, this.clock());
   }
 
   /** What became of the entity's current AI decision; sent with the next tick. */
@@ -91,7 +99,7 @@ export class DecideClient {
 
   /** The entity's live decision, or null: run the game's native AI. */
   action(id: string, legalNow: readonly string[] | null = null): Choice | null {
-    return this.core.action(id, legalNow, this.clock());
+    return this.core.roster.action(id, legalNow, this.clock());
   }
 
   /** Apply the answers that came in, then send what is due. Never blocks, never throws for the network. */

@@ -16,8 +16,14 @@ export class InMemoryNpcs implements NpcMemory {
   private readonly memories = new Map<string, NewMemory[]>();
 
   /** Add an NPC (or replace who it is); its state starts empty unless given. */
-  register(npcId: string, persona: string, data: Record<string, unknown> = {}, state: Record<string, unknown> = {}): void {
-    if (!npcId || npcId.includes("/")) throw new TypeError(`npcId: ${JSON.stringify(npcId)} must be non-empty text without '/'`);
+  register(
+    npcId: string,
+    persona: string,
+    data: Record<string, unknown> = {},
+    state: Record<string, unknown> = {},
+  ): void {
+    if (!npcId || npcId.includes("/"))
+      throw new TypeError(`npcId: ${JSON.stringify(npcId)} must be non-empty text without '/'`);
     this.npcs.set(npcId, { npcId, persona, data, state });
   }
 
@@ -33,7 +39,10 @@ export class InMemoryNpcs implements NpcMemory {
       const shared = [...w].filter((x) => q.has(x)).length;
       return { ...m, similarity: shared / Math.max(1, new Set([...w, ...q]).size) };
     });
-    return scored.filter((m) => m.similarity >= threshold).sort((a, b) => b.similarity - a.similarity).slice(0, limit);
+    return scored
+      .filter((m) => m.similarity >= threshold)
+      .sort((a, b) => b.similarity - a.similarity)
+      .slice(0, limit);
   }
 
   apply(npcId: string, memories: NewMemory[], stateTransform: Record<string, unknown>): Record<string, unknown> {

@@ -39,7 +39,11 @@ export interface NpcMemory {
   get(npcId: string): NpcRecord | null | Promise<NpcRecord | null>;
   recall(npcId: string, query: string, limit: number, threshold: number): RecalledMemory[] | Promise<RecalledMemory[]>;
   /** Keep the memories and merge the state patch (JSON merge patch), both or neither; the new state. */
-  apply(npcId: string, memories: NewMemory[], stateTransform: Record<string, unknown>): Record<string, unknown> | Promise<Record<string, unknown>>;
+  apply(
+    npcId: string,
+    memories: NewMemory[],
+    stateTransform: Record<string, unknown>,
+  ): Record<string, unknown> | Promise<Record<string, unknown>>;
 }
 
 /** Whatever runs inference on the game's side (a local model, a hosted API). */
@@ -85,7 +89,8 @@ export class NpcMind {
     readonly memory: NpcMemory,
     private readonly options: NpcMindOptions = {},
   ) {
-    if (!/^https?:\/\/[^/]/.test(serviceUrl)) throw new TypeError(`serviceUrl: ${JSON.stringify(serviceUrl)} is not an http(s) URL`);
+    if (!/^https?:\/\/[^/]/.test(serviceUrl))
+      throw new TypeError(`serviceUrl: ${JSON.stringify(serviceUrl)} is not an http(s) URL`);
     this.base = serviceUrl.replace(/\/+$/, "");
     this.fetchFn = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
   }
@@ -95,16 +100,24 @@ export class NpcMind {
     if (!refresh && this.keys.size > 0) return this.keys;
     const { status, body } = await this.request("GET", "/v1/keys");
     const keys = isObject(body) && Array.isArray(body["keys"]) ? body["keys"] : null;
-    if (status !== 200 || keys === null) throw new ProtocolError(`GET /v1/keys answered ${status} without keys: ${errorLine(body, "")}`);
+    if (status !== 200 || keys === null)
+      throw new ProtocolError(`GET /v1/keys answered ${status} without keys: ${errorLine(body, "")}`);
     this.keys = new Map(keys.filter(isObject).map((k) => [String(k["kid"]), String(k["public_key"])]));
     return this.keys;
   }
 
   /** Run the loop for one observation; on a valid, verified outcome keep the memories and merge the state. */
-  async process(npcId: string, observation: string, context: Json = {}, ruleset: string | null = null): Promise<NpcOutcome> {
-    if (!npcId || npcId.includes("/")) throw new ProtocolError(`npcId: ${JSON.stringify(npcId)} must be non-empty text without '/'`);
+  async process(
+    npcId: string,
+    observation: string,
+    context: Json = {},
+    ruleset: string | null = null,
+  ): Promise<NpcOutcome> {
+    if (!npcId || npcId.includes("/"))
+      throw new ProtocolError(`npcId: ${JSON.stringify(npcId)} must be non-empty text without '/'`);
     const rec = await this.memory.get(npcId);
-    if (rec === null) throw new ProtocolError(`unknown NPC ${JSON.stringify(npcId)}: the game's memory has no record of it`);
+    if (rec === null)
+      throw new ProtocolError(`unknown NPC ${JSON.stringify(npcId)}: the game's memory has no record of it`);
     let tape: Json = { observation, npcState: rec.state, memories: [], context };
     if (ruleset) tape["rulesetId"] = ruleset;
     let last: Json | null = null;
@@ -125,23 +138,39 @@ export class NpcMind {
       return { type: "IdentifyActorResult", actor: { npcId: rec.npcId, persona: rec.persona, data: rec.data } };
     }
     if (kind === "QueryVector") {
-      const found = await this.memory.recall(rec.npcId, String(instruction["query"]), Number(instruction["limit"]), Number(instruction["threshold"]));
-      return { type: "QueryVectorResult", memories: found.map(({ text, type, importance, similarity }) => ({ text, type, importance, similarity })) };
+      const found = await this.memory.recall(
+        rec.npcId,
+        String(instruction["query"]),
+        Number(instruction["limit"]),
+        Number(instruction["threshold"]),
+      );
+      return {
+        type: "QueryVectorResult",
+        memories: found.map(({ text, type, importance, similarity }) => ({ text, type, importance, similarity })),
+      };
     }
     if (kind === "ExecuteInference") {
       const constraints = (instruction["constraints"] ?? {}) as PromptConstraints;
-      return { type: "ExecuteInferenceResult", generatedOutput: await this.cortex.complete(String(instruction["prompt"]), constraints) };
+      return {
+        type: "ExecuteInferenceResult",
+        generatedOutput: await this.cortex.complete(String(instruction["prompt"]), constraints),
+      };
     }
     throw new ProtocolError(`unknown instruction ${JSON.stringify(kind)}`);
   }
 
   private async step(npcId: string, tape: Json, last: Json | null): Promise<[Json, Json]> {
-    const { status, body } = await this.request("POST", `/npcs/${encodeURIComponent(npcId)}/process`, { tape, lastResult: last });
+    const { status, body } = await this.request("POST", `/npcs/${encodeURIComponent(npcId)}/process`, {
+      tape,
+      lastResult: last,
+    });
     if (status !== 200) throw new ProtocolError(`the service answered ${status}: ${errorLine(body, "")}`);
     const instruction = isObject(body) ? body["instruction"] : null;
     const next = isObject(body) ? body["tape"] : null;
     if (!isObject(instruction) || !isObject(next) || typeof instruction["type"] !== "string") {
-      throw new ProtocolError(`the service answered 200 without an instruction and tape: ${JSON.stringify(body).slice(0, 200)}`);
+      throw new ProtocolError(
+        `the service answered 200 without an instruction and tape: ${JSON.stringify(body).slice(0, 200)}`,
+      );
     }
     return [instruction, next];
   }
@@ -150,25 +179,37 @@ export class NpcMind {
     const rec = await this.memory.get(npcId);
     const audit = isObject(fin["ruleAudit"]) ? fin["ruleAudit"] : {};
     const dialogue = String(fin["dialogue"] ?? "");
-    if (fin["valid"] !== true) return { valid: false, dialogue, action: null, state: rec?.state ?? {}, remembered: 0, audit, steps };
+    if (fin["valid"] !== true)
+      return { valid: false, dialogue, action: null, state: rec?.state ?? {}, remembered: 0, audit, steps };
     let payload: Json;
     try {
       payload = await signedPayload(npcId, fin, tape);
     } catch (e) {
-      if (e instanceof NotCanonical) throw new ProtocolError(`the outcome cannot be verified: its tape has no canonical form (${e.message})`);
+      if (e instanceof NotCanonical)
+        throw new ProtocolError(`the outcome cannot be verified: its tape has no canonical form (${e.message})`);
       throw e;
     }
     const signature = typeof fin["signature"] === "string" ? fin["signature"] : "";
-    const ok = (await verify(signature, payload, await this.publicKeys())) || (await verify(signature, payload, await this.publicKeys(true)));
+    const ok =
+      (await verify(signature, payload, await this.publicKeys())) ||
+      (await verify(signature, payload, await this.publicKeys(true)));
     if (!ok) throw new ProtocolError("the outcome's signature does not verify: nothing was applied");
     const memories = (Array.isArray(fin["memoryStore"]) ? fin["memoryStore"] : []) as NewMemory[];
     const patch = isObject(fin["stateTransform"]) ? fin["stateTransform"] : {};
-    const state = await this.memory.apply(npcId, memories.map(({ text, type, importance }) => ({ text, type, importance })), patch);
+    const state = await this.memory.apply(
+      npcId,
+      memories.map(({ text, type, importance }) => ({ text, type, importance })),
+      patch,
+    );
     const action = isObject(fin["action"]) ? fin["action"] : null;
     return { valid: true, dialogue, action, state, remembered: memories.length, audit, steps };
   }
 
-  private async request(method: "GET" | "POST", path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+  private async request(
+    method: "GET" | "POST",
+    path: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: unknown }> {
     const headers: Record<string, string> = { "content-type": "application/json" };
     if (this.options.token) headers["authorization"] = `Bearer ${this.options.token}`;
     const init: RequestInit = { method, headers, signal: AbortSignal.timeout(this.options.timeoutMs ?? 30_000) };
@@ -177,7 +218,9 @@ export class NpcMind {
     try {
       res = await this.fetchFn(this.base + path, init);
     } catch (e) {
-      throw new ProtocolError(`cannot reach the npcmind service at ${this.base}: ${String(e)} (is \`npcmind serve\` running there?)`);
+      throw new ProtocolError(
+        `cannot reach the npcmind service at ${this.base}: ${String(e)} (is \`npcmind serve\` running there?)`,
+      );
     }
     const text = await res.text();
     try {

@@ -99,7 +99,12 @@ export class Outbox {
     return out;
   }
 
-  private telemetry(now: number, clientId: string, epoch: number, entities: Iterable<Entity>): Record<string, unknown>[] {
+  private telemetry(
+    now: number,
+    clientId: string,
+    epoch: number,
+    entities: Iterable<Entity>,
+  ): Record<string, unknown>[] {
     if (now - this.last < this.everyMs) return [];
     const items: Item[] = [];
     for (const e of entities) {
@@ -119,7 +124,12 @@ export class Outbox {
     const bodies: Record<string, unknown>[] = [];
     let first: Record<string, unknown> = this.scene !== null ? { scene: this.scene } : {};
     for (let i = 0; i < Math.max(together.length, 1); i += this.batch) {
-      const body: Record<string, unknown> = { client_id: clientId, epoch, entities: together.slice(i, i + this.batch), ...first };
+      const body: Record<string, unknown> = {
+        client_id: clientId,
+        epoch,
+        entities: together.slice(i, i + this.batch),
+        ...first,
+      };
       if (i === 0) body["removed"] = this.removed;
       bodies.push(body);
       first = {};
@@ -158,7 +168,11 @@ export class Outbox {
       this.again.push({ ...rest, entities: items.slice(half) });
       return false;
     }
-    const bad = refusedEntities(status, body, items.map((i) => i.id));
+    const bad = refusedEntities(
+      status,
+      body,
+      items.map((i) => i.id),
+    );
     if (bad === null) return true;
     this.host.refused(bad, new Map(items.map((i) => [i.id, i.type])));
     const kept: Record<string, unknown> = { ...sent.body, entities: items.filter((i) => !bad.has(i.id)) };

@@ -10,15 +10,16 @@
  * entities sends the others again at once, and each of those alone from then on until the service takes it.
  * This is a port of the Python SDK's scheduler: the same rules, checked by the same conformance cases. */
 
-import { readDecideResponse, type DecideResponse } from "./answer.js";
+import { readDecideResponse } from "./answer.js";
 import { errorLine, isObject, readError, refusedEntities } from "./errors.js";
 import { Outbox, type OutboxHost } from "./outbox.js";
+import { Roster } from "./roster.js";
+import { SayOnce } from "./say.js";
 import { Session } from "./session.js";
-import { newStats, OUTCOMES } from "./types.js";
-import type { Choice, Entity, FailKind, Logger, OutRequest, Outcome, Policy, Stats, TrackOptions } from "./types.js";
+import { newStats } from "./types.js";
+import type { Entity, FailKind, Logger, OutRequest, Outcome, Policy, Stats } from "./types.js";
 
 export const BATCH = 16; // the protocol's limit of entities a decide request
-export const REASK_GAP_MS = 500; // a change of population re-asks everyone, at most this often
 export const DEFAULT_REFRESH_MS = 4000;
 export const DEFAULT_TTL_MS = 12000;
 export const DEFAULT_DEADLINE_MS = 10_000; // the service's provider deadline, until GET /v1/health tells its own
@@ -56,46 +57,40 @@ type Sent =
 export class Scheduler {
   readonly stats: Stats = newStats();
   readonly clientId: string;
+  /** The per-entity rules: track, event, action, setEpoch go there. */
+  readonly roster: Roster;
   world: Record<string, unknown>;
   scope: string | null;
   scopeState: Record<string, unknown> | null;
-  policy: Policy | null;
-  threshold: number;
-  private currentEpoch: number;
   private readonly refreshMs: number | null;
-  private readonly windowMs: number;
   private readonly maxInFlight: number;
-  private readonly log: Logger;
+  private readonly said: SayOnce;
   private readonly timeoutGiven: boolean;
   private timeout: number;
   private readonly session: Session | null;
   private readonly outbox: Outbox;
-  private readonly entities = new Map<string, Entity>();
   private readonly alone = new Map<string, string>(); // entity id -> why the service refused it
   private readonly sent = new Map<string, Sent>();
   private types: Map<string, [number, number]> | null = null; // type -> [refresh_ms, ttl_ms]
   private manifestRef: string | null = null;
   private refs = 0;
   private decidesInFlight = 0;
-  private count = 0;
-  private lastReask = Number.NEGATIVE_INFINITY;
-  private reaskPending = false;
-  private windowEnd = Number.NEGATIVE_INFINITY; // events until then go out together, when it ends
   private notBefore = Number.NEGATIVE_INFINITY; // after a 429 or a service that is down
-  private readonly warned = new Set<string>();
 
   constructor(options: SchedulerOptions) {
     this.clientId = options.clientId;
     this.world = { ...(options.world ?? {}) };
     this.scope = options.scope ?? null;
     this.scopeState = options.scopeState ?? null;
-    this.policy = options.policy ?? null;
-    this.threshold = options.threshold ?? 0.8;
-    this.currentEpoch = options.epoch ?? 0;
     this.refreshMs = options.refreshMs ?? null;
-    this.windowMs = options.eventWindowMs ?? 50;
     this.maxInFlight = options.maxInFlight ?? 4;
-    this.log = options.log ?? ((m) => console.warn(`npcmind: ${m}`));
+    this.said = new SayOnce(options.log ?? ((m) => console.warn(`npcmind: ${m}`)));
+    const [policy, threshold, windowMs] = [
+      options.policy ?? null,
+      options.threshold ?? 0.8,
+      options.eventWindowMs ?? 50,
+    ];
+    this.roster = new Roster(options.epoch ?? 0, windowMs, policy, threshold, this.stats, this.said);
     this.timeoutGiven = options.timeoutMs !== undefined && options.timeoutMs !== null;
     this.timeout = options.timeoutMs ?? DEFAULT_DEADLINE_MS + TIMEOUT_MARGIN_MS;
     this.session = options.apiKey ? new Session(options.apiKey) : null;
@@ -103,55 +98,16 @@ export class Scheduler {
     if (options.manifest) this.readManifest(options.manifest);
   }
 
-  // --- what the game tells --------------------------------------------------------------------
+  // --- what the game tells (the per-entity rules are the roster's) ----------------------------
 
   /** The game's epoch: answers to requests sent under another epoch are dropped. */
   get epoch(): number {
-    return this.currentEpoch;
-  }
-
-  /** A new epoch: what was decided for the old state no longer holds, and everyone is asked again. */
-  setEpoch(value: number, now: number): void {
-    if (value === this.currentEpoch) return;
-    this.currentEpoch = value;
-    for (const e of this.entities.values()) {
-      e.choice = null;
-      e.due = Math.min(e.due, now);
-    }
+    return this.roster.epoch;
   }
 
   /** A new scene (level, map): the service resets its population with the next telemetry. */
   setScene(scene: string): void {
     this.outbox.setScene(scene);
-  }
-
-  /** Add an entity that decides, or update what it sees and may do now (not asked again for that alone). */
-  track(
-    id: string,
-    type: string,
-    observation: Record<string, unknown>,
-    legalActions: string[],
-    options: TrackOptions,
-    now: number,
-  ): void {
-    const e = this.entities.get(id);
-    const extra = {
-      position: options.position ?? null,
-      profile: options.profile ?? null,
-      parent: options.parent ?? null,
-      state: options.state ?? null,
-    };
-    if (e === undefined) {
-      const fresh = { trigger: null, due: now, askedAt: Number.NEGATIVE_INFINITY, inFlight: false, choice: null };
-      this.entities.set(id, { id, type, observation, legalActions, ...extra, ...fresh, changed: true });
-      return;
-    }
-    if (e.type !== type) {
-      e.choice = null;
-      e.due = now;
-    }
-    // kept by reference (this runs for every entity of every frame); copied when a request is built
-    Object.assign(e, { type, observation, legalActions, changed: true }, extra);
   }
 
   /** An observe-only entity (the player): sent as telemetry, never asked. */
@@ -162,51 +118,15 @@ export class Scheduler {
   /** The entity left the scene (died, despawned): forget it and tell the service. */
   untrack(id: string): void {
     this.alone.delete(id);
-    const tracked = this.entities.delete(id);
+    const tracked = this.roster.entities.delete(id);
     if (this.outbox.forget(id) || tracked) this.outbox.remove(id);
-  }
-
-  /** Something happened to the entity: ask for it at once. False (said once) for an entity not tracked. */
-  event(id: string, trigger: string, now: number): boolean {
-    const e = this.entities.get(id);
-    if (e === undefined) {
-      this.warn(`event:${trigger}`, `event(${JSON.stringify(id)}, ${JSON.stringify(trigger)}) for an entity not tracked: ignored`, false);
-      return false;
-    }
-    e.trigger = trigger;
-    if (now >= this.windowEnd) this.windowEnd = now + this.windowMs; // the first event of a moment opens a window
-    e.due = Math.min(e.due, this.windowEnd); // the next ones join it: they go together when it ends
-    return true;
   }
 
   /** What became of the entity's current AI decision; false when it has none to report. */
   report(id: string, outcome: Outcome, detail: string | null = null): boolean {
-    if (!OUTCOMES.includes(outcome)) {
-      const why = `report(${JSON.stringify(id)}, ${JSON.stringify(outcome)}): the outcome must be one of ${OUTCOMES.join(", ")}; not sent`;
-      this.warn(`outcome:${String(outcome)}`, why, false);
-      return false;
-    }
-    const decisionId = this.entities.get(id)?.choice?.decisionId;
-    if (decisionId === undefined || decisionId === null) return false;
-    const item: Record<string, unknown> = { decision_id: decisionId, outcome };
-    if (detail) item["detail"] = detail.slice(0, 200);
-    this.outbox.report(item);
-    return true;
-  }
-
-  // --- what the game asks ---------------------------------------------------------------------
-
-  /** The entity's live decision, or null: run the game's native AI. Checked against `legalNow`, else the
-   * legal actions last tracked. */
-  action(id: string, legalNow: readonly string[] | null, now: number): Choice | null {
-    const e = this.entities.get(id);
-    const c = e?.choice;
-    if (e === undefined || c === null || c === undefined) return null;
-    if (now >= c.expiresAt) {
-      e.choice = null;
-      return null;
-    }
-    return (legalNow ?? e.legalActions).includes(c.action) ? c : null;
+    const item = this.roster.report(id, outcome, detail);
+    if (item !== null) this.outbox.report(item);
+    return item !== null;
   }
 
   /** How long a request may take: the one given, else the service's deadline plus 5 s once it told it. */
@@ -221,7 +141,7 @@ export class Scheduler {
 
   /** Entities tracked (that decide). */
   get size(): number {
-    return this.entities.size;
+    return this.roster.entities.size;
   }
 
   /** The headers a request of this client carries (a hosted session's token). */
@@ -240,17 +160,9 @@ export class Scheduler {
     }
     if (this.session !== null && !this.session.ready) return out; // nothing goes without a token, or one asked for
     if (this.types === null && this.manifestRef === null && now >= this.notBefore) this.askManifest(out);
-    if (this.entities.size !== this.count) {
-      this.count = this.entities.size;
-      this.reaskPending = true;
-    }
-    if (this.reaskPending && now - this.lastReask >= REASK_GAP_MS) {
-      this.reaskPending = false;
-      this.lastReask = now;
-      for (const e of this.entities.values()) e.due = Math.min(e.due, now);
-    }
+    this.roster.population(now);
     if (now < this.notBefore) return out; // the service is down or asked us to wait: keep it all for later
-    out.push(...this.outbox.sendTelemetry(now, this.clientId, this.currentEpoch, this.entities.values()));
+    out.push(...this.outbox.sendTelemetry(now, this.clientId, this.roster.epoch, this.roster.entities.values()));
     const reports = this.outbox.sendReports(this.clientId);
     if (reports.request !== null) out.push(reports.request);
     this.stats.reportsSent += reports.count;
@@ -295,7 +207,7 @@ export class Scheduler {
       this.decidesInFlight--;
       this.stats.errors++;
       this.notBefore = now + 1000;
-      this.release(s.legal, null);
+      this.roster.release(s.legal.keys(), null);
     } else if (s.kind === "manifest") {
       this.manifestRef = null; // asked again on a later tick; the defaults hold meanwhile
       this.notBefore = Math.max(this.notBefore, now + 1000);
@@ -329,7 +241,7 @@ export class Scheduler {
     const free = this.maxInFlight - this.decidesInFlight;
     if (free <= 0) return;
     const due: Entity[] = [];
-    for (const e of this.entities.values()) if (e.due <= now && !e.inFlight) due.push(e);
+    for (const e of this.roster.entities.values()) if (e.due <= now && !e.inFlight) due.push(e);
     if (due.length === 0) return;
     due.sort((a, b) => Number(a.trigger === null) - Number(b.trigger === null) || a.due - b.due);
     const asked: Entity[] = [];
@@ -340,7 +252,7 @@ export class Scheduler {
       const [refresh, ttl] = this.timing(e.type);
       e.due = now + refresh;
       e.askedAt = now;
-      if (this.decidedLocally(e, now, ttl)) continue;
+      if (this.roster.local(e, now, ttl)) continue;
       asked.push(e);
     }
     const together = asked.filter((e) => !this.alone.has(e.id));
@@ -348,27 +260,10 @@ export class Scheduler {
     for (const e of asked) if (this.alone.has(e.id)) this.sendBatch([e], out); // so it cannot sink the others
   }
 
-  /** Cascade: the local policy's action when it is sure enough and the action legal. */
-  private decidedLocally(e: Entity, now: number, ttl: number): boolean {
-    if (this.policy === null) return false;
-    let action = "";
-    let confidence = 0;
-    try {
-      [action, confidence] = this.policy(e);
-    } catch (exc) {
-      this.warn(`policy:${(exc as Error)?.name}`, `the local policy failed for ${JSON.stringify(e.id)} (said once; the service decides instead): ${String(exc)}`, false);
-    }
-    if (confidence < this.threshold || !e.legalActions.includes(action)) return false;
-    e.choice = { action, source: "local", confidence, expiresAt: now + ttl, decisionId: null, cached: false, label: null };
-    e.trigger = null;
-    this.stats.local++;
-    return true;
-  }
-
   private sendBatch(batch: Entity[], out: OutRequest[]): void {
     const body: Record<string, unknown> = {
       client_id: this.clientId,
-      epoch: this.currentEpoch,
+      epoch: this.roster.epoch,
       world: this.world,
       entities: batch.map(entityItem),
     };
@@ -388,7 +283,7 @@ export class Scheduler {
       e.trigger = null;
       legal.set(e.id, [...e.legalActions]);
     }
-    this.sent.set(r.ref, { kind: "decide", epoch: this.currentEpoch, legal });
+    this.sent.set(r.ref, { kind: "decide", epoch: this.roster.epoch, legal });
     this.decidesInFlight++;
     this.stats.requests++;
     this.stats.asked += legal.size;
@@ -397,71 +292,45 @@ export class Scheduler {
 
   // --- answers ----------------------------------------------------------------------------------
 
-  private applyDecide(s: Extract<Sent, { kind: "decide" }>, status: number, body: unknown, headers: Record<string, string>, now: number): void {
+  private applyDecide(
+    s: Extract<Sent, { kind: "decide" }>,
+    status: number,
+    body: unknown,
+    headers: Record<string, string>,
+    now: number,
+  ): void {
     this.decidesInFlight--;
     if (status !== 200) {
       this.stats.errors++;
       const bad = refusedEntities(status, body, [...s.legal.keys()]);
       if (bad !== null) {
-        this.entitiesRefused(bad, new Map([...s.legal.keys()].map((id) => [id, this.entities.get(id)?.type ?? "entity"])));
-        return this.release(s.legal, now, bad); // the others are asked again at once, without them
+        this.entitiesRefused(
+          bad,
+          new Map([...s.legal.keys()].map((id) => [id, this.roster.entities.get(id)?.type ?? "entity"])),
+        );
+        return this.roster.release(s.legal.keys(), now, bad); // the others are asked again at once, without them
       }
       this.refused(status, body, headers, now);
       // a session that ended under us: asked again soon, with a new session
-      return this.release(s.legal, status === 401 && this.session !== null ? now : null);
+      return this.roster.release(s.legal.keys(), status === 401 && this.session !== null ? now : null);
     }
     for (const id of s.legal.keys()) this.alone.delete(id); // taken: it may go with the others again
     const answer = readDecideResponse(body);
     if (typeof answer === "string") {
       this.stats.errors++;
       this.warn("malformed", `the answer to /v1/decide could not be read: ${answer}`);
-      return this.release(s.legal, null);
+      return this.roster.release(s.legal.keys(), null);
     }
-    if (answer.epoch !== this.currentEpoch || s.epoch !== this.currentEpoch) {
+    if (answer.epoch !== this.roster.epoch || s.epoch !== this.roster.epoch) {
       this.stats.droppedEpoch++;
-      return this.release(s.legal, now); // asked again at once, for the epoch of now
+      return this.roster.release(s.legal.keys(), now); // asked again at once, for the epoch of now
     }
-    this.applyDecisions(answer, s.legal, now);
-    this.release(s.legal, null);
-  }
-
-  private applyDecisions(answer: DecideResponse, legal: Map<string, readonly string[]>, now: number): void {
     for (const d of answer.decisions) {
-      const e = this.entities.get(d.id);
-      const sentLegal = legal.get(d.id);
-      if (e === undefined || sentLegal === undefined) continue; // untracked meanwhile, or not asked
-      e.inFlight = false;
-      if (d.source === "AI") {
-        if (!sentLegal.includes(d.action)) {
-          this.stats.illegal++;
-          e.choice = null;
-          continue;
-        }
-        this.stats.ai++;
-        if (d.cached) this.stats.cached++;
-        const expiresAt = now + d.ttl_ms;
-        e.choice = { action: d.action, source: "AI", confidence: d.confidence, expiresAt, decisionId: d.decision_id, cached: d.cached, label: d.label };
-        continue;
-      }
-      this.stats.fallbacks[d.code] = (this.stats.fallbacks[d.code] ?? 0) + 1;
-      e.choice = null;
-      if (d.code === "budget") this.warn(`budget:${e.type}`, `${e.type} ${JSON.stringify(e.id)} is over its token budget: ${d.reason}`);
-      else if (d.code === "unavailable" || d.code === "busy") {
-        // the service's state, not the entity's: said once ("wait 0.9 s more" is not new at every ask)
-        this.warn(`${d.code}:${d.reason.replace(NUMBER, "#")}`, `npcmind fell back with '${d.code}': ${d.reason}`);
-      }
+      const e = this.roster.entities.get(d.id);
+      const legal = s.legal.get(d.id);
+      if (e !== undefined && legal !== undefined) this.roster.use(e, d, legal, now); // else untracked, or not asked
     }
-  }
-
-  /** The entities of an answered or failed request may be asked again: at `due`, or else on their next
-   * refresh (the seed's reaction to `unavailable` and `busy`); those in `keep` on their refresh. */
-  private release(legal: Map<string, readonly string[]>, due: number | null, keep: Map<string, string> = new Map()): void {
-    for (const id of legal.keys()) {
-      const e = this.entities.get(id);
-      if (e === undefined || !e.inFlight) continue;
-      e.inFlight = false;
-      if (due !== null && !keep.has(id)) e.due = Math.min(e.due, due);
-    }
+    this.roster.release(s.legal.keys(), null);
   }
 
   private entitiesRefused(found: Map<string, string>, types: Map<string, string>): void {
@@ -482,7 +351,7 @@ export class Scheduler {
     }
     this.manifestRef = null;
     this.readManifest(data);
-    for (const e of this.entities.values()) e.due = Math.min(e.due, e.askedAt + this.timing(e.type)[0]);
+    for (const e of this.roster.entities.values()) e.due = Math.min(e.due, e.askedAt + this.timing(e.type)[0]);
   }
 
   private readManifest(data: Record<string, unknown>): void {
@@ -511,7 +380,8 @@ export class Scheduler {
 
   private refused(status: number, body: unknown, headers: Record<string, string>, now: number): void {
     let msg = `npcmind answered ${status} ${readError(body).code}: ${errorLine(body, "")}`;
-    if (status === 401 && this.session === null) msg += " (the service runs the hosted profile: give DecideClient its apiKey)";
+    if (status === 401 && this.session === null)
+      msg += " (the service runs the hosted profile: give DecideClient its apiKey)";
     if (status === 429 || status >= 500) {
       const retry = headers["retry-after"];
       const wait = retry !== undefined && /^\d+(\.\d+)?$/.test(retry) ? Number(retry) * 1000 : 1000;
@@ -533,17 +403,19 @@ export class Scheduler {
     } else this.warn("transport", "npcmind is unreachable");
   }
 
-  /** Say a problem once; `native`: it leaves entities to the game's own AI, and the line says so. */
   private warn(key: string, message: string, native = true): void {
-    if (this.warned.has(key)) return;
-    if (this.warned.size >= 1000) this.warned.clear();
-    this.warned.add(key);
-    this.log(native ? `${message} (the entities concerned use their native AI)` : message);
+    this.said.say(key, message, native);
   }
 
   // --- requests ---------------------------------------------------------------------------------
 
-  private make(method: "GET" | "POST", path: string, body: Record<string, unknown> | null, after: readonly string[], headers?: Record<string, string>): OutRequest {
+  private make(
+    method: "GET" | "POST",
+    path: string,
+    body: Record<string, unknown> | null,
+    after: readonly string[],
+    headers?: Record<string, string>,
+  ): OutRequest {
     const json = body === null ? null : JSON.stringify(body); // first: a body that is not JSON takes no ref
     const ref = `r${++this.refs}`;
     const waits = path === "/v1/session" ? [] : [...(this.session?.awaited() ?? []), ...after];
@@ -564,7 +436,10 @@ export class Scheduler {
         JSON.stringify(item);
         return true;
       } catch (exc) {
-        this.warn(`encode:${item.id}`, `${item.type} ${JSON.stringify(item.id)} cannot be sent as JSON (${String(exc)}): left out`);
+        this.warn(
+          `encode:${item.id}`,
+          `${item.type} ${JSON.stringify(item.id)} cannot be sent as JSON (${String(exc)}): left out`,
+        );
         return false;
       }
     });
@@ -583,7 +458,7 @@ export class Scheduler {
       post: (path, body, after) => this.post(path, body, after),
       refused: (found, types) => this.entitiesRefused(found, types),
       alone: this.alone,
-      tracked: (id) => this.entities.has(id),
+      tracked: (id) => this.roster.entities.has(id),
       warn: (key, message, native) => this.warn(key, message, native),
     };
   }
@@ -591,7 +466,12 @@ export class Scheduler {
 
 /** An entity's wire object: the given fields, and those optional ones that are set. */
 function entityItem(e: Entity): Record<string, unknown> {
-  const item: Record<string, unknown> = { id: e.id, type: e.type, observation: e.observation, legal_actions: e.legalActions };
+  const item: Record<string, unknown> = {
+    id: e.id,
+    type: e.type,
+    observation: e.observation,
+    legal_actions: e.legalActions,
+  };
   if (e.position !== null) item["position"] = e.position;
   if (e.profile !== null) item["profile"] = e.profile;
   if (e.parent !== null) item["parent"] = e.parent;

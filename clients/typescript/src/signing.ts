@@ -24,11 +24,24 @@ export function unb64url(text: string): Uint8Array<ArrayBuffer> | null {
 
 /** Exactly what the signature covers: the Finalize as sent (its `signature` left out), for the path's NPC, by
  * the ruleset its `ruleAudit.preset` names, over the returned tape's digest. */
-export async function signedPayload(npcId: string, finalize: Record<string, unknown>, tape: unknown): Promise<Record<string, unknown>> {
+export async function signedPayload(
+  npcId: string,
+  finalize: Record<string, unknown>,
+  tape: unknown,
+): Promise<Record<string, unknown>> {
   const { signature: _signature, ...verdict } = finalize;
   const audit = verdict["ruleAudit"];
-  const preset = typeof audit === "object" && audit !== null && !Array.isArray(audit) ? (audit as Record<string, unknown>)["preset"] : null;
-  return { attests: ATTESTS, npcId, rulesetId: preset ?? null, tapeDigest: await digest(tape), rulesetVerdict: verdict };
+  const preset =
+    typeof audit === "object" && audit !== null && !Array.isArray(audit)
+      ? (audit as Record<string, unknown>)["preset"]
+      : null;
+  return {
+    attests: ATTESTS,
+    npcId,
+    rulesetId: preset ?? null,
+    tapeDigest: await digest(tape),
+    rulesetVerdict: verdict,
+  };
 }
 
 /** Whether `signature` (`<kid>.<base64url>`) is a valid signature of `payload` by one of `keys` (kid -> key). */

@@ -89,7 +89,13 @@ export class Transport {
       if (awaited?.[1] !== undefined) {
         // a request made while its session was asked for: the token that answer brought, or a 401 of our own
         const token = this.tokens.get(awaited[1]);
-        if (!token) return { ref: r.ref, status: 401, body: { error: { code: "unauthorized", message: "no session was opened" } }, headers: {} };
+        if (!token)
+          return {
+            ref: r.ref,
+            status: 401,
+            body: { error: { code: "unauthorized", message: "no session was opened" } },
+            headers: {},
+          };
         headers["authorization"] = `Bearer ${token}`;
       }
       let body: BodyInit | undefined;
@@ -98,13 +104,19 @@ export class Transport {
         body = r.json.length >= GZIP_FROM ? await gzip(r.json) : r.json;
         if (typeof body !== "string") headers["content-encoding"] = "gzip";
       }
-      const res = await this.fetchFn(this.base + r.path, { method: r.method, headers, body, signal: controller.signal });
+      const res = await this.fetchFn(this.base + r.path, {
+        method: r.method,
+        headers,
+        body,
+        signal: controller.signal,
+      });
       const text = await res.text();
       const answered: Record<string, string> = {};
       res.headers.forEach((v, k) => (answered[k.toLowerCase()] = v));
       const answer = parse(text);
       if (r.path === "/v1/session") {
-        const token = typeof answer === "object" && answer !== null ? (answer as Record<string, unknown>)["session_token"] : null;
+        const token =
+          typeof answer === "object" && answer !== null ? (answer as Record<string, unknown>)["session_token"] : null;
         this.tokens.set(r.ref, res.status === 200 && typeof token === "string" ? token : null);
         if (this.tokens.size > 8) this.tokens.delete(this.tokens.keys().next().value as string); // old sessions
       }

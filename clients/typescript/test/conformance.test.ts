@@ -28,7 +28,9 @@ const STATS: Record<string, keyof Stats> = {
 
 /** Every case of the folder, each with the file it came from. */
 function cases(): { file: string; case: Json }[] {
-  const files = readdirSync(FOLDER).filter((f) => f.endsWith(".json")).sort();
+  const files = readdirSync(FOLDER)
+    .filter((f) => f.endsWith(".json"))
+    .sort();
   return files.flatMap((file) => {
     const data = JSON.parse(readFileSync(join(FOLDER, file), "utf8")) as Json | Json[];
     return (Array.isArray(data) ? data : [data]).map((c) => ({ file, case: c }));
@@ -61,9 +63,11 @@ function scheduler(c: Json): Scheduler {
 
 /** `expected` as a subset of `actual`, by the README's rules; where it differs, or null. */
 function differs(expected: unknown, actual: unknown, at: string): string | null {
-  if (expected === null) return actual === null || actual === undefined ? null : `${at}: expected null, got ${JSON.stringify(actual)}`;
+  if (expected === null)
+    return actual === null || actual === undefined ? null : `${at}: expected null, got ${JSON.stringify(actual)}`;
   if (Array.isArray(expected)) {
-    if (!Array.isArray(actual) || actual.length !== expected.length) return `${at}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`;
+    if (!Array.isArray(actual) || actual.length !== expected.length)
+      return `${at}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`;
     for (let i = 0; i < expected.length; i++) {
       const d = differs(expected[i], actual[i], `${at}[${i}]`);
       if (d) return d;
@@ -71,7 +75,8 @@ function differs(expected: unknown, actual: unknown, at: string): string | null 
     return null;
   }
   if (typeof expected === "object") {
-    if (typeof actual !== "object" || actual === null || Array.isArray(actual)) return `${at}: expected an object, got ${JSON.stringify(actual)}`;
+    if (typeof actual !== "object" || actual === null || Array.isArray(actual))
+      return `${at}: expected an object, got ${JSON.stringify(actual)}`;
     for (const [k, v] of Object.entries(expected)) {
       const d = differs(v, (actual as Json)[k], `${at}.${k}`);
       if (d) return d;
@@ -90,7 +95,14 @@ function choiceJson(c: Choice | null): Json | null {
 
 /** A request as the files write it (its body as sent: the JSON text the transport would send). */
 function requestJson(r: OutRequest): Json {
-  return { ref: r.ref, method: r.method, path: r.path, headers: r.headers, after: [...r.after], body: r.json === null ? null : JSON.parse(r.json) };
+  return {
+    ref: r.ref,
+    method: r.method,
+    path: r.path,
+    headers: r.headers,
+    after: [...r.after],
+    body: r.json === null ? null : JSON.parse(r.json),
+  };
 }
 
 /** One case, step by step. */
@@ -111,24 +123,36 @@ function run(c: Json): void {
     };
     switch (step["do"]) {
       case "track": {
-        const { id, type, observation, legal_actions, ...rest } = args as Json & { id: string; type: string; observation: Json; legal_actions: string[] };
-        s.track(id, type, observation, legal_actions, rest, now);
+        const { id, type, observation, legal_actions, ...rest } = args as Json & {
+          id: string;
+          type: string;
+          observation: Json;
+          legal_actions: string[];
+        };
+        s.roster.track(id, type, observation, legal_actions, rest, now);
         break;
       }
       case "observe":
-        s.observe(args["id"] as string, args["type"] as string, args["fields"] as Json, (args["position"] as number[] | undefined) ?? null);
+        s.observe(
+          args["id"] as string,
+          args["type"] as string,
+          args["fields"] as Json,
+          (args["position"] as number[] | undefined) ?? null,
+        );
         break;
       case "untrack":
         s.untrack(args["id"] as string);
         break;
       case "event":
-        expect(s.event(args["id"] as string, args["trigger"] as string, now));
+        expect(s.roster.event(args["id"] as string, args["trigger"] as string, now));
         break;
       case "report":
-        expect(s.report(args["id"] as string, args["outcome"] as Outcome, (args["detail"] as string | undefined) ?? null));
+        expect(
+          s.report(args["id"] as string, args["outcome"] as Outcome, (args["detail"] as string | undefined) ?? null),
+        );
         break;
       case "set_epoch":
-        s.setEpoch(args["epoch"] as number, now);
+        s.roster.setEpoch(args["epoch"] as number, now);
         break;
       case "set_scene":
         s.setScene(args["scene"] as string);
@@ -137,7 +161,11 @@ function run(c: Json): void {
         const sent = note(s.tick(now)).map(requestJson);
         if ("sent" in step) {
           const want = step["sent"] as Json[];
-          assert.equal(sent.length, want.length, `${at}: expected ${want.length} requests, got ${JSON.stringify(sent)}`);
+          assert.equal(
+            sent.length,
+            want.length,
+            `${at}: expected ${want.length} requests, got ${JSON.stringify(sent)}`,
+          );
           want.forEach((w, j) => {
             const d = differs(w, sent[j], `sent[${j}]`);
             assert.equal(d, null, `${at}: ${d}; sent ${JSON.stringify(sent)}`);
@@ -151,11 +179,14 @@ function run(c: Json): void {
         assert.ok(emitted.has(ref) && !answered.has(ref), `${at}: ${ref} was not emitted, or was answered already`);
         answered.add(ref);
         if (step["do"] === "fail") s.fail(ref, step["kind"] as "timeout" | "unreachable", now);
-        else s.answer(ref, step["status"] as number, step["body"], (step["headers"] ?? {}) as Record<string, string>, now);
+        else
+          s.answer(ref, step["status"] as number, step["body"], (step["headers"] ?? {}) as Record<string, string>, now);
         break;
       }
       case "action":
-        expect(choiceJson(s.action(args["id"] as string, (args["legal_now"] as string[] | undefined) ?? null, now)));
+        expect(
+          choiceJson(s.roster.action(args["id"] as string, (args["legal_now"] as string[] | undefined) ?? null, now)),
+        );
         break;
       case "stats":
         expect(Object.fromEntries(Object.entries(STATS).map(([file, mine]) => [file, s.stats[mine]])));

@@ -17,7 +17,10 @@ test("a tracked bee gets the model's action, and a declined one runs its native 
   const client = new DecideClient(SERVICE, "ts-live-1", { world, log: (m) => said.push(m) });
   client.track("b1", "bee", BEE, LEGAL);
   client.track("b2", "bee", BEE, LEGAL);
-  await until(() => client.stats.ai + (client.stats.fallbacks["refused"] ?? 0) >= 2, () => client.tick());
+  await until(
+    () => client.stats.ai + (client.stats.fallbacks["refused"] ?? 0) >= 2,
+    () => client.tick(),
+  );
   const got = client.action("b1");
   assert.equal(got?.action, "flee");
   assert.equal(got?.source, "AI");
@@ -40,11 +43,17 @@ test("an event asks at once and the answer names the trigger", async () => {
   await script({ choose: { b3: "chase" } });
   const client = new DecideClient(SERVICE, "ts-live-2", { world, log: () => {} });
   client.track("b3", "bee", BEE, LEGAL);
-  await until(() => client.stats.ai >= 1, () => client.tick());
+  await until(
+    () => client.stats.ai >= 1,
+    () => client.tick(),
+  );
   await script({ choose: { b3: "flee" } });
   assert.ok(client.event("b3", "hit"));
   assert.equal(client.event("ghost", "hit"), false);
-  await until(() => client.action("b3")?.action === "flee", () => client.tick());
+  await until(
+    () => client.action("b3")?.action === "flee",
+    () => client.tick(),
+  );
   assert.equal(client.stats.requests, 2);
   client.close();
 });
@@ -59,7 +68,10 @@ test("cascade: entities the local policy is sure about never reach the service",
   });
   client.track("b4", "bee", BEE, LEGAL);
   client.track("b5", "bee", BEE, LEGAL);
-  await until(() => client.stats.ai >= 1, () => client.tick());
+  await until(
+    () => client.stats.ai >= 1,
+    () => client.tick(),
+  );
   assert.deepEqual([client.action("b4")?.source, client.action("b4")?.action], ["local", "flee"]);
   assert.deepEqual([client.action("b5")?.source, client.action("b5")?.action], ["AI", "wander"]);
   assert.equal(client.stats.asked, 1);
@@ -71,7 +83,10 @@ test("an unreachable service leaves every entity to its native AI, without throw
   const said: string[] = [];
   const client = new DecideClient("http://127.0.0.1:9", "ts-live-4", { log: (m) => said.push(m) });
   client.track("b6", "bee", BEE, LEGAL);
-  await until(() => said.some((m) => m.includes("unreachable")), () => client.tick());
+  await until(
+    () => said.some((m) => m.includes("unreachable")),
+    () => client.tick(),
+  );
   assert.equal(client.action("b6"), null);
   client.close();
 });
@@ -86,7 +101,10 @@ test("a hosted game opens a session with its api key and decides with the token"
   };
   const client = new DecideClient(HOSTED, "game-1", { world, apiKey: HOSTED_KEY, fetch: fetchSpy, log: () => {} });
   client.track("b7", "bee", BEE, LEGAL);
-  await until(() => client.stats.ai >= 1, () => client.tick());
+  await until(
+    () => client.stats.ai >= 1,
+    () => client.tick(),
+  );
   assert.equal(seen[0], "POST /v1/session");
   assert.ok(seen.includes("POST /v1/decide"));
   assert.equal(client.action("b7")?.source, "AI");
@@ -95,7 +113,10 @@ test("a hosted game opens a session with its api key and decides with the token"
   const said: string[] = [];
   const quiet = new DecideClient(HOSTED, "game-1", { apiKey: "not-a-key", log: (m) => said.push(m) });
   quiet.track("b8", "bee", BEE, LEGAL);
-  await until(() => said.some((m) => m.includes("did not open a session")), () => quiet.tick());
+  await until(
+    () => said.some((m) => m.includes("did not open a session")),
+    () => quiet.tick(),
+  );
   assert.equal(quiet.action("b8"), null);
   refused.close();
   quiet.close();

@@ -10,11 +10,22 @@ import { mergePatch } from "../src/npc.js";
 import { signedPayload, verify } from "../src/signing.js";
 
 type Json = Record<string, unknown>;
-const VECTORS = JSON.parse(readFileSync(fileURLToPath(new URL("../../../../docs/signature-vectors.json", import.meta.url)), "utf8")) as {
+const VECTORS = JSON.parse(
+  readFileSync(fileURLToPath(new URL("../../../../docs/signature-vectors.json", import.meta.url)), "utf8"),
+) as {
   canonical: { name: string; json: string; canonical: string; sha256: string }[];
   numbers: { ieee754: string; canonical: string }[];
   refused: { name: string; json: string; path: string }[];
-  signatures: { name: string; kid: string; publicKey: string; npcId: string; tapeJson: string; tapeDigest: string; finalize: Json; payloadCanonical: string }[];
+  signatures: {
+    name: string;
+    kid: string;
+    publicKey: string;
+    npcId: string;
+    tapeJson: string;
+    tapeDigest: string;
+    finalize: Json;
+    payloadCanonical: string;
+  }[];
 };
 
 test("canonical JSON matches every vector, bytes and SHA-256", async () => {
@@ -34,7 +45,12 @@ test("numbers are written as RFC 8785 Appendix B says", () => {
 });
 
 test("JSON without a canonical form is refused at its path", () => {
-  for (const v of VECTORS.refused) assert.throws(() => canonical(JSON.parse(v.json)), (e: unknown) => e instanceof NotCanonical && e.path === v.path, v.name);
+  for (const v of VECTORS.refused)
+    assert.throws(
+      () => canonical(JSON.parse(v.json)),
+      (e: unknown) => e instanceof NotCanonical && e.path === v.path,
+      v.name,
+    );
 });
 
 test("a signed outcome verifies, and any changed byte fails", async () => {
@@ -56,5 +72,8 @@ test("a signed outcome verifies, and any changed byte fails", async () => {
 });
 
 test("a state patch is a JSON merge patch", () => {
-  assert.deepEqual(mergePatch({ a: 1, b: { c: 2, d: 3 } }, { a: null, b: { c: 5 }, e: [1] }), { b: { c: 5, d: 3 }, e: [1] });
+  assert.deepEqual(mergePatch({ a: 1, b: { c: 2, d: 3 } }, { a: null, b: { c: 5 }, e: [1] }), {
+    b: { c: 5, d: 3 },
+    e: [1],
+  });
 });

@@ -17,7 +17,11 @@ export function needsService(): void {
 
 /** Tell the scripted provider how to answer. */
 export async function script(body: Record<string, unknown>): Promise<void> {
-  const r = await fetch(`${SCRIPTED}/_script`, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const r = await fetch(`${SCRIPTED}/_script`, {
+    method: "PUT",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
   assert.equal(r.status, 200, await r.text());
 }
 

@@ -35,7 +35,10 @@ test("an outcome whose signature does not verify is refused and nothing is appli
     return new Response(JSON.stringify(body), { status: res.status, headers: res.headers });
   };
   const mind = new NpcMind(SERVICE, new OpenAICortex(`${SCRIPTED}/v1`, "scripted"), npcs, { fetch: forging });
-  await assert.rejects(mind.process("guard #2", "Halt!"), (e: unknown) => e instanceof ProtocolError && /signature does not verify/.test(e.message));
+  await assert.rejects(
+    mind.process("guard #2", "Halt!"),
+    (e: unknown) => e instanceof ProtocolError && /signature does not verify/.test(e.message),
+  );
   assert.deepEqual(npcs.get("guard #2")?.state, {});
   assert.equal(npcs.remembered("guard #2").length, 0);
 });

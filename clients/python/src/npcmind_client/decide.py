@@ -25,16 +25,21 @@ T = TypeVar("T")
 
 
 class _Option(Generic[T]):
-    """An option the scheduler reads at every request, read and set on the client as on the scheduler."""
+    """An option the scheduler reads at every request, read and set on the client as on the scheduler
+    (``roster``: on the scheduler's roster, which holds the cascade's policy)."""
+
+    def __init__(self, roster: bool = False) -> None:
+        self.roster = roster
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
 
     def __get__(self, obj: DecideClient, owner: type | None = None) -> T:
-        return getattr(obj._scheduler, self.name)  # type: ignore[no-any-return]
+        holder = obj._scheduler.roster if self.roster else obj._scheduler
+        return getattr(holder, self.name)  # type: ignore[no-any-return]
 
     def __set__(self, obj: DecideClient, value: T) -> None:
-        setattr(obj._scheduler, self.name, value)
+        setattr(obj._scheduler.roster if self.roster else obj._scheduler, self.name, value)
 
 
 class DecideClient:
@@ -43,8 +48,8 @@ class DecideClient:
     world: _Option[dict[str, Any]] = _Option()
     scope: _Option[str | None] = _Option()
     scope_state: _Option[dict[str, Any] | None] = _Option()
-    policy: _Option[Policy | None] = _Option()
-    threshold: _Option[float] = _Option()
+    policy: _Option[Policy | None] = _Option(roster=True)
+    threshold: _Option[float] = _Option(roster=True)
 
     def __init__(
         self,
@@ -98,7 +103,8 @@ class DecideClient:
 
     @epoch.setter
     def epoch(self, value: int) -> None:
-        self._scheduler.set_epoch(value, self._now())
+        """A new epoch: every entity's decision is forgotten and everyone is asked again at once."""
+        self._scheduler.roster.set_epoch(value, self._now())
 
     @property
     def timeout_s(self) -> float:
@@ -113,7 +119,7 @@ class DecideClient:
 
     def set_scene(self, scene: str) -> None:
         """A new scene (level, map): the service resets its population with the next telemetry."""
-        self._scheduler.set_scene(scene)
+        self._scheduler.outbox.set_scene(scene)
 
     def track(
         self,
@@ -129,7 +135,7 @@ class DecideClient:
     ) -> None:
         """Add an entity that decides, or update what it sees and may do now (it is not asked again for
         that alone: it is asked on its refresh, on an event, or when the population changes)."""
-        self._scheduler.track(entity_id, type, observation, legal_actions, position, profile, parent, state)
+        self._scheduler.roster.track(entity_id, type, observation, legal_actions, position, profile, parent, state)
 
     def observe(
         self,
@@ -143,7 +149,7 @@ class DecideClient:
         item: dict[str, Any] = {"id": entity_id, "type": type, "fields": fields}
         if position is not None:
             item["position"] = position
-        self._scheduler.observe(entity_id, item)
+        self._scheduler.outbox.observe(entity_id, item)
 
     def untrack(self, entity_id: str) -> None:
         """The entity left the scene (died, despawned): forget it and tell the service."""
@@ -152,7 +158,7 @@ class DecideClient:
     def event(self, entity_id: str, trigger: str) -> bool:
         """Something happened to the entity (one of its type's events): ask for it at once. False, said
         once in the log, for an entity not tracked: a game loop must not crash on the order of two calls."""
-        return self._scheduler.event(entity_id, trigger, self._now())
+        return self._scheduler.roster.event(entity_id, trigger, self._now())
 
     def report(self, entity_id: str, outcome: Outcome, detail: str | None = None) -> bool:
         """What became of the entity's current AI decision; sent with the next tick. False when it has
@@ -164,7 +170,7 @@ class DecideClient:
     def action(self, entity_id: str, legal_now: list[str] | None = None) -> Choice | None:
         """The entity's live decision, or None: run the game's native AI. The action is checked against
         ``legal_now``, else against the legal actions last given to ``track()``."""
-        return self._scheduler.action(entity_id, legal_now, self._now())
+        return self._scheduler.roster.action(entity_id, legal_now, self._now())
 
     def tick(self, now: float | None = None) -> None:
         """Apply the answers that came in, then send what is due. Never blocks, never raises for the network."""

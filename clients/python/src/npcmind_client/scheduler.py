@@ -21,74 +21,21 @@ sent again at once, and from then on it goes in a request of its own until the s
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from npcmind_client.outbox import Outbox
 from npcmind_client.refusals import NUMBER, Refusals, retry_after_ms
-from npcmind_client.say import SayOnce, log
+from npcmind_client.roster import Choice, Entity, Policy, Roster, Stats
+from npcmind_client.say import SayOnce
 from npcmind_client.session import RETRY_MS, Session
 from npcmind_client.timings import Timings, deadline_timeout
-from npcmind_client.wire import OUTCOMES, AIDecision, Malformed, Outcome, read_decide_answer
+from npcmind_client.wire import Malformed, Outcome, read_decide_answer
 
 BATCH = 16  # the protocol's limit of entities a decide request
-REASK_GAP_MS = 500.0  # a change of population re-asks everyone, at most this often
 DEFAULT_DEADLINE_S = 10.0  # the service's default provider deadline, until GET /v1/health tells its own
 TIMEOUT_MARGIN_S = 5.0  # past the deadline: the service's own work and the network
-Policy = Callable[["Entity"], tuple[str, float]]
-
-
-@dataclass(frozen=True, slots=True)
-class Choice:
-    """A usable decision for one entity: from the model (``AI``, fresh or cached) or the local policy."""
-
-    action: str
-    source: Literal["AI", "local"]
-    confidence: float | None
-    expires_at: float  # on the client's clock, in seconds
-    decision_id: str | None = None
-    cached: bool = False
-    label: str | None = None
-
-
-@dataclass(slots=True)
-class Entity:
-    """What the game tells about one entity; the scheduler's own bookkeeping sits beside it."""
-
-    id: str
-    type: str
-    observation: dict[str, Any]
-    legal_actions: list[str]
-    position: list[float] | tuple[float, ...] | None = None
-    profile: str | None = None
-    parent: str | None = None
-    state: str | None = None
-    # bookkeeping (ms on the scheduler's clock)
-    trigger: str | None = None
-    due: float = 0.0
-    asked_at: float = float("-inf")
-    in_flight: bool = False
-    choice: Choice | None = None
-    expires: float = 0.0
-    changed: bool = True  # since the last telemetry
-
-
-@dataclass(slots=True)
-class Stats:
-    """Counters a game can show in a debug overlay; the tests read them too."""
-
-    requests: int = 0
-    asked: int = 0
-    ai: int = 0
-    cached: int = 0
-    local: int = 0
-    fallbacks: dict[str, int] = field(default_factory=dict)
-    dropped_epoch: int = 0
-    illegal: int = 0
-    errors: int = 0
-    reports_sent: int = 0
-    refused: int = 0  # times the service refused an entity as malformed (it then goes alone until taken)
+__all__ = ["Choice", "Entity", "Policy", "Request", "Roster", "Scheduler", "Stats"]
 
 
 @dataclass(slots=True)
@@ -137,7 +84,7 @@ class Scheduler:
         self.client_id = client_id
         self.world: dict[str, Any] = dict(world or {})
         self.scope, self.scope_state = scope, scope_state
-        self.policy, self.threshold, self.workers = policy, threshold, workers
+        self.workers = workers
         self.stats = Stats()
         self.say = SayOnce()
         self.timings = Timings(refresh_ms, manifest)
@@ -146,17 +93,11 @@ class Scheduler:
         self.refusals = Refusals(self.say)
         self.timeout_given = timeout_s is not None
         self.timeout_s = timeout_s if timeout_s is not None else DEFAULT_DEADLINE_S + TIMEOUT_MARGIN_S
-        self.entities: dict[str, Entity] = {}
-        self._epoch = epoch
-        self._window = float(event_window_ms)
-        self._window_end = float("-inf")  # events until then go out together, when it ends
-        self._last_tick = float("-inf")
+        self.roster = Roster(epoch, event_window_ms, policy, threshold, self.stats, self.say)
+        self.entities = self.roster.entities
         self._open: dict[str, _Sent] = {}
         self._refs = 0
         self._telemetry: list[str] = []  # the refs of the newest telemetry: a decide request waits for them
-        self._count = 0
-        self._last_reask = float("-inf")
-        self._reask_pending = False
         self._not_before = float("-inf")  # after a 429 or a service that is down
 
     # --- what the game tells --------------------------------------------------------------------
@@ -164,109 +105,22 @@ class Scheduler:
     @property
     def epoch(self) -> int:
         """The game's epoch: answers to requests sent under another epoch are dropped."""
-        return self._epoch
-
-    def set_epoch(self, value: int, now: float) -> None:
-        """A new epoch: what was decided for the old state no longer holds; everyone is asked again."""
-        if value != self._epoch:
-            self._epoch = value
-            for e in self.entities.values():
-                e.choice = None
-                e.due = min(e.due, now)
-
-    def set_scene(self, scene: str) -> None:
-        """A new scene (level, map): the service resets its population with the next telemetry."""
-        self.outbox.set_scene(scene)
-
-    def track(
-        self,
-        entity_id: str,
-        type_: str,
-        observation: dict[str, Any],
-        legal_actions: list[str],
-        position: list[float] | tuple[float, ...] | None = None,
-        profile: str | None = None,
-        parent: str | None = None,
-        state: str | None = None,
-        now: float | None = None,
-    ) -> None:
-        """Add an entity that decides, or update what it sees and may do now (not asked again for that
-        alone: on its refresh, on an event, or when the population changes). It runs for every entity of
-        every frame: no object is made and no clock read for an entity already tracked; a new one is due
-        at ``now``, by default the last tick's time (so it goes with the next tick)."""
-        e = self.entities.get(entity_id)
-        if now is None:
-            now = self._last_tick
-        if e is None:
-            self.entities[entity_id] = Entity(
-                entity_id, type_, observation, legal_actions, position, profile, parent, state, due=now
-            )
-            return
-        if e.type != type_:
-            e.choice = None
-            e.due = now
-        # kept by reference; copied when a request is built
-        e.type, e.observation, e.legal_actions = type_, observation, legal_actions
-        e.position, e.profile, e.parent, e.state = position, profile, parent, state
-        e.changed = True
-
-    def observe(self, entity_id: str, item: dict[str, Any]) -> None:
-        """An observe-only entity (the player): sent as telemetry, never asked."""
-        self.outbox.observe(entity_id, item)
+        return self.roster.epoch
 
     def untrack(self, entity_id: str) -> None:
         """The entity left the scene (died, despawned): forget it and tell the service."""
         self.refusals.alone.pop(entity_id, None)
         self.outbox.forget(entity_id, self.entities.pop(entity_id, None) is not None)
 
-    def event(self, entity_id: str, trigger: str, now: float) -> bool:
-        """Something happened to the entity: ask for it when the event window it opened or joined ends (the
-        events of one moment share a request). False, said once, for an
-        entity not tracked (one untracked as it died from the hit): a game loop must not crash on the order
-        of two calls."""
-        e = self.entities.get(entity_id)
-        if e is None:
-            self.say(f"event:{trigger}", f"event({entity_id!r}, {trigger!r}) for an entity not tracked: ignored", False)
-            return False
-        e.trigger = trigger
-        if now >= self._window_end:  # the first event of a moment opens a window; the next ones join it
-            self._window_end = now + self._window
-        e.due = min(e.due, self._window_end)
-        return True
-
     def report(self, entity_id: str, outcome: Outcome, detail: str | None = None) -> bool:
         """What became of the entity's current AI decision; sent with the next tick. False when it has
         none to report (a fallback, a local choice, or an expired decision)."""
-        if outcome not in OUTCOMES:  # one wrong outcome would get the whole batch of reports refused
-            self.say(
-                f"outcome:{outcome}",
-                f"report({entity_id!r}, {outcome!r}): the outcome must be one of {', '.join(OUTCOMES)}; not sent",
-                False,
-            )
-            return False
-        e = self.entities.get(entity_id)
-        if e is None or e.choice is None or e.choice.decision_id is None:
-            return False
-        item: dict[str, Any] = {"decision_id": e.choice.decision_id, "outcome": outcome}
-        if detail:
-            item["detail"] = detail[:200]
-        self.outbox.report(item)
-        return True
+        item = self.roster.report(entity_id, outcome, detail)
+        if item is not None:
+            self.outbox.report(item)
+        return item is not None
 
     # --- what the game asks ---------------------------------------------------------------------
-
-    def action(self, entity_id: str, legal_now: list[str] | None, now: float) -> Choice | None:
-        """The entity's live decision, or None: run the game's native AI. The action is checked against
-        ``legal_now``, else against the legal actions last given to ``track()``."""
-        e = self.entities.get(entity_id)
-        if e is None or e.choice is None:
-            return None
-        if now >= e.expires:
-            e.choice = None
-            return None
-        if e.choice.action not in (legal_now if legal_now is not None else e.legal_actions):
-            return None
-        return e.choice
 
     def headers(self) -> dict[str, str]:
         """The headers a request of the game's own (``last_prompt``) carries: the session's token, if held."""
@@ -276,7 +130,7 @@ class Scheduler:
 
     def tick(self, now: float) -> list[Request]:
         """The requests to send now: session, manifest, telemetry, reports, then the decide requests due."""
-        self._last_tick = now
+        self.roster.last_tick = now
         out: list[Request] = []
         if self.session.due(now) and now >= self._not_before:
             body, headers = self.session.request(f"r{self._refs + 1}")
@@ -288,7 +142,7 @@ class Scheduler:
             if not self.timeout_given:
                 out.append(self._emit("health", "GET", "/v1/health", None))
             out.append(self._emit("manifest", "GET", "/v1/manifest", None))
-        self._population(now)
+        self.roster.population(now)
         if now < self._not_before:  # the service is down or asked us to wait: keep it all for later
             return out
         self._send_telemetry(now, out)
@@ -319,18 +173,8 @@ class Scheduler:
             after += [r for r, s in self._open.items() if s.kind in ("health", "manifest")]
         return Request(ref, method, path, body, headers if headers is not None else self.session.headers(), after)
 
-    def _population(self, now: float) -> None:
-        if len(self.entities) != self._count:
-            self._count = len(self.entities)
-            self._reask_pending = True
-        if self._reask_pending and now - self._last_reask >= REASK_GAP_MS:
-            self._reask_pending = False
-            self._last_reask = now
-            for e in self.entities.values():
-                e.due = min(e.due, now)
-
     def _send_telemetry(self, now: float, out: list[Request]) -> None:
-        bodies = self.outbox.telemetry(now, self._epoch, self.entities.values(), self.refusals.alone)
+        bodies = self.outbox.telemetry(now, self.roster.epoch, self.entities.values(), self.refusals.alone)
         again, self.outbox.again = self.outbox.again, []
         if bodies:
             self._telemetry = []
@@ -358,7 +202,7 @@ class Scheduler:
             refresh, ttl = self.timings.of(e.type)
             e.due = now + refresh
             e.asked_at = now
-            if self.policy is None or not self._local(e, now, ttl):
+            if self.roster.policy is None or not self.roster.local(e, now, ttl):
                 asked.append(e)
         together = [e for e in asked if e.id not in alone]
         for i in range(0, len(together), BATCH):
@@ -367,27 +211,10 @@ class Scheduler:
             if e.id in alone:  # refused before: in a request of its own, so it cannot sink the others
                 out.append(self._batch([e]))
 
-    def _local(self, e: Entity, now: float, ttl: float) -> bool:
-        """Cascade: whether the local policy is sure enough of ``e`` to decide it here."""
-        assert self.policy is not None
-        try:
-            action, confidence = self.policy(e)
-        except Exception:  # a broken policy must not stop the game: ask the service instead
-            if self.say.first("policy"):  # its traceback once, not once an entity a refresh
-                log.exception("the local policy failed for %r (said once; the service decides instead)", e.id)
-            return False
-        if confidence >= self.threshold and action in e.legal_actions:
-            e.choice = Choice(action, "local", confidence, (now + ttl) / 1000)
-            e.expires = now + ttl
-            e.trigger = None
-            self.stats.local += 1
-            return True
-        return False
-
     def _batch(self, batch: list[Entity]) -> Request:
         body: dict[str, Any] = {
             "client_id": self.client_id,
-            "epoch": self._epoch,
+            "epoch": self.roster.epoch,
             "world": self.world,
             "entities": [_entity_item(e) for e in batch],
         }
@@ -400,7 +227,7 @@ class Scheduler:
             e.trigger = None
         request = self._emit("decide", "POST", "/v1/decide", body)
         sent = self._open[request.ref]
-        sent.epoch, sent.legal = self._epoch, {e.id: tuple(e.legal_actions) for e in batch}
+        sent.epoch, sent.legal = self.roster.epoch, {e.id: tuple(e.legal_actions) for e in batch}
         self.stats.requests += 1
         self.stats.asked += len(batch)
         return request
@@ -424,7 +251,7 @@ class Scheduler:
         sent = self._open.pop(ref, None)
         if sent is not None and sent.kind == "decide":
             self.stats.requests -= 1
-            self._release(sent, None)
+            self.roster.release(sent.legal, None)
 
     # --- what came back ---------------------------------------------------------------------------
 
@@ -468,7 +295,7 @@ class Scheduler:
         if sent.kind == "decide":  # the service is down or timed out: native AI, retry later
             self.stats.errors += 1
             self._not_before = now + 1000
-            self._release(sent, None)
+            self.roster.release(sent.legal, None)
         elif sent.kind == "session":
             self.session.failed(now)
             if self.session.token is None:
@@ -511,11 +338,11 @@ class Scheduler:
             bad = self.refusals.entities(status, body, ids)
             if bad:  # the others are asked again at once, without them
                 self.stats.refused += len(bad)
-                self._release(sent, now, keep=bad)
+                self.roster.release(sent.legal, now, keep=bad)
                 return
             self._refused(status, body, headers, now)
             # a session that ended under us: asked again soon, with a new session
-            self._release(sent, now if status == 401 and self.session.hosted else None)
+            self.roster.release(sent.legal, now if status == 401 and self.session.hosted else None)
             return
         for eid in sent.legal:
             self.refusals.alone.pop(eid, None)  # taken: it may go with the others again
@@ -524,48 +351,17 @@ class Scheduler:
         except Malformed as exc:  # not npcmind, or another protocol version: never into the game
             self.stats.errors += 1
             self.say("malformed", f"the answer to /v1/decide could not be read: {exc}")
-            self._release(sent, None)
+            self.roster.release(sent.legal, None)
             return
-        if answer.epoch != self._epoch or sent.epoch != self._epoch:
+        if answer.epoch != self.roster.epoch or sent.epoch != self.roster.epoch:
             self.stats.dropped_epoch += 1
-            self._release(sent, now)  # asked again at once, for the epoch of now
+            self.roster.release(sent.legal, now)  # asked again at once, for the epoch of now
             return
         for d in answer.decisions:
             e = self.entities.get(d.id)
             if e is not None and d.id in sent.legal:  # else untracked meanwhile, or not asked
-                self._use(e, d, sent.legal[d.id], now)
-        self._release(sent, None)
-
-    def _use(self, e: Entity, d: Any, legal: tuple[str, ...], now: float) -> None:
-        """One decision of an answer, for the entity it names."""
-        e.in_flight = False
-        if isinstance(d, AIDecision):
-            if d.action not in legal:
-                self.stats.illegal += 1
-                e.choice = None
-                return
-            self.stats.ai += 1
-            self.stats.cached += d.cached
-            e.expires = now + d.ttl_ms
-            e.choice = Choice(d.action, "AI", d.confidence, e.expires / 1000, d.decision_id, d.cached, d.label)
-            return
-        self.stats.fallbacks[d.code] = self.stats.fallbacks.get(d.code, 0) + 1
-        e.choice = None
-        if d.code == "budget":
-            self.say(f"budget:{e.type}", f"{e.type} {e.id!r} is over its token budget: {d.reason}")
-        elif d.code in ("unavailable", "busy"):  # the service's state, not the entity's: say it once
-            kind = NUMBER.sub("#", d.reason)  # "asked to wait: 0.9 s more" is not new at every ask
-            self.say(f"{d.code}:{kind}", f"npcmind fell back with {d.code!r}: {d.reason}")
-
-    def _release(self, s: _Sent, due: float | None, keep: set[str] | frozenset[str] = frozenset()) -> None:
-        """The entities of an answered or failed request may be asked again: at ``due``, or else on their
-        next refresh (the seed's reaction to `unavailable` and `busy`); those in ``keep`` on their refresh."""
-        for eid in s.legal:
-            e = self.entities.get(eid)
-            if e is not None and e.in_flight:
-                e.in_flight = False
-                if due is not None and eid not in keep:
-                    e.due = min(e.due, due)
+                self.roster.use(e, d, sent.legal[d.id], now)
+        self.roster.release(sent.legal, None)
 
     def in_flight(self) -> int:
         """Requests sent and not yet answered."""

@@ -1,1 +1,0 @@
-"""The decide pipeline: from a validated request to one decision per entity."""

@@ -1,1 +1,0 @@
-"""The HTTP layer: routes, errors and the OpenAPI document."""

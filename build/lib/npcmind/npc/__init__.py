@@ -1,1 +1,0 @@
-"""The NPC protocol, service side: the step machine, prompts, rulesets, and signed outcomes."""

@@ -1,1 +1,0 @@
-"""Wire types of the protocols: what crosses HTTP, defined once."""

@@ -1,1 +1,0 @@
-"""Model providers: each speaks its API's own protocol and gets the answer format that suits it."""
