@@ -1,4 +1,4 @@
-/* npcmind-demo-sources {"sha256":"83591a53d32444ed3d87f7c4606a6184ba6e1b049dd2e7c5ee15f32d54f2ab99","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/outbox.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
+/* npcmind-demo-sources {"sha256":"4e4c61a3446aba12d59a25e4c147a0d79955d0b58851321af087ba171bc679b7","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/outbox.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
 "use strict";
 (() => {
   // ../typescript/src/errors.ts
@@ -161,7 +161,12 @@
       const bodies = [];
       let first = this.scene !== null ? { scene: this.scene } : {};
       for (let i = 0; i < Math.max(together.length, 1); i += this.batch) {
-        const body = { client_id: clientId2, epoch, entities: together.slice(i, i + this.batch), ...first };
+        const body = {
+          client_id: clientId2,
+          epoch,
+          entities: together.slice(i, i + this.batch),
+          ...first
+        };
         if (i === 0) body["removed"] = this.removed;
         bodies.push(body);
         first = {};
@@ -196,7 +201,11 @@
         this.again.push({ ...rest, entities: items.slice(half) });
         return false;
       }
-      const bad = refusedEntities(status, body, items.map((i) => i.id));
+      const bad = refusedEntities(
+        status,
+        body,
+        items.map((i) => i.id)
+      );
       if (bad === null) return true;
       this.host.refused(bad, new Map(items.map((i) => [i.id, i.type])));
       const kept = { ...sent.body, entities: items.filter((i) => !bad.has(i.id)) };
@@ -218,6 +227,220 @@
       this.sent.set(request.ref, { kind: "telemetry", body });
       this.newest.push(request.ref);
       out.push(request);
+    }
+  };
+
+  // ../typescript/src/types.ts
+  var OUTCOMES = ["done", "failed", "interrupted", "rejected"];
+  function newStats() {
+    return {
+      requests: 0,
+      asked: 0,
+      ai: 0,
+      cached: 0,
+      local: 0,
+      fallbacks: {},
+      droppedEpoch: 0,
+      illegal: 0,
+      errors: 0,
+      reportsSent: 0,
+      refused: 0
+    };
+  }
+
+  // ../typescript/src/roster.ts
+  var REASK_GAP_MS = 500;
+  var NUMBER = /\d+(?:\.\d+)?/g;
+  var Roster = class {
+    constructor(epoch, windowMs, policy, threshold, stats, say) {
+      this.windowMs = windowMs;
+      this.stats = stats;
+      this.say = say;
+      this.epoch = epoch;
+      this.policy = policy;
+      this.threshold = threshold;
+    }
+    entities = /* @__PURE__ */ new Map();
+    epoch;
+    policy;
+    threshold;
+    windowEnd = Number.NEGATIVE_INFINITY;
+    // events until then go out together, when it ends
+    count = 0;
+    lastReask = Number.NEGATIVE_INFINITY;
+    reaskPending = false;
+    /** Add an entity that decides, or update what it sees and may do now (not asked again for that alone:
+     * on its refresh, on an event, or when the population changes). */
+    track(id, type, observation, legalActions, options, now) {
+      const e = this.entities.get(id);
+      const position = options.position ?? null;
+      const profile = options.profile ?? null;
+      const parent = options.parent ?? null;
+      const state = options.state ?? null;
+      if (e === void 0) {
+        const fresh = {
+          trigger: null,
+          due: now,
+          askedAt: Number.NEGATIVE_INFINITY,
+          inFlight: false,
+          choice: null,
+          changed: true
+        };
+        this.entities.set(id, { id, type, observation, legalActions, position, profile, parent, state, ...fresh });
+        return;
+      }
+      if (e.type !== type) {
+        e.choice = null;
+        e.due = now;
+      }
+      e.type = type;
+      e.observation = observation;
+      e.legalActions = legalActions;
+      e.position = position;
+      e.profile = profile;
+      e.parent = parent;
+      e.state = state;
+      e.changed = true;
+    }
+    /** Something happened to the entity: asked when the event window it opened or joined ends. False (said
+     * once) for an entity not tracked: a game loop must not crash on the order of two calls. */
+    event(id, trigger, now) {
+      const e = this.entities.get(id);
+      if (e === void 0) {
+        this.say.say(
+          `event:${trigger}`,
+          `event(${JSON.stringify(id)}, ${JSON.stringify(trigger)}) for an entity not tracked: ignored`,
+          false
+        );
+        return false;
+      }
+      e.trigger = trigger;
+      if (now >= this.windowEnd) this.windowEnd = now + this.windowMs;
+      e.due = Math.min(e.due, this.windowEnd);
+      return true;
+    }
+    /** The report item for the entity's current AI decision, or null: it has none, or the outcome is unknown. */
+    report(id, outcome, detail) {
+      if (!OUTCOMES.includes(outcome)) {
+        const why = `report(${JSON.stringify(id)}, ${JSON.stringify(outcome)}): the outcome must be one of ${OUTCOMES.join(", ")}; not sent`;
+        this.say.say(`outcome:${String(outcome)}`, why, false);
+        return null;
+      }
+      const decisionId = this.entities.get(id)?.choice?.decisionId;
+      if (decisionId === void 0 || decisionId === null) return null;
+      const item = { decision_id: decisionId, outcome };
+      if (detail) item["detail"] = detail.slice(0, 200);
+      return item;
+    }
+    /** The entity's live decision, or null: run the game's native AI. Checked against `legalNow`, else the
+     * legal actions last tracked. */
+    action(id, legalNow, now) {
+      const e = this.entities.get(id);
+      const c = e?.choice;
+      if (e === void 0 || c === null || c === void 0) return null;
+      if (now >= c.expiresAt) {
+        e.choice = null;
+        return null;
+      }
+      return (legalNow ?? e.legalActions).includes(c.action) ? c : null;
+    }
+    /** A new epoch: what was decided for the old state no longer holds, and everyone is asked again. */
+    setEpoch(value, now) {
+      if (value === this.epoch) return;
+      this.epoch = value;
+      for (const e of this.entities.values()) {
+        e.choice = null;
+        e.due = Math.min(e.due, now);
+      }
+    }
+    /** When the number of entities changed, everyone is due now (at most every 500 ms). */
+    population(now) {
+      if (this.entities.size !== this.count) {
+        this.count = this.entities.size;
+        this.reaskPending = true;
+      }
+      if (this.reaskPending && now - this.lastReask >= REASK_GAP_MS) {
+        this.reaskPending = false;
+        this.lastReask = now;
+        for (const e of this.entities.values()) e.due = Math.min(e.due, now);
+      }
+    }
+    /** Cascade: whether the local policy is sure enough of `e` to decide it here. */
+    local(e, now, ttl) {
+      if (this.policy === null) return false;
+      let action = "";
+      let confidence = 0;
+      try {
+        [action, confidence] = this.policy(e);
+      } catch (exc) {
+        this.say.say(
+          "policy",
+          `the local policy failed for ${JSON.stringify(e.id)} (said once; the service decides instead): ${String(exc)}`,
+          false
+        );
+        return false;
+      }
+      if (confidence < this.threshold || !e.legalActions.includes(action)) return false;
+      e.choice = {
+        action,
+        source: "local",
+        confidence,
+        expiresAt: now + ttl,
+        decisionId: null,
+        cached: false,
+        label: null
+      };
+      e.trigger = null;
+      this.stats.local++;
+      return true;
+    }
+    /** One decision of an answer, for the entity it names; `legal`: the legal actions sent with it. */
+    use(e, d, legal, now) {
+      e.inFlight = false;
+      if (d.source === "AI") {
+        if (!legal.includes(d.action)) {
+          this.stats.illegal++;
+          e.choice = null;
+          return;
+        }
+        this.stats.ai++;
+        if (d.cached) this.stats.cached++;
+        const { action, confidence, decision_id: decisionId, cached, label: label2 } = d;
+        e.choice = { action, source: "AI", confidence, expiresAt: now + d.ttl_ms, decisionId, cached, label: label2 };
+        return;
+      }
+      this.stats.fallbacks[d.code] = (this.stats.fallbacks[d.code] ?? 0) + 1;
+      e.choice = null;
+      if (d.code === "budget")
+        this.say.say(`budget:${e.type}`, `${e.type} ${JSON.stringify(e.id)} is over its token budget: ${d.reason}`);
+      else if (d.code === "unavailable" || d.code === "busy") {
+        this.say.say(`${d.code}:${d.reason.replace(NUMBER, "#")}`, `npcmind fell back with '${d.code}': ${d.reason}`);
+      }
+    }
+    /** The entities of an answered or failed request may be asked again: at `due`, or else on their next
+     * refresh (the seed's reaction to `unavailable` and `busy`); those in `keep` on their refresh. */
+    release(ids, due, keep = /* @__PURE__ */ new Map()) {
+      for (const id of ids) {
+        const e = this.entities.get(id);
+        if (e === void 0 || !e.inFlight) continue;
+        e.inFlight = false;
+        if (due !== null && !keep.has(id)) e.due = Math.min(e.due, due);
+      }
+    }
+  };
+
+  // ../typescript/src/say.ts
+  var SayOnce = class {
+    constructor(log) {
+      this.log = log;
+    }
+    said = /* @__PURE__ */ new Set();
+    /** Say `message` unless `key` was said; `native`: it leaves entities to the game's own AI, and it says so. */
+    say(key, message, native2 = true) {
+      if (this.said.has(key)) return;
+      if (this.said.size >= 1e3) this.said.clear();
+      this.said.add(key);
+      this.log(native2 ? `${message} (the entities concerned use their native AI)` : message);
     }
   };
 
@@ -283,50 +506,28 @@
     }
   };
 
-  // ../typescript/src/types.ts
-  var OUTCOMES = ["done", "failed", "interrupted", "rejected"];
-  function newStats() {
-    return {
-      requests: 0,
-      asked: 0,
-      ai: 0,
-      cached: 0,
-      local: 0,
-      fallbacks: {},
-      droppedEpoch: 0,
-      illegal: 0,
-      errors: 0,
-      reportsSent: 0,
-      refused: 0
-    };
-  }
-
   // ../typescript/src/scheduler.ts
   var BATCH = 16;
-  var REASK_GAP_MS = 500;
   var DEFAULT_REFRESH_MS = 4e3;
   var DEFAULT_TTL_MS = 12e3;
   var DEFAULT_DEADLINE_MS = 1e4;
   var TIMEOUT_MARGIN_MS = 5e3;
-  var NUMBER = /\d+(?:\.\d+)?/g;
+  var NUMBER2 = /\d+(?:\.\d+)?/g;
   var Scheduler = class {
     stats = newStats();
     clientId;
+    /** The per-entity rules: track, event, action, setEpoch go there. */
+    roster;
     world;
     scope;
     scopeState;
-    policy;
-    threshold;
-    currentEpoch;
     refreshMs;
-    windowMs;
     maxInFlight;
-    log;
+    said;
     timeoutGiven;
     timeout;
     session;
     outbox;
-    entities = /* @__PURE__ */ new Map();
     alone = /* @__PURE__ */ new Map();
     // entity id -> why the service refused it
     sent = /* @__PURE__ */ new Map();
@@ -335,69 +536,36 @@
     manifestRef = null;
     refs = 0;
     decidesInFlight = 0;
-    count = 0;
-    lastReask = Number.NEGATIVE_INFINITY;
-    reaskPending = false;
-    windowEnd = Number.NEGATIVE_INFINITY;
-    // events until then go out together, when it ends
     notBefore = Number.NEGATIVE_INFINITY;
     // after a 429 or a service that is down
-    warned = /* @__PURE__ */ new Set();
     constructor(options) {
       this.clientId = options.clientId;
       this.world = { ...options.world ?? {} };
       this.scope = options.scope ?? null;
       this.scopeState = options.scopeState ?? null;
-      this.policy = options.policy ?? null;
-      this.threshold = options.threshold ?? 0.8;
-      this.currentEpoch = options.epoch ?? 0;
       this.refreshMs = options.refreshMs ?? null;
-      this.windowMs = options.eventWindowMs ?? 50;
       this.maxInFlight = options.maxInFlight ?? 4;
-      this.log = options.log ?? ((m) => console.warn(`npcmind: ${m}`));
+      this.said = new SayOnce(options.log ?? ((m) => console.warn(`npcmind: ${m}`)));
+      const [policy, threshold, windowMs] = [
+        options.policy ?? null,
+        options.threshold ?? 0.8,
+        options.eventWindowMs ?? 50
+      ];
+      this.roster = new Roster(options.epoch ?? 0, windowMs, policy, threshold, this.stats, this.said);
       this.timeoutGiven = options.timeoutMs !== void 0 && options.timeoutMs !== null;
       this.timeout = options.timeoutMs ?? DEFAULT_DEADLINE_MS + TIMEOUT_MARGIN_MS;
       this.session = options.apiKey ? new Session(options.apiKey) : null;
       this.outbox = new Outbox(this.outboxHost(), options.telemetryMs ?? 500);
       if (options.manifest) this.readManifest(options.manifest);
     }
-    // --- what the game tells --------------------------------------------------------------------
+    // --- what the game tells (the per-entity rules are the roster's) ----------------------------
     /** The game's epoch: answers to requests sent under another epoch are dropped. */
     get epoch() {
-      return this.currentEpoch;
-    }
-    /** A new epoch: what was decided for the old state no longer holds, and everyone is asked again. */
-    setEpoch(value, now) {
-      if (value === this.currentEpoch) return;
-      this.currentEpoch = value;
-      for (const e of this.entities.values()) {
-        e.choice = null;
-        e.due = Math.min(e.due, now);
-      }
+      return this.roster.epoch;
     }
     /** A new scene (level, map): the service resets its population with the next telemetry. */
     setScene(scene) {
       this.outbox.setScene(scene);
-    }
-    /** Add an entity that decides, or update what it sees and may do now (not asked again for that alone). */
-    track(id, type, observation, legalActions, options, now) {
-      const e = this.entities.get(id);
-      const extra = {
-        position: options.position ?? null,
-        profile: options.profile ?? null,
-        parent: options.parent ?? null,
-        state: options.state ?? null
-      };
-      if (e === void 0) {
-        const fresh = { trigger: null, due: now, askedAt: Number.NEGATIVE_INFINITY, inFlight: false, choice: null };
-        this.entities.set(id, { id, type, observation, legalActions, ...extra, ...fresh, changed: true });
-        return;
-      }
-      if (e.type !== type) {
-        e.choice = null;
-        e.due = now;
-      }
-      Object.assign(e, { type, observation, legalActions, changed: true }, extra);
     }
     /** An observe-only entity (the player): sent as telemetry, never asked. */
     observe(id, type, fields, position = null) {
@@ -406,47 +574,14 @@
     /** The entity left the scene (died, despawned): forget it and tell the service. */
     untrack(id) {
       this.alone.delete(id);
-      const tracked = this.entities.delete(id);
+      const tracked = this.roster.entities.delete(id);
       if (this.outbox.forget(id) || tracked) this.outbox.remove(id);
-    }
-    /** Something happened to the entity: ask for it at once. False (said once) for an entity not tracked. */
-    event(id, trigger, now) {
-      const e = this.entities.get(id);
-      if (e === void 0) {
-        this.warn(`event:${trigger}`, `event(${JSON.stringify(id)}, ${JSON.stringify(trigger)}) for an entity not tracked: ignored`, false);
-        return false;
-      }
-      e.trigger = trigger;
-      if (now >= this.windowEnd) this.windowEnd = now + this.windowMs;
-      e.due = Math.min(e.due, this.windowEnd);
-      return true;
     }
     /** What became of the entity's current AI decision; false when it has none to report. */
     report(id, outcome, detail = null) {
-      if (!OUTCOMES.includes(outcome)) {
-        const why = `report(${JSON.stringify(id)}, ${JSON.stringify(outcome)}): the outcome must be one of ${OUTCOMES.join(", ")}; not sent`;
-        this.warn(`outcome:${String(outcome)}`, why, false);
-        return false;
-      }
-      const decisionId = this.entities.get(id)?.choice?.decisionId;
-      if (decisionId === void 0 || decisionId === null) return false;
-      const item = { decision_id: decisionId, outcome };
-      if (detail) item["detail"] = detail.slice(0, 200);
-      this.outbox.report(item);
-      return true;
-    }
-    // --- what the game asks ---------------------------------------------------------------------
-    /** The entity's live decision, or null: run the game's native AI. Checked against `legalNow`, else the
-     * legal actions last tracked. */
-    action(id, legalNow, now) {
-      const e = this.entities.get(id);
-      const c = e?.choice;
-      if (e === void 0 || c === null || c === void 0) return null;
-      if (now >= c.expiresAt) {
-        e.choice = null;
-        return null;
-      }
-      return (legalNow ?? e.legalActions).includes(c.action) ? c : null;
+      const item = this.roster.report(id, outcome, detail);
+      if (item !== null) this.outbox.report(item);
+      return item !== null;
     }
     /** How long a request may take: the one given, else the service's deadline plus 5 s once it told it. */
     get timeoutMs() {
@@ -458,7 +593,7 @@
     }
     /** Entities tracked (that decide). */
     get size() {
-      return this.entities.size;
+      return this.roster.entities.size;
     }
     /** The headers a request of this client carries (a hosted session's token). */
     headers() {
@@ -475,17 +610,9 @@
       }
       if (this.session !== null && !this.session.ready) return out;
       if (this.types === null && this.manifestRef === null && now >= this.notBefore) this.askManifest(out);
-      if (this.entities.size !== this.count) {
-        this.count = this.entities.size;
-        this.reaskPending = true;
-      }
-      if (this.reaskPending && now - this.lastReask >= REASK_GAP_MS) {
-        this.reaskPending = false;
-        this.lastReask = now;
-        for (const e of this.entities.values()) e.due = Math.min(e.due, now);
-      }
+      this.roster.population(now);
       if (now < this.notBefore) return out;
-      out.push(...this.outbox.sendTelemetry(now, this.clientId, this.currentEpoch, this.entities.values()));
+      out.push(...this.outbox.sendTelemetry(now, this.clientId, this.roster.epoch, this.roster.entities.values()));
       const reports = this.outbox.sendReports(this.clientId);
       if (reports.request !== null) out.push(reports.request);
       this.stats.reportsSent += reports.count;
@@ -527,7 +654,7 @@
         this.decidesInFlight--;
         this.stats.errors++;
         this.notBefore = now + 1e3;
-        this.release(s.legal, null);
+        this.roster.release(s.legal.keys(), null);
       } else if (s.kind === "manifest") {
         this.manifestRef = null;
         this.notBefore = Math.max(this.notBefore, now + 1e3);
@@ -557,7 +684,7 @@
       const free = this.maxInFlight - this.decidesInFlight;
       if (free <= 0) return;
       const due = [];
-      for (const e of this.entities.values()) if (e.due <= now && !e.inFlight) due.push(e);
+      for (const e of this.roster.entities.values()) if (e.due <= now && !e.inFlight) due.push(e);
       if (due.length === 0) return;
       due.sort((a, b) => Number(a.trigger === null) - Number(b.trigger === null) || a.due - b.due);
       const asked = [];
@@ -568,33 +695,17 @@
         const [refresh, ttl] = this.timing(e.type);
         e.due = now + refresh;
         e.askedAt = now;
-        if (this.decidedLocally(e, now, ttl)) continue;
+        if (this.roster.local(e, now, ttl)) continue;
         asked.push(e);
       }
       const together = asked.filter((e) => !this.alone.has(e.id));
       for (let i = 0; i < together.length; i += BATCH) this.sendBatch(together.slice(i, i + BATCH), out);
       for (const e of asked) if (this.alone.has(e.id)) this.sendBatch([e], out);
     }
-    /** Cascade: the local policy's action when it is sure enough and the action legal. */
-    decidedLocally(e, now, ttl) {
-      if (this.policy === null) return false;
-      let action = "";
-      let confidence = 0;
-      try {
-        [action, confidence] = this.policy(e);
-      } catch (exc) {
-        this.warn(`policy:${exc?.name}`, `the local policy failed for ${JSON.stringify(e.id)} (said once; the service decides instead): ${String(exc)}`, false);
-      }
-      if (confidence < this.threshold || !e.legalActions.includes(action)) return false;
-      e.choice = { action, source: "local", confidence, expiresAt: now + ttl, decisionId: null, cached: false, label: null };
-      e.trigger = null;
-      this.stats.local++;
-      return true;
-    }
     sendBatch(batch, out) {
       const body = {
         client_id: this.clientId,
-        epoch: this.currentEpoch,
+        epoch: this.roster.epoch,
         world: this.world,
         entities: batch.map(entityItem)
       };
@@ -614,7 +725,7 @@
         e.trigger = null;
         legal.set(e.id, [...e.legalActions]);
       }
-      this.sent.set(r.ref, { kind: "decide", epoch: this.currentEpoch, legal });
+      this.sent.set(r.ref, { kind: "decide", epoch: this.roster.epoch, legal });
       this.decidesInFlight++;
       this.stats.requests++;
       this.stats.asked += legal.size;
@@ -627,61 +738,32 @@
         this.stats.errors++;
         const bad = refusedEntities(status, body, [...s.legal.keys()]);
         if (bad !== null) {
-          this.entitiesRefused(bad, new Map([...s.legal.keys()].map((id) => [id, this.entities.get(id)?.type ?? "entity"])));
-          return this.release(s.legal, now, bad);
+          this.entitiesRefused(
+            bad,
+            new Map([...s.legal.keys()].map((id) => [id, this.roster.entities.get(id)?.type ?? "entity"]))
+          );
+          return this.roster.release(s.legal.keys(), now, bad);
         }
         this.refused(status, body, headers, now);
-        return this.release(s.legal, status === 401 && this.session !== null ? now : null);
+        return this.roster.release(s.legal.keys(), status === 401 && this.session !== null ? now : null);
       }
       for (const id of s.legal.keys()) this.alone.delete(id);
       const answer = readDecideResponse(body);
       if (typeof answer === "string") {
         this.stats.errors++;
         this.warn("malformed", `the answer to /v1/decide could not be read: ${answer}`);
-        return this.release(s.legal, null);
+        return this.roster.release(s.legal.keys(), null);
       }
-      if (answer.epoch !== this.currentEpoch || s.epoch !== this.currentEpoch) {
+      if (answer.epoch !== this.roster.epoch || s.epoch !== this.roster.epoch) {
         this.stats.droppedEpoch++;
-        return this.release(s.legal, now);
+        return this.roster.release(s.legal.keys(), now);
       }
-      this.applyDecisions(answer, s.legal, now);
-      this.release(s.legal, null);
-    }
-    applyDecisions(answer, legal, now) {
       for (const d of answer.decisions) {
-        const e = this.entities.get(d.id);
-        const sentLegal = legal.get(d.id);
-        if (e === void 0 || sentLegal === void 0) continue;
-        e.inFlight = false;
-        if (d.source === "AI") {
-          if (!sentLegal.includes(d.action)) {
-            this.stats.illegal++;
-            e.choice = null;
-            continue;
-          }
-          this.stats.ai++;
-          if (d.cached) this.stats.cached++;
-          const expiresAt = now + d.ttl_ms;
-          e.choice = { action: d.action, source: "AI", confidence: d.confidence, expiresAt, decisionId: d.decision_id, cached: d.cached, label: d.label };
-          continue;
-        }
-        this.stats.fallbacks[d.code] = (this.stats.fallbacks[d.code] ?? 0) + 1;
-        e.choice = null;
-        if (d.code === "budget") this.warn(`budget:${e.type}`, `${e.type} ${JSON.stringify(e.id)} is over its token budget: ${d.reason}`);
-        else if (d.code === "unavailable" || d.code === "busy") {
-          this.warn(`${d.code}:${d.reason.replace(NUMBER, "#")}`, `npcmind fell back with '${d.code}': ${d.reason}`);
-        }
+        const e = this.roster.entities.get(d.id);
+        const legal = s.legal.get(d.id);
+        if (e !== void 0 && legal !== void 0) this.roster.use(e, d, legal, now);
       }
-    }
-    /** The entities of an answered or failed request may be asked again: at `due`, or else on their next
-     * refresh (the seed's reaction to `unavailable` and `busy`); those in `keep` on their refresh. */
-    release(legal, due, keep = /* @__PURE__ */ new Map()) {
-      for (const id of legal.keys()) {
-        const e = this.entities.get(id);
-        if (e === void 0 || !e.inFlight) continue;
-        e.inFlight = false;
-        if (due !== null && !keep.has(id)) e.due = Math.min(e.due, due);
-      }
+      this.roster.release(s.legal.keys(), null);
     }
     entitiesRefused(found, types) {
       for (const [id, why] of found) {
@@ -700,7 +782,7 @@
       }
       this.manifestRef = null;
       this.readManifest(data);
-      for (const e of this.entities.values()) e.due = Math.min(e.due, e.askedAt + this.timing(e.type)[0]);
+      for (const e of this.roster.entities.values()) e.due = Math.min(e.due, e.askedAt + this.timing(e.type)[0]);
     }
     readManifest(data) {
       const defaults = isObject(data["defaults"]) ? data["defaults"] : {};
@@ -720,12 +802,13 @@
     sessionAnswered(status, body, now) {
       const why = this.session?.answer(status, body, now) ?? null;
       if (why === null) return;
-      this.warn(`session:${why.replace(NUMBER, "#")}`, why);
+      this.warn(`session:${why.replace(NUMBER2, "#")}`, why);
       if (!this.session?.open) this.notBefore = Math.max(this.notBefore, now + 1e3);
     }
     refused(status, body, headers, now) {
       let msg = `npcmind answered ${status} ${readError(body).code}: ${errorLine(body, "")}`;
-      if (status === 401 && this.session === null) msg += " (the service runs the hosted profile: give DecideClient its apiKey)";
+      if (status === 401 && this.session === null)
+        msg += " (the service runs the hosted profile: give DecideClient its apiKey)";
       if (status === 429 || status >= 500) {
         const retry = headers["retry-after"];
         const wait = retry !== void 0 && /^\d+(\.\d+)?$/.test(retry) ? Number(retry) * 1e3 : 1e3;
@@ -735,7 +818,7 @@
         this.session.expire();
         this.notBefore = Math.max(this.notBefore, now + 250);
       }
-      this.warn(`${status}:${msg.replace(NUMBER, "#")}`, msg);
+      this.warn(`${status}:${msg.replace(NUMBER2, "#")}`, msg);
     }
     failed(kind) {
       if (kind === "timeout") {
@@ -743,12 +826,8 @@
         this.warn("timeout", `npcmind did not answer within ${this.timeout / 1e3} s (${why})`);
       } else this.warn("transport", "npcmind is unreachable");
     }
-    /** Say a problem once; `native`: it leaves entities to the game's own AI, and the line says so. */
     warn(key, message, native2 = true) {
-      if (this.warned.has(key)) return;
-      if (this.warned.size >= 1e3) this.warned.clear();
-      this.warned.add(key);
-      this.log(native2 ? `${message} (the entities concerned use their native AI)` : message);
+      this.said.say(key, message, native2);
     }
     // --- requests ---------------------------------------------------------------------------------
     make(method, path, body, after, headers) {
@@ -770,7 +849,10 @@
           JSON.stringify(item);
           return true;
         } catch (exc) {
-          this.warn(`encode:${item.id}`, `${item.type} ${JSON.stringify(item.id)} cannot be sent as JSON (${String(exc)}): left out`);
+          this.warn(
+            `encode:${item.id}`,
+            `${item.type} ${JSON.stringify(item.id)} cannot be sent as JSON (${String(exc)}): left out`
+          );
           return false;
         }
       });
@@ -788,13 +870,18 @@
         post: (path, body, after) => this.post(path, body, after),
         refused: (found, types) => this.entitiesRefused(found, types),
         alone: this.alone,
-        tracked: (id) => this.entities.has(id),
+        tracked: (id) => this.roster.entities.has(id),
         warn: (key, message, native2) => this.warn(key, message, native2)
       };
     }
   };
   function entityItem(e) {
-    const item = { id: e.id, type: e.type, observation: e.observation, legal_actions: e.legalActions };
+    const item = {
+      id: e.id,
+      type: e.type,
+      observation: e.observation,
+      legal_actions: e.legalActions
+    };
     if (e.position !== null) item["position"] = e.position;
     if (e.profile !== null) item["profile"] = e.profile;
     if (e.parent !== null) item["parent"] = e.parent;
@@ -863,7 +950,13 @@
         const awaited = /^Bearer @(\S+)$/.exec(headers["authorization"] ?? "");
         if (awaited?.[1] !== void 0) {
           const token = this.tokens.get(awaited[1]);
-          if (!token) return { ref: r.ref, status: 401, body: { error: { code: "unauthorized", message: "no session was opened" } }, headers: {} };
+          if (!token)
+            return {
+              ref: r.ref,
+              status: 401,
+              body: { error: { code: "unauthorized", message: "no session was opened" } },
+              headers: {}
+            };
           headers["authorization"] = `Bearer ${token}`;
         }
         let body;
@@ -872,7 +965,12 @@
           body = r.json.length >= GZIP_FROM ? await gzip(r.json) : r.json;
           if (typeof body !== "string") headers["content-encoding"] = "gzip";
         }
-        const res = await this.fetchFn(this.base + r.path, { method: r.method, headers, body, signal: controller.signal });
+        const res = await this.fetchFn(this.base + r.path, {
+          method: r.method,
+          headers,
+          body,
+          signal: controller.signal
+        });
         const text = await res.text();
         const answered = {};
         res.headers.forEach((v, k) => answered[k.toLowerCase()] = v);
@@ -912,7 +1010,9 @@
     closed = false;
     constructor(serviceUrl, clientId2, options = {}) {
       if (!/^https?:\/\/[^/]/.test(serviceUrl)) {
-        throw new TypeError(`serviceUrl: ${JSON.stringify(serviceUrl)} is not an http(s) URL (e.g. http://127.0.0.1:8080)`);
+        throw new TypeError(
+          `serviceUrl: ${JSON.stringify(serviceUrl)} is not an http(s) URL (e.g. http://127.0.0.1:8080)`
+        );
       }
       if (!clientId2) throw new TypeError("clientId: must be a non-empty string (the game's name for itself)");
       this.core = new Scheduler({ ...options, clientId: clientId2 });
@@ -925,7 +1025,7 @@
       return this.core.epoch;
     }
     set epoch(value) {
-      this.core.setEpoch(value, this.clock());
+      this.core.roster.setEpoch(value, this.clock());
     }
     /** Counters for a debug overlay. */
     get stats() {
@@ -945,7 +1045,7 @@
     }
     /** Add an entity that decides, or update what it sees and may do now. */
     track(id, type, observation, legalActions, options = {}) {
-      this.core.track(id, type, observation, legalActions, options, this.clock());
+      this.core.roster.track(id, type, observation, legalActions, options, this.clock());
     }
     /** An observe-only entity (the player): sent as telemetry, never asked. */
     observe(id, type, fields, position = null) {
@@ -957,7 +1057,7 @@
     }
     /** Something happened to the entity: ask for it at once; false for one not tracked. */
     event(id, trigger) {
-      return this.core.event(id, trigger, this.clock());
+      return this.core.roster.event(id, trigger, this.clock());
     }
     /** What became of the entity's current AI decision; sent with the next tick. */
     report(id, outcome, detail = null) {
@@ -965,7 +1065,7 @@
     }
     /** The entity's live decision, or null: run the game's native AI. */
     action(id, legalNow = null) {
-      return this.core.action(id, legalNow, this.clock());
+      return this.core.roster.action(id, legalNow, this.clock());
     }
     /** Apply the answers that came in, then send what is due. Never blocks, never throws for the network. */
     tick(now) {
