@@ -9,6 +9,7 @@ import { BEE_SIGHT, QUEEN_SIGHT, HIVE, dist, type Doing, type Happening, type Wo
 const BEE_ACTIONS = ["idle", "wander", "chase", "flee"];
 const QUEEN_ACTIONS = ["idle", "chase", "flee"];
 const SWARM_ACTIONS = ["surround", "retreat"];
+const ALONE = "each bee alone"; // a swarm has no native AI: without a decision its bees act one by one
 
 /** What was sent back to npcmind, for the overlay and the tests. */
 export interface Sent {
@@ -69,7 +70,7 @@ export class Game {
 
   private decide(): void {
     const w = this.world;
-    for (const s of w.swarms) s.doing = w.membersOf(s.id).length ? this.doing(s.id, "-") : { action: "-", source: "native", code: "no bees" };
+    for (const s of w.swarms) s.doing = w.membersOf(s.id).length ? this.doing(s.id, ALONE) : { action: ALONE, source: "native", code: "no bees" };
     for (const b of w.bees) b.doing = this.doing(b.id, nativeBee(b, w));
     const before = w.queen.doing.action;
     w.queen.doing = this.doing(w.queen.id, nativeQueen(w.queen, w));

@@ -77,8 +77,8 @@ export class World {
   bees: Bee[] = [];
   queen: Queen = { id: "queen", x: HIVE.x, y: HIVE.y, hp: 1, doing: native("idle"), callingHelp: false };
   swarms: Swarm[] = [
-    { id: "swarm-a", doing: native("-"), wave: 0, respawnAt: null },
-    { id: "swarm-b", doing: native("-"), wave: 0, respawnAt: null },
+    { id: "swarm-a", doing: native("each bee alone"), wave: 0, respawnAt: null },
+    { id: "swarm-b", doing: native("each bee alone"), wave: 0, respawnAt: null },
   ];
   time = 0;
   round = 1;

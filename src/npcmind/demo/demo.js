@@ -1,4 +1,4 @@
-/* npcmind-demo-sources {"sha256":"4e4c61a3446aba12d59a25e4c147a0d79955d0b58851321af087ba171bc679b7","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/outbox.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
+/* npcmind-demo-sources {"sha256":"5c20fbbf3cc2645a6fbe0cd62dab828f610742f899042cb2b526df7acfa86fcf","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/outbox.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
 "use strict";
 (() => {
   // ../typescript/src/errors.ts
@@ -1173,8 +1173,8 @@
     bees = [];
     queen = { id: "queen", x: HIVE.x, y: HIVE.y, hp: 1, doing: native("idle"), callingHelp: false };
     swarms = [
-      { id: "swarm-a", doing: native("-"), wave: 0, respawnAt: null },
-      { id: "swarm-b", doing: native("-"), wave: 0, respawnAt: null }
+      { id: "swarm-a", doing: native("each bee alone"), wave: 0, respawnAt: null },
+      { id: "swarm-b", doing: native("each bee alone"), wave: 0, respawnAt: null }
     ];
     time = 0;
     round = 1;
@@ -1330,6 +1330,7 @@
   var BEE_ACTIONS = ["idle", "wander", "chase", "flee"];
   var QUEEN_ACTIONS = ["idle", "chase", "flee"];
   var SWARM_ACTIONS = ["surround", "retreat"];
+  var ALONE = "each bee alone";
   var Game = class {
     constructor(world2, brain2) {
       this.world = world2;
@@ -1379,7 +1380,7 @@
     }
     decide() {
       const w = this.world;
-      for (const s of w.swarms) s.doing = w.membersOf(s.id).length ? this.doing(s.id, "-") : { action: "-", source: "native", code: "no bees" };
+      for (const s of w.swarms) s.doing = w.membersOf(s.id).length ? this.doing(s.id, ALONE) : { action: ALONE, source: "native", code: "no bees" };
       for (const b of w.bees) b.doing = this.doing(b.id, nativeBee(b, w));
       const before = w.queen.doing.action;
       w.queen.doing = this.doing(w.queen.id, nativeQueen(w.queen, w));
