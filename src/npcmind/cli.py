@@ -52,7 +52,7 @@ def _port(text: str) -> int:
     return port
 
 
-def _serve(args: argparse.Namespace) -> int:
+def _serve(args: argparse.Namespace, page: str | None = None) -> int:
 
     from npcmind.http.app import create_app
     from npcmind.http.server import uvicorn_config
@@ -105,6 +105,8 @@ def _serve(args: argparse.Namespace) -> int:
         f"npcmind {__version__} ready on http://{settings.host}:{settings.port} "
         f"(profile {settings.profile}, store {settings.store}, provider: {describe(service.provider)})"
     )
+    if page:
+        banner += f"\nopen http://{settings.host}:{settings.port}{page} in a browser"
 
     class _Server(SignalledServer):
         async def startup(self, sockets: list | None = None) -> None:  # type: ignore[type-arg]
@@ -149,6 +151,16 @@ def _serve(args: argparse.Namespace) -> int:
         )
         return 3
     return 0 if server.started else 1
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from npcmind.demo import prepared
+
+    if args.scripted and (args.base_url or args.provider not in ("auto", "openai")):
+        print("npcmind demo: --scripted is the provider; leave out --provider and --base-url", file=sys.stderr)
+        return 2
+    with prepared(args) as serve_args:
+        return _serve(serve_args, page="/demo")
 
 
 def _keygen(args: argparse.Namespace) -> int:
@@ -400,6 +412,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     d.set_defaults(func=_distill)
 
+    d = sub.add_parser(
+        "demo",
+        help="a browser game whose bees decide through npcmind (the forest example)",
+        description="Run the service on the forest example and serve a game at /demo: its bees and their queen "
+        "decide through npcmind, or run their native AI when it cannot. With no provider every bee runs its "
+        "native AI; --scripted answers by fixed rules (not a model); an API key or --base-url uses a model.",
+    )
+    d.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    d.add_argument("--port", type=_port, default=8080, help="port to listen on (default 8080)")
+    d.add_argument("--provider", choices=["auto", "openai", "anthropic", "none"], default="auto", help="as for serve")
+    d.add_argument("--base-url", metavar="URL", help="an OpenAI-compatible server (vLLM, llama.cpp, Ollama)")
+    d.add_argument("--model", metavar="NAME", help="the provider's model (gpt-4o-mini / claude-haiku-4-5 if not given)")
+    d.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the provider's API key")
+    d.add_argument("--scripted", action="store_true", help="run the scripted provider (fixed rules, not a model)")
+    d.add_argument("--store", metavar="URL", help="as for serve (default: a SQLite file in a temporary folder)")
+    d.set_defaults(func=_demo)
+
     k = sub.add_parser("keygen", help="make an API key for a client of the hosted profile")
     k.add_argument("client_id", metavar="CLIENT_ID", help="the client the key is for, as the game sends it")
     k.add_argument("--manifest", default="manifest.yaml", metavar="FILE", help="the client's manifest path")
@@ -453,6 +482,8 @@ def build_parser() -> argparse.ArgumentParser:
         "for the Anthropic form; it needs ANTHROPIC_API_KEY set, to anything).",
         epilog="Script it with PUT /_script (a JSON object; every field optional; GET /_script shows the script "
         "in force): choose {id: action}, default first|last|decline, omit [ids] (invalid_choice), "
+        "when [{match: REGEX, choose: ACTION}] (the first rule whose regular expression the entity's part of the "
+        "prompt matches), "
         "decline [ids] (refused), refusal TEXT (refused), malformed true (invalid_choice), status 429|500 "
         "(unavailable), retry_after S, delay_ms N (past the deadline: unavailable), logprob L, cached_tokens N, "
         "truncated true, text TEXT, body {...}, reject_params [names], response_formats [types], models [names], "

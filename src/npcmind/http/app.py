@@ -23,7 +23,7 @@ from litestar.exceptions import HTTPException
 from litestar.params import Parameter
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
-from npcmind import A2G_VERSION, __version__
+from npcmind import A2G_VERSION, __version__, demo
 from npcmind.context.hub import ContextHub
 from npcmind.decide.pipeline import SessionContext
 from npcmind.decide.validate import partial_problems
@@ -519,6 +519,22 @@ async def openapi(request: Request[Any, Any, Any]) -> Response[bytes]:
 @API.route("get", "/", "A page for a person: what the model saw, from GET /v1/prompt", media="text/html", public=True)
 async def page() -> Response[bytes]:
     return Response(content=PAGE, media_type="text/html", headers=PAGE_HEADERS)  # Litestar adds the charset
+
+
+@API.route(
+    "get",
+    "/demo",
+    "The demo game (`npcmind demo`): bees that decide through this service",
+    media="text/html",
+    public=True,
+)
+async def demo_page() -> Response[bytes]:
+    return Response(content=demo.asset("index.html"), media_type="text/html", headers=demo.PAGE_HEADERS)
+
+
+@API.route("get", "/demo/demo.js", "The demo game's script", media="text/javascript", public=True)
+async def demo_script() -> Response[bytes]:
+    return Response(content=demo.asset("demo.js"), media_type="text/javascript", headers=demo.PAGE_HEADERS)
 
 
 ROUTES = API.routes

@@ -70,10 +70,25 @@ class Rule(msgspec.Struct, forbid_unknown_fields=True):
         return True
 
 
+class TextRule(msgspec.Struct, forbid_unknown_fields=True):
+    """Choose ``choose`` for an entity whose part of the prompt (its lines and question) ``match`` finds: a
+    script that answers by the situation, as `npcmind demo --scripted` does, rather than by entity id."""
+
+    match: str  # a Python regular expression, searched in the entity's part
+    choose: str
+
+    def __post_init__(self) -> None:
+        try:
+            re.compile(self.match)  # kept in re's own cache of compiled patterns
+        except re.error as e:
+            raise ValueError(f"match is not a regular expression: {e}") from None
+
+
 class Script(msgspec.Struct, forbid_unknown_fields=True):
     """How the server answers, until changed. Entity keys are the game's entity ids."""
 
     choose: dict[str, str] = {}
+    when: list[TextRule] = []  # after `choose`: the first rule that matches and whose action is an option wins
     default: Literal["first", "last", "decline"] = "first"
     omit: list[str] = []
     decline: list[str] = []
@@ -142,24 +157,32 @@ def situations(user: str) -> tuple[dict[int, str], dict[int, dict[str, Any]]]:
     return types, fields
 
 
-def _batch(user: str) -> list[tuple[int, str, list[str]]]:
-    """(number, entity id, options) for every question in an npcmind prompt (one pass over its lines:
-    this runs for every batch the bench sends, and the provider's own time is part of every miss)."""
-    ids: dict[int, str] = {}
+def _batch(user: str, texts: bool = False) -> list[tuple[int, str, list[str], str]]:
+    """(number, entity id, options, its part of the prompt if ``texts``) for every question in an npcmind
+    prompt (one pass over its lines: this runs for every batch the bench sends, and the provider's own time
+    is part of every miss)."""
+    ids: dict[int, tuple[str, int]] = {}
     out = []
-    for line in user.split("\n"):
+    lines = user.split("\n")
+    for i, line in enumerate(lines):
         first = line[:1]
         if first == "E":
             m = _ENTITY.match(line)
             if m:
-                ids[int(m.group(1))] = msgspec.json.decode(m.group(2))
+                ids[int(m.group(1))] = (msgspec.json.decode(m.group(2)), i)
         elif first == "Q":
             m = _QUESTION.match(line)
             if m:
                 n = int(m.group(1))
                 opts = [o.strip().split(" ", 1)[-1] for o in m.group(2).split(",")]
-                out.append((n, ids.get(n, str(n)), opts))
+                eid, start = ids.get(n, (str(n), i))
+                out.append((n, eid, opts, "\n".join(lines[start : i + 1]) if texts else ""))
     return out
+
+
+def _ruled(rules: list[TextRule], text: str, opts: list[str]) -> str | None:
+    """The action of the first rule that matches the entity's part and is one of its options."""
+    return next((r.choose for r in rules if r.choose in opts and re.search(r.match, text)), None)
 
 
 class ScriptedModel:
@@ -203,14 +226,16 @@ class ScriptedModel:
         s = self.script
         pieces: list[tuple[str, float]] = []
         obj: dict[str, Any] = {"decisions": []} if numbered else {}
-        items = [b for b in _batch(user) if b[1] not in s.omit]
+        items = [b for b in _batch(user, bool(s.when)) if b[1] not in s.omit]
         taught = self.taught(user, items) if s.rules else {}
         pieces.append(('{"decisions":[' if numbered else "{", 0.0))
-        for k, (n, eid, opts) in enumerate(items):
-            if eid in s.decline or (eid not in s.choose and n not in taught and s.default == "decline"):
+        for k, (n, eid, opts, text) in enumerate(items):
+            ruled = _ruled(s.when, text, opts) if s.when and eid not in s.choose else None
+            ruled = ruled or taught.get(n)
+            if eid in s.decline or (eid not in s.choose and ruled is None and s.default == "decline"):
                 action = DECLINE
             else:
-                action = s.choose.get(eid) or taught.get(n) or (opts[0] if s.default == "first" else opts[-1])
+                action = s.choose.get(eid) or ruled or (opts[0] if s.default == "first" else opts[-1])
             sep = "," if k else ""
             if numbered:
                 choice = 0 if action == DECLINE else (opts.index(action) + 1 if action in opts else len(opts) + 7)
@@ -222,11 +247,11 @@ class ScriptedModel:
         pieces.append(("]}" if numbered else "}", 0.0))
         return pieces, obj
 
-    def taught(self, user: str, items: list[tuple[int, str, list[str]]]) -> dict[int, str]:
+    def taught(self, user: str, items: list[tuple[int, str, list[str], str]]) -> dict[int, str]:
         """What the rules choose, by entity number: the first rule that applies and has a legal choice."""
         types, fields = situations(user)
         out: dict[int, str] = {}
-        for n, _, opts in items:
+        for n, _, opts, _ in items:
             for rule in self.script.rules:
                 if not rule.applies(types.get(n, ""), fields.get(n, {})):
                     continue

@@ -1,0 +1,48 @@
+/** How each action moves a character; a swarm's decision changes where its chasing bees go. */
+
+import { HIVE, dist, moveAway, moveToward, type Bee, type Vec, type World } from "./world.js";
+
+const BEE_SPEED = 95;
+const QUEEN_SPEED = 55;
+
+/** Where a chasing bee heads: straight at the player, or, when its swarm surrounds, its place on a ring
+ * around the player that tightens and opens so the whole swarm stings together. */
+function chaseTarget(b: Bee, w: World): Vec {
+  const swarm = w.swarms.find((s) => s.id === b.swarm);
+  if (swarm?.doing.action !== "surround") return w.player;
+  const members = w.membersOf(b.swarm);
+  const k = members.indexOf(b);
+  const offset = b.swarm === "swarm-a" ? 0 : Math.PI / members.length;
+  const a = (k / Math.max(1, members.length)) * Math.PI * 2 + offset + w.time * 0.4;
+  const r = 34 + 26 * Math.sin(w.time * 1.6);
+  return { x: w.player.x + Math.cos(a) * r, y: w.player.y + Math.sin(a) * r };
+}
+
+/** Move a bee one step by its current action. */
+export function moveBee(b: Bee, w: World, dt: number): void {
+  const swarm = w.swarms.find((s) => s.id === b.swarm);
+  switch (b.doing.action) {
+    case "chase":
+      moveToward(b, chaseTarget(b, w), BEE_SPEED * (swarm?.doing.action === "surround" ? 1.2 : 1), dt);
+      return;
+    case "flee":
+      moveAway(b, w.player, BEE_SPEED * 1.1, dt);
+      return;
+    case "wander": {
+      const home = swarm?.doing.action === "retreat" ? HIVE : { x: HIVE.x - 60, y: HIVE.y + (b.swarm === "swarm-a" ? -110 : 110) };
+      b.wanderAngle += dt * (0.8 + (b.slot % 3) * 0.3);
+      const to = { x: home.x + Math.cos(b.wanderAngle) * 60, y: home.y + Math.sin(b.wanderAngle * 1.3) * 40 };
+      moveToward(b, to, BEE_SPEED * 0.5, dt);
+      return;
+    }
+    default: // idle
+  }
+}
+
+/** Move the queen one step by her current action: charge, retreat to the nest, or wait. */
+export function moveQueen(w: World, dt: number): void {
+  const q = w.queen;
+  if (q.doing.action === "chase") moveToward(q, w.player, QUEEN_SPEED, dt);
+  else if (q.doing.action === "flee") moveToward(q, HIVE, QUEEN_SPEED * 1.6, dt);
+  else if (dist(q, HIVE) > 80) moveToward(q, HIVE, QUEEN_SPEED * 0.5, dt);
+}

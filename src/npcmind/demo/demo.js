@@ -1,0 +1,1664 @@
+/* npcmind-demo-sources {"sha256":"5c20fbbf3cc2645a6fbe0cd62dab828f610742f899042cb2b526df7acfa86fcf","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/outbox.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
+"use strict";
+(() => {
+  // ../typescript/src/errors.ts
+  function readError(body) {
+    const err = isObject(body) && isObject(body["error"]) ? body["error"] : {};
+    const found = err["details"];
+    const details = Array.isArray(found) ? found.filter(isObject).map((d) => ({ path: String(d["path"] ?? ""), message: String(d["message"] ?? "") })) : [];
+    return { code: String(err["code"] ?? ""), message: String(err["message"] ?? ""), details };
+  }
+  function errorLine(body, otherwise) {
+    const { message, details } = readError(body);
+    return details.map((d) => `${d.path}: ${d.message}`).join("; ") || message || otherwise;
+  }
+  function isObject(value) {
+    return typeof value === "object" && value !== null && !Array.isArray(value);
+  }
+  var ENTITY_PATH = /^entities\[(\d+)\]\.?/;
+  function refusedEntities(status, body, sent) {
+    const details = status === 422 ? readError(body).details : [];
+    if (details.length === 0) return null;
+    const why = /* @__PURE__ */ new Map();
+    for (const d of details) {
+      const m = ENTITY_PATH.exec(d.path);
+      const id = m ? sent[Number(m[1])] : void 0;
+      if (m === null || id === void 0) return null;
+      const problems = why.get(id) ?? [];
+      problems.push(`${d.path.slice(m[0].length) || "entity"}: ${d.message}`);
+      why.set(id, problems);
+    }
+    return new Map([...why].map(([id, problems]) => [id, problems.join("; ")]));
+  }
+
+  // ../typescript/src/answer.ts
+  var CODES = /* @__PURE__ */ new Set(["budget", "busy", "invalid_choice", "refused", "unavailable"]);
+  var AI_FIELDS = [
+    ["id", "string"],
+    ["action", "string"],
+    ["label", "string"],
+    ["ttl_ms", "number"],
+    ["decision_id", "string"],
+    ["cached", "boolean"]
+  ];
+  function decisionProblem(d, at) {
+    if (!isObject(d)) return `${at}: not an object`;
+    if (d["source"] === "AI") {
+      for (const [name, kind] of AI_FIELDS) if (typeof d[name] !== kind) return `${at}.${name}: must be a ${kind}`;
+      if (d["confidence"] !== null && typeof d["confidence"] !== "number") return `${at}.confidence: must be a number`;
+      return null;
+    }
+    if (d["source"] === "FALLBACK") {
+      if (typeof d["id"] !== "string") return `${at}.id: must be a string`;
+      if (!CODES.has(String(d["code"]))) return `${at}.code: not a known fallback code`;
+      return typeof d["reason"] === "string" ? null : `${at}.reason: must be a string`;
+    }
+    return `${at}.source: must be AI or FALLBACK`;
+  }
+  function readDecideResponse(body) {
+    if (!isObject(body)) return "not a JSON object";
+    if (typeof body["epoch"] !== "number") return "epoch: must be a number";
+    const decisions = body["decisions"];
+    if (!Array.isArray(decisions)) return "decisions: must be an array";
+    for (let i = 0; i < decisions.length; i++) {
+      const problem = decisionProblem(decisions[i], `decisions[${i}]`);
+      if (problem !== null) return problem;
+    }
+    return body;
+  }
+
+  // ../typescript/src/outbox.ts
+  var TELEMETRY_BATCH = 1e3;
+  var REPORTS_A_REQUEST = 256;
+  var MAX_QUEUED_REPORTS = 1e4;
+  var Outbox = class {
+    constructor(host, everyMs) {
+      this.host = host;
+      this.everyMs = everyMs;
+    }
+    observed = /* @__PURE__ */ new Map();
+    removed = [];
+    scene = null;
+    reports = [];
+    batch = TELEMETRY_BATCH;
+    // halved on a 413: observations too rich for the body limit
+    sent = /* @__PURE__ */ new Map();
+    newest = [];
+    // refs of the newest telemetry tick: a decide request waits for them
+    again = [];
+    // bodies to send again: halved, or without a refused entity
+    last = Number.NEGATIVE_INFINITY;
+    /** An observe-only entity (the player): sent as telemetry, never asked. */
+    observe(id, type, fields, position) {
+      const item = { id, type, fields };
+      if (position !== null) item["position"] = position;
+      this.observed.set(id, item);
+    }
+    /** Forget an observed entity; whether it was one. */
+    forget(id) {
+      return this.observed.delete(id);
+    }
+    /** An entity left: the service hears it with the next telemetry. */
+    remove(id) {
+      this.removed.push(id);
+    }
+    /** A new scene: the service resets its population with the next telemetry. */
+    setScene(scene) {
+      this.scene = scene;
+    }
+    /** Queue a report; the oldest tenth goes when the service has been away too long. */
+    report(item) {
+      if (this.reports.length >= MAX_QUEUED_REPORTS) {
+        this.reports.splice(0, MAX_QUEUED_REPORTS / 10);
+        this.host.warn(
+          "reports-dropped",
+          `more than ${MAX_QUEUED_REPORTS} reports wait for npcmind: the oldest are dropped`,
+          false
+        );
+      }
+      this.reports.push(item);
+    }
+    /** Reports still waiting to be sent. */
+    get queuedReports() {
+      return this.reports.length;
+    }
+    /** One request of queued reports (at most 256), or none; how many it carries. */
+    sendReports(clientId2) {
+      if (this.reports.length === 0) return { request: null, count: 0 };
+      const reports = this.reports.splice(0, REPORTS_A_REQUEST);
+      const request = this.host.post("/v1/report", { client_id: clientId2, reports });
+      if (request !== null) this.sent.set(request.ref, { kind: "report" });
+      return { request, count: reports.length };
+    }
+    /** The telemetry due now: bodies to send again first (halved, or without a refused entity), then, every
+     * `telemetryMs`, the changed entities, the observed ones, the removals and the scene (none when nothing is new). */
+    sendTelemetry(now, clientId2, epoch, entities) {
+      const again = this.again;
+      this.again = [];
+      const bodies = this.telemetry(now, clientId2, epoch, entities);
+      if (bodies.length > 0) this.newest = [];
+      const out = [];
+      for (const body of [...again, ...bodies]) this.push(body, out);
+      return out;
+    }
+    telemetry(now, clientId2, epoch, entities) {
+      if (now - this.last < this.everyMs) return [];
+      const items = [];
+      for (const e of entities) {
+        if (!e.changed) continue;
+        e.changed = false;
+        const item = { id: e.id, type: e.type, fields: e.observation };
+        if (e.position !== null) item["position"] = e.position;
+        if (e.state !== null) item["state"] = e.state;
+        if (e.parent !== null) item["parent"] = e.parent;
+        items.push(item);
+      }
+      items.push(...this.observed.values());
+      if (items.length === 0 && this.removed.length === 0 && this.scene === null) return [];
+      this.last = now;
+      const alone = items.filter((i) => this.host.alone.has(i.id));
+      const together = items.filter((i) => !this.host.alone.has(i.id));
+      const bodies = [];
+      let first = this.scene !== null ? { scene: this.scene } : {};
+      for (let i = 0; i < Math.max(together.length, 1); i += this.batch) {
+        const body = {
+          client_id: clientId2,
+          epoch,
+          entities: together.slice(i, i + this.batch),
+          ...first
+        };
+        if (i === 0) body["removed"] = this.removed;
+        bodies.push(body);
+        first = {};
+      }
+      if (alone.length > 0) bodies.push({ client_id: clientId2, epoch, entities: alone });
+      this.observed.clear();
+      this.removed = [];
+      this.scene = null;
+      return bodies;
+    }
+    /** Refs of the newest telemetry still unanswered: a decide request goes after them. */
+    pendingTelemetry() {
+      return this.newest.filter((ref) => this.sent.has(ref));
+    }
+    /** Whether a request is the outbox's. */
+    owns(ref) {
+      return this.sent.has(ref);
+    }
+    /** An answer to one of the outbox's requests; true when the service refused the request as a whole (the
+     * scheduler then backs off as for any refusal). What goes again goes with the next telemetry. */
+    answer(ref, status, body) {
+      const sent = this.sent.get(ref);
+      this.sent.delete(ref);
+      if (sent?.kind === "telemetry" && status === 200) this.taken(sent.body);
+      if (sent === void 0 || sent.kind === "report" || status === 200) return status !== 200;
+      const items = sent.body["entities"];
+      if (status === 413 && items.length > 1) {
+        const half = Math.floor(items.length / 2);
+        this.batch = Math.max(1, Math.min(this.batch, half));
+        this.again.push({ ...sent.body, entities: items.slice(0, half) });
+        const { scene: _scene, removed: _removed, ...rest } = sent.body;
+        this.again.push({ ...rest, entities: items.slice(half) });
+        return false;
+      }
+      const bad = refusedEntities(
+        status,
+        body,
+        items.map((i) => i.id)
+      );
+      if (bad === null) return true;
+      this.host.refused(bad, new Map(items.map((i) => [i.id, i.type])));
+      const kept = { ...sent.body, entities: items.filter((i) => !bad.has(i.id)) };
+      if (kept["entities"].length > 0 || kept["removed"]?.length || kept["scene"]) {
+        this.again.push(kept);
+      }
+      return false;
+    }
+    /** A request that got no answer is forgotten (telemetry is sent again when the entities change). */
+    failed(ref) {
+      this.sent.delete(ref);
+    }
+    taken(body) {
+      for (const item of body["entities"]) if (!this.host.tracked(item.id)) this.host.alone.delete(item.id);
+    }
+    push(body, out) {
+      const request = this.host.post("/v1/telemetry", body);
+      if (request === null) return;
+      this.sent.set(request.ref, { kind: "telemetry", body });
+      this.newest.push(request.ref);
+      out.push(request);
+    }
+  };
+
+  // ../typescript/src/types.ts
+  var OUTCOMES = ["done", "failed", "interrupted", "rejected"];
+  function newStats() {
+    return {
+      requests: 0,
+      asked: 0,
+      ai: 0,
+      cached: 0,
+      local: 0,
+      fallbacks: {},
+      droppedEpoch: 0,
+      illegal: 0,
+      errors: 0,
+      reportsSent: 0,
+      refused: 0
+    };
+  }
+
+  // ../typescript/src/roster.ts
+  var REASK_GAP_MS = 500;
+  var NUMBER = /\d+(?:\.\d+)?/g;
+  var Roster = class {
+    constructor(epoch, windowMs, policy, threshold, stats, say) {
+      this.windowMs = windowMs;
+      this.stats = stats;
+      this.say = say;
+      this.epoch = epoch;
+      this.policy = policy;
+      this.threshold = threshold;
+    }
+    entities = /* @__PURE__ */ new Map();
+    epoch;
+    policy;
+    threshold;
+    windowEnd = Number.NEGATIVE_INFINITY;
+    // events until then go out together, when it ends
+    count = 0;
+    lastReask = Number.NEGATIVE_INFINITY;
+    reaskPending = false;
+    /** Add an entity that decides, or update what it sees and may do now (not asked again for that alone:
+     * on its refresh, on an event, or when the population changes). */
+    track(id, type, observation, legalActions, options, now) {
+      const e = this.entities.get(id);
+      const position = options.position ?? null;
+      const profile = options.profile ?? null;
+      const parent = options.parent ?? null;
+      const state = options.state ?? null;
+      if (e === void 0) {
+        const fresh = {
+          trigger: null,
+          due: now,
+          askedAt: Number.NEGATIVE_INFINITY,
+          inFlight: false,
+          choice: null,
+          changed: true
+        };
+        this.entities.set(id, { id, type, observation, legalActions, position, profile, parent, state, ...fresh });
+        return;
+      }
+      if (e.type !== type) {
+        e.choice = null;
+        e.due = now;
+      }
+      e.type = type;
+      e.observation = observation;
+      e.legalActions = legalActions;
+      e.position = position;
+      e.profile = profile;
+      e.parent = parent;
+      e.state = state;
+      e.changed = true;
+    }
+    /** Something happened to the entity: asked when the event window it opened or joined ends. False (said
+     * once) for an entity not tracked: a game loop must not crash on the order of two calls. */
+    event(id, trigger, now) {
+      const e = this.entities.get(id);
+      if (e === void 0) {
+        this.say.say(
+          `event:${trigger}`,
+          `event(${JSON.stringify(id)}, ${JSON.stringify(trigger)}) for an entity not tracked: ignored`,
+          false
+        );
+        return false;
+      }
+      e.trigger = trigger;
+      if (now >= this.windowEnd) this.windowEnd = now + this.windowMs;
+      e.due = Math.min(e.due, this.windowEnd);
+      return true;
+    }
+    /** The report item for the entity's current AI decision, or null: it has none, or the outcome is unknown. */
+    report(id, outcome, detail) {
+      if (!OUTCOMES.includes(outcome)) {
+        const why = `report(${JSON.stringify(id)}, ${JSON.stringify(outcome)}): the outcome must be one of ${OUTCOMES.join(", ")}; not sent`;
+        this.say.say(`outcome:${String(outcome)}`, why, false);
+        return null;
+      }
+      const decisionId = this.entities.get(id)?.choice?.decisionId;
+      if (decisionId === void 0 || decisionId === null) return null;
+      const item = { decision_id: decisionId, outcome };
+      if (detail) item["detail"] = detail.slice(0, 200);
+      return item;
+    }
+    /** The entity's live decision, or null: run the game's native AI. Checked against `legalNow`, else the
+     * legal actions last tracked. */
+    action(id, legalNow, now) {
+      const e = this.entities.get(id);
+      const c = e?.choice;
+      if (e === void 0 || c === null || c === void 0) return null;
+      if (now >= c.expiresAt) {
+        e.choice = null;
+        return null;
+      }
+      return (legalNow ?? e.legalActions).includes(c.action) ? c : null;
+    }
+    /** A new epoch: what was decided for the old state no longer holds, and everyone is asked again. */
+    setEpoch(value, now) {
+      if (value === this.epoch) return;
+      this.epoch = value;
+      for (const e of this.entities.values()) {
+        e.choice = null;
+        e.due = Math.min(e.due, now);
+      }
+    }
+    /** When the number of entities changed, everyone is due now (at most every 500 ms). */
+    population(now) {
+      if (this.entities.size !== this.count) {
+        this.count = this.entities.size;
+        this.reaskPending = true;
+      }
+      if (this.reaskPending && now - this.lastReask >= REASK_GAP_MS) {
+        this.reaskPending = false;
+        this.lastReask = now;
+        for (const e of this.entities.values()) e.due = Math.min(e.due, now);
+      }
+    }
+    /** Cascade: whether the local policy is sure enough of `e` to decide it here. */
+    local(e, now, ttl) {
+      if (this.policy === null) return false;
+      let action = "";
+      let confidence = 0;
+      try {
+        [action, confidence] = this.policy(e);
+      } catch (exc) {
+        this.say.say(
+          "policy",
+          `the local policy failed for ${JSON.stringify(e.id)} (said once; the service decides instead): ${String(exc)}`,
+          false
+        );
+        return false;
+      }
+      if (confidence < this.threshold || !e.legalActions.includes(action)) return false;
+      e.choice = {
+        action,
+        source: "local",
+        confidence,
+        expiresAt: now + ttl,
+        decisionId: null,
+        cached: false,
+        label: null
+      };
+      e.trigger = null;
+      this.stats.local++;
+      return true;
+    }
+    /** One decision of an answer, for the entity it names; `legal`: the legal actions sent with it. */
+    use(e, d, legal, now) {
+      e.inFlight = false;
+      if (d.source === "AI") {
+        if (!legal.includes(d.action)) {
+          this.stats.illegal++;
+          e.choice = null;
+          return;
+        }
+        this.stats.ai++;
+        if (d.cached) this.stats.cached++;
+        const { action, confidence, decision_id: decisionId, cached, label: label2 } = d;
+        e.choice = { action, source: "AI", confidence, expiresAt: now + d.ttl_ms, decisionId, cached, label: label2 };
+        return;
+      }
+      this.stats.fallbacks[d.code] = (this.stats.fallbacks[d.code] ?? 0) + 1;
+      e.choice = null;
+      if (d.code === "budget")
+        this.say.say(`budget:${e.type}`, `${e.type} ${JSON.stringify(e.id)} is over its token budget: ${d.reason}`);
+      else if (d.code === "unavailable" || d.code === "busy") {
+        this.say.say(`${d.code}:${d.reason.replace(NUMBER, "#")}`, `npcmind fell back with '${d.code}': ${d.reason}`);
+      }
+    }
+    /** The entities of an answered or failed request may be asked again: at `due`, or else on their next
+     * refresh (the seed's reaction to `unavailable` and `busy`); those in `keep` on their refresh. */
+    release(ids, due, keep = /* @__PURE__ */ new Map()) {
+      for (const id of ids) {
+        const e = this.entities.get(id);
+        if (e === void 0 || !e.inFlight) continue;
+        e.inFlight = false;
+        if (due !== null && !keep.has(id)) e.due = Math.min(e.due, due);
+      }
+    }
+  };
+
+  // ../typescript/src/say.ts
+  var SayOnce = class {
+    constructor(log) {
+      this.log = log;
+    }
+    said = /* @__PURE__ */ new Set();
+    /** Say `message` unless `key` was said; `native`: it leaves entities to the game's own AI, and it says so. */
+    say(key, message, native2 = true) {
+      if (this.said.has(key)) return;
+      if (this.said.size >= 1e3) this.said.clear();
+      this.said.add(key);
+      this.log(native2 ? `${message} (the entities concerned use their native AI)` : message);
+    }
+  };
+
+  // ../typescript/src/session.ts
+  var RENEW_RETRY_MS = 3e4;
+  var Session = class {
+    constructor(apiKey) {
+      this.apiKey = apiKey;
+    }
+    token = null;
+    renewAt = Number.POSITIVE_INFINITY;
+    // on the client's clock
+    /** The ref of the POST /v1/session in flight, if any. */
+    pending = null;
+    /** Whether requests may go: a token is held (an old one while it is renewed). */
+    get open() {
+      return this.token !== null;
+    }
+    /** Whether requests may be made: a token held, or one asked for (they wait for it). */
+    get ready() {
+      return this.token !== null || this.pending !== null;
+    }
+    /** The session request the others must wait for: the first one (a renewal goes on with the old token). */
+    awaited() {
+      return this.pending !== null && this.token === null ? [this.pending] : [];
+    }
+    /** Whether to ask for a session now: none yet, or the token near its expiry (not a 401 and a lost request). */
+    due(now) {
+      return this.pending === null && (this.token === null || now >= this.renewAt);
+    }
+    /** The headers of the session request itself: the api key. */
+    keyHeaders() {
+      return { authorization: `Bearer ${this.apiKey}` };
+    }
+    /** The headers of every other request; while the first token is asked for, `Bearer @<ref>`: the transport
+     * puts in the `session_token` the answer to request `ref` brings. */
+    headers() {
+      if (this.token !== null) return { authorization: `Bearer ${this.token}` };
+      return this.pending !== null ? { authorization: `Bearer @${this.pending}` } : {};
+    }
+    /** The session request's answer; the reason when it was refused. */
+    answer(status, body, now) {
+      this.pending = null;
+      const token = status === 200 && isObject(body) ? body["session_token"] : void 0;
+      if (typeof token !== "string" || !isObject(body)) {
+        if (this.token !== null) this.renewAt = now + RENEW_RETRY_MS;
+        return `npcmind did not open a session (POST /v1/session answered ${status}: ${errorLine(body, "(no session_token)")})`;
+      }
+      const ttl = body["expires_in_s"];
+      this.token = token;
+      this.renewAt = typeof ttl === "number" ? now + 0.9 * ttl * 1e3 : Number.POSITIVE_INFINITY;
+      return null;
+    }
+    /** The session request got no answer. */
+    failed(now) {
+      this.pending = null;
+      if (this.token !== null) this.renewAt = now + RENEW_RETRY_MS;
+    }
+    /** The service said the session ended (a 401): a new one before the next request. */
+    expire() {
+      this.token = null;
+      this.renewAt = Number.POSITIVE_INFINITY;
+    }
+  };
+
+  // ../typescript/src/scheduler.ts
+  var BATCH = 16;
+  var DEFAULT_REFRESH_MS = 4e3;
+  var DEFAULT_TTL_MS = 12e3;
+  var DEFAULT_DEADLINE_MS = 1e4;
+  var TIMEOUT_MARGIN_MS = 5e3;
+  var NUMBER2 = /\d+(?:\.\d+)?/g;
+  var Scheduler = class {
+    stats = newStats();
+    clientId;
+    /** The per-entity rules: track, event, action, setEpoch go there. */
+    roster;
+    world;
+    scope;
+    scopeState;
+    refreshMs;
+    maxInFlight;
+    said;
+    timeoutGiven;
+    timeout;
+    session;
+    outbox;
+    alone = /* @__PURE__ */ new Map();
+    // entity id -> why the service refused it
+    sent = /* @__PURE__ */ new Map();
+    types = null;
+    // type -> [refresh_ms, ttl_ms]
+    manifestRef = null;
+    refs = 0;
+    decidesInFlight = 0;
+    notBefore = Number.NEGATIVE_INFINITY;
+    // after a 429 or a service that is down
+    constructor(options) {
+      this.clientId = options.clientId;
+      this.world = { ...options.world ?? {} };
+      this.scope = options.scope ?? null;
+      this.scopeState = options.scopeState ?? null;
+      this.refreshMs = options.refreshMs ?? null;
+      this.maxInFlight = options.maxInFlight ?? 4;
+      this.said = new SayOnce(options.log ?? ((m) => console.warn(`npcmind: ${m}`)));
+      const [policy, threshold, windowMs] = [
+        options.policy ?? null,
+        options.threshold ?? 0.8,
+        options.eventWindowMs ?? 50
+      ];
+      this.roster = new Roster(options.epoch ?? 0, windowMs, policy, threshold, this.stats, this.said);
+      this.timeoutGiven = options.timeoutMs !== void 0 && options.timeoutMs !== null;
+      this.timeout = options.timeoutMs ?? DEFAULT_DEADLINE_MS + TIMEOUT_MARGIN_MS;
+      this.session = options.apiKey ? new Session(options.apiKey) : null;
+      this.outbox = new Outbox(this.outboxHost(), options.telemetryMs ?? 500);
+      if (options.manifest) this.readManifest(options.manifest);
+    }
+    // --- what the game tells (the per-entity rules are the roster's) ----------------------------
+    /** The game's epoch: answers to requests sent under another epoch are dropped. */
+    get epoch() {
+      return this.roster.epoch;
+    }
+    /** A new scene (level, map): the service resets its population with the next telemetry. */
+    setScene(scene) {
+      this.outbox.setScene(scene);
+    }
+    /** An observe-only entity (the player): sent as telemetry, never asked. */
+    observe(id, type, fields, position = null) {
+      this.outbox.observe(id, type, fields, position);
+    }
+    /** The entity left the scene (died, despawned): forget it and tell the service. */
+    untrack(id) {
+      this.alone.delete(id);
+      const tracked = this.roster.entities.delete(id);
+      if (this.outbox.forget(id) || tracked) this.outbox.remove(id);
+    }
+    /** What became of the entity's current AI decision; false when it has none to report. */
+    report(id, outcome, detail = null) {
+      const item = this.roster.report(id, outcome, detail);
+      if (item !== null) this.outbox.report(item);
+      return item !== null;
+    }
+    /** How long a request may take: the one given, else the service's deadline plus 5 s once it told it. */
+    get timeoutMs() {
+      return this.timeout;
+    }
+    /** Requests sent and not yet answered. */
+    get inFlight() {
+      return this.sent.size;
+    }
+    /** Entities tracked (that decide). */
+    get size() {
+      return this.roster.entities.size;
+    }
+    /** The headers a request of this client carries (a hosted session's token). */
+    headers() {
+      return this.session?.headers() ?? {};
+    }
+    /** What is due now, in the order to send: session, manifest, telemetry, reports, decisions. */
+    tick(now) {
+      const out = [];
+      if (this.session !== null && this.session.due(now) && now >= this.notBefore) {
+        const r = this.make("POST", "/v1/session", { client_id: this.clientId }, [], this.session.keyHeaders());
+        this.session.pending = r.ref;
+        this.sent.set(r.ref, { kind: "session" });
+        out.push(r);
+      }
+      if (this.session !== null && !this.session.ready) return out;
+      if (this.types === null && this.manifestRef === null && now >= this.notBefore) this.askManifest(out);
+      this.roster.population(now);
+      if (now < this.notBefore) return out;
+      out.push(...this.outbox.sendTelemetry(now, this.clientId, this.roster.epoch, this.roster.entities.values()));
+      const reports = this.outbox.sendReports(this.clientId);
+      if (reports.request !== null) out.push(reports.request);
+      this.stats.reportsSent += reports.count;
+      this.ask(now, out);
+      return out;
+    }
+    /** Send every queued report now (before closing, or for a turn-based game). */
+    flushReports() {
+      const out = [];
+      while (this.outbox.queuedReports > 0) {
+        const { request, count } = this.outbox.sendReports(this.clientId);
+        this.stats.reportsSent += count;
+        if (request !== null) out.push(request);
+      }
+      return out;
+    }
+    /** An answer came back for `ref`. */
+    answer(ref, status, body, headers, now) {
+      if (this.outbox.owns(ref)) {
+        if (this.outbox.answer(ref, status, body)) this.refused(status, body, headers, now);
+        return;
+      }
+      const s = this.sent.get(ref);
+      if (s === void 0) return;
+      this.sent.delete(ref);
+      if (s.kind === "decide") this.applyDecide(s, status, body, headers, now);
+      else if (s.kind === "manifest") this.manifestAnswered(status, body, now);
+      else if (s.kind === "health") this.healthAnswered(status, body);
+      else if (s.kind === "session") this.sessionAnswered(status, body, now);
+    }
+    /** A request got no answer (`timeout` or `unreachable`): its entities use their native AI; retried later. */
+    fail(ref, kind, now) {
+      this.failed(kind);
+      if (this.outbox.owns(ref)) return this.outbox.failed(ref);
+      const s = this.sent.get(ref);
+      if (s === void 0) return;
+      this.sent.delete(ref);
+      if (s.kind === "decide") {
+        this.decidesInFlight--;
+        this.stats.errors++;
+        this.notBefore = now + 1e3;
+        this.roster.release(s.legal.keys(), null);
+      } else if (s.kind === "manifest") {
+        this.manifestRef = null;
+        this.notBefore = Math.max(this.notBefore, now + 1e3);
+      } else if (s.kind === "session") {
+        if (this.session !== null && !this.session.open) this.notBefore = Math.max(this.notBefore, now + 1e3);
+        this.session?.failed(now);
+      }
+    }
+    // --- scheduling -----------------------------------------------------------------------------
+    timing(type) {
+      const [refresh, ttl] = this.types?.get(type) ?? [DEFAULT_REFRESH_MS, DEFAULT_TTL_MS];
+      return [this.refreshMs ?? refresh, ttl];
+    }
+    askManifest(out) {
+      if (!this.timeoutGiven) {
+        const health = this.make("GET", "/v1/health", null, []);
+        this.sent.set(health.ref, { kind: "health" });
+        out.push(health);
+      }
+      const r = this.make("GET", "/v1/manifest", null, []);
+      this.manifestRef = r.ref;
+      this.sent.set(r.ref, { kind: "manifest" });
+      out.push(r);
+    }
+    /** Send what is due, events first, then the longest waiting; no more requests than `maxInFlight`. */
+    ask(now, out) {
+      const free = this.maxInFlight - this.decidesInFlight;
+      if (free <= 0) return;
+      const due = [];
+      for (const e of this.roster.entities.values()) if (e.due <= now && !e.inFlight) due.push(e);
+      if (due.length === 0) return;
+      due.sort((a, b) => Number(a.trigger === null) - Number(b.trigger === null) || a.due - b.due);
+      const asked = [];
+      let room = free * BATCH;
+      for (const e of due) {
+        room -= this.alone.has(e.id) ? BATCH : 1;
+        if (room < 0) break;
+        const [refresh, ttl] = this.timing(e.type);
+        e.due = now + refresh;
+        e.askedAt = now;
+        if (this.roster.local(e, now, ttl)) continue;
+        asked.push(e);
+      }
+      const together = asked.filter((e) => !this.alone.has(e.id));
+      for (let i = 0; i < together.length; i += BATCH) this.sendBatch(together.slice(i, i + BATCH), out);
+      for (const e of asked) if (this.alone.has(e.id)) this.sendBatch([e], out);
+    }
+    sendBatch(batch, out) {
+      const body = {
+        client_id: this.clientId,
+        epoch: this.roster.epoch,
+        world: this.world,
+        entities: batch.map(entityItem)
+      };
+      if (this.scope !== null) {
+        body["scope"] = this.scope;
+        if (this.scopeState !== null) body["scope_state"] = this.scopeState;
+      }
+      const after = this.outbox.pendingTelemetry();
+      for (const [ref, sent] of this.sent) if (sent.kind === "health" || sent.kind === "manifest") after.push(ref);
+      const r = this.post("/v1/decide", body, after);
+      if (r === null) return;
+      const kept = new Set((r.body?.["entities"]).map((i) => i.id));
+      const legal = /* @__PURE__ */ new Map();
+      for (const e of batch) {
+        if (!kept.has(e.id)) continue;
+        e.inFlight = true;
+        e.trigger = null;
+        legal.set(e.id, [...e.legalActions]);
+      }
+      this.sent.set(r.ref, { kind: "decide", epoch: this.roster.epoch, legal });
+      this.decidesInFlight++;
+      this.stats.requests++;
+      this.stats.asked += legal.size;
+      out.push(r);
+    }
+    // --- answers ----------------------------------------------------------------------------------
+    applyDecide(s, status, body, headers, now) {
+      this.decidesInFlight--;
+      if (status !== 200) {
+        this.stats.errors++;
+        const bad = refusedEntities(status, body, [...s.legal.keys()]);
+        if (bad !== null) {
+          this.entitiesRefused(
+            bad,
+            new Map([...s.legal.keys()].map((id) => [id, this.roster.entities.get(id)?.type ?? "entity"]))
+          );
+          return this.roster.release(s.legal.keys(), now, bad);
+        }
+        this.refused(status, body, headers, now);
+        return this.roster.release(s.legal.keys(), status === 401 && this.session !== null ? now : null);
+      }
+      for (const id of s.legal.keys()) this.alone.delete(id);
+      const answer = readDecideResponse(body);
+      if (typeof answer === "string") {
+        this.stats.errors++;
+        this.warn("malformed", `the answer to /v1/decide could not be read: ${answer}`);
+        return this.roster.release(s.legal.keys(), null);
+      }
+      if (answer.epoch !== this.roster.epoch || s.epoch !== this.roster.epoch) {
+        this.stats.droppedEpoch++;
+        return this.roster.release(s.legal.keys(), now);
+      }
+      for (const d of answer.decisions) {
+        const e = this.roster.entities.get(d.id);
+        const legal = s.legal.get(d.id);
+        if (e !== void 0 && legal !== void 0) this.roster.use(e, d, legal, now);
+      }
+      this.roster.release(s.legal.keys(), null);
+    }
+    entitiesRefused(found, types) {
+      for (const [id, why] of found) {
+        this.stats.refused++;
+        this.alone.set(id, why);
+        const said = `npcmind refused ${types.get(id) ?? "entity"} ${JSON.stringify(id)} (${why}): the others go on without it, and it is sent alone until the service takes it`;
+        this.warn(`refused:${id}:${why}`, said);
+      }
+    }
+    manifestAnswered(status, body, now) {
+      const data = status === 200 && isObject(body) ? body["manifest"] : null;
+      if (!isObject(data)) {
+        this.manifestRef = null;
+        this.notBefore = Math.max(this.notBefore, now + 1e3);
+        return;
+      }
+      this.manifestRef = null;
+      this.readManifest(data);
+      for (const e of this.roster.entities.values()) e.due = Math.min(e.due, e.askedAt + this.timing(e.type)[0]);
+    }
+    readManifest(data) {
+      const defaults = isObject(data["defaults"]) ? data["defaults"] : {};
+      const types = isObject(data["types"]) ? data["types"] : {};
+      this.types = /* @__PURE__ */ new Map();
+      for (const [name, t] of Object.entries(types)) {
+        const one = isObject(t) ? t : {};
+        const refresh = Number(one["refresh_ms"] || defaults["refresh_ms"] || DEFAULT_REFRESH_MS);
+        const ttl = Number(one["ttl_ms"] || defaults["ttl_ms"] || DEFAULT_TTL_MS);
+        this.types.set(name, [refresh, ttl]);
+      }
+    }
+    healthAnswered(status, body) {
+      const deadline = status === 200 && isObject(body) ? body["deadline_ms"] : null;
+      if (!this.timeoutGiven && typeof deadline === "number" && deadline > 0) this.timeout = deadline + TIMEOUT_MARGIN_MS;
+    }
+    sessionAnswered(status, body, now) {
+      const why = this.session?.answer(status, body, now) ?? null;
+      if (why === null) return;
+      this.warn(`session:${why.replace(NUMBER2, "#")}`, why);
+      if (!this.session?.open) this.notBefore = Math.max(this.notBefore, now + 1e3);
+    }
+    refused(status, body, headers, now) {
+      let msg = `npcmind answered ${status} ${readError(body).code}: ${errorLine(body, "")}`;
+      if (status === 401 && this.session === null)
+        msg += " (the service runs the hosted profile: give DecideClient its apiKey)";
+      if (status === 429 || status >= 500) {
+        const retry = headers["retry-after"];
+        const wait = retry !== void 0 && /^\d+(\.\d+)?$/.test(retry) ? Number(retry) * 1e3 : 1e3;
+        this.notBefore = now + wait;
+      }
+      if (status === 401 && this.session !== null) {
+        this.session.expire();
+        this.notBefore = Math.max(this.notBefore, now + 250);
+      }
+      this.warn(`${status}:${msg.replace(NUMBER2, "#")}`, msg);
+    }
+    failed(kind) {
+      if (kind === "timeout") {
+        const why = this.timeoutGiven ? "its model may take up to NPCMIND_DEADLINE_MS: leave timeoutMs out to follow it" : `${TIMEOUT_MARGIN_MS / 1e3} s past its own deadline for the model: it is overloaded or stalled`;
+        this.warn("timeout", `npcmind did not answer within ${this.timeout / 1e3} s (${why})`);
+      } else this.warn("transport", "npcmind is unreachable");
+    }
+    warn(key, message, native2 = true) {
+      this.said.say(key, message, native2);
+    }
+    // --- requests ---------------------------------------------------------------------------------
+    make(method, path, body, after, headers) {
+      const json = body === null ? null : JSON.stringify(body);
+      const ref = `r${++this.refs}`;
+      const waits = path === "/v1/session" ? [] : [...this.session?.awaited() ?? [], ...after];
+      return { ref, method, path, headers: headers ?? this.headers(), body, json, after: waits };
+    }
+    /** A POST whose body is made now (a snapshot: the game may change its objects from the next frame on); an
+     * entity that is not JSON is left out and named once; null when nothing is left to send. */
+    post(path, body, after = []) {
+      try {
+        return this.make("POST", path, body, after);
+      } catch {
+      }
+      const entities = Array.isArray(body["entities"]) ? body["entities"] : [];
+      body["entities"] = entities.filter((item) => {
+        try {
+          JSON.stringify(item);
+          return true;
+        } catch (exc) {
+          this.warn(
+            `encode:${item.id}`,
+            `${item.type} ${JSON.stringify(item.id)} cannot be sent as JSON (${String(exc)}): left out`
+          );
+          return false;
+        }
+      });
+      const removed = body["removed"];
+      if (body["entities"].length === 0 && !removed?.length && !body["scene"]) return null;
+      try {
+        return this.make("POST", path, body, after);
+      } catch (exc) {
+        this.warn(`encode:${String(exc)}`, `a request cannot be sent as JSON (${String(exc)}): skipped`);
+        return null;
+      }
+    }
+    outboxHost() {
+      return {
+        post: (path, body, after) => this.post(path, body, after),
+        refused: (found, types) => this.entitiesRefused(found, types),
+        alone: this.alone,
+        tracked: (id) => this.roster.entities.has(id),
+        warn: (key, message, native2) => this.warn(key, message, native2)
+      };
+    }
+  };
+  function entityItem(e) {
+    const item = {
+      id: e.id,
+      type: e.type,
+      observation: e.observation,
+      legal_actions: e.legalActions
+    };
+    if (e.position !== null) item["position"] = e.position;
+    if (e.profile !== null) item["profile"] = e.profile;
+    if (e.parent !== null) item["parent"] = e.parent;
+    if (e.trigger !== null) item["trigger"] = e.trigger;
+    return item;
+  }
+
+  // ../typescript/src/transport.ts
+  var GZIP_FROM = 16 * 1024;
+  var Transport = class {
+    constructor(options) {
+      this.options = options;
+      this.base = options.baseUrl.replace(/\/+$/, "");
+      this.fetchFn = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    }
+    base;
+    fetchFn;
+    running = /* @__PURE__ */ new Map();
+    controllers = /* @__PURE__ */ new Set();
+    queue = [];
+    tokens = /* @__PURE__ */ new Map();
+    // session request ref -> the token it brought
+    closed = false;
+    /** Start a request; what becomes of it is queued. */
+    send(request) {
+      const waits = request.after.map((ref) => this.running.get(ref)).filter((p) => p !== void 0);
+      const run = Promise.allSettled(waits).then(() => this.execute(request)).then((settled) => {
+        if (!this.closed) this.queue.push(settled);
+      }).finally(() => this.running.delete(request.ref));
+      this.running.set(request.ref, run);
+    }
+    /** What came back since the last call, in the order it came. */
+    drain() {
+      const out = this.queue;
+      this.queue = [];
+      return out;
+    }
+    /** Requests still running. */
+    get inFlight() {
+      return this.running.size;
+    }
+    /** Resolves once every request sent so far has settled. */
+    async idle() {
+      while (this.running.size > 0) await Promise.allSettled([...this.running.values()]);
+    }
+    /** One request outside the core (a debug view): its status and JSON body. */
+    async call(method, path, headers) {
+      return this.execute({ ref: "call", method, path, headers, body: null, json: null, after: [] });
+    }
+    /** Abort what runs and drop what would come: a game that quits must not hang on a slow service. */
+    close() {
+      this.closed = true;
+      for (const c of this.controllers) c.abort();
+      this.queue = [];
+    }
+    async execute(r) {
+      const controller = new AbortController();
+      this.controllers.add(controller);
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        controller.abort();
+      }, this.options.timeoutMs());
+      try {
+        const headers = { ...r.headers };
+        const awaited = /^Bearer @(\S+)$/.exec(headers["authorization"] ?? "");
+        if (awaited?.[1] !== void 0) {
+          const token = this.tokens.get(awaited[1]);
+          if (!token)
+            return {
+              ref: r.ref,
+              status: 401,
+              body: { error: { code: "unauthorized", message: "no session was opened" } },
+              headers: {}
+            };
+          headers["authorization"] = `Bearer ${token}`;
+        }
+        let body;
+        if (r.json !== null) {
+          headers["content-type"] = "application/json";
+          body = r.json.length >= GZIP_FROM ? await gzip(r.json) : r.json;
+          if (typeof body !== "string") headers["content-encoding"] = "gzip";
+        }
+        const res = await this.fetchFn(this.base + r.path, {
+          method: r.method,
+          headers,
+          body,
+          signal: controller.signal
+        });
+        const text = await res.text();
+        const answered = {};
+        res.headers.forEach((v, k) => answered[k.toLowerCase()] = v);
+        const answer = parse(text);
+        if (r.path === "/v1/session") {
+          const token = typeof answer === "object" && answer !== null ? answer["session_token"] : null;
+          this.tokens.set(r.ref, res.status === 200 && typeof token === "string" ? token : null);
+          if (this.tokens.size > 8) this.tokens.delete(this.tokens.keys().next().value);
+        }
+        return { ref: r.ref, status: res.status, body: answer, headers: answered };
+      } catch (exc) {
+        return { ref: r.ref, fail: timedOut ? "timeout" : "unreachable", error: String(exc) };
+      } finally {
+        clearTimeout(timer);
+        this.controllers.delete(controller);
+      }
+    }
+  };
+  function parse(text) {
+    try {
+      return JSON.parse(text);
+    } catch {
+      return { error: { message: text.slice(0, 200) } };
+    }
+  }
+  async function gzip(text) {
+    if (typeof CompressionStream === "undefined") return text;
+    const stream = new Blob([text]).stream().pipeThrough(new CompressionStream("gzip"));
+    return new Uint8Array(await new Response(stream).arrayBuffer());
+  }
+
+  // ../typescript/src/decide.ts
+  var DecideClient = class {
+    core;
+    transport;
+    clock;
+    closed = false;
+    constructor(serviceUrl, clientId2, options = {}) {
+      if (!/^https?:\/\/[^/]/.test(serviceUrl)) {
+        throw new TypeError(
+          `serviceUrl: ${JSON.stringify(serviceUrl)} is not an http(s) URL (e.g. http://127.0.0.1:8080)`
+        );
+      }
+      if (!clientId2) throw new TypeError("clientId: must be a non-empty string (the game's name for itself)");
+      this.core = new Scheduler({ ...options, clientId: clientId2 });
+      this.clock = options.clock ?? (() => performance.now());
+      const transport = { baseUrl: serviceUrl, timeoutMs: () => this.core.timeoutMs };
+      this.transport = new Transport(options.fetch ? { ...transport, fetch: options.fetch } : transport);
+    }
+    /** The game's epoch: answers to requests sent under another epoch are dropped. */
+    get epoch() {
+      return this.core.epoch;
+    }
+    set epoch(value) {
+      this.core.roster.setEpoch(value, this.clock());
+    }
+    /** Counters for a debug overlay. */
+    get stats() {
+      return this.core.stats;
+    }
+    /** The world the service sees beside the entities (change its fields as the game goes). */
+    get world() {
+      return this.core.world;
+    }
+    /** How long a request may take before its entities use their native AI. */
+    get timeoutMs() {
+      return this.core.timeoutMs;
+    }
+    /** A new scene (level, map): the service resets its population with the next telemetry. */
+    setScene(scene) {
+      this.core.setScene(scene);
+    }
+    /** Add an entity that decides, or update what it sees and may do now. */
+    track(id, type, observation, legalActions, options = {}) {
+      this.core.roster.track(id, type, observation, legalActions, options, this.clock());
+    }
+    /** An observe-only entity (the player): sent as telemetry, never asked. */
+    observe(id, type, fields, position = null) {
+      this.core.observe(id, type, fields, position);
+    }
+    /** The entity left the scene: forget it and tell the service. */
+    untrack(id) {
+      this.core.untrack(id);
+    }
+    /** Something happened to the entity: ask for it at once; false for one not tracked. */
+    event(id, trigger) {
+      return this.core.roster.event(id, trigger, this.clock());
+    }
+    /** What became of the entity's current AI decision; sent with the next tick. */
+    report(id, outcome, detail = null) {
+      return this.core.report(id, outcome, detail);
+    }
+    /** The entity's live decision, or null: run the game's native AI. */
+    action(id, legalNow = null) {
+      return this.core.roster.action(id, legalNow, this.clock());
+    }
+    /** Apply the answers that came in, then send what is due. Never blocks, never throws for the network. */
+    tick(now) {
+      if (this.closed) return;
+      const at = now ?? this.clock();
+      this.apply(at);
+      this.send(this.core.tick(at));
+    }
+    /** Send the queued reports, wait until every request sent so far has answered (or `timeoutMs` passed),
+     * and apply the answers: for turn-based games, tests, and before `close()`. True if nothing is in flight. */
+    async wait(timeoutMs = 1e4) {
+      if (!this.closed) this.send(this.core.flushReports());
+      let timer;
+      const late = new Promise((resolve) => timer = setTimeout(resolve, timeoutMs));
+      await Promise.race([this.transport.idle(), late]);
+      clearTimeout(timer);
+      this.apply(this.clock());
+      return this.transport.inFlight === 0 && this.core.inFlight === 0;
+    }
+    /** What the model saw in this client's last decide request and what it answered (GET /v1/prompt), for a
+     * debug overlay; null when there is nothing yet or the service cannot say. It never throws. */
+    async lastPrompt() {
+      const path = `/v1/prompt?client_id=${encodeURIComponent(this.core.clientId)}`;
+      const got = await this.transport.call("GET", path, this.core.headers());
+      if ("fail" in got || got.status !== 200 || typeof got.body !== "object" || got.body === null) return null;
+      return got.body;
+    }
+    /** Stop without waiting for answers (a game that quits must not hang); call `wait()` first to keep them. */
+    close() {
+      this.closed = true;
+      this.transport.close();
+    }
+    apply(now) {
+      for (const s of this.transport.drain()) {
+        if ("fail" in s) this.core.fail(s.ref, s.fail, now);
+        else this.core.answer(s.ref, s.status, s.body, s.headers, now);
+      }
+    }
+    send(requests) {
+      for (const r of requests) this.transport.send(r);
+    }
+  };
+
+  // src/brain.ts
+  function askedIds(init) {
+    if (typeof init?.body !== "string") return [];
+    try {
+      const body = JSON.parse(init.body);
+      return (body.entities ?? []).map((e) => e.id);
+    } catch {
+      return [];
+    }
+  }
+  var Brain = class {
+    npc;
+    why = /* @__PURE__ */ new Map();
+    constructor(serviceUrl, clientId2, options = {}) {
+      this.npc = new DecideClient(serviceUrl, clientId2, { ...options, fetch: (input, init) => this.fetch(input, init) });
+    }
+    /** Why the entity has no decision: its last fallback's code, `unreachable`, or null (none known). */
+    fallbackOf(id) {
+      return this.why.get(id) ?? null;
+    }
+    /** Forget an entity's reason with the entity (a long game spawns many). */
+    forget(id) {
+      this.why.delete(id);
+    }
+    async fetch(input, init) {
+      const url = input instanceof Request ? input.url : String(input);
+      if (!url.endsWith("/v1/decide")) return fetch(input, init);
+      const ids = askedIds(init);
+      let r;
+      try {
+        r = await fetch(input, init);
+      } catch (e) {
+        for (const id of ids) this.why.set(id, "unreachable");
+        throw e;
+      }
+      if (!r.ok) for (const id of ids) this.why.set(id, `error ${r.status}`);
+      else void this.read(r.clone());
+      return r;
+    }
+    async read(r) {
+      try {
+        const body = await r.json();
+        for (const d of body.decisions ?? []) this.why.set(d.id, d.source === "AI" ? null : d.code ?? null);
+      } catch {
+      }
+    }
+  };
+
+  // src/world.ts
+  var WIDTH = 960;
+  var HEIGHT = 600;
+  var HIVE = { x: 760, y: 300 };
+  var PLAYER_START = { x: 160, y: 300 };
+  var BEE_SIGHT = 200;
+  var QUEEN_SIGHT = 250;
+  var BEE_HIT = 0.25;
+  var QUEEN_HIT = 0.06;
+  var STING = 0.03;
+  var native = (action) => ({ action, source: "native", code: null });
+  var World = class {
+    player = { ...PLAYER_START, hp: 1, swatReady: 0, swatShown: 0 };
+    bees = [];
+    queen = { id: "queen", x: HIVE.x, y: HIVE.y, hp: 1, doing: native("idle"), callingHelp: false };
+    swarms = [
+      { id: "swarm-a", doing: native("each bee alone"), wave: 0, respawnAt: null },
+      { id: "swarm-b", doing: native("each bee alone"), wave: 0, respawnAt: null }
+    ];
+    time = 0;
+    round = 1;
+    constructor() {
+      for (const s of this.swarms) this.spawn(s);
+    }
+    /** A new wave of six bees for a swarm, with ids never used before (a dead bee's id is not reused). */
+    spawn(s) {
+      s.wave += 1;
+      s.respawnAt = null;
+      const side = s.id === "swarm-a" ? -1 : 1;
+      for (let i = 0; i < 6; i++) {
+        const a = i / 6 * Math.PI * 2;
+        this.bees.push({
+          id: `${s.id.slice(-1)}${s.wave}-${i}`,
+          swarm: s.id,
+          slot: i,
+          hp: 1,
+          doing: native("wander"),
+          stingReady: 0,
+          alerted: 0,
+          wanderAngle: a,
+          x: HIVE.x - 60 + Math.cos(a) * 30,
+          y: HIVE.y + side * 110 + Math.sin(a) * 30
+        });
+      }
+    }
+    /** The living bees of a swarm: its size, and who its decision moves. */
+    membersOf(swarm) {
+      return this.bees.filter((b) => b.swarm === swarm);
+    }
+    /** The player swats: every bee within reach is hit, the queen too. */
+    swat(out) {
+      const p = this.player;
+      if (this.time < p.swatReady) return;
+      p.swatReady = this.time + 0.5;
+      p.swatShown = this.time + 0.15;
+      for (const b of [...this.bees]) {
+        if (dist(b, p) > 42) continue;
+        b.hp = Math.max(0, b.hp - BEE_HIT);
+        if (b.hp > 0) {
+          out.push({ kind: "hit", bee: b.id });
+          continue;
+        }
+        this.bees = this.bees.filter((x) => x !== b);
+        const near = this.bees.filter((x) => dist(x, b) <= BEE_SIGHT).map((x) => x.id);
+        out.push({ kind: "died", bee: b.id, near });
+      }
+      if (dist(this.queen, p) <= 50 && this.queen.hp > 0) {
+        this.queen.hp = Math.max(0.05, this.queen.hp - QUEEN_HIT);
+        out.push({ kind: "queen-hit" });
+      }
+    }
+    /** Stings, escapes, healing, respawns: the rules of one step of `dt` game seconds. */
+    rules(dt, out) {
+      this.time += dt;
+      const p = this.player;
+      for (const b of this.bees) {
+        b.alerted = Math.max(0, b.alerted - dt);
+        if (b.doing.action === "chase" && dist(b, p) < 16 && this.time >= b.stingReady) {
+          b.stingReady = this.time + 1.2;
+          p.hp = Math.max(0, p.hp - STING);
+          out.push({ kind: "stung", bee: b.id });
+        }
+        if (b.doing.action === "flee" && dist(b, p) > BEE_SIGHT * 1.3) out.push({ kind: "escaped", bee: b.id });
+        if (b.doing.action !== "chase") b.hp = Math.min(1, b.hp + dt * 0.02);
+      }
+      const q = this.queen;
+      if (dist(q, HIVE) < 30) q.hp = Math.min(1, q.hp + dt * 0.03);
+      q.callingHelp = q.doing.action === "flee" && q.hp < 0.5 && q.doing.source !== "native";
+      if (q.callingHelp) for (const b of this.bees) b.alerted = 2;
+      for (const s of this.swarms) {
+        if (this.membersOf(s.id).length > 0) continue;
+        if (s.respawnAt === null) s.respawnAt = this.time + 6;
+        else if (this.time >= s.respawnAt) this.spawn(s);
+      }
+      if (p.hp <= 0) {
+        out.push({ kind: "player-died" });
+        this.round += 1;
+        Object.assign(p, { ...PLAYER_START, hp: 1 });
+      }
+    }
+  };
+  function dist(a, b) {
+    return Math.hypot(a.x - b.x, a.y - b.y);
+  }
+  function moveToward(m, to, speed2, dt) {
+    const d = dist(m, to);
+    if (d > 0.5) {
+      const k = Math.min(1, speed2 * dt / d);
+      m.x += (to.x - m.x) * k;
+      m.y += (to.y - m.y) * k;
+    }
+    m.x = Math.max(8, Math.min(WIDTH - 8, m.x));
+    m.y = Math.max(8, Math.min(HEIGHT - 8, m.y));
+  }
+  function moveAway(m, from, speed2, dt) {
+    const d = Math.max(1, dist(m, from));
+    moveToward(m, { x: m.x + (m.x - from.x) / d * 100, y: m.y + (m.y - from.y) / d * 100 }, speed2, dt);
+  }
+
+  // src/motion.ts
+  var BEE_SPEED = 95;
+  var QUEEN_SPEED = 55;
+  function chaseTarget(b, w) {
+    const swarm = w.swarms.find((s) => s.id === b.swarm);
+    if (swarm?.doing.action !== "surround") return w.player;
+    const members = w.membersOf(b.swarm);
+    const k = members.indexOf(b);
+    const offset = b.swarm === "swarm-a" ? 0 : Math.PI / members.length;
+    const a = k / Math.max(1, members.length) * Math.PI * 2 + offset + w.time * 0.4;
+    const r = 34 + 26 * Math.sin(w.time * 1.6);
+    return { x: w.player.x + Math.cos(a) * r, y: w.player.y + Math.sin(a) * r };
+  }
+  function moveBee(b, w, dt) {
+    const swarm = w.swarms.find((s) => s.id === b.swarm);
+    switch (b.doing.action) {
+      case "chase":
+        moveToward(b, chaseTarget(b, w), BEE_SPEED * (swarm?.doing.action === "surround" ? 1.2 : 1), dt);
+        return;
+      case "flee":
+        moveAway(b, w.player, BEE_SPEED * 1.1, dt);
+        return;
+      case "wander": {
+        const home = swarm?.doing.action === "retreat" ? HIVE : { x: HIVE.x - 60, y: HIVE.y + (b.swarm === "swarm-a" ? -110 : 110) };
+        b.wanderAngle += dt * (0.8 + b.slot % 3 * 0.3);
+        const to = { x: home.x + Math.cos(b.wanderAngle) * 60, y: home.y + Math.sin(b.wanderAngle * 1.3) * 40 };
+        moveToward(b, to, BEE_SPEED * 0.5, dt);
+        return;
+      }
+      default:
+    }
+  }
+  function moveQueen(w, dt) {
+    const q = w.queen;
+    if (q.doing.action === "chase") moveToward(q, w.player, QUEEN_SPEED, dt);
+    else if (q.doing.action === "flee") moveToward(q, HIVE, QUEEN_SPEED * 1.6, dt);
+    else if (dist(q, HIVE) > 80) moveToward(q, HIVE, QUEEN_SPEED * 0.5, dt);
+  }
+
+  // src/native.ts
+  function nativeBee(b, w) {
+    const d = dist(b, w.player);
+    if (b.hp < 0.3 && d < BEE_SIGHT) return "flee";
+    return d < BEE_SIGHT || b.alerted > 0 ? "chase" : "wander";
+  }
+  function nativeQueen(q, w) {
+    if (q.hp < 0.2) return "flee";
+    return dist(q, w.player) < QUEEN_SIGHT ? "chase" : "idle";
+  }
+
+  // src/game.ts
+  var BEE_ACTIONS = ["idle", "wander", "chase", "flee"];
+  var QUEEN_ACTIONS = ["idle", "chase", "flee"];
+  var SWARM_ACTIONS = ["surround", "retreat"];
+  var ALONE = "each bee alone";
+  var Game = class {
+    constructor(world2, brain2) {
+      this.world = world2;
+      this.brain = brain2;
+      this.npc = brain2.npc;
+    }
+    sent = { events: 0, reports: 0 };
+    reported = /* @__PURE__ */ new Set();
+    // decision ids already reported: one outcome each
+    npc;
+    /** Advance the game by `dt` seconds of game time; `swat`: the player swats this step. */
+    step(dt, swat) {
+      const w = this.world;
+      this.tell();
+      this.npc.tick();
+      this.decide();
+      for (const b of w.bees) moveBee(b, w, dt);
+      moveQueen(w, dt);
+      const out = [];
+      if (swat) w.swat(out);
+      w.rules(dt, out);
+      for (const h of out) this.happened(h);
+    }
+    tell() {
+      const w = this.world;
+      const p = w.player;
+      Object.assign(this.npc.world, { player_hp_fraction: p.hp, repellent: false });
+      for (const s of w.swarms) {
+        const size = w.membersOf(s.id).length;
+        if (size > 0) this.npc.track(s.id, "swarm", { size }, SWARM_ACTIONS);
+      }
+      for (const b of w.bees) {
+        const d = dist(b, p);
+        const obs = { hp_fraction: b.hp, distance_to_player: d, sees_player: d < BEE_SIGHT || b.alerted > 0, current_action: b.doing.action };
+        this.npc.track(b.id, "bee", obs, BEE_ACTIONS, { position: [b.x, b.y], parent: b.swarm });
+      }
+      const q = w.queen;
+      const dq = dist(q, p);
+      const qObs = { hp_fraction: q.hp, distance_to_player: dq, sees_player: dq < QUEEN_SIGHT, current_action: q.doing.action };
+      this.npc.track(q.id, "boss", qObs, QUEEN_ACTIONS, { position: [q.x, q.y], profile: "queen_bee" });
+      this.npc.observe("player", "player", { hp_fraction: p.hp }, [p.x, p.y]);
+    }
+    doing(id, native2) {
+      const c = this.npc.action(id);
+      if (c !== null) return { action: c.action, source: c.source === "local" ? "local" : c.cached ? "cached" : "AI", code: null };
+      return { action: native2, source: "native", code: this.brain.fallbackOf(id) };
+    }
+    decide() {
+      const w = this.world;
+      for (const s of w.swarms) s.doing = w.membersOf(s.id).length ? this.doing(s.id, ALONE) : { action: ALONE, source: "native", code: "no bees" };
+      for (const b of w.bees) b.doing = this.doing(b.id, nativeBee(b, w));
+      const before = w.queen.doing.action;
+      w.queen.doing = this.doing(w.queen.id, nativeQueen(w.queen, w));
+      if (before === "flee" && w.queen.doing.action === "flee" && dist(w.queen, HIVE) < 30) this.report("queen", "done", "reached the nest");
+    }
+    happened(h) {
+      switch (h.kind) {
+        case "hit":
+          this.report(h.bee, "interrupted", "hit by the player");
+          this.event(h.bee, "hit");
+          return;
+        case "died":
+          this.report(h.bee, "failed", "killed by the player");
+          this.npc.untrack(h.bee);
+          this.brain.forget(h.bee);
+          for (const id of h.near) this.event(id, "ally_died");
+          return;
+        case "stung":
+          this.report(h.bee, "done", "stung the player");
+          return;
+        case "escaped":
+          this.report(h.bee, "done", "got away from the player");
+          return;
+        case "queen-hit":
+          this.report("queen", "interrupted", "hit by the player");
+          return;
+        case "player-died":
+          this.npc.epoch = this.npc.epoch + 1;
+      }
+    }
+    event(id, trigger) {
+      if (this.npc.event(id, trigger)) this.sent.events += 1;
+    }
+    report(id, outcome, detail) {
+      const decision = this.npc.action(id)?.decisionId;
+      if (!decision || this.reported.has(decision)) return;
+      if (this.reported.size > 1e4) this.reported.clear();
+      if (this.npc.report(id, outcome, detail)) {
+        this.reported.add(decision);
+        this.sent.reports += 1;
+      }
+    }
+  };
+
+  // src/overlay.ts
+  function modeLine(s) {
+    if (s.up === null) return ["starting", "asking npcmind\u2026"];
+    if (!s.up) return ["down", "npcmind is not answering (stopped?): every bee runs its native AI until it is back."];
+    if (s.provider === "none") {
+      return ["none", "No model: every bee runs its native AI (fallback unavailable). Turn a model on: OPENAI_API_KEY=sk-... npcmind demo"];
+    }
+    if (s.model === "scripted") return ["scripted", "Provider: scripted, not a model (npcmind scripted-provider answers by fixed rules)."];
+    return ["model", `Model: ${s.provider} ${s.model ?? ""}${s.ready ? "" : ` (not ready: ${s.note})`}`];
+  }
+  function fallbacks(st) {
+    const parts = Object.entries(st.fallbacks).map(([k, v]) => `${k} ${v}`);
+    return parts.length ? parts.join(", ") : "none";
+  }
+  function showOverlay(doc, st, sent, s) {
+    const [mode, line] = modeLine(s);
+    const el = doc.getElementById("mode");
+    if (el) {
+      el.textContent = line;
+      el.dataset["mode"] = mode;
+    }
+    const rows = [
+      ["requests", String(st.requests)],
+      ["entities asked", String(st.asked)],
+      ["AI decisions", `${st.ai} (cached ${st.cached})`],
+      ["local", String(st.local)],
+      ["fallbacks", fallbacks(st)],
+      ["errors", String(st.errors)],
+      ["events sent", String(sent.events)],
+      ["reports sent", String(st.reportsSent)],
+      ["tokens", `${s.tokensIn} in (${s.tokensCached} cached), ${s.tokensOut} out`]
+    ];
+    const table = doc.getElementById("stats");
+    if (table) table.textContent = rows.map(([k, v]) => `${k.padEnd(15)} ${v}`).join("\n");
+  }
+
+  // src/render.ts
+  var COLOURS = { AI: "#2e7d32", cached: "#00838f", local: "#1565c0", native: "#b26a00" };
+  function describe(d) {
+    return d.source === "native" ? `${d.action} \xB7 native${d.code ? ` (${d.code})` : ""}` : `${d.action} \xB7 ${d.source}`;
+  }
+  function label(g2, text, x, y, colour) {
+    g2.font = "10px sans-serif";
+    g2.textAlign = "center";
+    g2.fillStyle = "rgba(255,255,255,0.75)";
+    const w = g2.measureText(text).width;
+    g2.fillRect(x - w / 2 - 2, y - 9, w + 4, 12);
+    g2.fillStyle = colour;
+    g2.fillText(text, x, y);
+  }
+  function bar(g2, x, y, fraction) {
+    g2.fillStyle = "#400";
+    g2.fillRect(x - 10, y, 20, 3);
+    g2.fillStyle = "#e53935";
+    g2.fillRect(x - 10, y, 20 * fraction, 3);
+  }
+  var TREES = [[80, 90], [260, 520], [420, 70], [560, 560], [900, 80], [880, 540], [330, 260], [60, 470]];
+  function draw(g2, w) {
+    g2.fillStyle = "#5d8a4a";
+    g2.fillRect(0, 0, WIDTH, HEIGHT);
+    g2.fillStyle = "#3f6b35";
+    for (const [x, y2] of TREES) {
+      g2.beginPath();
+      g2.arc(x ?? 0, y2 ?? 0, 28, 0, Math.PI * 2);
+      g2.fill();
+    }
+    g2.fillStyle = "#8d6e3f";
+    g2.beginPath();
+    g2.arc(HIVE.x, HIVE.y, 26, 0, Math.PI * 2);
+    g2.fill();
+    label(g2, "hive", HIVE.x, HIVE.y + 40, "#333");
+    const p = w.player;
+    if (w.time < p.swatShown) {
+      g2.strokeStyle = "rgba(255,255,255,0.8)";
+      g2.beginPath();
+      g2.arc(p.x, p.y, 42, 0, Math.PI * 2);
+      g2.stroke();
+    }
+    g2.fillStyle = "#1e3a8a";
+    g2.beginPath();
+    g2.arc(p.x, p.y, 10, 0, Math.PI * 2);
+    g2.fill();
+    bar(g2, p.x, p.y - 18, p.hp);
+    label(g2, "you", p.x, p.y + 24, "#1e3a8a");
+    const q = w.queen;
+    if (q.callingHelp) {
+      g2.strokeStyle = "rgba(255,235,59,0.9)";
+      g2.beginPath();
+      g2.arc(q.x, q.y, 30 + 12 * Math.sin(w.time * 8), 0, Math.PI * 2);
+      g2.stroke();
+    }
+    g2.fillStyle = "#6a1b9a";
+    g2.beginPath();
+    g2.arc(q.x, q.y, 14, 0, Math.PI * 2);
+    g2.fill();
+    bar(g2, q.x, q.y - 22, q.hp);
+    label(g2, `queen: ${describe(q.doing)}${q.callingHelp ? " \xB7 calls help!" : ""}`, q.x, q.y + 28, COLOURS[q.doing.source]);
+    for (const b of w.bees) {
+      g2.fillStyle = b.swarm === "swarm-a" ? "#fdd835" : "#ffb300";
+      g2.beginPath();
+      g2.arc(b.x, b.y, 6, 0, Math.PI * 2);
+      g2.fill();
+      g2.strokeStyle = "#222";
+      g2.stroke();
+      bar(g2, b.x, b.y - 11, b.hp);
+      label(g2, describe(b.doing), b.x, b.y + 17, COLOURS[b.doing.source]);
+    }
+    let y = 18;
+    for (const s of w.swarms) {
+      const text = s.respawnAt === null ? describe(s.doing) : "wiped out: a new wave comes";
+      label(g2, `${s.id}: ${text}`, 90, y, COLOURS[s.doing.source]);
+      y += 15;
+    }
+  }
+
+  // src/service.ts
+  function counter(text, name) {
+    const line = text.split("\n").find((l) => l.startsWith(name + " "));
+    return line ? Number(line.slice(name.length + 1)) : 0;
+  }
+  var ServiceWatch = class {
+    constructor(url) {
+      this.url = url;
+    }
+    state = { up: null, provider: null, model: null, ready: false, note: "", tokensIn: 0, tokensCached: 0, tokensOut: 0 };
+    timer = null;
+    /** Poll from now on: the page must notice a service that stops while the game goes on. */
+    start() {
+      void this.poll();
+      this.timer = setInterval(() => void this.poll(), 1e3);
+    }
+    /** Stop polling. */
+    stop() {
+      if (this.timer !== null) clearInterval(this.timer);
+    }
+    async poll() {
+      try {
+        const h = await (await fetch(`${this.url}/v1/health`, { signal: AbortSignal.timeout(3e3) })).json();
+        Object.assign(this.state, { up: true, provider: h.provider, model: h.model, ready: Boolean(h.provider_ready), note: String(h.note) });
+        const m = await (await fetch(`${this.url}/metrics`, { signal: AbortSignal.timeout(3e3) })).text();
+        this.state.tokensIn = counter(m, "npcmind_input_tokens_total");
+        this.state.tokensCached = counter(m, "npcmind_cached_input_tokens_total");
+        this.state.tokensOut = counter(m, "npcmind_output_tokens_total");
+      } catch {
+        this.state.up = false;
+      }
+    }
+  };
+
+  // src/main.ts
+  var params = new URLSearchParams(location.search);
+  var speed = Math.min(20, Math.max(0.1, Number(params.get("speed") ?? "1") || 1));
+  var autopilot = params.get("autopilot") === "1";
+  var base = location.origin;
+  var clientId = `demo-${Math.random().toString(36).slice(2, 8)}`;
+  var world = new World();
+  var brain = new Brain(base, clientId, { world: { player_hp_fraction: 1, repellent: false }, scope: "forest_boss", scopeState: { boss_phase: 1 } });
+  var npc = brain.npc;
+  var game = new Game(world, brain);
+  var watch = new ServiceWatch(base);
+  var held = /* @__PURE__ */ new Set();
+  var swatAsked = false;
+  var KEYS = {
+    ArrowLeft: [-1, 0],
+    ArrowRight: [1, 0],
+    ArrowUp: [0, -1],
+    ArrowDown: [0, 1],
+    KeyA: [-1, 0],
+    KeyD: [1, 0],
+    KeyW: [0, -1],
+    KeyS: [0, 1]
+  };
+  addEventListener("keydown", (e) => {
+    if (e.code in KEYS || e.code === "Space") e.preventDefault();
+    if (e.code === "Space") swatAsked = true;
+    held.add(e.code);
+  });
+  addEventListener("keyup", (e) => held.delete(e.code));
+  function steer(dt) {
+    const p = world.player;
+    let [dx, dy] = [0, 0];
+    for (const k of held) {
+      const v = KEYS[k];
+      if (v) [dx, dy] = [dx + v[0], dy + v[1]];
+    }
+    if (dx || dy) moveToward(p, { x: p.x + dx * 100, y: p.y + dy * 100 }, 150, dt);
+    else if (autopilot) {
+      const enemies = [...world.bees, world.queen];
+      const near = enemies.reduce((a, b) => dist(a, p) <= dist(b, p) ? a : b);
+      moveToward(p, near, 120, dt);
+      return dist(near, p) < 40;
+    }
+    const swat = swatAsked;
+    swatAsked = false;
+    return swat;
+  }
+  var canvas = document.getElementById("field");
+  var g = canvas.getContext("2d");
+  var link = document.getElementById("seen");
+  link.href = `/?client_id=${encodeURIComponent(clientId)}`;
+  link.textContent = `what the model saw (client_id ${clientId})`;
+  var last = performance.now();
+  var shown = 0;
+  function frame(now) {
+    const dt = Math.min(0.05, (now - last) / 1e3) * speed;
+    last = now;
+    const steps = Math.ceil(dt / 0.05);
+    for (let i = 0; i < steps; i++) game.step(dt / steps, steer(dt / steps));
+    draw(g, world);
+    if (now - shown > 250) {
+      shown = now;
+      showOverlay(document, npc.stats, game.sent, watch.state);
+    }
+    requestAnimationFrame(frame);
+  }
+  function snapshot() {
+    const who = (id, d) => ({ id, ...d });
+    return {
+      clientId,
+      speed,
+      time: world.time,
+      round: world.round,
+      epoch: npc.epoch,
+      player: { x: world.player.x, y: world.player.y, hp: world.player.hp },
+      bees: world.bees.map((b) => ({ ...who(b.id, b.doing), x: b.x, y: b.y, hp: b.hp })),
+      queen: { ...who("queen", world.queen.doing), hp: world.queen.hp, callingHelp: world.queen.callingHelp },
+      swarms: world.swarms.map((s) => who(s.id, s.doing)),
+      stats: npc.stats,
+      sent: game.sent,
+      service: watch.state,
+      mode: document.getElementById("mode")?.dataset["mode"] ?? null
+    };
+  }
+  window.npcmindDemo = { snapshot };
+  watch.start();
+  requestAnimationFrame(frame);
+})();

@@ -1,0 +1,320 @@
+"""`npcmind demo`: the forest example as a browser game, played in headless Chromium against the real command.
+
+The command runs in its own process (as a user runs it) on a free port; the page is driven over the DevTools
+protocol (tests/cdp.py). Every wait is for a condition with a generous deadline, never a duration: the game's
+own clock runs faster with `?speed=` so a long game takes less time on a fast machine, never more assertions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from cdp import CHROMIUM, Browser, wait
+from conftest import ROOT, bee, decide_body, queen
+from npcmind.demo import DEMO_RULES, asset
+from npcmind.http.server import free_port
+
+needs_browser = pytest.mark.skipif(CHROMIUM is None, reason="no chromium here (apt-get install chromium)")
+SNAPSHOT = "JSON.stringify(window.npcmindDemo.snapshot())"
+DEMO_PNG = ROOT / "docs" / "demo.png"
+# what the page of what the model saw shows of each entity: its part of the prompt (a row's tooltip, cached
+# entities too) and the request's own part as sent
+SEEN_TEXT = (
+    "[...document.querySelectorAll('#entities tr')].map(r => r.title).join('\\n') + "
+    "document.getElementById('user').textContent"
+)
+
+
+class Demo:
+    """`npcmind demo ARGS` in its own process, until stopped; its address once it said it is ready."""
+
+    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")} | (env or {})  # no key given
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "npcmind.cli", "demo", "--port", str(self.port), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
+        self.lines: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.port}"
+        wait(
+            lambda: any("/demo in a browser" in line for line in self.lines) or self.proc.poll() is not None,
+            60,
+            "ready",
+        )
+        assert self.proc.poll() is None, "".join(self.lines)
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=60)
+
+
+@pytest.fixture()
+def play(tmp_path: Path) -> Iterator[Callable[..., tuple[Demo, Browser]]]:
+    """Start the command with some arguments and open its page (with a query) in a fresh Chromium."""
+    opened: list[tuple[Demo, Browser]] = []
+
+    def start(*args: str, query: str = "", env: dict[str, str] | None = None) -> tuple[Demo, Browser]:
+        demo = Demo(*args, env=env)
+        browser = Browser(tmp_path / f"profile{len(opened)}")
+        opened.append((demo, browser))
+        browser.open(f"{demo.url}/demo{query}")
+        browser.wait_for("window.npcmindDemo !== undefined")
+        return demo, browser
+
+    yield start
+    for demo, browser in opened:
+        browser.close()
+        demo.stop()
+
+
+def snapshot(browser: Browser) -> dict[str, Any]:
+    return dict(json.loads(browser.js(SNAPSHOT)))
+
+
+def deciders(s: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every character that decides: the bees, the queen and the swarms that have bees."""
+    return [*s["bees"], s["queen"], *[w for w in s["swarms"] if w["code"] != "no bees"]]
+
+
+# --- the bundle ------------------------------------------------------------------------------------------
+
+
+def sources_digest(files: list[str]) -> str:
+    """What clients/demo/build.mjs records: each source's repository path and SHA-256, in path order."""
+    h = hashlib.sha256()
+    for f in files:
+        text = (ROOT / f).read_bytes().replace(b"\r\n", b"\n")
+        h.update(f"{f}\n{hashlib.sha256(text).hexdigest()}\n".encode())
+    return h.hexdigest()
+
+
+def test_the_committed_bundle_is_built_from_the_current_sources() -> None:
+    """A change to the game's sources without `npm run build` in clients/demo would ship an old game."""
+    header = asset("demo.js").split(b"\n", 1)[0].decode()
+    m = re.fullmatch(r"/\* npcmind-demo-sources (\{.*\}) \*/", header)
+    assert m, header
+    built = json.loads(m.group(1))
+    sources = {str(p.relative_to(ROOT)) for p in (ROOT / "clients" / "demo" / "src").rglob("*.ts")}
+    assert sources <= set(built["files"]), f"sources the bundle was not built from: {sources - set(built['files'])}"
+    assert built["sha256"] == sources_digest(built["files"]), "the bundle is older than its sources: npm run build"
+    assert asset("index.html") == (ROOT / "clients" / "demo" / "index.html").read_bytes()
+    shipped = (ROOT / "src" / "npcmind" / "demo" / "forest.yaml").read_text()
+    assert shipped == (ROOT / "examples" / "forest.yaml").read_text(), "the packaged manifest is the example's"
+
+
+DEMO_PACKAGE = ROOT / "clients" / "demo"
+needs_node = pytest.mark.skipif(shutil.which("npm") is None or shutil.which("node") is None, reason="no node/npm")
+
+
+@needs_node
+def test_the_game_type_checks_strict_and_the_committed_bundle_is_what_the_build_makes(tmp_path: Path) -> None:
+    """CI runs only pytest: the TypeScript checks run from here (`npm ci` once per lock file)."""
+
+    def run(*args: str) -> str:
+        r = subprocess.run(list(args), cwd=DEMO_PACKAGE, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return r.stdout
+
+    lock, stamp = DEMO_PACKAGE / "package-lock.json", DEMO_PACKAGE / "node_modules" / ".npcmind-lock"
+    if not stamp.exists() or stamp.read_text() != lock.read_text():
+        run("npm", "ci", "--no-audit", "--no-fund")
+        stamp.write_text(lock.read_text())
+    assert json.loads((DEMO_PACKAGE / "tsconfig.json").read_text())["compilerOptions"]["strict"] is True
+    package = json.loads((DEMO_PACKAGE / "package.json").read_text())
+    assert "dependencies" not in package and set(package["devDependencies"]) == {"typescript", "esbuild"}
+    run("npx", "tsc", "--noEmit", "-p", "tsconfig.json")
+    run("node", "build.mjs", str(tmp_path))
+    assert (tmp_path / "demo.js").read_bytes() == asset("demo.js"), "the committed bundle is not the build's"
+
+
+def test_the_page_and_its_script_are_served_from_the_service(svc: Any) -> None:
+    page = svc.http.get("/demo")
+    assert page.status_code == 200 and page.headers["content-type"] == "text/html; charset=utf-8"
+    assert '<script src="/demo/demo.js">' in page.text
+    assert "script-src" not in page.headers["content-security-policy"]  # scripts from this origin only
+    script = svc.http.get("/demo/demo.js")
+    assert script.status_code == 200 and script.headers["content-type"].startswith("text/javascript")
+
+
+def test_the_demo_refuses_two_providers_at_once() -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "npcmind.cli", "demo", "--scripted", "--base-url", "http://127.0.0.1:9/v1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 2 and "--scripted is the provider" in r.stderr, r.stderr
+
+
+# --- the scripted rules --------------------------------------------------------------------------------------
+
+
+def test_the_scripted_rules_choose_by_the_situation(svc: Any, scripted: Any) -> None:
+    """--scripted answers by what each entity's part of the prompt shows, not by its id."""
+    scripted.set(when=DEMO_RULES)
+    obs = {"hp_fraction": 1.0, "distance_to_player": 80, "sees_player": True, "current_action": "idle"}
+    body = decide_body(
+        {"id": "swarm-a", "type": "swarm", "observation": {"size": 5}, "legal_actions": ["surround", "retreat"]},
+        {"id": "swarm-b", "type": "swarm", "observation": {"size": 1}, "legal_actions": ["surround", "retreat"]},
+        bee("sees", observation=obs),
+        bee("hurt", observation={**obs, "hp_fraction": 0.2}),
+        bee("far", observation={**obs, "sees_player": False, "distance_to_player": 400}),
+        queen("strong", observation={**obs, "hp_fraction": 0.8}),
+        queen("weak", observation={**obs, "hp_fraction": 0.45}),
+    )
+    r = svc.decide(body)
+    assert r.status_code == 200, r.text
+    chosen = {d["id"]: (d["source"], d.get("action")) for d in r.json()["decisions"]}
+    assert chosen == {
+        "swarm-a": ("AI", "surround"),
+        "swarm-b": ("AI", "retreat"),
+        "sees": ("AI", "chase"),
+        "hurt": ("AI", "flee"),
+        "far": ("AI", "wander"),
+        "strong": ("AI", "chase"),
+        "weak": ("AI", "flee"),
+    }
+
+
+def test_a_rule_that_is_no_regular_expression_is_refused_by_name(scripted: Any) -> None:
+    r = httpx.put(f"{scripted.url}/_script", json={"when": [{"match": "(", "choose": "flee"}]})
+    assert r.status_code == 422
+    assert r.json()["error"]["details"][0]["path"] == "when[0]" and "not a regular expression" in r.text
+
+
+# --- in a browser --------------------------------------------------------------------------------------------
+
+
+@needs_browser
+def test_with_the_scripted_provider_every_bee_decides_through_npcmind(play: Any) -> None:
+    demo, browser = play("--scripted", query="?autopilot=1")
+    s = wait(
+        lambda: (s := snapshot(browser)) and all(d["source"] in ("AI", "cached") for d in deciders(s)) and s,
+        30,
+        "every bee, the queen and the swarms show an AI action",
+    )
+    wait(lambda: snapshot(browser)["mode"] == "scripted", 30, "the page names the provider")  # polled: 1 s
+    assert "scripted, not a model" in browser.js("document.getElementById('mode').textContent")
+
+    def counted() -> dict[str, int]:  # the overlay's figures, as a person reads them
+        stats = browser.js("document.getElementById('stats').textContent")
+        return {k: int(v) for k, v in re.findall(r"^(requests|AI decisions|tokens)\s+(\d+)", stats, re.M)}
+
+    wait(lambda: len(c := counted()) == 3 and all(c.values()), 30, "the overlay counts requests, AI, tokens")
+    assert browser.js("document.getElementById('seen').getAttribute('href')") == f"/?client_id={s['clientId']}"
+    assert browser.errors == []  # loaded and played with no console error
+    assert not [line for line in demo.lines if "WARNING" in line], demo.lines  # its own page is allowed
+    wait(  # for the README: a fight, not the first frame
+        lambda: (s := snapshot(browser))["time"] > 6 and sum(b["action"] == "chase" for b in s["bees"]) >= 6,
+        60,
+        "a fight to show",
+    )
+    browser.call("Emulation.setDeviceMetricsOverride", width=1340, height=640, deviceScaleFactor=1, mobile=False)
+    browser.screenshot(DEMO_PNG)  # the README's screenshot: this code, this provider
+
+
+@needs_browser
+def test_when_the_service_stops_the_bees_go_on_under_native_ai_and_the_page_says_so(play: Any) -> None:
+    demo, browser = play("--scripted")
+    wait(lambda: all(d["source"] == "AI" for d in deciders(snapshot(browser))), 30, "AI actions first")
+    demo.stop()
+    s = wait(
+        lambda: (
+            (s := snapshot(browser)) and s["mode"] == "down" and all(b["source"] == "native" for b in s["bees"]) and s
+        ),
+        60,
+        "every bee on its native AI, and the page saying the service is down",
+    )
+    assert "not answering" in browser.js("document.getElementById('mode').textContent")
+    assert all(b["code"] == "unreachable" for b in s["bees"] if b["code"] is not None)
+    before = {b["id"]: (b["x"], b["y"]) for b in s["bees"]}
+    wait(
+        lambda: any((b["x"], b["y"]) != before.get(b["id"]) for b in snapshot(browser)["bees"]),
+        30,
+        "the bees still move",
+    )
+
+
+@needs_browser
+def test_with_no_provider_every_bee_runs_its_native_ai_and_the_page_says_how_to_turn_a_model_on(play: Any) -> None:
+    _, browser = play("--provider", "none")
+    s = wait(
+        lambda: (s := snapshot(browser)) and all(b["code"] == "unavailable" for b in s["bees"]) and s,
+        30,
+        "every bee told its fallback",
+    )
+    assert all(d["source"] == "native" for d in deciders(s))
+    wait(lambda: snapshot(browser)["mode"] == "none", 30, "the page says there is no provider")  # polled: 1 s
+    said = browser.js("document.getElementById('mode').textContent")
+    assert "native AI" in said and "OPENAI_API_KEY=sk-... npcmind demo" in said, said
+    assert browser.errors == []
+
+
+@needs_browser
+def test_the_keyboard_moves_the_player(play: Any) -> None:
+    _, browser = play("--provider", "none")
+    start = snapshot(browser)["player"]
+    for code, axis, sign in [("ArrowRight", "x", 1), ("KeyS", "y", 1), ("ArrowLeft", "x", -1), ("KeyW", "y", -1)]:
+        at = snapshot(browser)["player"][axis]
+        browser.key(code, down=True)
+        try:
+            moved = lambda axis=axis, at=at, sign=sign: (snapshot(browser)["player"][axis] - at) * sign > 30  # noqa: E731
+            wait(moved, 30, f"{code} moves the player")
+        finally:
+            browser.key(code, down=False)
+    assert snapshot(browser)["player"] != start
+
+
+@needs_browser
+def test_a_two_minute_game_sends_events_and_reports_and_the_model_sees_their_outcomes(
+    play: Any, tmp_path: Path
+) -> None:
+    """Two minutes of game time (at ?speed=8, with the player on autopilot): hits, deaths and stings go back
+    to npcmind as events and reports, and the page of what the model saw shows them in the bees' memory."""
+    demo, browser = play("--scripted", query="?speed=8&autopilot=1")
+    s = wait(lambda: (s := snapshot(browser)) and s["time"] >= 120 and s, 300, "two minutes of game time")
+    assert s["sent"]["events"] > 0 and s["stats"]["reportsSent"] > 0 and s["stats"]["errors"] == 0, s
+    assert browser.errors == []
+    # the page the demo links to, in a second browser while the game goes on (it shows the newest request)
+    with Browser(tmp_path / "seen") as seen:
+        seen.open(demo.url + browser.js("document.getElementById('seen').getAttribute('href')"))
+        outcome = r'" bee\n(?:  .*\n)*?  memory: .*?-> (done|failed|interrupted) "'  # in a bee's own part
+        wait(
+            lambda: re.search(outcome, seen.js(SEEN_TEXT)),
+            120,
+            "an outcome in a bee's memory on the page of what the model saw",
+        )
+
+
+def test_the_readme_shows_it_first() -> None:
+    """A newcomer's first section: one command, one URL, the screenshot the browser test takes."""
+    readme = (ROOT / "README.md").read_text()
+    first = readme.split("\n## ", 2)[1]
+    assert first.startswith("See it\n"), first[:40]
+    assert "npcmind demo --scripted\n```" in first and "http://127.0.0.1:8080/demo" in first
+    assert "](docs/demo.png)" in first and DEMO_PNG.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
