@@ -15,6 +15,7 @@ export type {
   TrackOptions,
 } from "./types.js";
 export { Policy, PolicyError } from "./policy.js";
+export { DEFAULT_POLICY_REFRESH_MS, type LocalPolicy } from "./cascade.js";
 export { OUTCOMES } from "./types.js";
 export {
   NpcMind,

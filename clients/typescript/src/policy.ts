@@ -146,7 +146,8 @@ export class Policy {
       );
     }
     const policy = new Policy(data);
-    if (options.manifestVersion !== undefined && options.manifestVersion !== null) policy.check(options.manifestVersion);
+    if (options.manifestVersion !== undefined && options.manifestVersion !== null)
+      policy.check(options.manifestVersion);
     return policy;
   }
 
@@ -197,7 +198,8 @@ function text(data: Json, key: string): string {
 }
 
 function num(v: unknown, path: string): number {
-  if (typeof v !== "number" || !Number.isFinite(v)) throw new PolicyError(`policy file: \`${path}\` must be a finite number`);
+  if (typeof v !== "number" || !Number.isFinite(v))
+    throw new PolicyError(`policy file: \`${path}\` must be a finite number`);
   return v;
 }
 

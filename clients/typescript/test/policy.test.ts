@@ -72,7 +72,7 @@ test("a malformed file is refused naming what is wrong", () => {
     [broken((d) => delete d["manifest_version"]), "`manifest_version` must be a non-empty string"],
     [broken((d) => ((d["types"] as Json)["bee"] = { actions: [] })), "types.bee.actions"],
     [
-      broken((d) => (((d["types"] as Json)["bee"] as Json)["trees"] as Json[])[0]!["left"] = [0, 0, 0, 0, 0, 0, 0]),
+      broken((d) => ((((d["types"] as Json)["bee"] as Json)["trees"] as Json[])[0]!["left"] = [0, 0, 0, 0, 0, 0, 0])),
       "must point to later nodes",
     ],
   ];
