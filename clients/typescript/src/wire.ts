@@ -158,6 +158,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The client's latest local policy for its manifest version (ETag; If-None-Match gives 304) */
+        get: operations["get_v1_policy"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/health": {
         parameters: {
             query?: never;
@@ -955,6 +972,27 @@ export interface components {
             version: string;
             /** @description The manifest as the service loaded it, as JSON. */
             manifest: Record<string, never>;
+        };
+        /**
+         * PolicyDocument
+         * @description GET /v1/policy: the client's latest local policy for its manifest version (docs/policy.md).
+         */
+        PolicyDocument: {
+            /**
+             * @description Always npcmind-policy.
+             * @enum {unknown}
+             */
+            format: "npcmind-policy";
+            /** @description 1; an SDK refuses a version it does not know. */
+            format_version: number;
+            /** @description The manifest version it was trained for; never used for another. */
+            manifest_version: string;
+            /** @description The client whose decisions it learnt. */
+            client_id: string | null;
+            /** @description When it was trained (ISO 8601, UTC). */
+            created_at: string | null;
+            /** @description Per entity type: actions, features and trees (docs/policy.md). */
+            types: Record<string, never>;
         };
         /**
          * HealthResponse
@@ -1792,6 +1830,90 @@ export interface operations {
             };
             /** @description A Host that does not name this machine (local profile; NPCMIND_ALLOWED_HOSTS) */
             421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    get_v1_policy: {
+        parameters: {
+            query?: {
+                /** @description The client whose session's last batch to show (local profile; hosted: the token's client) */
+                client_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PolicyDocument"];
+                };
+            };
+            /** @description Not modified: If-None-Match holds the current ETag */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Token of another client */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unknown id or route */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A Host that does not name this machine (local profile; NPCMIND_ALLOWED_HOSTS) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Well-formed but invalid: every problem by path */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Over the client's request rate */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
