@@ -107,10 +107,11 @@ export class Cascade {
       this.fetched = Policy.load(doc, { manifestVersion: this.manifestVersion });
       this.etag = headers["etag"] ?? null;
     } catch (e) {
-      if (!(e instanceof PolicyError)) throw e;
+      // a PolicyError, or a file this SDK cannot read at all: never into the game loop
       this.drop();
       this.recheckManifest = isDoc && doc["manifest_version"] !== this.manifestVersion;
-      this.say.say(`policy:${kind(e.message)}`, `the service's local policy is not used: ${e.message}`, false);
+      const why = e instanceof PolicyError ? e.message : String(e);
+      this.say.say(`policy:${kind(why)}`, `the service's local policy is not used: ${why}`, false);
     }
     return true;
   }

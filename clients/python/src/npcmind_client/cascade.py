@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
-from npcmind_client.policy import Policy, PolicyError
+from npcmind_client.policy import Policy
 from npcmind_client.say import SayOnce
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ class Cascade:
             return False
         try:
             policy = Policy.load(body if isinstance(body, dict) else b"", manifest_version=self.manifest_version)
-        except PolicyError as e:
+        except Exception as e:  # PolicyError, or a file this SDK cannot read at all: never into the game loop
             self._drop()
             other = isinstance(body, dict) and body.get("manifest_version") != self.manifest_version
             self.recheck_manifest = other
