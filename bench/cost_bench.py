@@ -13,10 +13,11 @@ most situations, a coin toss in the others (where a model would be unsure):
 
 Phases: (1) one call an entity, no decision cache (a naive client: the SDK with a batch of 1, the service
 with NPCMIND_CACHE_ENTRIES=0), (2) npcmind's batches with the cache, (3) `distill` on phase 2's store,
-(4) the learned cascade: phase 3's policy first (threshold 0.8), the service for the rest. Agreement is
-measured against the teacher's rule on the situation as the entity was asked, where the teacher does not
-toss a coin. The service runs in this process; its decision cache's clock is the game's (else a game running
-faster than real time would keep cache entries for more game time than their ttl_ms).
+(4) the learned cascade: phase 3's policy given to DecideClient as it is (`policy=Policy`, threshold 0.8),
+the service for the rest. Agreement is measured against the teacher's rule on the situation as the entity was
+asked, where the teacher does not toss a coin. The service runs in this process; its decision cache's clock
+is the game's (else a game running faster than real time would keep cache entries for more game time than
+their ttl_ms).
 
 Run: python bench/cost_bench.py [--minutes 10] [--seed 1]
 """
@@ -38,8 +39,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "clients" / "python" / "src")]
-import npcmind.sdk.decide as sdk_decide  # noqa: E402
 import npcmind.shared.memory as shared_memory  # noqa: E402
+import npcmind_client.scheduler as sdk_scheduler  # noqa: E402
 from npcmind.config import Settings  # noqa: E402
 from npcmind.distill.run import distill, read_rows, write  # noqa: E402
 from npcmind.http.app import create_app  # noqa: E402
@@ -203,41 +204,13 @@ class Game:
 
 @dataclass
 class Tally:
-    """What a phase counted."""
+    """What a phase counted, over the entity decisions it made (each new choice the game saw)."""
 
-    asked: dict[str, tuple[Entity, dict[str, Any]]] = field(default_factory=dict)  # snapshot when last asked
     agree: int = 0
     judged: int = 0
-    coin_asks: int = 0
-    total_asks: int = 0
-    coin_local: int = 0
-    local_asks: int = 0
-
-
-class Watch:
-    """The policy hook of DecideClient: it snapshots what each entity is asked on (every phase) and, in the
-    cascade, asks the distilled policy first."""
-
-    def __init__(self, client: list[DecideClient], manifest: Manifest, tally: Tally, policy: Policy | None) -> None:
-        self.client, self.manifest, self.tally, self.policy = client, manifest, tally, policy
-
-    def __call__(self, e: Entity) -> tuple[str, float]:
-        c = self.client[0]
-        snap = Entity(e.id, e.type, dict(e.observation), list(e.legal_actions), profile=e.profile, trigger=e.trigger)
-        self.tally.asked[e.id] = (snap, dict(c.world))
-        _, coin = teacher(self.manifest, snap, c.world)
-        self.tally.coin_asks += coin
-        self.tally.total_asks += 1
-        if self.policy is None:
-            return "", 0.0
-        got = self.policy.choose(e.type, e.observation, e.legal_actions, world=c.world, trigger=e.trigger,
-                                 profile=e.profile)  # fmt: skip
-        if got is None:
-            return "", 0.0
-        self.tally.local_asks += 1
-        if coin and got[1] >= THRESHOLD and got[0] in e.legal_actions:
-            self.tally.coin_local += 1
-        return got
+    decisions: int = 0
+    coin: int = 0  # decisions in a situation where the teacher tosses a coin
+    coin_local: int = 0  # of those, the local policy's
 
 
 def use_game_clock(clock: list[float]) -> None:
@@ -255,12 +228,9 @@ def play(url: str, minutes: float, seed: int, manifest: Manifest, policy: Policy
         for _ in range(10):
             game.spawn(s)
     clock = [0.0]
-    holder: list[DecideClient] = []
     tally = Tally()
-    watch = Watch(holder, manifest, tally, policy)
-    client = DecideClient(url, CLIENT, world=game.world(), epoch=1, clock=lambda: clock[0], policy=watch,
+    client = DecideClient(url, CLIENT, world=game.world(), epoch=1, clock=lambda: clock[0], policy=policy,
                           threshold=THRESHOLD, timeout_s=60)  # fmt: skip
-    holder.append(client)
     seen: dict[str, Any] = {}
     use_game_clock(clock)
     for _ in range(int(minutes * 60 / DT)):
@@ -283,8 +253,10 @@ def play(url: str, minutes: float, seed: int, manifest: Manifest, policy: Policy
 
 
 def _judge(client: DecideClient, game: Game, tally: Tally, seen: dict[str, Any], manifest: Manifest) -> None:
-    """Each new decision: carried out, reported (AI), and compared with the teacher on what it was asked on."""
-    for eid, *_ in game.entities():
+    """Each new decision: carried out, reported (AI), and compared with the teacher on what it was asked on:
+    the situation now, as the game does not move between its tick and here (``wait()`` applied the answers)."""
+    world = client.world
+    for eid, typ, obs, legal, profile in game.entities():
         c = client.action(eid)
         if c is None or seen.get(eid) is c:
             continue
@@ -292,12 +264,13 @@ def _judge(client: DecideClient, game: Game, tally: Tally, seen: dict[str, Any],
         game.act(eid, c.action)
         if c.decision_id is not None:
             client.report(eid, "done")
-        asked = tally.asked.get(eid)
-        if asked is not None:
-            want, coin = teacher(manifest, asked[0], asked[1])
-            if not coin:
-                tally.judged += 1
-                tally.agree += c.action == want
+        want, coin = teacher(manifest, Entity(eid, typ, obs, legal, profile=profile), world)
+        tally.decisions += 1
+        tally.coin += coin
+        tally.coin_local += coin and c.source == "local"
+        if not coin:
+            tally.judged += 1
+            tally.agree += c.action == want
 
 
 def start(scripted_url: str, store: str, **settings: Any) -> tuple[Service, BackgroundServer]:
@@ -349,16 +322,15 @@ def run_phase(name: str, scripted: ScriptedServer, store: str, minutes: float, s
         server.stop()
     native = sum(s.fallbacks.values())
     n = s.ai + s.local + native
-    coverage = tally.coin_local / tally.coin_asks if policy is not None and tally.coin_asks else None
-    asks = len(tally.asked) and tally.total_asks
+    coverage = tally.coin_local / tally.coin if policy is not None and tally.coin else None
     return Row(name, n, calls, tokens, s.ai - s.cached, s.cached, s.local, native,
-               tally.agree / max(tally.judged, 1), tally.coin_asks / max(asks, 1), coverage)  # fmt: skip
+               tally.agree / max(tally.judged, 1), tally.coin / max(tally.decisions, 1), coverage)  # fmt: skip
 
 
 def table(rows: list[Row], distilled: str) -> str:
     """The figures per 1,000 entity decisions (phase 3 plays no game: what it did, in words)."""
     head = ("| phase | entity decisions | model calls | input tokens | by the model | from the cache | local policy "
-            "| native fallback | agreement (no coin toss) | coin-toss asks |")  # fmt: skip
+            "| native fallback | agreement (no coin toss) | coin-toss decisions |")  # fmt: skip
     out = [head, "|" + "---|" * 10]
     for r in rows:
         if r.name.startswith("4"):
@@ -383,10 +355,10 @@ def main() -> int:
     rows: list[Row] = []
     t0 = time.perf_counter()
     with ScriptedServer() as scripted:
-        sdk_decide.BATCH = 1  # phase 1: the naive client, one entity a call, and no decision cache
+        sdk_scheduler.BATCH = 1  # phase 1: the naive client, one entity a call, and no decision cache
         rows.append(run_phase("1 one call an entity", scripted, f"sqlite:///{tmp}/p1.db", args.minutes, args.seed,
                               manifest, cache_entries=0))  # fmt: skip
-        sdk_decide.BATCH = 16
+        sdk_scheduler.BATCH = 16
         store2 = f"sqlite:///{tmp}/p2.db"
         rows.append(run_phase("2 npcmind, batches + cache", scripted, store2, args.minutes, args.seed, manifest))
         print(f"phases 1-2 in {time.perf_counter() - t0:.0f} s; phase 3: distill from phase 2's store", flush=True)

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from npcmind_client.scheduler import Request, Scheduler
+from npcmind_client.policy import Policy
+from npcmind_client.scheduler import LocalPolicy, Request, Scheduler
 
 CASES = Path(__file__).resolve().parents[1] / "clients" / "conformance"
 DEFAULTS: dict[str, Any] = {
@@ -26,6 +27,8 @@ DEFAULTS: dict[str, Any] = {
     "api_key": None,
     "workers": 4,
     "timeout_s": None,
+    "fetch_policy": None,
+    "policy_refresh_ms": 60000,
 }
 
 
@@ -76,7 +79,6 @@ def scheduler(case: dict[str, Any]) -> Scheduler:
     o = {**DEFAULTS, **case.get("options", {})}
     unknown = set(o) - set(DEFAULTS)
     assert not unknown, f"options the format does not know: {unknown}"
-    policy = case.get("policy")
     return Scheduler(
         o["client_id"],
         world=o["world"],
@@ -87,12 +89,26 @@ def scheduler(case: dict[str, Any]) -> Scheduler:
         refresh_ms=o["refresh_ms"],
         event_window_ms=o["event_window_ms"],
         telemetry_ms=o["telemetry_ms"],
-        policy=None if policy is None else (lambda e: tuple(policy.get(e.id, ["", 0]))),  # type: ignore[misc]
+        policy=local_policy(case),
         threshold=o["threshold"],
         workers=o["workers"],
         timeout_s=o["timeout_s"],
         manifest=case.get("manifest"),
+        manifest_version=case.get("manifest_version"),
+        fetch_policy=o["fetch_policy"],
+        policy_refresh_ms=o["policy_refresh_ms"],
     )
+
+
+def local_policy(case: dict[str, Any]) -> LocalPolicy | None:
+    """The game's own policy a case gives: a function of the entity's id (``policy``), or a distilled policy
+    file (``policy_file``, loaded as a ``Policy``)."""
+    if "policy_file" in case:
+        return Policy.load(case["policy_file"])
+    table = case.get("policy")
+    if table is None:
+        return None
+    return lambda e: (str(table.get(e.id, ["", 0])[0]), float(table.get(e.id, ["", 0])[1]))
 
 
 def choice_json(s: Scheduler, args: dict[str, Any], now: float) -> dict[str, Any] | None:

@@ -460,7 +460,8 @@ def test_kill_9_of_one_process_under_load_loses_nothing_and_every_session_decide
     )
 
     # no session was refused; the requests in flight at the killed process failed, and no others
-    refused = [(a.path, a.status, a.body) for a in load.answers if 400 <= a.status < 500]
+    no_policy = lambda a: a.path == "/v1/policy" and a.status == 404  # noqa: E731  (none distilled: not a refusal)
+    refused = [(a.path, a.status, a.body) for a in load.answers if 400 <= a.status < 500 and not no_policy(a)]
     assert not refused, refused[:3]
     tags = {g.token: g.tag for g in load.games}
     failed = {tags.get(a.token, "?") for a in load.answers if a.status >= 500 or a.status == 0}

@@ -442,6 +442,66 @@ def test_cascade_sends_only_what_the_local_policy_is_unsure_of(
     assert len([r for r in caplog.records if "the local policy failed" in r.getMessage()]) == 1
 
 
+def _wait_for(check: Any, deadline_s: float = 60.0) -> Any:
+    """Poll until ``check()`` gives something true (a generous deadline: the machine may be slow)."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if got := check():
+            return got
+        time.sleep(0.2)
+    raise AssertionError(f"not within {deadline_s} s")
+
+
+def test_the_sdk_fetches_the_policy_the_service_distilled_and_decides_locally_with_it(
+    start_service: Any, scripted: ScriptedServer, clock: Clock
+) -> None:
+    """The loop closed: the model's decisions are distilled in the background (`serve --distill-every`), and
+    a DecideClient given no policy fetches it and decides the bees it is sure of without a model call."""
+    svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted", distill_every_h=0.0005)
+    scripted.set(default="last")  # the last legal action: flee, whenever it is legal
+    for r in range(8):  # 128 situations new to the cache: 128 fresh decisions to learn from
+        bees = [
+            {
+                **BEE_OBS,
+                "hp_fraction": 0.05 * (i % 16 + 1),
+                "distance_to_player": 10.0 * (r + 1),
+                "sees_player": i % 2 == 0,
+            }
+            for i in range(16)
+        ]
+        body = {"client_id": "game-1", "epoch": 1, "world": WORLD}
+        body["entities"] = [
+            {"id": f"t{i}", "type": "bee", "observation": o, "legal_actions": LEGAL} for i, o in enumerate(bees)
+        ]
+        assert svc.decide(body).status_code == 200
+    _wait_for(lambda: svc.http.get("/v1/policy", params={"client_id": "game-1"}).status_code == 200)
+    calls = len(scripted.requests)
+    with client(svc.server.url, clock) as c:  # no policy given: the service's is fetched
+        track_bees(c, 4)
+        c.tick()  # the manifest (and its version), and the bees to the service: no policy yet
+        assert c.wait() and c.service_policy is None and c.stats.ai == 4
+        c.tick()  # the manifest version is known: GET /v1/policy
+        assert c.wait()
+        policy = c.service_policy
+        assert policy is not None and policy.manifest_version == svc.service.manifest.version
+        clock.t += 4.1  # the forest's refresh_ms: every bee due again, and the policy is sure of them
+        c.tick()
+        assert c.wait()
+        for i in range(4):
+            got = c.action(f"b{i}")
+            assert got is not None and got.source == "local" and got.action == "flee" and got.decision_id is None
+            assert got.confidence is not None and got.confidence >= 0.8
+        assert c.stats.local == 4 and c.stats.asked == 4
+    assert len(scripted.requests) <= calls + 1  # the first ask at most: the local choices cost no model call
+    with client(svc.server.url, clock, fetch_policy=False) as c:  # a game can switch fetching off
+        track_bees(c, 2)
+        for step in (0.0, 0.1, 4.1):
+            clock.t += step
+            c.tick()
+            assert c.wait()
+        assert c.service_policy is None and c.stats.local == 0 and c.stats.asked == 4
+
+
 def test_reports_and_telemetry_reach_the_session(svc: Running, scripted: ScriptedServer, clock: Clock) -> None:
     with client(svc.server.url, clock) as c:
         track_bees(c, 2)

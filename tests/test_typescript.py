@@ -66,6 +66,9 @@ def test_the_node_tests_pass_against_a_real_service(
     built: Path, svc: Running, scripted: ScriptedServer, start_service: Callable[..., Running], tmp_path: Path
 ) -> None:
     clients, keys = write_clients(tmp_path)
+    with_policy = start_service(
+        provider="openai", base_url=scripted.base_url, store=policy_store(tmp_path / "policy.db", "ts-policy")
+    )
     hosted = start_service(
         manifest=None,
         profile="hosted",
@@ -79,6 +82,7 @@ def test_the_node_tests_pass_against_a_real_service(
         "NPCMIND_SCRIPTED_URL": scripted.url,
         "NPCMIND_HOSTED_URL": hosted.server.url,
         "NPCMIND_HOSTED_KEY": keys["game-1"],
+        "NPCMIND_POLICY_URL": with_policy.server.url,
     }
     r = run("node", "--test", "--test-concurrency=1", "dist/test/", env=env)
     out = r.stdout + r.stderr
@@ -87,6 +91,27 @@ def test_the_node_tests_pass_against_a_real_service(
     assert int(summary["fail"]) == 0 and int(summary["skipped"]) == 0 and int(summary["pass"]) >= 15, summary
     ran = [line for line in out.splitlines() if line.startswith("ok ") and " - conformance " in line]
     assert len(ran) == len(conformance_cases()), "every case of clients/conformance ran in the TS runner"
+
+
+def policy_store(path: Path, client_id: str) -> str:
+    """A store holding a distilled policy of ``client_id`` for the forest manifest (the shared vectors' file,
+    written by distill's trainer), put with the store API before the service starts on it."""
+    import asyncio
+    import time
+
+    from npcmind.storage.base import StoredPolicy
+    from npcmind.storage.sqlite import SqliteStore
+
+    data = (ROOT / "clients" / "conformance" / "policy" / "forest.policy.json").read_bytes()
+    version = json.loads(data)["manifest_version"]
+
+    async def put() -> None:
+        store = SqliteStore(str(path))
+        await store.put_policy(StoredPolicy(client_id, version, time.time(), data))
+        await store.close()
+
+    asyncio.run(put())
+    return f"sqlite:///{path}"
 
 
 def conformance_cases() -> list[dict[str, Any]]:

@@ -4,6 +4,8 @@
  * AI". The network never blocks the loop and never throws into it: fetch promises resolve into a queue, and
  * their answers are applied inside `tick()`, like the Python SDK's worker threads. */
 
+import type { LocalPolicy } from "./cascade.js";
+import type { Policy } from "./policy.js";
 import { Scheduler, type SchedulerOptions } from "./scheduler.js";
 import { Transport } from "./transport.js";
 import type { Choice, Logger, OutRequest, Outcome, Stats, TrackOptions } from "./types.js";
@@ -49,6 +51,21 @@ export class DecideClient {
   /** Counters for a debug overlay. */
   get stats(): Stats {
     return this.core.stats;
+  }
+
+  /** The game's own local policy (a `Policy` or a function); it may be changed as the game goes. */
+  get policy(): LocalPolicy | null {
+    return this.core.cascade.own;
+  }
+
+  set policy(value: LocalPolicy | null) {
+    this.core.cascade.own = value;
+  }
+
+  /** The service's distilled policy in use (fetched from GET /v1/policy), or null: none yet, fetching off, or
+   * the service's is for another manifest version. */
+  get servicePolicy(): Policy | null {
+    return this.core.cascade.fetched;
   }
 
   /** The world the service sees beside the entities (change its fields as the game goes). */

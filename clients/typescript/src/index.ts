@@ -3,7 +3,19 @@
 export { DecideClient, type DecideClientOptions } from "./decide.js";
 export { Scheduler, BATCH, type SchedulerOptions } from "./scheduler.js";
 export { Transport, type Settled, type TransportOptions } from "./transport.js";
-export type { Choice, Entity, FailKind, Logger, OutRequest, Outcome, Policy, Stats, TrackOptions } from "./types.js";
+export type {
+  Choice,
+  Entity,
+  FailKind,
+  Logger,
+  OutRequest,
+  Outcome,
+  PolicyFunction,
+  Stats,
+  TrackOptions,
+} from "./types.js";
+export { Policy, PolicyError } from "./policy.js";
+export { DEFAULT_POLICY_REFRESH_MS, type LocalPolicy } from "./cascade.js";
 export { OUTCOMES } from "./types.js";
 export {
   NpcMind,

@@ -4,7 +4,10 @@
 import type { AIDecision, FallbackDecision } from "./answer.js";
 import type { SayOnce } from "./say.js";
 import { OUTCOMES } from "./types.js";
-import type { Choice, Entity, Outcome, Policy, Stats, TrackOptions } from "./types.js";
+import type { Choice, Entity, Outcome, Stats, TrackOptions } from "./types.js";
+
+/** The cascade's choice for an entity (action, confidence), or null: the service decides. */
+export type Chooser = (entity: Entity) => readonly [string, number] | null;
 
 export const REASK_GAP_MS = 500; // a change of population re-asks everyone, at most this often
 const NUMBER = /\d+(?:\.\d+)?/g; // the figures in a reason: not a new kind of reason
@@ -13,7 +16,7 @@ const NUMBER = /\d+(?:\.\d+)?/g; // the figures in a reason: not a new kind of r
 export class Roster {
   readonly entities = new Map<string, Entity>();
   epoch: number;
-  policy: Policy | null;
+  readonly choose: Chooser;
   threshold: number;
   private windowEnd = Number.NEGATIVE_INFINITY; // events until then go out together, when it ends
   private count = 0;
@@ -23,13 +26,13 @@ export class Roster {
   constructor(
     epoch: number,
     private readonly windowMs: number,
-    policy: Policy | null,
+    choose: Chooser,
     threshold: number,
     private readonly stats: Stats,
     private readonly say: SayOnce,
   ) {
     this.epoch = epoch;
-    this.policy = policy;
+    this.choose = choose;
     this.threshold = threshold;
   }
 
@@ -144,13 +147,12 @@ export class Roster {
     }
   }
 
-  /** Cascade: whether the local policy is sure enough of `e` to decide it here. */
+  /** Cascade: whether the local policy is sure enough of `e` to decide it here (none, or one that gives null
+   * for it: the service decides). */
   local(e: Entity, now: number, ttl: number): boolean {
-    if (this.policy === null) return false;
-    let action = "";
-    let confidence = 0;
+    let got: readonly [string, number] | null = null;
     try {
-      [action, confidence] = this.policy(e);
+      got = this.choose(e);
     } catch (exc) {
       // a broken policy must not stop the game: the service decides instead
       this.say.say(
@@ -160,6 +162,8 @@ export class Roster {
       );
       return false;
     }
+    if (got === null) return false;
+    const [action, confidence] = got;
     if (confidence < this.threshold || !e.legalActions.includes(action)) return false;
     e.choice = {
       action,

@@ -11,13 +11,14 @@
  * This is a port of the Python SDK's scheduler: the same rules, checked by the same conformance cases. */
 
 import { readDecideResponse } from "./answer.js";
+import { Cascade, DEFAULT_POLICY_REFRESH_MS, type LocalPolicy } from "./cascade.js";
 import { errorLine, isObject, readError, refusedEntities } from "./errors.js";
 import { Outbox, type OutboxHost } from "./outbox.js";
 import { Roster } from "./roster.js";
 import { SayOnce } from "./say.js";
 import { Session } from "./session.js";
 import { newStats } from "./types.js";
-import type { Entity, FailKind, Logger, OutRequest, Outcome, Policy, Stats } from "./types.js";
+import type { Entity, FailKind, Logger, OutRequest, Outcome, Stats } from "./types.js";
 
 export const BATCH = 16; // the protocol's limit of entities a decide request
 export const DEFAULT_REFRESH_MS = 4000;
@@ -37,13 +38,20 @@ export interface SchedulerOptions {
   refreshMs?: number | null;
   eventWindowMs?: number;
   telemetryMs?: number;
-  policy?: Policy | null;
+  /** The cascade's local policy: a distilled file (`Policy.load`) or a function; sure choices decide here. */
+  policy?: LocalPolicy | null;
   threshold?: number;
+  /** Use the service's distilled policy (GET /v1/policy); by default on when no `policy` is given. */
+  fetchPolicy?: boolean | null;
+  /** How often the service's policy is asked again (ms): 60 s by default. */
+  policyRefreshMs?: number;
   timeoutMs?: number | null;
   /** Decide requests in flight at most: a wave of refreshes is spread over frames instead of stalling one. */
   maxInFlight?: number;
   /** The manifest when it is known already (what GET /v1/manifest answers as `manifest`); else asked. */
   manifest?: Record<string, unknown> | null;
+  /** The version of that manifest (GET /v1/manifest's `version`): the service's policy is fetched for it. */
+  manifestVersion?: string | null;
   log?: Logger;
 }
 
@@ -51,7 +59,8 @@ type Sent =
   | { kind: "decide"; epoch: number; legal: Map<string, readonly string[]> }
   | { kind: "manifest" }
   | { kind: "health" }
-  | { kind: "session" };
+  | { kind: "session" }
+  | { kind: "policy" };
 
 /** The decisions core: track entities, call `tick(now)` for the requests to send, give back their answers. */
 export class Scheduler {
@@ -59,6 +68,8 @@ export class Scheduler {
   readonly clientId: string;
   /** The per-entity rules: track, event, action, setEpoch go there. */
   readonly roster: Roster;
+  /** Which local policy decides first, and fetching the service's. */
+  readonly cascade: Cascade;
   world: Record<string, unknown>;
   scope: string | null;
   scopeState: Record<string, unknown> | null;
@@ -85,12 +96,18 @@ export class Scheduler {
     this.refreshMs = options.refreshMs ?? null;
     this.maxInFlight = options.maxInFlight ?? 4;
     this.said = new SayOnce(options.log ?? ((m) => console.warn(`npcmind: ${m}`)));
-    const [policy, threshold, windowMs] = [
+    this.cascade = new Cascade(
+      this.clientId,
       options.policy ?? null,
-      options.threshold ?? 0.8,
-      options.eventWindowMs ?? 50,
-    ];
-    this.roster = new Roster(options.epoch ?? 0, windowMs, policy, threshold, this.stats, this.said);
+      options.fetchPolicy ?? null,
+      options.policyRefreshMs ?? DEFAULT_POLICY_REFRESH_MS,
+      this.said,
+      options.manifestVersion ?? null,
+    );
+    const choose = (e: Entity): readonly [string, number] | null =>
+      this.cascade.choose(e, this.world, this.scope !== null ? this.scopeState : null);
+    const [threshold, windowMs] = [options.threshold ?? 0.8, options.eventWindowMs ?? 50];
+    this.roster = new Roster(options.epoch ?? 0, windowMs, choose, threshold, this.stats, this.said);
     this.timeoutGiven = options.timeoutMs !== undefined && options.timeoutMs !== null;
     this.timeout = options.timeoutMs ?? DEFAULT_DEADLINE_MS + TIMEOUT_MARGIN_MS;
     this.session = options.apiKey ? new Session(options.apiKey) : null;
@@ -159,7 +176,15 @@ export class Scheduler {
       out.push(r);
     }
     if (this.session !== null && !this.session.ready) return out; // nothing goes without a token, or one asked for
-    if (this.types === null && this.manifestRef === null && now >= this.notBefore) this.askManifest(out);
+    const again = this.cascade.recheckManifest;
+    if ((this.types === null || again) && this.manifestRef === null && now >= this.notBefore)
+      this.askManifest(out, again);
+    if (this.cascade.due(now) && now >= this.notBefore) {
+      const [path, extra] = this.cascade.request(now);
+      const r = this.make("GET", path, null, [], { ...this.headers(), ...extra });
+      this.sent.set(r.ref, { kind: "policy" });
+      out.push(r);
+    }
     this.roster.population(now);
     if (now < this.notBefore) return out; // the service is down or asked us to wait: keep it all for later
     out.push(...this.outbox.sendTelemetry(now, this.clientId, this.roster.epoch, this.roster.entities.values()));
@@ -194,6 +219,8 @@ export class Scheduler {
     else if (s.kind === "manifest") this.manifestAnswered(status, body, now);
     else if (s.kind === "health") this.healthAnswered(status, body);
     else if (s.kind === "session") this.sessionAnswered(status, body, now);
+    else if (s.kind === "policy" && !this.cascade.answered(status, body, headers))
+      this.refused(status, body, headers, now);
   }
 
   /** A request got no answer (`timeout` or `unreachable`): its entities use their native AI; retried later. */
@@ -214,7 +241,7 @@ export class Scheduler {
     } else if (s.kind === "session") {
       if (this.session !== null && !this.session.open) this.notBefore = Math.max(this.notBefore, now + 1000);
       this.session?.failed(now);
-    }
+    } else if (s.kind === "policy") this.cascade.failed();
   }
 
   // --- scheduling -----------------------------------------------------------------------------
@@ -224,8 +251,8 @@ export class Scheduler {
     return [this.refreshMs ?? refresh, ttl];
   }
 
-  private askManifest(out: OutRequest[]): void {
-    if (!this.timeoutGiven) {
+  private askManifest(out: OutRequest[], again: boolean): void {
+    if (!this.timeoutGiven && !again) {
       const health = this.make("GET", "/v1/health", null, []);
       this.sent.set(health.ref, { kind: "health" });
       out.push(health);
@@ -351,6 +378,7 @@ export class Scheduler {
     }
     this.manifestRef = null;
     this.readManifest(data);
+    this.cascade.manifest(isObject(body) && typeof body["version"] === "string" ? body["version"] : null);
     for (const e of this.roster.entities.values()) e.due = Math.min(e.due, e.askedAt + this.timing(e.type)[0]);
   }
 

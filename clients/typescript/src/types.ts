@@ -45,8 +45,9 @@ export interface Entity {
   changed: boolean;
 }
 
-/** A local policy for cascade mode: the action it would take and how sure it is (0..1). */
-export type Policy = (entity: Entity) => readonly [string, number];
+/** A local policy function for cascade mode: the action it would take and how sure it is (0..1), or null to
+ * ask the service. A distilled policy file is a `Policy` (policy.ts) instead. */
+export type PolicyFunction = (entity: Entity) => readonly [string, number] | null;
 
 /** Counters a game can show in a debug overlay; the tests read them too. */
 export interface Stats {

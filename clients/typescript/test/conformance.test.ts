@@ -7,6 +7,8 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 
+import type { LocalPolicy } from "../src/cascade.js";
+import { Policy } from "../src/policy.js";
 import { Scheduler, type SchedulerOptions } from "../src/scheduler.js";
 import type { Choice, OutRequest, Outcome, Stats } from "../src/types.js";
 
@@ -40,7 +42,6 @@ function cases(): { file: string; case: Json }[] {
 /** The scheduler a case's options describe (snake_case in the files). */
 function scheduler(c: Json): Scheduler {
   const o = (c["options"] ?? {}) as Json;
-  const policy = c["policy"] as Record<string, [string, number]> | undefined;
   const options: SchedulerOptions = {
     clientId: (o["client_id"] as string | undefined) ?? "c1",
     epoch: (o["epoch"] as number | undefined) ?? 0,
@@ -55,10 +56,21 @@ function scheduler(c: Json): Scheduler {
     maxInFlight: (o["workers"] as number | undefined) ?? 4,
     timeoutMs: typeof o["timeout_s"] === "number" ? o["timeout_s"] * 1000 : null,
     manifest: (c["manifest"] as Json | undefined) ?? null,
-    policy: policy ? (e) => policy[e.id] ?? ["", 0] : null,
+    manifestVersion: (c["manifest_version"] as string | undefined) ?? null,
+    fetchPolicy: (o["fetch_policy"] as boolean | null | undefined) ?? null,
+    policyRefreshMs: (o["policy_refresh_ms"] as number | undefined) ?? 60_000,
+    policy: localPolicy(c),
     log: () => {},
   };
   return new Scheduler(options);
+}
+
+/** The game's own policy a case gives: a function of the entity's id (`policy`), or a distilled policy file
+ * (`policy_file`, loaded as a `Policy`). */
+function localPolicy(c: Json): LocalPolicy | null {
+  if ("policy_file" in c) return Policy.load(c["policy_file"] as Json);
+  const table = c["policy"] as Record<string, [string, number]> | undefined;
+  return table ? (e) => table[e.id] ?? ["", 0] : null;
 }
 
 /** `expected` as a subset of `actual`, by the README's rules; where it differs, or null. */

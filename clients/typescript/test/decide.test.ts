@@ -3,8 +3,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { DecideClient } from "../src/index.js";
-import { HOSTED, HOSTED_KEY, SERVICE, needsService, script, until } from "./live.js";
+import { DecideClient, Policy } from "../src/index.js";
+import { HOSTED, HOSTED_KEY, POLICY_SERVICE, SERVICE, needsService, script, until } from "./live.js";
 
 const BEE = { hp_fraction: 0.5, distance_to_player: 90, sees_player: true, current_action: "chase" };
 const LEGAL = ["idle", "wander", "chase", "flee"];
@@ -120,4 +120,73 @@ test("a hosted game opens a session with its api key and decides with the token"
   assert.equal(quiet.action("b8"), null);
   refused.close();
   quiet.close();
+});
+
+test("the service's distilled policy is fetched and decides locally: source local, no model call", async () => {
+  needsService();
+  assert.ok(POLICY_SERVICE, "set NPCMIND_POLICY_URL (tests/test_typescript.py does)");
+  await script({ choose: { p1: "chase", p2: "chase" } });
+  let t = 0;
+  const client = new DecideClient(POLICY_SERVICE, "ts-policy", { world, clock: () => t, log: () => {} });
+  const low = { ...BEE, hp_fraction: 0.1 }; // the forest policy: flee, at 0.99
+  client.track("p1", "bee", low, LEGAL);
+  client.track("p2", "bee", low, LEGAL);
+  await until(
+    () => client.servicePolicy !== null && client.stats.ai === 2,
+    () => client.tick(),
+  );
+  assert.equal(client.action("p1")?.source, "AI"); // asked before the policy came
+  const asked = client.stats.asked;
+  t += 4100; // the forest's refresh_ms: both due again, and the policy is sure of them
+  client.tick();
+  for (const id of ["p1", "p2"]) {
+    const got = client.action(id);
+    assert.equal(got?.source, "local");
+    assert.equal(got?.action, "flee");
+    assert.equal(got?.decisionId, null);
+    assert.ok((got?.confidence ?? 0) >= 0.8);
+  }
+  assert.equal(client.stats.local, 2);
+  assert.equal(client.stats.asked, asked); // nothing more went to the service
+  client.close();
+});
+
+test("DecideClient takes a distilled Policy as its own; one below the threshold asks the service", async () => {
+  needsService();
+  await script({ choose: { q1: "chase", q2: "chase" } });
+  const manifest = (await (await fetch(`${SERVICE}/v1/manifest`)).json()) as { version: string };
+  const doc = {
+    format: "npcmind-policy",
+    format_version: 1,
+    manifest_version: manifest.version,
+    types: {
+      bee: {
+        actions: LEGAL,
+        features: [{ source: "observation", field: "hp_fraction", encoding: "number" }],
+        trees: [
+          {
+            feature: [0, -1, -1],
+            threshold: [0.3, 0, 0],
+            left: [1, -1, -1],
+            right: [2, -1, -1],
+            value: [[], [0, 0, 0.1, 0.9], [0.3, 0.3, 0.4, 0]],
+          },
+        ],
+      },
+    },
+  };
+  const client = new DecideClient(SERVICE, "ts-live-own", { world, policy: Policy.load(doc), log: () => {} });
+  client.track("q1", "bee", { ...BEE, hp_fraction: 0.1 }, LEGAL);
+  client.track("q2", "bee", { ...BEE, hp_fraction: 0.9 }, LEGAL);
+  await until(
+    () => client.stats.ai >= 1,
+    () => client.tick(),
+  );
+  assert.deepEqual(
+    [client.action("q1")?.source, client.action("q1")?.action, client.action("q1")?.confidence],
+    ["local", "flee", 0.9],
+  );
+  assert.deepEqual([client.action("q2")?.source, client.action("q2")?.action], ["AI", "chase"]);
+  assert.deepEqual([client.stats.local, client.stats.asked, client.servicePolicy], [1, 1, null]);
+  client.close();
 });

@@ -9,6 +9,8 @@ export const SCRIPTED = process.env["NPCMIND_SCRIPTED_URL"] ?? "";
 /** A hosted-profile service and one client's api key. */
 export const HOSTED = process.env["NPCMIND_HOSTED_URL"] ?? "";
 export const HOSTED_KEY = process.env["NPCMIND_HOSTED_KEY"] ?? "";
+/** A service whose store holds a distilled policy of client `ts-policy` for its manifest. */
+export const POLICY_SERVICE = process.env["NPCMIND_POLICY_URL"] ?? "";
 
 /** Why live tests cannot run here, or undefined: never a silent pass. */
 export function needsService(): void {

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
         NpcRecord,
         NpcStore,
         OpenAICortex,
+        Policy,
+        PolicyError,
         ProtocolError,
     )
 
@@ -34,6 +36,8 @@ __all__ = [
     "NpcRecord",
     "NpcStore",
     "OpenAICortex",
+    "Policy",
+    "PolicyError",
     "ProtocolError",
 ]
 

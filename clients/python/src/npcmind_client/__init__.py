@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from npcmind_client.client import NpcMind, NpcOutcome, ProtocolError
     from npcmind_client.cortex import Cortex, CortexError, OpenAICortex
     from npcmind_client.decide import Choice, DecideClient
+    from npcmind_client.policy import Policy, PolicyError
     from npcmind_client.scheduler import Scheduler
     from npcmind_client.store import NpcRecord, NpcStore
 
@@ -22,6 +23,8 @@ _WHERE = {
     "Choice": "decide",
     "DecideClient": "decide",
     "Scheduler": "scheduler",
+    "Policy": "policy",
+    "PolicyError": "policy",
     "Cortex": "cortex",
     "CortexError": "cortex",
     "OpenAICortex": "cortex",
@@ -42,6 +45,8 @@ __all__ = [
     "NpcRecord",
     "NpcStore",
     "OpenAICortex",
+    "Policy",
+    "PolicyError",
     "ProtocolError",
     "Scheduler",
 ]

@@ -13,13 +13,15 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 from urllib.parse import urlencode
 
+from npcmind_client.cascade import DEFAULT_POLICY_REFRESH_MS
+from npcmind_client.policy import Policy, PolicyError
 from npcmind_client.say import log
-from npcmind_client.scheduler import Choice, Entity, Policy, Request, Scheduler, Stats
+from npcmind_client.scheduler import Choice, Entity, LocalPolicy, PolicyFunction, Request, Scheduler, Stats
 from npcmind_client.transport import Transport, encode
 from npcmind_client.urls import http_url
 from npcmind_client.wire import Outcome
 
-__all__ = ["Choice", "DecideClient", "Entity", "Policy", "Stats"]
+__all__ = ["Choice", "DecideClient", "Entity", "LocalPolicy", "Policy", "PolicyError", "PolicyFunction", "Stats"]
 
 T = TypeVar("T")
 
@@ -48,7 +50,6 @@ class DecideClient:
     world: _Option[dict[str, Any]] = _Option()
     scope: _Option[str | None] = _Option()
     scope_state: _Option[dict[str, Any] | None] = _Option()
-    policy: _Option[Policy | None] = _Option(roster=True)
     threshold: _Option[float] = _Option(roster=True)
 
     def __init__(
@@ -64,12 +65,18 @@ class DecideClient:
         refresh_ms: int | None = None,
         event_window_ms: int = 50,
         telemetry_ms: int = 500,
-        policy: Policy | None = None,
+        policy: LocalPolicy | None = None,
         threshold: float = 0.8,
+        fetch_policy: bool | None = None,
+        policy_refresh_ms: float = DEFAULT_POLICY_REFRESH_MS,
         timeout_s: float | None = None,
         workers: int = 4,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``policy``: the cascade's local policy, a ``Policy`` (a distilled file, ``Policy.load``) or a function
+        of the entity giving ``(action, confidence)`` or None; entities it is sure of (``threshold``) are
+        decided here. ``fetch_policy``: use the service's distilled policy (GET /v1/policy, asked every
+        ``policy_refresh_ms``); by default on when no ``policy`` is given (docs/policy.md)."""
         base = http_url(service_url, "service_url", "http://127.0.0.1:8080")
         self.client_id = client_id
         self._scheduler = Scheduler(
@@ -86,6 +93,8 @@ class DecideClient:
             threshold=threshold,
             workers=workers,
             timeout_s=timeout_s,
+            fetch_policy=fetch_policy,
+            policy_refresh_ms=policy_refresh_ms,
         )
         self._transport = Transport(base, timeout_s, workers)
         self._clock = clock
@@ -105,6 +114,22 @@ class DecideClient:
     def epoch(self, value: int) -> None:
         """A new epoch: every entity's decision is forgotten and everyone is asked again at once."""
         self._scheduler.roster.set_epoch(value, self._now())
+
+    @property
+    def policy(self) -> LocalPolicy | None:
+        """The game's own local policy (a ``Policy`` or a function); it may be changed as the game goes."""
+        return self._scheduler.cascade.own
+
+    @policy.setter
+    def policy(self, value: LocalPolicy | None) -> None:
+        """A new local policy of the game's own (fetching the service's stays as it was set up)."""
+        self._scheduler.cascade.own = value
+
+    @property
+    def service_policy(self) -> Policy | None:
+        """The service's distilled policy in use (fetched from GET /v1/policy), or None: none yet, fetching
+        off, or the service's is for another manifest version."""
+        return self._scheduler.cascade.fetched
 
     @property
     def timeout_s(self) -> float:

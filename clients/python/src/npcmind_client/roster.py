@@ -19,7 +19,7 @@ from npcmind_client.wire import OUTCOMES, AIDecision, FallbackDecision, Outcome
 
 log = logging.getLogger("npcmind_client.decide")
 REASK_GAP_MS = 500.0  # a change of population re-asks everyone, at most this often
-Policy = Callable[["Entity"], tuple[str, float]]
+Chooser = Callable[["Entity"], "tuple[str, float] | None"]  # the cascade's choice for an entity, or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,11 +78,11 @@ class Roster:
     """The entities of one game, on the scheduler's clock (ms)."""
 
     def __init__(
-        self, epoch: int, event_window_ms: float, policy: Policy | None, threshold: float, stats: Stats, say: SayOnce
+        self, epoch: int, event_window_ms: float, choose: Chooser, threshold: float, stats: Stats, say: SayOnce
     ) -> None:
         self.entities: dict[str, Entity] = {}
         self.epoch = epoch
-        self.policy, self.threshold = policy, threshold
+        self.choose, self.threshold = choose, threshold
         self.last_tick = float("-inf")  # a new entity is due then: with the next tick
         self._stats, self._say = stats, say
         self._window = float(event_window_ms)
@@ -190,14 +190,17 @@ class Roster:
                 e.due = min(e.due, now)
 
     def local(self, e: Entity, now: float, ttl: float) -> bool:
-        """Cascade: whether the local policy is sure enough of ``e`` to decide it here."""
-        assert self.policy is not None
+        """Cascade: whether the local policy is sure enough of ``e`` to decide it here (none, or one that gives
+        None for it: the service decides)."""
         try:
-            action, confidence = self.policy(e)
+            got = self.choose(e)
         except Exception:  # a broken policy must not stop the game: ask the service instead
             if self._say.first("policy"):  # its traceback once, not once an entity a refresh
                 log.exception("the local policy failed for %r (said once; the service decides instead)", e.id)
             return False
+        if got is None:
+            return False
+        action, confidence = got
         if confidence >= self.threshold and action in e.legal_actions:
             e.choice = Choice(action, "local", confidence, (now + ttl) / 1000)
             e.expires = now + ttl

@@ -11,8 +11,9 @@ Scheduling (spec section 10): an event is asked at the latest ``event_window_ms`
 the events of that window; other entities are re-asked every ``refresh_ms`` of their type; when the number
 of tracked entities changes, everyone is re-asked, at least 500 ms apart; at most 16 entities a request and
 ``workers`` decide requests in flight, so a wave of refreshes is spread over frames. Cascade mode: with a
-``policy``, entities it is sure about (confidence at or above ``threshold``) take the local action and only
-the rest go to the service; the request and answer shapes do not change.
+local policy (the game's, or the service's distilled one it fetches: ``npcmind_client.cascade``), entities
+it is sure about (confidence at or above ``threshold``) take the local action and only the rest go to the
+service; the request and answer shapes do not change.
 
 One entity the service refuses (a 422 whose problems all lie in named entities: a NaN, an unknown type,
 no legal actions) does not cost the others their decisions: it is named once in the log, the rest are
@@ -24,9 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from npcmind_client.cascade import DEFAULT_POLICY_REFRESH_MS, Cascade, LocalPolicy, PolicyFunction
 from npcmind_client.outbox import Outbox
 from npcmind_client.refusals import NUMBER, Refusals, retry_after_ms
-from npcmind_client.roster import Choice, Entity, Policy, Roster, Stats
+from npcmind_client.roster import Choice, Entity, Roster, Stats
 from npcmind_client.say import SayOnce
 from npcmind_client.session import RETRY_MS, Session
 from npcmind_client.timings import Timings, deadline_timeout
@@ -35,7 +37,7 @@ from npcmind_client.wire import Malformed, Outcome, read_decide_answer
 BATCH = 16  # the protocol's limit of entities a decide request
 DEFAULT_DEADLINE_S = 10.0  # the service's default provider deadline, until GET /v1/health tells its own
 TIMEOUT_MARGIN_S = 5.0  # past the deadline: the service's own work and the network
-__all__ = ["Choice", "Entity", "Policy", "Request", "Roster", "Scheduler", "Stats"]
+__all__ = ["Choice", "Entity", "LocalPolicy", "PolicyFunction", "Request", "Roster", "Scheduler", "Stats"]
 
 
 @dataclass(slots=True)
@@ -75,11 +77,14 @@ class Scheduler:
         refresh_ms: int | None = None,
         event_window_ms: int = 50,
         telemetry_ms: int = 500,
-        policy: Policy | None = None,
+        policy: LocalPolicy | None = None,
         threshold: float = 0.8,
         workers: int = 4,
         timeout_s: float | None = None,
         manifest: dict[str, Any] | None = None,
+        manifest_version: str | None = None,
+        fetch_policy: bool | None = None,
+        policy_refresh_ms: float = DEFAULT_POLICY_REFRESH_MS,
     ) -> None:
         self.client_id = client_id
         self.world: dict[str, Any] = dict(world or {})
@@ -93,7 +98,8 @@ class Scheduler:
         self.refusals = Refusals(self.say)
         self.timeout_given = timeout_s is not None
         self.timeout_s = timeout_s if timeout_s is not None else DEFAULT_DEADLINE_S + TIMEOUT_MARGIN_S
-        self.roster = Roster(epoch, event_window_ms, policy, threshold, self.stats, self.say)
+        self.cascade = Cascade(client_id, policy, fetch_policy, policy_refresh_ms, self.say, manifest_version)
+        self.roster = Roster(epoch, event_window_ms, self._choose, threshold, self.stats, self.say)
         self.entities = self.roster.entities
         self._open: dict[str, _Sent] = {}
         self._refs = 0
@@ -120,6 +126,10 @@ class Scheduler:
             self.outbox.report(item)
         return item is not None
 
+    def _choose(self, e: Entity) -> tuple[str, float] | None:
+        """The cascade's choice, on the world and scope state the service would see with ``e``."""
+        return self.cascade.choose(e, self.world, self.scope_state if self.scope is not None else None)
+
     # --- what the game asks ---------------------------------------------------------------------
 
     def headers(self) -> dict[str, str]:
@@ -137,11 +147,15 @@ class Scheduler:
             out.append(self._emit("session", "POST", "/v1/session", body, headers))
         if not self.session.ready():
             return out  # nothing goes without a token, or one asked for
-        if not self.timings.known and not self.timings.asked and now >= self._not_before:
+        again = self.cascade.recheck_manifest
+        if (not self.timings.known or again) and not self.timings.asked and now >= self._not_before:
             self.timings.asked = True
-            if not self.timeout_given:
+            if not self.timeout_given and not again:
                 out.append(self._emit("health", "GET", "/v1/health", None))
             out.append(self._emit("manifest", "GET", "/v1/manifest", None))
+        if self.cascade.due(now) and now >= self._not_before:
+            path, extra = self.cascade.request(now)
+            out.append(self._emit("policy", "GET", path, None, {**self.session.headers(), **extra}))
         self.roster.population(now)
         if now < self._not_before:  # the service is down or asked us to wait: keep it all for later
             return out
@@ -202,7 +216,7 @@ class Scheduler:
             refresh, ttl = self.timings.of(e.type)
             e.due = now + refresh
             e.asked_at = now
-            if self.roster.policy is None or not self.roster.local(e, now, ttl):
+            if not self.roster.local(e, now, ttl):
                 asked.append(e)
         together = [e for e in asked if e.id not in alone]
         for i in range(0, len(together), BATCH):
@@ -275,6 +289,11 @@ class Scheduler:
         elif sent.kind == "manifest":
             if not self.timings.read(status, body, self.entities.values()):
                 self._not_before = max(self._not_before, now + 1000)  # asked again later; defaults meanwhile
+            else:
+                self.cascade.manifest(version if isinstance(version := body.get("version"), str) else None)
+        elif sent.kind == "policy":
+            if not self.cascade.answered(status, body, headers):
+                self._refused(status, body, headers, now)
         else:
             self._other(sent, status, body, headers, now)
 
@@ -303,6 +322,8 @@ class Scheduler:
         elif sent.kind == "manifest":
             self.timings.asked = False
             self._not_before = max(self._not_before, now + 1000)
+        elif sent.kind == "policy":
+            self.cascade.failed()
 
     def _other(self, sent: _Sent, status: int, body: Any, headers: dict[str, str], now: float) -> None:
         """A telemetry or report answer: telemetry refused for some of its entities only is sent again

@@ -1,0 +1,284 @@
+/** A distilled local policy (docs/policy.md): the game decides what the model would, without asking it.
+ *
+ * `npcmind distill` writes a portable JSON file of small decision trees over the manifest's named fields; this
+ * module evaluates it with no dependency, exactly as the Python SDK's `npcmind_client/policy.py` does (the
+ * shared vectors in clients/conformance/policy/ check both): the same encodings, rounding half to even to a
+ * feature's quantum, the trees' leaves summed in tree order, masking to the legal actions, the first action
+ * in the file's order on a tie. A file distilled for another manifest version is refused: its fields may mean
+ * something else now. */
+
+export const POLICY_FORMAT = "npcmind-policy";
+export const POLICY_FORMAT_VERSION = 1;
+const SOURCES = ["observation", "world", "scope_state", "trigger", "profile", "legal"] as const;
+const ENCODINGS = ["number", "boolean", "enum"] as const;
+
+type Source = (typeof SOURCES)[number];
+type Encoding = (typeof ENCODINGS)[number];
+type Json = Record<string, unknown>;
+
+/** A policy file that cannot be used: malformed, of an unknown format, or for another manifest version. */
+export class PolicyError extends Error {
+  override name = "PolicyError";
+}
+
+/** What a policy reads of one entity's situation. */
+interface Situation {
+  observation: Json;
+  world: Json;
+  scope_state: Json;
+  trigger: string | null;
+  profile: string | null;
+  legal: ReadonlySet<string>;
+}
+
+/** One input of the trees: a named value of the situation, encoded as a number. */
+interface Feature {
+  source: Source;
+  field: string | null;
+  encoding: Encoding;
+  value: string | null;
+  quantum: number | null;
+  missing: number;
+}
+
+/** One decision tree in flat arrays: node i splits on `feature[i]` (-1: a leaf with `value[i]`). */
+interface Tree {
+  feature: number[];
+  threshold: number[];
+  left: number[];
+  right: number[];
+  value: number[][];
+}
+
+/** The trees of one entity type, over its features, giving a distribution over its actions. */
+interface TypePolicy {
+  actions: string[];
+  features: Feature[];
+  trees: Tree[];
+}
+
+function isObject(v: unknown): v is Json {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** Python's `round()` on a float: to the nearest integer, a tie to the even one (the service's cache key). */
+export function roundHalfEven(x: number): number {
+  const floor = Math.floor(x);
+  const diff = x - floor;
+  if (diff < 0.5) return floor;
+  if (diff > 0.5) return floor + 1;
+  return floor % 2 === 0 ? floor : floor + 1;
+}
+
+/** The number the trees compare for this feature (the encoding is the file's contract: docs/policy.md). */
+function encode(f: Feature, s: Situation): number {
+  if (f.source === "legal") return f.value !== null && s.legal.has(f.value) ? 1 : 0;
+  let raw: unknown = s[f.source];
+  if (f.field !== null) raw = isObject(raw) ? raw[f.field] : null;
+  if (raw === null || raw === undefined) return f.missing;
+  if (f.encoding === "enum") return raw === f.value ? 1 : 0;
+  if (f.encoding === "boolean") return raw === true ? 1 : raw === false ? 0 : f.missing;
+  if (typeof raw !== "number" || !Number.isFinite(raw)) return f.missing;
+  if (f.quantum) return roundHalfEven(raw / f.quantum) * f.quantum; // as the service's cache key rounds it
+  return raw;
+}
+
+/** The distribution over actions at the leaf this situation falls in (`x <= threshold`: left). */
+function leaf(t: Tree, x: number[]): number[] {
+  let node = 0;
+  while ((t.feature[node] as number) >= 0) {
+    const f = t.feature[node] as number;
+    node = (x[f] as number) <= (t.threshold[node] as number) ? (t.left[node] as number) : (t.right[node] as number);
+  }
+  return t.value[node] as number[];
+}
+
+/** Legal-action masking over the mean of the trees' leaves (summed in tree order, as the Python SDK does). */
+function chooseIn(tp: TypePolicy, s: Situation): [string, number] | null {
+  const x = tp.features.map((f) => encode(f, s));
+  const total = tp.actions.map(() => 0);
+  for (const tree of tp.trees) leaf(tree, x).forEach((p, i) => (total[i] = (total[i] as number) + p));
+  let best: string | null = null;
+  let bestP = 0;
+  let legal = 0;
+  tp.actions.forEach((action, i) => {
+    if (!s.legal.has(action)) return;
+    const p = (total[i] as number) / tp.trees.length;
+    legal += p;
+    if (p > bestP) [best, bestP] = [action, p];
+  });
+  if (best === null || legal <= 0) return null;
+  return [best, bestP / legal];
+}
+
+/** A loaded policy file: `choose()` for each entity, or null to ask the service. */
+export class Policy {
+  readonly manifestVersion: string;
+  readonly clientId: string | null;
+  readonly createdAt: string | null;
+  private readonly types: Map<string, TypePolicy>;
+
+  private constructor(data: Json) {
+    this.manifestVersion = text(data, "manifest_version");
+    this.clientId = typeof data["client_id"] === "string" ? data["client_id"] : null;
+    this.createdAt = typeof data["created_at"] === "string" ? data["created_at"] : null;
+    const types = data["types"];
+    if (!isObject(types)) throw new PolicyError("policy file: `types` must be an object of entity types");
+    this.types = new Map(Object.entries(types).map(([name, spec]) => [name, typePolicy(name, spec)]));
+  }
+
+  /** A policy from JSON text or a parsed object. With `manifestVersion` (the game's, from GET /v1/manifest),
+   * a file distilled for another version is refused (PolicyError). */
+  static load(source: string | Json, options: { manifestVersion?: string | null } = {}): Policy {
+    let data: unknown = source;
+    if (typeof source === "string") {
+      try {
+        data = JSON.parse(source);
+      } catch (e) {
+        throw new PolicyError(`policy JSON: not JSON (${String(e)})`);
+      }
+    }
+    if (!isObject(data)) throw new PolicyError("a policy must be a JSON object");
+    if (data["format"] !== POLICY_FORMAT || data["format_version"] !== POLICY_FORMAT_VERSION) {
+      throw new PolicyError(
+        `not a policy file this SDK reads: \`format\` must be '${POLICY_FORMAT}' and \`format_version\` ` +
+          `${POLICY_FORMAT_VERSION} (found ${JSON.stringify(data["format"])}, ${JSON.stringify(data["format_version"])})`,
+      );
+    }
+    const policy = new Policy(data);
+    if (options.manifestVersion !== undefined && options.manifestVersion !== null)
+      policy.check(options.manifestVersion);
+    return policy;
+  }
+
+  /** The entity types this policy covers. */
+  get covers(): string[] {
+    return [...this.types.keys()].sort();
+  }
+
+  /** Refuse this policy for a game on another manifest version: its fields may mean something else now. */
+  check(manifestVersion: string): void {
+    if (manifestVersion !== this.manifestVersion) {
+      throw new PolicyError(
+        `this policy was distilled for manifest version ${this.manifestVersion}, and the game runs ` +
+          `${manifestVersion}: a policy for another manifest version is never used (distill again)`,
+      );
+    }
+  }
+
+  /** The most probable legal action and its probability among the legal ones; null for a type this policy
+   * does not cover or when no legal action has any probability. */
+  choose(
+    type: string,
+    observation: Json,
+    legalActions: readonly string[],
+    world: Json | null = null,
+    scopeState: Json | null = null,
+    trigger: string | null = null,
+    profile: string | null = null,
+  ): [string, number] | null {
+    const tp = this.types.get(type);
+    if (tp === undefined) return null;
+    const situation: Situation = {
+      observation,
+      world: world ?? {},
+      scope_state: scopeState ?? {},
+      trigger,
+      profile,
+      legal: new Set(legalActions),
+    };
+    return chooseIn(tp, situation);
+  }
+}
+
+function text(data: Json, key: string): string {
+  const v = data[key];
+  if (typeof v !== "string" || !v) throw new PolicyError(`policy file: \`${key}\` must be a non-empty string`);
+  return v;
+}
+
+function num(v: unknown, path: string): number {
+  if (typeof v !== "number" || !Number.isFinite(v))
+    throw new PolicyError(`policy file: \`${path}\` must be a finite number`);
+  return v;
+}
+
+/** One feature entry, checked. */
+function feature(spec: unknown, path: string): Feature {
+  if (!isObject(spec)) throw new PolicyError(`policy file: \`${path}\` must be an object`);
+  const source = spec["source"];
+  const encoding = spec["encoding"];
+  if (!SOURCES.includes(source as Source))
+    throw new PolicyError(`policy file: \`${path}.source\` must be one of ${SOURCES.join(", ")}`);
+  if (!ENCODINGS.includes(encoding as Encoding))
+    throw new PolicyError(`policy file: \`${path}.encoding\` must be one of ${ENCODINGS.join(", ")}`);
+  const field = spec["field"];
+  if ((source === "observation" || source === "world" || source === "scope_state") && typeof field !== "string")
+    throw new PolicyError(`policy file: \`${path}.field\` must name a field of the ${String(source)}`);
+  const value = spec["value"];
+  if (encoding === "enum" && typeof value !== "string")
+    throw new PolicyError(`policy file: \`${path}.value\` must be the enum value this feature tests`);
+  const q = spec["quantum"] === undefined || spec["quantum"] === null ? null : num(spec["quantum"], `${path}.quantum`);
+  if (q !== null && q <= 0) throw new PolicyError(`policy file: \`${path}.quantum\` must be above 0`);
+  return {
+    source: source as Source,
+    field: typeof field === "string" ? field : null,
+    encoding: encoding as Encoding,
+    value: typeof value === "string" ? value : null,
+    quantum: q,
+    missing: num(spec["missing"] ?? 0, `${path}.missing`),
+  };
+}
+
+/** One tree, checked whole: a bad index would loop or crash in the game, not here. */
+function tree(spec: unknown, path: string, nFeatures: number, nActions: number): Tree {
+  if (!isObject(spec)) throw new PolicyError(`policy file: \`${path}\` must be an object`);
+  const n = Array.isArray(spec["feature"]) ? spec["feature"].length : 0;
+  const arrays: Record<string, unknown[]> = {};
+  for (const k of ["feature", "threshold", "left", "right", "value"]) {
+    const v = spec[k];
+    if (!Array.isArray(v) || v.length !== n || n === 0)
+      throw new PolicyError(`policy file: \`${path}.${k}\` must be a list of one item a node (${n || "at least 1"})`);
+    arrays[k] = v;
+  }
+  const ints = (k: string): number[] => (arrays[k] as unknown[]).map((v) => Math.trunc(num(v, `${path}.${k}`)));
+  const t: Tree = {
+    feature: ints("feature"),
+    threshold: (arrays["threshold"] as unknown[]).map((v) => num(v, `${path}.threshold`)),
+    left: ints("left"),
+    right: ints("right"),
+    value: (arrays["value"] as unknown[]).map((row) =>
+      (Array.isArray(row) ? row : []).map((p: unknown) => num(p, `${path}.value`)),
+    ),
+  };
+  for (let i = 0; i < n; i++) {
+    const f = t.feature[i] as number;
+    if (f >= nFeatures) throw new PolicyError(`policy file: \`${path}.feature[${i}]\` is not a feature of the type`);
+    const [l, r] = [t.left[i] as number, t.right[i] as number];
+    if (f >= 0 && !(i < l && l < n && i < r && r < n))
+      throw new PolicyError(`policy file: \`${path}\` node ${i} must point to later nodes of the tree`);
+    if (f < 0 && (t.value[i] as number[]).length !== nActions)
+      throw new PolicyError(`policy file: \`${path}.value[${i}]\` must hold one probability an action`);
+  }
+  return t;
+}
+
+/** One type's entry, checked. */
+function typePolicy(name: string, spec: unknown): TypePolicy {
+  const path = `types.${name}`;
+  if (!isObject(spec)) throw new PolicyError(`policy file: \`${path}\` must be an object`);
+  const actions = spec["actions"];
+  if (!Array.isArray(actions) || actions.length === 0 || !actions.every((a) => typeof a === "string"))
+    throw new PolicyError(`policy file: \`${path}.actions\` must be a list of action names`);
+  const features = spec["features"];
+  const trees = spec["trees"];
+  if (!Array.isArray(features)) throw new PolicyError(`policy file: \`${path}.features\` must be a list`);
+  if (!Array.isArray(trees) || trees.length === 0)
+    throw new PolicyError(`policy file: \`${path}.trees\` must be a list of at least one tree`);
+  const feats = features.map((f, i) => feature(f, `${path}.features[${i}]`));
+  return {
+    actions: actions as string[],
+    features: feats,
+    trees: trees.map((t, i) => tree(t, `${path}.trees[${i}]`, feats.length, actions.length)),
+  };
+}

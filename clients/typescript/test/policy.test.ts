@@ -1,0 +1,90 @@
+/** The policy evaluator against the shared vectors of clients/conformance/policy/: the choices and confidences
+ * the Python SDK gives on the same files, to 1e-12. */
+
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+
+import { Policy, PolicyError } from "../src/index.js";
+import { roundHalfEven } from "../src/policy.js";
+
+type Json = Record<string, unknown>;
+const FOLDER = fileURLToPath(new URL("../../../conformance/policy/", import.meta.url));
+const read = (name: string): string => readFileSync(join(FOLDER, name), "utf8");
+const vectors = JSON.parse(read("cases.json")) as { policy: string; manifest_version: string; cases: Json[] }[];
+
+for (const v of vectors) {
+  const policy = Policy.load(read(v.policy));
+  for (const c of v.cases) {
+    test(`policy vector ${v.policy}: ${String(c["name"])}`, () => {
+      const got = policy.choose(
+        c["type"] as string,
+        c["observation"] as Json,
+        c["legal_actions"] as string[],
+        (c["world"] as Json | undefined) ?? null,
+        (c["scope_state"] as Json | undefined) ?? null,
+        (c["trigger"] as string | undefined) ?? null,
+        (c["profile"] as string | undefined) ?? null,
+      );
+      const want = c["expect"] as { action: string; confidence: number } | null;
+      if (want === null) return assert.equal(got, null);
+      assert.ok(got !== null, `expected ${JSON.stringify(want)}, got null`);
+      assert.equal(got[0], want.action);
+      assert.ok(Math.abs(got[1] - want.confidence) <= 1e-12, `confidence ${got[1]}, expected ${want.confidence}`);
+    });
+  }
+}
+
+test("every vector file holds cases, and a policy object loads as its JSON text does", () => {
+  assert.ok(vectors.length >= 2 && vectors.every((v) => v.cases.length > 0));
+  const parsed = Policy.load(JSON.parse(read("handmade.policy.json")) as Json);
+  assert.deepEqual(parsed.covers, Policy.load(read("handmade.policy.json")).covers);
+});
+
+test("a file for another manifest version is refused with a message that says so", () => {
+  for (const v of vectors) {
+    const text = read(v.policy);
+    assert.equal(Policy.load(text, { manifestVersion: v.manifest_version }).manifestVersion, v.manifest_version);
+    assert.throws(
+      () => Policy.load(text, { manifestVersion: "sha256:other" }),
+      (e: unknown) =>
+        e instanceof PolicyError &&
+        e.message.includes(`distilled for manifest version ${v.manifest_version}`) &&
+        e.message.includes("game runs sha256:other") &&
+        e.message.includes("never used"),
+    );
+    assert.throws(() => Policy.load(text).check("sha256:other"), PolicyError);
+  }
+});
+
+test("a malformed file is refused naming what is wrong", () => {
+  const good = JSON.parse(read("handmade.policy.json")) as Json;
+  const broken = (change: (d: Json) => void): Json => {
+    const d = JSON.parse(JSON.stringify(good)) as Json;
+    change(d);
+    return d;
+  };
+  const cases: [Json | string, string][] = [
+    ["{not json", "not JSON"],
+    [broken((d) => (d["format_version"] = 2)), "`format_version` 1"],
+    [broken((d) => delete d["manifest_version"]), "`manifest_version` must be a non-empty string"],
+    [broken((d) => ((d["types"] as Json)["bee"] = { actions: [] })), "types.bee.actions"],
+    [
+      broken((d) => ((((d["types"] as Json)["bee"] as Json)["trees"] as Json[])[0]!["left"] = [0, 0, 0, 0, 0, 0, 0])),
+      "must point to later nodes",
+    ],
+  ];
+  for (const [input, says] of cases) {
+    assert.throws(
+      () => Policy.load(input),
+      (e: unknown) => e instanceof PolicyError && e.message.includes(says),
+      says,
+    );
+  }
+});
+
+test("rounding to the quantum is half to even, as Python's round()", () => {
+  assert.deepEqual([0.5, 1.5, 2.5, -0.5, -1.5, 2.4999, 2.5001].map(roundHalfEven), [0, 2, 2, 0, -2, 2, 3]);
+});
