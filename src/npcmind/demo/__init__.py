@@ -58,6 +58,7 @@ def prepared(args: argparse.Namespace) -> Iterator[argparse.Namespace]:
             print(f"scripted provider (not a model) on {scripted.base_url}: answers by fixed rules", flush=True)
         args.manifest = manifest_path()
         args.profile, args.redis, args.clients, args.rulesets = "local", None, None, None
+        args.distill_every = None  # a demo of minutes: no retraining in the background
         stack.enter_context(_own_origin(args.host, args.port))
         yield args
 

@@ -1,4 +1,4 @@
-/* npcmind-demo-sources {"sha256":"5c20fbbf3cc2645a6fbe0cd62dab828f610742f899042cb2b526df7acfa86fcf","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/outbox.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
+/* npcmind-demo-sources {"sha256":"8de199631bcb731ea1bf359b281e7922c7efb1b0f98e10dea6f60bae919cd45b","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
 "use strict";
 (() => {
   // ../typescript/src/errors.ts
@@ -44,7 +44,7 @@
   function decisionProblem(d, at) {
     if (!isObject(d)) return `${at}: not an object`;
     if (d["source"] === "AI") {
-      for (const [name, kind] of AI_FIELDS) if (typeof d[name] !== kind) return `${at}.${name}: must be a ${kind}`;
+      for (const [name, kind2] of AI_FIELDS) if (typeof d[name] !== kind2) return `${at}.${name}: must be a ${kind2}`;
       if (d["confidence"] !== null && typeof d["confidence"] !== "number") return `${at}.confidence: must be a number`;
       return null;
     }
@@ -66,6 +66,303 @@
     }
     return body;
   }
+
+  // ../typescript/src/policy.ts
+  var POLICY_FORMAT = "npcmind-policy";
+  var POLICY_FORMAT_VERSION = 1;
+  var SOURCES = ["observation", "world", "scope_state", "trigger", "profile", "legal"];
+  var ENCODINGS = ["number", "boolean", "enum"];
+  var PolicyError = class extends Error {
+    name = "PolicyError";
+  };
+  function isObject2(v) {
+    return typeof v === "object" && v !== null && !Array.isArray(v);
+  }
+  function roundHalfEven(x) {
+    const floor = Math.floor(x);
+    const diff = x - floor;
+    if (diff < 0.5) return floor;
+    if (diff > 0.5) return floor + 1;
+    return floor % 2 === 0 ? floor : floor + 1;
+  }
+  function encode(f, s) {
+    if (f.source === "legal") return f.value !== null && s.legal.has(f.value) ? 1 : 0;
+    let raw = s[f.source];
+    if (f.field !== null) raw = isObject2(raw) ? raw[f.field] : null;
+    if (raw === null || raw === void 0) return f.missing;
+    if (f.encoding === "enum") return raw === f.value ? 1 : 0;
+    if (f.encoding === "boolean") return raw === true ? 1 : raw === false ? 0 : f.missing;
+    if (typeof raw !== "number" || !Number.isFinite(raw)) return f.missing;
+    if (f.quantum) return roundHalfEven(raw / f.quantum) * f.quantum;
+    return raw;
+  }
+  function leaf(t, x) {
+    let node = 0;
+    while (t.feature[node] >= 0) {
+      const f = t.feature[node];
+      node = x[f] <= t.threshold[node] ? t.left[node] : t.right[node];
+    }
+    return t.value[node];
+  }
+  function chooseIn(tp, s) {
+    const x = tp.features.map((f) => encode(f, s));
+    const total = tp.actions.map(() => 0);
+    for (const tree2 of tp.trees) leaf(tree2, x).forEach((p, i) => total[i] = total[i] + p);
+    let best = null;
+    let bestP = 0;
+    let legal = 0;
+    tp.actions.forEach((action, i) => {
+      if (!s.legal.has(action)) return;
+      const p = total[i] / tp.trees.length;
+      legal += p;
+      if (p > bestP) [best, bestP] = [action, p];
+    });
+    if (best === null || legal <= 0) return null;
+    return [best, bestP / legal];
+  }
+  var Policy = class _Policy {
+    manifestVersion;
+    clientId;
+    createdAt;
+    types;
+    constructor(data) {
+      this.manifestVersion = text(data, "manifest_version");
+      this.clientId = typeof data["client_id"] === "string" ? data["client_id"] : null;
+      this.createdAt = typeof data["created_at"] === "string" ? data["created_at"] : null;
+      const types = data["types"];
+      if (!isObject2(types)) throw new PolicyError("policy file: `types` must be an object of entity types");
+      this.types = new Map(Object.entries(types).map(([name, spec]) => [name, typePolicy(name, spec)]));
+    }
+    /** A policy from JSON text or a parsed object. With `manifestVersion` (the game's, from GET /v1/manifest),
+     * a file distilled for another version is refused (PolicyError). */
+    static load(source, options = {}) {
+      let data = source;
+      if (typeof source === "string") {
+        try {
+          data = JSON.parse(source);
+        } catch (e) {
+          throw new PolicyError(`policy JSON: not JSON (${String(e)})`);
+        }
+      }
+      if (!isObject2(data)) throw new PolicyError("a policy must be a JSON object");
+      if (data["format"] !== POLICY_FORMAT || data["format_version"] !== POLICY_FORMAT_VERSION) {
+        throw new PolicyError(
+          `not a policy file this SDK reads: \`format\` must be '${POLICY_FORMAT}' and \`format_version\` ${POLICY_FORMAT_VERSION} (found ${JSON.stringify(data["format"])}, ${JSON.stringify(data["format_version"])})`
+        );
+      }
+      const policy = new _Policy(data);
+      if (options.manifestVersion !== void 0 && options.manifestVersion !== null)
+        policy.check(options.manifestVersion);
+      return policy;
+    }
+    /** The entity types this policy covers. */
+    get covers() {
+      return [...this.types.keys()].sort();
+    }
+    /** Refuse this policy for a game on another manifest version: its fields may mean something else now. */
+    check(manifestVersion) {
+      if (manifestVersion !== this.manifestVersion) {
+        throw new PolicyError(
+          `this policy was distilled for manifest version ${this.manifestVersion}, and the game runs ${manifestVersion}: a policy for another manifest version is never used (distill again)`
+        );
+      }
+    }
+    /** The most probable legal action and its probability among the legal ones; null for a type this policy
+     * does not cover or when no legal action has any probability. */
+    choose(type, observation, legalActions, world2 = null, scopeState = null, trigger = null, profile = null) {
+      const tp = this.types.get(type);
+      if (tp === void 0) return null;
+      const situation = {
+        observation,
+        world: world2 ?? {},
+        scope_state: scopeState ?? {},
+        trigger,
+        profile,
+        legal: new Set(legalActions)
+      };
+      return chooseIn(tp, situation);
+    }
+  };
+  function text(data, key) {
+    const v = data[key];
+    if (typeof v !== "string" || !v) throw new PolicyError(`policy file: \`${key}\` must be a non-empty string`);
+    return v;
+  }
+  function num(v, path) {
+    if (typeof v !== "number" || !Number.isFinite(v))
+      throw new PolicyError(`policy file: \`${path}\` must be a finite number`);
+    return v;
+  }
+  function feature(spec, path) {
+    if (!isObject2(spec)) throw new PolicyError(`policy file: \`${path}\` must be an object`);
+    const source = spec["source"];
+    const encoding = spec["encoding"];
+    if (!SOURCES.includes(source))
+      throw new PolicyError(`policy file: \`${path}.source\` must be one of ${SOURCES.join(", ")}`);
+    if (!ENCODINGS.includes(encoding))
+      throw new PolicyError(`policy file: \`${path}.encoding\` must be one of ${ENCODINGS.join(", ")}`);
+    const field = spec["field"];
+    if ((source === "observation" || source === "world" || source === "scope_state") && typeof field !== "string")
+      throw new PolicyError(`policy file: \`${path}.field\` must name a field of the ${String(source)}`);
+    const value = spec["value"];
+    if (encoding === "enum" && typeof value !== "string")
+      throw new PolicyError(`policy file: \`${path}.value\` must be the enum value this feature tests`);
+    const q = spec["quantum"] === void 0 || spec["quantum"] === null ? null : num(spec["quantum"], `${path}.quantum`);
+    if (q !== null && q <= 0) throw new PolicyError(`policy file: \`${path}.quantum\` must be above 0`);
+    return {
+      source,
+      field: typeof field === "string" ? field : null,
+      encoding,
+      value: typeof value === "string" ? value : null,
+      quantum: q,
+      missing: num(spec["missing"] ?? 0, `${path}.missing`)
+    };
+  }
+  function tree(spec, path, nFeatures, nActions) {
+    if (!isObject2(spec)) throw new PolicyError(`policy file: \`${path}\` must be an object`);
+    const n = Array.isArray(spec["feature"]) ? spec["feature"].length : 0;
+    const arrays = {};
+    for (const k of ["feature", "threshold", "left", "right", "value"]) {
+      const v = spec[k];
+      if (!Array.isArray(v) || v.length !== n || n === 0)
+        throw new PolicyError(`policy file: \`${path}.${k}\` must be a list of one item a node (${n || "at least 1"})`);
+      arrays[k] = v;
+    }
+    const ints = (k) => arrays[k].map((v) => Math.trunc(num(v, `${path}.${k}`)));
+    const t = {
+      feature: ints("feature"),
+      threshold: arrays["threshold"].map((v) => num(v, `${path}.threshold`)),
+      left: ints("left"),
+      right: ints("right"),
+      value: arrays["value"].map(
+        (row) => (Array.isArray(row) ? row : []).map((p) => num(p, `${path}.value`))
+      )
+    };
+    for (let i = 0; i < n; i++) {
+      const f = t.feature[i];
+      if (f >= nFeatures) throw new PolicyError(`policy file: \`${path}.feature[${i}]\` is not a feature of the type`);
+      const [l, r] = [t.left[i], t.right[i]];
+      if (f >= 0 && !(i < l && l < n && i < r && r < n))
+        throw new PolicyError(`policy file: \`${path}\` node ${i} must point to later nodes of the tree`);
+      if (f < 0 && t.value[i].length !== nActions)
+        throw new PolicyError(`policy file: \`${path}.value[${i}]\` must hold one probability an action`);
+    }
+    return t;
+  }
+  function typePolicy(name, spec) {
+    const path = `types.${name}`;
+    if (!isObject2(spec)) throw new PolicyError(`policy file: \`${path}\` must be an object`);
+    const actions = spec["actions"];
+    if (!Array.isArray(actions) || actions.length === 0 || !actions.every((a) => typeof a === "string"))
+      throw new PolicyError(`policy file: \`${path}.actions\` must be a list of action names`);
+    const features = spec["features"];
+    const trees = spec["trees"];
+    if (!Array.isArray(features)) throw new PolicyError(`policy file: \`${path}.features\` must be a list`);
+    if (!Array.isArray(trees) || trees.length === 0)
+      throw new PolicyError(`policy file: \`${path}.trees\` must be a list of at least one tree`);
+    const feats = features.map((f, i) => feature(f, `${path}.features[${i}]`));
+    return {
+      actions,
+      features: feats,
+      trees: trees.map((t, i) => tree(t, `${path}.trees[${i}]`, feats.length, actions.length))
+    };
+  }
+
+  // ../typescript/src/cascade.ts
+  var DEFAULT_POLICY_REFRESH_MS = 6e4;
+  var kind = (text2) => text2.replace(/sha256:[0-9a-f]+|\d+/g, "#");
+  var Cascade = class {
+    constructor(clientId2, policy, fetch2, refreshMs, say, manifestVersion = null) {
+      this.clientId = clientId2;
+      this.refreshMs = refreshMs;
+      this.say = say;
+      this.own = policy;
+      this.fetch = fetch2 ?? policy === null;
+      this.manifestVersion = manifestVersion;
+    }
+    own;
+    fetch;
+    fetched = null;
+    manifestVersion;
+    /** A policy for another version came: the manifest may have changed, ask it again. */
+    recheckManifest = false;
+    etag = null;
+    next = Number.NEGATIVE_INFINITY;
+    asking = false;
+    /** The policy that decides now: the service's while one is usable, else the game's own (a `Policy` of the
+     * game's only for the manifest version it was distilled for, once that is known). */
+    active() {
+      if (this.fetched !== null) return this.fetched;
+      const own = this.own;
+      if (own instanceof Policy && this.manifestVersion !== null && own.manifestVersion !== this.manifestVersion) {
+        this.say.say(
+          `own-policy:${this.manifestVersion}`,
+          `the game's policy was distilled for manifest version ${own.manifestVersion}, and the service runs ${this.manifestVersion}: a policy for another manifest version is never used (distill again)`
+        );
+        return null;
+      }
+      return own;
+    }
+    /** The active policy's choice for `e` (action, confidence), or null: ask the service. */
+    choose(e, world2, scopeState) {
+      const policy = this.active();
+      if (policy === null) return null;
+      if (policy instanceof Policy)
+        return policy.choose(e.type, e.observation, e.legalActions, world2, scopeState, e.trigger, e.profile);
+      return policy(e);
+    }
+    // --- fetching the service's -------------------------------------------------------------------
+    /** Whether GET /v1/policy goes out now (fetching on, the manifest version known, none in flight). */
+    due(now) {
+      return this.fetch && this.manifestVersion !== null && !this.asking && now >= this.next;
+    }
+    /** The path and the extra headers of GET /v1/policy; the next is due `refreshMs` later. */
+    request(now) {
+      this.asking = true;
+      this.next = now + this.refreshMs;
+      const path = `/v1/policy?client_id=${encodeURIComponent(this.clientId)}`;
+      return [path, this.etag !== null ? { "if-none-match": this.etag } : {}];
+    }
+    /** Take the answer to GET /v1/policy; false for an answer the scheduler deals with (401, 429, 5xx). */
+    answered(status, body, headers) {
+      this.asking = false;
+      if (status === 304) return true;
+      if (status === 404) {
+        this.drop();
+        return true;
+      }
+      if (status !== 200) return false;
+      const isDoc = typeof body === "object" && body !== null && !Array.isArray(body);
+      const doc = isDoc ? body : {};
+      try {
+        this.fetched = Policy.load(doc, { manifestVersion: this.manifestVersion });
+        this.etag = headers["etag"] ?? null;
+      } catch (e) {
+        this.drop();
+        this.recheckManifest = isDoc && doc["manifest_version"] !== this.manifestVersion;
+        const why = e instanceof PolicyError ? e.message : String(e);
+        this.say.say(`policy:${kind(why)}`, `the service's local policy is not used: ${why}`, false);
+      }
+      return true;
+    }
+    /** GET /v1/policy got no answer: asked again on its period. */
+    failed() {
+      this.asking = false;
+    }
+    /** The manifest version the service runs now: on a change the policy for the old one goes, and the
+     * service's is asked at once. */
+    manifest(version) {
+      this.recheckManifest = false;
+      if (version === null || version === this.manifestVersion) return;
+      this.manifestVersion = version;
+      this.drop();
+      this.next = Number.NEGATIVE_INFINITY;
+    }
+    drop() {
+      this.fetched = null;
+      this.etag = null;
+    }
+  };
 
   // ../typescript/src/outbox.ts
   var TELEMETRY_BATCH = 1e3;
@@ -252,17 +549,17 @@
   var REASK_GAP_MS = 500;
   var NUMBER = /\d+(?:\.\d+)?/g;
   var Roster = class {
-    constructor(epoch, windowMs, policy, threshold, stats, say) {
+    constructor(epoch, windowMs, choose, threshold, stats, say) {
       this.windowMs = windowMs;
       this.stats = stats;
       this.say = say;
       this.epoch = epoch;
-      this.policy = policy;
+      this.choose = choose;
       this.threshold = threshold;
     }
     entities = /* @__PURE__ */ new Map();
     epoch;
-    policy;
+    choose;
     threshold;
     windowEnd = Number.NEGATIVE_INFINITY;
     // events until then go out together, when it ends
@@ -365,13 +662,12 @@
         for (const e of this.entities.values()) e.due = Math.min(e.due, now);
       }
     }
-    /** Cascade: whether the local policy is sure enough of `e` to decide it here. */
+    /** Cascade: whether the local policy is sure enough of `e` to decide it here (none, or one that gives null
+     * for it: the service decides). */
     local(e, now, ttl) {
-      if (this.policy === null) return false;
-      let action = "";
-      let confidence = 0;
+      let got = null;
       try {
-        [action, confidence] = this.policy(e);
+        got = this.choose(e);
       } catch (exc) {
         this.say.say(
           "policy",
@@ -380,6 +676,8 @@
         );
         return false;
       }
+      if (got === null) return false;
+      const [action, confidence] = got;
       if (confidence < this.threshold || !e.legalActions.includes(action)) return false;
       e.choice = {
         action,
@@ -518,6 +816,8 @@
     clientId;
     /** The per-entity rules: track, event, action, setEpoch go there. */
     roster;
+    /** Which local policy decides first, and fetching the service's. */
+    cascade;
     world;
     scope;
     scopeState;
@@ -546,12 +846,17 @@
       this.refreshMs = options.refreshMs ?? null;
       this.maxInFlight = options.maxInFlight ?? 4;
       this.said = new SayOnce(options.log ?? ((m) => console.warn(`npcmind: ${m}`)));
-      const [policy, threshold, windowMs] = [
+      this.cascade = new Cascade(
+        this.clientId,
         options.policy ?? null,
-        options.threshold ?? 0.8,
-        options.eventWindowMs ?? 50
-      ];
-      this.roster = new Roster(options.epoch ?? 0, windowMs, policy, threshold, this.stats, this.said);
+        options.fetchPolicy ?? null,
+        options.policyRefreshMs ?? DEFAULT_POLICY_REFRESH_MS,
+        this.said,
+        options.manifestVersion ?? null
+      );
+      const choose = (e) => this.cascade.choose(e, this.world, this.scope !== null ? this.scopeState : null);
+      const [threshold, windowMs] = [options.threshold ?? 0.8, options.eventWindowMs ?? 50];
+      this.roster = new Roster(options.epoch ?? 0, windowMs, choose, threshold, this.stats, this.said);
       this.timeoutGiven = options.timeoutMs !== void 0 && options.timeoutMs !== null;
       this.timeout = options.timeoutMs ?? DEFAULT_DEADLINE_MS + TIMEOUT_MARGIN_MS;
       this.session = options.apiKey ? new Session(options.apiKey) : null;
@@ -609,7 +914,15 @@
         out.push(r);
       }
       if (this.session !== null && !this.session.ready) return out;
-      if (this.types === null && this.manifestRef === null && now >= this.notBefore) this.askManifest(out);
+      const again = this.cascade.recheckManifest;
+      if ((this.types === null || again) && this.manifestRef === null && now >= this.notBefore)
+        this.askManifest(out, again);
+      if (this.cascade.due(now) && now >= this.notBefore) {
+        const [path, extra] = this.cascade.request(now);
+        const r = this.make("GET", path, null, [], { ...this.headers(), ...extra });
+        this.sent.set(r.ref, { kind: "policy" });
+        out.push(r);
+      }
       this.roster.population(now);
       if (now < this.notBefore) return out;
       out.push(...this.outbox.sendTelemetry(now, this.clientId, this.roster.epoch, this.roster.entities.values()));
@@ -642,10 +955,12 @@
       else if (s.kind === "manifest") this.manifestAnswered(status, body, now);
       else if (s.kind === "health") this.healthAnswered(status, body);
       else if (s.kind === "session") this.sessionAnswered(status, body, now);
+      else if (s.kind === "policy" && !this.cascade.answered(status, body, headers))
+        this.refused(status, body, headers, now);
     }
     /** A request got no answer (`timeout` or `unreachable`): its entities use their native AI; retried later. */
-    fail(ref, kind, now) {
-      this.failed(kind);
+    fail(ref, kind2, now) {
+      this.failed(kind2);
       if (this.outbox.owns(ref)) return this.outbox.failed(ref);
       const s = this.sent.get(ref);
       if (s === void 0) return;
@@ -661,15 +976,15 @@
       } else if (s.kind === "session") {
         if (this.session !== null && !this.session.open) this.notBefore = Math.max(this.notBefore, now + 1e3);
         this.session?.failed(now);
-      }
+      } else if (s.kind === "policy") this.cascade.failed();
     }
     // --- scheduling -----------------------------------------------------------------------------
     timing(type) {
       const [refresh, ttl] = this.types?.get(type) ?? [DEFAULT_REFRESH_MS, DEFAULT_TTL_MS];
       return [this.refreshMs ?? refresh, ttl];
     }
-    askManifest(out) {
-      if (!this.timeoutGiven) {
+    askManifest(out, again) {
+      if (!this.timeoutGiven && !again) {
         const health = this.make("GET", "/v1/health", null, []);
         this.sent.set(health.ref, { kind: "health" });
         out.push(health);
@@ -782,6 +1097,7 @@
       }
       this.manifestRef = null;
       this.readManifest(data);
+      this.cascade.manifest(isObject(body) && typeof body["version"] === "string" ? body["version"] : null);
       for (const e of this.roster.entities.values()) e.due = Math.min(e.due, e.askedAt + this.timing(e.type)[0]);
     }
     readManifest(data) {
@@ -820,8 +1136,8 @@
       }
       this.warn(`${status}:${msg.replace(NUMBER2, "#")}`, msg);
     }
-    failed(kind) {
-      if (kind === "timeout") {
+    failed(kind2) {
+      if (kind2 === "timeout") {
         const why = this.timeoutGiven ? "its model may take up to NPCMIND_DEADLINE_MS: leave timeoutMs out to follow it" : `${TIMEOUT_MARGIN_MS / 1e3} s past its own deadline for the model: it is overloaded or stalled`;
         this.warn("timeout", `npcmind did not answer within ${this.timeout / 1e3} s (${why})`);
       } else this.warn("transport", "npcmind is unreachable");
@@ -971,10 +1287,10 @@
           body,
           signal: controller.signal
         });
-        const text = await res.text();
+        const text2 = await res.text();
         const answered = {};
         res.headers.forEach((v, k) => answered[k.toLowerCase()] = v);
-        const answer = parse(text);
+        const answer = parse(text2);
         if (r.path === "/v1/session") {
           const token = typeof answer === "object" && answer !== null ? answer["session_token"] : null;
           this.tokens.set(r.ref, res.status === 200 && typeof token === "string" ? token : null);
@@ -989,16 +1305,16 @@
       }
     }
   };
-  function parse(text) {
+  function parse(text2) {
     try {
-      return JSON.parse(text);
+      return JSON.parse(text2);
     } catch {
-      return { error: { message: text.slice(0, 200) } };
+      return { error: { message: text2.slice(0, 200) } };
     }
   }
-  async function gzip(text) {
-    if (typeof CompressionStream === "undefined") return text;
-    const stream = new Blob([text]).stream().pipeThrough(new CompressionStream("gzip"));
+  async function gzip(text2) {
+    if (typeof CompressionStream === "undefined") return text2;
+    const stream = new Blob([text2]).stream().pipeThrough(new CompressionStream("gzip"));
     return new Uint8Array(await new Response(stream).arrayBuffer());
   }
 
@@ -1030,6 +1346,18 @@
     /** Counters for a debug overlay. */
     get stats() {
       return this.core.stats;
+    }
+    /** The game's own local policy (a `Policy` or a function); it may be changed as the game goes. */
+    get policy() {
+      return this.core.cascade.own;
+    }
+    set policy(value) {
+      this.core.cascade.own = value;
+    }
+    /** The service's distilled policy in use (fetched from GET /v1/policy), or null: none yet, fetching off, or
+     * the service's is for another manifest version. */
+    get servicePolicy() {
+      return this.core.cascade.fetched;
     }
     /** The world the service sees beside the entities (change its fields as the game goes). */
     get world() {
@@ -1466,14 +1794,14 @@
   function describe(d) {
     return d.source === "native" ? `${d.action} \xB7 native${d.code ? ` (${d.code})` : ""}` : `${d.action} \xB7 ${d.source}`;
   }
-  function label(g2, text, x, y, colour) {
+  function label(g2, text2, x, y, colour) {
     g2.font = "10px sans-serif";
     g2.textAlign = "center";
     g2.fillStyle = "rgba(255,255,255,0.75)";
-    const w = g2.measureText(text).width;
+    const w = g2.measureText(text2).width;
     g2.fillRect(x - w / 2 - 2, y - 9, w + 4, 12);
     g2.fillStyle = colour;
-    g2.fillText(text, x, y);
+    g2.fillText(text2, x, y);
   }
   function bar(g2, x, y, fraction) {
     g2.fillStyle = "#400";
@@ -1534,15 +1862,15 @@
     }
     let y = 18;
     for (const s of w.swarms) {
-      const text = s.respawnAt === null ? describe(s.doing) : "wiped out: a new wave comes";
-      label(g2, `${s.id}: ${text}`, 90, y, COLOURS[s.doing.source]);
+      const text2 = s.respawnAt === null ? describe(s.doing) : "wiped out: a new wave comes";
+      label(g2, `${s.id}: ${text2}`, 90, y, COLOURS[s.doing.source]);
       y += 15;
     }
   }
 
   // src/service.ts
-  function counter(text, name) {
-    const line = text.split("\n").find((l) => l.startsWith(name + " "));
+  function counter(text2, name) {
+    const line = text2.split("\n").find((l) => l.startsWith(name + " "));
     return line ? Number(line.slice(name.length + 1)) : 0;
   }
   var ServiceWatch = class {
