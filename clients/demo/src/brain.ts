@@ -27,7 +27,13 @@ export class Brain {
   private readonly why = new Map<string, string | null>();
 
   constructor(serviceUrl: string, clientId: string, options: DecideClientOptions = {}) {
-    this.npc = new DecideClient(serviceUrl, clientId, { ...options, fetch: (input, init) => this.fetch(input, init) });
+    // no learned policy in a game of minutes (distill needs 100 decisions a type): without this the SDK asks
+    // GET /v1/policy every minute, and the browser logs each 404 as a console error
+    this.npc = new DecideClient(serviceUrl, clientId, {
+      fetchPolicy: false,
+      ...options,
+      fetch: (input, init) => this.fetch(input, init),
+    });
   }
 
   /** Why the entity has no decision: its last fallback's code, `unreachable`, or null (none known). */

@@ -1,4 +1,4 @@
-/* npcmind-demo-sources {"sha256":"8de199631bcb731ea1bf359b281e7922c7efb1b0f98e10dea6f60bae919cd45b","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
+/* npcmind-demo-sources {"sha256":"4de3ec2bdd01ad266cd3b30eda6e80b63544c3b3779d53ec971d54715cf99e73","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
 "use strict";
 (() => {
   // ../typescript/src/errors.ts
@@ -1451,7 +1451,11 @@
     npc;
     why = /* @__PURE__ */ new Map();
     constructor(serviceUrl, clientId2, options = {}) {
-      this.npc = new DecideClient(serviceUrl, clientId2, { ...options, fetch: (input, init) => this.fetch(input, init) });
+      this.npc = new DecideClient(serviceUrl, clientId2, {
+        fetchPolicy: false,
+        ...options,
+        fetch: (input, init) => this.fetch(input, init)
+      });
     }
     /** Why the entity has no decision: its last fallback's code, `unreachable`, or null (none known). */
     fallbackOf(id) {
