@@ -1,6 +1,7 @@
 // A Node game server: it runs the match (20 ticks a second), the bees decide through npcmind, and an
 // innkeeper answers the player through NpcMind with the server's own model (any OpenAI-compatible server).
-// Run: NPCMIND_URL=http://127.0.0.1:8080 CORTEX_URL=http://127.0.0.1:8000/v1 node examples/node-server.mjs
+// Run (against the quick start's scripted setup, whose scripted server also answers as the innkeeper's model):
+// NPCMIND_URL=http://127.0.0.1:8081 CORTEX_URL=http://127.0.0.1:9100/v1 CORTEX_MODEL=scripted node examples/node-server.mjs
 import { DecideClient, InMemoryNpcs, NpcMind, OpenAICortex } from "npcmind";
 
 const service = process.env.NPCMIND_URL ?? "http://127.0.0.1:8080";
