@@ -88,3 +88,75 @@ test("a malformed file is refused naming what is wrong", () => {
 test("rounding to the quantum is half to even, as Python's round()", () => {
   assert.deepEqual([0.5, 1.5, 2.5, -0.5, -1.5, 2.4999, 2.5001].map(roundHalfEven), [0, 2, 2, 0, -2, 2, 3]);
 });
+
+interface Refused {
+  name: string;
+  says: string;
+  policy?: Json;
+  text?: (string | [string, number])[];
+  bytes_hex?: string;
+}
+const refused = JSON.parse(read("refused.json")) as Refused[];
+
+/** A refused vector's input in every form Policy.load takes it: the object and its JSON text and bytes. */
+function sources(v: Refused): (string | Uint8Array | Json)[] {
+  if (v.policy !== undefined) {
+    // JSON.parse read the vector's integers past the float range as Infinity, which stringify would make null:
+    // written back as 1e999, a number past the float range again
+    const inf = (_: string, x: unknown): unknown => (typeof x === "number" && !Number.isFinite(x) ? "\u0000inf" : x);
+    const text = JSON.stringify(v.policy, inf).replaceAll('"\\u0000inf"', "1e999");
+    return [v.policy, text, new TextEncoder().encode(text)];
+  }
+  if (v.text !== undefined) {
+    const text = v.text.map((p) => (typeof p === "string" ? p : p[0].repeat(p[1]))).join("");
+    return [text, new TextEncoder().encode(text)];
+  }
+  return [Uint8Array.from((v.bytes_hex ?? "").match(/../g) ?? [], (h) => parseInt(h, 16))];
+}
+
+for (const v of refused) {
+  test(`refused vector: ${v.name}`, () => {
+    for (const source of sources(v)) {
+      assert.throws(
+        () => Policy.load(source),
+        (e: unknown) => e instanceof PolicyError && e.message.includes(v.says),
+        `expected a PolicyError saying ${JSON.stringify(v.says)}`,
+      );
+    }
+  });
+}
+
+test("the refused vectors are read, and reach every rule", () => {
+  const said = refused.map((v) => v.says).join(" ");
+  for (const rule of ["nested deeper", "not UTF-8", "larger than", "nodes in all", "deeper than 64 levels"])
+    assert.ok(said.includes(rule), rule);
+});
+
+test("choose never throws, and a value not of its kind is missing (NaN and infinities are not JSON)", () => {
+  const edge = Policy.load(read("edge.policy.json"));
+  const p = Policy.load(read("handmade.policy.json"));
+  const all = ["idle", "wander", "chase", "flee"];
+  const bee = { hp_fraction: 0.8, distance_to_player: 50, sees_player: true, current_action: "idle" };
+  const odd: unknown[] = [NaN, Infinity, -Infinity, 10n ** 400n, 1e308, "0.3", [0.3], { v: 1 }, true, null, undefined];
+  for (const value of odd) {
+    for (const t of ["tiny_quantum", "plain"]) {
+      const want = t === "plain" && value === 1e308 ? "positive" : "missing";
+      assert.deepEqual(edge.choose(t, { n: value }, ["nonpositive", "positive", "missing"]), [want, 1]);
+    }
+    assert.deepEqual(edge.choose("flag", { flag: value }, ["no", "yes", "missing"]), [
+      value === true ? "yes" : "missing",
+      1,
+    ]);
+    assert.deepEqual(edge.choose("mode", { mode: value }, ["off", "on"], null, null, value as string), ["off", 1]);
+    const anyP = p as unknown as { choose: (...a: unknown[]) => [string, number] | null };
+    for (const [obs, legal] of [
+      [value, value],
+      [bee, value],
+      [{ ...bee, hp_fraction: value }, [...all, value]],
+    ]) {
+      const got = anyP.choose("bee", obs, legal, value, value, value, value);
+      assert.ok(got === null || all.includes(got[0]));
+      assert.equal(anyP.choose(value, obs, legal), null);
+    }
+  }
+});
