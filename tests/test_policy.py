@@ -212,3 +212,45 @@ def test_choose_never_raises_and_a_value_not_of_its_kind_is_missing(value: Any) 
         got = p.choose("bee", observation, legal, world=value, scope_state=value, trigger=value, profile=value)
         assert got is None or got[0] in ALL
         assert p.choose(value, observation, legal) is None
+
+
+def test_a_seeded_fuzz_of_the_handmade_file_gives_a_policy_or_a_policy_error_and_choose_never_raises() -> None:
+    """Up to three places of the file set to an odd value (or removed): load is a policy or a PolicyError, and
+    choose on odd situations answers. The same fuzz runs in the TypeScript tests."""
+    import random
+
+    base = json.loads(HANDMADE.read_text())
+    odd: list[Any] = [None, True, 0, -1, 1.5, 10**400, float("nan"), float("inf"), "x", [], {}, [1], 5e-324, 1e308]
+
+    def places(o: Any, pre: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        items = o.items() if isinstance(o, dict) else enumerate(o) if isinstance(o, list) else []
+        return [pre] + [p for k, v in items for p in places(v, (*pre, k))]
+
+    every = places(base)[1:]
+    rng = random.Random(7)
+    loaded = 0
+    for _ in range(3000):
+        data = json.loads(json.dumps(base))
+        for place in rng.sample(every, rng.randint(1, 3)):
+            _set(data, place, rng.choice(odd))
+        try:
+            policy = Policy.load(data)
+        except PolicyError:
+            continue
+        loaded += 1
+        for t in ("bee", "boss"):
+            obs = {k: rng.choice([*odd, "chase"]) for k in ("hp_fraction", "current_action", "sees_player")}
+            got = policy.choose(t, obs, rng.choice([ALL, ["chase", 1], []]), world={"repellent": rng.choice(odd)},
+                                trigger=rng.choice([*odd, "hit"]), profile=rng.choice([*odd, "queen_bee"]))  # fmt: skip
+            assert got is None or 0.0 < got[1] <= 1.0
+    assert 100 < loaded < 3000  # both outcomes reached
+
+
+def _set(data: Any, place: tuple[Any, ...], value: Any) -> None:
+    """Set one place of a JSON document, if an earlier change left it there."""
+    try:
+        for k in place[:-1]:
+            data = data[k]
+        data[place[-1]] = value
+    except (KeyError, IndexError, TypeError):
+        pass

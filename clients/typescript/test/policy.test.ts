@@ -160,3 +160,42 @@ test("choose never throws, and a value not of its kind is missing (NaN and infin
     }
   }
 });
+
+test("a seeded fuzz of the handmade file gives a policy or a PolicyError, and choose never throws", () => {
+  const base = JSON.parse(read("handmade.policy.json")) as Json;
+  const odd: unknown[] = [null, true, 0, -1, 1.5, Infinity, NaN, "x", [], {}, [1], 5e-324, 1e308, undefined];
+  const places = (o: unknown, pre: (string | number)[] = []): (string | number)[][] => {
+    if (o === null || typeof o !== "object") return [pre];
+    const keys: (string | number)[] = Array.isArray(o) ? o.map((_, i) => i) : Object.keys(o);
+    return [pre, ...keys.flatMap((k) => places((o as Record<string | number, unknown>)[k], [...pre, k]))];
+  };
+  const every = places(base).slice(1);
+  let seed = 7;
+  const rnd = (n: number): number => ((seed = (seed * 1103515245 + 12345) % 2147483648) % n);
+  const pick = <T>(a: T[]): T => a[rnd(a.length)] as T;
+  let loaded = 0;
+  for (let it = 0; it < 3000; it++) {
+    const data = JSON.parse(JSON.stringify(base)) as Json;
+    for (let n = 1 + rnd(3); n > 0; n--) {
+      const place = pick(every);
+      let o: unknown = data;
+      for (const k of place.slice(0, -1)) o = o !== null && typeof o === "object" ? (o as Json)[k] : undefined;
+      if (o !== null && typeof o === "object") (o as Json)[place.at(-1) as string] = pick(odd);
+    }
+    let policy: Policy;
+    try {
+      policy = Policy.load(data);
+    } catch (e) {
+      assert.ok(e instanceof PolicyError, String(e));
+      continue;
+    }
+    loaded++;
+    for (const t of ["bee", "boss"]) {
+      const obs = { hp_fraction: pick(odd), current_action: pick([...odd, "chase"]), sees_player: pick(odd) };
+      const legal = pick([["idle", "wander", "chase", "flee"], ["chase", 1], []]) as string[];
+      const got = policy.choose(t, obs, legal, { repellent: pick(odd) }, null, pick([...odd, "hit"]) as string);
+      assert.ok(got === null || (got[1] > 0 && got[1] <= 1));
+    }
+  }
+  assert.ok(loaded > 100 && loaded < 3000, `loaded ${loaded}`);
+});
