@@ -133,3 +133,124 @@ def test_the_evaluator_imports_nothing_from_npcmind_and_nothing_outside_the_stan
     out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["[]", "('flee', 1.0)"]
+
+
+def _refused() -> list[dict[str, Any]]:
+    return list(json.loads((VECTORS / "refused.json").read_text()))
+
+
+def _sources(v: dict[str, Any]) -> list[Any]:
+    """A refused vector's input in every form Policy.load takes it: the object and its JSON text and bytes."""
+    if "policy" in v:
+        text = json.dumps(v["policy"])
+        return [v["policy"], text, text.encode()]
+    if "text" in v:
+        text = "".join(p if isinstance(p, str) else p[0] * p[1] for p in v["text"])
+        return [text, text.encode()]
+    return [bytes.fromhex(v["bytes_hex"])]
+
+
+@pytest.mark.parametrize("vector", _refused(), ids=lambda v: v["name"])
+def test_the_shared_refused_vectors_are_a_policy_error_naming_the_place(vector: dict[str, Any]) -> None:
+    for source in _sources(vector):
+        with pytest.raises(PolicyError) as e:
+            Policy.load(source)
+        assert vector["says"] in str(e.value)
+
+
+def test_the_refused_vectors_reach_every_rule() -> None:
+    said = " ".join(v["says"] for v in _refused())
+    for rule in ("nested deeper", "not UTF-8", "larger than", "nodes in all", "finite number", "must be an integer",
+                 "probabilities from 0 to 1", "quantum` must be above 0", "`format_version` 1", "action twice",
+                 "deeper than 64 levels"):  # fmt: skip
+        assert rule in said, rule
+
+
+def test_the_attacks_of_the_findings_are_policy_errors(tmp_path: Path) -> None:
+    """Finding 7: each of these raised RecursionError, UnicodeDecodeError, OverflowError or ValueError."""
+    data = json.loads(HANDMADE.read_text())
+    data["types"]["bee"]["features"][0]["quantum"] = 10**400
+    chain = {"feature": [0] * 250_000 + [-1], "threshold": [0.5] * 250_001, "value": [[]] * 250_000 + [[1.0, 0.0]]}
+    chain |= {"left": [i + 1 for i in range(250_000)] + [-1], "right": [i + 1 for i in range(250_000)] + [-1]}
+    deep = {**data, "types": {"t": {"actions": ["a", "b"], "features": [data["types"]["bee"]["features"][1]],
+                                    "trees": [chain]}}}  # fmt: skip
+    for source in (b"[" * 200_000, '{"a":' * 200_000, b"\xff\xfe{}", "pol\0icy.json", data, deep, tmp_path):
+        with pytest.raises(PolicyError):
+            Policy.load(source)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        float("nan"),
+        float("inf"),
+        -float("inf"),
+        10**400,
+        -(10**400),
+        1e308,
+        "0.3",
+        b"1",
+        [0.3],
+        {"v": 1},
+        True,
+        None,
+        object(),
+    ],
+)
+def test_choose_never_raises_and_a_value_not_of_its_kind_is_missing(value: Any) -> None:
+    """NaN and infinities are not JSON, so the shared vectors cannot hold them: the TypeScript test checks the same."""
+    edge = Policy.load(VECTORS / "edge.policy.json")
+    for t in ("tiny_quantum", "plain"):
+        want = ("positive", 1.0) if t == "plain" and value == 1e308 else ("missing", 1.0)
+        assert edge.choose(t, {"n": value}, ["nonpositive", "positive", "missing"]) == want
+    assert edge.choose("flag", {"flag": value}, ["no", "yes", "missing"]) == (
+        ("yes", 1.0) if value is True else ("missing", 1.0)
+    )
+    assert edge.choose("mode", {"mode": value}, ["off", "on"], trigger=value) == ("off", 1.0)
+    p = Policy.load(HANDMADE)
+    for observation, legal in ((value, value), (BEE, value), ({**BEE, "hp_fraction": value}, [*ALL, value])):
+        got = p.choose("bee", observation, legal, world=value, scope_state=value, trigger=value, profile=value)
+        assert got is None or got[0] in ALL
+        assert p.choose(value, observation, legal) is None
+
+
+def test_a_seeded_fuzz_of_the_handmade_file_gives_a_policy_or_a_policy_error_and_choose_never_raises() -> None:
+    """Up to three places of the file set to an odd value (or removed): load is a policy or a PolicyError, and
+    choose on odd situations answers. The same fuzz runs in the TypeScript tests."""
+    import random
+
+    base = json.loads(HANDMADE.read_text())
+    odd: list[Any] = [None, True, 0, -1, 1.5, 10**400, float("nan"), float("inf"), "x", [], {}, [1], 5e-324, 1e308]
+
+    def places(o: Any, pre: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        items = o.items() if isinstance(o, dict) else enumerate(o) if isinstance(o, list) else []
+        return [pre] + [p for k, v in items for p in places(v, (*pre, k))]
+
+    every = places(base)[1:]
+    rng = random.Random(7)
+    loaded = 0
+    for _ in range(3000):
+        data = json.loads(json.dumps(base))
+        for place in rng.sample(every, rng.randint(1, 3)):
+            _set(data, place, rng.choice(odd))
+        try:
+            policy = Policy.load(data)
+        except PolicyError:
+            continue
+        loaded += 1
+        for t in ("bee", "boss"):
+            obs = {k: rng.choice([*odd, "chase"]) for k in ("hp_fraction", "current_action", "sees_player")}
+            got = policy.choose(t, obs, rng.choice([ALL, ["chase", 1], []]), world={"repellent": rng.choice(odd)},
+                                trigger=rng.choice([*odd, "hit"]), profile=rng.choice([*odd, "queen_bee"]))  # fmt: skip
+            assert got is None or 0.0 < got[1] <= 1.0
+    assert 100 < loaded < 3000  # both outcomes reached
+
+
+def _set(data: Any, place: tuple[Any, ...], value: Any) -> None:
+    """Set one place of a JSON document, if an earlier change left it there."""
+    try:
+        for k in place[:-1]:
+            data = data[k]
+        data[place[-1]] = value
+    except (KeyError, IndexError, TypeError):
+        pass

@@ -5,12 +5,24 @@
  * shared vectors in clients/conformance/policy/ check both): the same encodings, rounding half to even to a
  * feature's quantum, the trees' leaves summed in tree order, masking to the legal actions, the first action
  * in the file's order on a tie. A file distilled for another manifest version is refused: its fields may mean
- * something else now. */
+ * something else now. Loading checks the whole file, with the same limits and messages as the Python SDK, so that
+ * `choose` cannot fail or run long in the game: every failure of `Policy.load` is a PolicyError naming the
+ * place, and `choose` never throws (a value not of its feature's kind is that feature's `missing`). */
 
 export const POLICY_FORMAT = "npcmind-policy";
 export const POLICY_FORMAT_VERSION = 1;
 const SOURCES = ["observation", "world", "scope_state", "trigger", "profile", "legal"] as const;
 const ENCODINGS = ["number", "boolean", "enum"] as const;
+/** distill writes ~60 kB a type: room for hundreds of types, not for a memory bomb (UTF-8 bytes). */
+export const POLICY_MAX_BYTES = 16 * 1024 * 1024;
+/** A policy's JSON nests 7 deep: bounded before parsing, as the Python SDK must (its parser recurses). */
+export const POLICY_MAX_NESTING = 32;
+/** distill's trees are at most 12 deep: 64 leaves room for other trainers and bounds a choose's walk. */
+export const POLICY_MAX_DEPTH = 64;
+/** Over all trees of a file: a depth-12 tree has at most 8,191 nodes. */
+export const POLICY_MAX_NODES = 1_000_000;
+const STRINGS = /"[^"\\]*(?:\\.[^"\\]*)*"/g;
+const BRACKETS = /[[\]{}]/g;
 
 type Source = (typeof SOURCES)[number];
 type Encoding = (typeof ENCODINGS)[number];
@@ -79,8 +91,11 @@ function encode(f: Feature, s: Situation): number {
   if (f.encoding === "enum") return raw === f.value ? 1 : 0;
   if (f.encoding === "boolean") return raw === true ? 1 : raw === false ? 0 : f.missing;
   if (typeof raw !== "number" || !Number.isFinite(raw)) return f.missing;
-  if (f.quantum) return roundHalfEven(raw / f.quantum) * f.quantum; // as the service's cache key rounds it
-  return raw;
+  if (!f.quantum) return raw;
+  const steps = raw / f.quantum; // a huge value over a tiny quantum overflows: not a number to compare
+  if (!Number.isFinite(steps)) return f.missing;
+  const x = roundHalfEven(steps) * f.quantum; // as the service's cache key rounds it
+  return Number.isFinite(x) ? x : f.missing;
 }
 
 /** The distribution over actions at the leaf this situation falls in (`x <= threshold`: left). */
@@ -124,20 +139,24 @@ export class Policy {
     this.createdAt = typeof data["created_at"] === "string" ? data["created_at"] : null;
     const types = data["types"];
     if (!isObject(types)) throw new PolicyError("policy file: `types` must be an object of entity types");
+    let nodes = 0; // counted before any tree is built: a huge file fails fast
+    for (const [name, spec] of Object.entries(types)) {
+      const trees = isObject(spec) && Array.isArray(spec["trees"]) ? (spec["trees"] as unknown[]) : [];
+      for (const t of trees) nodes += isObject(t) && Array.isArray(t["feature"]) ? t["feature"].length : 0;
+      if (nodes > POLICY_MAX_NODES)
+        throw new PolicyError(
+          `policy file: \`types.${name}\` brings the trees past ${thousands(POLICY_MAX_NODES)} nodes in all`,
+        );
+    }
     this.types = new Map(Object.entries(types).map(([name, spec]) => [name, typePolicy(name, spec)]));
   }
 
-  /** A policy from JSON text or a parsed object. With `manifestVersion` (the game's, from GET /v1/manifest),
-   * a file distilled for another version is refused (PolicyError). */
-  static load(source: string | Json, options: { manifestVersion?: string | null } = {}): Policy {
+  /** A policy from JSON text, its UTF-8 bytes, or a parsed object. With `manifestVersion` (the game's, from
+   * GET /v1/manifest), a file distilled for another version is refused (PolicyError). */
+  static load(source: string | Uint8Array | Json, options: { manifestVersion?: string | null } = {}): Policy {
     let data: unknown = source;
-    if (typeof source === "string") {
-      try {
-        data = JSON.parse(source);
-      } catch (e) {
-        throw new PolicyError(`policy JSON: not JSON (${String(e)})`);
-      }
-    }
+    if (source instanceof Uint8Array) data = parseJson(utf8(source, "policy JSON"), "policy JSON");
+    else if (typeof source === "string") data = parseJson(source, "policy JSON");
     if (!isObject(data)) throw new PolicyError("a policy must be a JSON object");
     if (data["format"] !== POLICY_FORMAT || data["format_version"] !== POLICY_FORMAT_VERSION) {
       throw new PolicyError(
@@ -167,7 +186,8 @@ export class Policy {
   }
 
   /** The most probable legal action and its probability among the legal ones; null for a type this policy
-   * does not cover or when no legal action has any probability. */
+   * does not cover or when no legal action has any probability. Never throws: a value not of its feature's
+   * kind (a string for a number, NaN, a number too large for the quantum) is missing. */
   choose(
     type: string,
     observation: Json,
@@ -177,17 +197,53 @@ export class Policy {
     trigger: string | null = null,
     profile: string | null = null,
   ): [string, number] | null {
-    const tp = this.types.get(type);
+    const tp = typeof type === "string" ? this.types.get(type) : undefined;
     if (tp === undefined) return null;
+    const legal = Array.isArray(legalActions) ? (legalActions as unknown[]) : []; // anything else: none legal
     const situation: Situation = {
-      observation,
-      world: world ?? {},
-      scope_state: scopeState ?? {},
+      observation: isObject(observation) ? observation : {},
+      world: isObject(world) ? world : {},
+      scope_state: isObject(scopeState) ? scopeState : {},
       trigger,
       profile,
-      legal: new Set(legalActions),
+      legal: new Set(legal.filter((a): a is string => typeof a === "string")),
     };
     return chooseIn(tp, situation);
+  }
+}
+
+function thousands(n: number): string {
+  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+}
+
+/** The text of a policy: UTF-8 (as JSON is), within the size bound. */
+function utf8(bytes: Uint8Array, where: string): string {
+  if (bytes.length > POLICY_MAX_BYTES)
+    throw new PolicyError(`${where}: larger than ${thousands(POLICY_MAX_BYTES)} bytes`);
+  try {
+    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    throw new PolicyError(`${where}: not UTF-8`);
+  }
+}
+
+/** Parsed JSON, its size and nesting bounded before parsing, exactly as the Python SDK bounds them. */
+function parseJson(source: string, where: string): unknown {
+  const big =
+    source.length > POLICY_MAX_BYTES ||
+    (3 * source.length > POLICY_MAX_BYTES && new TextEncoder().encode(source).length > POLICY_MAX_BYTES);
+  if (big) throw new PolicyError(`${where}: larger than ${thousands(POLICY_MAX_BYTES)} bytes`);
+  const blanked = source.replace(STRINGS, (m) => " ".repeat(m.length));
+  let depth = 0;
+  for (const m of blanked.matchAll(BRACKETS)) {
+    depth += m[0] === "[" || m[0] === "{" ? 1 : -1;
+    if (depth > POLICY_MAX_NESTING)
+      throw new PolicyError(`${where}: nested deeper than ${POLICY_MAX_NESTING} levels (at character ${m.index})`);
+  }
+  try {
+    return JSON.parse(source);
+  } catch (e) {
+    throw new PolicyError(`${where}: not JSON (${String(e)})`);
   }
 }
 
@@ -201,6 +257,19 @@ function num(v: unknown, path: string): number {
   if (typeof v !== "number" || !Number.isFinite(v))
     throw new PolicyError(`policy file: \`${path}\` must be a finite number`);
   return v;
+}
+
+function int(v: unknown, path: string): number {
+  const x = num(v, path);
+  if (!Number.isInteger(x)) throw new PolicyError(`policy file: \`${path}\` must be an integer`);
+  return x;
+}
+
+/** A leaf is a distribution: probabilities in [0, 1] (so no sum can overflow) and some probability. */
+function checkLeaf(row: number[], path: string, nActions: number): void {
+  if (row.length !== nActions) throw new PolicyError(`policy file: \`${path}\` must hold one probability an action`);
+  if (!row.every((p) => p >= 0 && p <= 1) || row.reduce((a, b) => a + b, 0) <= 0)
+    throw new PolicyError(`policy file: \`${path}\` must hold probabilities from 0 to 1, not all 0`);
 }
 
 /** One feature entry, checked. */
@@ -241,24 +310,31 @@ function tree(spec: unknown, path: string, nFeatures: number, nActions: number):
       throw new PolicyError(`policy file: \`${path}.${k}\` must be a list of one item a node (${n || "at least 1"})`);
     arrays[k] = v;
   }
-  const ints = (k: string): number[] => (arrays[k] as unknown[]).map((v) => Math.trunc(num(v, `${path}.${k}`)));
+  const ints = (k: string): number[] => (arrays[k] as unknown[]).map((v, i) => int(v, `${path}.${k}[${i}]`));
   const t: Tree = {
     feature: ints("feature"),
-    threshold: (arrays["threshold"] as unknown[]).map((v) => num(v, `${path}.threshold`)),
+    threshold: (arrays["threshold"] as unknown[]).map((v, i) => num(v, `${path}.threshold[${i}]`)),
     left: ints("left"),
     right: ints("right"),
-    value: (arrays["value"] as unknown[]).map((row) =>
-      (Array.isArray(row) ? row : []).map((p: unknown) => num(p, `${path}.value`)),
+    value: (arrays["value"] as unknown[]).map((row, i) =>
+      (Array.isArray(row) ? row : []).map((p: unknown) => num(p, `${path}.value[${i}]`)),
     ),
   };
+  const depth = new Array<number>(n).fill(0); // children come after their parent: one pass sees parents first
   for (let i = 0; i < n; i++) {
     const f = t.feature[i] as number;
     if (f >= nFeatures) throw new PolicyError(`policy file: \`${path}.feature[${i}]\` is not a feature of the type`);
     const [l, r] = [t.left[i] as number, t.right[i] as number];
-    if (f >= 0 && !(i < l && l < n && i < r && r < n))
+    if (f < 0) {
+      checkLeaf(t.value[i] as number[], `${path}.value[${i}]`, nActions);
+      continue;
+    }
+    if (!(i < l && l < n && i < r && r < n))
       throw new PolicyError(`policy file: \`${path}\` node ${i} must point to later nodes of the tree`);
-    if (f < 0 && (t.value[i] as number[]).length !== nActions)
-      throw new PolicyError(`policy file: \`${path}.value[${i}]\` must hold one probability an action`);
+    const d = depth[i] as number;
+    if (d >= POLICY_MAX_DEPTH)
+      throw new PolicyError(`policy file: \`${path}\` node ${i} is deeper than ${POLICY_MAX_DEPTH} levels`);
+    for (const c of [l, r]) depth[c] = Math.max(depth[c] as number, d + 1);
   }
   return t;
 }
@@ -270,6 +346,8 @@ function typePolicy(name: string, spec: unknown): TypePolicy {
   const actions = spec["actions"];
   if (!Array.isArray(actions) || actions.length === 0 || !actions.every((a) => typeof a === "string"))
     throw new PolicyError(`policy file: \`${path}.actions\` must be a list of action names`);
+  if (new Set(actions).size !== actions.length)
+    throw new PolicyError(`policy file: \`${path}.actions\` must not name an action twice`);
   const features = spec["features"];
   const trees = spec["trees"];
   if (!Array.isArray(features)) throw new PolicyError(`policy file: \`${path}.features\` must be a list`);

@@ -88,3 +88,114 @@ test("a malformed file is refused naming what is wrong", () => {
 test("rounding to the quantum is half to even, as Python's round()", () => {
   assert.deepEqual([0.5, 1.5, 2.5, -0.5, -1.5, 2.4999, 2.5001].map(roundHalfEven), [0, 2, 2, 0, -2, 2, 3]);
 });
+
+interface Refused {
+  name: string;
+  says: string;
+  policy?: Json;
+  text?: (string | [string, number])[];
+  bytes_hex?: string;
+}
+const refused = JSON.parse(read("refused.json")) as Refused[];
+
+/** A refused vector's input in every form Policy.load takes it: the object and its JSON text and bytes. */
+function sources(v: Refused): (string | Uint8Array | Json)[] {
+  if (v.policy !== undefined) {
+    // JSON.parse read the vector's integers past the float range as Infinity, which stringify would make null:
+    // written back as 1e999, a number past the float range again
+    const inf = (_: string, x: unknown): unknown => (typeof x === "number" && !Number.isFinite(x) ? "\u0000inf" : x);
+    const text = JSON.stringify(v.policy, inf).replaceAll('"\\u0000inf"', "1e999");
+    return [v.policy, text, new TextEncoder().encode(text)];
+  }
+  if (v.text !== undefined) {
+    const text = v.text.map((p) => (typeof p === "string" ? p : p[0].repeat(p[1]))).join("");
+    return [text, new TextEncoder().encode(text)];
+  }
+  return [Uint8Array.from((v.bytes_hex ?? "").match(/../g) ?? [], (h) => parseInt(h, 16))];
+}
+
+for (const v of refused) {
+  test(`refused vector: ${v.name}`, () => {
+    for (const source of sources(v)) {
+      assert.throws(
+        () => Policy.load(source),
+        (e: unknown) => e instanceof PolicyError && e.message.includes(v.says),
+        `expected a PolicyError saying ${JSON.stringify(v.says)}`,
+      );
+    }
+  });
+}
+
+test("the refused vectors are read, and reach every rule", () => {
+  const said = refused.map((v) => v.says).join(" ");
+  for (const rule of ["nested deeper", "not UTF-8", "larger than", "nodes in all", "deeper than 64 levels"])
+    assert.ok(said.includes(rule), rule);
+});
+
+test("choose never throws, and a value not of its kind is missing (NaN and infinities are not JSON)", () => {
+  const edge = Policy.load(read("edge.policy.json"));
+  const p = Policy.load(read("handmade.policy.json"));
+  const all = ["idle", "wander", "chase", "flee"];
+  const bee = { hp_fraction: 0.8, distance_to_player: 50, sees_player: true, current_action: "idle" };
+  const odd: unknown[] = [NaN, Infinity, -Infinity, 10n ** 400n, 1e308, "0.3", [0.3], { v: 1 }, true, null, undefined];
+  for (const value of odd) {
+    for (const t of ["tiny_quantum", "plain"]) {
+      const want = t === "plain" && value === 1e308 ? "positive" : "missing";
+      assert.deepEqual(edge.choose(t, { n: value }, ["nonpositive", "positive", "missing"]), [want, 1]);
+    }
+    assert.deepEqual(edge.choose("flag", { flag: value }, ["no", "yes", "missing"]), [
+      value === true ? "yes" : "missing",
+      1,
+    ]);
+    assert.deepEqual(edge.choose("mode", { mode: value }, ["off", "on"], null, null, value as string), ["off", 1]);
+    const anyP = p as unknown as { choose: (...a: unknown[]) => [string, number] | null };
+    for (const [obs, legal] of [
+      [value, value],
+      [bee, value],
+      [{ ...bee, hp_fraction: value }, [...all, value]],
+    ]) {
+      const got = anyP.choose("bee", obs, legal, value, value, value, value);
+      assert.ok(got === null || all.includes(got[0]));
+      assert.equal(anyP.choose(value, obs, legal), null);
+    }
+  }
+});
+
+test("a seeded fuzz of the handmade file gives a policy or a PolicyError, and choose never throws", () => {
+  const base = JSON.parse(read("handmade.policy.json")) as Json;
+  const odd: unknown[] = [null, true, 0, -1, 1.5, Infinity, NaN, "x", [], {}, [1], 5e-324, 1e308, undefined];
+  const places = (o: unknown, pre: (string | number)[] = []): (string | number)[][] => {
+    if (o === null || typeof o !== "object") return [pre];
+    const keys: (string | number)[] = Array.isArray(o) ? o.map((_, i) => i) : Object.keys(o);
+    return [pre, ...keys.flatMap((k) => places((o as Record<string | number, unknown>)[k], [...pre, k]))];
+  };
+  const every = places(base).slice(1);
+  let seed = 7;
+  const rnd = (n: number): number => ((seed = (seed * 1103515245 + 12345) % 2147483648) % n);
+  const pick = <T>(a: T[]): T => a[rnd(a.length)] as T;
+  let loaded = 0;
+  for (let it = 0; it < 3000; it++) {
+    const data = JSON.parse(JSON.stringify(base)) as Json;
+    for (let n = 1 + rnd(3); n > 0; n--) {
+      const place = pick(every);
+      let o: unknown = data;
+      for (const k of place.slice(0, -1)) o = o !== null && typeof o === "object" ? (o as Json)[k] : undefined;
+      if (o !== null && typeof o === "object") (o as Json)[place.at(-1) as string] = pick(odd);
+    }
+    let policy: Policy;
+    try {
+      policy = Policy.load(data);
+    } catch (e) {
+      assert.ok(e instanceof PolicyError, String(e));
+      continue;
+    }
+    loaded++;
+    for (const t of ["bee", "boss"]) {
+      const obs = { hp_fraction: pick(odd), current_action: pick([...odd, "chase"]), sees_player: pick(odd) };
+      const legal = pick([["idle", "wander", "chase", "flee"], ["chase", 1], []]) as string[];
+      const got = policy.choose(t, obs, legal, { repellent: pick(odd) }, null, pick([...odd, "hit"]) as string);
+      assert.ok(got === null || (got[1] > 0 && got[1] <= 1));
+    }
+  }
+  assert.ok(loaded > 100 && loaded < 3000, `loaded ${loaded}`);
+});
