@@ -1,4 +1,4 @@
-/* npcmind-demo-sources {"sha256":"4de3ec2bdd01ad266cd3b30eda6e80b63544c3b3779d53ec971d54715cf99e73","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
+/* npcmind-demo-sources {"sha256":"1559206e4e8fa8ebcb983a619cd9551b3b43812c7a522db97a4cd27bf850c16e","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
 "use strict";
 (() => {
   // ../typescript/src/errors.ts
@@ -72,6 +72,12 @@
   var POLICY_FORMAT_VERSION = 1;
   var SOURCES = ["observation", "world", "scope_state", "trigger", "profile", "legal"];
   var ENCODINGS = ["number", "boolean", "enum"];
+  var POLICY_MAX_BYTES = 16 * 1024 * 1024;
+  var POLICY_MAX_NESTING = 32;
+  var POLICY_MAX_DEPTH = 64;
+  var POLICY_MAX_NODES = 1e6;
+  var STRINGS = /"[^"\\]*(?:\\.[^"\\]*)*"/g;
+  var BRACKETS = /[[\]{}]/g;
   var PolicyError = class extends Error {
     name = "PolicyError";
   };
@@ -93,8 +99,11 @@
     if (f.encoding === "enum") return raw === f.value ? 1 : 0;
     if (f.encoding === "boolean") return raw === true ? 1 : raw === false ? 0 : f.missing;
     if (typeof raw !== "number" || !Number.isFinite(raw)) return f.missing;
-    if (f.quantum) return roundHalfEven(raw / f.quantum) * f.quantum;
-    return raw;
+    if (!f.quantum) return raw;
+    const steps = raw / f.quantum;
+    if (!Number.isFinite(steps)) return f.missing;
+    const x = roundHalfEven(steps) * f.quantum;
+    return Number.isFinite(x) ? x : f.missing;
   }
   function leaf(t, x) {
     let node = 0;
@@ -131,19 +140,23 @@
       this.createdAt = typeof data["created_at"] === "string" ? data["created_at"] : null;
       const types = data["types"];
       if (!isObject2(types)) throw new PolicyError("policy file: `types` must be an object of entity types");
+      let nodes = 0;
+      for (const [name, spec] of Object.entries(types)) {
+        const trees = isObject2(spec) && Array.isArray(spec["trees"]) ? spec["trees"] : [];
+        for (const t of trees) nodes += isObject2(t) && Array.isArray(t["feature"]) ? t["feature"].length : 0;
+        if (nodes > POLICY_MAX_NODES)
+          throw new PolicyError(
+            `policy file: \`types.${name}\` brings the trees past ${thousands(POLICY_MAX_NODES)} nodes in all`
+          );
+      }
       this.types = new Map(Object.entries(types).map(([name, spec]) => [name, typePolicy(name, spec)]));
     }
-    /** A policy from JSON text or a parsed object. With `manifestVersion` (the game's, from GET /v1/manifest),
-     * a file distilled for another version is refused (PolicyError). */
+    /** A policy from JSON text, its UTF-8 bytes, or a parsed object. With `manifestVersion` (the game's, from
+     * GET /v1/manifest), a file distilled for another version is refused (PolicyError). */
     static load(source, options = {}) {
       let data = source;
-      if (typeof source === "string") {
-        try {
-          data = JSON.parse(source);
-        } catch (e) {
-          throw new PolicyError(`policy JSON: not JSON (${String(e)})`);
-        }
-      }
+      if (source instanceof Uint8Array) data = parseJson(utf8(source, "policy JSON"), "policy JSON");
+      else if (typeof source === "string") data = parseJson(source, "policy JSON");
       if (!isObject2(data)) throw new PolicyError("a policy must be a JSON object");
       if (data["format"] !== POLICY_FORMAT || data["format_version"] !== POLICY_FORMAT_VERSION) {
         throw new PolicyError(
@@ -168,21 +181,51 @@
       }
     }
     /** The most probable legal action and its probability among the legal ones; null for a type this policy
-     * does not cover or when no legal action has any probability. */
+     * does not cover or when no legal action has any probability. Never throws: a value not of its feature's
+     * kind (a string for a number, NaN, a number too large for the quantum) is missing. */
     choose(type, observation, legalActions, world2 = null, scopeState = null, trigger = null, profile = null) {
-      const tp = this.types.get(type);
+      const tp = typeof type === "string" ? this.types.get(type) : void 0;
       if (tp === void 0) return null;
+      const legal = Array.isArray(legalActions) ? legalActions : [];
       const situation = {
-        observation,
-        world: world2 ?? {},
-        scope_state: scopeState ?? {},
+        observation: isObject2(observation) ? observation : {},
+        world: isObject2(world2) ? world2 : {},
+        scope_state: isObject2(scopeState) ? scopeState : {},
         trigger,
         profile,
-        legal: new Set(legalActions)
+        legal: new Set(legal.filter((a) => typeof a === "string"))
       };
       return chooseIn(tp, situation);
     }
   };
+  function thousands(n) {
+    return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  }
+  function utf8(bytes, where) {
+    if (bytes.length > POLICY_MAX_BYTES)
+      throw new PolicyError(`${where}: larger than ${thousands(POLICY_MAX_BYTES)} bytes`);
+    try {
+      return new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
+    } catch {
+      throw new PolicyError(`${where}: not UTF-8`);
+    }
+  }
+  function parseJson(source, where) {
+    const big = source.length > POLICY_MAX_BYTES || 3 * source.length > POLICY_MAX_BYTES && new TextEncoder().encode(source).length > POLICY_MAX_BYTES;
+    if (big) throw new PolicyError(`${where}: larger than ${thousands(POLICY_MAX_BYTES)} bytes`);
+    const blanked = source.replace(STRINGS, (m) => " ".repeat(m.length));
+    let depth = 0;
+    for (const m of blanked.matchAll(BRACKETS)) {
+      depth += m[0] === "[" || m[0] === "{" ? 1 : -1;
+      if (depth > POLICY_MAX_NESTING)
+        throw new PolicyError(`${where}: nested deeper than ${POLICY_MAX_NESTING} levels (at character ${m.index})`);
+    }
+    try {
+      return JSON.parse(source);
+    } catch (e) {
+      throw new PolicyError(`${where}: not JSON (${String(e)})`);
+    }
+  }
   function text(data, key) {
     const v = data[key];
     if (typeof v !== "string" || !v) throw new PolicyError(`policy file: \`${key}\` must be a non-empty string`);
@@ -192,6 +235,16 @@
     if (typeof v !== "number" || !Number.isFinite(v))
       throw new PolicyError(`policy file: \`${path}\` must be a finite number`);
     return v;
+  }
+  function int(v, path) {
+    const x = num(v, path);
+    if (!Number.isInteger(x)) throw new PolicyError(`policy file: \`${path}\` must be an integer`);
+    return x;
+  }
+  function checkLeaf(row, path, nActions) {
+    if (row.length !== nActions) throw new PolicyError(`policy file: \`${path}\` must hold one probability an action`);
+    if (!row.every((p) => p >= 0 && p <= 1) || row.reduce((a, b) => a + b, 0) <= 0)
+      throw new PolicyError(`policy file: \`${path}\` must hold probabilities from 0 to 1, not all 0`);
   }
   function feature(spec, path) {
     if (!isObject2(spec)) throw new PolicyError(`policy file: \`${path}\` must be an object`);
@@ -228,24 +281,31 @@
         throw new PolicyError(`policy file: \`${path}.${k}\` must be a list of one item a node (${n || "at least 1"})`);
       arrays[k] = v;
     }
-    const ints = (k) => arrays[k].map((v) => Math.trunc(num(v, `${path}.${k}`)));
+    const ints = (k) => arrays[k].map((v, i) => int(v, `${path}.${k}[${i}]`));
     const t = {
       feature: ints("feature"),
-      threshold: arrays["threshold"].map((v) => num(v, `${path}.threshold`)),
+      threshold: arrays["threshold"].map((v, i) => num(v, `${path}.threshold[${i}]`)),
       left: ints("left"),
       right: ints("right"),
       value: arrays["value"].map(
-        (row) => (Array.isArray(row) ? row : []).map((p) => num(p, `${path}.value`))
+        (row, i) => (Array.isArray(row) ? row : []).map((p) => num(p, `${path}.value[${i}]`))
       )
     };
+    const depth = new Array(n).fill(0);
     for (let i = 0; i < n; i++) {
       const f = t.feature[i];
       if (f >= nFeatures) throw new PolicyError(`policy file: \`${path}.feature[${i}]\` is not a feature of the type`);
       const [l, r] = [t.left[i], t.right[i]];
-      if (f >= 0 && !(i < l && l < n && i < r && r < n))
+      if (f < 0) {
+        checkLeaf(t.value[i], `${path}.value[${i}]`, nActions);
+        continue;
+      }
+      if (!(i < l && l < n && i < r && r < n))
         throw new PolicyError(`policy file: \`${path}\` node ${i} must point to later nodes of the tree`);
-      if (f < 0 && t.value[i].length !== nActions)
-        throw new PolicyError(`policy file: \`${path}.value[${i}]\` must hold one probability an action`);
+      const d = depth[i];
+      if (d >= POLICY_MAX_DEPTH)
+        throw new PolicyError(`policy file: \`${path}\` node ${i} is deeper than ${POLICY_MAX_DEPTH} levels`);
+      for (const c of [l, r]) depth[c] = Math.max(depth[c], d + 1);
     }
     return t;
   }
@@ -255,6 +315,8 @@
     const actions = spec["actions"];
     if (!Array.isArray(actions) || actions.length === 0 || !actions.every((a) => typeof a === "string"))
       throw new PolicyError(`policy file: \`${path}.actions\` must be a list of action names`);
+    if (new Set(actions).size !== actions.length)
+      throw new PolicyError(`policy file: \`${path}.actions\` must not name an action twice`);
     const features = spec["features"];
     const trees = spec["trees"];
     if (!Array.isArray(features)) throw new PolicyError(`policy file: \`${path}.features\` must be a list`);
