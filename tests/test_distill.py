@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -240,3 +242,67 @@ def test_hosted_get_policy_is_the_tokens_client_and_needs_a_token(hosted: Any, t
     assert mine.status_code == 200 and mine.content == data and mine.headers["etag"]
     theirs = hosted.http.get("/v1/policy", headers=hosted.auth(hosted.open("game-2")))
     assert theirs.status_code == 404 and "'game-2'" in theirs.text
+
+
+def test_distill_never_writes_over_a_file_of_its_store(tmp_path: Path) -> None:
+    """A policy written on the store's database had turned it into JSON; the live service answered 503 after."""
+    _fill(tmp_path / "s.db", [(_obs(0.5 + (i % 5) / 20, 40.0), "chase", None) for i in range(120)])
+    before = (tmp_path / "s.db").read_bytes()
+    (tmp_path / "sub").mkdir()
+    os.link(tmp_path / "s.db", tmp_path / "hard.db")
+    store = f"sqlite:///{tmp_path}/s.db"
+    for out in ("s.db", "s.db-wal", "s.db-shm", "s.db.lock", "sub/../s.db", "hard.db"):
+        r = cli("distill", "--store", store, "--client", "game-1", "--out", str(tmp_path / out))
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        assert f"is a file of the store {store}: give the policy a file of its own" in r.stderr, r.stderr
+    assert (tmp_path / "s.db").read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("out", "says"),
+    [
+        ("/nonexistent/dir/p.json", "the folder /nonexistent/dir does not exist"),
+        ("{tmp}", "is a folder: give a file name in it"),
+        ("/proc/p.json", "cannot be written"),
+    ],
+)
+def test_an_out_that_cannot_be_written_is_one_line_before_the_store_is_read(tmp_path: Path, out: str, says: str) -> None:
+    """The store given does not even exist: --out is checked first, so nobody waits for training to learn it."""
+    out = out.format(tmp=tmp_path)
+    r = cli("distill", "--store", f"sqlite:///{tmp_path}/none.db", "--client", "game-1", "--out", out)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert says in r.stderr and "does not exist" not in r.stderr.replace(says, ""), r.stderr
+
+
+def test_the_policy_file_is_written_whole_and_an_old_one_replaced(tmp_path: Path) -> None:
+    _fill(tmp_path / "s.db", [(_obs(0.5 + (i % 5) / 20, 40.0), "chase", None) for i in range(120)])
+    out = tmp_path / "p.json"
+    out.write_text("an old policy, longer than the new one will be " * 400)
+    old = out.stat().st_ino
+    r = cli("distill", "--store", f"sqlite:///{tmp_path}/s.db", "--client", "game-1", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(out.read_text())["format"] == "npcmind-policy"
+    assert out.stat().st_ino != old  # renamed into place: a game loading the old one never reads half of the new
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.json", "s.db", "s.db-shm", "s.db-wal", "s.db.lock"]
+
+
+def test_a_store_that_is_a_folder_or_holds_a_bad_version_is_named_in_one_line(tmp_path: Path) -> None:
+    import sqlite3
+
+    out = str(tmp_path / "p.json")
+    r = cli("distill", "--store", f"sqlite:///{tmp_path}", "--client", "game-1", "--out", out)
+    assert r.returncode == 2 and f"the store {tmp_path} is a folder, not a store file" in r.stderr, r.stderr
+    _fill(tmp_path / "s.db", [(_obs(0.5, 40.0), "chase", None)])
+    db = sqlite3.connect(tmp_path / "s.db")
+    db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (b"abc",))
+    db.commit()
+    db.close()
+    r = cli("distill", "--store", f"sqlite:///{tmp_path}/s.db", "--client", "game-1", "--out", out)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert f"the store {tmp_path}/s.db has a schema_version of 'abc', not a number" in r.stderr, r.stderr
+
+
+def test_one_decision_is_said_as_one_decision(tmp_path: Path) -> None:
+    _fill(tmp_path / "s.db", [(_obs(0.5, 40.0), "chase", None)])
+    r = cli("distill", "--store", f"sqlite:///{tmp_path}/s.db", "--client", "game-1", "--out", str(tmp_path / "p"))
+    assert r.returncode == 1 and "bee: 1 decision, needs 100: no policy for it" in r.stdout, r.stdout

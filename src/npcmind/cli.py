@@ -318,6 +318,9 @@ def _distill(args: argparse.Namespace) -> int:
         return 2
     from npcmind.distill.run import main as distill_main
 
+    if args.out is None and not args.publish:
+        print("npcmind distill: give --out FILE, --publish, or both: where the policy goes", file=sys.stderr)
+        return 2
     manifest = None
     if args.manifest:
         try:
@@ -326,8 +329,8 @@ def _distill(args: argparse.Namespace) -> int:
             print(str(e), file=sys.stderr)
             return 2
     try:
-        return distill_main(args.store, args.client, args.out, args.type, args.since, manifest)
-    except ValueError as e:  # a store that cannot be read: one line
+        return distill_main(args.store, args.client, args.out, args.type, args.since, manifest, args.publish)
+    except (ValueError, OSError) as e:  # a store that cannot be read, an --out that cannot be written: one line
         print(f"npcmind distill: {e}", file=sys.stderr)
         return 2
 
@@ -399,9 +402,19 @@ def build_parser() -> argparse.ArgumentParser:
         "decisions (failed outcomes count less, done more), hold a fifth back to measure it, and write the "
         "portable policy file the SDKs run (docs/policy.md).",
     )
-    d.add_argument("--store", required=True, metavar="URL", help="the service's store (read only; it may be running)")
+    d.add_argument(
+        "--store",
+        required=True,
+        metavar="URL",
+        help="the service's store (read only but for --publish; it may be running)",
+    )
     d.add_argument("--client", required=True, metavar="CLIENT_ID", help="the client (game) whose decisions to learn")
-    d.add_argument("--out", required=True, metavar="FILE", help="the policy file to write")
+    d.add_argument("--out", metavar="FILE", help="the policy file to write (a game ships it: Policy.load)")
+    d.add_argument(
+        "--publish",
+        action="store_true",
+        help="also keep the policy in the store: the service on it serves it at its next GET /v1/policy",
+    )
     d.add_argument("--type", metavar="TYPE", help="only this entity type (default: every type with enough decisions)")
     d.add_argument("--since", type=_positive_hours, metavar="HOURS", help="only decisions of the last HOURS")
     d.add_argument(
