@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from conftest import FOREST, Running, bee, cli, decide_body
+from conftest import FOREST, Running, bee, cli, decide_body, logged
 from npcmind.storage import open_store
 from npcmind.storage.base import TrainingRow
 
@@ -306,3 +306,80 @@ def test_one_decision_is_said_as_one_decision(tmp_path: Path) -> None:
     _fill(tmp_path / "s.db", [(_obs(0.5, 40.0), "chase", None)])
     r = cli("distill", "--store", f"sqlite:///{tmp_path}/s.db", "--client", "game-1", "--out", str(tmp_path / "p"))
     assert r.returncode == 1 and "bee: 1 decision, needs 100: no policy for it" in r.stdout, r.stdout
+
+
+def test_the_first_background_round_comes_soon_after_start_then_one_every_interval(tmp_path: Path) -> None:
+    """A service restarted more often than every HOURS had never trained: the first round waited a whole one."""
+    from npcmind.distill.background import FIRST_ROUND_S, BackgroundDistill
+    from npcmind.storage.sqlite import SqliteStore
+
+    delays: list[float] = []
+
+    async def sleep(s: float) -> None:  # the test's clock: no round waits for real
+        delays.append(s)
+        if len(delays) == 3:
+            raise asyncio.CancelledError
+
+    async def go() -> int:
+        store = SqliteStore(tmp_path / "s.db")
+        job = BackgroundDistill(store, f"sqlite:///{tmp_path}/s.db", lambda c: None, 24.0, sleep)
+        with pytest.raises(asyncio.CancelledError):
+            await job.run()
+        await store.close()
+        return job.runs
+
+    assert asyncio.run(go()) == 2
+    assert delays == [FIRST_ROUND_S, 24 * 3600.0, 24 * 3600.0] and FIRST_ROUND_S <= 60
+
+
+def test_a_bad_client_or_row_stops_no_round_and_an_unchanged_policy_is_not_kept_again(tmp_path: Path) -> None:
+    """game-0 fails (its manifest cannot be had), game-1 has a damaged features row: game-1 and game-2 still get
+    their policies, each problem one line; the next round changes nothing, so GET /v1/policy's ETag stays."""
+    import sqlite3
+
+    from npcmind.distill.background import BackgroundDistill
+    from npcmind.manifest import load
+    from npcmind.storage.sqlite import SqliteStore
+
+    good = [(_obs(0.5 + (i % 5) / 20, 40.0), "chase", None) for i in range(120)]
+    for client in ("game-0", "game-1", "game-2"):
+        _fill(tmp_path / "s.db", good, client)
+    db = sqlite3.connect(tmp_path / "s.db")
+    db.execute("INSERT INTO features VALUES (?, ?, ?, ?)", (10**9, "game-1", 5000.0, b"not zlib at all"))
+    db.commit()
+    db.close()
+    manifest = load(FOREST)
+
+    def manifest_of(client: str) -> Any:
+        if client == "game-0":
+            raise RuntimeError("the clients file\nchanged")
+        return manifest
+
+    async def rounds() -> tuple[int, int, list[float]]:
+        store = SqliteStore(tmp_path / "s.db")
+        job = BackgroundDistill(store, f"sqlite:///{tmp_path}/s.db", manifest_of, 24.0)
+        first = await job.once()
+        kept = [await store.policy(c, manifest.version) for c in ("game-1", "game-2")]
+        second = await job.once()
+        again = [await store.policy(c, manifest.version) for c in ("game-1", "game-2")]
+        await store.close()
+        assert all(k is not None for k in kept) and kept == again  # the same data, the same created_at
+        return first, second, [k.created_at for k in kept if k is not None]
+
+    with logged("npcmind") as said:
+        first, second, _ = asyncio.run(rounds())
+    assert (first, second) == (2, 0), said
+    assert "distill: game-0: no new policy this round: RuntimeError: the clients file changed" in said, said
+    unreadable = "store: 1 features row of client 'game-1' cannot be read and was skipped (the first: error: "
+    assert any(line.startswith(unreadable) for line in said), said
+    r = cli("distill", "--store", f"sqlite:///{tmp_path}/s.db", "--client", "game-1", "--out", str(tmp_path / "p"))
+    assert r.returncode == 0 and "Traceback" not in r.stderr and unreadable in r.stderr, r.stderr
+
+
+def test_serve_refuses_background_distill_on_a_memory_store_and_rounds_too_close(tmp_path: Path) -> None:
+    memory = ("--store", "sqlite:///:memory:")
+    r = cli("serve", "--manifest", str(FOREST), *memory, "--distill-every", "1", "--port", "0")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "--distill-every trains from the store beside the service, and sqlite:///:memory:" in r.stderr, r.stderr
+    r = cli("serve", "--manifest", str(FOREST), "--distill-every", "1e-300", "--port", "0")
+    assert r.returncode == 2 and "--distill-every: must be at least 0.05 hours (3 minutes" in r.stderr, r.stderr

@@ -309,6 +309,19 @@ def _positive_hours(text: str) -> float:
     return v
 
 
+def _distill_hours(text: str) -> float:
+    """--distill-every: hours, no closer than rounds can be of use (MIN_EVERY_H says why)."""
+    from npcmind.distill.background import MIN_EVERY_H
+
+    v = _positive_hours(text)
+    if v < MIN_EVERY_H:
+        raise argparse.ArgumentTypeError(
+            f"must be at least {MIN_EVERY_H:g} hours (3 minutes: a round holds a core for seconds, and the SDKs "
+            f"ask for a new policy once a minute), not {text}"
+        )
+    return v
+
+
 def _distill(args: argparse.Namespace) -> int:
     """`npcmind distill`: train the local policy from a store's decisions (the `distill` extra)."""
     try:
@@ -389,9 +402,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--rulesets", metavar="FILE", help="NPC rulesets to add to (or replace) the built-in presets")
     s.add_argument(
         "--distill-every",
-        type=_positive_hours,
+        type=_distill_hours,
         metavar="HOURS",
-        help="retrain each client's local policy (GET /v1/policy) this often, in the background (the distill extra)",
+        help="retrain each client's local policy (GET /v1/policy) this often, in the background, the first time a "
+        "minute after start (at least 0.05; the distill extra)",
     )
     s.set_defaults(func=_serve)
 
