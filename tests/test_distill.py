@@ -238,10 +238,18 @@ def test_hosted_get_policy_is_the_tokens_client_and_needs_a_token(hosted: Any, t
     db.commit()
     db.close()
     assert hosted.http.get("/v1/policy").status_code == 401
-    mine = hosted.http.get("/v1/policy", headers=hosted.auth(hosted.open("game-1")))
+    token = hosted.auth(hosted.open("game-1"))
+    mine = hosted.http.get("/v1/policy", headers=token)
     assert mine.status_code == 200 and mine.content == data and mine.headers["etag"]
+    anything = hosted.http.get("/v1/policy", headers={**token, "if-none-match": "*"})  # RFC 9110: one exists
+    assert anything.status_code == 304 and anything.headers["etag"] == mine.headers["etag"]
+    named = hosted.http.get("/v1/policy", params={"client_id": "game-2"}, headers=token)
+    assert named.status_code == 403, named.text
+    assert "the token is for client 'game-1', the query parameter client_id names 'game-2'" in named.text
     theirs = hosted.http.get("/v1/policy", headers=hosted.auth(hosted.open("game-2")))
     assert theirs.status_code == 404 and "'game-2'" in theirs.text
+    none = hosted.http.get("/v1/policy", headers={**hosted.auth(hosted.open("game-2")), "if-none-match": "*"})
+    assert none.status_code == 404  # `*` and no policy: nothing current to match
 
 
 def test_distill_never_writes_over_a_file_of_its_store(tmp_path: Path) -> None:
