@@ -391,3 +391,38 @@ def test_serve_refuses_background_distill_on_a_memory_store_and_rounds_too_close
     assert "--distill-every trains from the store beside the service, and sqlite:///:memory:" in r.stderr, r.stderr
     r = cli("serve", "--manifest", str(FOREST), "--distill-every", "1e-300", "--port", "0")
     assert r.returncode == 2 and "--distill-every: must be at least 0.05 hours (3 minutes" in r.stderr, r.stderr
+
+
+def test_distill_publish_puts_the_policy_where_the_running_service_serves_it(start_service: Any, tmp_path: Path) -> None:
+    """`npcmind distill` alone writes a file; --publish is how a run reaches GET /v1/policy (the service keeps
+    running on the store meanwhile), and publishing the same policy again keeps its ETag."""
+    db = tmp_path / "live.db"
+    _fill(db, [(_obs(0.5 + (i % 5) / 20, 40.0 + 10 * (i % 4)), "chase", None) for i in range(150)])
+    svc = start_service(store=f"sqlite:///{db}")
+    assert svc.http.get("/v1/policy", params={"client_id": "game-1"}).status_code == 404
+    store = ("--store", f"sqlite:///{db}", "--client", "game-1")
+    r = cli("distill", *store)
+    assert r.returncode == 2 and "give --out FILE, --publish, or both" in r.stderr, r.stderr
+    out = tmp_path / "p.json"
+    r = cli("distill", *store, "--out", str(out))
+    assert r.returncode == 0 and "published" not in r.stdout, r.stdout
+    assert svc.http.get("/v1/policy", params={"client_id": "game-1"}).status_code == 404  # a file only
+    r = cli("distill", *store, "--publish", "--manifest", str(FOREST))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"published to sqlite:///{db} for manifest sha256:" in r.stdout and "wrote" not in r.stdout, r.stdout
+    got = svc.http.get("/v1/policy", params={"client_id": "game-1"})
+    assert got.status_code == 200 and json.loads(got.content)["types"].keys() == {"bee"}
+    r = cli("distill", *store, "--publish", "--manifest", str(FOREST))
+    assert r.returncode == 0 and "is the same: left as it is" in r.stdout, r.stdout
+    again = svc.http.get("/v1/policy", params={"client_id": "game-1"})
+    assert again.headers["etag"] == got.headers["etag"]
+
+
+def test_the_docs_say_both_ways_a_policy_reaches_get_policy_and_no_other() -> None:
+    """They had said running `distill` opted in: it only wrote a file, and GET /v1/policy stayed 404."""
+    root = Path(__file__).resolve().parent.parent
+    for doc in (root / "README.md", root / "docs" / "policy.md"):
+        text = " ".join(doc.read_text().split())
+        assert "--publish" in text and "--distill-every" in text, doc
+        assert "opted in by running `distill`" not in text and "has run `distill`" not in text, doc
+        assert "only writes `--out` publishes nothing" in text, doc
