@@ -274,7 +274,9 @@ def test_distill_never_writes_over_a_file_of_its_store(tmp_path: Path) -> None:
         ("/proc/p.json", "cannot be written"),
     ],
 )
-def test_an_out_that_cannot_be_written_is_one_line_before_the_store_is_read(tmp_path: Path, out: str, says: str) -> None:
+def test_an_out_that_cannot_be_written_is_one_line_before_the_store_is_read(
+    tmp_path: Path, out: str, says: str
+) -> None:
     """The store given does not even exist: --out is checked first, so nobody waits for training to learn it."""
     out = out.format(tmp=tmp_path)
     r = cli("distill", "--store", f"sqlite:///{tmp_path}/none.db", "--client", "game-1", "--out", out)
@@ -286,11 +288,13 @@ def test_the_policy_file_is_written_whole_and_an_old_one_replaced(tmp_path: Path
     _fill(tmp_path / "s.db", [(_obs(0.5 + (i % 5) / 20, 40.0), "chase", None) for i in range(120)])
     out = tmp_path / "p.json"
     out.write_text("an old policy, longer than the new one will be " * 400)
+    out.chmod(0o644)
     old = out.stat().st_ino
     r = cli("distill", "--store", f"sqlite:///{tmp_path}/s.db", "--client", "game-1", "--out", str(out))
     assert r.returncode == 0, r.stderr
     assert json.loads(out.read_text())["format"] == "npcmind-policy"
     assert out.stat().st_ino != old  # renamed into place: a game loading the old one never reads half of the new
+    assert out.stat().st_mode & 0o777 == 0o644  # the old file's permissions (a temporary file's are 0o600)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.json", "s.db", "s.db-shm", "s.db-wal", "s.db.lock"]
 
 
@@ -393,7 +397,9 @@ def test_serve_refuses_background_distill_on_a_memory_store_and_rounds_too_close
     assert r.returncode == 2 and "--distill-every: must be at least 0.05 hours (3 minutes" in r.stderr, r.stderr
 
 
-def test_distill_publish_puts_the_policy_where_the_running_service_serves_it(start_service: Any, tmp_path: Path) -> None:
+def test_distill_publish_puts_the_policy_where_the_running_service_serves_it(
+    start_service: Any, tmp_path: Path
+) -> None:
     """`npcmind distill` alone writes a file; --publish is how a run reaches GET /v1/policy (the service keeps
     running on the store meanwhile), and publishing the same policy again keeps its ETag."""
     db = tmp_path / "live.db"

@@ -369,10 +369,7 @@ def test_a_policy_is_kept_per_client_and_manifest_version_and_replaced(store_url
 
 def test_a_reader_beside_the_service_creates_and_migrates_nothing(store_url: str) -> None:
     """distill reads read-only: a mistyped store is one line and stays absent; an older store stays older."""
-    if store_url.startswith("sqlite"):
-        missing = store_url.replace("s.db", "typo.db")
-    else:
-        missing = store_url + "typo"
+    missing = store_url.replace("s.db", "typo.db") if store_url.startswith("sqlite") else store_url + "typo"
     with pytest.raises(ValueError, match="does not exist"):
         run(lambda: opened_beside(missing))
     if store_url.startswith("sqlite"):

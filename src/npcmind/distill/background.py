@@ -28,12 +28,12 @@ FIRST_ROUND_S = 60.0
 
 def _train(store_url: str, client_id: str, manifest: Manifest) -> tuple[bytes | None, list[str]]:
     """On the worker thread: read the client's decisions and train (the run's lines say what happened)."""
-    from npcmind.distill.run import distill, read_rows
+    from npcmind.distill.run import count, distill, read_rows
 
     result = distill(read_rows(store_url, client_id, None), client_id, manifest)
     data = json.dumps(result.policy, separators=(",", ":")).encode() if result.policy is not None else None
     summary = [
-        f"{r.name} {r.decisions:,} decisions, agreement {r.agreement:.1%}, "
+        f"{r.name} {count(r.decisions, 'decision')}, agreement {r.agreement:.1%}, "
         + ", ".join(f"{cov:.0%} covered at {th:g}" for th, cov, _ in r.table if th in (0.8, 0.9))
         for r in result.reports
     ]

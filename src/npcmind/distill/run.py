@@ -171,6 +171,16 @@ def _same(a: Path, b: Path) -> bool:
         return False
 
 
+def _mode(path: Path) -> int:
+    """The permissions the policy file gets: those of the one it replaces, else what open() would have given."""
+    try:
+        return path.stat().st_mode & 0o777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
 class Output:
     """The policy file to write, checked before the store is read: a run of minutes must not end in a traceback
     on a path it could never write, and the store's own files are never written over (a policy written on the
@@ -195,6 +205,7 @@ class Output:
         """Write the policy whole, then put it in place: a reader sees the old file or the new, never half."""
         data = (json.dumps(policy, separators=(",", ":"), allow_nan=False) + "\n").encode()
         with os.fdopen(self._fd, "wb") as f:
+            os.fchmod(f.fileno(), _mode(self.path))  # a temporary file is the owner's only; the policy is not
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
