@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import random
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import FOREST, Running, bee, cli, decide_body
+from conftest import FOREST, Running, bee, cli, decide_body, logged
 from npcmind.storage import open_store
 from npcmind.storage.base import TrainingRow
 
@@ -236,7 +238,197 @@ def test_hosted_get_policy_is_the_tokens_client_and_needs_a_token(hosted: Any, t
     db.commit()
     db.close()
     assert hosted.http.get("/v1/policy").status_code == 401
-    mine = hosted.http.get("/v1/policy", headers=hosted.auth(hosted.open("game-1")))
+    token = hosted.auth(hosted.open("game-1"))
+    mine = hosted.http.get("/v1/policy", headers=token)
     assert mine.status_code == 200 and mine.content == data and mine.headers["etag"]
+    anything = hosted.http.get("/v1/policy", headers={**token, "if-none-match": "*"})  # RFC 9110: one exists
+    assert anything.status_code == 304 and anything.headers["etag"] == mine.headers["etag"]
+    named = hosted.http.get("/v1/policy", params={"client_id": "game-2"}, headers=token)
+    assert named.status_code == 403, named.text
+    assert "the token is for client 'game-1', the query parameter client_id names 'game-2'" in named.text
     theirs = hosted.http.get("/v1/policy", headers=hosted.auth(hosted.open("game-2")))
     assert theirs.status_code == 404 and "'game-2'" in theirs.text
+    none = hosted.http.get("/v1/policy", headers={**hosted.auth(hosted.open("game-2")), "if-none-match": "*"})
+    assert none.status_code == 404  # `*` and no policy: nothing current to match
+
+
+def test_distill_never_writes_over_a_file_of_its_store(tmp_path: Path) -> None:
+    """A policy written on the store's database had turned it into JSON; the live service answered 503 after."""
+    _fill(tmp_path / "s.db", [(_obs(0.5 + (i % 5) / 20, 40.0), "chase", None) for i in range(120)])
+    before = (tmp_path / "s.db").read_bytes()
+    (tmp_path / "sub").mkdir()
+    os.link(tmp_path / "s.db", tmp_path / "hard.db")
+    store = f"sqlite:///{tmp_path}/s.db"
+    for out in ("s.db", "s.db-wal", "s.db-shm", "s.db.lock", "sub/../s.db", "hard.db"):
+        r = cli("distill", "--store", store, "--client", "game-1", "--out", str(tmp_path / out))
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        assert f"is a file of the store {store}: give the policy a file of its own" in r.stderr, r.stderr
+    assert (tmp_path / "s.db").read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("out", "says"),
+    [
+        ("/nonexistent/dir/p.json", "the folder /nonexistent/dir does not exist"),
+        ("{tmp}", "is a folder: give a file name in it"),
+        ("/proc/p.json", "cannot be written"),
+    ],
+)
+def test_an_out_that_cannot_be_written_is_one_line_before_the_store_is_read(
+    tmp_path: Path, out: str, says: str
+) -> None:
+    """The store given does not even exist: --out is checked first, so nobody waits for training to learn it."""
+    out = out.format(tmp=tmp_path)
+    r = cli("distill", "--store", f"sqlite:///{tmp_path}/none.db", "--client", "game-1", "--out", out)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert says in r.stderr and "does not exist" not in r.stderr.replace(says, ""), r.stderr
+
+
+def test_the_policy_file_is_written_whole_and_an_old_one_replaced(tmp_path: Path) -> None:
+    _fill(tmp_path / "s.db", [(_obs(0.5 + (i % 5) / 20, 40.0), "chase", None) for i in range(120)])
+    out = tmp_path / "p.json"
+    out.write_text("an old policy, longer than the new one will be " * 400)
+    out.chmod(0o644)
+    old = out.stat().st_ino
+    r = cli("distill", "--store", f"sqlite:///{tmp_path}/s.db", "--client", "game-1", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(out.read_text())["format"] == "npcmind-policy"
+    assert out.stat().st_ino != old  # renamed into place: a game loading the old one never reads half of the new
+    assert out.stat().st_mode & 0o777 == 0o644  # the old file's permissions (a temporary file's are 0o600)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.json", "s.db", "s.db-shm", "s.db-wal", "s.db.lock"]
+
+
+def test_a_store_that_is_a_folder_or_holds_a_bad_version_is_named_in_one_line(tmp_path: Path) -> None:
+    import sqlite3
+
+    out = str(tmp_path / "p.json")
+    r = cli("distill", "--store", f"sqlite:///{tmp_path}", "--client", "game-1", "--out", out)
+    assert r.returncode == 2 and f"the store {tmp_path} is a folder, not a store file" in r.stderr, r.stderr
+    _fill(tmp_path / "s.db", [(_obs(0.5, 40.0), "chase", None)])
+    db = sqlite3.connect(tmp_path / "s.db")
+    db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (b"abc",))
+    db.commit()
+    db.close()
+    r = cli("distill", "--store", f"sqlite:///{tmp_path}/s.db", "--client", "game-1", "--out", out)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert f"the store {tmp_path}/s.db has a schema_version of 'abc', not a number" in r.stderr, r.stderr
+
+
+def test_one_decision_is_said_as_one_decision(tmp_path: Path) -> None:
+    _fill(tmp_path / "s.db", [(_obs(0.5, 40.0), "chase", None)])
+    r = cli("distill", "--store", f"sqlite:///{tmp_path}/s.db", "--client", "game-1", "--out", str(tmp_path / "p"))
+    assert r.returncode == 1 and "bee: 1 decision, needs 100: no policy for it" in r.stdout, r.stdout
+
+
+def test_the_first_background_round_comes_soon_after_start_then_one_every_interval(tmp_path: Path) -> None:
+    """A service restarted more often than every HOURS had never trained: the first round waited a whole one."""
+    from npcmind.distill.background import FIRST_ROUND_S, BackgroundDistill
+    from npcmind.storage.sqlite import SqliteStore
+
+    delays: list[float] = []
+
+    async def sleep(s: float) -> None:  # the test's clock: no round waits for real
+        delays.append(s)
+        if len(delays) == 3:
+            raise asyncio.CancelledError
+
+    async def go() -> int:
+        store = SqliteStore(tmp_path / "s.db")
+        job = BackgroundDistill(store, f"sqlite:///{tmp_path}/s.db", lambda c: None, 24.0, sleep)
+        with pytest.raises(asyncio.CancelledError):
+            await job.run()
+        await store.close()
+        return job.runs
+
+    assert asyncio.run(go()) == 2
+    assert delays == [FIRST_ROUND_S, 24 * 3600.0, 24 * 3600.0] and FIRST_ROUND_S <= 60
+
+
+def test_a_bad_client_or_row_stops_no_round_and_an_unchanged_policy_is_not_kept_again(tmp_path: Path) -> None:
+    """game-0 fails (its manifest cannot be had), game-1 has a damaged features row: game-1 and game-2 still get
+    their policies, each problem one line; the next round changes nothing, so GET /v1/policy's ETag stays."""
+    import sqlite3
+
+    from npcmind.distill.background import BackgroundDistill
+    from npcmind.manifest import load
+    from npcmind.storage.sqlite import SqliteStore
+
+    good = [(_obs(0.5 + (i % 5) / 20, 40.0), "chase", None) for i in range(120)]
+    for client in ("game-0", "game-1", "game-2"):
+        _fill(tmp_path / "s.db", good, client)
+    db = sqlite3.connect(tmp_path / "s.db")
+    db.execute("INSERT INTO features VALUES (?, ?, ?, ?)", (10**9, "game-1", 5000.0, b"not zlib at all"))
+    db.commit()
+    db.close()
+    manifest = load(FOREST)
+
+    def manifest_of(client: str) -> Any:
+        if client == "game-0":
+            raise RuntimeError("the clients file\nchanged")
+        return manifest
+
+    async def rounds() -> tuple[int, int, list[float]]:
+        store = SqliteStore(tmp_path / "s.db")
+        job = BackgroundDistill(store, f"sqlite:///{tmp_path}/s.db", manifest_of, 24.0)
+        first = await job.once()
+        kept = [await store.policy(c, manifest.version) for c in ("game-1", "game-2")]
+        second = await job.once()
+        again = [await store.policy(c, manifest.version) for c in ("game-1", "game-2")]
+        await store.close()
+        assert all(k is not None for k in kept) and kept == again  # the same data, the same created_at
+        return first, second, [k.created_at for k in kept if k is not None]
+
+    with logged("npcmind") as said:
+        first, second, _ = asyncio.run(rounds())
+    assert (first, second) == (2, 0), said
+    assert "distill: game-0: no new policy this round: RuntimeError: the clients file changed" in said, said
+    unreadable = "store: 1 features row of client 'game-1' cannot be read and was skipped (the first: error: "
+    assert any(line.startswith(unreadable) for line in said), said
+    r = cli("distill", "--store", f"sqlite:///{tmp_path}/s.db", "--client", "game-1", "--out", str(tmp_path / "p"))
+    assert r.returncode == 0 and "Traceback" not in r.stderr and unreadable in r.stderr, r.stderr
+
+
+def test_serve_refuses_background_distill_on_a_memory_store_and_rounds_too_close(tmp_path: Path) -> None:
+    memory = ("--store", "sqlite:///:memory:")
+    r = cli("serve", "--manifest", str(FOREST), *memory, "--distill-every", "1", "--port", "0")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "--distill-every trains from the store beside the service, and sqlite:///:memory:" in r.stderr, r.stderr
+    r = cli("serve", "--manifest", str(FOREST), "--distill-every", "1e-300", "--port", "0")
+    assert r.returncode == 2 and "--distill-every: must be at least 0.05 hours (3 minutes" in r.stderr, r.stderr
+
+
+def test_distill_publish_puts_the_policy_where_the_running_service_serves_it(
+    start_service: Any, tmp_path: Path
+) -> None:
+    """`npcmind distill` alone writes a file; --publish is how a run reaches GET /v1/policy (the service keeps
+    running on the store meanwhile), and publishing the same policy again keeps its ETag."""
+    db = tmp_path / "live.db"
+    _fill(db, [(_obs(0.5 + (i % 5) / 20, 40.0 + 10 * (i % 4)), "chase", None) for i in range(150)])
+    svc = start_service(store=f"sqlite:///{db}")
+    assert svc.http.get("/v1/policy", params={"client_id": "game-1"}).status_code == 404
+    store = ("--store", f"sqlite:///{db}", "--client", "game-1")
+    r = cli("distill", *store)
+    assert r.returncode == 2 and "give --out FILE, --publish, or both" in r.stderr, r.stderr
+    out = tmp_path / "p.json"
+    r = cli("distill", *store, "--out", str(out))
+    assert r.returncode == 0 and "published" not in r.stdout, r.stdout
+    assert svc.http.get("/v1/policy", params={"client_id": "game-1"}).status_code == 404  # a file only
+    r = cli("distill", *store, "--publish", "--manifest", str(FOREST))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"published to sqlite:///{db} for manifest sha256:" in r.stdout and "wrote" not in r.stdout, r.stdout
+    got = svc.http.get("/v1/policy", params={"client_id": "game-1"})
+    assert got.status_code == 200 and json.loads(got.content)["types"].keys() == {"bee"}
+    r = cli("distill", *store, "--publish", "--manifest", str(FOREST))
+    assert r.returncode == 0 and "is the same: left as it is" in r.stdout, r.stdout
+    again = svc.http.get("/v1/policy", params={"client_id": "game-1"})
+    assert again.headers["etag"] == got.headers["etag"]
+
+
+def test_the_docs_say_both_ways_a_policy_reaches_get_policy_and_no_other() -> None:
+    """They had said running `distill` opted in: it only wrote a file, and GET /v1/policy stayed 404."""
+    root = Path(__file__).resolve().parent.parent
+    for doc in (root / "README.md", root / "docs" / "policy.md"):
+        text = " ".join(doc.read_text().split())
+        assert "--publish" in text and "--distill-every" in text, doc
+        assert "opted in by running `distill`" not in text and "has run `distill`" not in text, doc
+        assert "only writes `--out` publishes nothing" in text, doc

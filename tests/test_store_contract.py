@@ -24,6 +24,7 @@ from npcmind.storage.base import (
     RequestFeatures,
     SessionRecord,
     StoredPolicy,
+    StoreError,
 )
 
 
@@ -364,3 +365,95 @@ def test_a_policy_is_kept_per_client_and_manifest_version_and_replaced(store_url
         await s.close()
 
     run(go)
+
+
+def test_a_reader_beside_the_service_creates_and_migrates_nothing(store_url: str) -> None:
+    """distill reads read-only: a mistyped store is one line and stays absent; an older store stays older."""
+    missing = store_url.replace("s.db", "typo.db") if store_url.startswith("sqlite") else store_url + "typo"
+    with pytest.raises(ValueError, match="does not exist"):
+        run(lambda: opened_beside(missing))
+    if store_url.startswith("sqlite"):
+        assert not Path(missing[len("sqlite:///") :]).exists()
+    else:
+        _, schema = postgres_store.parse_url(missing)
+        assert run(_pg(lambda db: db.fetchval("SELECT 1 FROM pg_namespace WHERE nspname = $1", schema))) is None
+
+    async def older() -> None:
+        s = await opened(store_url)
+        await s.put_policy(StoredPolicy("game-1", "sha256:m1", 1.0, b"{}"))
+        await s.close()
+
+    run(older)
+    _set_version(store_url, b"2")
+    for publish in (False, True):
+        with pytest.raises(ValueError, match=r"written by an older npcmind \(schema version 2; .*npcmind serve"):
+            run(lambda publish=publish: opened_beside(store_url, publish))  # type: ignore[misc]
+    assert _version(store_url) == b"2"
+    _set_version(store_url, b"abc")
+    with pytest.raises(ValueError, match="has a schema_version of 'abc', not a number"):
+        run(lambda: opened_beside(store_url))
+    with pytest.raises(ValueError, match="has a schema_version of 'abc', not a number"):
+        run(lambda: opened(store_url))
+
+
+def test_a_reader_cannot_write_and_a_publisher_keeps_a_policy_beside_the_service(store_url: str) -> None:
+    async def go() -> None:
+        service = await opened(store_url)  # the service holds the store the whole time
+        reader = await opened_beside(store_url)
+        with pytest.raises(StoreError):
+            await reader.put_policy(StoredPolicy("game-1", "sha256:m1", 1.0, b"{}"))
+        await reader.close()
+        publisher = await opened_beside(store_url, publish=True)
+        await publisher.put_policy(StoredPolicy("game-1", "sha256:m1", 2.0, b'{"v":1}'))
+        await publisher.close()
+        got = await service.policy("game-1", "sha256:m1")
+        assert got is not None and got.data == b'{"v":1}'
+        await service.close()
+
+    run(go)
+
+
+async def opened_beside(url: str, publish: bool = False) -> Store:
+    store = open_store(url, read_only=not publish, publish=publish)
+    await store.open()
+    return store
+
+
+def _pg(query: Callable[[Any], Coroutine[Any, Any, Any]]) -> Callable[[], Coroutine[Any, Any, Any]]:
+    async def go() -> Any:
+        import asyncpg
+
+        db = await asyncpg.connect(POSTGRES)
+        try:
+            return await query(db)
+        finally:
+            await db.close()
+
+    return go
+
+
+def _set_version(url: str, value: bytes) -> None:
+    sql = "UPDATE {}meta SET value = {} WHERE key = 'schema_version'"
+    if url.startswith("sqlite"):
+        import sqlite3
+
+        db = sqlite3.connect(url[len("sqlite:///") :])
+        db.execute(sql.format("", "?"), (value,))
+        db.commit()
+        db.close()
+    else:
+        _, schema = postgres_store.parse_url(url)
+        run(_pg(lambda db: db.execute(sql.format(f'"{schema}".', "$1"), value)))
+
+
+def _version(url: str) -> bytes:
+    sql = "SELECT value FROM {}meta WHERE key = 'schema_version'"
+    if url.startswith("sqlite"):
+        import sqlite3
+
+        db = sqlite3.connect(url[len("sqlite:///") :])
+        (value,) = db.execute(sql.format("")).fetchone()
+        db.close()
+        return bytes(value)
+    _, schema = postgres_store.parse_url(url)
+    return bytes(run(_pg(lambda db: db.fetchval(sql.format(f'"{schema}".')))))

@@ -309,6 +309,19 @@ def _positive_hours(text: str) -> float:
     return v
 
 
+def _distill_hours(text: str) -> float:
+    """--distill-every: hours, no closer than rounds can be of use (MIN_EVERY_H says why)."""
+    from npcmind.distill.background import MIN_EVERY_H
+
+    v = _positive_hours(text)
+    if v < MIN_EVERY_H:
+        raise argparse.ArgumentTypeError(
+            f"must be at least {MIN_EVERY_H:g} hours (3 minutes: a round holds a core for seconds, and the SDKs "
+            f"ask for a new policy once a minute), not {text}"
+        )
+    return v
+
+
 def _distill(args: argparse.Namespace) -> int:
     """`npcmind distill`: train the local policy from a store's decisions (the `distill` extra)."""
     try:
@@ -318,6 +331,9 @@ def _distill(args: argparse.Namespace) -> int:
         return 2
     from npcmind.distill.run import main as distill_main
 
+    if args.out is None and not args.publish:
+        print("npcmind distill: give --out FILE, --publish, or both: where the policy goes", file=sys.stderr)
+        return 2
     manifest = None
     if args.manifest:
         try:
@@ -326,8 +342,8 @@ def _distill(args: argparse.Namespace) -> int:
             print(str(e), file=sys.stderr)
             return 2
     try:
-        return distill_main(args.store, args.client, args.out, args.type, args.since, manifest)
-    except ValueError as e:  # a store that cannot be read: one line
+        return distill_main(args.store, args.client, args.out, args.type, args.since, manifest, args.publish)
+    except (ValueError, OSError) as e:  # a store that cannot be read, an --out that cannot be written: one line
         print(f"npcmind distill: {e}", file=sys.stderr)
         return 2
 
@@ -386,9 +402,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--rulesets", metavar="FILE", help="NPC rulesets to add to (or replace) the built-in presets")
     s.add_argument(
         "--distill-every",
-        type=_positive_hours,
+        type=_distill_hours,
         metavar="HOURS",
-        help="retrain each client's local policy (GET /v1/policy) this often, in the background (the distill extra)",
+        help="retrain each client's local policy (GET /v1/policy) this often, in the background, the first time a "
+        "minute after start (at least 0.05; the distill extra)",
     )
     s.set_defaults(func=_serve)
 
@@ -399,9 +416,19 @@ def build_parser() -> argparse.ArgumentParser:
         "decisions (failed outcomes count less, done more), hold a fifth back to measure it, and write the "
         "portable policy file the SDKs run (docs/policy.md).",
     )
-    d.add_argument("--store", required=True, metavar="URL", help="the service's store (read only; it may be running)")
+    d.add_argument(
+        "--store",
+        required=True,
+        metavar="URL",
+        help="the service's store (read only but for --publish; it may be running)",
+    )
     d.add_argument("--client", required=True, metavar="CLIENT_ID", help="the client (game) whose decisions to learn")
-    d.add_argument("--out", required=True, metavar="FILE", help="the policy file to write")
+    d.add_argument("--out", metavar="FILE", help="the policy file to write (a game ships it: Policy.load)")
+    d.add_argument(
+        "--publish",
+        action="store_true",
+        help="also keep the policy in the store: the service on it serves it at its next GET /v1/policy",
+    )
     d.add_argument("--type", metavar="TYPE", help="only this entity type (default: every type with enough decisions)")
     d.add_argument("--since", type=_positive_hours, metavar="HOURS", help="only decisions of the last HOURS")
     d.add_argument(

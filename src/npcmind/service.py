@@ -57,6 +57,11 @@ class Service:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.clients: dict[str, Client] | None = None
+        if settings.distill_every_h and settings.store.startswith("sqlite:///:memory:"):
+            raise ValueError(  # every round had logged a traceback: the store it reads is not there
+                "--distill-every trains from the store beside the service, and sqlite:///:memory: lives only in "
+                "this process's memory: give a store file (--store sqlite:///npcmind.db) or leave out --distill-every"
+            )
         if settings.profile == "hosted":
             if not settings.clients:
                 raise ValueError("the hosted profile needs --clients FILE (see `npcmind keygen`)")

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import json
+import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Any
 
 from npcmind.distill.features import candidate_features
 from npcmind.distill.train import TypeReport, fit, measure, split, type_policy
 from npcmind.manifest import Manifest
 from npcmind.storage import open_store
-from npcmind.storage.base import TrainingRow
+from npcmind.storage.base import StoredPolicy, TrainingRow
 from npcmind_client.policy import FORMAT, FORMAT_VERSION
 
 MIN_DECISIONS = 100  # of a type, to train it: fewer leave a fifth too small to say anything
@@ -51,6 +55,11 @@ class Progress:
         self.out.flush()
 
 
+def count(n: int, noun: str) -> str:
+    """'1 decision', '2,000 decisions': the lines read as English at any count."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
 async def _read(store_url: str, client_id: str, since: float) -> list[TrainingRow]:
     store = open_store(store_url, read_only=True)
     await store.open()
@@ -71,13 +80,13 @@ def _version(rows: list[TrainingRow], manifest: Manifest | None, lines: list[str
     version = manifest.version if manifest is not None else rows[-1].manifest_version
     kept = [r for r in rows if r.manifest_version == version]
     if len(kept) < len(rows):
-        lines.append(f"{len(rows) - len(kept):,} decisions of other manifest versions left out (for {version})")
+        lines.append(f"{count(len(rows) - len(kept), 'decision')} of other manifest versions left out (for {version})")
     return version, kept
 
 
 def _table(rep: TypeReport) -> list[str]:
     out = [
-        f"{rep.name}: {rep.decisions:,} decisions, trained on {rep.trained:,}, {rep.held_back:,} held back: "
+        f"{rep.name}: {count(rep.decisions, 'decision')}, trained on {rep.trained:,}, {rep.held_back:,} held back: "
         f"agreement with the model {rep.agreement:.1%}",
         "  threshold  coverage  agreement",
     ]
@@ -108,7 +117,7 @@ def distill(
     ready = {t: rs for t, rs in by_type.items() if len(rs) >= MIN_DECISIONS}
     for t, rs in by_type.items():
         if t not in ready:
-            out.lines.append(f"{t}: {len(rs)} decisions, needs {MIN_DECISIONS}: no policy for it")
+            out.lines.append(f"{t}: {count(len(rs), 'decision')}, needs {MIN_DECISIONS}: no policy for it")
     bar = Progress(3 * len(ready), progress)
     types: dict[str, Any] = {}
     for t, rs in ready.items():
@@ -144,25 +153,142 @@ def _train_type(
     return TypeReport(name, len(rows), len(train), len(held), agreement, table, entry)
 
 
+def _store_files(store_url: str) -> list[Path]:
+    """The files a SQLite store is made of: its database, its WAL, its shared memory, its lock, its journal."""
+    if not store_url.startswith("sqlite:///"):
+        return []
+    db = Path(store_url[len("sqlite:///") :] or "npcmind.db")
+    return [db, *(Path(str(db) + end) for end in ("-wal", "-shm", "-journal", ".lock"))]
+
+
+def _same(a: Path, b: Path) -> bool:
+    """Whether two paths name one file: by their resolved names, or by the file itself (a hard link)."""
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _mode(path: Path) -> int:
+    """The permissions the policy file gets: those of the one it replaces, else what open() would have given."""
+    try:
+        return path.stat().st_mode & 0o777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+class Output:
+    """The policy file to write, checked before the store is read: a run of minutes must not end in a traceback
+    on a path it could never write, and the store's own files are never written over (a policy written on the
+    store's database had turned it into JSON, and the live service answered 503 from then on)."""
+
+    def __init__(self, path: str, store_url: str) -> None:
+        self.path = Path(path)
+        if any(_same(self.path, f) for f in _store_files(store_url)):
+            raise ValueError(f"--out {path} is a file of the store {store_url}: give the policy a file of its own")
+        if self.path.is_dir():
+            raise ValueError(f"--out {path} is a folder: give a file name in it")
+        folder = self.path.parent
+        if not folder.is_dir():
+            raise ValueError(f"--out {path}: the folder {folder} does not exist")
+        try:  # the file it will be written to first, in the same folder, so the rename never crosses a disk
+            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=folder)
+        except OSError as e:
+            raise ValueError(f"--out {path} cannot be written: {e.strerror or e}") from None
+        self._fd, self._tmp = fd, tmp
+
+    def write(self, policy: dict[str, Any]) -> int:
+        """Write the policy whole, then put it in place: a reader sees the old file or the new, never half."""
+        data = (json.dumps(policy, separators=(",", ":"), allow_nan=False) + "\n").encode()
+        with os.fdopen(self._fd, "wb") as f:
+            os.fchmod(f.fileno(), _mode(self.path))  # a temporary file is the owner's only; the policy is not
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        self._fd = -1
+        os.replace(self._tmp, self.path)
+        return len(data)
+
+    def discard(self) -> None:
+        """No policy to write: leave nothing behind."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._tmp)
+
+
 def write(policy: dict[str, Any], path: str) -> int:
-    """Write the policy file; its size in bytes."""
-    data = json.dumps(policy, separators=(",", ":"), allow_nan=False)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(data + "\n")
-    return len(data) + 1
+    """Write the policy file (as a whole, then renamed into place); its size in bytes."""
+    return Output(path, "").write(policy)
 
 
-def main(store: str, client: str, out: str, only: str | None, since_h: float | None, manifest: Manifest | None) -> int:
+async def _publish(store_url: str, client_id: str, version: str, data: bytes) -> bool:
+    """Keep the policy in the store, where GET /v1/policy finds it; False when the one kept is the same."""
+    store = open_store(store_url, publish=True)
+    await store.open()
+    try:
+        kept = await store.policy(client_id, version)
+        if kept is not None and same_policy(kept.data, data):
+            return False
+        await store.put_policy(StoredPolicy(client_id, version, time.time(), data))
+        return True
+    finally:
+        await store.close()
+
+
+def same_policy(a: bytes, b: bytes) -> bool:
+    """Two policy files that differ at most in when they were made: a new one of the same content changes no ETag."""
+    try:
+        x, y = json.loads(a), json.loads(b)
+    except ValueError:
+        return False
+    if not isinstance(x, dict) or not isinstance(y, dict):
+        return False
+    x.pop("created_at", None)
+    y.pop("created_at", None)
+    return bool(x == y)
+
+
+def main(
+    store: str,
+    client: str,
+    out: str | None,
+    only: str | None,
+    since_h: float | None,
+    manifest: Manifest | None,
+    publish: bool = False,
+) -> int:
     """`npcmind distill`: the exit code (1: no policy written)."""
     t0 = time.perf_counter()
-    rows = read_rows(store, client, since_h)
-    result = distill(rows, client, manifest, only, sys.stderr)
+    target = Output(out, store) if out is not None else None
+    try:
+        rows = read_rows(store, client, since_h)
+        result = distill(rows, client, manifest, only, sys.stderr)
+    except BaseException:
+        if target is not None:
+            target.discard()
+        raise
     for line in result.lines:
         print(line)
     if result.policy is None:
-        print(f"no policy written to {out}")
+        if target is not None:
+            target.discard()
+        print(f"no policy written{f' to {out}' if out else ''}")
         return 1
-    size = write(result.policy, out)
-    took = time.perf_counter() - t0
-    print(f"wrote {out} ({size:,} bytes, types {', '.join(result.policy['types'])}) in {took:.1f} s")
+    types = ", ".join(result.policy["types"])
+    if target is not None:
+        size = target.write(result.policy)
+        print(f"wrote {out} ({size:,} bytes, types {types}) in {time.perf_counter() - t0:.1f} s")
+    if publish:
+        data = json.dumps(result.policy, separators=(",", ":"), allow_nan=False).encode()
+        version = result.policy["manifest_version"]
+        if asyncio.run(_publish(store, client, version, data)):
+            print(f"published to {store} for manifest {version}: the service serves it at the next GET /v1/policy")
+        else:
+            print(f"the policy the store keeps for manifest {version} is the same: left as it is (its ETag too)")
     return 0

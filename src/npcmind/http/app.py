@@ -396,6 +396,7 @@ async def keys(request: Request[Any, Any, Any]) -> Response[bytes]:
     return json_response(KeysResponse([PublicKey(signer.kid, "Ed25519", signer.public_key)]))
 
 
+QUERY_CLIENT = "the query parameter client_id"  # where GET routes name their client, said in a 403
 ClientIdQuery = Annotated[  # a query parameter, named as the argument is: Parameter(query=) is deprecated
     str | None,
     Parameter(description="The client whose session's last batch to show (local profile; hosted: the token's client)"),
@@ -418,7 +419,7 @@ async def prompt(request: Request[Any, Any, Any], client_id: ClientIdQuery = Non
         raise ApiError.invalid([Problem("client_id", "is required (a query parameter)")])
     if len(client_id) > MAX_ID:  # as in every body: no such session, and not an id to echo back
         raise ApiError.invalid([Problem("client_id", f"has {len(client_id)} characters, at most {MAX_ID} allowed")])
-    session = await service.guard.session(claims, client_id)
+    session = await service.guard.session(claims, client_id, QUERY_CLIENT)
     view = service.pipeline.seen(session.session_id)
     if view is None:
         message = f"no decide request yet in this session of {client_id!r}"
@@ -454,7 +455,7 @@ async def policy(request: Request[Any, Any, Any], client_id: ClientIdQuery = Non
         raise ApiError.invalid([Problem("client_id", "is required (a query parameter)")])
     if len(client_id) > MAX_ID:
         raise ApiError.invalid([Problem("client_id", f"has {len(client_id)} characters, at most {MAX_ID} allowed")])
-    session = await service.guard.session(claims, client_id)
+    session = await service.guard.session(claims, client_id, QUERY_CLIENT)
     version = session.manifest.version
     found = await service.store.policy(client_id, version)
     if found is None:
@@ -462,11 +463,11 @@ async def policy(request: Request[Any, Any, Any], client_id: ClientIdQuery = Non
             404,
             "not_found",
             f"no policy of {client_id!r} for manifest version {version} yet: `npcmind serve --distill-every HOURS` "
-            "trains one from the model's decisions (docs/policy.md)",
+            "trains one from the model's decisions, or `npcmind distill --publish` once (docs/policy.md)",
         )
     etag = '"' + hashlib.blake2b(found.data, digest_size=16).hexdigest() + '"'
-    given = request.headers.get("if-none-match")
-    if given is not None and etag in [t.strip().removeprefix("W/") for t in given.split(",")]:
+    given = [t.strip().removeprefix("W/") for t in request.headers.get("if-none-match", "").split(",")]
+    if etag in given or "*" in given:  # `*`: any current representation (RFC 9110, 13.1.2), and one exists
         return Response(content=b"", status_code=304, headers={"etag": etag})
     return Response(content=found.data, status_code=200, media_type=JSON, headers={"etag": etag})
 

@@ -104,13 +104,14 @@ class Guard:
         """First, before the body is read: the token's claims (hosted; 401/429), or None (local)."""
         return None if self.clients is None else await self.claims(authorization)
 
-    async def session(self, claims: TokenClaims | None, client_id: str) -> SessionContext:
-        """The session of a session-scoped body: implicit (local) or the token's (hosted; 403 on another client)."""
+    async def session(self, claims: TokenClaims | None, client_id: str, named_in: str = "the body") -> SessionContext:
+        """The session of a session-scoped request: implicit (local) or the token's (hosted; 403 on another client,
+        saying where the request named it: ``named_in``, the body or a query parameter)."""
         if self.clients is None or claims is None:
             assert self.manifest is not None
             return await self._owned(f"local:{client_id}", client_id, self.manifest)
         if claims.cid != client_id:
-            raise ApiError(403, "forbidden", f"the token is for client {claims.cid!r}, the body names {client_id!r}")
+            raise ApiError(403, "forbidden", f"the token is for client {claims.cid!r}, {named_in} names {client_id!r}")
         return await self._owned(claims.sid, claims.cid, self.clients[claims.cid].manifest)
 
     async def _owned(self, session_id: str, client_id: str, manifest: Manifest) -> SessionContext:

@@ -5,18 +5,20 @@ from __future__ import annotations
 from npcmind.storage.base import IssuedDecision, SessionRecord, Store, StoreError
 
 
-def open_store(url: str, read_only: bool = False) -> Store:
+def open_store(url: str, read_only: bool = False, publish: bool = False) -> Store:
     """A store from a URL: ``sqlite:///relative.db``, ``sqlite:////absolute.db`` (one process), or
     ``postgresql://USER@HOST:PORT/DB[?schema=NAME]`` (any number of processes). ``read_only``: a reader
-    beside the process that writes it (distill), which SQLite otherwise refuses as a second process."""
+    beside the process that writes it (distill), which SQLite otherwise refuses as a second process; it creates
+    and migrates nothing, and the store must exist at this npcmind's schema version. ``publish``: the same, but
+    it may keep a policy (``put_policy``, `npcmind distill --publish`)."""
     if url.startswith("sqlite:///"):
         from npcmind.storage.sqlite import SqliteStore
 
-        return SqliteStore(url[len("sqlite:///") :] or "npcmind.db", read_only)
+        return SqliteStore(url[len("sqlite:///") :] or "npcmind.db", read_only, publish)
     if url.startswith(("postgresql://", "postgres://")):
         from npcmind.storage.postgres import PostgresStore
 
-        return PostgresStore(url)
+        return PostgresStore(url, read_only, publish)
     raise ValueError(f"unsupported store URL {url!r}: use sqlite:///PATH or postgresql://USER@HOST:PORT/DB")
 
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import msgspec
+
+log = logging.getLogger("npcmind.storage")
 
 SCHEMA_VERSION = 3  # 1: a row a decision (moved over at start); 2: a row a request, outcomes apart;
 # 3: the features of fresh decisions (a row a request) and the distilled policies
@@ -18,6 +22,32 @@ def check_version(found: int | None, where: str) -> None:
         raise ValueError(
             f"the store {where} was written by a newer npcmind (schema version {found}; this npcmind knows up to "
             f"{SCHEMA_VERSION}): upgrade npcmind, or give this one another --store"
+        )
+
+
+def read_version(raw: bytes | None, where: str) -> int | None:
+    """The schema version a store's meta row holds; a value that is no number names the store, not int()."""
+    if raw is None:
+        return None
+    text = bytes(raw).decode(errors="replace")
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(
+            f"the store {where} has a schema_version of {text[:40]!r}, not a number: it was not written by npcmind, "
+            "or was damaged; give another --store"
+        ) from None
+
+
+def check_beside(found: int | None, where: str) -> None:
+    """A process beside the service (distill) creates and migrates nothing: the store must be this version."""
+    if found is None:
+        raise ValueError(f"the store {where} holds no npcmind store (no schema_version): check --store")
+    check_version(found, where)
+    if found < SCHEMA_VERSION:
+        raise ValueError(
+            f"the store {where} was written by an older npcmind (schema version {found}; this npcmind reads "
+            f"{SCHEMA_VERSION}) and keeps no decision features yet: start `npcmind serve` on it once"
         )
 
 
@@ -134,6 +164,29 @@ def training_rows(created_at: float, data: bytes) -> list[TrainingRow]:
         TrainingRow(seq, manifest, created_at, typ, profile, obs, world, scope_state, trigger, legal, action, conf)
         for seq, typ, profile, obs, trigger, legal, action, conf in entries
     ]
+
+
+def readable_rows(client_id: str, rows: Iterable[tuple[float, bytes]]) -> list[TrainingRow]:
+    """The decisions of a client's features rows; a row that cannot be read (damaged on disk, written by hand)
+    is skipped and counted in one warning, so one bad row neither stops a distill nor hides the others."""
+    out: list[TrainingRow] = []
+    bad, first = 0, ""
+    for at, data in rows:
+        try:
+            out += training_rows(at, bytes(data))
+        except (zlib.error, msgspec.DecodeError, ValueError, TypeError) as e:
+            bad += 1
+            first = first or f"{e.__class__.__name__}: {e}"
+    if bad:
+        log.warning(
+            "store: %d features row%s of client %r cannot be read and %s skipped (the first: %s)",
+            bad,
+            "" if bad == 1 else "s",
+            client_id,
+            "was" if bad == 1 else "were",
+            first,
+        )
+    return out
 
 
 def batch_row(rows: list[IssuedDecision]) -> tuple[int, int, str, float, bytes]:

@@ -30,9 +30,11 @@ from npcmind.storage.base import (
     StoreError,
     TrainingRow,
     batch_row,
+    check_beside,
     check_version,
     features_row,
-    training_rows,
+    read_version,
+    readable_rows,
 )
 
 try:  # the `postgres` extra
@@ -114,11 +116,13 @@ def parse_url(url: str) -> tuple[str, str]:
 class PostgresStore:
     """PostgreSQL through an asyncpg pool: a commit has returned only once the server has it on disk."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, read_only: bool = False, publish: bool = False) -> None:
         if asyncpg is None:
             raise ValueError("a postgresql:// store needs the postgres extra: pip install 'npcmind[postgres]'")
         self.url = url
         self._dsn, self.schema = parse_url(url)
+        self._beside = read_only or publish  # distill: creates and migrates nothing
+        self._read_only = read_only and not publish
         self._pool: Any = None
         self._next = 1
         self._block_end = 0  # no block yet
@@ -136,16 +140,22 @@ class PostgresStore:
         """Connect, create the schema if it is not there, and refuse a store of a newer npcmind."""
         if self._pool is not None:
             return
+        settings = {"search_path": self.schema}
+        if self._read_only:  # the server itself refuses every write of a reader
+            settings["default_transaction_read_only"] = "on"
         try:
             self._pool = await asyncpg.create_pool(
-                self._dsn, min_size=1, max_size=10, server_settings={"search_path": self.schema}, timeout=10
+                self._dsn, min_size=1, max_size=10, server_settings=settings, timeout=10
             )
+            if self._beside:
+                await self._check_beside()
+                return
             async with self._pool.acquire() as db, db.transaction():
                 await db.execute("SELECT pg_advisory_xact_lock(hashtext('npcmind schema'))")
                 await db.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
                 await db.execute(_SCHEMA)
                 row = await db.fetchval("SELECT value FROM meta WHERE key = 'schema_version'")
-                check_version(int(bytes(row).decode()) if row is not None else None, self.url)
+                check_version(read_version(row, self.url), self.url)
                 await db.execute(  # an older store gains the new tables and says so: an older npcmind refuses it
                     "INSERT INTO meta (key, value) VALUES ('schema_version', $1)"
                     " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -159,6 +169,17 @@ class PostgresStore:
         except ValueError:
             await self.close()
             raise
+
+    async def _check_beside(self) -> None:
+        """Beside the service, the store must exist as this npcmind writes it: a mistyped ?schema= was created
+        with every table, and a version-2 store was migrated, by a distill that promised to read only."""
+        async with self._pool.acquire() as db:
+            if not await db.fetchval("SELECT 1 FROM pg_namespace WHERE nspname = $1", self.schema):
+                raise ValueError(f"the store {self.url} does not exist (no schema {self.schema!r}): check --store")
+            if await db.fetchval("SELECT to_regclass(format('%I.meta', $1::text))", self.schema) is None:
+                raise ValueError(f"the store {self.url} is not an npcmind store (no meta table): check --store")
+            row = await db.fetchval("SELECT value FROM meta WHERE key = 'schema_version'")
+        check_beside(read_version(row, self.url), self.url)
 
     # --- decisions -----------------------------------------------------------------------------------
 
@@ -298,13 +319,12 @@ class PostgresStore:
 
     @_kept
     async def training(self, client_id: str, since: float) -> list[TrainingRow]:
-        out: list[TrainingRow] = []
-        for at, data in await self._pool.fetch(
+        found = await self._pool.fetch(
             "SELECT created_at, data FROM features WHERE client_id = $1 AND created_at >= $2 ORDER BY created_at",
             client_id,
             since,
-        ):
-            out += training_rows(at, data)
+        )
+        out = readable_rows(client_id, ((at, data) for at, data in found))
         if out:  # numbers of several processes interleave: join by the numbers themselves
             by_seq = {r.seq: r for r in out}
             for seq, outcome in await self._pool.fetch(

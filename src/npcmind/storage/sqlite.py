@@ -34,9 +34,11 @@ from npcmind.storage.base import (
     StoreError,
     TrainingRow,
     batch_row,
+    check_beside,
     check_version,
     features_row,
-    training_rows,
+    read_version,
+    readable_rows,
 )
 
 log = logging.getLogger("npcmind.storage")
@@ -142,12 +144,12 @@ def _migrate(db: sqlite3.Connection) -> None:
 class SqliteStore:
     """SQLite, WAL, synchronous=NORMAL: a committed write survives a crash of the process."""
 
-    def __init__(self, path: str | Path, read_only: bool = False) -> None:
+    def __init__(self, path: str | Path, read_only: bool = False, publish: bool = False) -> None:
         self.path = str(path)
         self._lock_file: IO[str] | None = None
-        self._read_only = read_only
+        self._read_only = read_only or publish  # beside the service: no lock, no checkpoint of its WAL
         try:
-            self._db = self._open_read_only() if read_only else self._open()
+            self._db = self._open_beside(publish) if self._read_only else self._open()
         except (sqlite3.Error, OSError, ValueError) as e:  # a bad --store is said in one line, not a traceback
             if self._lock_file is not None:
                 self._lock_file.close()
@@ -176,7 +178,7 @@ class SqliteStore:
         db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")  # the WAL file shrinks back after a burst
         db.executescript(_SCHEMA)
         row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        check_version(int(bytes(row[0]).decode()) if row else None, self.path)
+        check_version(read_version(row[0] if row else None, self.path), self.path)
         _migrate(db)
         db.execute(  # an older store gains the new tables above and says so: an older npcmind then refuses it
             "INSERT INTO meta (key, value) VALUES ('schema_version', ?)"
@@ -185,20 +187,22 @@ class SqliteStore:
         )
         return db
 
-    def _open_read_only(self) -> sqlite3.Connection:
-        """A reader beside the process that writes (WAL lets both run): ``npcmind distill`` on a live store, and
-        the service's own background distill. It takes no lock and changes nothing; writes fail."""
-        if not Path(self.path).is_file():
+    def _open_beside(self, publish: bool) -> sqlite3.Connection:
+        """A process beside the one that writes (WAL lets both run): ``npcmind distill`` on a live store, and
+        the service's own background distill. It takes no lock and creates or migrates nothing; a reader's writes
+        fail, a publisher (``distill --publish``) keeps only policies, one short transaction each."""
+        where = Path(self.path)
+        if where.is_dir():
+            raise ValueError(f"the store {self.path} is a folder, not a store file: give the .db file in it")
+        if not where.is_file():
             raise ValueError(f"the store {self.path} does not exist")
-        db = sqlite3.connect(f"file:{Path(self.path).absolute()}?mode=ro", uri=True, check_same_thread=False)
+        mode = "rw" if publish else "ro"
+        db = sqlite3.connect(f"file:{where.absolute()}?mode={mode}", uri=True, check_same_thread=False)
         db.execute("PRAGMA busy_timeout=5000")
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone():
+            raise ValueError(f"the store {self.path} is not an npcmind store (no meta table): check --store")
         row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        check_version(int(bytes(row[0]).decode()) if row else None, self.path)
-        if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'features'").fetchone():
-            raise ValueError(
-                f"the store {self.path} was written by an older npcmind and keeps no decision features yet: "
-                "start `npcmind serve` on it once"
-            )
+        check_beside(read_version(row[0] if row else None, self.path), self.path)
         return db
 
     async def check(self) -> None:
@@ -359,12 +363,11 @@ class SqliteStore:
 
     @_kept
     async def training(self, client_id: str, since: float) -> list[TrainingRow]:
-        out: list[TrainingRow] = []
-        for at, data in self._db.execute(
+        found = self._db.execute(
             "SELECT created_at, data FROM features WHERE client_id = ? AND created_at >= ? ORDER BY first_seq",
             (client_id, since),
-        ):
-            out += training_rows(at, data)
+        )
+        out = readable_rows(client_id, found)
         if out:
             by_seq = {r.seq: r for r in out}
             for seq, outcome in self._db.execute(
