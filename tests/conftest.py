@@ -31,8 +31,9 @@ BEE_OBS = {"hp_fraction": 0.333, "distance_to_player": 96.4, "sees_player": True
 BOSS_OBS = {"hp_fraction": 0.4, "distance_to_player": 210.0, "sees_player": True, "current_action": "idle"}
 
 
-def cli(*args: str, stdin: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    """`npcmind ARGS` as a user runs it, in its own process; its exit code and both outputs."""
+def cli(*args: str, stdin: str | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """`npcmind ARGS` as a user runs it, in its own process; its exit code and both outputs. The timeout only
+    stops a hang: `distill` imports scikit-learn and trains, which took past 30 s in a suite run beside busy loops."""
     return subprocess.run(
         [sys.executable, "-m", "npcmind.cli", *args], input=stdin, capture_output=True, text=True, timeout=timeout
     )
