@@ -135,7 +135,7 @@ class Browser:
             raise RuntimeError(f"{expression}: {r['exceptionDetails']}")
         return r["result"].get("value")
 
-    def wait_for(self, expression: str, deadline_s: float = 30) -> Any:
+    def wait_for(self, expression: str, deadline_s: float = 90) -> Any:
         """Poll an expression until it is truthy; its value, or TimeoutError naming it."""
         return wait(lambda: self.js(expression), deadline_s, expression)
 

@@ -215,17 +215,17 @@ def test_with_the_scripted_provider_every_bee_decides_through_npcmind(play: Any)
     demo, browser = play("--scripted", query="?autopilot=1")
     s = wait(
         lambda: (s := snapshot(browser)) and all(d["source"] in ("AI", "cached") for d in deciders(s)) and s,
-        30,
+        90,
         "every bee, the queen and the swarms show an AI action",
     )
-    wait(lambda: snapshot(browser)["mode"] == "scripted", 30, "the page names the provider")  # polled: 1 s
+    wait(lambda: snapshot(browser)["mode"] == "scripted", 90, "the page names the provider")  # polled: 1 s
     assert "scripted, not a model" in browser.js("document.getElementById('mode').textContent")
 
     def counted() -> dict[str, int]:  # the overlay's figures, as a person reads them
         stats = browser.js("document.getElementById('stats').textContent")
         return {k: int(v) for k, v in re.findall(r"^(requests|AI decisions|tokens)\s+(\d+)", stats, re.M)}
 
-    wait(lambda: len(c := counted()) == 3 and all(c.values()), 30, "the overlay counts requests, AI, tokens")
+    wait(lambda: len(c := counted()) == 3 and all(c.values()), 90, "the overlay counts requests, AI, tokens")
     assert browser.js("document.getElementById('seen').getAttribute('href')") == f"/?client_id={s['clientId']}"
     assert browser.errors == []  # loaded and played with no console error
     assert not [line for line in demo.lines if "WARNING" in line], demo.lines  # its own page is allowed
@@ -241,7 +241,7 @@ def test_with_the_scripted_provider_every_bee_decides_through_npcmind(play: Any)
 @needs_browser
 def test_when_the_service_stops_the_bees_go_on_under_native_ai_and_the_page_says_so(play: Any) -> None:
     demo, browser = play("--scripted")
-    wait(lambda: all(d["source"] == "AI" for d in deciders(snapshot(browser))), 30, "AI actions first")
+    wait(lambda: all(d["source"] == "AI" for d in deciders(snapshot(browser))), 90, "AI actions first")
     demo.stop()
     s = wait(
         lambda: (
@@ -255,7 +255,7 @@ def test_when_the_service_stops_the_bees_go_on_under_native_ai_and_the_page_says
     before = {b["id"]: (b["x"], b["y"]) for b in s["bees"]}
     wait(
         lambda: any((b["x"], b["y"]) != before.get(b["id"]) for b in snapshot(browser)["bees"]),
-        30,
+        90,
         "the bees still move",
     )
 
@@ -265,11 +265,11 @@ def test_with_no_provider_every_bee_runs_its_native_ai_and_the_page_says_how_to_
     _, browser = play("--provider", "none")
     s = wait(
         lambda: (s := snapshot(browser)) and all(b["code"] == "unavailable" for b in s["bees"]) and s,
-        30,
+        90,
         "every bee told its fallback",
     )
     assert all(d["source"] == "native" for d in deciders(s))
-    wait(lambda: snapshot(browser)["mode"] == "none", 30, "the page says there is no provider")  # polled: 1 s
+    wait(lambda: snapshot(browser)["mode"] == "none", 90, "the page says there is no provider")  # polled: 1 s
     said = browser.js("document.getElementById('mode').textContent")
     assert "native AI" in said and "OPENAI_API_KEY=sk-... npcmind demo" in said, said
     assert browser.errors == []
