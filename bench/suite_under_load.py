@@ -1,7 +1,7 @@
 """The test suite, N times in a row, while other processes keep every core busy: a suite that passes only on a
 quiet machine blocks every landing, so this is how a flaky test is found before CI finds it.
 
-    python bench/suite_under_load.py --runs 5 [-- pytest args]
+    python bench/suite_under_load.py --runs 5 [--out DIR] [-- pytest args]
 
 The load is bounded: one busy loop a core, each a child of this script, stopped when the runs end (and after
 --max-minutes whatever happens). It prints each run's result and time, and exits 1 if any run failed.
@@ -33,7 +33,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 2, help="busy loops (default: one a core)")
-    parser.add_argument("--max-minutes", type=float, default=90)
+    parser.add_argument("--max-minutes", type=float, default=180, help="stop the load after this, whatever happens")
+    parser.add_argument("--out", type=Path, help="a folder to keep each run's whole output in (run-N.txt)")
     parser.add_argument("pytest_args", nargs="*", default=["-q", "-p", "no:cacheprovider"])
     args = parser.parse_args()
     until = time.monotonic() + args.max_minutes * 60
@@ -47,6 +48,9 @@ def main() -> int:
             proc = subprocess.run(
                 [sys.executable, "-m", "pytest", *args.pytest_args], cwd=ROOT, capture_output=True, text=True
             )
+            if args.out:
+                args.out.mkdir(parents=True, exist_ok=True)
+                (args.out / f"run-{run}.txt").write_text(proc.stdout + proc.stderr)
             last = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "(no output)"
             print(f"run {run}/{args.runs}: exit {proc.returncode} in {time.monotonic() - t0:.0f} s: {last}", flush=True)
             if proc.returncode != 0:
