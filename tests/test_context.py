@@ -524,9 +524,7 @@ def test_bounds_on_sessions_and_entities_lose_nothing_acknowledged(
     assert "game-1" not in " ".join(svc.service.hub._states)
     scripted.set(choose={"first": "flee"})
     svc.decide(decide_body(bee("first", observation={**BEE_OBS, "hp_fraction": 0.9})))
-    assert 'memory: chase 0 s ago -> done "stung"' in prompt(scripted) or 'chase 1 s ago -> done "stung"' in prompt(
-        scripted
-    )
+    assert re.search(r'memory: chase \d+ s ago -> done "stung"', prompt(scripted)), prompt(scripted)  # age: wall time
 
 
 def test_bounds_below_their_least_stop_the_service_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -548,16 +546,14 @@ def test_all_sessions_together_hold_at_most_max_entities(start_service: Any, scr
         assert report(svc.http, did, "done", detail="stung", client_id="g1") == "accepted"
         for game in ("g2", "g3"):  # 48 entities: more than 40, so g1, the least recently used, is let go
             svc.decide(decide_body(*[bee(f"{game}-{i}", position=[i * 9.0, 0]) for i in range(16)], client_id=game))
-        deadline = time.monotonic() + 5  # the check made every second
+        deadline = time.monotonic() + 60  # the check is made every second; the deadline only bounds a hang
         while not said and time.monotonic() < deadline:
             time.sleep(0.05)
     assert "local:g1" not in svc.service.hub._states and "local:g3" in svc.service.hub._states
     assert any("held 48 entities (with" in m and "over NPCMIND_MAX_ENTITIES=40;" in m for m in said), said
     scripted.set(choose={"g1-0": "flee"})
     svc.decide(decide_body(bee("g1-0", observation={**BEE_OBS, "hp_fraction": 0.9}), client_id="g1"))
-    assert 'memory: chase 0 s ago -> done "stung"' in prompt(scripted) or 'chase 1 s ago -> done "stung"' in prompt(
-        scripted
-    )
+    assert re.search(r'memory: chase \d+ s ago -> done "stung"', prompt(scripted)), prompt(scripted)  # age: wall time
 
 
 def test_the_decision_cache_keys_on_what_the_session_scopes_say(hosted: Hosted, scripted: Any) -> None:
