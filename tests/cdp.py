@@ -66,13 +66,16 @@ class Browser:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _page_socket(self, deadline_s: float = 60) -> str:
-        """The websocket of the browser's page, once Chromium has written its port."""
+    def _page_socket(self, deadline_s: float = 300) -> str:
+        """The websocket of the browser's page, once Chromium has written its port (the deadline bounds a hang)."""
         port_file = self._profile / "DevToolsActivePort"
         deadline = time.monotonic() + deadline_s
         while time.monotonic() < deadline:
             with contextlib.suppress(OSError, ValueError, httpx.HTTPError):
-                port = int(port_file.read_text().split()[0])
+                written = port_file.read_text().split()
+                if not written:  # Chromium creates the file, then writes it: read between the two, it is empty
+                    raise ValueError("DevToolsActivePort not written yet")
+                port = int(written[0])
                 pages = [t for t in httpx.get(f"http://127.0.0.1:{port}/json/list").json() if t["type"] == "page"]
                 if pages:
                     return str(pages[0]["webSocketDebuggerUrl"])
