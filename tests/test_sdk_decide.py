@@ -726,7 +726,7 @@ def test_the_readme_example_loop_runs(svc: Running) -> None:
     from conftest import ROOT
 
     out = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "bees.py"), "--url", svc.server.url, "--seconds", "1.5"],
+        [sys.executable, str(ROOT / "examples" / "bees.py"), "--url", svc.server.url, "--seconds", "6"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -734,7 +734,7 @@ def test_the_readme_example_loop_runs(svc: Running) -> None:
     ).stdout
     lines = out.splitlines()
     assert lines[0].count("(native)") == 5  # nothing decided before the first answer
-    assert lines[1].count("(AI") == 5
+    assert any(line.count("(AI") == 5 for line in lines[1:-1]), out  # a frame after the answers: all five on AI
     assert lines[-1].startswith("requests ") and "fallbacks none" in lines[-1]
 
 
@@ -743,15 +743,16 @@ def test_the_timeout_follows_the_services_deadline_for_a_slow_model(
 ) -> None:
     # a small local model may need more than the usual 10 s: the service was given 16 s, and a client that
     # kept its own 15 s would give up on every answer just before it came
-    svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted", deadline_ms=16_000)
-    assert svc.http.get("/v1/health").json()["deadline_ms"] == 16_000
-    scripted.set(delay_ms=15_300, choose={"b0": "flee"})
+    # (30 s and an answer after 20 s here: the service's own work has room on a slow machine)
+    svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted", deadline_ms=30_000)
+    assert svc.http.get("/v1/health").json()["deadline_ms"] == 30_000
+    scripted.set(delay_ms=20_000, choose={"b0": "flee"})
     with client(svc.server.url, clock) as c:
         track_bees(c, 1)
         c.tick()
-        assert c.wait(timeout_s=30)
+        assert c.wait(timeout_s=120)
         c.tick()
-        assert c.timeout_s == 21.0  # the deadline and 5 s
+        assert c.timeout_s == 35.0  # the deadline and 5 s
         b0 = c.action("b0")
         assert b0 is not None and b0.action == "flee" and c.stats.errors == 0
 
@@ -759,15 +760,16 @@ def test_the_timeout_follows_the_services_deadline_for_a_slow_model(
 def test_a_timeout_the_game_set_says_what_to_change(
     svc: Running, scripted: ScriptedServer, clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    scripted.set(delay_ms=2000)
-    with caplog.at_level(logging.WARNING, "npcmind_client.decide"), client(svc.server.url, clock, timeout_s=0.5) as c:
+    scripted.set(hold=True)  # the decide is never answered; the game's 5 s (every request's) runs out
+    with caplog.at_level(logging.WARNING, "npcmind_client.decide"), client(svc.server.url, clock, timeout_s=5) as c:
         track_bees(c, 1)
         c.tick()
-        assert c.wait()
+        assert c.wait(120)
         c.tick()
-        assert c.timeout_s == 0.5 and c.action("b0") is None and c.stats.errors == 1
+        assert c.timeout_s == 5 and c.action("b0") is None and c.stats.errors == 1
+    scripted.set()
     said = [r.getMessage() for r in caplog.records if r.name == "npcmind_client.decide"]
-    assert len(said) == 1 and "did not answer within 0.5 s" in said[0] and "timeout_s" in said[0], said
+    assert len(said) == 1 and "did not answer within 5 s" in said[0] and "timeout_s" in said[0], said
 
 
 def test_closing_does_not_wait_for_a_slow_service(svc: Running, scripted: ScriptedServer, clock: Clock) -> None:
