@@ -213,7 +213,7 @@ def dom(url: str, profile: Path) -> str:
         "--virtual-time-budget=20000",
         "--dump-dom",
     ]
-    return subprocess.run([CHROMIUM, *flags, url], capture_output=True, text=True, timeout=60).stdout
+    return subprocess.run([CHROMIUM, *flags, url], capture_output=True, text=True, timeout=300).stdout
 
 
 def run_page(tmp_path: Path, url: str, script: str) -> str:

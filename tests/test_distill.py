@@ -130,8 +130,9 @@ def test_distill_learns_the_rule_the_model_followed_and_defers_where_it_tossed_a
     assert far is not None and far[0] in ("idle", "wander") and far[1] < 0.8
 
 
-def _wait_for(check: Any, deadline_s: float = 60.0) -> Any:
-    """Poll until ``check()`` gives something true (a generous deadline: the machine may be slow)."""
+def _wait_for(check: Any, deadline_s: float = 600.0) -> Any:
+    """Poll until ``check()`` gives something true (the deadline bounds a hang: a background distill imports
+    scikit-learn and trains, which a busy machine makes slow)."""
     import time
 
     end = time.monotonic() + deadline_s

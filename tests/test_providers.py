@@ -434,7 +434,7 @@ def test_a_cut_answer_still_thinking_decides_nothing(start_service: Any, scripte
     assert [d["code"] for d in ds] == ["invalid_choice", "invalid_choice"], ds
 
 
-def _checked(svc: Any, timeout: float = 5) -> str:
+def _checked(svc: Any, timeout: float = 120) -> str:
     """/v1/health's note once the start-up check is done (it runs in the background)."""
     deadline = time.monotonic() + timeout
     while not svc.service.provider_checked and time.monotonic() < deadline:

@@ -442,8 +442,9 @@ def test_cascade_sends_only_what_the_local_policy_is_unsure_of(
     assert len([r for r in caplog.records if "the local policy failed" in r.getMessage()]) == 1
 
 
-def _wait_for(check: Any, deadline_s: float = 60.0) -> Any:
-    """Poll until ``check()`` gives something true (a generous deadline: the machine may be slow)."""
+def _wait_for(check: Any, deadline_s: float = 600.0) -> Any:
+    """Poll until ``check()`` gives something true (the deadline bounds a hang: a background distill imports
+    scikit-learn and trains, which a busy machine makes slow)."""
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
         if got := check():

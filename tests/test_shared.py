@@ -73,20 +73,21 @@ def test_a_choice_cached_by_one_process_is_a_hit_at_another_until_its_ttl(prefix
 def test_a_clients_rate_holds_across_processes(prefix: str) -> None:
     """N processes let through what one does: 3 views of one bucket at 10 a second pass a burst of 20 in all."""
 
-    async def go() -> int:
+    async def go() -> tuple[int, float]:
         views = [RedisShared(REDIS, prefix=prefix, timeout_s=SLOW_MACHINE_S) for _ in range(3)]
         for v in views:
             await v.start()
-        passed = 0
-        for i in range(90):  # far faster than 10 a second, even on a slow machine: one burst
+        passed, t0 = 0, time.monotonic()
+        for i in range(90):  # one burst, as fast as the machine goes
             passed += await views[i % 3].take("game-1", 10.0) == 0
+        elapsed = time.monotonic() - t0
         for v in views:
             await v.close()
-        return passed
+        return passed, elapsed
 
-    passed = asyncio.run(go())
-    # a bucket of 20 (twice the rate), plus what refills while the 90 calls run (10 a second)
-    assert 20 <= passed <= 20 + 10, passed
+    passed, elapsed = asyncio.run(go())
+    # a bucket of 20 (twice the rate), plus what refills while the 90 calls run (10 a second), however long
+    assert 20 <= passed <= 20 + 10 * elapsed + 1, (passed, elapsed)
 
 
 def test_a_session_revoked_at_one_process_is_revoked_at_every_other(prefix: str) -> None:

@@ -55,7 +55,7 @@ class BackgroundServer:
         self.host = host
         self.port = port
 
-    def start(self, timeout: float = 15) -> BackgroundServer:
+    def start(self, timeout: float = 120) -> BackgroundServer:
         """Start and wait until the socket accepts connections."""
         self._thread.start()
         deadline = time.monotonic() + timeout
@@ -69,7 +69,7 @@ class BackgroundServer:
     def stop(self) -> None:
         """Ask the server to exit and wait for it."""
         self._server.should_exit = True
-        self._thread.join(timeout=10)
+        self._thread.join(timeout=60)
 
     def __enter__(self) -> BackgroundServer:
         return self.start()
