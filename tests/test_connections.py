@@ -32,9 +32,10 @@ async def echo(request: Request[Any, Any, Any]) -> Response[bytes]:
 
 @pytest.fixture(params=["httptools", "h11"])
 def server(request: pytest.FixtureRequest) -> Iterator[BackgroundServer]:
-    """A small app on each of uvicorn's HTTP implementations, a request due whole within 0.2 s."""
+    """A small app on each of uvicorn's HTTP implementations, a request due whole within 1 s (a request sent in one
+    write must get there on a machine whose every core is busy; one that stops coming must not hold the test)."""
     app = Litestar([echo], openapi_config=None)
-    with BackgroundServer(app, lifespan="off", read_timeout_s=0.2, http=request.param) as s:
+    with BackgroundServer(app, lifespan="off", read_timeout_s=1.0, http=request.param) as s:
         yield s
 
 
@@ -76,7 +77,7 @@ def test_a_connection_that_sends_nothing_is_closed_with_408(server: BackgroundSe
     with connect(server.port) as quiet:
         status, error = error_of(until_closed(quiet))
     assert status == "HTTP/1.1 408 Request Timeout" and error["code"] == "request_timeout"
-    assert "within 0.2 s (NPCMIND_READ_TIMEOUT_S)" in error["message"]
+    assert "within 1 s (NPCMIND_READ_TIMEOUT_S)" in error["message"]
 
 
 def test_a_head_sent_a_byte_at_a_time_is_closed_and_others_are_answered(server: BackgroundServer) -> None:
@@ -124,9 +125,11 @@ def test_connections_past_the_cap_are_refused_with_503_and_the_log_says_so() -> 
         while True:
             try:
                 r = httpx.post(f"{server.url}/echo", json={}, timeout=HANG)
-                break
+                if r.status_code != 503:  # a 503: the close was not yet seen when this connection came
+                    break
             except httpx.TransportError:
-                assert time.monotonic() < deadline, "a connection closed was never counted out"
+                pass
+            assert time.monotonic() < deadline, "a connection closed was never counted out"
         assert r.status_code == 200
         for s in held:
             s.close()
