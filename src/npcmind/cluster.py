@@ -35,6 +35,9 @@ defaults
     timeout client 60s
     timeout server 60s
     timeout http-keep-alive 10s
+    # a health check may take 5 s to answer: a process slowed by a busy machine is not a process gone (one that
+    # is gone refuses its connection, which marks it down at once)
+    timeout check 5s
     # a request goes to another process only when its connection failed: nothing was sent, so nothing is
     # decided twice; an answer that is late or broken is the game's fallback, not a retry
     retries 3
