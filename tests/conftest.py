@@ -10,6 +10,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -37,6 +38,16 @@ def cli(*args: str, stdin: str | None = None, timeout: float = 600) -> subproces
     return subprocess.run(
         [sys.executable, "-m", "npcmind.cli", *args], input=stdin, capture_output=True, text=True, timeout=timeout
     )
+
+
+def until(condition: Callable[[], Any], what: str, deadline_s: float = 600) -> Any:
+    """The condition's first truthy value, polled: the deadline only bounds a hang, so a slow machine is never a
+    failure (no test may depend on timing)."""
+    deadline = time.monotonic() + deadline_s
+    while not (value := condition()):
+        assert time.monotonic() < deadline, f"{what}: not within {deadline_s:g} s"
+        time.sleep(0.05)
+    return value
 
 
 def bee(eid: str, **over: Any) -> dict[str, Any]:

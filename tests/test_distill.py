@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from conftest import FOREST, Running, bee, cli, decide_body, logged
+from conftest import FOREST, Running, bee, cli, decide_body, logged, until
 from npcmind.storage import open_store
 from npcmind.storage.base import TrainingRow
 
@@ -130,20 +130,6 @@ def test_distill_learns_the_rule_the_model_followed_and_defers_where_it_tossed_a
     assert far is not None and far[0] in ("idle", "wander") and far[1] < 0.8
 
 
-def _wait_for(check: Any, deadline_s: float = 600.0) -> Any:
-    """Poll until ``check()`` gives something true (the deadline bounds a hang: a background distill imports
-    scikit-learn and trains, which a busy machine makes slow)."""
-    import time
-
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.2)
-    raise AssertionError(f"not within {deadline_s} s")
-
-
 def test_serve_distill_every_trains_in_the_background_and_get_policy_serves_it_with_an_etag(
     start_service: Any, scripted: Any
 ) -> None:
@@ -158,7 +144,9 @@ def test_serve_distill_every_trains_in_the_background_and_get_policy_serves_it_w
             for i in range(16)
         ]
         assert svc.decide(decide_body(*entities)).status_code == 200
-    got = _wait_for(lambda: (x := svc.http.get("/v1/policy", params={"client_id": "game-1"})).status_code == 200 and x)
+    got = until(
+        lambda: (x := svc.http.get("/v1/policy", params={"client_id": "game-1"})).status_code == 200 and x, "a policy"
+    )
     etag = got.headers["etag"]
     from npcmind_client.policy import Policy
 

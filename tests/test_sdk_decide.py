@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from litestar import Litestar, Request, Response, post
 
-from conftest import BEE_OBS, FOREST, Hosted, Running, write_clients
+from conftest import BEE_OBS, FOREST, Hosted, Running, until, write_clients
 from npcmind.http.server import BackgroundServer, free_port
 from npcmind.providers.scripted import ScriptedServer
 from npcmind.sdk import DecideClient
@@ -442,17 +442,6 @@ def test_cascade_sends_only_what_the_local_policy_is_unsure_of(
     assert len([r for r in caplog.records if "the local policy failed" in r.getMessage()]) == 1
 
 
-def _wait_for(check: Any, deadline_s: float = 600.0) -> Any:
-    """Poll until ``check()`` gives something true (the deadline bounds a hang: a background distill imports
-    scikit-learn and trains, which a busy machine makes slow)."""
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        if got := check():
-            return got
-        time.sleep(0.2)
-    raise AssertionError(f"not within {deadline_s} s")
-
-
 def test_the_sdk_fetches_the_policy_the_service_distilled_and_decides_locally_with_it(
     start_service: Any, scripted: ScriptedServer, clock: Clock
 ) -> None:
@@ -475,7 +464,7 @@ def test_the_sdk_fetches_the_policy_the_service_distilled_and_decides_locally_wi
             {"id": f"t{i}", "type": "bee", "observation": o, "legal_actions": LEGAL} for i, o in enumerate(bees)
         ]
         assert svc.decide(body).status_code == 200
-    _wait_for(lambda: svc.http.get("/v1/policy", params={"client_id": "game-1"}).status_code == 200)
+    until(lambda: svc.http.get("/v1/policy", params={"client_id": "game-1"}).status_code == 200, "a policy")
     calls = len(scripted.requests)
     with client(svc.server.url, clock) as c:  # no policy given: the service's is fetched
         track_bees(c, 4)
