@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,7 @@ import httpx
 
 from conftest import FOREST, bee, decide_body, logged, write_clients
 from npcmind.decide.ids import DecisionIds
+from npcmind.failures import FailureLog
 from npcmind.http.server import ServiceProcess
 
 
@@ -193,6 +195,24 @@ def test_a_second_process_on_the_same_store_is_refused(tmp_path: Path) -> None:
         a.kill9()
     b = Proc(args)  # the lock went with the killed process
     b.kill9()
+
+
+def test_the_first_failure_is_said_whatever_window_is_set_after() -> None:
+    """The window was counted from ``-every`` as made (10 s): widened afterwards (the full-disk test's 3600 s), a
+    machine up for less than the new window (a fresh CI runner: the monotonic clock is the uptime) kept the first
+    failure unsaid, and the first line was "succeed again (384 more failed ...)"."""
+    with logged("npcmind.test.failures") as said:
+        failures = FailureLog(logging.getLogger("npcmind.test.failures"), "store write")
+        failures.every = 1e12  # longer than any machine is up
+        failures.failed("database or disk is full")
+        failures.failed("database or disk is full")
+        failures.succeeded()
+        failures.failed("disk I/O error")  # failing again after a success is said at once too
+    assert said == [
+        "store write failed: database or disk is full",
+        "store writes succeed again (1 more failed store writes since the last line)",
+        "store write failed: disk I/O error",
+    ]
 
 
 def test_a_full_disk_is_a_503_that_acknowledges_nothing_and_the_service_recovers(svc: Any) -> None:

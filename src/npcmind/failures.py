@@ -20,7 +20,7 @@ class FailureLog:
         self.log = log
         self.what = what  # "provider call": "provider call failed: ...", "provider calls succeed again"
         self.every = every
-        self._last = -every
+        self._last = -math.inf  # never said yet: the next failure is said whatever ``every`` is set to later
         self._unsaid = 0
         self._failing = False
 
@@ -38,7 +38,7 @@ class FailureLog:
         """A call worked."""
         if self._failing:
             self.log.warning("%ss succeed again%s", self.what, self._since())
-            self._failing, self._unsaid, self._last = False, 0, -self.every
+            self._failing, self._unsaid, self._last = False, 0, -math.inf
 
     def _since(self) -> str:
         return f" ({self._unsaid} more failed {self.what}s since the last line)" if self._unsaid else ""
