@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import copy
 import functools
 import logging
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -17,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import hypothesis
 import pytest
 
 from npcmind.config import Settings
@@ -24,6 +28,26 @@ from npcmind.http.app import create_app
 from npcmind.http.server import BackgroundServer
 from npcmind.providers.scripted import ScriptedServer
 from npcmind.service import Service
+
+# --- Hypothesis: every run tries the same examples and writes nothing into the clone ---------------------------
+# A random run found a failing example in one clone, and its example database replayed it there on every run after.
+# derandomize: the examples follow from each test alone, so a user's run, CI and a rerun try the same ones;
+# database=None keeps none; the caches Hypothesis writes anyway (its Unicode tables, the constants of the code under
+# test) go to a temporary directory removed at exit, not to .hypothesis/. No deadline and no too_slow health check:
+# a machine 2-5x slower must not fail a test. print_blob: a failure prints the line that replays it.
+if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = tempfile.mkdtemp(prefix="npcmind-hypothesis-")
+    atexit.register(shutil.rmtree, os.environ["HYPOTHESIS_STORAGE_DIRECTORY"], ignore_errors=True)
+hypothesis.settings.register_profile(
+    "npcmind",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[hypothesis.HealthCheck.too_slow],
+)
+hypothesis.settings.load_profile("npcmind")
+# --------------------------------------------------------------------------------------------------------------------
 
 ROOT = Path(__file__).resolve().parents[1]
 FOREST = ROOT / "examples" / "forest.yaml"

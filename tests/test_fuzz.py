@@ -25,7 +25,7 @@ schema = schemathesis.openapi.from_dict(msgspec.json.decode(document()))
 
 
 @schema.parametrize()
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=60, suppress_health_check=list(HealthCheck))
 def test_no_input_gives_a_5xx(case: Any, svc: Running) -> None:
     response = case.call(base_url=svc.server.url)
     assert response.status_code < 500, response.text
@@ -136,7 +136,7 @@ def test_the_valid_bodies_are_valid(route: str, svc: Running) -> None:
 @pytest.mark.parametrize("route", list(VALID))
 def test_near_valid_bodies_never_give_a_5xx(route: str, svc: Running) -> None:
     @given(body=near_valid(valid_body(route, svc)))
-    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=150, suppress_health_check=list(HealthCheck))
     def check(body: dict[str, Any]) -> None:
         r = svc.http.post(route, json=body)
         assert r.status_code < 500, r.text
@@ -226,7 +226,7 @@ def test_no_provider_answer_gives_a_5xx_or_an_action_outside_the_legal_ones(svc:
     calls = itertools.count()
 
     @given(answer=provider_answers)
-    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=300, suppress_health_check=list(HealthCheck))
     def check(answer: dict[str, Any]) -> None:
         scripted.set(body=answer)
         far = 100.0 * next(calls)  # a new situation each time: never a cache hit, always the provider's answer

@@ -96,7 +96,7 @@ def test_a_huge_integer_in_any_numbers_place_is_a_4xx_naming_it(route: str, svc:
     places = _numbers(BODIES[route])
 
     @given(place=st.sampled_from(places), value=HUGE)
-    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=40, suppress_health_check=list(HealthCheck))
     def check(place: tuple[Any, ...], value: int) -> None:
         body = copy.deepcopy(BODIES[route])
         _set(body, place, value)
@@ -182,7 +182,7 @@ def test_wide_json_is_a_4xx(route: str, svc: Running) -> None:
     ),
     route=st.sampled_from([*BODIES, "/v1/session"]),
 )
-@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=200, suppress_health_check=list(HealthCheck))
 def test_any_json_on_any_route_of_the_hosted_profile_is_never_a_5xx(
     body: Any, route: str, hosted_fuzz: tuple[Hosted, dict[str, str]]
 ) -> None:

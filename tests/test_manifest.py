@@ -339,7 +339,7 @@ def _observations(draw: st.DrawFn) -> dict[str, Any]:
     return values
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=500)
 @given(_observations())
 def test_the_compiled_check_agrees_with_the_explaining_one(values: dict[str, Any]) -> None:
     fs = FieldSet(FIELDS, "type 't'")
@@ -473,7 +473,7 @@ _VALUES = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.dictionaries(_KEYS, _VALUES, max_size=6))
 @example(  # a number as a type's name (YAML's `1:`), beside a reference to a type that is unknown
     {

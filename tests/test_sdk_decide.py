@@ -220,7 +220,7 @@ def test_no_answer_of_a_service_breaks_the_game_or_gives_an_action_not_sent(
     legal = {"b0": ["idle", "flee"], "b1": ["chase"]}
 
     @given(decisions=st.lists(_WELL_FORMED | _DECISION, max_size=4) | _ANY_JSON)
-    @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=80, suppress_health_check=list(HealthCheck))
     def check(decisions: Any) -> None:
         answer["body"] = lambda body: {"decisions": decisions}
         with client(url, clock) as c:

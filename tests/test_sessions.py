@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import FOREST, Hosted, bee, cli, decide_body, logged, write_clients
@@ -107,12 +107,15 @@ def test_no_other_spelling_of_a_token_verifies() -> None:
     assert accepted == []
 
 
-@given(at=st.integers(min_value=0), c=st.sampled_from(PRINTABLE))
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-def test_a_token_with_any_character_changed_is_401(hosted: Hosted, at: int, c: str) -> None:
+@given(data=st.data())
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+def test_a_token_with_any_character_changed_is_401(hosted: Hosted, data: st.DataObject) -> None:
+    """Any printable character in any place, as a header can carry it: a space is one only inside the value (a
+    trailing one is not part of it, and httpx refuses to send it: a space drawn last was a LocalProtocolError)."""
     token = hosted.token
-    i = at % len(token)
-    assume(token[i] != c)
+    i = data.draw(st.integers(0, len(token) - 1), label="at")
+    could = PRINTABLE if i < len(token) - 1 else PRINTABLE.strip()
+    c = data.draw(st.sampled_from(could.replace(token[i], "")), label="c")
     changed = token[:i] + c + token[i + 1 :]
     r = hosted.http.get("/v1/manifest", headers={"authorization": f"Bearer {changed}"})
     assert r.status_code == 401, (changed, r.text)
