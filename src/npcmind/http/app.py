@@ -15,6 +15,7 @@ from collections.abc import Callable
 from functools import lru_cache, partial
 from importlib import resources
 from typing import Annotated, Any
+from urllib.parse import unquote_to_bytes
 
 import msgspec
 from litestar import Litestar, Request, Response
@@ -397,6 +398,21 @@ async def keys(request: Request[Any, Any, Any]) -> Response[bytes]:
 
 
 QUERY_CLIENT = "the query parameter client_id"  # where GET routes name their client, said in a 403
+
+
+def _utf8_query(request: Request[Any, Any, Any]) -> None:
+    """A query value whose percent-encoded bytes are not UTF-8 was read with U+FFFD in their place: a client_id
+    then named no one, and the 404 said "no decide request yet in this session of '\ufffd'" instead of the cause."""
+    for part in request.scope.get("query_string", b"").split(b"&"):
+        name, _, value = part.partition(b"=")
+        try:
+            unquote_to_bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            field = unquote_to_bytes(name).decode("utf-8", "replace")
+            problem = "is not UTF-8 text (a percent-encoded byte that no UTF-8 character has)"
+            raise ApiError.invalid([Problem(field, problem)]) from None
+
+
 ClientIdQuery = Annotated[  # a query parameter, named as the argument is: Parameter(query=) is deprecated
     str | None,
     Parameter(description="The client whose session's last batch to show (local profile; hosted: the token's client)"),
@@ -413,6 +429,7 @@ ClientIdQuery = Annotated[  # a query parameter, named as the argument is: Param
 )
 async def prompt(request: Request[Any, Any, Any], client_id: ClientIdQuery = None) -> Response[bytes]:
     service = _service(request)
+    _utf8_query(request)
     claims = await service.guard.authenticate(_auth(request))
     client_id = client_id or (claims.cid if claims else None)
     if not client_id:
@@ -449,6 +466,7 @@ async def manifest(request: Request[Any, Any, Any]) -> Response[bytes]:
 )
 async def policy(request: Request[Any, Any, Any], client_id: ClientIdQuery = None) -> Response[bytes]:
     service = _service(request)
+    _utf8_query(request)
     claims = await service.guard.authenticate(_auth(request))
     client_id = client_id or (claims.cid if claims else None)
     if not client_id:
