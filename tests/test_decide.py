@@ -427,6 +427,7 @@ def test_an_answer_the_adapter_fails_to_read_is_a_fallback_and_one_traceback(
 
 
 def test_a_failing_provider_is_logged_once_then_counted_and_its_recovery_said(svc: Running, scripted: Any) -> None:
+    svc.service.pipeline._failures.every = 3600.0  # one line a window: four failures on a slow machine pass 10 s
     with logged("npcmind.decide") as said:
         scripted.set(status=500)
         for k in range(4):  # a provider down under load: every request fails
