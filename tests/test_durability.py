@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from conftest import FOREST, bee, decide_body, logged, write_clients
+from conftest import FOREST, bee, decide_body, logged, until, write_clients
 from npcmind.decide.ids import DecisionIds
 from npcmind.failures import FailureLog
 from npcmind.http.server import ServiceProcess
@@ -144,7 +144,6 @@ def test_local_decisions_survive_kill_9(tmp_path: Path, scripted: Any) -> None:
 def test_decisions_past_the_retention_are_forgotten_and_numbers_never_repeat(tmp_path: Path, scripted: Any) -> None:
     """NPCMIND_RETENTION_H bounds the store: a long-running game must not fill its disk with old decisions."""
     import sqlite3
-    import time
 
     db = tmp_path / "kept.db"
     args = ["--manifest", str(FOREST), "--store", f"sqlite:///{db}", "--provider", "openai", "--base-url"]
@@ -157,10 +156,7 @@ def test_decisions_past_the_retention_are_forgotten_and_numbers_never_repeat(tmp
             for d in a.http.post("/v1/decide", json=decide_body(bee("e0"), bee("e1"))).json()["decisions"]
         ]
         assert rows() == 1
-        deadline = time.monotonic() + 15
-        while rows() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert rows() == 0, "the old decisions were never forgotten"
+        until(lambda: rows() == 0, "the old decisions were never forgotten")
         r = a.http.post(
             "/v1/report", json={"client_id": "game-1", "reports": [{"decision_id": d, "outcome": "done"} for d in old]}
         )
