@@ -457,3 +457,34 @@ def _version(url: str) -> bytes:
         return bytes(value)
     _, schema = postgres_store.parse_url(url)
     return bytes(run(_pg(lambda db: db.fetchval(sql.format(f'"{schema}".')))))
+
+
+def test_a_schema_name_differing_only_in_case_is_refused_and_never_shares_tables(postgres_url: str) -> None:
+    """``?schema=Rt_Case`` created an empty schema "Rt_Case" and used rt_case's tables (search_path folds the
+    name): two deployments differing in case shared one store. Such a name is refused at start, saying which."""
+    lower = postgres_url.rsplit("schema=", 1)[1]
+    mixed = postgres_url.replace(f"schema={lower}", f"schema=T{lower[1:]}")  # t_… is the fixture's
+    assert mixed != postgres_url and mixed.lower() == postgres_url.lower()
+
+    async def go() -> None:
+        s = await opened(postgres_url)
+        await s.secret("k")
+        await s.close()
+        with pytest.raises(ValueError, match=rf"plain lowercase identifier.*those of \?schema={lower}"):
+            other = await opened(mixed)
+            await other.secret("k")  # today: the secret of the lowercase deployment
+            await other.close()
+
+    try:
+        run(go)
+    finally:
+        name = mixed.rsplit("schema=", 1)[1]
+        run(_pg(lambda db: db.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')))
+        assert not run(_pg(lambda db: db.fetchval("SELECT 1 FROM pg_namespace WHERE nspname = $1", name)))
+
+
+@pytest.mark.parametrize("name", ["Public", "1abc", "pg_mine", "a" * 64, "a-b", "ünï"])
+def test_a_schema_name_postgresql_would_read_otherwise_is_refused(name: str) -> None:
+    with pytest.raises(ValueError, match="plain lowercase identifier"):
+        open_store(f"{POSTGRES}?schema={name}")
+    postgres_store.check_schema_name("a" * 63)  # the longest name kept whole

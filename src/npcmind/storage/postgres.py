@@ -14,6 +14,7 @@ import asyncio
 import functools
 import logging
 import os
+import re
 import urllib.parse
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -101,14 +102,30 @@ def _kept(op: _Op[P, R]) -> _Op[P, R]:
     return run
 
 
+_PLAIN = re.compile(r"[a-z_][a-z0-9_]{0,62}")  # an identifier PostgreSQL reads the same quoted or not
+
+
+def check_schema_name(schema: str) -> None:
+    """Refuse a name PostgreSQL would read two ways: ``CREATE SCHEMA "Rt_Case"`` made an empty schema while
+    ``search_path`` folded the name to ``rt_case``, whose tables the store then used (two deployments differing
+    in case shared one store); a name past 63 bytes is cut, so two long names shared one too."""
+    if _PLAIN.fullmatch(schema) and not schema.startswith("pg_"):
+        return
+    folded = schema.lower() if schema.isascii() else ""  # what search_path read the name as
+    raise ValueError(
+        f"the store's ?schema= must be a plain lowercase identifier (a-z, 0-9 and _, not starting with a digit or"
+        f" pg_, at most 63 characters), not {schema!r}"
+        + (f"; the tables it used so far are those of ?schema={folded}" if _PLAIN.fullmatch(folded) else "")
+    )
+
+
 def parse_url(url: str) -> tuple[str, str]:
     """The DSN asyncpg takes and the schema to use (``?schema=NAME``, default ``public``): several deployments,
     or a test each, can share one database."""
     parts = urllib.parse.urlsplit(url)
     query = urllib.parse.parse_qs(parts.query)
     schema = query.pop("schema", ["public"])[0]
-    if not schema.replace("_", "").isalnum():
-        raise ValueError(f"the store's schema must be letters, digits and _, not {schema!r}")
+    check_schema_name(schema)
     rest = urllib.parse.urlencode({k: v[0] for k, v in query.items()})
     return urllib.parse.urlunsplit(parts._replace(query=rest)), schema
 
@@ -140,7 +157,7 @@ class PostgresStore:
         """Connect, create the schema if it is not there, and refuse a store of a newer npcmind."""
         if self._pool is not None:
             return
-        settings = {"search_path": self.schema}
+        settings = {"search_path": f'"{self.schema}"'}  # quoted as created: the same exact name
         if self._read_only:  # the server itself refuses every write of a reader
             settings["default_transaction_read_only"] = "on"
         try:
