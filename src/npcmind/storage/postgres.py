@@ -37,6 +37,7 @@ from npcmind.storage.base import (
     read_version,
     readable_rows,
 )
+from npcmind.storage.pgpool import GatedPool
 
 try:  # the `postgres` extra
     import asyncpg
@@ -119,13 +120,36 @@ def check_schema_name(schema: str) -> None:
     )
 
 
+POOL_SIZE = 10  # connections a process may hold at most (?pool_size=)
+POOL_WAIT_S = 5.0  # how long a request waits for one before its 503 (?pool_wait_s=): as long as its Retry-After
+_OURS = ("schema", "pool_size", "pool_wait_s")  # read here, not handed to asyncpg (which took them for settings)
+
+
+def pool_settings(url: str) -> tuple[int, float]:
+    """The pool's size and wait from ``?pool_size=N&pool_wait_s=S``: how many connections this process may hold,
+    and how long a request waits for one before a 503."""
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)
+    size, wait = query.get("pool_size", [str(POOL_SIZE)])[0], query.get("pool_wait_s", [str(POOL_WAIT_S)])[0]
+    if not (size.isdigit() and 1 <= int(size) <= 1000):
+        raise ValueError(f"the store's ?pool_size= must be a whole number of connections, 1 to 1000, not {size!r}")
+    try:
+        seconds = float(wait)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds <= 600:
+        raise ValueError(f"the store's ?pool_wait_s= must be seconds, more than 0 and at most 600, not {wait!r}")
+    return int(size), seconds
+
+
 def parse_url(url: str) -> tuple[str, str]:
     """The DSN asyncpg takes and the schema to use (``?schema=NAME``, default ``public``): several deployments,
     or a test each, can share one database."""
     parts = urllib.parse.urlsplit(url)
     query = urllib.parse.parse_qs(parts.query)
-    schema = query.pop("schema", ["public"])[0]
+    schema = query.get("schema", ["public"])[0]
     check_schema_name(schema)
+    for name in _OURS:
+        query.pop(name, None)
     rest = urllib.parse.urlencode({k: v[0] for k, v in query.items()})
     return urllib.parse.urlunsplit(parts._replace(query=rest)), schema
 
@@ -138,6 +162,7 @@ class PostgresStore:
             raise ValueError("a postgresql:// store needs the postgres extra: pip install 'npcmind[postgres]'")
         self.url = url
         self._dsn, self.schema = parse_url(url)
+        self._pool_size, self._pool_wait_s = pool_settings(url)
         self._beside = read_only or publish  # distill: creates and migrates nothing
         self._read_only = read_only and not publish
         self._pool: Any = None
@@ -161,9 +186,10 @@ class PostgresStore:
         if self._read_only:  # the server itself refuses every write of a reader
             settings["default_transaction_read_only"] = "on"
         try:
-            self._pool = await asyncpg.create_pool(
-                self._dsn, min_size=1, max_size=10, server_settings=settings, timeout=10
+            pool = await asyncpg.create_pool(
+                self._dsn, min_size=1, max_size=self._pool_size, server_settings=settings, timeout=10
             )
+            self._pool = GatedPool(pool, self._pool_size, self._pool_wait_s)
             if self._beside:
                 await self._check_beside()
                 return
