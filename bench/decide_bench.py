@@ -181,7 +181,7 @@ async def _steps(base_url: str, raw: bytes, n: int) -> dict[str, float]:
         SimpleNamespace(key_text="".join(x for x in t.splitlines(True) if not x.startswith("  memory:"))) for t in texts
     ]
     ids = [e.id for e in req.entities]
-    dids = svc.pipeline.ids.issue_many(1, session.session_id, ids)
+    dids = svc.pipeline.ids.issue_many(1, session.session_id, len(ids))
     rows = [
         IssuedDecision(0, d, session.session_id, i, "bee", "idle", "Stay in place", 0.0)
         for d, i in zip(dids, ids, strict=True)
@@ -206,7 +206,7 @@ async def _steps(base_url: str, raw: bytes, n: int) -> dict[str, float]:
             for base in [prompt.key_base("v", req.scope)]
             for e in keyed
         ],
-        "ids": lambda: svc.pipeline.ids.issue_many(seq, session.session_id, ids),
+        "ids": lambda: svc.pipeline.ids.issue_many(seq, session.session_id, len(ids)),
         "answer": lambda: msgspec.json.encode(answer),
     }
     out: dict[str, float] = {}

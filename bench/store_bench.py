@@ -63,7 +63,7 @@ async def _write(store: SqliteStore, ids: DecisionIds, actions: dict[str, str], 
     for r in range(requests):
         seq = await store.allocate(16)
         eids = [str(28000 + (r * 16 + i) % 500) for i in range(16)]
-        dids = ids.issue_many(seq, "local:game-1", eids)
+        dids = ids.issue_many(seq, "local:game-1", len(eids))
         rows = []
         for i, (eid, did) in enumerate(zip(eids, dids, strict=True)):
             a = names[(r + i) % len(names)]

@@ -134,6 +134,43 @@ def test_report_statuses_in_one_request(svc: Running) -> None:
     assert {d["path"] for d in r.json()["error"]["details"]} == {"reports[0].outcome", "reports[0].detail"}
 
 
+def test_forged_decision_ids_are_refused_without_a_store_lookup(svc: Running, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each reported id was looked up in the store before its MAC was checked: 256 forged ids a request, 256
+    lookups (about 90 ms of the process). The MAC now needs only the id and the session."""
+    import base64
+
+    did = svc.decide(decide_body(bee("x"))).json()["decisions"][0]["decision_id"]
+    raw = base64.urlsafe_b64decode(did[2:])
+    # well-formed ids of real and near numbers (this decision's among them), each with a MAC of its own
+    forged = [
+        "d_"
+        + base64.urlsafe_b64encode(
+            (raw[:6] if k == 0 else k.to_bytes(6, "big")) + raw[6:-1] + bytes([k % 256])
+        ).decode()
+        for k in range(256)
+    ]
+    forged = [f if f != did else f[:-2] + ("AA" if not f.endswith("AA") else "BA") for f in forged]
+    store = svc.service.store
+    looked: list[int] = []
+    for name in ("decision", "set_outcome"):
+        real = getattr(store, name)
+
+        async def counted(*args: Any, _real: Any = real, **kwargs: Any) -> Any:
+            looked.append(args[0])
+            return await _real(*args, **kwargs)
+
+        monkeypatch.setattr(store, name, counted)
+    r = svc.http.post(
+        "/v1/report", json={"client_id": "game-1", "reports": [{"decision_id": f, "outcome": "done"} for f in forged]}
+    )
+    assert r.status_code == 200 and {x["status"] for x in r.json()["results"]} == {"unknown"}, r.text
+    assert [x["decision_id"] for x in r.json()["results"]] == forged  # the same shape: one status each, in order
+    assert looked == []
+    r = svc.http.post("/v1/report", json={"client_id": "game-1", "reports": [{"decision_id": did, "outcome": "done"}]})
+    assert r.json()["results"] == [{"decision_id": did, "status": "accepted"}]
+    assert looked  # the genuine id was looked up: the count above could have seen one
+
+
 def population_line(scripted: Any) -> str:
     return next((x for x in prompt(scripted).splitlines() if x.startswith("POPULATION:")), "")
 

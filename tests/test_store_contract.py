@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -457,3 +457,207 @@ def _version(url: str) -> bytes:
         return bytes(value)
     _, schema = postgres_store.parse_url(url)
     return bytes(run(_pg(lambda db: db.fetchval(sql.format(f'"{schema}".')))))
+
+
+def test_a_schema_name_differing_only_in_case_is_refused_and_never_shares_tables(postgres_url: str) -> None:
+    """``?schema=Rt_Case`` created an empty schema "Rt_Case" and used rt_case's tables (search_path folds the
+    name): two deployments differing in case shared one store. Such a name is refused at start, saying which."""
+    lower = postgres_url.rsplit("schema=", 1)[1]
+    mixed = postgres_url.replace(f"schema={lower}", f"schema=T{lower[1:]}")  # t_… is the fixture's
+    assert mixed != postgres_url and mixed.lower() == postgres_url.lower()
+
+    async def go() -> None:
+        s = await opened(postgres_url)
+        await s.secret("k")
+        await s.close()
+        with pytest.raises(ValueError, match=rf"plain lowercase identifier.*those of \?schema={lower}"):
+            other = await opened(mixed)
+            await other.secret("k")  # today: the secret of the lowercase deployment
+            await other.close()
+
+    try:
+        run(go)
+    finally:
+        name = mixed.rsplit("schema=", 1)[1]
+        run(_pg(lambda db: db.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')))
+        assert not run(_pg(lambda db: db.fetchval("SELECT 1 FROM pg_namespace WHERE nspname = $1", name)))
+
+
+@pytest.mark.parametrize("name", ["Public", "1abc", "pg_mine", "a" * 64, "a-b", "ünï"])
+def test_a_schema_name_postgresql_would_read_otherwise_is_refused(name: str) -> None:
+    with pytest.raises(ValueError, match="plain lowercase identifier"):
+        open_store(f"{POSTGRES}?schema={name}")
+    postgres_store.check_schema_name("a" * 63)  # the longest name kept whole
+
+
+@pytest.fixture()
+def limited_role(postgres_url: str) -> Iterator[str]:
+    """The fixture's store URL as a role of this test's own that PostgreSQL lets hold 2 connections at once."""
+    role = f"npcm_{uuid.uuid4().hex[:10]}"
+    schema = postgres_url.rsplit("schema=", 1)[1]
+
+    async def make(db: Any) -> None:
+        await db.execute(f"CREATE ROLE {role} LOGIN CONNECTION LIMIT 2")
+        await db.execute(f"CREATE SCHEMA {schema} AUTHORIZATION {role}")
+        await db.execute(f"GRANT CREATE ON DATABASE test TO {role}")  # CREATE SCHEMA IF NOT EXISTS asks it
+
+    run(_pg(make))
+    try:
+        yield postgres_url.replace("://root@", f"://{role}@", 1)
+    finally:
+
+        async def drop(db: Any) -> None:
+            await db.execute(  # a connection the service left is no reason to keep the role
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", role
+            )
+            await db.execute(f"DROP OWNED BY {role} CASCADE")  # its schema and its grant
+            await db.execute(f"DROP ROLE {role}")
+
+        run(_pg(drop))
+
+
+def test_a_server_short_of_connections_is_waited_for_not_a_503(
+    limited_role: str, start_service: Any, scripted: Any
+) -> None:
+    """The role may hold 2 connections, the pool 8: a connection the server refused was a 503 (257 of 480
+    requests, two connections open meanwhile). The pool now waits for one of those it holds."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    from conftest import bee, decide_body
+
+    svc = start_service(
+        store=limited_role + "&pool_size=8&pool_wait_s=600", provider="openai", base_url=scripted.base_url
+    )
+    url = svc.server.url
+
+    def client(k: int) -> list[int]:
+        codes = []
+        with httpx.Client(base_url=url, timeout=120) as http:
+            for i in range(10):
+                r = http.post("/v1/decide", json=decide_body(bee(f"c{k}-{i}")))
+                codes.append(r.status_code)
+                if r.status_code != 200:
+                    continue
+                did = r.json()["decisions"][0]["decision_id"]
+                report = {"client_id": "game-1", "reports": [{"decision_id": did, "outcome": "done"}]}
+                codes.append(http.post("/v1/report", json=report).status_code)
+        return codes
+
+    with ThreadPoolExecutor(24) as pool:
+        codes = [c for got in pool.map(client, range(24)) for c in got]
+    assert len(codes) == 480 and set(codes) == {200}, {c: codes.count(c) for c in set(codes)}
+
+
+class _ShortServer:
+    """An asyncpg pool's stand-in on a server that grants ``grant`` connections and refuses one more."""
+
+    def __init__(self, grant: int) -> None:
+        self.grant, self.open, self.idle, self.refused, self.held, self.most = grant, 0, 0, 0, 0, 0
+        self.refusal = asyncio.Event()
+
+    async def acquire(self) -> object:
+        import asyncpg
+
+        await asyncio.sleep(0)  # a connection takes a turn of the loop, as a real one takes round trips
+        if self.idle:
+            self.idle -= 1
+        elif self.open < self.grant:
+            self.open += 1
+        else:
+            self.refused += 1
+            self.refusal.set()
+            raise asyncpg.exceptions.TooManyConnectionsError('too many connections for role "x"')
+        self.held += 1
+        self.most = max(self.most, self.held)
+        return object()
+
+    async def release(self, con: object) -> None:
+        self.held -= 1
+        self.idle += 1
+
+    def get_size(self) -> int:
+        return self.open
+
+
+def _gated(server: _ShortServer, size: int, wait_s: float) -> Any:
+    from npcmind.storage.pgpool import GatedPool
+
+    return GatedPool(server, size, wait_s)
+
+
+async def _use(pool: Any, n: int) -> None:
+    async def one() -> None:
+        async with pool.acquire():
+            await asyncio.sleep(0)
+
+    await asyncio.gather(*(one() for _ in range(n)))
+
+
+def test_a_refused_connection_waits_for_one_the_pool_holds() -> None:
+    async def go() -> None:
+        server = _ShortServer(grant=2)
+        pool = _gated(server, size=8, wait_s=600)  # the wait only bounds a hang
+        await _use(pool, 24)
+        assert server.most == 2 and pool.limit == 2 and pool._inside == 0
+        assert 1 <= server.refused <= 8  # once the limit fell, nobody asked the server for a third
+        server.refused = 0
+        await _use(pool, 24)
+        assert server.refused == 0  # the limit is kept: no refusal a request
+
+    run(go)
+
+
+def test_the_limit_climbs_back_when_the_server_grants_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    from npcmind.storage import pgpool
+
+    async def go() -> None:
+        server = _ShortServer(grant=2)
+        pool = _gated(server, size=8, wait_s=600)
+        await _use(pool, 24)
+        assert pool.limit == 2
+        server.grant = 3  # another process let one go
+        monkeypatch.setattr(pgpool, "GROW_S", 0.0)  # a probe at every wait
+        await _use(pool, 24)
+        assert server.open == 3 and server.most == 3 and pool.limit >= 3  # the third is used, as granted
+
+    run(go)
+
+
+def test_with_no_connection_of_its_own_the_pool_asks_again_until_the_server_grants_one() -> None:
+    async def go() -> None:
+        server = _ShortServer(grant=0)  # other clients hold every connection
+        pool = _gated(server, size=4, wait_s=600)
+
+        async def free_one() -> None:
+            await server.refusal.wait()
+            server.grant = 1
+
+        await asyncio.gather(_use(pool, 3), free_one())
+        assert server.refused >= 1 and server.open == 1 and pool._inside == 0
+
+    run(go)
+
+
+def test_when_no_connection_frees_in_time_the_request_fails_and_the_next_one_is_served() -> None:
+    async def go() -> None:
+        server = _ShortServer(grant=1)
+        pool = _gated(server, size=4, wait_s=0.05)
+        async with pool.acquire():  # held for the whole wait: nothing frees
+            with pytest.raises(TimeoutError):
+                async with pool.acquire():
+                    pass
+        async with pool.acquire():
+            assert server.held == 1
+        assert pool._inside == 0 and server.held == 0
+
+    run(go)
+
+
+def test_a_store_whose_pool_settings_are_wrong_is_refused_at_start() -> None:
+    for query, says in [("pool_size=0", "pool_size"), ("pool_size=x", "pool_size"), ("pool_wait_s=0", "pool_wait_s")]:
+        with pytest.raises(ValueError, match=says):
+            open_store(f"{POSTGRES}?schema=x&{query}")
+    assert postgres_store.pool_settings(f"{POSTGRES}?pool_size=3&pool_wait_s=0.5") == (3, 0.5)
+    assert "pool" not in postgres_store.parse_url(f"{POSTGRES}?schema=x&pool_size=3&pool_wait_s=0.5")[0]

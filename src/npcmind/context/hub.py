@@ -421,15 +421,10 @@ class ContextHub:
         now = time.time()
         out: list[ReportResult] = []
         for r in req.reports:
-            seq = self.ids.seq_of(r.decision_id)
+            seq = self.ids.verify(r.decision_id, session.session_id)  # a forged id never reaches the store
             rec = await self.store.decision(seq) if seq is not None else None
-            # the MAC ties the id to this session and the entity the stored decision is for
             status: Literal["accepted", "unknown", "duplicate"]
-            if (
-                rec is None
-                or rec.session_id != session.session_id
-                or not self.ids.verify(r.decision_id, session.session_id, rec.entity_id)
-            ):
+            if rec is None or rec.session_id != session.session_id or rec.decision_id != r.decision_id:
                 status = "unknown"
             elif not await self.store.set_outcome(rec.seq, r.outcome, r.detail, now):
                 status = "duplicate"

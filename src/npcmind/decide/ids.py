@@ -1,7 +1,10 @@
-"""Decision ids that cannot be guessed or forged: a sequence number, random bits and a MAC over session and entity.
+"""Decision ids that cannot be guessed or forged: a sequence number, random bits and a MAC over session and both.
 
 The sequence number lets the store keep decisions in an append-only table (cheap commits) and find one
-by id without an index on random keys; the MAC under the service's secret makes an id unforgeable.
+by id without an index on random keys; the MAC under the service's secret makes an id unforgeable. The MAC
+needs nothing but the id and the session, so a forged id is refused before the store is asked: one over the
+entity too (the first form) could only be checked against the decision read back, and 256 forged ids in a
+report cost 256 store lookups. The entity needs no MAC: the number names one stored decision, of one entity.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ _SEQ = 6
 _RAND = 6
 _MAC = 12  # 24 bytes in all: 32 base64 characters, no padding
 _LEN = 2 + 4 * (_SEQ + _RAND + _MAC) // 3
+_FORM = b"npcmind decision id 2\x00"  # apart from the first form's MAC input (session, entity, head)
 
 
 class DecisionIds:
@@ -23,18 +27,18 @@ class DecisionIds:
     def __init__(self, secret: bytes) -> None:
         self._keyed = hashlib.blake2b(key=secret, digest_size=_MAC)  # keyed BLAKE2b is a MAC; copied per id
 
-    def _mac(self, session_id: str, entity_id: str, head: bytes) -> bytes:
+    def _mac(self, session_id: str, head: bytes) -> bytes:
         h = self._keyed.copy()
-        h.update(f"{session_id}\x00{entity_id}\x00".encode() + head)
+        h.update(_FORM + session_id.encode() + b"\x00" + head)
         return h.digest()
 
-    def issue_many(self, first_seq: int, session_id: str, entity_ids: list[str]) -> list[str]:
-        """Ids of consecutive decisions ``first_seq``, ``first_seq + 1``... for these entities of a session."""
-        rand = os.urandom(_RAND * len(entity_ids))
+    def issue_many(self, first_seq: int, session_id: str, n: int) -> list[str]:
+        """Ids of ``n`` consecutive decisions ``first_seq``, ``first_seq + 1``... of a session."""
+        rand = os.urandom(_RAND * n)
         out = []
-        for i, eid in enumerate(entity_ids):
+        for i in range(n):
             head = (first_seq + i).to_bytes(_SEQ, "big") + rand[i * _RAND : (i + 1) * _RAND]
-            out.append("d_" + base64.urlsafe_b64encode(head + self._mac(session_id, eid, head)).decode())
+            out.append("d_" + base64.urlsafe_b64encode(head + self._mac(session_id, head)).decode())
         return out
 
     @staticmethod
@@ -43,13 +47,14 @@ class DecisionIds:
         raw = _decoded(decision_id)
         return None if raw is None else int.from_bytes(raw[:_SEQ], "big")
 
-    def verify(self, decision_id: str, session_id: str, entity_id: str) -> bool:
-        """Whether this id was issued by this service to this session for this entity."""
+    def verify(self, decision_id: str, session_id: str) -> int | None:
+        """The id's sequence number when this service issued it to this session, else None: checked without the
+        store, so a forged id costs no lookup."""
         raw = _decoded(decision_id)
         if raw is None:
-            return False
+            return None
         head, mac = raw[: _SEQ + _RAND], raw[_SEQ + _RAND :]
-        return hmac.compare_digest(mac, self._mac(session_id, entity_id, head))
+        return int.from_bytes(head[:_SEQ], "big") if hmac.compare_digest(mac, self._mac(session_id, head)) else None
 
 
 def _decoded(decision_id: str) -> bytes | None:

@@ -179,7 +179,7 @@ class DecidePipeline:
         chosen = [i for i in range(len(results)) if results[i] is None]
         seq = await self.store.allocate(len(chosen))
         sid = session.session_id
-        dids = self.ids.issue_many(seq, sid, [req.entities[i].id for i in chosen])
+        dids = self.ids.issue_many(seq, sid, len(chosen))
         for i, did in zip(chosen, dids, strict=True):
             e = req.entities[i]
             t = manifest.types[e.type]

@@ -14,6 +14,7 @@ import asyncio
 import functools
 import logging
 import os
+import re
 import urllib.parse
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -36,6 +37,7 @@ from npcmind.storage.base import (
     read_version,
     readable_rows,
 )
+from npcmind.storage.pgpool import GatedPool
 
 try:  # the `postgres` extra
     import asyncpg
@@ -101,14 +103,53 @@ def _kept(op: _Op[P, R]) -> _Op[P, R]:
     return run
 
 
+_PLAIN = re.compile(r"[a-z_][a-z0-9_]{0,62}")  # an identifier PostgreSQL reads the same quoted or not
+
+
+def check_schema_name(schema: str) -> None:
+    """Refuse a name PostgreSQL would read two ways: ``CREATE SCHEMA "Rt_Case"`` made an empty schema while
+    ``search_path`` folded the name to ``rt_case``, whose tables the store then used (two deployments differing
+    in case shared one store); a name past 63 bytes is cut, so two long names shared one too."""
+    if _PLAIN.fullmatch(schema) and not schema.startswith("pg_"):
+        return
+    folded = schema.lower() if schema.isascii() else ""  # what search_path read the name as
+    raise ValueError(
+        f"the store's ?schema= must be a plain lowercase identifier (a-z, 0-9 and _, not starting with a digit or"
+        f" pg_, at most 63 characters), not {schema!r}"
+        + (f"; the tables it used so far are those of ?schema={folded}" if _PLAIN.fullmatch(folded) else "")
+    )
+
+
+POOL_SIZE = 10  # connections a process may hold at most (?pool_size=)
+POOL_WAIT_S = 5.0  # how long a request waits for one before its 503 (?pool_wait_s=): as long as its Retry-After
+_OURS = ("schema", "pool_size", "pool_wait_s")  # read here, not handed to asyncpg (which took them for settings)
+
+
+def pool_settings(url: str) -> tuple[int, float]:
+    """The pool's size and wait from ``?pool_size=N&pool_wait_s=S``: how many connections this process may hold,
+    and how long a request waits for one before a 503."""
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)
+    size, wait = query.get("pool_size", [str(POOL_SIZE)])[0], query.get("pool_wait_s", [str(POOL_WAIT_S)])[0]
+    if not (size.isdigit() and 1 <= int(size) <= 1000):
+        raise ValueError(f"the store's ?pool_size= must be a whole number of connections, 1 to 1000, not {size!r}")
+    try:
+        seconds = float(wait)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds <= 600:
+        raise ValueError(f"the store's ?pool_wait_s= must be seconds, more than 0 and at most 600, not {wait!r}")
+    return int(size), seconds
+
+
 def parse_url(url: str) -> tuple[str, str]:
     """The DSN asyncpg takes and the schema to use (``?schema=NAME``, default ``public``): several deployments,
     or a test each, can share one database."""
     parts = urllib.parse.urlsplit(url)
     query = urllib.parse.parse_qs(parts.query)
-    schema = query.pop("schema", ["public"])[0]
-    if not schema.replace("_", "").isalnum():
-        raise ValueError(f"the store's schema must be letters, digits and _, not {schema!r}")
+    schema = query.get("schema", ["public"])[0]
+    check_schema_name(schema)
+    for name in _OURS:
+        query.pop(name, None)
     rest = urllib.parse.urlencode({k: v[0] for k, v in query.items()})
     return urllib.parse.urlunsplit(parts._replace(query=rest)), schema
 
@@ -121,6 +162,7 @@ class PostgresStore:
             raise ValueError("a postgresql:// store needs the postgres extra: pip install 'npcmind[postgres]'")
         self.url = url
         self._dsn, self.schema = parse_url(url)
+        self._pool_size, self._pool_wait_s = pool_settings(url)
         self._beside = read_only or publish  # distill: creates and migrates nothing
         self._read_only = read_only and not publish
         self._pool: Any = None
@@ -140,13 +182,14 @@ class PostgresStore:
         """Connect, create the schema if it is not there, and refuse a store of a newer npcmind."""
         if self._pool is not None:
             return
-        settings = {"search_path": self.schema}
+        settings = {"search_path": f'"{self.schema}"'}  # quoted as created: the same exact name
         if self._read_only:  # the server itself refuses every write of a reader
             settings["default_transaction_read_only"] = "on"
         try:
-            self._pool = await asyncpg.create_pool(
-                self._dsn, min_size=1, max_size=10, server_settings=settings, timeout=10
+            pool = await asyncpg.create_pool(
+                self._dsn, min_size=1, max_size=self._pool_size, server_settings=settings, timeout=10
             )
+            self._pool = GatedPool(pool, self._pool_size, self._pool_wait_s)
             if self._beside:
                 await self._check_beside()
                 return
