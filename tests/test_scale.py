@@ -14,6 +14,7 @@ import random
 import re
 import resource
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -665,3 +666,63 @@ def test_redis_stopped_mid_run_costs_no_5xx_and_everything_returns_when_it_is_ba
         assert not [s for s in run.statuses if s >= 500], run.statuses
     finally:
         redis.stop()
+
+
+# --- a session ended while Redis is paused, flushed or down -----------------------------------------------------
+
+
+@pytest.mark.parametrize("redis_does", ["pause", "flush", "outage"])
+def test_a_session_ended_while_redis_is_paused_flushed_or_down_is_refused_everywhere_for_good(
+    deploy: Callable[..., Deployment], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, redis_does: str
+) -> None:
+    """Every process had the session at hand; it is ended at process 1 while Redis is paused (SIGSTOP: the
+    form of `CLIENT PAUSE` that ends when the test says, not after a time), or after it took the revocation
+    and is then flushed, or while it is down and restarted empty. Once Redis answers every process again, it
+    says "not revoked": the store's revocations, read within NPCMIND_REVOCATION_POLL_S, refuse the session at
+    every process, and from then on no request of it is answered 200."""
+    if shutil.which("redis-server") is None:
+        pytest.skip("no redis-server here (Debian: apt-get install redis-server)")
+    import redis as redis_py
+
+    monkeypatch.setenv("NPCMIND_REVOCATION_POLL_S", "0.2")
+    own = OwnRedis(tmp_path)
+    own.start()
+    try:
+        d = deploy(own.url)
+        token = d.open()
+        body = decide_body(bee("a"))
+
+        def statuses() -> list[int]:
+            """A decide and a manifest of the session at every process."""
+            out = []
+            for http in d.direct:
+                out.append(http.post("/v1/decide", json=body, headers=auth(token)).status_code)
+                out.append(http.get("/v1/manifest", headers=auth(token)).status_code)
+            return out
+
+        def redis_down() -> list[bool]:
+            return ["unreachable" in str(http.get("/v1/health").json()["note"]) for http in d.direct]
+
+        assert statuses() == [200] * 2 * PROCESSES  # every process has the session at hand
+        assert own.proc is not None
+        if redis_does == "pause":
+            own.proc.send_signal(signal.SIGSTOP)
+        elif redis_does == "outage":
+            own.stop()
+        try:
+            assert d.direct[0].delete("/v1/session", headers=auth(token)).status_code == 200
+            assert redis_down()[0] == (redis_does != "flush")  # the revocation did not reach Redis
+        finally:
+            if redis_does == "pause":
+                own.proc.send_signal(signal.SIGCONT)
+        if redis_does == "flush":
+            assert statuses() == [401] * 2 * PROCESSES  # Redis had it
+            redis_py.Redis.from_url(own.url).flushdb()
+        elif redis_does == "outage":
+            own.start()
+        until(lambda: redis_down() == [False] * PROCESSES, "the processes did not find Redis again")
+        until(lambda: statuses() == [401] * 2 * PROCESSES, "not every process refuses the ended session")
+        after = [s for _ in range(3) for s in statuses()]
+        assert after == [401] * len(after), after
+    finally:
+        own.stop()

@@ -117,6 +117,8 @@ class Settings:
     )
     cache_entries: int = field(default_factory=lambda: _env_int("NPCMIND_CACHE_ENTRIES", 100_000, least=0))
     redis_timeout_ms: int = field(default_factory=lambda: _env_int("NPCMIND_REDIS_TIMEOUT_MS", 1000))
+    # the bound on a revocation Redis lost: each process reads the store's revocations at least this often
+    revocation_poll_s: float = field(default_factory=lambda: _env_float("NPCMIND_REVOCATION_POLL_S", 1.0))
     max_body_bytes: int = field(default_factory=lambda: _env_int("NPCMIND_MAX_BODY_BYTES", 256 * 1024))
     max_session_entities: int = field(
         default_factory=lambda: _env_int("NPCMIND_MAX_SESSION_ENTITIES", 20_000, least=10)

@@ -101,7 +101,9 @@ class Service:
             self.provider, self.store, ids, self.settings, self.metrics, self._hub, self.shared
         )
         signer = TokenSigner(await self.store.secret("session_tokens"))
-        self._guard = Guard(self._hub, self.store, signer, self.shared, self.manifest, self.clients)
+        self._guard = Guard(
+            self._hub, self.store, signer, self.shared, self.manifest, self.clients, self.settings.revocation_poll_s
+        )
         self._npc = NpcProcessor(
             self.rulesets,
             Signer(await self.store.secret("npc_ed25519_seed")),

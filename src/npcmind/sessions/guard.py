@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import heapq
+import logging
+import math
 import os
 import time
+from collections.abc import Callable
 
 from npcmind.context.hub import ContextHub
 from npcmind.decide.pipeline import SessionContext
@@ -15,6 +20,8 @@ from npcmind.sessions.tokens import TokenClaims, TokenError, TokenSigner
 from npcmind.shared.base import Shared
 from npcmind.storage.base import SessionRecord, Store
 
+log = logging.getLogger("npcmind.sessions")
+REVOCATION_POLL_S = 1.0  # a process reads the store's revocations at most this long before it serves a request
 NEW_SESSION = "open a session with the client API key at POST /v1/session and send its session_token"
 
 
@@ -39,6 +46,8 @@ class Guard:
         shared: Shared,
         manifest: Manifest | None = None,
         clients: dict[str, Client] | None = None,
+        revocation_poll_s: float = REVOCATION_POLL_S,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.hub = hub
         self.store = store
@@ -48,6 +57,13 @@ class Guard:
         self.clients = clients
         self._sessions: dict[str, SessionRecord] = {}
         self.owner = "p_" + os.urandom(8).hex()  # this process, as the owner of the sessions it serves
+        self.poll_s = revocation_poll_s
+        self._clock = clock  # when reads of the store's revocations began and are asked for (tests set their own)
+        self._ended: dict[str, float] = {}  # sessions this process knows ended, until their tokens expire
+        self._expiring: list[tuple[float, str]] = []  # the same, soonest expiry first
+        self._read_upto = 0  # the store's revocations read so far (0: none yet; the first read takes all kept)
+        self._read_at = -math.inf  # when the last read began (by the clock)
+        self._reading = asyncio.Lock()
 
     @property
     def hosted(self) -> bool:
@@ -71,6 +87,9 @@ class Guard:
                 msg = "this is a client API key: it goes to POST /v1/session only; send the session_token it answers"
                 raise ApiError(401, "unauthorized", msg) from None
             raise ApiError(401, "unauthorized", f"{e}: {NEW_SESSION}") from None
+        await self._read_revocations()
+        if claims.sid in self._ended:  # ended here, or read from the store: whatever Redis says now
+            raise ApiError(401, "unauthorized", f"session ended or unknown: {NEW_SESSION}")
         rec = self._sessions.get(claims.sid)
         revoked = await self.shared.revoked(claims.sid)  # ended at any process: shared at once
         if rec is None or revoked is None:  # not known here, or the shared state cannot say: the store is the authority
@@ -81,6 +100,36 @@ class Guard:
             raise ApiError(401, "unauthorized", f"session ended or unknown: {NEW_SESSION}")
         await self._rate(claims.cid)
         return claims
+
+    async def _read_revocations(self) -> None:
+        """The sessions ended at any process, read from the store by a read that began at most ``poll_s`` before
+        this request: Redis only speeds revocation up; paused, flushed, restarted or down, it cannot make an
+        ended session valid again past this bound. One read at a time; requests meanwhile share it."""
+        asked = self._clock()
+        if asked - self._read_at < self.poll_s:
+            return
+        async with self._reading:
+            if self._read_at > asked - self.poll_s:  # a read that began late enough ended while this one waited
+                return
+            began = self._clock()
+            self._read_upto, ended = await self.store.ended_since(self._read_upto)
+            now = time.time()
+            for sid, until in ended:
+                self._end_here(sid, until, now)
+            while self._expiring and self._expiring[0][0] <= now:  # its token fails on its own from now on
+                self._ended.pop(heapq.heappop(self._expiring)[1], None)
+            self._read_at = began
+
+    def _end_here(self, session_id: str, until: float, now: float) -> None:
+        """Refuse a session at this process until ``until`` (its token's expiry), and let go of what it held."""
+        if until <= now or session_id in self._ended:
+            return
+        self._ended[session_id] = until
+        heapq.heappush(self._expiring, (until, session_id))
+        rec = self._sessions.get(session_id)
+        if rec is not None:
+            rec.ended = True
+        self.hub.forget(session_id)
 
     def _remember(self, rec: SessionRecord) -> None:
         """Keep a session's record at hand, for as many sessions as the hub holds (the store has them all)."""
@@ -160,10 +209,14 @@ class Guard:
         if self.clients is None:
             raise ApiError(404, "not_found", "sessions exist only in the hosted profile")
         claims = await self.claims(authorization)
-        await self.store.end_session(claims.sid)
-        await self.shared.revoke(claims.sid, claims.exp)  # every process refuses it from its next request
-        rec = self._sessions.get(claims.sid)
-        if rec is not None:
-            rec.ended = True
-        self.hub.forget(claims.sid)
+        await self.store.end_session(claims.sid)  # first, durably: the store is what every process reads
+        self._end_here(claims.sid, claims.exp, time.time())
+        if not await self.shared.revoke(claims.sid, claims.exp):  # the fast path: every process at its next request
+            log.warning(
+                "session %s ended, but the shared state could not take its revocation (%s): the other processes "
+                "refuse it once they read the store's revocations, within %g s (NPCMIND_REVOCATION_POLL_S)",
+                claims.sid,
+                self.shared.problem() or "no answer",
+                self.poll_s,
+            )
         return claims.sid

@@ -43,8 +43,10 @@ class Shared(Protocol):
         seconds to wait. Atomic across processes: N processes let through what one does."""
         ...
 
-    async def revoke(self, session_id: str, until: float) -> None:
-        """Refuse this session everywhere from now until ``until`` (epoch seconds, its token's expiry)."""
+    async def revoke(self, session_id: str, until: float) -> bool:
+        """Refuse this session everywhere from now until ``until`` (epoch seconds, its token's expiry): True when
+        every process sees it at once, False when the backend could not take it (the store's revocations still
+        reach every process, within NPCMIND_REVOCATION_POLL_S)."""
         ...
 
     async def revoked(self, session_id: str) -> bool | None:

@@ -92,10 +92,11 @@ class MemoryShared:
             b = self._buckets[client_id] = Bucket(rate, max(1.0, 2 * rate))
         return b.take()
 
-    async def revoke(self, session_id: str, until: float) -> None:
+    async def revoke(self, session_id: str, until: float) -> bool:
         now = time.time()
         self._revoked = {s: t for s, t in self._revoked.items() if t > now}  # expired tokens fail on their own
         self._revoked[session_id] = until
+        return True
 
     async def revoked(self, session_id: str) -> bool | None:
         return session_id in self._revoked

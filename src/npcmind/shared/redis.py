@@ -168,11 +168,14 @@ class RedisShared:
             return self.fallback.take_now(client_id, rate)
         return int(wait_ms) / 1000
 
-    async def revoke(self, session_id: str, until: float) -> None:
+    async def revoke(self, session_id: str, until: float) -> bool:
         await self.fallback.revoke(session_id, until)
         ttl_ms = max(1, int((until - time.time()) * 1000))
-        with contextlib.suppress(RedisError):
+        try:
             await self._call(self._redis.set, f"{self.prefix}x:{session_id}", b"1", px=ttl_ms)
+        except RedisError:  # never silent: the guard logs it, and how the store still delivers it
+            return False
+        return True
 
     async def revoked(self, session_id: str) -> bool | None:
         try:

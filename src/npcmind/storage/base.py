@@ -265,7 +265,13 @@ class Store(Protocol):
         ...
 
     async def end_session(self, session_id: str) -> None:
-        """Mark a session ended; its token stops working."""
+        """Mark a session ended and number its revocation, in one commit: its token stops working at every
+        process, which learns it from ``ended_since`` even when the shared state (Redis) lost it."""
+        ...
+
+    async def ended_since(self, after: int) -> tuple[int, list[tuple[str, float]]]:
+        """The sessions ended after revocation number ``after`` (0: all kept), each (session_id, expires_at), and
+        the newest number read. Numbers are in commit order: a reader that saw one has seen every smaller one."""
         ...
 
     async def live_sessions(self, client_id: str, now: float) -> int:

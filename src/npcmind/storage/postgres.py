@@ -74,6 +74,8 @@ CREATE INDEX IF NOT EXISTS features_by_time ON features (created_at);
 CREATE TABLE IF NOT EXISTS policies (
   client_id TEXT NOT NULL, manifest_version TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL, data BYTEA NOT NULL,
   PRIMARY KEY (client_id, manifest_version));
+CREATE TABLE IF NOT EXISTS revocations (
+  seq BIGSERIAL PRIMARY KEY, session_id TEXT NOT NULL, expires_at DOUBLE PRECISION NOT NULL);
 """
 _Row = tuple[str, str, str, str, str]
 _decode = msgspec.json.Decoder(list[_Row]).decode
@@ -356,6 +358,7 @@ class PostgresStore:
                 before,
             )
             status = await db.execute("DELETE FROM sessions WHERE expires_at < $1", before)
+            await db.execute("DELETE FROM revocations WHERE expires_at < $1", before)  # tokens expired anyway
         return decisions, int(status.split()[-1])
 
     # --- what a policy learns from, and the policies ----------------------------------------------
@@ -454,7 +457,23 @@ class PostgresStore:
 
     @_kept
     async def end_session(self, session_id: str) -> None:
-        await self._pool.execute("UPDATE sessions SET ended = TRUE WHERE session_id = $1", session_id)
+        async with self._pool.acquire() as db, db.transaction():
+            # one revocation at a time takes its number and commits: numbers become visible in their order, so a
+            # process that read up to N never misses a smaller number committed later (sequences alone do not)
+            await db.execute("SELECT pg_advisory_xact_lock(hashtext('npcmind revocations'))")
+            await db.execute("UPDATE sessions SET ended = TRUE WHERE session_id = $1", session_id)
+            await db.execute(
+                "INSERT INTO revocations (session_id, expires_at)"
+                " SELECT session_id, expires_at FROM sessions WHERE session_id = $1",
+                session_id,
+            )
+
+    @_kept
+    async def ended_since(self, after: int) -> tuple[int, list[tuple[str, float]]]:
+        rows = await self._pool.fetch(
+            "SELECT seq, session_id, expires_at FROM revocations WHERE seq > $1 ORDER BY seq", after
+        )
+        return (int(rows[-1][0]) if rows else after), [(r[1], float(r[2])) for r in rows]
 
     @_kept
     async def live_sessions(self, client_id: str, now: float) -> int:

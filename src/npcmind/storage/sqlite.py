@@ -64,7 +64,10 @@ CREATE INDEX IF NOT EXISTS features_by_client ON features (client_id, first_seq)
 CREATE TABLE IF NOT EXISTS policies (
   client_id TEXT NOT NULL, manifest_version TEXT NOT NULL, created_at REAL NOT NULL, data BLOB NOT NULL,
   PRIMARY KEY (client_id, manifest_version));
+CREATE TABLE IF NOT EXISTS revocations (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, expires_at REAL NOT NULL);
 """
+# revocations: AUTOINCREMENT, so a number is never handed out twice even after prune deleted the newest row
 # one batch row holds a request's decisions as JSON: [[decision_id, entity_id, type, action, label], ...]
 _Row = tuple[str, str, str, str, str]
 _encode = msgspec.json.Encoder().encode
@@ -442,6 +445,7 @@ class SqliteStore:
                 (before,),
             )
             sessions = self._db.execute("DELETE FROM sessions WHERE expires_at < ?", (before,)).rowcount
+            self._db.execute("DELETE FROM revocations WHERE expires_at < ?", (before,))  # tokens expired anyway
         return decisions, sessions
 
     # --- secrets, sessions, scopes ---------------------------------------------------------------
@@ -494,7 +498,22 @@ class SqliteStore:
 
     @_kept
     async def end_session(self, session_id: str) -> None:
-        self._write("UPDATE sessions SET ended = 1 WHERE session_id = ?", (session_id,))
+        with self._db:  # one commit: a session is ended exactly when its revocation is numbered
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute("UPDATE sessions SET ended = 1 WHERE session_id = ?", (session_id,))
+            self._db.execute(
+                "INSERT INTO revocations (session_id, expires_at)"
+                " SELECT session_id, expires_at FROM sessions WHERE session_id = ?",
+                (session_id,),
+            )
+        self._committed()
+
+    @_kept
+    async def ended_since(self, after: int) -> tuple[int, list[tuple[str, float]]]:
+        rows = self._db.execute(
+            "SELECT seq, session_id, expires_at FROM revocations WHERE seq > ? ORDER BY seq", (after,)
+        ).fetchall()
+        return (int(rows[-1][0]) if rows else after), [(r[1], float(r[2])) for r in rows]
 
     @_kept
     async def live_sessions(self, client_id: str, now: float) -> int:
