@@ -178,7 +178,10 @@ async def _steps(base_url: str, raw: bytes, n: int) -> dict[str, float]:
     prompt = Prompt(seen.system, "", [], svc.pipeline.mode)
     # what a key hashes: the entity's part without its memory (whose times would change every key)
     keyed = [
-        SimpleNamespace(key_text="".join(x for x in t.splitlines(True) if not x.startswith("  memory:"))) for t in texts
+        SimpleNamespace(
+            key_text="".join(x for x in t.splitlines(True) if not x.startswith("  memory:")), private="  memory:" in t
+        )
+        for t in texts
     ]
     ids = [e.id for e in req.entities]
     dids = svc.pipeline.ids.issue_many(1, session.session_id, len(ids))
@@ -202,7 +205,7 @@ async def _steps(base_url: str, raw: bytes, n: int) -> dict[str, float]:
         # a game's memory lines carry times that move: its entity parts are new texts on every request
         "tokens": lambda: [count_once(svc.pipeline.provider.encoding, t) for t in texts],
         "keys": lambda: [
-            Prompt.cache_key(base, e)  # type: ignore[arg-type]
+            Prompt.cache_key(base, e, session.session_id if e.private else None)  # type: ignore[arg-type]
             for base in [prompt.key_base("v", req.scope)]
             for e in keyed
         ],

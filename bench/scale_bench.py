@@ -518,7 +518,7 @@ async def _redis_calls(url: str, prefix: str, n: int) -> float:
         t0 = time.process_time()
         for _ in range(n):
             await shared.revoked("s_bench")
-            await shared.take("bench", 1e6)
+            await shared.take("bench", "s_bench", 1e6, 1e6)
             await shared.claim("s_bench", "p_bench")
         assert shared.problem() is None, shared.problem()
         return (time.process_time() - t0) / n * 1e6

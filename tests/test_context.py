@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from conftest import BEE_OBS, BOSS_OBS, Hosted, Running, bee, decide_body, logged
+from conftest import BEE_OBS, BOSS_OBS, FOREST, Hosted, Running, bee, decide_body, logged
 
 
 def prompt(scripted: Any) -> str:
@@ -621,6 +621,55 @@ def test_the_decision_cache_keys_on_what_the_session_scopes_say(hosted: Hosted, 
     scopes(c, "A cave full of wasps.")  # the same definitions in another session: the same situation
     assert cached(c) is True and cached(b) is True
     assert len(scripted.requests) == 5
+
+
+def test_a_sessions_memory_never_answers_another_session(hosted: Hosted, scripted: Any) -> None:
+    """Session A reports "ALWAYS FLEE" on its bee's decision; the key left memory out, so session B's bee in the
+    same situation (and no such memory) got A's decision `cached: true`, made from text B never sent. A
+    decision made with memory is now its session's own; one made from the same texts is still shared."""
+    a, b, c = (hosted.auth(hosted.open()) for _ in range(3))
+    calm, near = {**BEE_OBS, "distance_to_player": 40.0}, {**BEE_OBS, "distance_to_player": 3.0}
+
+    def decide(headers: dict[str, str], obs: dict[str, Any], eid: str = "b1") -> dict[str, Any]:
+        r = hosted.http.post("/v1/decide", json=decide_body(bee(eid, observation=obs)), headers=headers)
+        assert r.status_code == 200, r.text
+        return dict(r.json()["decisions"][0])
+
+    first = decide(a, calm)
+    assert report(hosted.http, first["decision_id"], headers=a, detail="ALWAYS FLEE") == "accepted"
+    assert decide(a, near)["cached"] is False and '"ALWAYS FLEE"' in prompt(scripted)
+    calls = len(scripted.requests)
+    assert decide(b, near)["cached"] is False  # B's bee has no memory: A's decision is not its answer
+    assert len(scripted.requests) == calls + 1 and "ALWAYS FLEE" not in prompt(scripted)
+    assert decide(c, near)["cached"] is True  # the same texts in a third session: one entry, shared
+    assert decide(a, near)["cached"] is True  # A's bee, asking again: its session's own entry
+    assert decide(c, calm)["cached"] is True  # A's first decision was made without memory: shared
+    assert len(scripted.requests) == calls + 1
+
+
+def test_a_cache_key_is_the_entity_part_as_the_model_reads_it() -> None:
+    """The key text is the rendered entity part itself, less its id, its number, its ages and its memory
+    (which makes the entry its session's own): a line the prompt shows can never drift out of the key."""
+    import msgspec
+
+    from npcmind.decide.prompt import EntityContext, Prompt, PromptBuilder
+    from npcmind.manifest import load
+    from npcmind.protocol.a2g import DecideEntity
+
+    builder = PromptBuilder(load(FOREST), "numbered")
+    memory = ('memory: flee 7 s ago -> done "X"', None)
+    lines = ['nearby: player "p" at 3 m']
+    ctx = EntityContext(lines, [("parent decided 2 s ago", "parent decided ? s ago"), memory])
+    ep = builder.entity(3, msgspec.convert(bee("bee-9"), DecideEntity), ctx)
+    assert 'done "X"' in ep.text and 'nearby: player "p"' in ep.text and ep.private
+    shown = ep.text.replace('E3 "bee-9" ', "", 1).replace("Q3: ", "", 1).replace(" 2 s ago", " ? s ago")
+    shown = shown.replace('  memory: flee 7 s ago -> done "X"\n', "").removesuffix("\n")
+    assert ep.key_text == shown, (ep.key_text, ep.text)
+    plain = builder.entity(1, msgspec.convert(bee("bee-1"), DecideEntity), EntityContext(lines))
+    other = builder.entity(1, msgspec.convert(bee("bee-1"), DecideEntity), EntityContext(["nearby: none"]))
+    base = Prompt("", "", [], "numbered").key_base("v", "")
+    assert not plain.private and Prompt.cache_key(base, plain) != Prompt.cache_key(base, other)
+    assert Prompt.cache_key(base, ep, "s_a") != Prompt.cache_key(base, ep, "s_b")  # its session's own
 
 
 def test_no_string_from_the_game_starts_a_line_of_its_own(svc: Running, scripted: Any) -> None:

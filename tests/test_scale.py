@@ -625,8 +625,10 @@ class Rounds:
         return made
 
     def shared_cache(self) -> bool:
-        """Whether a decision the model made at process 1 is a cache hit at process 3 (another session)."""
-        body = self.body("c")
+        """Whether a decision the model made at process 1 is a cache hit at process 3 (another session). A new bee
+        each time: a bee that remembers a decision is its session's own, never shared (the two scenes stay alike:
+        both sessions see the same bees)."""
+        body = self.body(f"c{self._step}")
         fresh = self.d.direct[0].post("/v1/decide", json=body, headers=auth(self.pair[0]))
         hit = self.d.direct[2].post("/v1/decide", json=body, headers=auth(self.pair[1]))
         self.statuses += [fresh.status_code, hit.status_code]

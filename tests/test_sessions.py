@@ -207,6 +207,21 @@ def test_request_rate_is_429_with_retry_after(start_service: Any, tmp_path: Path
     assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1
 
 
+def test_one_session_flooding_leaves_another_its_share(start_service: Any, scripted: Any, tmp_path: Path) -> None:
+    """Session A floods GET /v1/manifest: with one bucket a client, B's decides got 429. Each session may always
+    use its share (the rate over max_sessions). The rate is low enough (a token a session every 100 s, one
+    for the client every 50 s) that no slow machine refills a bucket while the test runs."""
+    path, keys = write_clients(tmp_path, requests_per_second=0.02, max_sessions=2)
+    h = Hosted(start_service(manifest=None, profile="hosted", clients=str(path), provider="none"), keys)
+    a, b = h.auth(h.open()), h.auth(h.open())
+    flood = [h.http.get("/v1/manifest", headers=a).status_code for _ in range(30)]
+    assert flood.count(200) <= 2 and 429 in flood, flood  # its share and the client's burst, then refused
+    r = h.http.post("/v1/decide", json=decide_body(bee("b1")), headers=b)
+    assert r.status_code == 200, r.text  # B's share is B's: A cannot spend it
+    again = h.http.post("/v1/decide", json=decide_body(bee("b1")), headers=b)
+    assert again.status_code == 429 and again.json()["error"]["code"] == "rate_limited"  # past it, the client's rate
+
+
 def test_local_profile_needs_no_token_and_has_no_sessions(svc: Any) -> None:
     assert svc.decide(decide_body(bee("a"))).status_code == 200
     assert svc.http.post("/v1/session", json={"client_id": "x"}).status_code == 404

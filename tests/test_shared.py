@@ -79,7 +79,7 @@ def test_a_clients_rate_holds_across_processes(prefix: str) -> None:
             await v.start()
         passed, t0 = 0, time.monotonic()
         for i in range(90):  # one burst, as fast as the machine goes
-            passed += await views[i % 3].take("game-1", 10.0) == 0
+            passed += await views[i % 3].take("game-1", "s_1", 10.0, 10.0 / 16) == 0
         elapsed = time.monotonic() - t0
         for v in views:
             await v.close()
@@ -145,7 +145,7 @@ def test_in_memory_it_is_this_process_alone() -> None:
         m = MemoryShared(10)
         await m.cache("c", [("k", CachedChoice("flee", None), 60_000)])
         assert await m.cached("c", ["k", "z"]) == [CachedChoice("flee", None), None]
-        assert [await m.take("c", 1.0) == 0 for _ in range(3)] == [True, True, False]
+        assert [await m.take("c", "s", 1.0, 0.5) == 0 for _ in range(3)] == [True, True, False]
         await m.revoke("s", time.time() + 10)
         assert await m.revoked("s") is True and await m.revoked("t") is False
         assert m.problem() is None
@@ -229,7 +229,7 @@ def test_without_redis_it_answers_as_one_process_says_so_once_and_recovers(own_r
             for _ in range(3):
                 assert await fresh.cached("c", ["k"]) == [None]  # a miss, not an error
                 assert await fresh.revoked("s") is None  # not known: the store decides
-                assert await fresh.take("c", 5.0) == 0  # this process's own bucket
+                assert await fresh.take("c", "s", 5.0, 1.0) == 0  # this process's own bucket
                 assert await fresh.claim("s", "me") is None  # not known: rebuild from the store
             await s.cache("c", [("k2", CachedChoice("idle", None), 60_000)])  # kept in memory, no error
             assert await s.cached("c", ["k2"]) == [CachedChoice("idle", None)]
@@ -246,5 +246,41 @@ def test_without_redis_it_answers_as_one_process_says_so_once_and_recovers(own_r
         assert await fresh.revoked("s9") is True  # shared again
         await s.close()
         await fresh.close()
+
+    asyncio.run(go())
+
+
+def test_a_session_keeps_its_share_of_the_clients_rate_in_memory() -> None:
+    """The clock stands still: client rate 8 (bucket 16), 4 sessions, a share of 2 (bucket 4) each. A floods:
+    its share, then what the client's bucket holds. B and C each still get their whole share, and nothing
+    more; the client as a whole never passes its own bucket by more than the shares it owes."""
+
+    async def go() -> None:
+        m = MemoryShared(10, clock=lambda: 100.0)
+        a = [await m.take("c", "a", 8.0, 2.0) == 0 for _ in range(100)]
+        assert a.count(True) == 16 and a[:16] == [True] * 16
+        for s in ("b", "d"):  # two of the other three sessions
+            assert [await m.take("c", s, 8.0, 2.0) == 0 for _ in range(5)] == [True] * 4 + [False]
+        assert await m.take("c", "a", 8.0, 2.0) > 0  # the client's bucket owes what B and C took
+
+    asyncio.run(go())
+
+
+def test_a_session_keeps_its_share_across_processes(prefix: str) -> None:
+    """Two processes on one Redis: session A floods through both; session B's request within its share goes.
+    The rates are low enough (a client token every 50 s, a session's every 100 s) that nothing refills
+    while the test runs, however slow the machine."""
+
+    async def go() -> None:
+        views = [RedisShared(REDIS, prefix=prefix, timeout_s=SLOW_MACHINE_S) for _ in range(2)]
+        for v in views:
+            await v.start()
+        flood = [await views[i % 2].take("game-1", "a", 0.02, 0.01) == 0 for i in range(20)]
+        assert flood.count(True) <= 2 and False in flood, flood
+        assert await views[1].take("game-1", "b", 0.02, 0.01) == 0
+        assert await views[0].take("game-1", "b", 0.02, 0.01) > 0
+        for v in views:
+            assert v.problem() is None, v.problem()
+            await v.close()
 
     asyncio.run(go())

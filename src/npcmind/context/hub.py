@@ -199,10 +199,11 @@ class ContextHub:
             if parent_id is not None:
                 p = scene.entities.get(parent_id)
                 if p is not None and p.decided is not None:
-                    ctx.timed_lines.append(f"parent decided {seconds_ago(p.decided[2], now)} s ago")
+                    ago = seconds_ago(p.decided[2], now)
+                    ctx.timed_lines.append((f"parent decided {ago} s ago", "parent decided ? s ago"))
             mem = st.memory.line(e.id, now)
-            if mem is not None:
-                ctx.timed_lines.append(mem)
+            if mem is not None:  # the session's own reports: its decisions are the session's alone
+                ctx.timed_lines.append((mem, None))
             if ctx.lines or ctx.timed_lines:
                 contexts[e.id] = ctx
         return st.shared, contexts

@@ -152,7 +152,7 @@ class DecidePipeline:
         asked: list[tuple[int, EntityPrompt, str]] = []
         key_base = prompt.key_base(manifest.version, manifest.chain_key(req.scope, chain))
         counts: dict[int, int] = {}
-        within: list[tuple[int, EntityPrompt, str]] = []
+        within: list[tuple[int, EntityPrompt, str, str | None]] = []
         for i, ep in enumerate(prompt.entities):
             t = manifest.types[ep.entity.type]
             n_tokens = counts[ep.number] = tokens.count(self.provider.encoding, ep.text)
@@ -164,13 +164,13 @@ class DecidePipeline:
                     t.ttl_ms,
                 )
                 continue
-            within.append((i, ep, prompt.cache_key(key_base, ep)))
-        hits = await self.shared.cached(session.client_id, [key for _, _, key in within]) if within else []
-        for (i, ep, key), hit in zip(within, hits, strict=True):
+            own = prompt.cache_key(key_base, ep, session.session_id) if ep.private else None
+            within.append((i, ep, prompt.cache_key(key_base, ep), own))
+        for (i, ep, key, own), hit in zip(within, await self._lookup(session.client_id, within), strict=True):
             if hit is not None:
                 cached[i] = (hit.action, hit.confidence)
-            else:
-                asked.append((i, ep, key))
+            else:  # an answer made with the session's memory is kept for this session alone
+                asked.append((i, ep, own if own is not None else key))
 
         reply = await self._call(session, prompt, asked, results, fresh) if asked else None
 
@@ -206,6 +206,20 @@ class DecidePipeline:
         sent = [ep.number for _, ep, _ in asked]
         self._remember_seen(session.session_id, (now, prompt, counts, sent, decisions, reply))
         return DecideResponse(A2G_VERSION, req.epoch, latency, decisions)
+
+    async def _lookup(
+        self, client_id: str, within: list[tuple[int, EntityPrompt, str, str | None]]
+    ) -> list[CachedChoice | None]:
+        """Each entity's live entry: its session's own first (made with the memory it shows), else the shared
+        one (made from texts every session may send: a choice made without memory is no session's secret)."""
+        if not within:
+            return []
+        keys = [key for _, _, key, _ in within] + [own for _, _, _, own in within if own is not None]
+        hits = iter(await self.shared.cached(client_id, keys))
+        shared = [next(hits) for _ in within]
+        return [
+            (next(hits) or hit) if own is not None else hit for (_, _, _, own), hit in zip(within, shared, strict=True)
+        ]
 
     @staticmethod
     def _features(

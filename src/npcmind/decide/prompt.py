@@ -38,24 +38,29 @@ _ANSWER = {
 class EntityContext:
     """What the session knows around one entity (part 6 beyond its observation); filled by the context layer.
 
-    ``lines`` decide the answer and enter the cache key; ``timed_lines`` carry relative times or memory
-    and stay out of the key, or no key would ever repeat. ``lines`` may be a list the context layer keeps
-    for other requests too: read it, never change it.
+    Everything here is shown to the model and decides the cache key. ``lines`` enter the key as shown.
+    ``timed_lines`` carry ages in seconds and are each a pair: the line as shown, and what the key holds of
+    it: the line with every age written ``?`` (or no key would repeat from one second to the next), or None
+    for a session-private line (memory, with the session's report details), which makes the entity's entry
+    its session's own. ``lines`` may be a list the context layer keeps for other requests too: read it,
+    never change it.
     """
 
     lines: list[str] = field(default_factory=list)
-    timed_lines: list[str] = field(default_factory=list)
+    timed_lines: list[tuple[str, str | None]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
 class EntityPrompt:
-    """Parts 6-7 of one entity, with the options its question offers."""
+    """Parts 6-7 of one entity, with the options its question offers; ``private``: it shows a session-private
+    line, so its cache entry is its session's alone."""
 
     number: int
     entity: DecideEntity
     options: list[str]
     text: str
     key_text: str
+    private: bool = False
 
 
 @dataclass(slots=True)
@@ -79,10 +84,14 @@ class Prompt:
         )
 
     @staticmethod
-    def cache_key(base: hashlib.blake2b, e: EntityPrompt) -> str:
-        """The decision-cache key: what decides this entity's answer, without ids, memory or times."""
+    def cache_key(base: hashlib.blake2b, e: EntityPrompt, session_id: str | None = None) -> str:
+        """A decision-cache key: the entity's rendered part (``key_text``: without its id, its number, ages
+        and memory), and the session's id when given: the key of a decision made with its session's memory,
+        which that session alone may reuse (one session's reports never answer another's entity)."""
         h = base.copy()
         h.update(e.key_text.encode())
+        if session_id is not None:
+            h.update(b"\x00session\x00" + session_id.encode())
         return h.hexdigest()
 
 
@@ -193,13 +202,16 @@ class PromptBuilder:
         return found
 
     def entity(self, number: int, e: DecideEntity, ctx: EntityContext | None) -> EntityPrompt:
-        """Parts 6-7 for one entity."""
+        """Parts 6-7 for one entity. Its text and its cache-key text are one rendering: the same lines in the
+        same order, the key without the entity's id and number, ages as ``?``, private lines left out."""
         options, ask = self._question(e)
         head = e.type + (f" profile={e.profile}" if e.profile else "")
         body = f"{head}\n  now: {self.manifest.types[e.type].fields.render(e.observation)}\n"
-        timed = ""
+        shown = keyed = ""
         if ctx is not None:
             body += "".join([f"  {line}\n" for line in ctx.lines])
-            timed = "".join([f"  {line}\n" for line in ctx.timed_lines])
-        text = f"E{number} {quote(e.id)} {body}{timed}Q{number}: {ask}\n"
-        return EntityPrompt(number, e, options, text, body + ask)
+            shown = "".join([f"  {line}\n" for line, _ in ctx.timed_lines])
+            keyed = "".join([f"  {key}\n" for _, key in ctx.timed_lines if key is not None])
+        text = f"E{number} {quote(e.id)} {body}{shown}Q{number}: {ask}\n"
+        private = ctx is not None and any(key is None for _, key in ctx.timed_lines)
+        return EntityPrompt(number, e, options, text, f"{body}{keyed}{ask}", private)

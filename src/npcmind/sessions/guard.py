@@ -98,7 +98,7 @@ class Guard:
                 self._remember(rec)
         if rec is None or rec.ended or revoked or rec.client_id != claims.cid or claims.cid not in (self.clients or {}):
             raise ApiError(401, "unauthorized", f"session ended or unknown: {NEW_SESSION}")
-        await self._rate(claims.cid)
+        await self._rate(claims)
         return claims
 
     async def _read_revocations(self) -> None:
@@ -137,10 +137,13 @@ class Guard:
         while len(self._sessions) > self.hub.max_sessions:
             del self._sessions[next(iter(self._sessions))]
 
-    async def _rate(self, client_id: str) -> None:
-        """The client's request rate, one bucket for every process (429 with Retry-After past it)."""
+    async def _rate(self, claims: TokenClaims) -> None:
+        """The client's request rate, shared by every process: each session may always use its share (the rate
+        over ``max_sessions``) and borrow what the others leave; 429 with Retry-After past both."""
         assert self.clients is not None
-        wait = await self.shared.take(client_id, self.clients[client_id].spec.requests_per_second)
+        spec = self.clients[claims.cid].spec
+        rate = spec.requests_per_second
+        wait = await self.shared.take(claims.cid, claims.sid, rate, rate / spec.max_sessions)
         if wait > 0:
             raise ApiError(
                 429,

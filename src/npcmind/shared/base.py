@@ -38,9 +38,10 @@ class Shared(Protocol):
         """Keep fresh choices, each (key, choice, ttl_ms)."""
         ...
 
-    async def take(self, client_id: str, rate: float) -> float:
-        """One request of a client at ``rate`` a second (bursts of twice that): 0 when it may go, else the
-        seconds to wait. Atomic across processes: N processes let through what one does."""
+    async def take(self, client_id: str, session_id: str, rate: float, share: float) -> float:
+        """One request of a session of a client at ``rate`` a second (bursts of twice that), of which the
+        session may always use ``share``, and more while the client's other sessions leave it unused: 0 when it
+        may go, else the seconds to wait. Atomic across processes: N processes let through what one does."""
         ...
 
     async def revoke(self, session_id: str, until: float) -> bool:

@@ -4,29 +4,58 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from npcmind.shared.base import CachedChoice
 
+MAX_SHARES = 65_536  # sessions whose own rate bucket a process keeps (a bucket idle longer is full anyway)
+
 
 @dataclass(slots=True)
 class Bucket:
-    """A token bucket: ``rate`` requests a second, bursts up to twice that."""
+    """A token bucket: ``rate`` requests a second, bursts up to twice that (at least one)."""
 
     rate: float
     tokens: float
     at: float = field(default_factory=time.monotonic)
 
-    def take(self) -> float:
-        """0 when a request may go now, else the seconds to wait."""
-        now = time.monotonic()
-        cap = max(1.0, 2 * self.rate)
-        self.tokens = min(cap, self.tokens + (now - self.at) * self.rate)
+    @property
+    def cap(self) -> float:
+        return max(1.0, 2 * self.rate)
+
+    def refill(self, now: float) -> None:
+        """Add what ``rate`` gave since the last look."""
+        self.tokens = min(self.cap, self.tokens + max(0.0, now - self.at) * self.rate)
         self.at = now
-        if self.tokens >= 1:
+
+    def wait(self) -> float:
+        """Seconds until one token is there (0: now)."""
+        return 0.0 if self.tokens >= 1 else (1 - self.tokens) / self.rate
+
+    def take(self, now: float | None = None) -> float:
+        """0 when a request may go now, else the seconds to wait."""
+        self.refill(time.monotonic() if now is None else now)
+        wait = self.wait()
+        if wait == 0:
             self.tokens -= 1
-            return 0.0
-        return (1 - self.tokens) / self.rate
+        return wait
+
+
+def take_shared(own: Bucket, pool: Bucket, now: float) -> float:
+    """One request of a session: within its own share (``own``) it always goes, and is counted in the
+    client's ``pool`` too (which may owe up to one burst); past its share it borrows what the pool holds.
+    0 when it may go, else the seconds to wait. The client as a whole stays within the pool's rate."""
+    own.refill(now)
+    pool.refill(now)
+    if own.tokens >= 1:
+        own.tokens -= 1
+        pool.tokens = max(-pool.cap, pool.tokens - 1)
+        return 0.0
+    if pool.tokens >= 1:
+        pool.tokens -= 1
+        return 0.0
+    return min(own.wait(), pool.wait())
 
 
 class LocalCache:
@@ -60,9 +89,11 @@ class LocalCache:
 class MemoryShared:
     """Everything in this process: exact for one process, and what a process falls back to without Redis."""
 
-    def __init__(self, cache_entries: int = 100_000) -> None:
+    def __init__(self, cache_entries: int = 100_000, clock: Callable[[], float] = time.monotonic) -> None:
         self.local = LocalCache(cache_entries)
+        self.clock = clock  # the rates' clock (a test gives its own)
         self._buckets: dict[str, Bucket] = {}
+        self._shares: OrderedDict[tuple[str, str], Bucket] = OrderedDict()  # by session, least recently used first
         self._revoked: dict[str, float] = {}
         self._back_off = 0.0
 
@@ -82,15 +113,23 @@ class MemoryShared:
         for key, choice, ttl_ms in entries:
             self.local.put(client_id, key, choice, ttl_ms)
 
-    async def take(self, client_id: str, rate: float) -> float:
-        return self.take_now(client_id, rate)
+    async def take(self, client_id: str, session_id: str, rate: float, share: float) -> float:
+        return self.take_now(client_id, session_id, rate, share)
 
-    def take_now(self, client_id: str, rate: float) -> float:
-        """The bucket of this process alone (also Redis's stand-in while it is unreachable)."""
-        b = self._buckets.get(client_id)
-        if b is None or b.rate != rate:
-            b = self._buckets[client_id] = Bucket(rate, max(1.0, 2 * rate))
-        return b.take()
+    def take_now(self, client_id: str, session_id: str, rate: float, share: float) -> float:
+        """The buckets of this process alone (also Redis's stand-in while it is unreachable)."""
+        now = self.clock()
+        pool = self._buckets.get(client_id)
+        if pool is None or pool.rate != rate:
+            pool = self._buckets[client_id] = Bucket(rate, max(1.0, 2 * rate), now)
+        k = (client_id, session_id)
+        own = self._shares.get(k)
+        if own is None or own.rate != share:
+            own = self._shares[k] = Bucket(share, max(1.0, 2 * share), now)
+            while len(self._shares) > MAX_SHARES:  # the one idle longest: full again by now, as a new one is
+                self._shares.popitem(last=False)
+        self._shares.move_to_end(k)
+        return take_shared(own, pool, now)
 
     async def revoke(self, session_id: str, until: float) -> bool:
         now = time.time()

@@ -30,21 +30,38 @@ OWNED_MS = 24 * 3600 * 1000  # a session's owner is remembered this long after i
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder(tuple[str, float | None]).decode
 
-# a token bucket per client in one atomic step, Redis's own clock for every process: KEYS[1] the bucket;
-# ARGV rate a second; the answer is the milliseconds to wait (0: go)
+# a session's share and its client's bucket in one atomic step, Redis's own clock for every process: KEYS[1]
+# the client's bucket, KEYS[2] the session's; ARGV the client's rate and the session's share a second. Within
+# its share a request always goes (and counts in the client's bucket, which may owe one burst); past it, it
+# borrows what the client's bucket holds. The answer is the milliseconds to wait (0: go); as take_shared().
 _TAKE = """
-local rate = tonumber(ARGV[1])
-local cap = math.max(1, 2 * rate)
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local b = redis.call('HMGET', KEYS[1], 'tokens', 'at')
-local tokens = tonumber(b[1]) or cap
-local at = tonumber(b[2]) or now
-tokens = math.min(cap, tokens + (now - at) * rate / 1000)
+local function look(key, rate)
+  local cap = math.max(1, 2 * rate)
+  local b = redis.call('HMGET', key, 'tokens', 'at')
+  local tokens = tonumber(b[1]) or cap
+  local at = tonumber(b[2]) or now
+  return math.min(cap, tokens + math.max(0, now - at) * rate / 1000), cap
+end
+local function keep(key, tokens, rate, cap)
+  redis.call('HSET', key, 'tokens', tostring(tokens), 'at', now)
+  redis.call('PEXPIRE', key, math.ceil(2 * cap * 1000 / rate) + 1000)
+end
+local rate, share = tonumber(ARGV[1]), tonumber(ARGV[2])
+local pool, pcap = look(KEYS[1], rate)
+local own, ocap = look(KEYS[2], share)
 local wait = 0
-if tokens >= 1 then tokens = tokens - 1 else wait = math.ceil((1 - tokens) * 1000 / rate) end
-redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', now)
-redis.call('PEXPIRE', KEYS[1], math.ceil(cap * 1000 / rate) + 1000)
+if own >= 1 then
+  own = own - 1
+  pool = math.max(-pcap, pool - 1)
+elseif pool >= 1 then
+  pool = pool - 1
+else
+  wait = math.ceil(math.min((1 - own) / share, (1 - pool) / rate) * 1000)
+end
+keep(KEYS[1], pool, rate, pcap)
+keep(KEYS[2], own, share, ocap)
 return wait
 """
 
@@ -161,11 +178,12 @@ class RedisShared:
 
     # --- rates, revocations, back-off -------------------------------------------------------------------
 
-    async def take(self, client_id: str, rate: float) -> float:
+    async def take(self, client_id: str, session_id: str, rate: float, share: float) -> float:
+        keys = [f"{self.prefix}r:{client_id}", f"{self.prefix}rs:{client_id}:{session_id}"]
         try:
-            wait_ms = await self._call(self._take, [f"{self.prefix}r:{client_id}"], [repr(rate)])
+            wait_ms = await self._call(self._take, keys, [repr(rate), repr(share)])
         except RedisError:
-            return self.fallback.take_now(client_id, rate)
+            return self.fallback.take_now(client_id, session_id, rate, share)
         return int(wait_ms) / 1000
 
     async def revoke(self, session_id: str, until: float) -> bool:
