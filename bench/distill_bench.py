@@ -132,7 +132,8 @@ def _children(pid: int) -> list[int]:
     out = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+            ours = int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid
+            if ours and b"spawn_main" in (stat.parent / "cmdline").read_bytes():  # not the resource tracker
                 out.append(int(stat.parent.name))
         except (OSError, ValueError, IndexError):
             continue
