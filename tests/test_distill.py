@@ -58,22 +58,31 @@ def test_a_fresh_decision_keeps_its_features_quantized_and_a_cached_one_adds_non
     assert _training(tmp_path, "game-2") == []
 
 
-def _fill(path: Path, rows: list[tuple[dict[str, Any], str, str | None]], client: str = "game-1") -> None:
-    """A store holding these fresh bee decisions (observation, action, outcome), as the service keeps them."""
+def _fill(
+    path: Path,
+    rows: list[tuple[dict[str, Any], str, str | None]],
+    client: str = "game-1",
+    session: str = "s",
+    scope_state: dict[str, Any] | None = None,
+    kind: str = "bee",
+) -> None:
+    """A store holding these fresh decisions of a session (observation, action, outcome), as the service keeps
+    them."""
     from npcmind.manifest import load
     from npcmind.storage.base import DecisionFeatures, IssuedDecision, RequestFeatures
     from npcmind.storage.sqlite import SqliteStore
 
     version = load(FOREST).version
+    legal = ["idle", "wander", "chase", "flee"] if kind == "bee" else ["idle", "chase", "flee"]
 
     async def go() -> None:
         s = SqliteStore(path)
         for obs, action, outcome in rows:
             seq = await s.allocate(1)
-            issued = IssuedDecision(seq, f"d{seq}", "s", "b", "bee", action, action, 1000.0 + seq)
-            legal = ["idle", "wander", "chase", "flee"]
-            f = DecisionFeatures(seq, "bee", None, obs, None, legal, action, 0.9)
-            await s.record_decisions([issued], RequestFeatures(client, version, 1000.0 + seq, WORLD, None, [f]))
+            issued = IssuedDecision(seq, f"d{seq}", session, "b", kind, action, action, 1000.0 + seq)
+            f = DecisionFeatures(seq, kind, None, obs, None, legal, action, 0.9)
+            request = RequestFeatures(client, version, 1000.0 + seq, WORLD, scope_state, [f])
+            await s.record_decisions([issued], request)
             if outcome is not None:
                 await s.set_outcome(seq, outcome, None, 2000.0)
         await s.close()
@@ -421,3 +430,172 @@ def test_the_docs_say_both_ways_a_policy_reaches_get_policy_and_no_other() -> No
         assert "--publish" in text and "--distill-every" in text, doc
         assert "opted in by running `distill`" not in text and "has run `distill`" not in text, doc
         assert "only writes `--out` publishes nothing" in text, doc
+
+
+# --- issue 29: what one session can do to training ------------------------------------------------------------
+
+
+def _rows(path: Path) -> list[TrainingRow]:
+    async def read() -> list[TrainingRow]:
+        store = open_store(f"sqlite:///{path}", read_only=True)
+        try:
+            return await store.training("game-1", 0.0)
+        finally:
+            await store.close()
+
+    return asyncio.run(read())
+
+
+def test_a_session_chain_of_undeclared_scope_fields_gives_a_type_at_most_8_features_more(tmp_path: Path) -> None:
+    """A session adds 1,024 scopes of 64 boolean fields (the most it may) and sets them all: each had become a
+    feature of every decision of the type (65,536 columns: 9x the time, 5x the memory of a round). The type
+    gets its declared fields' features and at most 8 of undeclared ones, the most widely carried first."""
+    from npcmind.distill.features import candidate_features
+    from npcmind.manifest import load
+
+    manifest = load(FOREST)
+    honest = [(_obs(0.5 + (i % 5) / 20, 40.0 + 10 * (i % 4)), "chase", None) for i in range(120)]
+    _fill(tmp_path / "s.db", honest, session="honest", scope_state={"boss_phase": 2, "weather": "rain"})
+    clean = candidate_features("bee", _rows(tmp_path / "s.db"), manifest)
+    hostile = {f"s{i}_f{j}": (i + j) % 2 == 0 for i in range(1024) for j in range(64)}
+    _fill(tmp_path / "s.db", honest[:16], session="hostile", scope_state=hostile)
+    rows = _rows(tmp_path / "s.db")
+    for manifest_or_none in (manifest, None):
+        got = candidate_features("bee", rows, manifest_or_none)
+        declared = [f for f in got if not (f["source"] == "scope_state" and f["field"] != "boss_phase")]
+        assert len(got) - len(declared) <= 8, len(got)
+        assert len(got) <= len(clean) + 8
+        # the field two sessions carry comes before those only the hostile one does
+        assert {"source": "scope_state", "field": "weather", "encoding": "enum", "value": "rain"} in got
+    from npcmind.distill.run import distill
+
+    result = distill(rows, "game-1", manifest)
+    assert result.policy is not None, result.lines
+    assert len(result.policy["types"]["bee"]["features"]) <= len(clean) + 8
+    from npcmind.distill.features import MAX_UNDECLARED_FEATURES
+
+    assert MAX_UNDECLARED_FEATURES == 8  # the cap docs/policy.md states
+    assert {r.session_id for r in rows} == {"honest", "hostile"}  # the store names each decision's session
+
+
+def _held(store_url: str, client_id: str, file: Any) -> tuple[bytes | None, list[str]]:
+    """A training round held until the test lets it go (it runs in the training process)."""
+    import time
+
+    folder = Path(store_url.removeprefix("sqlite:///")).parent
+    (folder / "started").write_text(str(os.getpid()))
+    while not (folder / "release").exists():  # a condition, polled: the test creates it
+        time.sleep(0.01)
+    return None, ["held by the test"]
+
+
+def test_decide_is_answered_while_a_training_round_is_held_in_a_process_of_its_own(
+    start_service: Any, scripted: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a thread of the service, a round's Python held the loop's interpreter lock (decide's p50 6 -> 45 ms, a
+    stall of 2.5 s). The round runs in another process: while one is held, decisions are answered."""
+    from npcmind.distill import background
+
+    monkeypatch.setattr(background, "train", _held)
+    svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted", distill_every_h=0.0005)
+    assert svc.decide(decide_body(bee("b1"))).status_code == 200  # a fresh decision: a client to train
+    pid = int(until(lambda: (tmp_path / "started").exists() and (tmp_path / "started").read_text(), "a round"))
+    try:
+        for i in range(3):  # answered while the round is held
+            got = svc.decide(decide_body(bee(f"h{i}", observation=_obs(0.1 * i, 10.0 * i))))
+            assert got.status_code == 200, got.text
+        assert pid != os.getpid() and not (tmp_path / "release").exists()
+    finally:
+        (tmp_path / "release").write_text("go")
+
+
+def test_a_huge_number_in_one_decision_stops_no_training(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bee's distance of 1e300 (legal: no max) had made `distill` exit 2 ("Input X contains infinity") for
+    every type. Numbers are clipped to 1e30, which keeps them on the same side of every threshold; one type's
+    failure is that type's line, and the others are trained."""
+    rows = [(_obs(0.5 + (i % 5) / 20, 40.0 + 10 * (i % 4)), "chase", None) for i in range(150)]
+    rows += [
+        (_obs(0.5, 1e300), "flee", "done"),
+        (_obs(-1e308, -1e300), "flee", None),
+        (_obs(1e308, 1e308), "idle", None),
+    ]
+    _fill(tmp_path / "s.db", rows)
+    boss = [(_obs(0.5, 1e300 if i == 7 else 40.0 + i), "chase" if i % 2 else "flee", None) for i in range(120)]
+    _fill(tmp_path / "s.db", boss, kind="boss")
+    out = tmp_path / "p.json"
+    r = cli(
+        "distill", "--store", f"sqlite:///{tmp_path}/s.db", "--client", "game-1", "--out", str(out),
+        "--manifest", str(FOREST),
+    )  # fmt: skip
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert set(json.loads(out.read_text())["types"]) == {"bee", "boss"}
+    from npcmind.distill import run
+    from npcmind.manifest import load
+
+    fit = run.fit
+
+    def boss_fails(rows: Any, specs: Any, actions: list[str], step: Any) -> Any:
+        if actions == ["idle", "chase", "flee"]:
+            raise ValueError("a type that cannot be trained")
+        return fit(rows, specs, actions, step)
+
+    monkeypatch.setattr(run, "fit", boss_fails)
+    result = run.distill(_rows(tmp_path / "s.db"), "game-1", load(FOREST))
+    assert result.policy is not None and set(result.policy["types"]) == {"bee"}
+    assert "boss: training failed (ValueError: a type that cannot be trained); no policy for it" in result.lines
+
+
+def _coin_store(path: Path, hostile: str | None) -> None:
+    """Issue 29's scenario: the teacher tosses a coin between chase and flee; an honest session (160 decisions)
+    reports all done; another (960 decisions) reports ``hostile`` ("lies": flee done and chase failed;
+    "honest": all done, the control), or is not there (None)."""
+    rng = random.Random(29)
+
+    def tosses(n: int) -> list[tuple[dict[str, Any], str]]:
+        return [
+            (_obs(0.05 * rng.randrange(20), 10.0 * rng.randrange(30)), rng.choice(["chase", "flee"])) for _ in range(n)
+        ]
+
+    _fill(path, [(obs, a, "done") for obs, a in tosses(160)], session="honest")
+    if hostile is not None:
+        lie = hostile == "lies"
+        rows = [(obs, a, "failed" if lie and a == "chase" else "done") for obs, a in tosses(960)]
+        _fill(path, rows, session="hostile")
+
+
+def _p_flee(path: Path, situations: list[dict[str, Any]]) -> list[float]:
+    """The policy distilled from the store: its probability of flee (against chase) in each situation."""
+    from npcmind.distill.run import distill
+    from npcmind.manifest import load
+    from npcmind_client.policy import Policy
+
+    manifest = load(FOREST)
+    result = distill(_rows(path), "game-1", manifest)
+    assert result.policy is not None, result.lines
+    p = Policy.load(result.policy, manifest_version=manifest.version)
+    out = []
+    for obs in situations:
+        got = p.choose("bee", obs, ["chase", "flee"], world=WORLD)
+        assert got is not None
+        out.append(got[1] if got[0] == "flee" else 1 - got[1])
+    return out
+
+
+def test_one_session_reporting_flee_done_and_chase_failed_does_not_steer_the_policy(tmp_path: Path) -> None:
+    """A hostile session's reports had made the policy flee at >= 0.8 in 261 of 500 situations, chase in none.
+    Each session's reports are now one vote an action (relative to its other actions), the weight the median
+    vote (one against one: the one nearer no pull), and no session weighs more than the others together. Over
+    500 situations (docs/policy.md): the lies move no probability at all (the same store with the hostile
+    session reporting all done gives the same policy); against the honest session's alone, the mean P(flee)
+    moves by at most 0.1 and the policy acts on flee (>= 0.8) in at most 25 (5%)."""
+    rng = random.Random(500)
+    situations = [_obs(0.05 * rng.randrange(20), 10.0 * rng.randrange(30)) for _ in range(500)]
+    p: dict[str | None, list[float]] = {}
+    for hostile in (None, "honest", "lies"):
+        _coin_store(tmp_path / f"{hostile}.db", hostile)
+        p[hostile] = _p_flee(tmp_path / f"{hostile}.db", situations)
+    lies = max(abs(m - c) for m, c in zip(p["lies"], p["honest"], strict=True))
+    shift = abs(sum(p["lies"]) - sum(p[None])) / len(situations)
+    acts = sum(1 for m in p["lies"] if m >= 0.8)
+    print(f"reports' effect {lies:.3f}; mean P(flee) shift {shift:.3f} vs the honest alone; flee >= 0.8 in {acts}")
+    assert lies == 0.0 and shift <= 0.1 and acts <= 25, (lies, shift, acts)

@@ -326,6 +326,7 @@ def test_the_features_of_fresh_decisions_come_back_with_their_outcomes_and_go_wi
             (first + 1, "chase", "failed", None),
             (late, "flee", "done", "hit"),
         ]
+        assert [r.session_id for r in rows] == ["s1", "s1", "s1"]  # distill bounds what one session weighs
         r = rows[0]
         assert (r.type, r.manifest_version, r.legal_actions, r.confidence) == (
             "bee",

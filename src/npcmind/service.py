@@ -139,7 +139,7 @@ class Service:
             self._start_distill(self.settings.distill_every_h)
 
     def _start_distill(self, every_h: float) -> None:
-        """Retrain the clients' local policies every ``every_h`` hours, on a thread (docs/policy.md)."""
+        """Retrain the clients' local policies every ``every_h`` hours, in a process of their own (docs/policy.md)."""
         from npcmind.distill.background import BackgroundDistill
 
         def manifest_of(client_id: str) -> Manifest | None:

@@ -1,17 +1,26 @@
 """`npcmind serve --distill-every HOURS`: retrain every client's policy in the background, so a game gets better
-without a release. Training holds a core for seconds; it runs on a thread of its own with its own read-only
-store, never on the event loop that answers decisions. Only the finished policy comes back to the loop, to
-be kept in the store that GET /v1/policy reads."""
+without a release. Training holds a core for seconds; it runs in a process of its own (spawned a client, lower
+priority, its address space capped at MEMORY_LIMIT) with its own read-only store, never in the process that
+answers decisions: on a thread, its Python held the loop's interpreter lock (a hostile round had raised decide's
+p50 from 6 to 45 ms, and stalled it 2.5 s: issue 29). Only the finished policy comes back to the loop, to be kept
+in the store that GET /v1/policy reads."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import multiprocessing
+import os
 import time
 from collections.abc import Awaitable, Callable
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Any, cast
 
 from npcmind.manifest import Manifest
+from npcmind.manifest.model import ManifestFile
 from npcmind.storage.base import Store, StoredPolicy, StoreError
 
 log = logging.getLogger("npcmind.distill")
@@ -26,11 +35,20 @@ MIN_EVERY_H = 0.05
 FIRST_ROUND_S = 60.0
 
 
-def _train(store_url: str, client_id: str, manifest: Manifest) -> tuple[bytes | None, list[str]]:
-    """On the worker thread: read the client's decisions and train (the run's lines say what happened)."""
+# The training process's address space (RLIMIT_AS): 100,000 decisions train in about 300 MB here
+# (bench/distill_bench.py), the interpreter, numpy and scikit-learn map about 1 GB more; a round that would need
+# more fails with MemoryError as that client's failure, one line of the log, and the service is not touched.
+MEMORY_LIMIT = 4 * 2**30
+NICE = 10  # the training process yields the cores to the one answering decisions
+
+Trainer = Callable[[str, str, ManifestFile], tuple[bytes | None, list[str]]]
+
+
+def train(store_url: str, client_id: str, file: ManifestFile) -> tuple[bytes | None, list[str]]:
+    """In the training process: read the client's decisions and train (the run's lines say what happened)."""
     from npcmind.distill.run import count, distill, read_rows
 
-    result = distill(read_rows(store_url, client_id, None), client_id, manifest)
+    result = distill(read_rows(store_url, client_id, None), client_id, Manifest(file))
     data = json.dumps(result.policy, separators=(",", ":")).encode() if result.policy is not None else None
     summary = [
         f"{r.name} {count(r.decisions, 'decision')}, agreement {r.agreement:.1%}, "
@@ -38,6 +56,69 @@ def _train(store_url: str, client_id: str, manifest: Manifest) -> tuple[bytes | 
         for r in result.reports
     ]
     return data, summary or result.lines
+
+
+def _child(conn: Connection, trainer: Trainer, args: tuple[str, str, ManifestFile]) -> None:
+    """The training process: bounded, lowered, and one answer (or the error as one line) back to the service."""
+    import resource
+
+    with contextlib.suppress(OSError):
+        os.nice(NICE)
+    with contextlib.suppress(ValueError, OSError):  # a hard limit below ours already bounds it
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+    said = _Said()
+    logging.getLogger().addHandler(said)
+    logging.getLogger().setLevel(logging.INFO)
+    try:
+        conn.send(("ok", trainer(*args), said.lines))
+    except BaseException as e:  # said to the service, which logs it as this client's failure
+        conn.send(("error", _said(e), said.lines))
+    finally:
+        conn.close()
+
+
+class _Said(logging.Handler):
+    """The training process's log lines, kept to be logged by the service (a spawned process has no handlers)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[tuple[str, int, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Keep one line (a round logs a few)."""
+        self.lines.append((record.name, record.levelno, record.getMessage()))
+
+
+def _wait(conn: Connection, proc: BaseProcess) -> tuple[bytes | None, list[str]]:
+    """On a thread of the service: the training process's answer, or why there is none."""
+    try:
+        kind, value, lines = conn.recv()
+    except EOFError:  # it ended without a word: killed (the memory limit, an operator), or crashed
+        proc.join()
+        raise RuntimeError(f"the training process ended with exit code {proc.exitcode} and no policy") from None
+    finally:
+        conn.close()
+    proc.join()
+    for name, level, line in lines:
+        logging.getLogger(name).log(level, "%s", line)
+    if kind == "error":
+        raise RuntimeError(value)
+    return cast(tuple[bytes | None, list[str]], value)
+
+
+async def in_process(trainer: Trainer, *args: Any) -> tuple[bytes | None, list[str]]:
+    """Run ``trainer`` in a process of its own and wait for it off the loop; a cancelled wait kills it."""
+    ctx = multiprocessing.get_context("spawn")  # not fork: the service's loop, sockets and threads stay behind
+    ours, theirs = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(theirs, trainer, args), name="npcmind-distill", daemon=True)
+    proc.start()
+    theirs.close()
+    try:
+        return await asyncio.to_thread(_wait, ours, proc)
+    except BaseException:
+        if proc.is_alive():
+            proc.kill()
+        raise
 
 
 def _said(e: BaseException) -> str:
@@ -56,12 +137,14 @@ class BackgroundDistill:
         manifest_of: Callable[[str], Manifest | None],
         every_h: float,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        trainer: Trainer | None = None,
     ) -> None:
         self.store = store
         self.store_url = store_url
         self.manifest_of = manifest_of
         self.every_s = every_h * 3600
         self.sleep = sleep  # the tests' clock
+        self.trainer = trainer or train  # what the training process runs (the tests': one they hold)
         self.runs = 0
 
     async def run(self) -> None:
@@ -105,7 +188,7 @@ class BackgroundDistill:
         manifest = self.manifest_of(client_id)
         if manifest is None:  # a client no longer in the clients file
             return 0
-        data, lines = await asyncio.to_thread(_train, self.store_url, client_id, manifest)
+        data, lines = await in_process(self.trainer, self.store_url, client_id, manifest.file)
         if data is None:
             log.info("distill: %s: no policy (%s)", client_id, "; ".join(lines))
             return 0

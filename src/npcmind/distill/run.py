@@ -121,7 +121,13 @@ def distill(
     bar = Progress(3 * len(ready), progress)
     types: dict[str, Any] = {}
     for t, rs in ready.items():
-        rep = _train_type(t, rs, manifest, lambda label, t=t: bar.step(f"{t}: {label}"))  # type: ignore[misc]
+        try:  # one type's failure is that type's: the others still get their trees
+            rep = _train_type(t, rs, manifest, lambda label, t=t: bar.step(f"{t}: {label}"))  # type: ignore[misc]
+        except Exception as e:
+            out.lines.append(
+                f"{t}: training failed ({e.__class__.__name__}: {' '.join(str(e).split())[:300]}); no policy for it"
+            )
+            continue
         out.reports.append(rep)
         out.lines += _table(rep)
         types[t] = rep.entry
@@ -141,11 +147,12 @@ def _train_type(
     name: str, rows: list[TrainingRow], manifest: Manifest | None, step: Callable[[str], None]
 ) -> TypeReport:
     """Train on four fifths, measure on the fifth held back, with the evaluator a game runs."""
-    train, held = split(rows)
     if manifest is not None and name in manifest.types:
         actions = list(manifest.types[name].actions)
+        rows = [r for r in rows if r.action in actions]  # a decision of an action the type no longer has
     else:
         actions = sorted({a for r in rows for a in [r.action, *r.legal_actions]})
+    train, held = split(rows)
     entry = fit(train, candidate_features(name, rows, manifest), actions, step)
     agreement, table = measure(type_policy(entry), held)
     entry["trained_on"] = len(train)

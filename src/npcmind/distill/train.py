@@ -10,6 +10,7 @@ an action, so a small pure leaf is not taken for a sure one.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,8 +21,14 @@ from npcmind.storage.base import TrainingRow
 from npcmind_client.policy import Feature, Tree, TypePolicy
 
 # how much a decision counts by its reported outcome: what worked is learnt more than what failed, so the policy
-# can pick, where the model tossed a coin, the action that worked (docs/policy.md)
+# can pick, where the model tossed a coin, the action that worked (docs/policy.md). Reports are the games' word,
+# unchecked: each session's become one vote an action, and an action's weight is the sessions' agreed one
+# (outcome_factors), so no one session steers the policy every other session gets (issue 29).
 OUTCOME_WEIGHTS = {"done": 2.0, "failed": 0.25, "interrupted": 1.0, "rejected": 1.0, None: 1.0}
+# |an encoded number| is kept to this: scikit-learn trains on float32 (at most 3.4e38), and a game's 1e300
+# had stopped training for every type ("Input X contains infinity"). Clipped, a value beyond it still falls on
+# the same side of every threshold the tree can learn (all of them lie within it), in training as in a game.
+CLIP = 1e30
 THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 HOLD_OUT = 5  # one decision in this many is held back to measure the policy
 MAX_DEPTH = 12
@@ -50,6 +57,47 @@ def split(rows: list[TrainingRow], seed: int = 0) -> tuple[list[TrainingRow], li
     return shuffled[cut:], shuffled[:cut]
 
 
+def _agreed(votes: list[float]) -> float:
+    """The sessions' agreed factor: the median vote; of an even number, the middle one nearer to 1 (no pull), so
+    one session against one other can lessen a pull, never make one."""
+    if not votes:
+        return 1.0
+    votes = sorted(votes)
+    n = len(votes)
+    if n % 2:
+        return votes[n // 2]
+    low, high = votes[n // 2 - 1], votes[n // 2]
+    return low if abs(math.log(low)) <= abs(math.log(high)) else high
+
+
+def outcome_factors(rows: list[TrainingRow], actions: list[str]) -> dict[str, float]:
+    """How much each action's decisions count by their outcomes, agreed across the sessions that reported any:
+    each votes, for each action, its mean outcome weight over its mean across the actions it reported (1 for
+    one it did not report, and for all when it reported one action only); the factor is the median vote."""
+    by_session: dict[str | None, dict[str, list[float]]] = {}
+    for r in rows:
+        if r.outcome is not None:
+            by_session.setdefault(r.session_id, {}).setdefault(r.action, []).append(OUTCOME_WEIGHTS.get(r.outcome, 1.0))
+    votes: dict[str, list[float]] = {a: [] for a in actions}
+    for reported in by_session.values():
+        means = {a: sum(ws) / len(ws) for a, ws in reported.items()}
+        overall = sum(means.values()) / len(means)
+        for a in actions:
+            votes[a].append(means.get(a, overall) / overall)
+    return {a: _agreed(vs) for a, vs in votes.items()}
+
+
+def row_weights(rows: list[TrainingRow], actions: list[str]) -> list[float]:
+    """Each decision's weight: its action's agreed outcome factor, and no session's decisions weighing more than
+    all the other sessions' together (a session with more shares that weight over its decisions)."""
+    per_session: dict[str | None, int] = {}
+    for r in rows:
+        per_session[r.session_id] = per_session.get(r.session_id, 0) + 1
+    share = {s: min(1.0, (len(rows) - n) / n) if len(per_session) > 1 else 1.0 for s, n in per_session.items()}
+    factor = outcome_factors(rows, actions)
+    return [factor.get(r.action, 1.0) * share[r.session_id] for r in rows]
+
+
 def fit(
     rows: list[TrainingRow], specs: list[dict[str, Any]], actions: list[str], step: Callable[[str], None]
 ) -> dict[str, Any]:
@@ -59,10 +107,11 @@ def fit(
 
     features = [to_feature(s) for s in specs]
     step("encoding")
-    x = np.asarray(encode(rows, features), dtype=np.float64)
+    x = encode(rows, features)
+    np.clip(x, -CLIP, CLIP, out=x)
     index = {a: i for i, a in enumerate(actions)}
     y = np.asarray([index[r.action] for r in rows])
-    w = np.asarray([OUTCOME_WEIGHTS.get(r.outcome, 1.0) for r in rows])
+    w = np.asarray(row_weights(rows, actions))
     step("fitting")
     clf = DecisionTreeClassifier(max_depth=MAX_DEPTH, min_samples_leaf=MIN_LEAF, random_state=0)
     clf.fit(x, y, sample_weight=w)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import logging
 import zlib
 from collections.abc import Iterable
@@ -126,6 +127,7 @@ class TrainingRow:
     action: str
     confidence: float | None
     outcome: str | None = None
+    session_id: str | None = None  # the session it was decided for: distill bounds what one session weighs
 
 
 @dataclass(slots=True)
@@ -187,6 +189,17 @@ def readable_rows(client_id: str, rows: Iterable[tuple[float, bytes]]) -> list[T
             first,
         )
     return out
+
+
+def join_sessions(rows: list[TrainingRow], batches: Iterable[tuple[int, int, str]]) -> None:
+    """Name each decision's session from the batches (first number, how many, session) that hold it: distill
+    bounds what one session's decisions and reports weigh (docs/policy.md)."""
+    spans = sorted(batches)
+    firsts = [b[0] for b in spans]
+    for r in rows:
+        i = bisect.bisect_right(firsts, r.seq) - 1
+        if i >= 0 and r.seq < spans[i][0] + spans[i][1]:
+            r.session_id = spans[i][2]
 
 
 def batch_row(rows: list[IssuedDecision]) -> tuple[int, int, str, float, bytes]:

@@ -34,6 +34,7 @@ from npcmind.storage.base import (
     check_beside,
     check_version,
     features_row,
+    join_sessions,
     read_version,
     readable_rows,
 )
@@ -377,6 +378,13 @@ class PostgresStore:
                 "SELECT seq, outcome FROM outcomes WHERE seq = ANY($1::bigint[])", list(by_seq)
             ):
                 by_seq[seq].outcome = outcome
+            spans = await self._pool.fetch(  # from the batch that holds the first decision to the one of the last
+                "SELECT first_seq, n, session_id FROM batches WHERE first_seq <= $1"
+                " AND first_seq >= (SELECT COALESCE(MAX(first_seq), 0) FROM batches WHERE first_seq <= $2)",
+                max(by_seq),
+                min(by_seq),
+            )
+            join_sessions(out, ((f, n, s) for f, n, s in spans))
         return out
 
     @_kept

@@ -37,6 +37,7 @@ from npcmind.storage.base import (
     check_beside,
     check_version,
     features_row,
+    join_sessions,
     read_version,
     readable_rows,
 )
@@ -379,6 +380,12 @@ class SqliteStore:
                 r = by_seq.get(seq)
                 if r is not None:
                     r.outcome = outcome
+            spans = self._db.execute(  # from the batch that holds the first decision to the one of the last
+                "SELECT first_seq, n, session_id FROM batches WHERE first_seq <= ?"
+                " AND first_seq >= (SELECT COALESCE(MAX(first_seq), 0) FROM batches WHERE first_seq <= ?)",
+                (out[-1].seq, out[0].seq),
+            )
+            join_sessions(out, spans)
         return out
 
     @_kept
