@@ -166,11 +166,16 @@ export class Policy {
   }
 
   /** A policy from JSON text, its UTF-8 bytes, or a parsed object. With `manifestVersion` (the game's, from
-   * GET /v1/manifest), a file distilled for another version is refused (PolicyError). */
-  static load(source: string | Uint8Array | Json, options: { manifestVersion?: string | null } = {}): Policy {
+   * GET /v1/manifest), a file distilled for another version is refused (PolicyError). `maxBytes`: the largest
+   * text read (UTF-8 bytes; 16 MiB unless a game needs another bound). */
+  static load(
+    source: string | Uint8Array | Json,
+    options: { manifestVersion?: string | null; maxBytes?: number } = {},
+  ): Policy {
+    const max = options.maxBytes ?? POLICY_MAX_BYTES;
     let data: unknown = source;
-    if (source instanceof Uint8Array) data = parseJson(utf8(source, "policy JSON"), "policy JSON");
-    else if (typeof source === "string") data = parseJson(source, "policy JSON");
+    if (source instanceof Uint8Array) data = parseJson(utf8(source, "policy JSON", max), "policy JSON", max);
+    else if (typeof source === "string") data = parseJson(source, "policy JSON", max);
     if (!isObject(data)) throw new PolicyError("a policy must be a JSON object");
     if (data["format"] !== POLICY_FORMAT || data["format_version"] !== POLICY_FORMAT_VERSION) {
       throw new PolicyError(
@@ -253,9 +258,8 @@ function thousands(n: number): string {
 }
 
 /** The text of a policy: UTF-8 (as JSON is), within the size bound. */
-function utf8(bytes: Uint8Array, where: string): string {
-  if (bytes.length > POLICY_MAX_BYTES)
-    throw new PolicyError(`${where}: larger than ${thousands(POLICY_MAX_BYTES)} bytes`);
+function utf8(bytes: Uint8Array, where: string, max: number): string {
+  if (bytes.length > max) throw new PolicyError(`${where}: larger than ${thousands(max)} bytes`);
   try {
     return new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
   } catch {
@@ -264,11 +268,9 @@ function utf8(bytes: Uint8Array, where: string): string {
 }
 
 /** Parsed JSON, its size and nesting bounded before parsing, exactly as the Python SDK bounds them. */
-function parseJson(source: string, where: string): unknown {
-  const big =
-    source.length > POLICY_MAX_BYTES ||
-    (3 * source.length > POLICY_MAX_BYTES && new TextEncoder().encode(source).length > POLICY_MAX_BYTES);
-  if (big) throw new PolicyError(`${where}: larger than ${thousands(POLICY_MAX_BYTES)} bytes`);
+function parseJson(source: string, where: string, max: number): unknown {
+  const big = source.length > max || (3 * source.length > max && new TextEncoder().encode(source).length > max);
+  if (big) throw new PolicyError(`${where}: larger than ${thousands(max)} bytes`);
   const at = tooDeep(source).at;
   if (at !== null)
     throw new PolicyError(`${where}: nested deeper than ${POLICY_MAX_NESTING} levels (at character ${at})`);

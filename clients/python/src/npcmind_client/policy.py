@@ -171,17 +171,23 @@ class Policy:
         self.types: dict[str, TypePolicy] = {name: _type(name, spec) for name, spec in types.items()}
 
     @classmethod
-    def load(cls, source: str | Path | bytes | Mapping[str, Any], manifest_version: str | None = None) -> Policy:
+    def load(
+        cls,
+        source: str | Path | bytes | Mapping[str, Any],
+        manifest_version: str | None = None,
+        max_bytes: int = MAX_BYTES,
+    ) -> Policy:
         """A policy from a file path, JSON text or bytes, or a parsed object. With ``manifest_version`` (the
-        game's, from GET /v1/manifest), a file distilled for another version is refused (PolicyError)."""
+        game's, from GET /v1/manifest), a file distilled for another version is refused (PolicyError).
+        ``max_bytes``: the largest text read (UTF-8 bytes; 16 MiB unless a game needs another bound)."""
         data: Any = source
         if isinstance(source, bytes | bytearray):
-            data = _json(_utf8(bytes(source), "policy JSON"), "policy JSON")
+            data = _json(_utf8(bytes(source), "policy JSON", max_bytes), "policy JSON", max_bytes)
         elif isinstance(source, str) and source.lstrip().startswith(("{", "[")):
-            data = _json(source, "policy JSON")
+            data = _json(source, "policy JSON", max_bytes)
         elif isinstance(source, str | Path):
             where = f"policy file {str(source)[:200]!r}"
-            data = _json(_utf8(_read(source, where), where), where)
+            data = _json(_utf8(_read(source, where, max_bytes), where, max_bytes), where, max_bytes)
         if not isinstance(data, Mapping):
             raise PolicyError("a policy must be a JSON object")
         version = data.get("format_version")
@@ -251,30 +257,30 @@ def _count(types: Mapping[str, Any]) -> None:
             raise PolicyError(f"policy file: `types.{name}` brings the trees past {MAX_NODES:,} nodes in all")
 
 
-def _read(source: str | Path, where: str) -> bytes:
-    """The file's bytes, at most MAX_BYTES of them: a path that cannot be opened is one line, not a traceback."""
+def _read(source: str | Path, where: str, max_bytes: int) -> bytes:
+    """The file's bytes, at most one past the bound: a path that cannot be opened is one line, not a traceback."""
     try:
         with open(source, "rb") as f:
-            return f.read(MAX_BYTES + 1)
+            return f.read(max_bytes + 1)
     except (OSError, ValueError) as e:  # ValueError: a NUL in the path
         reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         raise PolicyError(f"{where}: cannot be read ({reason})") from None
 
 
-def _utf8(data: bytes, where: str) -> str:
+def _utf8(data: bytes, where: str, max_bytes: int) -> str:
     """The text of a policy: UTF-8 (as JSON is), within the size bound."""
-    if len(data) > MAX_BYTES:
-        raise PolicyError(f"{where}: larger than {MAX_BYTES:,} bytes")
+    if len(data) > max_bytes:
+        raise PolicyError(f"{where}: larger than {max_bytes:,} bytes")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise PolicyError(f"{where}: not UTF-8") from None
 
 
-def _json(text: str, where: str) -> Any:
+def _json(text: str, where: str, max_bytes: int) -> Any:
     """Parsed JSON, its size and nesting bounded before parsing (a deep nesting would exhaust the recursion)."""
-    if len(text) > MAX_BYTES or (3 * len(text) > MAX_BYTES and len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES):
-        raise PolicyError(f"{where}: larger than {MAX_BYTES:,} bytes")
+    if len(text) > max_bytes or (3 * len(text) > max_bytes and len(text.encode("utf-8", "surrogatepass")) > max_bytes):
+        raise PolicyError(f"{where}: larger than {max_bytes:,} bytes")
     at = _too_deep(text)
     if at is not None:
         raise PolicyError(f"{where}: nested deeper than {MAX_NESTING} levels (at character {at})")
