@@ -162,7 +162,8 @@ def test_the_refused_vectors_reach_every_rule() -> None:
     said = " ".join(v["says"] for v in _refused())
     for rule in ("nested deeper", "not UTF-8", "larger than", "nodes in all", "finite number", "must be an integer",
                  "probabilities from 0 to 1", "quantum` must be above 0", "`format_version` 1", "action twice",
-                 "deeper than 64 levels"):  # fmt: skip
+                 "deeper than 64 levels", "types: at most", "trees: at most", "actions: at most",
+                 "features: at most"):  # fmt: skip
         assert rule in said, rule
 
 
@@ -254,3 +255,108 @@ def _set(data: Any, place: tuple[Any, ...], value: Any) -> None:
         data[place[-1]] = value
     except (KeyError, IndexError, TypeError):
         pass
+
+
+HOSTILE = {  # each a mebibyte; the first is the finding's: 32 KB of it took 9 s, so this one took hours
+    "escaped quotes": '{"format":"npcmind-policy","format_version":1,"x":"' + '\\"' * (1 << 19),
+    "quotes": '{"x":[' + '"' * (1 << 20) + "]}",
+    "brackets": "[" + "[]," * (1 << 18) + "[]]",
+    "an unterminated string": '["' + "a" * (1 << 20),
+    "a deep nesting at the end": "[" + "[]," * (1 << 18) + "[" * 40,
+    "closings": "]" * (1 << 20),
+}
+
+
+def test_a_hostile_mebibyte_of_any_shape_is_refused_or_loaded_without_hanging() -> None:
+    """Finding 7: the nesting check was quadratic on an unterminated string of escaped quotes. Each shape is
+    loaded in a child process; the subprocess timeout is only a hang limit (the loads take well under a second
+    here; the first shape took hours before the fix)."""
+    code = (
+        "import json, sys\n"
+        "from npcmind_client.policy import Policy, PolicyError\n"
+        "for text in json.loads(sys.stdin.read()):\n"
+        "    try:\n"
+        "        Policy.load(text.encode())  # bytes: text, never a path\n"
+        "    except PolicyError as e:\n"
+        "        print(str(e)[:60])\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], input=json.dumps(list(HOSTILE.values())), text=True,
+                       capture_output=True, timeout=600)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    said = r.stdout.splitlines()
+    assert len(said) == len(HOSTILE)
+    assert said[4].startswith("policy JSON: nested deeper than 32 levels")
+    assert all(line.startswith("policy JSON: not JSON") or line.startswith("a policy must") or "nested" in line
+               for line in said), said  # fmt: skip
+
+
+class _Counting(dict):  # type: ignore[type-arg]
+    """An observation that counts the fields a choose reads."""
+
+    reads = 0
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        _Counting.reads += 1
+        return super().get(key, default)
+
+
+def _wide(features: int, trees: int, actions: int) -> dict[str, Any]:
+    """A type of many features and actions whose trees each split once, on feature i, to two leaves."""
+    acts = [f"a{i}" for i in range(actions)]
+    feats = [{"source": "observation", "field": f"f{i}", "encoding": "number"} for i in range(features)]
+    leaf = [1.0] * actions
+    one = [{"feature": [i, -1, -1], "threshold": [0.5, 0, 0], "left": [1, -1, -1], "right": [2, -1, -1],
+            "value": [[], leaf, leaf]} for i in range(trees)]  # fmt: skip
+    return {"actions": acts, "features": feats, "trees": one}
+
+
+def test_choose_reads_only_what_its_walk_reaches_not_the_whole_type_or_file() -> None:
+    """Finding 7: choose encoded every feature of the type and summed every action of every leaf. Now its work
+    is the nodes it walks: doubling the features a type holds does not change what a choose reads, and
+    another type's trees are never touched."""
+    data = json.loads(HANDMADE.read_text())
+    reads = []
+    for features in (2048, 4096):
+        data["types"] = {"big": _wide(features, 2, 256), "other": _wide(features, 32, 256)}
+        p = Policy.load(data)
+        _Counting.reads = 0
+        got = p.choose("big", _Counting({f"f{i}": 0.0 for i in range(features)}), ["a3", "a1"])
+        reads.append(_Counting.reads)
+        assert got == ("a1", 0.5)  # a tie: the first in the file's order, half of the legal mass
+    assert reads == [2, 2]  # one field a tree, whatever the type or the file holds (it read 2,048 and 4,096)
+
+
+def test_a_fetched_policy_is_read_no_further_than_its_bound_and_refused_clearly(caplog: Any) -> None:
+    """Finding 7: GET /v1/policy was read whole, whatever its size, before any bound was checked. The body is
+    now streamed and reading stops one byte past ``policy_max_bytes``; the cascade says why it is not used."""
+    import httpx
+
+    from npcmind_client.cascade import Cascade
+    from npcmind_client.say import SayOnce
+    from npcmind_client.transport import Transport
+
+    sent = [0]
+
+    def endless() -> Any:
+        for _ in range(10_000):  # 640 MiB if read whole
+            sent[0] += 1
+            yield b" " * 65536
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=endless())
+
+    t = Transport("http://npcmind.test", 5.0, 1, policy_max_bytes=100_000)
+    t._http = httpx.Client(base_url="http://npcmind.test", transport=httpx.MockTransport(handler))
+    try:
+        status, body, headers = t.call("GET", "/v1/policy?client_id=g", {})
+    finally:
+        t.close()
+    assert status == 200 and isinstance(body, bytes) and len(body) == 100_001
+    assert sent[0] <= 3  # stopped at the bound: two chunks of 64 KiB hold 100,001 bytes
+    cascade = Cascade("g", None, None, 60_000, SayOnce(), "sha256:1", max_bytes=100_000)
+    assert cascade.answered(200, body, headers) and cascade.fetched is None
+    assert "larger than 100,000 bytes (policy_max_bytes), not read past that" in caplog.text
+    small = json.dumps(json.loads(HANDMADE.read_text())).encode()  # raw bytes within the bound: loaded
+    version = json.loads(small)["manifest_version"]
+    ok = Cascade("g", None, None, 60_000, SayOnce(), version, max_bytes=100_000)
+    assert ok.answered(200, small, {}) and ok.fetched is not None

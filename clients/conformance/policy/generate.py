@@ -18,7 +18,17 @@ from typing import Any
 from npcmind.distill.run import distill
 from npcmind.manifest import load
 from npcmind.storage.base import TrainingRow
-from npcmind_client.policy import MAX_BYTES, MAX_DEPTH, MAX_NODES, Policy, PolicyError
+from npcmind_client.policy import (
+    MAX_ACTIONS,
+    MAX_BYTES,
+    MAX_DEPTH,
+    MAX_FEATURES,
+    MAX_NODES,
+    MAX_TREES,
+    MAX_TYPES,
+    Policy,
+    PolicyError,
+)
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
@@ -301,6 +311,23 @@ def refused() -> list[dict[str, Any]]:
          "says": f"policy file: `{bee}.actions` must not name an action twice"},
         {"name": "a tree one split deeper than the bound", "policy": _deep_policy(MAX_DEPTH + 1),
          "says": f"policy file: `types.deep.trees[0]` node {2 * MAX_DEPTH} is deeper than {MAX_DEPTH} levels"},
+        {"name": "an unterminated string of 1 MiB of escaped quotes (a pattern retried at each quote: hours)",
+         "text": ['{"format":"npcmind-policy","format_version":1,"x":"', ['\\"', 512 * 1024]],
+         "says": "policy JSON: not JSON ("},
+        {"name": "1 MiB of quotes (an empty string each two)", "text": ['{"x":[', ['"', 1024 * 1024], "]}"],
+         "says": "policy JSON: not JSON ("},
+        {"name": "one type more than the bound", "policy": _broken(lambda d: d.update(
+            types={f"t{i}": {} for i in range(MAX_TYPES + 1)})),  # counted before a type is read
+         "says": f"policy file: `types` holds {MAX_TYPES + 1:,} types: at most {MAX_TYPES:,}"},
+        {"name": "one tree more than the bound", "policy": _broken(lambda d: d["types"]["bee"].update(
+            trees=[{}] * (MAX_TREES + 1))),  # counted before a tree is read
+         "says": f"policy file: `{bee}.trees` holds {MAX_TREES + 1:,} trees: at most {MAX_TREES} a type"},
+        {"name": "one action more than the bound", "policy": _broken(lambda d: d["types"]["bee"].update(
+            actions=[f"a{i}" for i in range(MAX_ACTIONS + 1)])),
+         "says": f"policy file: `{bee}.actions` names {MAX_ACTIONS + 1:,} actions: at most {MAX_ACTIONS} a type"},
+        {"name": "one feature more than the bound", "policy": _broken(lambda d: d["types"]["bee"].update(
+            features=[{}] * (MAX_FEATURES + 1))),  # counted before a feature is read
+         "says": f"policy file: `{bee}.features` holds {MAX_FEATURES + 1:,} features: at most {MAX_FEATURES:,} a type"},
     ]  # fmt: skip
 
 

@@ -10,7 +10,7 @@
  * running `distill`); `fetchPolicy` turns fetching on or off either way, and a fetched policy, while one is
  * usable, decides in place of the game's own. */
 
-import { Policy, PolicyError } from "./policy.js";
+import { Policy, POLICY_MAX_BYTES, PolicyError } from "./policy.js";
 import type { SayOnce } from "./say.js";
 import type { Entity, PolicyFunction } from "./types.js";
 
@@ -42,6 +42,8 @@ export class Cascade {
     private readonly refreshMs: number,
     private readonly say: SayOnce,
     manifestVersion: string | null = null,
+    /** The largest policy body read (the transport stops one byte past it). */
+    readonly maxBytes: number = POLICY_MAX_BYTES,
   ) {
     this.own = policy;
     this.fetch = fetch ?? policy === null;
@@ -101,15 +103,26 @@ export class Cascade {
       return true;
     }
     if (status !== 200) return false;
-    const isDoc = typeof body === "object" && body !== null && !Array.isArray(body);
+    const isDoc = typeof body === "object" && body !== null && !Array.isArray(body) && !(body instanceof Uint8Array);
     const doc = isDoc ? (body as Record<string, unknown>) : {};
+    let loaded: Policy | null = null;
     try {
-      this.fetched = Policy.load(doc, { manifestVersion: this.manifestVersion });
+      // raw bytes as the SDK's transport gives them (at most one byte past maxBytes, read no further), or a
+      // parsed object (a game's own HTTP)
+      if (body instanceof Uint8Array && body.length > this.maxBytes)
+        throw new PolicyError(
+          `GET /v1/policy: the body is larger than ${this.maxBytes.toLocaleString("en-US")} bytes ` +
+            "(policyMaxBytes), not read past that",
+        );
+      loaded = Policy.load(body instanceof Uint8Array ? body : doc, { maxBytes: this.maxBytes });
+      if (this.manifestVersion !== null) loaded.check(this.manifestVersion);
+      this.fetched = loaded;
       this.etag = headers["etag"] ?? null;
     } catch (e) {
       // a PolicyError, or a file this SDK cannot read at all: never into the game loop
       this.drop();
-      this.recheckManifest = isDoc && doc["manifest_version"] !== this.manifestVersion;
+      const version = loaded !== null ? loaded.manifestVersion : isDoc ? doc["manifest_version"] : undefined;
+      this.recheckManifest = (loaded !== null || isDoc) && version !== this.manifestVersion;
       const why = e instanceof PolicyError ? e.message : String(e);
       this.say.say(`policy:${kind(why)}`, `the service's local policy is not used: ${why}`, false);
     }

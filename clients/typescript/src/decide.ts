@@ -5,7 +5,7 @@
  * their answers are applied inside `tick()`, like the Python SDK's worker threads. */
 
 import type { LocalPolicy } from "./cascade.js";
-import type { Policy } from "./policy.js";
+import { type Policy, POLICY_MAX_BYTES } from "./policy.js";
 import { Scheduler, type SchedulerOptions } from "./scheduler.js";
 import { Transport } from "./transport.js";
 import type { Choice, Logger, OutRequest, Outcome, Stats, TrackOptions } from "./types.js";
@@ -35,7 +35,11 @@ export class DecideClient {
     if (!clientId) throw new TypeError("clientId: must be a non-empty string (the game's name for itself)");
     this.core = new Scheduler({ ...options, clientId });
     this.clock = options.clock ?? (() => performance.now());
-    const transport = { baseUrl: serviceUrl, timeoutMs: () => this.core.timeoutMs };
+    const transport = {
+      baseUrl: serviceUrl,
+      timeoutMs: () => this.core.timeoutMs,
+      policyMaxBytes: options.policyMaxBytes ?? POLICY_MAX_BYTES,
+    };
     this.transport = new Transport(options.fetch ? { ...transport, fetch: options.fetch } : transport);
   }
 

@@ -14,7 +14,17 @@ export type {
   Stats,
   TrackOptions,
 } from "./types.js";
-export { Policy, PolicyError } from "./policy.js";
+export {
+  Policy,
+  POLICY_MAX_ACTIONS,
+  POLICY_MAX_BYTES,
+  POLICY_MAX_DEPTH,
+  POLICY_MAX_FEATURES,
+  POLICY_MAX_NODES,
+  POLICY_MAX_TREES,
+  POLICY_MAX_TYPES,
+  PolicyError,
+} from "./policy.js";
 export { DEFAULT_POLICY_REFRESH_MS, type LocalPolicy } from "./cascade.js";
 export { OUTCOMES } from "./types.js";
 export {

@@ -21,8 +21,13 @@ export const POLICY_MAX_NESTING = 32;
 export const POLICY_MAX_DEPTH = 64;
 /** Over all trees of a file: a depth-12 tree has at most 8,191 nodes. */
 export const POLICY_MAX_NODES = 1_000_000;
-const STRINGS = /"[^"\\]*(?:\\.[^"\\]*)*"/g;
-const BRACKETS = /[[\]{}]/g;
+/** What one file may hold (docs/policy.md): a choose walks one type's trees and sums their leaves over the legal
+ * actions, so these bound its work whatever the file; the manifest allows 64 types of 32 actions and 64 fields
+ * each, and distill writes one tree a type. */
+export const POLICY_MAX_TYPES = 256;
+export const POLICY_MAX_TREES = 32; // a type
+export const POLICY_MAX_ACTIONS = 256; // a type
+export const POLICY_MAX_FEATURES = 4096; // a type (an enum field is a feature a value)
 
 type Source = (typeof SOURCES)[number];
 type Encoding = (typeof ENCODINGS)[number];
@@ -67,6 +72,7 @@ interface TypePolicy {
   actions: string[];
   features: Feature[];
   trees: Tree[];
+  index: Map<string, number>; // an action's place, made once at load
 }
 
 function isObject(v: unknown): v is Json {
@@ -98,32 +104,48 @@ function encode(f: Feature, s: Situation): number {
   return Number.isFinite(x) ? x : f.missing;
 }
 
-/** The distribution over actions at the leaf this situation falls in (`x <= threshold`: left). */
-function leaf(t: Tree, x: number[]): number[] {
-  let node = 0;
-  while ((t.feature[node] as number) >= 0) {
-    const f = t.feature[node] as number;
-    node = (x[f] as number) <= (t.threshold[node] as number) ? (t.left[node] as number) : (t.right[node] as number);
+/** The trees' mean probability of the actions at `places`, each summed in tree order (as the Python SDK adds);
+ * a feature is encoded when a walk first reaches it, at most once. */
+function mean(tp: TypePolicy, s: Situation, places: number[]): number[] {
+  const x = new Map<number, number>();
+  const sums = places.map(() => 0);
+  for (const t of tp.trees) {
+    let node = 0;
+    let f: number;
+    while ((f = t.feature[node] as number) >= 0) {
+      let v = x.get(f);
+      if (v === undefined) x.set(f, (v = encode(tp.features[f] as Feature, s)));
+      node = v <= (t.threshold[node] as number) ? (t.left[node] as number) : (t.right[node] as number);
+    }
+    const row = t.value[node] as number[];
+    for (let j = 0; j < places.length; j++) sums[j] = (sums[j] as number) + (row[places[j] as number] as number);
   }
-  return t.value[node] as number[];
+  return sums.map((p) => p / tp.trees.length);
 }
 
-/** Legal-action masking over the mean of the trees' leaves (summed in tree order, as the Python SDK does). */
+/** Legal-action masking over the mean of the trees' leaves. Work: the nodes walked in this type's trees and their
+ * leaves' legal actions, never the rest of the file. */
 function chooseIn(tp: TypePolicy, s: Situation): [string, number] | null {
-  const x = tp.features.map((f) => encode(f, s));
-  const total = tp.actions.map(() => 0);
-  for (const tree of tp.trees) leaf(tree, x).forEach((p, i) => (total[i] = (total[i] as number) + p));
-  let best: string | null = null;
+  let places: number[];
+  if (s.legal.size < tp.actions.length) {
+    places = [];
+    for (const a of s.legal) {
+      const i = tp.index.get(a);
+      if (i !== undefined) places.push(i);
+    }
+    places.sort((a, b) => a - b);
+  } else places = tp.actions.flatMap((a, i) => (s.legal.has(a) ? [i] : []));
+  const probs = mean(tp, s, places);
+  let best = -1;
   let bestP = 0;
   let legal = 0;
-  tp.actions.forEach((action, i) => {
-    if (!s.legal.has(action)) return;
-    const p = (total[i] as number) / tp.trees.length;
+  places.forEach((i, j) => {
+    const p = probs[j] as number;
     legal += p;
-    if (p > bestP) [best, bestP] = [action, p];
+    if (p > bestP) [best, bestP] = [i, p];
   });
-  if (best === null || legal <= 0) return null;
-  return [best, bestP / legal];
+  if (best < 0 || legal <= 0) return null;
+  return [tp.actions[best] as string, bestP / legal];
 }
 
 /** A loaded policy file: `choose()` for each entity, or null to ask the service. */
@@ -139,24 +161,21 @@ export class Policy {
     this.createdAt = typeof data["created_at"] === "string" ? data["created_at"] : null;
     const types = data["types"];
     if (!isObject(types)) throw new PolicyError("policy file: `types` must be an object of entity types");
-    let nodes = 0; // counted before any tree is built: a huge file fails fast
-    for (const [name, spec] of Object.entries(types)) {
-      const trees = isObject(spec) && Array.isArray(spec["trees"]) ? (spec["trees"] as unknown[]) : [];
-      for (const t of trees) nodes += isObject(t) && Array.isArray(t["feature"]) ? t["feature"].length : 0;
-      if (nodes > POLICY_MAX_NODES)
-        throw new PolicyError(
-          `policy file: \`types.${name}\` brings the trees past ${thousands(POLICY_MAX_NODES)} nodes in all`,
-        );
-    }
+    count(types);
     this.types = new Map(Object.entries(types).map(([name, spec]) => [name, typePolicy(name, spec)]));
   }
 
   /** A policy from JSON text, its UTF-8 bytes, or a parsed object. With `manifestVersion` (the game's, from
-   * GET /v1/manifest), a file distilled for another version is refused (PolicyError). */
-  static load(source: string | Uint8Array | Json, options: { manifestVersion?: string | null } = {}): Policy {
+   * GET /v1/manifest), a file distilled for another version is refused (PolicyError). `maxBytes`: the largest
+   * text read (UTF-8 bytes; 16 MiB unless a game needs another bound). */
+  static load(
+    source: string | Uint8Array | Json,
+    options: { manifestVersion?: string | null; maxBytes?: number } = {},
+  ): Policy {
+    const max = options.maxBytes ?? POLICY_MAX_BYTES;
     let data: unknown = source;
-    if (source instanceof Uint8Array) data = parseJson(utf8(source, "policy JSON"), "policy JSON");
-    else if (typeof source === "string") data = parseJson(source, "policy JSON");
+    if (source instanceof Uint8Array) data = parseJson(utf8(source, "policy JSON", max), "policy JSON", max);
+    else if (typeof source === "string") data = parseJson(source, "policy JSON", max);
     if (!isObject(data)) throw new PolicyError("a policy must be a JSON object");
     if (data["format"] !== POLICY_FORMAT || data["format_version"] !== POLICY_FORMAT_VERSION) {
       throw new PolicyError(
@@ -212,14 +231,35 @@ export class Policy {
   }
 }
 
+/** The file's size in types, trees and nodes, counted before any tree is built: a huge file fails fast. */
+function count(types: Json): void {
+  const entries = Object.entries(types);
+  if (entries.length > POLICY_MAX_TYPES)
+    throw new PolicyError(
+      `policy file: \`types\` holds ${thousands(entries.length)} types: at most ${thousands(POLICY_MAX_TYPES)}`,
+    );
+  let nodes = 0;
+  for (const [name, spec] of entries) {
+    const trees = isObject(spec) && Array.isArray(spec["trees"]) ? (spec["trees"] as unknown[]) : [];
+    if (trees.length > POLICY_MAX_TREES)
+      throw new PolicyError(
+        `policy file: \`types.${name}.trees\` holds ${thousands(trees.length)} trees: at most ${POLICY_MAX_TREES} a type`,
+      );
+    for (const t of trees) nodes += isObject(t) && Array.isArray(t["feature"]) ? t["feature"].length : 0;
+    if (nodes > POLICY_MAX_NODES)
+      throw new PolicyError(
+        `policy file: \`types.${name}\` brings the trees past ${thousands(POLICY_MAX_NODES)} nodes in all`,
+      );
+  }
+}
+
 function thousands(n: number): string {
   return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 }
 
 /** The text of a policy: UTF-8 (as JSON is), within the size bound. */
-function utf8(bytes: Uint8Array, where: string): string {
-  if (bytes.length > POLICY_MAX_BYTES)
-    throw new PolicyError(`${where}: larger than ${thousands(POLICY_MAX_BYTES)} bytes`);
+function utf8(bytes: Uint8Array, where: string, max: number): string {
+  if (bytes.length > max) throw new PolicyError(`${where}: larger than ${thousands(max)} bytes`);
   try {
     return new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
   } catch {
@@ -228,23 +268,39 @@ function utf8(bytes: Uint8Array, where: string): string {
 }
 
 /** Parsed JSON, its size and nesting bounded before parsing, exactly as the Python SDK bounds them. */
-function parseJson(source: string, where: string): unknown {
-  const big =
-    source.length > POLICY_MAX_BYTES ||
-    (3 * source.length > POLICY_MAX_BYTES && new TextEncoder().encode(source).length > POLICY_MAX_BYTES);
-  if (big) throw new PolicyError(`${where}: larger than ${thousands(POLICY_MAX_BYTES)} bytes`);
-  const blanked = source.replace(STRINGS, (m) => " ".repeat(m.length));
-  let depth = 0;
-  for (const m of blanked.matchAll(BRACKETS)) {
-    depth += m[0] === "[" || m[0] === "{" ? 1 : -1;
-    if (depth > POLICY_MAX_NESTING)
-      throw new PolicyError(`${where}: nested deeper than ${POLICY_MAX_NESTING} levels (at character ${m.index})`);
-  }
+function parseJson(source: string, where: string, max: number): unknown {
+  const big = source.length > max || (3 * source.length > max && new TextEncoder().encode(source).length > max);
+  if (big) throw new PolicyError(`${where}: larger than ${thousands(max)} bytes`);
+  const at = tooDeep(source).at;
+  if (at !== null)
+    throw new PolicyError(`${where}: nested deeper than ${POLICY_MAX_NESTING} levels (at character ${at})`);
   try {
     return JSON.parse(source);
   } catch (e) {
     throw new PolicyError(`${where}: not JSON (${String(e)})`);
   }
+}
+
+/** Where the JSON first nests deeper than POLICY_MAX_NESTING (outside strings), or null, in one pass: each
+ * character is read once (`steps` counts them, for the tests), an escape skips the character after it, an
+ * unterminated string runs to the end. (A string pattern that could fail at an unterminated quote was tried again
+ * from every later quote: quadratic.) Exported for the tests only. */
+export function tooDeep(source: string): { at: number | null; steps: number } {
+  let depth = 0;
+  let inString = false;
+  let steps = 0;
+  for (let i = 0; i < source.length; i++) {
+    steps++;
+    const c = source.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // a backslash: the next character is escaped
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > POLICY_MAX_NESTING) return { at: i, steps };
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return { at: null, steps };
 }
 
 function text(data: Json, key: string): string {
@@ -346,11 +402,19 @@ function typePolicy(name: string, spec: unknown): TypePolicy {
   const actions = spec["actions"];
   if (!Array.isArray(actions) || actions.length === 0 || !actions.every((a) => typeof a === "string"))
     throw new PolicyError(`policy file: \`${path}.actions\` must be a list of action names`);
+  if (actions.length > POLICY_MAX_ACTIONS)
+    throw new PolicyError(
+      `policy file: \`${path}.actions\` names ${thousands(actions.length)} actions: at most ${POLICY_MAX_ACTIONS} a type`,
+    );
   if (new Set(actions).size !== actions.length)
     throw new PolicyError(`policy file: \`${path}.actions\` must not name an action twice`);
   const features = spec["features"];
   const trees = spec["trees"];
   if (!Array.isArray(features)) throw new PolicyError(`policy file: \`${path}.features\` must be a list`);
+  if (features.length > POLICY_MAX_FEATURES)
+    throw new PolicyError(
+      `policy file: \`${path}.features\` holds ${thousands(features.length)} features: at most ${thousands(POLICY_MAX_FEATURES)} a type`,
+    );
   if (!Array.isArray(trees) || trees.length === 0)
     throw new PolicyError(`policy file: \`${path}.trees\` must be a list of at least one tree`);
   const feats = features.map((f, i) => feature(f, `${path}.features[${i}]`));
@@ -358,5 +422,6 @@ function typePolicy(name: string, spec: unknown): TypePolicy {
     actions: actions as string[],
     features: feats,
     trees: trees.map((t, i) => tree(t, `${path}.trees[${i}]`, feats.length, actions.length)),
+    index: new Map((actions as string[]).map((a, i) => [a, i])),
   };
 }

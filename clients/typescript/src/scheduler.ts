@@ -14,6 +14,7 @@ import { readDecideResponse } from "./answer.js";
 import { Cascade, DEFAULT_POLICY_REFRESH_MS, type LocalPolicy } from "./cascade.js";
 import { errorLine, isObject, readError, refusedEntities } from "./errors.js";
 import { Outbox, type OutboxHost } from "./outbox.js";
+import { POLICY_MAX_BYTES } from "./policy.js";
 import { Roster } from "./roster.js";
 import { SayOnce } from "./say.js";
 import { Session } from "./session.js";
@@ -45,6 +46,8 @@ export interface SchedulerOptions {
   fetchPolicy?: boolean | null;
   /** How often the service's policy is asked again (ms): 60 s by default. */
   policyRefreshMs?: number;
+  /** A fetched policy larger than this (bytes, 16 MiB by default) is not read past it, and not used. */
+  policyMaxBytes?: number;
   timeoutMs?: number | null;
   /** Decide requests in flight at most: a wave of refreshes is spread over frames instead of stalling one. */
   maxInFlight?: number;
@@ -103,6 +106,7 @@ export class Scheduler {
       options.policyRefreshMs ?? DEFAULT_POLICY_REFRESH_MS,
       this.said,
       options.manifestVersion ?? null,
+      options.policyMaxBytes ?? POLICY_MAX_BYTES,
     );
     const choose = (e: Entity): readonly [string, number] | null =>
       this.cascade.choose(e, this.world, this.scope !== null ? this.scopeState : null);

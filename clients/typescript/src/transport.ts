@@ -1,6 +1,7 @@
 /** Executes the core's requests with `fetch` (browsers and Node 20+): the only I/O of the decision SDK.
  * Answers are not applied here: they wait in a queue that the game loop drains inside `tick()`. */
 
+import { POLICY_MAX_BYTES } from "./policy.js";
 import type { FailKind, OutRequest } from "./types.js";
 
 export const GZIP_FROM = 16 * 1024; // bodies from this size are sent gzip-compressed (a large scene's telemetry)
@@ -17,6 +18,8 @@ export interface TransportOptions {
   fetch?: typeof fetch;
   /** Read when a request goes: the service's deadline is learnt after the first requests were made. */
   timeoutMs: () => number;
+  /** GET /v1/policy's body is read no further than one byte past this (16 MiB by default). */
+  policyMaxBytes?: number;
 }
 
 /** Sends requests, each after those it waits for, and queues what became of them. */
@@ -110,9 +113,14 @@ export class Transport {
         body,
         signal: controller.signal,
       });
-      const text = await res.text();
       const answered: Record<string, string> = {};
       res.headers.forEach((v, k) => (answered[k.toLowerCase()] = v));
+      if (r.path.startsWith("/v1/policy")) {
+        const bytes = await capped(res, this.options.policyMaxBytes ?? POLICY_MAX_BYTES);
+        const body = res.status === 200 ? bytes : parse(new TextDecoder().decode(bytes));
+        return { ref: r.ref, status: res.status, body, headers: answered };
+      }
+      const text = await res.text();
       const answer = parse(text);
       if (r.path === "/v1/session") {
         const token =
@@ -128,6 +136,33 @@ export class Transport {
       this.controllers.delete(controller);
     }
   }
+}
+
+/** A body streamed and read no further than one byte past `max` (after decompression, as fetch gives it): a
+ * 200 of GET /v1/policy is those raw bytes, for the cascade to load or refuse as too large. */
+export async function capped(res: Response, max: number): Promise<Uint8Array> {
+  if (res.body === null) return new Uint8Array(0);
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    size += value.length;
+    if (size > max) {
+      await reader.cancel(); // no further: the rest is never downloaded
+      break;
+    }
+  }
+  const out = new Uint8Array(Math.min(size, max + 1));
+  let at = 0;
+  for (const c of chunks) {
+    const part = c.subarray(0, out.length - at);
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
 }
 
 /** An answer's JSON, or its text as an error message when it has none (a proxy's page). */

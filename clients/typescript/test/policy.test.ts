@@ -8,7 +8,10 @@ import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 
 import { Policy, PolicyError } from "../src/index.js";
-import { roundHalfEven } from "../src/policy.js";
+import { Cascade } from "../src/cascade.js";
+import { roundHalfEven, tooDeep } from "../src/policy.js";
+import { SayOnce } from "../src/say.js";
+import { capped } from "../src/transport.js";
 
 type Json = Record<string, unknown>;
 const FOLDER = fileURLToPath(new URL("../../../conformance/policy/", import.meta.url));
@@ -198,4 +201,82 @@ test("a seeded fuzz of the handmade file gives a policy or a PolicyError, and ch
     }
   }
   assert.ok(loaded > 100 && loaded < 3000, `loaded ${loaded}`);
+});
+
+/** Finding 7: the hostile shapes of tests/test_policy.py, a mebibyte each (32 KB of the first took 4.8 s, this
+ * one hours). The test's timeout is only a hang limit. */
+const MiB = 1 << 20;
+const HOSTILE: Record<string, string> = {
+  "escaped quotes": '{"format":"npcmind-policy","format_version":1,"x":"' + '\\"'.repeat(MiB / 2),
+  quotes: '{"x":[' + '"'.repeat(MiB) + "]}",
+  brackets: "[" + "[],".repeat(MiB / 4) + "[]]",
+  "an unterminated string": '["' + "a".repeat(MiB),
+  "a deep nesting at the end": "[" + "[],".repeat(MiB / 4) + "[".repeat(40),
+};
+
+test("a hostile mebibyte of any shape is refused without hanging", { timeout: 600_000 }, () => {
+  for (const [name, text] of Object.entries(HOSTILE)) {
+    assert.throws(
+      () => Policy.load(text),
+      (e: unknown) => e instanceof PolicyError && /^policy JSON: (not JSON|nested deeper)|^a policy must/.test(e.message),
+      name,
+    );
+  }
+});
+
+test("the nesting check reads each character once: doubling the input doubles its steps", () => {
+  for (const shape of [(n: number) => '"' + '\\"'.repeat(n), (n: number) => "[],".repeat(n), (n: number) => '"'.repeat(n)]) {
+    const [small, large] = [shape(50_000), shape(100_000)];
+    const [a, b] = [tooDeep(small), tooDeep(large)];
+    assert.equal(a.at, null);
+    assert.ok(a.steps <= small.length && b.steps <= large.length); // never more steps than characters
+    assert.ok(b.steps >= 1.9 * a.steps && b.steps <= 2.1 * a.steps, `${a.steps} then ${b.steps}`);
+  }
+  assert.deepEqual(tooDeep("[".repeat(200_000)), { at: 32, steps: 33 }); // stops at the first level too deep
+});
+
+test("choose reads only the fields its walk reaches, not the whole type or file", () => {
+  const wide = (features: number, trees: number, actions: number): Json => {
+    const leaf = new Array<number>(actions).fill(1);
+    return {
+      actions: Array.from({ length: actions }, (_, i) => `a${i}`),
+      features: Array.from({ length: features }, (_, i) => ({ source: "observation", field: `f${i}`, encoding: "number" })),
+      trees: Array.from({ length: trees }, (_, i) => ({
+        feature: [i, -1, -1], threshold: [0.5, 0, 0], left: [1, -1, -1], right: [2, -1, -1], value: [[], leaf, leaf],
+      })),
+    };
+  };
+  const reads: number[] = [];
+  for (const features of [2048, 4096]) {
+    const data = JSON.parse(read("handmade.policy.json")) as Json;
+    data["types"] = { big: wide(features, 2, 256), other: wide(features, 32, 256) };
+    const p = Policy.load(data);
+    let count = 0;
+    const fields = Object.fromEntries(Array.from({ length: features }, (_, i) => [`f${i}`, 0]));
+    const observation = new Proxy(fields, { get: (t, k) => (count++, Reflect.get(t, k)) });
+    assert.deepEqual(p.choose("big", observation, ["a3", "a1"]), ["a1", 0.5]);
+    reads.push(count);
+  }
+  assert.deepEqual(reads, [2, 2]); // one field a tree, whatever else the type or the file holds
+});
+
+test("a fetched policy's body is read no further than one byte past its bound", async () => {
+  let pulled = 0;
+  const endless = new ReadableStream<Uint8Array>({
+    pull(c) {
+      pulled++;
+      c.enqueue(new Uint8Array(65536).fill(32));
+    },
+  });
+  const bytes = await capped(new Response(endless), 100_000);
+  assert.equal(bytes.length, 100_001);
+  assert.ok(pulled <= 4, `pulled ${pulled} chunks`);
+  const said: string[] = [];
+  const cascade = new Cascade("g", null, null, 60_000, new SayOnce((m) => said.push(m)), "sha256:1", 100_000);
+  assert.ok(cascade.answered(200, bytes, {}) && cascade.fetched === null);
+  assert.ok(said.some((m) => m.includes("larger than 100,000 bytes (policyMaxBytes), not read past that")), said.join());
+  const text = read("handmade.policy.json");
+  const version = (JSON.parse(text) as Json)["manifest_version"] as string;
+  const ok = new Cascade("g", null, null, 60_000, new SayOnce(() => undefined), version, 100_000);
+  assert.ok(ok.answered(200, new TextEncoder().encode(text), {}) && ok.fetched !== null);
 });

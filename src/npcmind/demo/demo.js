@@ -1,72 +1,6 @@
-/* npcmind-demo-sources {"sha256":"1559206e4e8fa8ebcb983a619cd9551b3b43812c7a522db97a4cd27bf850c16e","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
+/* npcmind-demo-sources {"sha256":"8896570c880137295d07da1846b4124c92ded418dfbe4058958eb10104152337","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
 "use strict";
 (() => {
-  // ../typescript/src/errors.ts
-  function readError(body) {
-    const err = isObject(body) && isObject(body["error"]) ? body["error"] : {};
-    const found = err["details"];
-    const details = Array.isArray(found) ? found.filter(isObject).map((d) => ({ path: String(d["path"] ?? ""), message: String(d["message"] ?? "") })) : [];
-    return { code: String(err["code"] ?? ""), message: String(err["message"] ?? ""), details };
-  }
-  function errorLine(body, otherwise) {
-    const { message, details } = readError(body);
-    return details.map((d) => `${d.path}: ${d.message}`).join("; ") || message || otherwise;
-  }
-  function isObject(value) {
-    return typeof value === "object" && value !== null && !Array.isArray(value);
-  }
-  var ENTITY_PATH = /^entities\[(\d+)\]\.?/;
-  function refusedEntities(status, body, sent) {
-    const details = status === 422 ? readError(body).details : [];
-    if (details.length === 0) return null;
-    const why = /* @__PURE__ */ new Map();
-    for (const d of details) {
-      const m = ENTITY_PATH.exec(d.path);
-      const id = m ? sent[Number(m[1])] : void 0;
-      if (m === null || id === void 0) return null;
-      const problems = why.get(id) ?? [];
-      problems.push(`${d.path.slice(m[0].length) || "entity"}: ${d.message}`);
-      why.set(id, problems);
-    }
-    return new Map([...why].map(([id, problems]) => [id, problems.join("; ")]));
-  }
-
-  // ../typescript/src/answer.ts
-  var CODES = /* @__PURE__ */ new Set(["budget", "busy", "invalid_choice", "refused", "unavailable"]);
-  var AI_FIELDS = [
-    ["id", "string"],
-    ["action", "string"],
-    ["label", "string"],
-    ["ttl_ms", "number"],
-    ["decision_id", "string"],
-    ["cached", "boolean"]
-  ];
-  function decisionProblem(d, at) {
-    if (!isObject(d)) return `${at}: not an object`;
-    if (d["source"] === "AI") {
-      for (const [name, kind2] of AI_FIELDS) if (typeof d[name] !== kind2) return `${at}.${name}: must be a ${kind2}`;
-      if (d["confidence"] !== null && typeof d["confidence"] !== "number") return `${at}.confidence: must be a number`;
-      return null;
-    }
-    if (d["source"] === "FALLBACK") {
-      if (typeof d["id"] !== "string") return `${at}.id: must be a string`;
-      if (!CODES.has(String(d["code"]))) return `${at}.code: not a known fallback code`;
-      return typeof d["reason"] === "string" ? null : `${at}.reason: must be a string`;
-    }
-    return `${at}.source: must be AI or FALLBACK`;
-  }
-  function readDecideResponse(body) {
-    if (!isObject(body)) return "not a JSON object";
-    if (typeof body["epoch"] !== "number") return "epoch: must be a number";
-    const decisions = body["decisions"];
-    if (!Array.isArray(decisions)) return "decisions: must be an array";
-    for (let i = 0; i < decisions.length; i++) {
-      const problem = decisionProblem(decisions[i], `decisions[${i}]`);
-      if (problem !== null) return problem;
-    }
-    return body;
-  }
-
   // ../typescript/src/policy.ts
   var POLICY_FORMAT = "npcmind-policy";
   var POLICY_FORMAT_VERSION = 1;
@@ -76,12 +10,14 @@
   var POLICY_MAX_NESTING = 32;
   var POLICY_MAX_DEPTH = 64;
   var POLICY_MAX_NODES = 1e6;
-  var STRINGS = /"[^"\\]*(?:\\.[^"\\]*)*"/g;
-  var BRACKETS = /[[\]{}]/g;
+  var POLICY_MAX_TYPES = 256;
+  var POLICY_MAX_TREES = 32;
+  var POLICY_MAX_ACTIONS = 256;
+  var POLICY_MAX_FEATURES = 4096;
   var PolicyError = class extends Error {
     name = "PolicyError";
   };
-  function isObject2(v) {
+  function isObject(v) {
     return typeof v === "object" && v !== null && !Array.isArray(v);
   }
   function roundHalfEven(x) {
@@ -94,7 +30,7 @@
   function encode(f, s) {
     if (f.source === "legal") return f.value !== null && s.legal.has(f.value) ? 1 : 0;
     let raw = s[f.source];
-    if (f.field !== null) raw = isObject2(raw) ? raw[f.field] : null;
+    if (f.field !== null) raw = isObject(raw) ? raw[f.field] : null;
     if (raw === null || raw === void 0) return f.missing;
     if (f.encoding === "enum") return raw === f.value ? 1 : 0;
     if (f.encoding === "boolean") return raw === true ? 1 : raw === false ? 0 : f.missing;
@@ -105,29 +41,43 @@
     const x = roundHalfEven(steps) * f.quantum;
     return Number.isFinite(x) ? x : f.missing;
   }
-  function leaf(t, x) {
-    let node = 0;
-    while (t.feature[node] >= 0) {
-      const f = t.feature[node];
-      node = x[f] <= t.threshold[node] ? t.left[node] : t.right[node];
+  function mean(tp, s, places) {
+    const x = /* @__PURE__ */ new Map();
+    const sums = places.map(() => 0);
+    for (const t of tp.trees) {
+      let node = 0;
+      let f;
+      while ((f = t.feature[node]) >= 0) {
+        let v = x.get(f);
+        if (v === void 0) x.set(f, v = encode(tp.features[f], s));
+        node = v <= t.threshold[node] ? t.left[node] : t.right[node];
+      }
+      const row = t.value[node];
+      for (let j = 0; j < places.length; j++) sums[j] = sums[j] + row[places[j]];
     }
-    return t.value[node];
+    return sums.map((p) => p / tp.trees.length);
   }
   function chooseIn(tp, s) {
-    const x = tp.features.map((f) => encode(f, s));
-    const total = tp.actions.map(() => 0);
-    for (const tree2 of tp.trees) leaf(tree2, x).forEach((p, i) => total[i] = total[i] + p);
-    let best = null;
+    let places;
+    if (s.legal.size < tp.actions.length) {
+      places = [];
+      for (const a of s.legal) {
+        const i = tp.index.get(a);
+        if (i !== void 0) places.push(i);
+      }
+      places.sort((a, b) => a - b);
+    } else places = tp.actions.flatMap((a, i) => s.legal.has(a) ? [i] : []);
+    const probs = mean(tp, s, places);
+    let best = -1;
     let bestP = 0;
     let legal = 0;
-    tp.actions.forEach((action, i) => {
-      if (!s.legal.has(action)) return;
-      const p = total[i] / tp.trees.length;
+    places.forEach((i, j) => {
+      const p = probs[j];
       legal += p;
-      if (p > bestP) [best, bestP] = [action, p];
+      if (p > bestP) [best, bestP] = [i, p];
     });
-    if (best === null || legal <= 0) return null;
-    return [best, bestP / legal];
+    if (best < 0 || legal <= 0) return null;
+    return [tp.actions[best], bestP / legal];
   }
   var Policy = class _Policy {
     manifestVersion;
@@ -139,25 +89,19 @@
       this.clientId = typeof data["client_id"] === "string" ? data["client_id"] : null;
       this.createdAt = typeof data["created_at"] === "string" ? data["created_at"] : null;
       const types = data["types"];
-      if (!isObject2(types)) throw new PolicyError("policy file: `types` must be an object of entity types");
-      let nodes = 0;
-      for (const [name, spec] of Object.entries(types)) {
-        const trees = isObject2(spec) && Array.isArray(spec["trees"]) ? spec["trees"] : [];
-        for (const t of trees) nodes += isObject2(t) && Array.isArray(t["feature"]) ? t["feature"].length : 0;
-        if (nodes > POLICY_MAX_NODES)
-          throw new PolicyError(
-            `policy file: \`types.${name}\` brings the trees past ${thousands(POLICY_MAX_NODES)} nodes in all`
-          );
-      }
+      if (!isObject(types)) throw new PolicyError("policy file: `types` must be an object of entity types");
+      count(types);
       this.types = new Map(Object.entries(types).map(([name, spec]) => [name, typePolicy(name, spec)]));
     }
     /** A policy from JSON text, its UTF-8 bytes, or a parsed object. With `manifestVersion` (the game's, from
-     * GET /v1/manifest), a file distilled for another version is refused (PolicyError). */
+     * GET /v1/manifest), a file distilled for another version is refused (PolicyError). `maxBytes`: the largest
+     * text read (UTF-8 bytes; 16 MiB unless a game needs another bound). */
     static load(source, options = {}) {
+      const max = options.maxBytes ?? POLICY_MAX_BYTES;
       let data = source;
-      if (source instanceof Uint8Array) data = parseJson(utf8(source, "policy JSON"), "policy JSON");
-      else if (typeof source === "string") data = parseJson(source, "policy JSON");
-      if (!isObject2(data)) throw new PolicyError("a policy must be a JSON object");
+      if (source instanceof Uint8Array) data = parseJson(utf8(source, "policy JSON", max), "policy JSON", max);
+      else if (typeof source === "string") data = parseJson(source, "policy JSON", max);
+      if (!isObject(data)) throw new PolicyError("a policy must be a JSON object");
       if (data["format"] !== POLICY_FORMAT || data["format_version"] !== POLICY_FORMAT_VERSION) {
         throw new PolicyError(
           `not a policy file this SDK reads: \`format\` must be '${POLICY_FORMAT}' and \`format_version\` ${POLICY_FORMAT_VERSION} (found ${JSON.stringify(data["format"])}, ${JSON.stringify(data["format_version"])})`
@@ -188,9 +132,9 @@
       if (tp === void 0) return null;
       const legal = Array.isArray(legalActions) ? legalActions : [];
       const situation = {
-        observation: isObject2(observation) ? observation : {},
-        world: isObject2(world2) ? world2 : {},
-        scope_state: isObject2(scopeState) ? scopeState : {},
+        observation: isObject(observation) ? observation : {},
+        world: isObject(world2) ? world2 : {},
+        scope_state: isObject(scopeState) ? scopeState : {},
         trigger,
         profile,
         legal: new Set(legal.filter((a) => typeof a === "string"))
@@ -198,33 +142,65 @@
       return chooseIn(tp, situation);
     }
   };
+  function count(types) {
+    const entries = Object.entries(types);
+    if (entries.length > POLICY_MAX_TYPES)
+      throw new PolicyError(
+        `policy file: \`types\` holds ${thousands(entries.length)} types: at most ${thousands(POLICY_MAX_TYPES)}`
+      );
+    let nodes = 0;
+    for (const [name, spec] of entries) {
+      const trees = isObject(spec) && Array.isArray(spec["trees"]) ? spec["trees"] : [];
+      if (trees.length > POLICY_MAX_TREES)
+        throw new PolicyError(
+          `policy file: \`types.${name}.trees\` holds ${thousands(trees.length)} trees: at most ${POLICY_MAX_TREES} a type`
+        );
+      for (const t of trees) nodes += isObject(t) && Array.isArray(t["feature"]) ? t["feature"].length : 0;
+      if (nodes > POLICY_MAX_NODES)
+        throw new PolicyError(
+          `policy file: \`types.${name}\` brings the trees past ${thousands(POLICY_MAX_NODES)} nodes in all`
+        );
+    }
+  }
   function thousands(n) {
     return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
   }
-  function utf8(bytes, where) {
-    if (bytes.length > POLICY_MAX_BYTES)
-      throw new PolicyError(`${where}: larger than ${thousands(POLICY_MAX_BYTES)} bytes`);
+  function utf8(bytes, where, max) {
+    if (bytes.length > max) throw new PolicyError(`${where}: larger than ${thousands(max)} bytes`);
     try {
       return new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
     } catch {
       throw new PolicyError(`${where}: not UTF-8`);
     }
   }
-  function parseJson(source, where) {
-    const big = source.length > POLICY_MAX_BYTES || 3 * source.length > POLICY_MAX_BYTES && new TextEncoder().encode(source).length > POLICY_MAX_BYTES;
-    if (big) throw new PolicyError(`${where}: larger than ${thousands(POLICY_MAX_BYTES)} bytes`);
-    const blanked = source.replace(STRINGS, (m) => " ".repeat(m.length));
-    let depth = 0;
-    for (const m of blanked.matchAll(BRACKETS)) {
-      depth += m[0] === "[" || m[0] === "{" ? 1 : -1;
-      if (depth > POLICY_MAX_NESTING)
-        throw new PolicyError(`${where}: nested deeper than ${POLICY_MAX_NESTING} levels (at character ${m.index})`);
-    }
+  function parseJson(source, where, max) {
+    const big = source.length > max || 3 * source.length > max && new TextEncoder().encode(source).length > max;
+    if (big) throw new PolicyError(`${where}: larger than ${thousands(max)} bytes`);
+    const at = tooDeep(source).at;
+    if (at !== null)
+      throw new PolicyError(`${where}: nested deeper than ${POLICY_MAX_NESTING} levels (at character ${at})`);
     try {
       return JSON.parse(source);
     } catch (e) {
       throw new PolicyError(`${where}: not JSON (${String(e)})`);
     }
+  }
+  function tooDeep(source) {
+    let depth = 0;
+    let inString = false;
+    let steps = 0;
+    for (let i = 0; i < source.length; i++) {
+      steps++;
+      const c = source.charCodeAt(i);
+      if (inString) {
+        if (c === 92) i++;
+        else if (c === 34) inString = false;
+      } else if (c === 34) inString = true;
+      else if (c === 91 || c === 123) {
+        if (++depth > POLICY_MAX_NESTING) return { at: i, steps };
+      } else if (c === 93 || c === 125) depth--;
+    }
+    return { at: null, steps };
   }
   function text(data, key) {
     const v = data[key];
@@ -247,7 +223,7 @@
       throw new PolicyError(`policy file: \`${path}\` must hold probabilities from 0 to 1, not all 0`);
   }
   function feature(spec, path) {
-    if (!isObject2(spec)) throw new PolicyError(`policy file: \`${path}\` must be an object`);
+    if (!isObject(spec)) throw new PolicyError(`policy file: \`${path}\` must be an object`);
     const source = spec["source"];
     const encoding = spec["encoding"];
     if (!SOURCES.includes(source))
@@ -272,7 +248,7 @@
     };
   }
   function tree(spec, path, nFeatures, nActions) {
-    if (!isObject2(spec)) throw new PolicyError(`policy file: \`${path}\` must be an object`);
+    if (!isObject(spec)) throw new PolicyError(`policy file: \`${path}\` must be an object`);
     const n = Array.isArray(spec["feature"]) ? spec["feature"].length : 0;
     const arrays = {};
     for (const k of ["feature", "threshold", "left", "right", "value"]) {
@@ -311,33 +287,109 @@
   }
   function typePolicy(name, spec) {
     const path = `types.${name}`;
-    if (!isObject2(spec)) throw new PolicyError(`policy file: \`${path}\` must be an object`);
+    if (!isObject(spec)) throw new PolicyError(`policy file: \`${path}\` must be an object`);
     const actions = spec["actions"];
     if (!Array.isArray(actions) || actions.length === 0 || !actions.every((a) => typeof a === "string"))
       throw new PolicyError(`policy file: \`${path}.actions\` must be a list of action names`);
+    if (actions.length > POLICY_MAX_ACTIONS)
+      throw new PolicyError(
+        `policy file: \`${path}.actions\` names ${thousands(actions.length)} actions: at most ${POLICY_MAX_ACTIONS} a type`
+      );
     if (new Set(actions).size !== actions.length)
       throw new PolicyError(`policy file: \`${path}.actions\` must not name an action twice`);
     const features = spec["features"];
     const trees = spec["trees"];
     if (!Array.isArray(features)) throw new PolicyError(`policy file: \`${path}.features\` must be a list`);
+    if (features.length > POLICY_MAX_FEATURES)
+      throw new PolicyError(
+        `policy file: \`${path}.features\` holds ${thousands(features.length)} features: at most ${thousands(POLICY_MAX_FEATURES)} a type`
+      );
     if (!Array.isArray(trees) || trees.length === 0)
       throw new PolicyError(`policy file: \`${path}.trees\` must be a list of at least one tree`);
     const feats = features.map((f, i) => feature(f, `${path}.features[${i}]`));
     return {
       actions,
       features: feats,
-      trees: trees.map((t, i) => tree(t, `${path}.trees[${i}]`, feats.length, actions.length))
+      trees: trees.map((t, i) => tree(t, `${path}.trees[${i}]`, feats.length, actions.length)),
+      index: new Map(actions.map((a, i) => [a, i]))
     };
+  }
+
+  // ../typescript/src/errors.ts
+  function readError(body) {
+    const err = isObject2(body) && isObject2(body["error"]) ? body["error"] : {};
+    const found = err["details"];
+    const details = Array.isArray(found) ? found.filter(isObject2).map((d) => ({ path: String(d["path"] ?? ""), message: String(d["message"] ?? "") })) : [];
+    return { code: String(err["code"] ?? ""), message: String(err["message"] ?? ""), details };
+  }
+  function errorLine(body, otherwise) {
+    const { message, details } = readError(body);
+    return details.map((d) => `${d.path}: ${d.message}`).join("; ") || message || otherwise;
+  }
+  function isObject2(value) {
+    return typeof value === "object" && value !== null && !Array.isArray(value);
+  }
+  var ENTITY_PATH = /^entities\[(\d+)\]\.?/;
+  function refusedEntities(status, body, sent) {
+    const details = status === 422 ? readError(body).details : [];
+    if (details.length === 0) return null;
+    const why = /* @__PURE__ */ new Map();
+    for (const d of details) {
+      const m = ENTITY_PATH.exec(d.path);
+      const id = m ? sent[Number(m[1])] : void 0;
+      if (m === null || id === void 0) return null;
+      const problems = why.get(id) ?? [];
+      problems.push(`${d.path.slice(m[0].length) || "entity"}: ${d.message}`);
+      why.set(id, problems);
+    }
+    return new Map([...why].map(([id, problems]) => [id, problems.join("; ")]));
+  }
+
+  // ../typescript/src/answer.ts
+  var CODES = /* @__PURE__ */ new Set(["budget", "busy", "invalid_choice", "refused", "unavailable"]);
+  var AI_FIELDS = [
+    ["id", "string"],
+    ["action", "string"],
+    ["label", "string"],
+    ["ttl_ms", "number"],
+    ["decision_id", "string"],
+    ["cached", "boolean"]
+  ];
+  function decisionProblem(d, at) {
+    if (!isObject2(d)) return `${at}: not an object`;
+    if (d["source"] === "AI") {
+      for (const [name, kind2] of AI_FIELDS) if (typeof d[name] !== kind2) return `${at}.${name}: must be a ${kind2}`;
+      if (d["confidence"] !== null && typeof d["confidence"] !== "number") return `${at}.confidence: must be a number`;
+      return null;
+    }
+    if (d["source"] === "FALLBACK") {
+      if (typeof d["id"] !== "string") return `${at}.id: must be a string`;
+      if (!CODES.has(String(d["code"]))) return `${at}.code: not a known fallback code`;
+      return typeof d["reason"] === "string" ? null : `${at}.reason: must be a string`;
+    }
+    return `${at}.source: must be AI or FALLBACK`;
+  }
+  function readDecideResponse(body) {
+    if (!isObject2(body)) return "not a JSON object";
+    if (typeof body["epoch"] !== "number") return "epoch: must be a number";
+    const decisions = body["decisions"];
+    if (!Array.isArray(decisions)) return "decisions: must be an array";
+    for (let i = 0; i < decisions.length; i++) {
+      const problem = decisionProblem(decisions[i], `decisions[${i}]`);
+      if (problem !== null) return problem;
+    }
+    return body;
   }
 
   // ../typescript/src/cascade.ts
   var DEFAULT_POLICY_REFRESH_MS = 6e4;
   var kind = (text2) => text2.replace(/sha256:[0-9a-f]+|\d+/g, "#");
   var Cascade = class {
-    constructor(clientId2, policy, fetch2, refreshMs, say, manifestVersion = null) {
+    constructor(clientId2, policy, fetch2, refreshMs, say, manifestVersion = null, maxBytes = POLICY_MAX_BYTES) {
       this.clientId = clientId2;
       this.refreshMs = refreshMs;
       this.say = say;
+      this.maxBytes = maxBytes;
       this.own = policy;
       this.fetch = fetch2 ?? policy === null;
       this.manifestVersion = manifestVersion;
@@ -394,14 +446,22 @@
         return true;
       }
       if (status !== 200) return false;
-      const isDoc = typeof body === "object" && body !== null && !Array.isArray(body);
+      const isDoc = typeof body === "object" && body !== null && !Array.isArray(body) && !(body instanceof Uint8Array);
       const doc = isDoc ? body : {};
+      let loaded = null;
       try {
-        this.fetched = Policy.load(doc, { manifestVersion: this.manifestVersion });
+        if (body instanceof Uint8Array && body.length > this.maxBytes)
+          throw new PolicyError(
+            `GET /v1/policy: the body is larger than ${this.maxBytes.toLocaleString("en-US")} bytes (policyMaxBytes), not read past that`
+          );
+        loaded = Policy.load(body instanceof Uint8Array ? body : doc, { maxBytes: this.maxBytes });
+        if (this.manifestVersion !== null) loaded.check(this.manifestVersion);
+        this.fetched = loaded;
         this.etag = headers["etag"] ?? null;
       } catch (e) {
         this.drop();
-        this.recheckManifest = isDoc && doc["manifest_version"] !== this.manifestVersion;
+        const version = loaded !== null ? loaded.manifestVersion : isDoc ? doc["manifest_version"] : void 0;
+        this.recheckManifest = (loaded !== null || isDoc) && version !== this.manifestVersion;
         const why = e instanceof PolicyError ? e.message : String(e);
         this.say.say(`policy:${kind(why)}`, `the service's local policy is not used: ${why}`, false);
       }
@@ -844,8 +904,8 @@
     /** The session request's answer; the reason when it was refused. */
     answer(status, body, now) {
       this.pending = null;
-      const token = status === 200 && isObject(body) ? body["session_token"] : void 0;
-      if (typeof token !== "string" || !isObject(body)) {
+      const token = status === 200 && isObject2(body) ? body["session_token"] : void 0;
+      if (typeof token !== "string" || !isObject2(body)) {
         if (this.token !== null) this.renewAt = now + RENEW_RETRY_MS;
         return `npcmind did not open a session (POST /v1/session answered ${status}: ${errorLine(body, "(no session_token)")})`;
       }
@@ -914,7 +974,8 @@
         options.fetchPolicy ?? null,
         options.policyRefreshMs ?? DEFAULT_POLICY_REFRESH_MS,
         this.said,
-        options.manifestVersion ?? null
+        options.manifestVersion ?? null,
+        options.policyMaxBytes ?? POLICY_MAX_BYTES
       );
       const choose = (e) => this.cascade.choose(e, this.world, this.scope !== null ? this.scopeState : null);
       const [threshold, windowMs] = [options.threshold ?? 0.8, options.eventWindowMs ?? 50];
@@ -998,8 +1059,8 @@
     flushReports() {
       const out = [];
       while (this.outbox.queuedReports > 0) {
-        const { request, count } = this.outbox.sendReports(this.clientId);
-        this.stats.reportsSent += count;
+        const { request, count: count2 } = this.outbox.sendReports(this.clientId);
+        this.stats.reportsSent += count2;
         if (request !== null) out.push(request);
       }
       return out;
@@ -1151,30 +1212,30 @@
       }
     }
     manifestAnswered(status, body, now) {
-      const data = status === 200 && isObject(body) ? body["manifest"] : null;
-      if (!isObject(data)) {
+      const data = status === 200 && isObject2(body) ? body["manifest"] : null;
+      if (!isObject2(data)) {
         this.manifestRef = null;
         this.notBefore = Math.max(this.notBefore, now + 1e3);
         return;
       }
       this.manifestRef = null;
       this.readManifest(data);
-      this.cascade.manifest(isObject(body) && typeof body["version"] === "string" ? body["version"] : null);
+      this.cascade.manifest(isObject2(body) && typeof body["version"] === "string" ? body["version"] : null);
       for (const e of this.roster.entities.values()) e.due = Math.min(e.due, e.askedAt + this.timing(e.type)[0]);
     }
     readManifest(data) {
-      const defaults = isObject(data["defaults"]) ? data["defaults"] : {};
-      const types = isObject(data["types"]) ? data["types"] : {};
+      const defaults = isObject2(data["defaults"]) ? data["defaults"] : {};
+      const types = isObject2(data["types"]) ? data["types"] : {};
       this.types = /* @__PURE__ */ new Map();
       for (const [name, t] of Object.entries(types)) {
-        const one = isObject(t) ? t : {};
+        const one = isObject2(t) ? t : {};
         const refresh = Number(one["refresh_ms"] || defaults["refresh_ms"] || DEFAULT_REFRESH_MS);
         const ttl = Number(one["ttl_ms"] || defaults["ttl_ms"] || DEFAULT_TTL_MS);
         this.types.set(name, [refresh, ttl]);
       }
     }
     healthAnswered(status, body) {
-      const deadline = status === 200 && isObject(body) ? body["deadline_ms"] : null;
+      const deadline = status === 200 && isObject2(body) ? body["deadline_ms"] : null;
       if (!this.timeoutGiven && typeof deadline === "number" && deadline > 0) this.timeout = deadline + TIMEOUT_MARGIN_MS;
     }
     sessionAnswered(status, body, now) {
@@ -1349,9 +1410,14 @@
           body,
           signal: controller.signal
         });
-        const text2 = await res.text();
         const answered = {};
         res.headers.forEach((v, k) => answered[k.toLowerCase()] = v);
+        if (r.path.startsWith("/v1/policy")) {
+          const bytes = await capped(res, this.options.policyMaxBytes ?? POLICY_MAX_BYTES);
+          const body2 = res.status === 200 ? bytes : parse(new TextDecoder().decode(bytes));
+          return { ref: r.ref, status: res.status, body: body2, headers: answered };
+        }
+        const text2 = await res.text();
         const answer = parse(text2);
         if (r.path === "/v1/session") {
           const token = typeof answer === "object" && answer !== null ? answer["session_token"] : null;
@@ -1367,6 +1433,30 @@
       }
     }
   };
+  async function capped(res, max) {
+    if (res.body === null) return new Uint8Array(0);
+    const reader = res.body.getReader();
+    const chunks = [];
+    let size = 0;
+    for (; ; ) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      size += value.length;
+      if (size > max) {
+        await reader.cancel();
+        break;
+      }
+    }
+    const out = new Uint8Array(Math.min(size, max + 1));
+    let at = 0;
+    for (const c of chunks) {
+      const part = c.subarray(0, out.length - at);
+      out.set(part, at);
+      at += part.length;
+    }
+    return out;
+  }
   function parse(text2) {
     try {
       return JSON.parse(text2);
@@ -1395,7 +1485,11 @@
       if (!clientId2) throw new TypeError("clientId: must be a non-empty string (the game's name for itself)");
       this.core = new Scheduler({ ...options, clientId: clientId2 });
       this.clock = options.clock ?? (() => performance.now());
-      const transport = { baseUrl: serviceUrl, timeoutMs: () => this.core.timeoutMs };
+      const transport = {
+        baseUrl: serviceUrl,
+        timeoutMs: () => this.core.timeoutMs,
+        policyMaxBytes: options.policyMaxBytes ?? POLICY_MAX_BYTES
+      };
       this.transport = new Transport(options.fetch ? { ...transport, fetch: options.fetch } : transport);
     }
     /** The game's epoch: answers to requests sent under another epoch are dropped. */

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
-from npcmind_client.policy import Policy
+from npcmind_client.policy import MAX_BYTES, Policy, PolicyError
 from npcmind_client.say import SayOnce
 
 if TYPE_CHECKING:
@@ -41,11 +41,13 @@ class Cascade:
         refresh_ms: float,
         say: SayOnce,
         manifest_version: str | None = None,
+        max_bytes: int = MAX_BYTES,
     ) -> None:
         self.client_id = client_id
         self.own = policy
         self.fetch = policy is None if fetch is None else fetch
         self.refresh_ms = refresh_ms
+        self.max_bytes = max_bytes  # the largest policy body read (the transport stops one byte past it)
         self.fetched: Policy | None = None
         self.manifest_version = manifest_version
         self.recheck_manifest = False  # a policy for another version came: the manifest may have changed
@@ -97,17 +99,34 @@ class Cascade:
             return True
         if status != 200:
             return False
+        loaded: Policy | None = None
         try:
-            policy = Policy.load(body if isinstance(body, dict) else b"", manifest_version=self.manifest_version)
+            loaded = self._load(body)
+            if self.manifest_version is not None:
+                loaded.check(self.manifest_version)
+            policy = loaded
         except Exception as e:  # PolicyError, or a file this SDK cannot read at all: never into the game loop
             self._drop()
-            other = isinstance(body, dict) and body.get("manifest_version") != self.manifest_version
-            self.recheck_manifest = other
+            version = loaded.manifest_version if loaded is not None else None
+            if version is None and isinstance(body, dict):
+                version = body.get("manifest_version")
+            self.recheck_manifest = (loaded is not None or isinstance(body, dict)) and version != self.manifest_version
             self._say(f"policy:{_kind(str(e))}", f"the service's local policy is not used: {e}", False)
             return True
         self.fetched = policy
         self._etag = headers.get("etag")
         return True
+
+    def _load(self, body: Any) -> Policy:
+        """The policy of a 200: its raw bytes (as the SDK's transport gives them: at most one byte past
+        ``max_bytes``, read no further) or a parsed object (a game's own HTTP)."""
+        if isinstance(body, bytes | bytearray) and len(body) > self.max_bytes:
+            raise PolicyError(
+                f"GET /v1/policy: the body is larger than {self.max_bytes:,} bytes (policy_max_bytes), "
+                "not read past that"
+            )
+        source = bytes(body) if isinstance(body, bytes | bytearray) else body if isinstance(body, dict) else b""
+        return Policy.load(source, max_bytes=self.max_bytes)
 
     def failed(self) -> None:
         """GET /v1/policy got no answer: asked again on its period."""

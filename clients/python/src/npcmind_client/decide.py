@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 from urllib.parse import urlencode
 
 from npcmind_client.cascade import DEFAULT_POLICY_REFRESH_MS
-from npcmind_client.policy import Policy, PolicyError
+from npcmind_client.policy import MAX_BYTES, Policy, PolicyError
 from npcmind_client.say import log
 from npcmind_client.scheduler import Choice, Entity, LocalPolicy, PolicyFunction, Request, Scheduler, Stats
 from npcmind_client.transport import Transport, encode
@@ -69,6 +69,7 @@ class DecideClient:
         threshold: float = 0.8,
         fetch_policy: bool | None = None,
         policy_refresh_ms: float = DEFAULT_POLICY_REFRESH_MS,
+        policy_max_bytes: int = MAX_BYTES,
         timeout_s: float | None = None,
         workers: int = 4,
         clock: Callable[[], float] = time.monotonic,
@@ -76,7 +77,8 @@ class DecideClient:
         """``policy``: the cascade's local policy, a ``Policy`` (a distilled file, ``Policy.load``) or a function
         of the entity giving ``(action, confidence)`` or None; entities it is sure of (``threshold``) are
         decided here. ``fetch_policy``: use the service's distilled policy (GET /v1/policy, asked every
-        ``policy_refresh_ms``); by default on when no ``policy`` is given (docs/policy.md)."""
+        ``policy_refresh_ms``); by default on when no ``policy`` is given (docs/policy.md). A fetched policy
+        larger than ``policy_max_bytes`` (16 MiB) is not read past that, and not used."""
         base = http_url(service_url, "service_url", "http://127.0.0.1:8080")
         self.client_id = client_id
         self._scheduler = Scheduler(
@@ -95,8 +97,9 @@ class DecideClient:
             timeout_s=timeout_s,
             fetch_policy=fetch_policy,
             policy_refresh_ms=policy_refresh_ms,
+            policy_max_bytes=policy_max_bytes,
         )
-        self._transport = Transport(base, timeout_s, workers)
+        self._transport = Transport(base, timeout_s, workers, policy_max_bytes)
         self._clock = clock
         self._closed = False
 

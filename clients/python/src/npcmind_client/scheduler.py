@@ -27,6 +27,7 @@ from typing import Any
 
 from npcmind_client.cascade import DEFAULT_POLICY_REFRESH_MS, Cascade, LocalPolicy, PolicyFunction
 from npcmind_client.outbox import Outbox
+from npcmind_client.policy import MAX_BYTES
 from npcmind_client.refusals import NUMBER, Refusals, retry_after_ms
 from npcmind_client.roster import Choice, Entity, Roster, Stats
 from npcmind_client.say import SayOnce
@@ -85,6 +86,7 @@ class Scheduler:
         manifest_version: str | None = None,
         fetch_policy: bool | None = None,
         policy_refresh_ms: float = DEFAULT_POLICY_REFRESH_MS,
+        policy_max_bytes: int = MAX_BYTES,
     ) -> None:
         self.client_id = client_id
         self.world: dict[str, Any] = dict(world or {})
@@ -98,7 +100,9 @@ class Scheduler:
         self.refusals = Refusals(self.say)
         self.timeout_given = timeout_s is not None
         self.timeout_s = timeout_s if timeout_s is not None else DEFAULT_DEADLINE_S + TIMEOUT_MARGIN_S
-        self.cascade = Cascade(client_id, policy, fetch_policy, policy_refresh_ms, self.say, manifest_version)
+        self.cascade = Cascade(
+            client_id, policy, fetch_policy, policy_refresh_ms, self.say, manifest_version, policy_max_bytes
+        )
         self.roster = Roster(epoch, event_window_ms, self._choose, threshold, self.stats, self.say)
         self.entities = self.roster.entities
         self._open: dict[str, _Sent] = {}

@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from npcmind_client.policy import MAX_BYTES
 from npcmind_client.timings import deadline_timeout
 
 GZIP_FROM = 16 * 1024  # bodies from this size are sent gzip-compressed (on a worker thread)
@@ -77,8 +78,9 @@ def _session_token(future: Future[Answer] | None) -> str | None:
 class Transport:
     """HTTP for one client: requests on ``workers`` threads, each after the requests it must follow."""
 
-    def __init__(self, base_url: str, timeout_s: float | None, workers: int) -> None:
+    def __init__(self, base_url: str, timeout_s: float | None, workers: int, policy_max_bytes: int = MAX_BYTES) -> None:
         self._http = httpx.Client(base_url=base_url)
+        self.policy_max_bytes = policy_max_bytes
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="npcmind-decide")
         self._given = timeout_s is not None
         # given: kept; else the service's provider deadline plus a margin, once GET /v1/health told it
@@ -145,6 +147,8 @@ class Transport:
             if len(body) >= GZIP_FROM:  # a large scene's telemetry: about a tenth of the bytes, for about 1 ms
                 body = gzip.compress(body, compresslevel=1)
                 headers["content-encoding"] = "gzip"
+        if path.startswith("/v1/policy"):
+            return self._policy(method, path, headers)
         r = self._http.request(method, path, content=body, headers=headers, timeout=self.timeout_s)
         answer = r.status_code, _payload(r), dict(r.headers)
         if path == "/v1/health" and not self._given:
@@ -152,6 +156,25 @@ class Transport:
             if deadline is not None:  # before the decide requests that wait for it start
                 self.timeout_s = deadline + TIMEOUT_MARGIN_S
         return answer
+
+    def _policy(self, method: str, path: str, headers: dict[str, str]) -> Answer:
+        """GET /v1/policy, its body streamed and read no further than one byte past ``policy_max_bytes`` (after
+        decompression): a 200 answers those raw bytes, for the cascade to load or refuse as too large; any other
+        status its JSON, as every answer."""
+        with self._http.stream(method, path, headers=headers, timeout=self.timeout_s) as r:
+            data = bytearray()
+            for chunk in r.iter_bytes():
+                data += chunk
+                if len(data) > self.policy_max_bytes:
+                    del data[self.policy_max_bytes + 1 :]
+                    break
+        if r.status_code == 200:
+            return r.status_code, bytes(data), dict(r.headers)
+        try:
+            payload = json.loads(data)
+        except (ValueError, RecursionError):
+            payload = {"error": {"message": data[:200].decode("utf-8", "replace")}}
+        return r.status_code, payload, dict(r.headers)
 
     def close(self) -> None:
         """Stop the workers and close the connection, without waiting for answers."""
