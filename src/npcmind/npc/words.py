@@ -56,8 +56,9 @@ def _strip(text: str) -> str:
 
 
 def _ascii_twin(char: str) -> str | None:
-    """The ASCII letter or digit `char` is confusable with by confusables.txt, if there is one."""
-    found = {h["c"].casefold() for h in _homoglyphs().get(char, []) if h["c"].isascii() and h["c"].isalnum()}
+    """The ASCII letters or digits `char` is confusable with by confusables.txt (marks dropped: ł is l̸), if any."""
+    found = {_strip(h["c"]) for h in _homoglyphs().get(char, [])}
+    found = {f for f in found if f.isascii() and f.isalnum()}
     return found.pop() if len(found) == 1 else None
 
 
