@@ -207,17 +207,13 @@ def _signed_text(out: Outcome) -> str:
 
 def _blocked(said: str, signed: str, ruleset: Ruleset, audit: list[RuleVerdict]) -> bool:
     """Apply every blocked rule to the model's output and to the text as signed; whether any tripped."""
-    texts = [(tokens(said), ""), (tokens(signed), " in the text as signed")]
+    texts = [
+        (toks, frozenset(t.stem for t in toks), where)
+        for toks, where in ((tokens(said), ""), (tokens(signed), " in the text as signed"))
+    ]
     tripped = False
     for rule in ruleset.rules:
-        why = next(
-            (
-                f"{found}{where}"
-                for toks, where in texts
-                if (found := rule.trips(toks, frozenset(t.stem for t in toks)))
-            ),
-            None,
-        )
+        why = next((f"{found}{where}" for toks, present, where in texts if (found := rule.trips(toks, present))), None)
         tripped = tripped or why is not None
         audit.append(
             RuleVerdict(f"blocked.{rule.id}", "pass", "none of its words")

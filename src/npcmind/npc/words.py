@@ -29,6 +29,7 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib.resources import files
+from typing import NamedTuple
 
 import regex
 import snowballstemmer
@@ -82,7 +83,8 @@ def _fold_char(char: str) -> str:
 
 def fold(text: str) -> str:
     """A text as the rules read it: invisibles and marks dropped, case folded, look-alikes made ASCII."""
-    return _strip("".join(_fold_char(c) for c in _strip(text)))
+    plain = _strip(text)
+    return plain if plain.isascii() else _strip("".join(_fold_char(c) for c in plain))
 
 
 @lru_cache(maxsize=8192)
@@ -91,8 +93,7 @@ def stem(word: str) -> str:
     return str(_STEMMER.stemWord(word))
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
     """A word of the text: as folded, its stem, and the clause it is in."""
 
     word: str
