@@ -8,10 +8,14 @@ villagers", "killing" and "kills") and from the words the matcher must leave alo
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import FOREST, cli
 from npcmind.npc.outcome import Outcome, finalize
@@ -251,3 +255,23 @@ def test_a_cut_lands_between_words_and_keeps_sentence_ends() -> None:
     assert [a.verdict for a in out.audit if a.ruleId == "max_dialogue_chars"] == ["repaired"]
     out = judge("default", _line_with_word_at(197, "killjoys"))  # no part of a word either ("were kil")
     assert out.state["lastDialogue"].endswith("were…"), out.state
+
+
+PIECES = ["kill", "joys", "ki", "ll", "murder", "ous", " ", ". ", "\u00ad", "\ufff9", "\u0301", "і", "ᴋ", "la", "é"]
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=160), st.integers(min_value=1, max_value=60))
+def test_a_valid_outcome_never_signs_a_blocked_word(pieces: list[str], limit: int) -> None:
+    """Whatever the model writes and wherever the cuts fall, a signed outcome holds no blocked word."""
+    ruleset = RULESETS["default"]
+    small = replace(ruleset, spec=msgspec.structs.replace(ruleset.spec, max_dialogue_chars=limit))
+    tape = {
+        "observation": "x",
+        "npcState": {},
+        "memories": [],
+        "generatedOutput": json.dumps({"dialogue": "".join(pieces)}),
+    }
+    out = finalize(tape, small)
+    blocked = {stem(w) for w in ("kill", "killer", "murder", "slaughter", "massacre")}
+    assert not (out.valid and blocked & _signed_stems(out)), (out.dialogue, out.state)
