@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
 from npcmind.npc.rulesets import Ruleset
-from npcmind.npc.words import words
+from npcmind.npc.words import tokens
 from npcmind.protocol.npc import GenericAction, MemoryStoreInstruction, RuleVerdict
 
 MAX_REMEMBER = 3
@@ -117,19 +118,37 @@ def parse_output(text: str) -> Parsed:
         remember = obj.get("remember") or []
         if isinstance(remember, str):
             remember = [remember]
-        facts = [str(r).strip()[:200] for r in remember if isinstance(r, str | int | float) and str(r).strip()]
+        facts = [clip(str(r).strip(), 200) for r in remember if isinstance(r, str | int | float) and str(r).strip()]
         return Parsed(obj["dialogue"].strip(), action if isinstance(action, dict) else None, facts[:MAX_REMEMBER], form)
     plain = raw if start < 0 else (raw[:start] + raw[raw.rfind("}") + 1 :] if raw.rfind("}") > start else raw[:start])
     plain = plain.strip().strip('"').strip()
     return Parsed(plain or raw, None, [], "plain text")
 
 
-def _truncate(text: str, limit: int) -> str:
+_IN_WORD = frozenset({"Mn", "Me", "Mc", "Cf", "Cn", "Co", "Cs"})  # marks and invisibles: part of their word
+LAST_DIALOGUE_CHARS = 200
+
+
+def _in_word(char: str) -> bool:
+    return char.isalnum() or unicodedata.category(char) in _IN_WORD
+
+
+def clip(text: str, limit: int) -> str:
+    """A text cut to `limit` at a sentence end, else between words, so no cut leaves a new word or part of one.
+
+    A cut inside a word made words that were never checked ("killjoys" cut to "kill…"); one is made only
+    where a single word is longer than the limit, and what is cut is checked as it is signed anyway.
+    """
     if len(text) <= limit:
         return text
     cut = text[:limit]
     end = max(cut.rfind(". "), cut.rfind("! "), cut.rfind("? "))
-    return cut[: end + 1] if end > limit // 2 else cut.rstrip() + "…"
+    if end > limit // 2:
+        return cut[: end + 1]
+    at = limit
+    while at > 0 and _in_word(text[at - 1]) and _in_word(text[at]):
+        at -= 1
+    return (text[:at] if at > 0 else cut).rstrip() + "…"
 
 
 @dataclass
@@ -171,19 +190,30 @@ def _action(parsed: Parsed, ruleset: Ruleset, audit: list[RuleVerdict]) -> Gener
     audit.append(RuleVerdict("action_allowed", "pass", f"{kind} is allowed"))
     return GenericAction(
         kind,
-        str(reason)[:200] if isinstance(reason, str | int | float) else None,
-        str(target)[:100] if isinstance(target, str | int | float) else None,
+        clip(str(reason), 200) if isinstance(reason, str | int | float) else None,
+        clip(str(target), 100) if isinstance(target, str | int | float) else None,
         _confidence(parsed.action.get("confidence")),
     )
 
 
-def _blocked(text: str, ruleset: Ruleset, audit: list[RuleVerdict]) -> bool:
-    """Apply every blocked rule to the words of the text; whether any tripped."""
-    tokens = words(text)
-    present = frozenset(tokens)
+def _signed_text(out: Outcome) -> str:
+    """What the model's output became in the Finalize that is signed: every part of it, after every cut."""
+    action = out.action
+    parts = [out.dialogue, str(out.state.get("lastDialogue") or "")]
+    parts += [action.type, action.reason or "", action.target or ""] if action else []
+    parts += [m.text for m in out.memory if m.type in ("experience", "knowledge")]  # the others are the game's
+    return "\n".join(p for p in parts if p)
+
+
+def _blocked(said: str, signed: str, ruleset: Ruleset, audit: list[RuleVerdict]) -> bool:
+    """Apply every blocked rule to the model's output and to the text as signed; whether any tripped."""
+    texts = [
+        (toks, frozenset(t.stem for t in toks), where)
+        for toks, where in ((tokens(said), ""), (tokens(signed), " in the text as signed"))
+    ]
     tripped = False
     for rule in ruleset.rules:
-        why = rule.trips(tokens, present)
+        why = next((f"{found}{where}" for toks, present, where in texts if (found := rule.trips(toks, present))), None)
         tripped = tripped or why is not None
         audit.append(
             RuleVerdict(f"blocked.{rule.id}", "pass", "none of its words")
@@ -194,18 +224,23 @@ def _blocked(text: str, ruleset: Ruleset, audit: list[RuleVerdict]) -> bool:
 
 
 def finalize(tape: dict[str, Any], ruleset: Ruleset) -> Outcome:
-    """Judge the generated output against the ruleset; blocked content makes the outcome invalid."""
+    """Judge the generated output against the ruleset; blocked content makes the outcome invalid.
+
+    The outcome is built first (every cut made), then the rules judge both the model's whole output and
+    exactly the text that would be signed.
+    """
     spec = ruleset.spec
     parsed = parse_output(str(tape.get("generatedOutput") or ""))
     audit = [RuleVerdict("format", "pass" if parsed.form == "json" else "repaired", f"read as {parsed.form}")]
     action = _action(parsed, ruleset, audit)
+    dialogue = clip(parsed.dialogue, spec.max_dialogue_chars)
+    out = _valid(tape, parsed, action, dialogue, audit)
     said = [parsed.dialogue, *parsed.remember, *((action.reason, action.target) if action else ())]
-    if _blocked("\n".join(x for x in said if x), ruleset, audit):  # one text: rules see across the parts
+    if _blocked("\n".join(x for x in said if x), _signed_text(out), ruleset, audit):  # rules see across parts
         return Outcome(False, spec.refusal, None, audit=audit)
     if not parsed.dialogue and action is None:
         audit.append(RuleVerdict("not_empty", "blocked", "the output has neither dialogue nor an action"))
         return Outcome(False, spec.refusal, None, audit=audit)
-    dialogue = _truncate(parsed.dialogue, spec.max_dialogue_chars)
     audit.append(
         RuleVerdict(
             "max_dialogue_chars",
@@ -213,6 +248,13 @@ def finalize(tape: dict[str, Any], ruleset: Ruleset) -> Outcome:
             f"{len(parsed.dialogue)} characters, at most {spec.max_dialogue_chars}",
         )
     )
+    return out
+
+
+def _valid(
+    tape: dict[str, Any], parsed: Parsed, action: GenericAction | None, dialogue: str, audit: list[RuleVerdict]
+) -> Outcome:
+    """The outcome if no rule trips: memories, the state patch, the mood."""
     observation = str(tape.get("observation") or "")
     memory = [MemoryStoreInstruction(observation, "observation", 0.4)] if observation else []
     did = f" and did {action.type}" + (f" ({action.target})" if action.target else "") if action else ""
@@ -224,7 +266,8 @@ def finalize(tape: dict[str, Any], ruleset: Ruleset) -> Outcome:
     mood = next((name for name, rx in _EMOTIONS.items() if rx.search(dialogue)), None)
     if mood is not None:
         memory.append(MemoryStoreInstruction(f"I felt {mood} when: {observation}"[:300], "emotion", 0.6))
-    state: dict[str, Any] = {"lastAction": action.type if action else None, "lastDialogue": dialogue[:200]}
+    last = clip(dialogue, LAST_DIALOGUE_CHARS)
+    state: dict[str, Any] = {"lastAction": action.type if action else None, "lastDialogue": last}
     npc_state = tape.get("npcState") or {}
     turns = npc_state.get("turns") if isinstance(npc_state, dict) else None
     state["turns"] = (turns if isinstance(turns, int) and not isinstance(turns, bool) else 0) + 1

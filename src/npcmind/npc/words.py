@@ -1,61 +1,122 @@
-"""Word rules for blocked content: a rule trips on whole words in any of their forms, wherever lines break.
+"""Word rules for blocked content: a rule trips on whole words in any of their forms and disguises.
 
-Regular expressions missed what they were meant to catch ("killing" past `\\bkill\\b`, a `.` that does
-not cross the newline between dialogue and target) and caught what they were not ("skill" once the
-`\\b` was dropped). Here a text and each rule's terms go through the same steps:
+Regular expressions missed what they were meant to catch ("killing" past `\\bkill\\b`) and caught what they
+were not ("skill" once the `\\b` was dropped); a hand list of invisible characters missed 33 format
+characters, and a hand suffix rule missed "killings" and "murderous". Here a text and each rule's terms go
+through the same steps, every one driven by Unicode's own data or a kept library, never a hand list:
 
-1. NFKC normalisation (full-width letters become plain ones), case folding, and invisible format
-   characters (soft hyphen, zero-width space and joiners, bidi marks, BOM, variation selectors) dropped;
-2. words: runs of letters and digits; everything else (spaces, newlines, punctuation, apostrophes,
-   hyphens, `_`) separates them;
-3. each word of a term stands for its forms (`forms`), and a term of several words matches them as
-   consecutive words of the text, across line breaks.
+1. fold (`fold`): every format character (category Cf), default-ignorable code point, unassigned, private-use
+   or surrogate code point is dropped; NFKD, and combining marks (Mn, Me) dropped ("kíll", full-width and
+   mathematical letters); case folded; each remaining non-ASCII character becomes the ASCII letter or digit
+   it is confusable with by Unicode's confusables.txt (UTS #39), as `confusable_homoglyphs` ships it,
+   tried for the character and for its uppercase ("kіll" with a Cyrillic і; Cyrillic к, whose uppercase К
+   is confusable with K); a small capital becomes its letter by its Unicode name ("ᴋɪʟʟ");
+2. words: runs of letters and digits; a clause mark (. ! ? ; :) ends a clause; all else separates words;
+3. each word is reduced to its stem by the Snowball English stemmer (`snowballstemmer`): "killings" and
+   "kill", "murderous" and "murder" share a stem;
+4. a term of several words matches them in order, each next word right after the previous one (across
+   anything, line breaks included) or after at most `GAP` other words of the same clause
+   ("ignore all of the previous instructions" matches "ignore previous instruction").
 
-So a word never matches inside another (the Scunthorpe problem): "skill", "killjoy" and "overkill" are
-words of their own and do not trip `kill`, nor "hello" or "shell" `hell`; a ruleset that means to block a
-compound lists it.
+A word never matches inside another (the Scunthorpe problem): "skill", "killjoy" and "overkill" have stems
+of their own and do not trip `kill`.
 """
 
 from __future__ import annotations
 
-import re
+import json
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
+from importlib.resources import files
+from typing import NamedTuple
 
-_INVISIBLE = re.compile(
-    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f"
-    "\u3164\ufe00-\ufe0f\ufeff\uffa0\U0001bca0-\U0001bca3\U000e0000-\U000e0fff]"
-)
-_WORD = re.compile(r"[^\W_]+")  # letters and digits (str.isalnum), not "_"
-_VOWELS = frozenset("aeiou")
-_NO_DOUBLING = _VOWELS | frozenset("wxy")
+import regex
+import snowballstemmer
+
+GAP = 3  # other words allowed between two words of a term, within one clause (docs/protocol.md says why)
+_DROP = regex.compile(r"[\p{Cf}\p{Default_Ignorable_Code_Point}\p{Cn}\p{Co}\p{Cs}]+")
+_MARKS = regex.compile(r"[\p{Mn}\p{Me}]+")
+_TOKEN = regex.compile(r"[^\W_]+|[.!?;:]")  # a word (letters and digits, not "_"), or a clause mark
+_SMALL_CAPITAL = "LATIN LETTER SMALL CAPITAL "
+_STEMMER = snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=1)
+def _homoglyphs() -> dict[str, list[dict[str, str]]]:
+    """Unicode's confusables.txt as the package ships it: each character with those it is confusable with."""
+    data: dict[str, list[dict[str, str]]] = json.loads(
+        files("confusable_homoglyphs").joinpath("confusables.json").read_text("utf-8")
+    )
+    return data
+
+
+def _strip(text: str) -> str:
+    """NFKD with invisible code points and combining marks dropped, case folded."""
+    return _MARKS.sub("", unicodedata.normalize("NFKD", _DROP.sub("", text))).casefold()
+
+
+def _ascii_twin(char: str) -> str | None:
+    """The ASCII letters or digits `char` is confusable with by confusables.txt (marks dropped: ł is l̸), if any."""
+    found = {_strip(h["c"]) for h in _homoglyphs().get(char, [])}
+    found = {f for f in found if f.isascii() and f.isalnum()}
+    return found.pop() if len(found) == 1 else None
+
+
+@lru_cache(maxsize=4096)
+def _fold_char(char: str) -> str:
+    """One character after NFKD and case folding: itself if ASCII, else its ASCII look-alike when it has one."""
+    if char.isascii():
+        return char
+    for candidate in (char, char.upper()):
+        twin = _ascii_twin(candidate)
+        if twin is not None:
+            return twin
+    name = unicodedata.name(char, "")
+    if name.startswith(_SMALL_CAPITAL):  # ᴋ, ɪ, ʟ: the small capital of a letter is that letter
+        try:
+            return _strip(unicodedata.lookup("LATIN SMALL LETTER " + name[len(_SMALL_CAPITAL) :]))
+        except KeyError:
+            return char
+    return char
+
+
+def fold(text: str) -> str:
+    """A text as the rules read it: invisibles and marks dropped, case folded, look-alikes made ASCII."""
+    plain = _strip(text)
+    return plain if plain.isascii() else _strip("".join(_fold_char(c) for c in plain))
+
+
+@lru_cache(maxsize=8192)
+def stem(word: str) -> str:
+    """A folded word's Snowball English stem: the one form every inflection and derivation of it shares."""
+    return str(_STEMMER.stemWord(word))
+
+
+class Token(NamedTuple):
+    """A word of the text: as folded, its stem, and the clause it is in."""
+
+    word: str
+    stem: str
+    clause: int
+
+
+def tokens(text: str) -> list[Token]:
+    """The words of a text, folded and stemmed as every rule's terms are, each with its clause."""
+    out: list[Token] = []
+    clause = 0
+    for m in _TOKEN.finditer(fold(text)):
+        word = m.group()
+        if word in ".!?;:":
+            clause += 1
+        else:
+            out.append(Token(word, stem(word), clause))
+    return out
 
 
 def words(text: str) -> list[str]:
-    """The words of a text, normalised as every rule's terms are."""
-    return _WORD.findall(_INVISIBLE.sub("", unicodedata.normalize("NFKC", text).casefold()))
-
-
-def forms(word: str) -> frozenset[str]:
-    """A word and its inflected forms by a fixed English suffix rule (no stemmer, no dictionary).
-
-    A word of ASCII letters gains -s, -es, -ed, -ing, -er, -ers (kill: kills, killed, killing, killer,
-    killers); one ending in e also drops it before -ing, -ed, -er (massacre: massacring, massacred); one
-    ending in a consonant and y also takes -ies, -ied, -ier (bully: bullies, bullied); one ending in
-    consonant, vowel, consonant (not w, x, y) also doubles its last letter (stab: stabbed, stabbing).
-    Irregular forms (slay: slew, slain; child: children) are written as words of their own. Forms that
-    are not English words cost nothing: no text holds them.
-    """
-    if not (word.isascii() and word.isalpha()):
-        return frozenset({word})
-    out = {word, *(word + s for s in ("s", "es", "ed", "ing", "er", "ers"))}
-    if word.endswith("e"):
-        out |= {word[:-1] + s for s in ("ing", "ed", "er", "ers")}
-    elif len(word) >= 2 and word[-1] == "y" and word[-2] not in _VOWELS:
-        out |= {word[:-1] + s for s in ("ies", "ied", "ier", "iers")}
-    elif len(word) >= 3 and word[-1] not in _NO_DOUBLING and word[-2] in _VOWELS and word[-3] not in _VOWELS:
-        out |= {word + word[-1] + s for s in ("ed", "ing", "er", "ers")}
-    return frozenset(out)
+    """The folded words of a text."""
+    return [t.word for t in tokens(text)]
 
 
 @dataclass(frozen=True)
@@ -63,23 +124,34 @@ class Term:
     """One term of a rule: one word, or several that must follow each other."""
 
     text: str
-    slots: tuple[frozenset[str], ...]  # the accepted forms of each of its words, in order
+    slots: tuple[str, ...]  # the stem of each of its words, in order
 
     @classmethod
     def of(cls, text: str) -> Term:
-        """A term as a ruleset writes it ("kill", "ignore all instruction")."""
-        return cls(text, tuple(forms(w) for w in words(text)))
+        """A term as a ruleset writes it ("kill", "ignore previous instruction")."""
+        return cls(text, tuple(t.stem for t in tokens(text)))
 
-    def find(self, tokens: list[str], present: frozenset[str]) -> str | None:
-        """The words of the text that match this term, or None."""
-        first = self.slots[0]
-        if first.isdisjoint(present):
+    def find(self, toks: list[Token], present: frozenset[str]) -> str | None:
+        """The words of the text that match this term (with the words between), or None."""
+        if not present.issuperset(self.slots):
             return None
-        n = len(self.slots)
-        for i, token in enumerate(tokens):
-            if token in first and i + n <= len(tokens) and all(tokens[i + j] in self.slots[j] for j in range(1, n)):
-                return " ".join(tokens[i : i + n])
-        return None
+        reach = {i: i for i, t in enumerate(toks) if t.stem == self.slots[0]}  # end of a match so far: its start
+        for slot in self.slots[1:]:
+            reach = _advance(toks, reach, slot)
+        if not reach:
+            return None
+        end = min(reach)
+        return " ".join(t.word for t in toks[reach[end] : end + 1])
+
+
+def _advance(toks: list[Token], reach: dict[int, int], slot: str) -> dict[int, int]:
+    """Where a match can go on to the next word: right after, or after at most GAP words of its clause."""
+    out: dict[int, int] = {}
+    for at, start in reach.items():
+        for k in range(at + 1, min(at + 2 + GAP, len(toks))):
+            if toks[k].stem == slot and (k == at + 1 or toks[k].clause == toks[at].clause):
+                out[k] = max(out.get(k, -1), start)
+    return out
 
 
 @dataclass(frozen=True)
@@ -90,20 +162,20 @@ class WordRule:
     words: tuple[Term, ...]
     with_: tuple[Term, ...] = ()
 
-    def trips(self, tokens: list[str], present: frozenset[str]) -> str | None:
+    def trips(self, toks: list[Token], present: frozenset[str]) -> str | None:
         """Why the text trips this rule (the words found), or None when it does not."""
-        found = _first(self.words, tokens, present)
+        found = _first(self.words, toks, present)
         if found is None:
             return None
         if not self.with_:
             return repr(found)
-        also = _first(self.with_, tokens, present)
+        also = _first(self.with_, toks, present)
         return None if also is None else f"{found!r} with {also!r}"
 
 
-def _first(terms: tuple[Term, ...], tokens: list[str], present: frozenset[str]) -> str | None:
+def _first(terms: tuple[Term, ...], toks: list[Token], present: frozenset[str]) -> str | None:
     for term in terms:
-        found = term.find(tokens, present)
+        found = term.find(toks, present)
         if found is not None:
             return found
     return None
