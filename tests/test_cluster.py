@@ -23,7 +23,7 @@ import pytest
 
 import test_scale
 from conftest import FOREST, until, write_clients
-from npcmind.cluster import Cluster, fitting_maxconn, haproxy_config
+from npcmind.cluster import STABLE_S, Cluster, Restarts, fitting_maxconn, haproxy_config
 from npcmind.http.server import free_port
 
 
@@ -344,3 +344,13 @@ def test_haproxy_cuts_a_request_head_that_trickles_in(tmp_path: Path) -> None:
         s.settimeout(HANG_S)
         while s.recv(65536):  # what is left of the answer, then the close
             pass
+
+
+def test_a_child_that_keeps_dying_is_started_again_at_most_every_30_s_and_at_once_after_a_long_run() -> None:
+    """The backoff doubles from 1 s while a child keeps dying (or failing to start), is capped at 30 s, and
+    starts over once the child ran 60 s: a clock of the test's own, no waiting."""
+    r = Restarts(started=0.0)
+    delays = [r.died(0.0) for _ in range(7)]
+    assert delays == [1, 2, 4, 8, 16, 30, 30] and r.due == 30
+    r.started, r.due = 100.0, None
+    assert r.died(100.0 + STABLE_S) == 1  # it ran STABLE_S: a new trouble, not the same one
