@@ -590,6 +590,27 @@ def test_a_session_moved_away_and_back_shows_the_outcomes_reported_while_away(
     assert '-> done "stung on A"' in text, text
 
 
+def test_a_session_reaches_one_process_however_its_bearer_scheme_is_spelt(
+    deploy: Callable[..., Deployment], redis_url: str
+) -> None:
+    """HAProxy hashed the raw Authorization header, so `bearer T` and `BEARER  T` (which every process accepts
+    as `Bearer T`) each picked a process of their own: the session moved on every request and rebuilt what it
+    held from the store. It now hashes the token alone."""
+    d = deploy(redis_url)
+    for token in [d.open() for _ in range(4)]:  # one of 3 processes by chance: 1 in 9 a token, 1 in 6,561 for 4
+        spellings = [f"Bearer {token}", f"bearer {token}", f"BEARER  {token}", f"bEaReR   {token}"]
+        where = set()
+        for spelling in spellings:
+            send = partial(d.lb.get, "/v1/manifest", headers={"authorization": spelling})
+            process, r = d.served_by(send)
+            assert r.status_code == 200, (spelling, r.text)  # the service accepts each spelling
+            where.add(process)
+        assert len(where) == 1, (token, where)
+    # a tab after the scheme is refused by the service (401), so where HAProxy sends it does not matter
+    r = d.direct[0].get("/v1/manifest", headers={"authorization": f"Bearer\t{token}"})
+    assert r.status_code == 401, r.text
+
+
 # --- Redis goes away and comes back -----------------------------------------------------------------------------
 
 
