@@ -1,8 +1,18 @@
-"""Storage backends behind one interface; SQLite is the embedded default."""
+"""Storage backends behind one interface of four parts (decisions, sessions, policies, secrets); SQLite is the
+embedded default, PostgreSQL the shared one: each a package with a module a part."""
 
 from __future__ import annotations
 
-from npcmind.storage.base import IssuedDecision, SessionRecord, Store, StoreError
+from npcmind.storage.base import (
+    Decisions,
+    IssuedDecision,
+    Policies,
+    Secrets,
+    SessionRecord,
+    Sessions,
+    Store,
+    StoreError,
+)
 
 
 def open_store(url: str, read_only: bool = False, publish: bool = False) -> Store:
@@ -10,7 +20,7 @@ def open_store(url: str, read_only: bool = False, publish: bool = False) -> Stor
     ``postgresql://USER@HOST:PORT/DB[?schema=NAME]`` (any number of processes). ``read_only``: a reader
     beside the process that writes it (distill), which SQLite otherwise refuses as a second process; it creates
     and migrates nothing, and the store must exist at this npcmind's schema version. ``publish``: the same, but
-    it may keep a policy (``put_policy``, `npcmind distill --publish`)."""
+    it may keep a policy (``policies.put``, `npcmind distill --publish`)."""
     if url.startswith("sqlite:///"):
         from npcmind.storage.sqlite import SqliteStore
 
@@ -22,4 +32,14 @@ def open_store(url: str, read_only: bool = False, publish: bool = False) -> Stor
     raise ValueError(f"unsupported store URL {url!r}: use sqlite:///PATH or postgresql://USER@HOST:PORT/DB")
 
 
-__all__ = ["IssuedDecision", "SessionRecord", "Store", "StoreError", "open_store"]
+__all__ = [
+    "Decisions",
+    "IssuedDecision",
+    "Policies",
+    "Secrets",
+    "SessionRecord",
+    "Sessions",
+    "Store",
+    "StoreError",
+    "open_store",
+]

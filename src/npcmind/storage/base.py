@@ -1,4 +1,5 @@
-"""The store interface: everything the service must not lose, behind one async API (SQLite, PostgreSQL)."""
+"""The store interface: everything the service must not lose, in four parts by what they hold (decisions,
+sessions, policies, secrets), each behind one async API implemented for SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -210,30 +211,81 @@ def batch_row(rows: list[IssuedDecision]) -> tuple[int, int, str, float, bytes]:
     return first.seq, len(rows), first.session_id, first.created_at, decisions
 
 
-class Store(Protocol):
-    """Durable state. Once a method has returned, what it wrote survives kill -9 and a restart."""
-
-    async def check(self) -> None:
-        """Connect, create the schema and let go again, before the server starts: a store that cannot be used
-        is one line at start (ValueError), not a failed start-up with a traceback."""
-        ...
-
-    async def open(self) -> None:
-        """Connect inside the event loop that will use the store; a store it cannot use raises ValueError."""
-        ...
-
-    async def secret(self, name: str, size: int = 32) -> bytes:
-        """A random secret created once and kept (MAC keys, token keys, signing seeds)."""
-        ...
+class Decisions(Protocol):
+    """Issued decisions and their outcomes (and, in the same commit, the features a policy learns from)."""
 
     async def allocate(self, n: int) -> int:
         """The first of ``n`` new consecutive decision sequence numbers."""
         ...
 
-    async def record_decisions(self, rows: list[IssuedDecision], features: RequestFeatures | None = None) -> None:
+    async def record(self, rows: list[IssuedDecision], features: RequestFeatures | None = None) -> None:
         """Keep issued decisions so that their reports can be checked later, and the features of the fresh ones
         (in the same commit) so that a policy can learn from them."""
         ...
+
+    async def get(self, seq: int) -> IssuedDecision | None:
+        """An issued decision by its sequence number."""
+        ...
+
+    async def set_outcome(self, seq: int, outcome: str, detail: str | None, now: float) -> bool:
+        """Record a decision's outcome unless one is recorded already (False then)."""
+        ...
+
+    async def of_session(self, session_id: str, limit: int) -> list[IssuedDecision]:
+        """This session's latest decisions, newest first (to rebuild memory after a restart)."""
+        ...
+
+    async def prune(self, before: float) -> int:
+        """Forget decisions issued before ``before``, their outcomes and features too; how many were forgotten.
+        Decision numbers never repeat after it, across restarts too."""
+        ...
+
+
+class Sessions(Protocol):
+    """Sessions, the scopes each added, and the revocations that end them at every process."""
+
+    async def create(self, rec: SessionRecord) -> None:
+        """Keep a new session."""
+        ...
+
+    async def open(self, rec: SessionRecord, limit: int) -> bool:
+        """Keep a new session unless its client has ``limit`` live ones already (False then), counted and kept
+        in one atomic step: two processes opening a client's last session at once must not both succeed."""
+        ...
+
+    async def get(self, session_id: str) -> SessionRecord | None:
+        """A session by id, ended or not."""
+        ...
+
+    async def live(self, client_id: str, now: float) -> int:
+        """How many sessions of a client are open and unexpired."""
+        ...
+
+    async def end(self, session_id: str) -> None:
+        """Mark a session ended and number its revocation, in one commit: its token stops working at every
+        process, which learns it from ``ended_since`` even when the shared state (Redis) lost it."""
+        ...
+
+    async def ended_since(self, after: int) -> tuple[int, list[tuple[str, float]]]:
+        """The sessions ended after revocation number ``after`` (0: all kept), each (session_id, expires_at), and
+        the newest number read. Numbers are in commit order: a reader that saw one has seen every smaller one."""
+        ...
+
+    async def put_scope(self, session_id: str, name: str, spec: bytes) -> None:
+        """Add or replace a scope of this session (JSON of a ScopeSpec)."""
+        ...
+
+    async def scopes(self, session_id: str) -> dict[str, bytes]:
+        """The scopes this session added."""
+        ...
+
+    async def prune(self, before: float) -> int:
+        """Forget sessions that expired before ``before`` (their scopes and revocations too); how many."""
+        ...
+
+
+class Policies(Protocol):
+    """What a policy learns from (the features of fresh decisions, with outcomes) and the distilled policies."""
 
     async def training(self, client_id: str, since: float) -> list[TrainingRow]:
         """The features of this client's fresh decisions issued at or after ``since``, oldest first, each with
@@ -244,59 +296,54 @@ class Store(Protocol):
         """The clients with fresh decisions issued at or after ``since``: whom a background distill trains for."""
         ...
 
-    async def put_policy(self, policy: StoredPolicy) -> None:
+    async def put(self, policy: StoredPolicy) -> None:
         """Keep a distilled policy for its client and manifest version, replacing the one before."""
         ...
 
-    async def policy(self, client_id: str, manifest_version: str) -> StoredPolicy | None:
+    async def get(self, client_id: str, manifest_version: str) -> StoredPolicy | None:
         """The latest policy of a client for a manifest version, if one was distilled."""
         ...
 
-    async def decision(self, seq: int) -> IssuedDecision | None:
-        """An issued decision by its sequence number."""
+
+class Secrets(Protocol):
+    """Keys every process of a deployment must share (MAC keys, token keys, signing seeds)."""
+
+    async def get(self, name: str, size: int = 32) -> bytes:
+        """A random secret created once and kept."""
         ...
 
-    async def set_outcome(self, seq: int, outcome: str, detail: str | None, now: float) -> bool:
-        """Record a decision's outcome unless one is recorded already (False then)."""
+
+class Store(Protocol):
+    """Durable state, in four parts by what they hold. Once a method has returned, what it wrote survives kill -9
+    and a restart."""
+
+    @property
+    def decisions(self) -> Decisions:
+        """Issued decisions and outcomes."""
         ...
 
-    async def session_decisions(self, session_id: str, limit: int) -> list[IssuedDecision]:
-        """This session's latest decisions, newest first (to rebuild memory after a restart)."""
+    @property
+    def sessions(self) -> Sessions:
+        """Sessions, scopes and revocations."""
         ...
 
-    async def create_session(self, rec: SessionRecord) -> None:
-        """Keep a new session."""
+    @property
+    def policies(self) -> Policies:
+        """Training features and distilled policies."""
         ...
 
-    async def open_session(self, rec: SessionRecord, limit: int) -> bool:
-        """Keep a new session unless its client has ``limit`` live ones already (False then), counted and kept
-        in one atomic step: two processes opening a client's last session at once must not both succeed."""
+    @property
+    def secrets(self) -> Secrets:
+        """Shared keys."""
         ...
 
-    async def get_session(self, session_id: str) -> SessionRecord | None:
-        """A session by id, ended or not."""
+    async def check(self) -> None:
+        """Connect, create the schema and let go again, before the server starts: a store that cannot be used
+        is one line at start (ValueError), not a failed start-up with a traceback."""
         ...
 
-    async def end_session(self, session_id: str) -> None:
-        """Mark a session ended and number its revocation, in one commit: its token stops working at every
-        process, which learns it from ``ended_since`` even when the shared state (Redis) lost it."""
-        ...
-
-    async def ended_since(self, after: int) -> tuple[int, list[tuple[str, float]]]:
-        """The sessions ended after revocation number ``after`` (0: all kept), each (session_id, expires_at), and
-        the newest number read. Numbers are in commit order: a reader that saw one has seen every smaller one."""
-        ...
-
-    async def live_sessions(self, client_id: str, now: float) -> int:
-        """How many sessions of a client are open and unexpired."""
-        ...
-
-    async def put_scope(self, session_id: str, name: str, spec: bytes) -> None:
-        """Add or replace a scope of this session (JSON of a ScopeSpec)."""
-        ...
-
-    async def scopes(self, session_id: str) -> dict[str, bytes]:
-        """The scopes this session added."""
+    async def open(self) -> None:
+        """Connect inside the event loop that will use the store; a store it cannot use raises ValueError."""
         ...
 
     async def prune(self, before: float) -> tuple[int, int]:

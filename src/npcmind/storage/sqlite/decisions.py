@@ -1,0 +1,163 @@
+"""Issued decisions on SQLite: one row a request, and one commit for the requests of a turn of the loop, made
+before any of them is answered. Decisions older than the retention are forgotten in small transactions."""
+
+from __future__ import annotations
+
+import asyncio
+
+import msgspec
+
+from npcmind.storage.base import IssuedDecision, RequestFeatures, batch_row, features_row
+from npcmind.storage.sqlite.db import SqliteDb, SqlitePart, failure, kept
+
+# one batch row holds a request's decisions as JSON: [[decision_id, entity_id, type, action, label], ...]
+_Row = tuple[str, str, str, str, str]
+_decode = msgspec.json.Decoder(list[_Row]).decode
+PRUNE_CHUNK = 200  # batch rows deleted in one transaction: about a millisecond of the loop each
+
+
+class SqliteDecisions(SqlitePart):
+    """Decisions and outcomes in the shared file; numbers handed out by this process alone (one a file)."""
+
+    def __init__(self, db: SqliteDb) -> None:
+        super().__init__(db)
+        last = db.conn.execute("SELECT first_seq + n - 1 FROM batches ORDER BY first_seq DESC LIMIT 1").fetchone()
+        self._seq = max(int(last[0]) if last else 0, self._pruned_upto())
+        self._pending: list[tuple[list[IssuedDecision], RequestFeatures | None, asyncio.Future[None]]] = []
+        self._flush_scheduled = False
+
+    async def allocate(self, n: int) -> int:
+        first = self._seq + 1
+        self._seq += n
+        return first
+
+    async def record(self, rows: list[IssuedDecision], features: RequestFeatures | None = None) -> None:
+        if not rows:
+            return
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+        self._pending.append((rows, features if features is not None and features.decisions else None, fut))
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            loop.call_soon(self.flush)
+        await fut
+
+    def flush(self) -> None:
+        """Commit every request waiting, in one transaction, and answer each (close() calls it too)."""
+        batch, self._pending = self._pending, []
+        self._flush_scheduled = False
+        if not batch:  # close() flushed them already
+            return
+        values = [batch_row(rows) for rows, _, _ in batch]
+        learned = [features_row(f) for _, f, _ in batch if f is not None]
+        try:
+            with self.db.conn:
+                self.db.conn.execute("BEGIN")
+                self.db.conn.executemany(
+                    "INSERT INTO batches (first_seq, n, session_id, created_at, decisions) VALUES (?, ?, ?, ?, ?)",
+                    values,
+                )
+                if learned:
+                    self.db.conn.executemany(
+                        "INSERT INTO features (first_seq, client_id, created_at, data) VALUES (?, ?, ?, ?)", learned
+                    )
+        except Exception as exc:  # disk full, file gone: every waiting request fails, none is answered as kept
+            self.db.failures.failed(str(exc))
+            for _, _, fut in batch:
+                if not fut.done():
+                    fut.set_exception(failure(exc))
+            return
+        self.db.failures.succeeded()
+        for _, _, fut in batch:
+            if not fut.done():
+                fut.set_result(None)
+        self.db.committed()
+
+    @kept
+    async def get(self, seq: int) -> IssuedDecision | None:
+        row = self.db.conn.execute(
+            "SELECT first_seq, n, session_id, created_at, decisions FROM batches WHERE first_seq <= ?"
+            " ORDER BY first_seq DESC LIMIT 1",
+            (seq,),
+        ).fetchone()
+        if row is None or seq >= row[0] + row[1]:
+            return None
+        did, eid, typ, action, label = _decode(row[4])[seq - row[0]]
+        d = IssuedDecision(seq, did, row[2], eid, typ, action, label, row[3])
+        found = self.db.conn.execute("SELECT outcome, detail FROM outcomes WHERE seq = ?", (seq,)).fetchone()
+        if found:
+            d.outcome, d.detail = found
+        return d
+
+    @kept
+    async def set_outcome(self, seq: int, outcome: str, detail: str | None, now: float) -> bool:
+        rec = await self.get(seq)
+        if rec is None:
+            return False
+        with self.db.conn:
+            self.db.conn.execute("BEGIN")
+            cur = self.db.conn.execute(
+                "INSERT OR IGNORE INTO outcomes (seq, session_id, outcome, detail, reported_at) VALUES (?, ?, ?, ?, ?)",
+                (seq, rec.session_id, outcome, detail, now),
+            )
+        self.db.committed()
+        return bool(cur.rowcount)
+
+    @kept
+    async def of_session(self, session_id: str, limit: int) -> list[IssuedDecision]:
+        out: list[IssuedDecision] = []
+        rows = self.db.conn.execute(
+            "SELECT first_seq, created_at, decisions FROM batches WHERE session_id = ? ORDER BY first_seq DESC",
+            (session_id,),
+        )
+        for first, at, raw in rows:
+            for i, (did, eid, typ, action, label) in reversed(list(enumerate(_decode(raw)))):
+                out.append(IssuedDecision(first + i, did, session_id, eid, typ, action, label, at))
+            if len(out) >= limit:
+                break
+        rows.close()
+        out = out[:limit]
+        if out:
+            by_seq = {d.seq: d for d in out}
+            for seq, outcome, detail in self.db.conn.execute(
+                "SELECT seq, outcome, detail FROM outcomes WHERE session_id = ? AND seq >= ?", (session_id, out[-1].seq)
+            ):
+                d = by_seq.get(seq)
+                if d is not None:
+                    d.outcome, d.detail = outcome, detail
+        return out
+
+    def _pruned_upto(self) -> int:
+        """The last decision number forgotten by prune: numbering goes on above it even if no batch is left."""
+        row = self.db.conn.execute("SELECT value FROM meta WHERE key = 'pruned_upto'").fetchone()
+        return int(bytes(row[0]).decode()) if row else 0
+
+    @kept
+    async def prune(self, before: float) -> int:
+        decisions = 0
+        while True:  # oldest first, a chunk a transaction, the loop free between chunks
+            rows = self.db.conn.execute(
+                "SELECT first_seq, n, created_at FROM batches ORDER BY first_seq LIMIT ?", (PRUNE_CHUNK,)
+            ).fetchall()
+            old = 0
+            while old < len(rows) and rows[old][2] < before:  # numbers follow time: the old ones come first
+                old += 1
+            if not old:
+                break
+            upto = rows[old - 1][0] + rows[old - 1][1] - 1
+            with self.db.conn:
+                self.db.conn.execute("BEGIN")
+                self.db.conn.execute("DELETE FROM batches WHERE first_seq <= ?", (upto,))
+                self.db.conn.execute("DELETE FROM outcomes WHERE seq <= ?", (upto,))
+                self.db.conn.execute("DELETE FROM features WHERE first_seq <= ?", (upto,))
+                self.db.conn.execute(
+                    "INSERT INTO meta (key, value) VALUES ('pruned_upto', ?)"
+                    " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    (str(upto).encode(),),  # above every number forgotten before: those batches are gone
+                )
+            self.db.committed()  # a prune writes many pages: its commits count toward the next checkpoint
+            decisions += sum(r[1] for r in rows[:old])
+            if old < len(rows):
+                break
+            await asyncio.sleep(0)
+        return decisions

@@ -1,0 +1,56 @@
+"""What a policy learns from on SQLite (the features of fresh decisions, joined with outcomes and sessions), and
+the distilled policies."""
+
+from __future__ import annotations
+
+from npcmind.storage.base import StoredPolicy, TrainingRow, join_sessions, readable_rows
+from npcmind.storage.sqlite.db import SqlitePart, kept
+
+
+class SqlitePolicies(SqlitePart):
+    """Training features and policies in the shared file."""
+
+    @kept
+    async def training(self, client_id: str, since: float) -> list[TrainingRow]:
+        found = self.db.conn.execute(
+            "SELECT created_at, data FROM features WHERE client_id = ? AND created_at >= ? ORDER BY first_seq",
+            (client_id, since),
+        )
+        out = readable_rows(client_id, found)
+        if out:
+            by_seq = {r.seq: r for r in out}
+            for seq, outcome in self.db.conn.execute(
+                "SELECT seq, outcome FROM outcomes WHERE seq BETWEEN ? AND ?", (out[0].seq, out[-1].seq)
+            ):
+                r = by_seq.get(seq)
+                if r is not None:
+                    r.outcome = outcome
+            spans = self.db.conn.execute(  # from the batch that holds the first decision to the one of the last
+                "SELECT first_seq, n, session_id FROM batches WHERE first_seq <= ?"
+                " AND first_seq >= (SELECT COALESCE(MAX(first_seq), 0) FROM batches WHERE first_seq <= ?)",
+                (out[-1].seq, out[0].seq),
+            )
+            join_sessions(out, spans)
+        return out
+
+    @kept
+    async def training_clients(self, since: float) -> list[str]:
+        rows = self.db.conn.execute("SELECT DISTINCT client_id FROM features WHERE created_at >= ?", (since,))
+        return sorted(r[0] for r in rows)
+
+    @kept
+    async def put(self, policy: StoredPolicy) -> None:
+        self.db.write(
+            "INSERT INTO policies (client_id, manifest_version, created_at, data) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (client_id, manifest_version) DO UPDATE SET created_at = excluded.created_at,"
+            " data = excluded.data",
+            (policy.client_id, policy.manifest_version, policy.created_at, policy.data),
+        )
+
+    @kept
+    async def get(self, client_id: str, manifest_version: str) -> StoredPolicy | None:
+        row = self.db.conn.execute(
+            "SELECT created_at, data FROM policies WHERE client_id = ? AND manifest_version = ?",
+            (client_id, manifest_version),
+        ).fetchone()
+        return StoredPolicy(client_id, manifest_version, row[0], bytes(row[1])) if row else None
