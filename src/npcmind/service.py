@@ -93,21 +93,21 @@ class Service:
         self._run = (self.metrics.counts(), time.monotonic())  # what the line at stop sums up
         await self.store.open()
         await self.shared.start()
-        ids = DecisionIds(await self.store.secret("decision_mac"))
+        ids = DecisionIds(await self.store.secrets.get("decision_mac"))
         self._hub = ContextHub(
             self.store, ids, self.settings.max_session_entities, self.settings.max_sessions, self.settings.max_entities
         )
         self._pipeline = DecidePipeline(
             self.provider, self.store, ids, self.settings, self.metrics, self._hub, self.shared
         )
-        signer = TokenSigner(await self.store.secret("session_tokens"))
+        signer = TokenSigner(await self.store.secrets.get("session_tokens"))
         self._guard = Guard(
             self._hub, self.store, signer, self.shared, self.manifest, self.clients, self.settings.revocation_poll_s
         )
         self._npc = NpcProcessor(
             self.rulesets,
-            Signer(await self.store.secret("npc_ed25519_seed")),
-            StepTokens(await self.store.secret("npc_step_tokens")),
+            Signer(await self.store.secrets.get("npc_ed25519_seed")),
+            StepTokens(await self.store.secrets.get("npc_step_tokens")),
         )
         tokens.count(self.provider.encoding, "warm up")  # load the tokenizer table now, not on the first decision
         log.info("provider: %s", describe(self.provider))

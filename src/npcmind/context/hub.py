@@ -94,10 +94,10 @@ class ContextHub:
         """The session's state; after a restart (or after it was let go), rebuilt from the store on first use."""
         st = self._states.get(session_id)
         if st is None:
-            rows = await self.store.session_decisions(session_id, REBUILD_ROWS)
+            rows = await self.store.decisions.of_session(session_id, REBUILD_ROWS)
             scopes = {
                 name: msgspec.json.decode(raw, type=ScopeSpec)
-                for name, raw in (await self.store.scopes(session_id)).items()
+                for name, raw in (await self.store.sessions.scopes(session_id)).items()
             }
             fresh = SessionState(
                 scene=Scene(limit=self.max_entities),
@@ -392,7 +392,7 @@ class ContextHub:
             raise ApiError.invalid(problems)
         sizes = self._scopes_fit(st, specs)
         for name, spec in specs.items():
-            await self.store.put_scope(session.session_id, name, msgspec.json.encode(spec))
+            await self.store.sessions.put_scope(session.session_id, name, msgspec.json.encode(spec))
             old = st.scopes.get(name)
             st.scope_bytes += sizes[name] - (scope_bytes(old) if old is not None else 0)
             st.scopes[name] = spec
@@ -423,11 +423,11 @@ class ContextHub:
         out: list[ReportResult] = []
         for r in req.reports:
             seq = self.ids.verify(r.decision_id, session.session_id)  # a forged id never reaches the store
-            rec = await self.store.decision(seq) if seq is not None else None
+            rec = await self.store.decisions.get(seq) if seq is not None else None
             status: Literal["accepted", "unknown", "duplicate"]
             if rec is None or rec.session_id != session.session_id or rec.decision_id != r.decision_id:
                 status = "unknown"
-            elif not await self.store.set_outcome(rec.seq, r.outcome, r.detail, now):
+            elif not await self.store.decisions.set_outcome(rec.seq, r.outcome, r.detail, now):
                 status = "duplicate"
             else:
                 status = "accepted"

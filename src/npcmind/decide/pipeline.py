@@ -177,7 +177,7 @@ class DecidePipeline:
         issued: list[IssuedDecision] = []
         learned: list[DecisionFeatures] = []
         chosen = [i for i in range(len(results)) if results[i] is None]
-        seq = await self.store.allocate(len(chosen))
+        seq = await self.store.decisions.allocate(len(chosen))
         sid = session.session_id
         dids = self.ids.issue_many(seq, sid, len(chosen))
         for i, did in zip(chosen, dids, strict=True):
@@ -193,7 +193,7 @@ class DecidePipeline:
                     DecisionFeatures(seq, e.type, e.profile, obs, e.trigger, e.legal_actions, action, confidence)
                 )
             seq += 1
-        await self.store.record_decisions(issued, self._features(session, req, chain, now, learned))
+        await self.store.decisions.record(issued, self._features(session, req, chain, now, learned))
         if self.situation is not None:
             self.situation.decided(session, issued)
         if cached:

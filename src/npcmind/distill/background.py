@@ -161,7 +161,7 @@ class BackgroundDistill:
         """One round: train and keep each client's policy; how many were kept."""
         t0 = time.monotonic()
         try:
-            clients = await self.store.training_clients(0.0)
+            clients = await self.store.policies.training_clients(0.0)
         except StoreError:  # said by the store's failure log
             return 0
         kept = failed = 0
@@ -192,11 +192,11 @@ class BackgroundDistill:
         if data is None:
             log.info("distill: %s: no policy (%s)", client_id, "; ".join(lines))
             return 0
-        before = await self.store.policy(client_id, manifest.version)
+        before = await self.store.policies.get(client_id, manifest.version)
         if before is not None and same_policy(before.data, data):  # the same file keeps its ETag: no 200 for nothing
             log.info("distill: %s: the policy is unchanged (%s)", client_id, "; ".join(lines))
             return 0
-        await self.store.put_policy(StoredPolicy(client_id, manifest.version, time.time(), data))
+        await self.store.policies.put(StoredPolicy(client_id, manifest.version, time.time(), data))
         log.info(
             "distill: %s: policy of %d bytes kept for manifest %s: %s",
             client_id,

@@ -64,7 +64,7 @@ async def _read(store_url: str, client_id: str, since: float) -> list[TrainingRo
     store = open_store(store_url, read_only=True)
     await store.open()
     try:
-        return await store.training(client_id, since)
+        return await store.policies.training(client_id, since)
     finally:
         await store.close()
 
@@ -239,10 +239,10 @@ async def _publish(store_url: str, client_id: str, version: str, data: bytes) ->
     store = open_store(store_url, publish=True)
     await store.open()
     try:
-        kept = await store.policy(client_id, version)
+        kept = await store.policies.get(client_id, version)
         if kept is not None and same_policy(kept.data, data):
             return False
-        await store.put_policy(StoredPolicy(client_id, version, time.time(), data))
+        await store.policies.put(StoredPolicy(client_id, version, time.time(), data))
         return True
     finally:
         await store.close()

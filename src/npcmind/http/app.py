@@ -475,7 +475,7 @@ async def policy(request: Request[Any, Any, Any], client_id: ClientIdQuery = Non
         raise ApiError.invalid([Problem("client_id", f"has {len(client_id)} characters, at most {MAX_ID} allowed")])
     session = await service.guard.session(claims, client_id, QUERY_CLIENT)
     version = session.manifest.version
-    found = await service.store.policy(client_id, version)
+    found = await service.store.policies.get(client_id, version)
     if found is None:
         raise ApiError(
             404,

@@ -93,7 +93,7 @@ class Guard:
         rec = self._sessions.get(claims.sid)
         revoked = await self.shared.revoked(claims.sid)  # ended at any process: shared at once
         if rec is None or revoked is None:  # not known here, or the shared state cannot say: the store is the authority
-            rec = await self.store.get_session(claims.sid)
+            rec = await self.store.sessions.get(claims.sid)
             if rec is not None:
                 self._remember(rec)
         if rec is None or rec.ended or revoked or rec.client_id != claims.cid or claims.cid not in (self.clients or {}):
@@ -112,7 +112,7 @@ class Guard:
             if self._read_at > asked - self.poll_s:  # a read that began late enough ended while this one waited
                 return
             began = self._clock()
-            self._read_upto, ended = await self.store.ended_since(self._read_upto)
+            self._read_upto, ended = await self.store.sessions.ended_since(self._read_upto)
             now = time.time()
             for sid, until in ended:
                 self._end_here(sid, until, now)
@@ -195,7 +195,7 @@ class Guard:
         ttl = client.spec.session_ttl_s
         sid = "s_" + os.urandom(12).hex()
         rec = SessionRecord(sid, client_id, now, now + ttl)
-        if not await self.store.open_session(rec, client.spec.max_sessions):  # count and insert in one step
+        if not await self.store.sessions.open(rec, client.spec.max_sessions):  # count and insert in one step
             raise ApiError(
                 429,
                 "too_many_sessions",
@@ -212,7 +212,7 @@ class Guard:
         if self.clients is None:
             raise ApiError(404, "not_found", "sessions exist only in the hosted profile")
         claims = await self.claims(authorization)
-        await self.store.end_session(claims.sid)  # first, durably: the store is what every process reads
+        await self.store.sessions.end(claims.sid)  # first, durably: the store is what every process reads
         self._end_here(claims.sid, claims.exp, time.time())
         if not await self.shared.revoke(claims.sid, claims.exp):  # the fast path: every process at its next request
             log.warning(
