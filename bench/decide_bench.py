@@ -196,7 +196,7 @@ async def _steps(base_url: str, raw: bytes, n: int) -> dict[str, float]:
         seq += len(rows)
         for r in rows:
             r.seq = seq
-        await svc.store.record_decisions(rows)
+        await svc.store.decisions.record(rows)
 
     steps = {
         "decode": lambda: parse(raw, DecideRequest),

@@ -75,7 +75,7 @@ async def fill_hostile(path: Path, n: int = 160) -> None:
     rng = random.Random(2)
     store = SqliteStore(path)
     for _ in range(0, n, 16):
-        first = await store.allocate(16)
+        first = await store.decisions.allocate(16)
         world = manifest.world.quantize({"player_hp_fraction": rng.random(), "repellent": False})
         issued, learned = [], []
         for k in range(16):
@@ -83,7 +83,7 @@ async def fill_hostile(path: Path, n: int = 160) -> None:
             issued.append(IssuedDecision(first + k, f"h{first + k}", "hostile", f"h{k}", "bee", action, action, 1000.0))
             learned.append(DecisionFeatures(first + k, "bee", None, fields.quantize(obs), None, legal, action, 0.9))
         features = RequestFeatures("bench", manifest.version, 1000.0, world, HOSTILE_FIELDS, learned)
-        await store.record_decisions(issued, features)
+        await store.decisions.record(issued, features)
     await store.close()
 
 
@@ -94,16 +94,16 @@ async def fill(path: Path, n: int) -> None:
     rng = random.Random(1)
     store = SqliteStore(path)
     for r in range(0, n, 16):
-        first = await store.allocate(min(16, n - r))
+        first = await store.decisions.allocate(min(16, n - r))
         world = manifest.world.quantize({"player_hp_fraction": rng.random(), "repellent": rng.random() < 0.1})
         issued, learned = [], []
         for k in range(min(16, n - r)):
             obs, action, legal = _decision(rng)
             issued.append(IssuedDecision(first + k, f"d{first + k}", "s", f"b{k}", "bee", action, action, 1000.0))
             learned.append(DecisionFeatures(first + k, "bee", None, fields.quantize(obs), None, legal, action, 0.9))
-        await store.record_decisions(issued, RequestFeatures("bench", manifest.version, 1000.0, world, None, learned))
+        await store.decisions.record(issued, RequestFeatures("bench", manifest.version, 1000.0, world, None, learned))
         for d in issued[:5]:
-            await store.set_outcome(d.seq, "done", None, 1001.0)
+            await store.decisions.set_outcome(d.seq, "done", None, 1001.0)
     await store.close()
 
 

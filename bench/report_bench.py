@@ -44,26 +44,26 @@ async def main(store_url: str, runs: int) -> None:
     store = open_store(store_url)
     await store.open()
     try:
-        ids = DecisionIds(await store.secret("decision_mac"))
+        ids = DecisionIds(await store.secrets.get("decision_mac"))
         sid = "local:bench"
-        seq = await store.allocate(N)
+        seq = await store.decisions.allocate(N)
         genuine = ids.issue_many(seq, sid, N)
         rows = [
             IssuedDecision(seq + i, d, sid, f"b{i}", "bee", "idle", "Stay", time.time()) for i, d in enumerate(genuine)
         ]
-        await store.record_decisions(rows)
+        await store.decisions.record(rows)
         forged = [
             "d_" + base64.urlsafe_b64encode(base64.urlsafe_b64decode(d[2:])[:12] + bytes(12)).decode() for d in genuine
         ]
         hub = ContextHub(store, ids)
         session = SessionContext(sid, "bench", load(FOREST), {})
-        real, looked = store.decision, [0]
+        real, looked = store.decisions.get, [0]
 
         async def counted(q: int) -> Any:
             looked[0] += 1
             return await real(q)
 
-        store.decision = counted  # type: ignore[method-assign]
+        store.decisions.get = counted  # type: ignore[method-assign]
         bad = await _timed(hub, session, forged, runs)
         forged_lookups, looked[0] = looked[0], 0
         good = await _timed(hub, session, genuine, runs)

@@ -61,14 +61,14 @@ def _features(seq: int, r: int, names: list[str], at: float) -> RequestFeatures:
 async def _write(store: SqliteStore, ids: DecisionIds, actions: dict[str, str], requests: int, at: float) -> None:
     names = list(actions)
     for r in range(requests):
-        seq = await store.allocate(16)
+        seq = await store.decisions.allocate(16)
         eids = [str(28000 + (r * 16 + i) % 500) for i in range(16)]
         dids = ids.issue_many(seq, "local:game-1", len(eids))
         rows = []
         for i, (eid, did) in enumerate(zip(eids, dids, strict=True)):
             a = names[(r + i) % len(names)]
             rows.append(IssuedDecision(seq + i, did, "local:game-1", eid, "bee", a, actions[a], at + r * 0.01))
-        await store.record_decisions(rows, _features(seq, r, names, at + r * 0.01) if FRESH else None)
+        await store.decisions.record(rows, _features(seq, r, names, at + r * 0.01) if FRESH else None)
 
 
 def _size(path: Path) -> int:

@@ -150,9 +150,9 @@ def test_forged_decision_ids_are_refused_without_a_store_lookup(svc: Running, mo
         for k in range(256)
     ]
     forged = [f if f != did else f[:-2] + ("AA" if not f.endswith("AA") else "BA") for f in forged]
-    store = svc.service.store
+    store = svc.service.store.decisions
     looked: list[int] = []
-    for name in ("decision", "set_outcome"):
+    for name in ("get", "set_outcome"):
         real = getattr(store, name)
 
         async def counted(*args: Any, _real: Any = real, **kwargs: Any) -> Any:
@@ -749,7 +749,7 @@ def _adversary(tmp: str) -> tuple[int, str, int]:
 
     async def run() -> tuple[int, str, int]:
         store = open_store(f"sqlite:///{tmp}/adversary.db")
-        hub = ContextHub(store, DecisionIds(await store.secret("decision_mac")))  # the default bounds
+        hub = ContextHub(store, DecisionIds(await store.secrets.get("decision_mac")))  # the default bounds
         session = SessionContext("local:adversary", "adversary", load(FOREST), {})
         gc.collect()
         tracemalloc.start()

@@ -20,7 +20,7 @@ def _training(tmp_path: Path, client: str = "game-1") -> list[TrainingRow]:
     async def read() -> list[TrainingRow]:
         store = open_store(f"sqlite:///{tmp_path}/npcmind.db", read_only=True)  # beside the running service
         try:
-            return await store.training(client, 0.0)
+            return await store.policies.training(client, 0.0)
         finally:
             await store.close()
 
@@ -78,13 +78,13 @@ def _fill(
     async def go() -> None:
         s = SqliteStore(path)
         for obs, action, outcome in rows:
-            seq = await s.allocate(1)
+            seq = await s.decisions.allocate(1)
             issued = IssuedDecision(seq, f"d{seq}", session, "b", kind, action, action, 1000.0 + seq)
             f = DecisionFeatures(seq, kind, None, obs, None, legal, action, 0.9)
             request = RequestFeatures(client, version, 1000.0 + seq, WORLD, scope_state, [f])
-            await s.record_decisions([issued], request)
+            await s.decisions.record([issued], request)
             if outcome is not None:
-                await s.set_outcome(seq, outcome, None, 2000.0)
+                await s.decisions.set_outcome(seq, outcome, None, 2000.0)
         await s.close()
 
     asyncio.run(go())
@@ -369,9 +369,9 @@ def test_a_bad_client_or_row_stops_no_round_and_an_unchanged_policy_is_not_kept_
         store = SqliteStore(tmp_path / "s.db")
         job = BackgroundDistill(store, f"sqlite:///{tmp_path}/s.db", manifest_of, 24.0)
         first = await job.once()
-        kept = [await store.policy(c, manifest.version) for c in ("game-1", "game-2")]
+        kept = [await store.policies.get(c, manifest.version) for c in ("game-1", "game-2")]
         second = await job.once()
-        again = [await store.policy(c, manifest.version) for c in ("game-1", "game-2")]
+        again = [await store.policies.get(c, manifest.version) for c in ("game-1", "game-2")]
         await store.close()
         assert all(k is not None for k in kept) and kept == again  # the same data, the same created_at
         return first, second, [k.created_at for k in kept if k is not None]
@@ -439,7 +439,7 @@ def _rows(path: Path) -> list[TrainingRow]:
     async def read() -> list[TrainingRow]:
         store = open_store(f"sqlite:///{path}", read_only=True)
         try:
-            return await store.training("game-1", 0.0)
+            return await store.policies.training("game-1", 0.0)
         finally:
             await store.close()
 

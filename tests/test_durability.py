@@ -215,7 +215,7 @@ def test_a_full_disk_is_a_503_that_acknowledges_nothing_and_the_service_recovers
     """SQLite's own size limit (max_page_count) fails a write as a full disk does: SQLITE_FULL."""
     svc.service.store.failures.every = 3600.0  # one line per window: 400 decides on a slow machine pass 10 s
     assert svc.decide(decide_body(bee("a"))).status_code == 200
-    db = svc.service.store._db
+    db = svc.service.store.db.conn
     rows = lambda: db.execute("SELECT COUNT(*) FROM batches").fetchone()[0]  # noqa: E731
     db.execute(f"PRAGMA max_page_count = {db.execute('PRAGMA page_count').fetchone()[0]}")
     with logged("npcmind.storage") as said:

@@ -47,16 +47,32 @@ class Redisish(MemoryShared):
         self._revoked.clear()
 
 
+class CountedSessions:
+    """A store's sessions that count the reads of their revocations (the rest passes through)."""
+
+    def __init__(self, store: Store) -> None:
+        self.of = store.sessions
+        self.reads = 0
+
+    async def ended_since(self, after: int) -> tuple[int, list[tuple[str, float]]]:
+        self.reads += 1
+        return await self.of.ended_since(after)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.of, name)
+
+
 class Counted:
     """A store that counts the reads of its revocations (the rest passes through)."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.reads = 0
+        self.sessions = CountedSessions(store)
 
-    async def ended_since(self, after: int) -> tuple[int, list[tuple[str, float]]]:
-        self.reads += 1
-        return await self.store.ended_since(after)
+    @property
+    def reads(self) -> int:
+        """How many times the revocations were read."""
+        return self.sessions.reads
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)
@@ -81,8 +97,8 @@ class Processes:
     async def start(self) -> Processes:
         for store in {id(s.store): s.store for s in self.stores}.values():
             await store.open()
-        signer = TokenSigner(await self.stores[0].secret("session_tokens"))
-        ids = DecisionIds(await self.stores[0].secret("decision_mac"))
+        signer = TokenSigner(await self.stores[0].secrets.get("session_tokens"))
+        ids = DecisionIds(await self.stores[0].secrets.get("decision_mac"))
         for i in range(2):
             store = self.stores[i % len(self.stores)]
             hub = ContextHub(store, ids)
@@ -190,22 +206,22 @@ def test_the_store_numbers_revocations_in_order_and_forgets_them_with_their_sess
         await store.open()
         try:
             for sid, expires in (("old", 100.0), ("a", 5000.0), ("b", 5000.0)):
-                await store.create_session(SessionRecord(sid, "game-1", 50.0, expires))
-            assert await store.ended_since(0) == (0, [])
-            await store.end_session("a")
-            first, ended = await store.ended_since(0)
+                await store.sessions.create(SessionRecord(sid, "game-1", 50.0, expires))
+            assert await store.sessions.ended_since(0) == (0, [])
+            await store.sessions.end("a")
+            first, ended = await store.sessions.ended_since(0)
             assert first > 0 and ended == [("a", 5000.0)]
-            await store.end_session("old")
-            await store.end_session("b")
-            upto, ended = await store.ended_since(first)
+            await store.sessions.end("old")
+            await store.sessions.end("b")
+            upto, ended = await store.sessions.ended_since(first)
             assert upto > first and ended == [("old", 100.0), ("b", 5000.0)]
-            assert await store.ended_since(upto) == (upto, [])
-            ended_b = await store.get_session("b")
+            assert await store.sessions.ended_since(upto) == (upto, [])
+            ended_b = await store.sessions.get("b")
             assert ended_b is not None and ended_b.ended
             await store.prune(1000.0)
-            assert [sid for sid, _ in (await store.ended_since(0))[1]] == ["a", "b"]
-            await store.end_session("nobody")  # no such session: nothing to revoke
-            assert await store.ended_since(upto) == (upto, [])
+            assert [sid for sid, _ in (await store.sessions.ended_since(0))[1]] == ["a", "b"]
+            await store.sessions.end("nobody")  # no such session: nothing to revoke
+            assert await store.sessions.ended_since(upto) == (upto, [])
         finally:
             await store.close()
 

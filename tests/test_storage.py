@@ -1,4 +1,5 @@
-"""The SQLite store on a real file: batches of decisions, outcomes once, group commits, checkpoints, migration."""
+"""The SQLite store on a real file: group commits, checkpoints, migration (what every store promises, SQLite
+included, is in test_store_contract.py)."""
 
 from __future__ import annotations
 
@@ -13,84 +14,19 @@ import pytest
 
 from conftest import FOREST, bee, cli, decide_body, logged
 from npcmind.decide.ids import DecisionIds
-from npcmind.storage import sqlite as sqlite_store
-from npcmind.storage.base import IssuedDecision, SessionRecord
+from npcmind.storage.base import SessionRecord
 from npcmind.storage.sqlite import SqliteStore
-
-
-def _issued(seq: int, sid: str, eid: str, action: str = "idle") -> IssuedDecision:
-    return IssuedDecision(seq, f"d_{seq}", sid, eid, "bee", action, action.title(), 1000.0 + seq)
-
-
-def test_decisions_outcomes_and_rebuild_survive_reopening(tmp_path: Path) -> None:
-    async def write() -> None:
-        s = SqliteStore(tmp_path / "s.db")
-        first = await s.allocate(3)
-        await s.record_decisions([_issued(first + i, "s1", f"e{i}") for i in range(3)])
-        other = await s.allocate(1)
-        await s.record_decisions([_issued(other, "s2", "x", "flee")])
-        assert await s.set_outcome(first + 1, "success", "ok", 5.0)
-        assert not await s.set_outcome(first + 1, "failure", None, 6.0)  # the first report stays
-        assert not await s.set_outcome(99, "success", None, 6.0)  # no such decision
-        await s.close()
-
-    async def read() -> None:
-        s = SqliteStore(tmp_path / "s.db")
-        assert await s.allocate(1) == 5  # numbering goes on after the last kept decision
-        d = await s.decision(2)
-        assert d is not None and (d.session_id, d.entity_id, d.outcome, d.detail) == ("s1", "e1", "success", "ok")
-        assert await s.decision(0) is None and await s.decision(5) is None
-        recent = await s.session_decisions("s1", 2)
-        assert [(r.seq, r.entity_id, r.outcome) for r in recent] == [(3, "e2", None), (2, "e1", "success")]
-        assert [r.action for r in await s.session_decisions("s2", 10)] == ["flee"]
-        await s.close()
-
-    asyncio.run(write())
-    asyncio.run(read())
-
-
-def test_prune_forgets_old_decisions_outcomes_and_sessions_and_numbering_goes_on(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(sqlite_store, "PRUNE_CHUNK", 3)  # several chunks: the loop is let go between them
-
-    async def write() -> None:
-        s = SqliteStore(tmp_path / "p.db")
-        for i in range(10):  # decisions 1..10, issued at 1001..1010
-            await s.record_decisions([_issued(await s.allocate(1), "s1", f"e{i}")])
-        assert await s.set_outcome(2, "done", None, 1100.0) and await s.set_outcome(9, "done", None, 1100.0)
-        await s.create_session(SessionRecord("old", "c", 0.0, 1000.0))
-        await s.create_session(SessionRecord("live", "c", 0.0, 5000.0))
-        await s.put_scope("old", "cave", b"{}")
-        await s.put_scope("live", "cave", b"{}")
-        assert await s.prune(1008.5) == (8, 1)  # decisions 1..8, the session that expired at 1000
-        assert await s.decision(8) is None and await s.decision(2) is None
-        kept = await s.decision(9)
-        assert kept is not None and kept.outcome == "done"
-        assert s._db.execute("SELECT COUNT(*) FROM outcomes").fetchone()[0] == 1
-        assert await s.get_session("old") is None and await s.get_session("live") is not None
-        assert await s.scopes("old") == {} and await s.scopes("live") == {"cave": b"{}"}
-        assert await s.prune(1008.5) == (0, 0)  # nothing more to forget
-        assert await s.prune(2000.0) == (2, 0)  # every decision: the numbering must still go on
-        await s.close()
-
-    async def reopen() -> int:
-        s = SqliteStore(tmp_path / "p.db")
-        first = await s.allocate(1)
-        await s.close()
-        return first
-
-    asyncio.run(write())
-    assert asyncio.run(reopen()) == 11  # no number is ever issued twice, though no batch is left
+from npcmind.storage.sqlite import db as sqlite_db
+from stores import issued as _issued
 
 
 def test_requests_in_one_turn_of_the_loop_share_one_commit(tmp_path: Path) -> None:
     async def run() -> int:
         s = SqliteStore(tmp_path / "g.db")
-        seqs = [await s.allocate(2) for _ in range(5)]
-        await asyncio.gather(*(s.record_decisions([_issued(q, "s", "a"), _issued(q + 1, "s", "b")]) for q in seqs))
-        commits = s._commits
-        assert len(await s.session_decisions("s", 100)) == 10
+        seqs = [await s.decisions.allocate(2) for _ in range(5)]
+        await asyncio.gather(*(s.decisions.record([_issued(q, "s", "a"), _issued(q + 1, "s", "b")]) for q in seqs))
+        commits = s.db._commits
+        assert len(await s.decisions.of_session("s", 100)) == 10
         await s.close()
         return commits
 
@@ -98,18 +34,18 @@ def test_requests_in_one_turn_of_the_loop_share_one_commit(tmp_path: Path) -> No
 
 
 def test_the_wal_is_checkpointed_off_the_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sqlite_store, "CHECKPOINT_EVERY", 10)
+    monkeypatch.setattr(sqlite_db, "CHECKPOINT_EVERY", 10)
     path = tmp_path / "c.db"
 
     async def run() -> tuple[int, int]:
         s = SqliteStore(path)
         for _ in range(9):
-            await s.record_decisions([_issued(await s.allocate(1), "s", "a")])
+            await s.decisions.record([_issued(await s.decisions.allocate(1), "s", "a")])
         before = path.stat().st_size  # everything so far lives in the WAL only
-        assert s._checkpointing is None
-        await s.record_decisions([_issued(await s.allocate(1), "s", "a")])
-        assert s._checkpointing is not None
-        s._checkpointing.join()
+        assert s.db._checkpointing is None
+        await s.decisions.record([_issued(await s.decisions.allocate(1), "s", "a")])
+        assert s.db._checkpointing is not None
+        s.db._checkpointing.join()
         after = path.stat().st_size
         await s.close()
         return before, after
@@ -124,7 +60,7 @@ def test_the_wal_stays_bounded_under_writes_that_never_pause(tmp_path: Path, mon
 
     How many commits a checkpoint thread takes depends on the disk and the machine's load (bench/store_bench.py
     gives the figure), so the bound here is counted in the commits between two checkpoints, as they came."""
-    monkeypatch.setattr(sqlite_store, "CHECKPOINT_EVERY", 50)
+    monkeypatch.setattr(sqlite_db, "CHECKPOINT_EVERY", 50)
     path = tmp_path / "w.db"
     wal = Path(str(path) + "-wal")
 
@@ -132,14 +68,14 @@ def test_the_wal_stays_bounded_under_writes_that_never_pause(tmp_path: Path, mon
         s = SqliteStore(path)
         largest, done, running = 0, [0], None
         for i in range(1, 3001):  # back to back, as a game under load
-            await s.record_decisions([_issued(await s.allocate(16), "s", f"e{i % 16}")])
+            await s.decisions.record([_issued(await s.decisions.allocate(16), "s", f"e{i % 16}")])
             if i == 40:
                 per_commit = wal.stat().st_size / 40  # before any checkpoint: what one commit adds
             if running is not None and not running.is_alive():
                 done.append(i)  # its last part, on the loop, ran before this commit
                 running = None
-            if s._checkpointing is not None and s._checkpointing.is_alive():
-                running = s._checkpointing
+            if s.db._checkpointing is not None and s.db._checkpointing.is_alive():
+                running = s.db._checkpointing
             largest = max(largest, wal.stat().st_size)
         await s.close()
         window = max(b - a for a, b in itertools.pairwise(done)) if len(done) > 1 else 3000
@@ -154,23 +90,23 @@ def test_commits_of_scopes_sessions_and_reports_count_toward_a_checkpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Only decide commits were counted: 20,480 scope commits left 356 MB of WAL, 300 decides and 4,800 reports 47."""
-    monkeypatch.setattr(sqlite_store, "CHECKPOINT_EVERY", 10)
+    monkeypatch.setattr(sqlite_db, "CHECKPOINT_EVERY", 10)
 
     async def run() -> list[str]:
         s = SqliteStore(tmp_path / "s.db")
         started = []
-        await s.record_decisions([_issued(await s.allocate(1), "s", "a")])
+        await s.decisions.record([_issued(await s.decisions.allocate(1), "s", "a")])
         for name, write in [
-            ("scopes", lambda i: s.put_scope("s", f"room{i}", b"{}")),
-            ("reports", lambda i: s.set_outcome(1, "success", None, 1.0)),
-            ("sessions", lambda i: s.create_session(SessionRecord(f"s{i}", "c", 1.0, 2.0, False))),
+            ("scopes", lambda i: s.sessions.put_scope("s", f"room{i}", b"{}")),
+            ("reports", lambda i: s.decisions.set_outcome(1, "success", None, 1.0)),
+            ("sessions", lambda i: s.sessions.create(SessionRecord(f"s{i}", "c", 1.0, 2.0, False))),
         ]:
-            if s._checkpointing is not None:
-                s._checkpointing.join()
-            s._checkpointing = None
+            if s.db._checkpointing is not None:
+                s.db._checkpointing.join()
+            s.db._checkpointing = None
             for i in range(12):
                 await write(i)
-            if s._checkpointing is not None:
+            if s.db._checkpointing is not None:
                 started.append(name)
         await s.close()
         return started
@@ -193,9 +129,9 @@ def test_a_store_of_the_first_schema_is_moved_over(tmp_path: Path) -> None:
 
     async def run() -> None:
         s = SqliteStore(path)
-        assert [(d.seq, d.outcome) for d in await s.session_decisions("s", 10)] == [(2, None), (1, "success")]
-        assert await s.allocate(1) == 3
-        assert await s.set_outcome(2, "failure", "blocked", 3.0)
+        assert [(d.seq, d.outcome) for d in await s.decisions.of_session("s", 10)] == [(2, None), (1, "success")]
+        assert await s.decisions.allocate(1) == 3
+        assert await s.decisions.set_outcome(2, "failure", "blocked", 3.0)
         await s.close()
 
     asyncio.run(run())
@@ -285,13 +221,13 @@ def test_a_reader_opens_a_store_another_process_writes_and_cannot_write(tmp_path
 
     async def go() -> None:
         writer = SqliteStore(tmp_path / "s.db")
-        seq = await writer.allocate(1)
+        seq = await writer.decisions.allocate(1)
         f = DecisionFeatures(seq, "bee", None, {"hp_fraction": 0.5}, None, ["idle"], "idle", None)
-        await writer.record_decisions([_issued(seq, "s", "a")], RequestFeatures("c", "m", 1.0, {}, None, [f]))
+        await writer.decisions.record([_issued(seq, "s", "a")], RequestFeatures("c", "m", 1.0, {}, None, [f]))
         reader = open_store(f"sqlite:///{tmp_path}/s.db", read_only=True)
-        assert [r.seq for r in await reader.training("c", 0.0)] == [seq]
+        assert [r.seq for r in await reader.policies.training("c", 0.0)] == [seq]
         with pytest.raises(StoreError, match="could not keep"):
-            await reader.secret("x")
+            await reader.secrets.get("x")
         await reader.close()
         await writer.close()
 

@@ -107,7 +107,7 @@ def policy_store(path: Path, client_id: str) -> str:
 
     async def put() -> None:
         store = SqliteStore(str(path))
-        await store.put_policy(StoredPolicy(client_id, version, time.time(), data))
+        await store.policies.put(StoredPolicy(client_id, version, time.time(), data))
         await store.close()
 
     asyncio.run(put())
