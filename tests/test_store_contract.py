@@ -39,6 +39,35 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(request.getfixturevalue("postgres_url"))
 
 
+def test_both_backends_implement_every_part_of_the_store_with_its_signatures(tmp_path: Path) -> None:
+    """Each part is one protocol (a new table touches its protocol and one class a backend): both backends have
+    each part, with the protocol's methods and signatures, and nothing public beyond them."""
+    import inspect
+
+    from npcmind.storage import Decisions, Policies, Secrets, Sessions
+    from npcmind.storage.postgres import PostgresStore
+    from npcmind.storage.sqlite import SqliteStore
+
+    def public(cls: type) -> dict[str, inspect.Signature]:
+        return {
+            name: inspect.signature(fn)
+            for name, fn in inspect.getmembers(cls, inspect.isfunction)
+            if not name.startswith("_") and name not in ("flush", "close")  # what the store calls as it closes
+        }
+
+    sqlite = SqliteStore(tmp_path / "s.db")
+    postgres = PostgresStore(POSTGRES)  # not opened: the parts exist before the pool
+    for part, protocol in (("decisions", Decisions), ("sessions", Sessions), ("policies", Policies)):
+        for store in (sqlite, postgres):
+            assert public(type(getattr(store, part))) == public(protocol), (part, store)
+    for store in (sqlite, postgres):
+        assert public(type(store.secrets)) == public(Secrets)
+    run(sqlite.close)
+
+
+# --- decisions: issued decisions and their outcomes -----------------------------------------------------
+
+
 def test_decisions_outcomes_and_rebuild_survive_a_new_store_object(store_url: str) -> None:
     async def write() -> tuple[int, int]:
         s = await opened(store_url)
@@ -100,52 +129,21 @@ def test_two_processes_on_postgresql_never_issue_the_same_number_and_see_each_ot
     run(both)
 
 
-def test_prune_forgets_old_decisions_outcomes_and_sessions_and_numbering_goes_on(
-    store_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(postgres_decisions, "PRUNE_CHUNK", 3)  # several chunks: the loop is let go between them
-    monkeypatch.setattr(sqlite_decisions, "PRUNE_CHUNK", 3)
-
-    async def write() -> int:
+def test_requests_in_one_turn_of_the_loop_are_all_kept_and_answered(store_url: str) -> None:
+    async def go() -> None:
         s = await opened(store_url)
-        seqs = []
-        for i in range(10):  # decisions issued at 1001..1010
-            seq = await s.decisions.allocate(1)
-            seqs.append(seq)
-            await s.decisions.record([_issued(seq, "s1", f"e{i}", at=1001.0 + i)])
-        assert await s.decisions.set_outcome(seqs[1], "done", None, 1100.0)
-        assert await s.decisions.set_outcome(seqs[8], "done", None, 1100)
-        await s.sessions.create(SessionRecord("old", "c", 0.0, 1000.0))
-        await s.sessions.create(SessionRecord("live", "c", 0.0, 5000.0))
-        await s.sessions.put_scope("old", "cave", b"{}")
-        await s.sessions.put_scope("live", "cave", b"{}")
-        assert await s.prune(1008.5) == (8, 1)  # the first 8 decisions, the session that expired at 1000
-        assert await s.decisions.get(seqs[7]) is None and await s.decisions.get(seqs[1]) is None
-        kept = await s.decisions.get(seqs[8])
-        assert kept is not None and kept.outcome == "done"
-        assert await rows(s, "outcomes") == 1  # the pruned decision's outcome went with it
-        assert await s.sessions.get("old") is None and await s.sessions.get("live") is not None
-        assert await s.sessions.scopes("old") == {} and await s.sessions.scopes("live") == {"cave": b"{}"}
-        assert await s.prune(1008.5) == (0, 0)  # nothing more to forget
-        assert await s.prune(2000.0) == (2, 0)  # every decision: the numbering must still go on
+        seqs = [await s.decisions.allocate(2) for _ in range(20)]
+        await asyncio.gather(*(s.decisions.record([_issued(q, "s", "a"), _issued(q + 1, "s", "b")]) for q in seqs))
+        assert len(await s.decisions.of_session("s", 100)) == 40
         await s.close()
-        return max(seqs)
 
-    last = run(write)
-
-    async def reopen() -> int:
-        s = await opened(store_url)
-        first = await s.decisions.allocate(1)
-        await s.close()
-        return first
-
-    again = run(reopen)
-    assert again > last  # no number is ever issued twice, though no batch is left
-    if store_url.startswith("sqlite"):  # one process a file: right after the last one forgotten
-        assert again == last + 1
+    run(go)
 
 
-def test_sessions_scopes_and_secrets(store_url: str) -> None:
+# --- sessions: sessions, their scopes and revocations (revocations: test_revocation.py) ----------------
+
+
+def test_sessions_are_counted_ended_and_keep_their_scopes(store_url: str) -> None:
     async def go() -> None:
         s = await opened(store_url)
         await s.sessions.create(SessionRecord("s1", "c", 1.0, 100.0))
@@ -159,8 +157,44 @@ def test_sessions_scopes_and_secrets(store_url: str) -> None:
         await s.sessions.put_scope("s2", "cave", b'{"text": "a"}')
         await s.sessions.put_scope("s2", "cave", b'{"text": "b"}')  # replaced, not added
         assert await s.sessions.scopes("s2") == {"cave": b'{"text": "b"}'}
+        await s.close()
+        s = await opened(store_url)
+        assert await s.sessions.scopes("s2") == {"cave": b'{"text": "b"}'}  # across restarts
+        rec = await s.sessions.get("s1")
+        assert rec is not None and rec.ended and (rec.client_id, rec.expires_at) == ("c", 100.0)
+        await s.close()
+
+    run(go)
+
+
+def test_a_session_is_opened_only_while_its_client_has_fewer_live_ones_than_its_limit(store_url: str) -> None:
+    async def go() -> None:
+        s = await opened(store_url)
+        assert await s.sessions.open(SessionRecord("a", "c", 1.0, 100.0), 2)
+        assert await s.sessions.open(SessionRecord("b", "c", 1.0, 50.0), 2)
+        assert not await s.sessions.open(SessionRecord("x", "c", 1.0, 100.0), 2)  # the limit: not kept
+        assert await s.sessions.get("x") is None
+        assert await s.sessions.open(SessionRecord("o", "other", 1.0, 100.0), 2)  # a limit a client
+        await s.sessions.end("a")  # an ended session frees its place
+        assert await s.sessions.open(SessionRecord("y", "c", 1.0, 100.0), 2)
+        assert not await s.sessions.open(SessionRecord("z", "c", 1.0, 100.0), 2)
+        assert await s.sessions.open(SessionRecord("z", "c", 60.0, 100.0), 2)  # and so does an expired one
+        assert await s.sessions.live("c", 60.0) == 2
+        await s.close()
+
+    run(go)
+
+
+# --- secrets ------------------------------------------------------------------------------------------
+
+
+def test_a_secret_is_created_once_and_kept_across_restarts(store_url: str) -> None:
+    async def go() -> None:
+        s = await opened(store_url)
         key = await s.secrets.get("k", 16)
         assert len(key) == 16 and await s.secrets.get("k", 16) == key
+        other = await s.secrets.get("other")
+        assert len(other) == 32 and other != key  # a secret a name, 32 bytes unless said
         await s.close()
         s = await opened(store_url)
         assert await s.secrets.get("k", 16) == key  # across restarts
@@ -169,125 +203,7 @@ def test_sessions_scopes_and_secrets(store_url: str) -> None:
     run(go)
 
 
-def test_requests_in_one_turn_of_the_loop_are_all_kept_and_answered(store_url: str) -> None:
-    async def go() -> None:
-        s = await opened(store_url)
-        seqs = [await s.decisions.allocate(2) for _ in range(20)]
-        await asyncio.gather(*(s.decisions.record([_issued(q, "s", "a"), _issued(q + 1, "s", "b")]) for q in seqs))
-        assert len(await s.decisions.of_session("s", 100)) == 40
-        await s.close()
-
-    run(go)
-
-
-def test_a_store_written_by_a_newer_npcmind_is_refused(store_url: str) -> None:
-    async def go() -> None:
-        s = await opened(store_url)
-        await s.secrets.get("anything")
-        await s.close()
-
-    run(go)
-    newer = str(SCHEMA_VERSION + 1).encode()
-    if store_url.startswith("sqlite"):
-        import sqlite3
-
-        db = sqlite3.connect(store_url[len("sqlite:///") :])
-        db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (newer,))
-        db.commit()
-        db.close()
-    else:
-
-        async def bump() -> None:
-            import asyncpg
-
-            _, schema = postgres_store.parse_url(store_url)
-            db = await asyncpg.connect(POSTGRES, server_settings={"search_path": schema})
-            await db.execute("UPDATE meta SET value = $1 WHERE key = 'schema_version'", newer)
-            await db.close()
-
-        run(bump)
-    newer_v, known = SCHEMA_VERSION + 1, SCHEMA_VERSION
-    said = rf"written by a newer npcmind \(schema version {newer_v}; this npcmind knows up to {known}\)"
-    with pytest.raises(ValueError, match=said):
-        run(lambda: opened(store_url))
-
-
-def test_a_postgresql_server_that_does_not_answer_is_one_line_at_start(tmp_path: Path) -> None:
-    from conftest import FOREST, cli
-
-    r = cli("serve", "--manifest", str(FOREST), "--store", "postgresql://root@127.0.0.1:9/test")
-    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
-    assert "the store postgresql://root@127.0.0.1:9/test cannot be opened" in r.stderr, r.stderr
-
-
-def test_two_services_on_one_postgresql_store_share_decisions_sessions_and_keys(
-    postgres_url: str, start_service: Any, scripted: Any, tmp_path: Path
-) -> None:
-    """A decision issued by one process is reported to another; both sign with one key and know one session; a
-    decision cached at one is a hit at the other; a session ended at one is refused at the other."""
-    from conftest import bee, decide_body, write_clients
-
-    clients, keys = write_clients(tmp_path)
-    redis = f"{REDIS}?prefix=npcmind-test-{uuid.uuid4().hex[:10]}"
-    common = {"profile": "hosted", "clients": str(clients), "provider": "openai", "base_url": scripted.base_url}
-    common["redis"] = redis
-    a = start_service(manifest=None, store=postgres_url, **common)
-    b = start_service(manifest=None, store=postgres_url, **common)
-    opened = a.http.post(
-        "/v1/session", json={"client_id": "game-1"}, headers={"authorization": f"Bearer {keys['game-1']}"}
-    )
-    auth = {"authorization": f"Bearer {opened.json()['session_token']}"}
-    scripted.set(choose={"x": "flee"})
-    r = a.decide(decide_body(bee("x")), headers=auth)
-    did = r.json()["decisions"][0]["decision_id"]
-    report = {"client_id": "game-1", "reports": [{"decision_id": did, "outcome": "done"}]}
-    assert b.http.post("/v1/report", json=report, headers=auth).json()["results"][0]["status"] == "accepted"
-    assert a.http.post("/v1/report", json=report, headers=auth).json()["results"][0]["status"] == "duplicate"
-    assert a.http.get("/v1/keys").json() == b.http.get("/v1/keys").json()  # one NPC signing key
-    again = b.decide(decide_body(bee("x")), headers=auth)  # a session opened at A, used at B
-    assert again.status_code == 200 and again.json()["decisions"][0]["cached"] is True, again.text
-    assert b.http.delete("/v1/session", headers=auth).status_code == 200
-    assert a.decide(decide_body(bee("x")), headers=auth).status_code == 401  # ended at B, refused at A
-    import redis as redis_client
-
-    r = redis_client.Redis.from_url(REDIS)
-    for key in r.scan_iter(redis.rsplit("prefix=", 1)[1] + ":*"):
-        r.delete(key)
-
-
-def test_a_session_that_moved_away_and_back_is_rebuilt_with_what_happened_elsewhere(
-    postgres_url: str, start_service: Any, scripted: Any, tmp_path: Path
-) -> None:
-    """A → B → A: the memory process A kept from before must not be served; the outcome reported at B shows."""
-    from conftest import BEE_OBS, bee, decide_body, write_clients
-
-    clients, keys = write_clients(tmp_path)
-    prefix = f"npcmind-test-{uuid.uuid4().hex[:10]}"
-    common = {"profile": "hosted", "clients": str(clients), "provider": "openai", "base_url": scripted.base_url}
-    a = start_service(manifest=None, store=postgres_url, redis=f"{REDIS}?prefix={prefix}", **common)
-    b = start_service(manifest=None, store=postgres_url, redis=f"{REDIS}?prefix={prefix}", **common)
-    opened = a.http.post(
-        "/v1/session", json={"client_id": "game-1"}, headers={"authorization": f"Bearer {keys['game-1']}"}
-    )
-    auth = {"authorization": f"Bearer {opened.json()['session_token']}"}
-
-    def at(svc: Any, hp: float) -> str:
-        r = svc.decide(decide_body(bee("x", observation={**BEE_OBS, "hp_fraction": hp})), headers=auth)
-        assert r.status_code == 200, r.text
-        return str(r.json()["decisions"][0]["decision_id"])
-
-    first = at(a, 0.9)  # A holds the session: x remembers this decision, unreported
-    at(b, 0.5)  # the session moved to B
-    report = {"client_id": "game-1", "reports": [{"decision_id": first, "outcome": "failed", "detail": "stung"}]}
-    assert b.http.post("/v1/report", json=report, headers=auth).json()["results"][0]["status"] == "accepted"
-    at(a, 0.1)  # and back to A
-    memory = next(line for line in scripted.requests[-1]["messages"][1]["content"].splitlines() if "memory:" in line)
-    assert '-> failed "stung"' in memory, memory  # the outcome reported at B, read back from the store
-    import redis as redis_client
-
-    r = redis_client.Redis.from_url(REDIS)
-    for key in r.scan_iter(prefix + ":*"):
-        r.delete(key)
+# --- policies: what distill learns from, and the distilled policies ------------------------------------
 
 
 def _features(client: str, seqs: list[int], at: float, action: str = "chase") -> RequestFeatures:
@@ -364,6 +280,94 @@ def test_a_policy_is_kept_per_client_and_manifest_version_and_replaced(store_url
         await s.close()
 
     run(go)
+
+
+# --- the store: retention, versions, readers beside the service, opening ------------------------------
+
+
+def test_prune_forgets_old_decisions_outcomes_and_sessions_and_numbering_goes_on(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres_decisions, "PRUNE_CHUNK", 3)  # several chunks: the loop is let go between them
+    monkeypatch.setattr(sqlite_decisions, "PRUNE_CHUNK", 3)
+
+    async def write() -> int:
+        s = await opened(store_url)
+        seqs = []
+        for i in range(10):  # decisions issued at 1001..1010
+            seq = await s.decisions.allocate(1)
+            seqs.append(seq)
+            await s.decisions.record([_issued(seq, "s1", f"e{i}", at=1001.0 + i)])
+        assert await s.decisions.set_outcome(seqs[1], "done", None, 1100.0)
+        assert await s.decisions.set_outcome(seqs[8], "done", None, 1100)
+        await s.sessions.create(SessionRecord("old", "c", 0.0, 1000.0))
+        await s.sessions.create(SessionRecord("live", "c", 0.0, 5000.0))
+        await s.sessions.put_scope("old", "cave", b"{}")
+        await s.sessions.put_scope("live", "cave", b"{}")
+        assert await s.prune(1008.5) == (8, 1)  # the first 8 decisions, the session that expired at 1000
+        assert await s.decisions.get(seqs[7]) is None and await s.decisions.get(seqs[1]) is None
+        kept = await s.decisions.get(seqs[8])
+        assert kept is not None and kept.outcome == "done"
+        assert await rows(s, "outcomes") == 1  # the pruned decision's outcome went with it
+        assert await s.sessions.get("old") is None and await s.sessions.get("live") is not None
+        assert await s.sessions.scopes("old") == {} and await s.sessions.scopes("live") == {"cave": b"{}"}
+        assert await s.prune(1008.5) == (0, 0)  # nothing more to forget
+        assert await s.prune(2000.0) == (2, 0)  # every decision: the numbering must still go on
+        await s.close()
+        return max(seqs)
+
+    last = run(write)
+
+    async def reopen() -> int:
+        s = await opened(store_url)
+        first = await s.decisions.allocate(1)
+        await s.close()
+        return first
+
+    again = run(reopen)
+    assert again > last  # no number is ever issued twice, though no batch is left
+    if store_url.startswith("sqlite"):  # one process a file: right after the last one forgotten
+        assert again == last + 1
+
+
+def test_a_store_written_by_a_newer_npcmind_is_refused(store_url: str) -> None:
+    async def go() -> None:
+        s = await opened(store_url)
+        await s.secrets.get("anything")
+        await s.close()
+
+    run(go)
+    newer = str(SCHEMA_VERSION + 1).encode()
+    if store_url.startswith("sqlite"):
+        import sqlite3
+
+        db = sqlite3.connect(store_url[len("sqlite:///") :])
+        db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (newer,))
+        db.commit()
+        db.close()
+    else:
+
+        async def bump() -> None:
+            import asyncpg
+
+            _, schema = postgres_store.parse_url(store_url)
+            db = await asyncpg.connect(POSTGRES, server_settings={"search_path": schema})
+            await db.execute("UPDATE meta SET value = $1 WHERE key = 'schema_version'", newer)
+            await db.close()
+
+        run(bump)
+    newer_v, known = SCHEMA_VERSION + 1, SCHEMA_VERSION
+    said = rf"written by a newer npcmind \(schema version {newer_v}; this npcmind knows up to {known}\)"
+    with pytest.raises(ValueError, match=said):
+        run(lambda: opened(store_url))
+
+
+def test_a_postgresql_server_that_does_not_answer_is_one_line_at_start(tmp_path: Path) -> None:
+    from conftest import FOREST, cli
+
+    r = cli("serve", "--manifest", str(FOREST), "--store", "postgresql://root@127.0.0.1:9/test")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "the store postgresql://root@127.0.0.1:9/test cannot be opened" in r.stderr, r.stderr
 
 
 def test_a_reader_beside_the_service_creates_and_migrates_nothing(store_url: str) -> None:
@@ -487,6 +491,79 @@ def test_a_schema_name_postgresql_would_read_otherwise_is_refused(name: str) -> 
     with pytest.raises(ValueError, match="plain lowercase identifier"):
         open_store(f"{POSTGRES}?schema={name}")
     postgres_store.check_schema_name("a" * 63)  # the longest name kept whole
+
+
+# --- PostgreSQL: services on one store, and the pool that waits ----------------------------------------
+
+
+def test_two_services_on_one_postgresql_store_share_decisions_sessions_and_keys(
+    postgres_url: str, start_service: Any, scripted: Any, tmp_path: Path
+) -> None:
+    """A decision issued by one process is reported to another; both sign with one key and know one session; a
+    decision cached at one is a hit at the other; a session ended at one is refused at the other."""
+    from conftest import bee, decide_body, write_clients
+
+    clients, keys = write_clients(tmp_path)
+    redis = f"{REDIS}?prefix=npcmind-test-{uuid.uuid4().hex[:10]}"
+    common = {"profile": "hosted", "clients": str(clients), "provider": "openai", "base_url": scripted.base_url}
+    common["redis"] = redis
+    a = start_service(manifest=None, store=postgres_url, **common)
+    b = start_service(manifest=None, store=postgres_url, **common)
+    opened = a.http.post(
+        "/v1/session", json={"client_id": "game-1"}, headers={"authorization": f"Bearer {keys['game-1']}"}
+    )
+    auth = {"authorization": f"Bearer {opened.json()['session_token']}"}
+    scripted.set(choose={"x": "flee"})
+    r = a.decide(decide_body(bee("x")), headers=auth)
+    did = r.json()["decisions"][0]["decision_id"]
+    report = {"client_id": "game-1", "reports": [{"decision_id": did, "outcome": "done"}]}
+    assert b.http.post("/v1/report", json=report, headers=auth).json()["results"][0]["status"] == "accepted"
+    assert a.http.post("/v1/report", json=report, headers=auth).json()["results"][0]["status"] == "duplicate"
+    assert a.http.get("/v1/keys").json() == b.http.get("/v1/keys").json()  # one NPC signing key
+    again = b.decide(decide_body(bee("x")), headers=auth)  # a session opened at A, used at B
+    assert again.status_code == 200 and again.json()["decisions"][0]["cached"] is True, again.text
+    assert b.http.delete("/v1/session", headers=auth).status_code == 200
+    assert a.decide(decide_body(bee("x")), headers=auth).status_code == 401  # ended at B, refused at A
+    import redis as redis_client
+
+    r = redis_client.Redis.from_url(REDIS)
+    for key in r.scan_iter(redis.rsplit("prefix=", 1)[1] + ":*"):
+        r.delete(key)
+
+
+def test_a_session_that_moved_away_and_back_is_rebuilt_with_what_happened_elsewhere(
+    postgres_url: str, start_service: Any, scripted: Any, tmp_path: Path
+) -> None:
+    """A → B → A: the memory process A kept from before must not be served; the outcome reported at B shows."""
+    from conftest import BEE_OBS, bee, decide_body, write_clients
+
+    clients, keys = write_clients(tmp_path)
+    prefix = f"npcmind-test-{uuid.uuid4().hex[:10]}"
+    common = {"profile": "hosted", "clients": str(clients), "provider": "openai", "base_url": scripted.base_url}
+    a = start_service(manifest=None, store=postgres_url, redis=f"{REDIS}?prefix={prefix}", **common)
+    b = start_service(manifest=None, store=postgres_url, redis=f"{REDIS}?prefix={prefix}", **common)
+    opened = a.http.post(
+        "/v1/session", json={"client_id": "game-1"}, headers={"authorization": f"Bearer {keys['game-1']}"}
+    )
+    auth = {"authorization": f"Bearer {opened.json()['session_token']}"}
+
+    def at(svc: Any, hp: float) -> str:
+        r = svc.decide(decide_body(bee("x", observation={**BEE_OBS, "hp_fraction": hp})), headers=auth)
+        assert r.status_code == 200, r.text
+        return str(r.json()["decisions"][0]["decision_id"])
+
+    first = at(a, 0.9)  # A holds the session: x remembers this decision, unreported
+    at(b, 0.5)  # the session moved to B
+    report = {"client_id": "game-1", "reports": [{"decision_id": first, "outcome": "failed", "detail": "stung"}]}
+    assert b.http.post("/v1/report", json=report, headers=auth).json()["results"][0]["status"] == "accepted"
+    at(a, 0.1)  # and back to A
+    memory = next(line for line in scripted.requests[-1]["messages"][1]["content"].splitlines() if "memory:" in line)
+    assert '-> failed "stung"' in memory, memory  # the outcome reported at B, read back from the store
+    import redis as redis_client
+
+    r = redis_client.Redis.from_url(REDIS)
+    for key in r.scan_iter(prefix + ":*"):
+        r.delete(key)
 
 
 @pytest.fixture()
