@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from npcmind_client.options import DecideOptions
 from npcmind_client.policy import Policy
 from npcmind_client.scheduler import LocalPolicy, Request, Scheduler
 
@@ -79,25 +80,9 @@ def scheduler(case: dict[str, Any]) -> Scheduler:
     o = {**DEFAULTS, **case.get("options", {})}
     unknown = set(o) - set(DEFAULTS)
     assert not unknown, f"options the format does not know: {unknown}"
-    return Scheduler(
-        o["client_id"],
-        world=o["world"],
-        scope=o["scope"],
-        scope_state=o["scope_state"],
-        epoch=o["epoch"],
-        api_key=o["api_key"],
-        refresh_ms=o["refresh_ms"],
-        event_window_ms=o["event_window_ms"],
-        telemetry_ms=o["telemetry_ms"],
-        policy=local_policy(case),
-        threshold=o["threshold"],
-        workers=o["workers"],
-        timeout_s=o["timeout_s"],
-        manifest=case.get("manifest"),
-        manifest_version=case.get("manifest_version"),
-        fetch_policy=o["fetch_policy"],
-        policy_refresh_ms=o["policy_refresh_ms"],
-    )
+    client_id = o.pop("client_id")
+    given = DecideOptions(**o, policy=local_policy(case))  # the format's options are DecideOptions' fields
+    return Scheduler(client_id, given, manifest=case.get("manifest"), manifest_version=case.get("manifest_version"))
 
 
 def local_policy(case: dict[str, Any]) -> LocalPolicy | None:

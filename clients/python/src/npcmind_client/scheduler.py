@@ -25,9 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from npcmind_client.cascade import DEFAULT_POLICY_REFRESH_MS, Cascade, LocalPolicy, PolicyFunction
+from npcmind_client.cascade import Cascade, LocalPolicy, PolicyFunction
+from npcmind_client.options import DecideOptions, options_of
 from npcmind_client.outbox import Outbox
-from npcmind_client.policy import MAX_BYTES
 from npcmind_client.refusals import NUMBER, Refusals, retry_after_ms
 from npcmind_client.roster import Choice, Entity, Roster, Stats
 from npcmind_client.say import SayOnce
@@ -38,7 +38,17 @@ from npcmind_client.wire import Malformed, Outcome, read_decide_answer
 BATCH = 16  # the protocol's limit of entities a decide request
 DEFAULT_DEADLINE_S = 10.0  # the service's default provider deadline, until GET /v1/health tells its own
 TIMEOUT_MARGIN_S = 5.0  # past the deadline: the service's own work and the network
-__all__ = ["Choice", "Entity", "LocalPolicy", "PolicyFunction", "Request", "Roster", "Scheduler", "Stats"]
+__all__ = [
+    "Choice",
+    "DecideOptions",
+    "Entity",
+    "LocalPolicy",
+    "PolicyFunction",
+    "Request",
+    "Roster",
+    "Scheduler",
+    "Stats",
+]
 
 
 @dataclass(slots=True)
@@ -66,44 +76,31 @@ class _Sent:
 class Scheduler:
     """One game's decisions: feed it the game's calls and the service's answers, send what ``tick`` returns."""
 
-    def __init__(
-        self,
-        client_id: str,
-        *,
-        world: dict[str, Any] | None = None,
-        scope: str | None = None,
-        scope_state: dict[str, Any] | None = None,
-        epoch: int = 0,
-        api_key: str | None = None,
-        refresh_ms: int | None = None,
-        event_window_ms: int = 50,
-        telemetry_ms: int = 500,
-        policy: LocalPolicy | None = None,
-        threshold: float = 0.8,
-        workers: int = 4,
-        timeout_s: float | None = None,
-        manifest: dict[str, Any] | None = None,
-        manifest_version: str | None = None,
-        fetch_policy: bool | None = None,
-        policy_refresh_ms: float = DEFAULT_POLICY_REFRESH_MS,
-        policy_max_bytes: int = MAX_BYTES,
-    ) -> None:
+    def __init__(self, client_id: str, options: DecideOptions | None = None, **overrides: Any) -> None:
+        """``options``: one ``DecideOptions``; keyword arguments set its fields (``Scheduler(id, epoch=7)``)."""
+        self.options = o = options_of(options, overrides)
         self.client_id = client_id
-        self.world: dict[str, Any] = dict(world or {})
-        self.scope, self.scope_state = scope, scope_state
-        self.workers = workers
+        self.world: dict[str, Any] = dict(o.world or {})
+        self.scope, self.scope_state = o.scope, o.scope_state
+        self.workers = o.workers
         self.stats = Stats()
         self.say = SayOnce()
-        self.timings = Timings(refresh_ms, manifest)
-        self.outbox = Outbox(client_id, telemetry_ms, self.say)
-        self.session = Session(client_id, api_key)
+        self.timings = Timings(o.refresh_ms, o.manifest)
+        self.outbox = Outbox(client_id, o.telemetry_ms, self.say)
+        self.session = Session(client_id, o.api_key)
         self.refusals = Refusals(self.say)
-        self.timeout_given = timeout_s is not None
-        self.timeout_s = timeout_s if timeout_s is not None else DEFAULT_DEADLINE_S + TIMEOUT_MARGIN_S
+        self.timeout_given = o.timeout_s is not None
+        self.timeout_s = o.timeout_s if o.timeout_s is not None else DEFAULT_DEADLINE_S + TIMEOUT_MARGIN_S
         self.cascade = Cascade(
-            client_id, policy, fetch_policy, policy_refresh_ms, self.say, manifest_version, policy_max_bytes
+            client_id,
+            o.policy,
+            o.fetch_policy,
+            o.policy_refresh_ms,
+            self.say,
+            o.manifest_version,
+            o.policy_max_bytes,
         )
-        self.roster = Roster(epoch, event_window_ms, self._choose, threshold, self.stats, self.say)
+        self.roster = Roster(o.epoch, o.event_window_ms, self._choose, o.threshold, self.stats, self.say)
         self.entities = self.roster.entities
         self._open: dict[str, _Sent] = {}
         self._refs = 0

@@ -78,8 +78,16 @@ def _session_token(future: Future[Answer] | None) -> str | None:
 class Transport:
     """HTTP for one client: requests on ``workers`` threads, each after the requests it must follow."""
 
-    def __init__(self, base_url: str, timeout_s: float | None, workers: int, policy_max_bytes: int = MAX_BYTES) -> None:
-        self._http = httpx.Client(base_url=base_url)
+    def __init__(
+        self,
+        base_url: str,
+        timeout_s: float | None,
+        workers: int,
+        policy_max_bytes: int = MAX_BYTES,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        """``transport``: httpx's, injected by the game (a proxy, ``httpx.MockTransport``); the network otherwise."""
+        self._http = httpx.Client(base_url=base_url, transport=transport)
         self.policy_max_bytes = policy_max_bytes
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="npcmind-decide")
         self._given = timeout_s is not None
