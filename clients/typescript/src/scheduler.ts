@@ -65,6 +65,21 @@ type Sent =
   | { kind: "session" }
   | { kind: "policy" };
 
+/** What came back for a request: its status, its JSON (a policy's raw bytes), its headers (lowercase). */
+export interface Answered {
+  status: number;
+  body: unknown;
+  headers: Record<string, string>;
+}
+
+/** One handler per kind of request, each given the request as sent (its own variant of `Sent`). */
+type ByKind<A extends unknown[]> = { [K in Sent["kind"]]: (s: Extract<Sent, { kind: K }>, ...args: A) => void };
+
+/** The handler of the request's kind: TypeScript cannot tie a union's member to its key, so it is said once here. */
+function dispatch<A extends unknown[]>(table: ByKind<A>, s: Sent): (s: Sent, ...args: A) => void {
+  return table[s.kind] as (s: Sent, ...args: A) => void;
+}
+
 /** The decisions core: track entities, call `tick(now)` for the requests to send, give back their answers. */
 export class Scheduler {
   readonly stats: Stats = newStats();
@@ -210,43 +225,61 @@ export class Scheduler {
     return out;
   }
 
-  /** An answer came back for `ref`. */
+  /** An answer came back for `ref`: applied by the request's kind (`ANSWERED`; telemetry and reports: the outbox). */
   answer(ref: string, status: number, body: unknown, headers: Record<string, string>, now: number): void {
     if (this.outbox.owns(ref)) {
       if (this.outbox.answer(ref, status, body)) this.refused(status, body, headers, now);
       return;
     }
-    const s = this.sent.get(ref);
-    if (s === undefined) return;
-    this.sent.delete(ref);
-    if (s.kind === "decide") this.applyDecide(s, status, body, headers, now);
-    else if (s.kind === "manifest") this.manifestAnswered(status, body, now);
-    else if (s.kind === "health") this.healthAnswered(status, body);
-    else if (s.kind === "session") this.sessionAnswered(status, body, now);
-    else if (s.kind === "policy" && !this.cascade.answered(status, body, headers))
-      this.refused(status, body, headers, now);
+    const s = this.take(ref);
+    if (s !== undefined) dispatch(this.answered, s)(s, { status, body, headers }, now);
   }
 
-  /** A request got no answer (`timeout` or `unreachable`): its entities use their native AI; retried later. */
+  /** A request got no answer (`timeout` or `unreachable`): said once, then undone by its kind (`FAILED`); its
+   * entities use their native AI and are retried later. */
   fail(ref: string, kind: FailKind, now: number): void {
     this.failed(kind);
     if (this.outbox.owns(ref)) return this.outbox.failed(ref);
+    const s = this.take(ref);
+    if (s !== undefined) dispatch(this.failedKinds, s)(s, now);
+  }
+
+  private take(ref: string): Sent | undefined {
     const s = this.sent.get(ref);
-    if (s === undefined) return;
     this.sent.delete(ref);
-    if (s.kind === "decide") {
+    return s;
+  }
+
+  /** What an answer does, by the kind of request (Python: `ANSWERED` in scheduler.py). */
+  private readonly answered: ByKind<[a: Answered, now: number]> = {
+    decide: (s, a, now) => this.applyDecide(s, a.status, a.body, a.headers, now),
+    manifest: (_s, a, now) => this.manifestAnswered(a.status, a.body, now),
+    health: (_s, a) => this.healthAnswered(a.status, a.body),
+    session: (_s, a, now) => this.sessionAnswered(a.status, a.body, now),
+    policy: (_s, a, now) => {
+      if (!this.cascade.answered(a.status, a.body, a.headers)) this.refused(a.status, a.body, a.headers, now);
+    },
+  };
+
+  /** What a failure undoes, by the kind of request (Python: `FAILED` in scheduler.py). */
+  private readonly failedKinds: ByKind<[now: number]> = {
+    decide: (s, now) => {
       this.decidesInFlight--;
       this.stats.errors++;
       this.notBefore = now + 1000;
       this.roster.release(s.legal.keys(), null);
-    } else if (s.kind === "manifest") {
+    },
+    manifest: (_s, now) => {
       this.manifestRef = null; // asked again on a later tick; the defaults hold meanwhile
       this.notBefore = Math.max(this.notBefore, now + 1000);
-    } else if (s.kind === "session") {
+    },
+    health: () => {},
+    session: (_s, now) => {
       if (this.session !== null && !this.session.open) this.notBefore = Math.max(this.notBefore, now + 1000);
       this.session?.failed(now);
-    } else if (s.kind === "policy") this.cascade.failed();
-  }
+    },
+    policy: () => this.cascade.failed(),
+  };
 
   // --- scheduling -----------------------------------------------------------------------------
 

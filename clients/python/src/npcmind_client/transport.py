@@ -10,12 +10,15 @@ import math
 import queue
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from npcmind_client.policy import MAX_BYTES
 from npcmind_client.timings import deadline_timeout
+
+if TYPE_CHECKING:
+    from npcmind_client.scheduler import FailKind
 
 GZIP_FROM = 16 * 1024  # bodies from this size are sent gzip-compressed (on a worker thread)
 DEFAULT_TIMEOUT_S = 15.0  # the service's default provider deadline (10 s) and a margin, until it tells its own
@@ -30,7 +33,7 @@ class Done:
 
     ref: str
     answer: Answer | None
-    failed: str = ""
+    failed: FailKind = "unreachable"  # read only when there is no answer
     why: str = ""
 
 
