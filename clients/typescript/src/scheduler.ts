@@ -18,12 +18,12 @@ import { POLICY_MAX_BYTES } from "./policy.js";
 import { Roster } from "./roster.js";
 import { SayOnce } from "./say.js";
 import { Session } from "./session.js";
+import { Timings, deadlineTimeoutMs } from "./timings.js";
 import { newStats } from "./types.js";
 import type { Entity, FailKind, Logger, OutRequest, Outcome, Stats } from "./types.js";
 
 export const BATCH = 16; // the protocol's limit of entities a decide request
-export const DEFAULT_REFRESH_MS = 4000;
-export const DEFAULT_TTL_MS = 12000;
+export { DEFAULT_REFRESH_MS, DEFAULT_TTL_MS } from "./timings.js";
 export const DEFAULT_DEADLINE_MS = 10_000; // the service's provider deadline, until GET /v1/health tells its own
 export const TIMEOUT_MARGIN_MS = 5000; // past the deadline: the service's own work and the network
 const NUMBER = /\d+(?:\.\d+)?/g; // the figures in a reason: not a new kind of reason
@@ -91,7 +91,6 @@ export class Scheduler {
   world: Record<string, unknown>;
   scope: string | null;
   scopeState: Record<string, unknown> | null;
-  private readonly refreshMs: number | null;
   private readonly maxInFlight: number;
   private readonly said: SayOnce;
   private readonly timeoutGiven: boolean;
@@ -100,8 +99,7 @@ export class Scheduler {
   private readonly outbox: Outbox;
   private readonly alone = new Map<string, string>(); // entity id -> why the service refused it
   private readonly sent = new Map<string, Sent>();
-  private types: Map<string, [number, number]> | null = null; // type -> [refresh_ms, ttl_ms]
-  private manifestRef: string | null = null;
+  private readonly timings: Timings;
   private refs = 0;
   private decidesInFlight = 0;
   private notBefore = Number.NEGATIVE_INFINITY; // after a 429 or a service that is down
@@ -111,7 +109,6 @@ export class Scheduler {
     this.world = { ...(options.world ?? {}) };
     this.scope = options.scope ?? null;
     this.scopeState = options.scopeState ?? null;
-    this.refreshMs = options.refreshMs ?? null;
     this.maxInFlight = options.maxInFlight ?? 4;
     this.said = new SayOnce(options.log ?? ((m) => console.warn(`npcmind: ${m}`)));
     this.cascade = new Cascade(
@@ -131,7 +128,7 @@ export class Scheduler {
     this.timeout = options.timeoutMs ?? DEFAULT_DEADLINE_MS + TIMEOUT_MARGIN_MS;
     this.session = options.apiKey ? new Session(options.apiKey) : null;
     this.outbox = new Outbox(this.outboxHost(), options.telemetryMs ?? 500);
-    if (options.manifest) this.readManifest(options.manifest);
+    this.timings = new Timings(options.refreshMs ?? null, options.manifest ?? null);
   }
 
   // --- what the game tells (the per-entity rules are the roster's) ----------------------------
@@ -196,7 +193,7 @@ export class Scheduler {
     }
     if (this.session !== null && !this.session.ready) return out; // nothing goes without a token, or one asked for
     const again = this.cascade.recheckManifest;
-    if ((this.types === null || again) && this.manifestRef === null && now >= this.notBefore)
+    if ((!this.timings.known || again) && !this.timings.asked && now >= this.notBefore)
       this.askManifest(out, again);
     if (this.cascade.due(now) && now >= this.notBefore) {
       const [path, extra] = this.cascade.request(now);
@@ -270,7 +267,7 @@ export class Scheduler {
       this.roster.release(s.legal.keys(), null);
     },
     manifest: (_s, now) => {
-      this.manifestRef = null; // asked again on a later tick; the defaults hold meanwhile
+      this.timings.asked = false; // asked again on a later tick; the defaults hold meanwhile
       this.notBefore = Math.max(this.notBefore, now + 1000);
     },
     health: () => {},
@@ -283,11 +280,6 @@ export class Scheduler {
 
   // --- scheduling -----------------------------------------------------------------------------
 
-  private timing(type: string): [number, number] {
-    const [refresh, ttl] = this.types?.get(type) ?? [DEFAULT_REFRESH_MS, DEFAULT_TTL_MS];
-    return [this.refreshMs ?? refresh, ttl];
-  }
-
   private askManifest(out: OutRequest[], again: boolean): void {
     if (!this.timeoutGiven && !again) {
       const health = this.make("GET", "/v1/health", null, []);
@@ -295,7 +287,7 @@ export class Scheduler {
       out.push(health);
     }
     const r = this.make("GET", "/v1/manifest", null, []);
-    this.manifestRef = r.ref;
+    this.timings.asked = true;
     this.sent.set(r.ref, { kind: "manifest" });
     out.push(r);
   }
@@ -313,7 +305,7 @@ export class Scheduler {
     for (const e of due) {
       room -= this.alone.has(e.id) ? BATCH : 1;
       if (room < 0) break; // the rest stay due: next tick
-      const [refresh, ttl] = this.timing(e.type);
+      const [refresh, ttl] = this.timings.of(e.type);
       e.due = now + refresh;
       e.askedAt = now;
       if (this.roster.local(e, now, ttl)) continue;
@@ -407,33 +399,16 @@ export class Scheduler {
   }
 
   private manifestAnswered(status: number, body: unknown, now: number): void {
-    const data = status === 200 && isObject(body) ? body["manifest"] : null;
-    if (!isObject(data)) {
-      this.manifestRef = null; // asked again on a later tick; the defaults hold meanwhile
-      this.notBefore = Math.max(this.notBefore, now + 1000);
+    if (!this.timings.read(status, body, this.roster.entities.values())) {
+      this.notBefore = Math.max(this.notBefore, now + 1000); // asked again on a later tick; defaults meanwhile
       return;
     }
-    this.manifestRef = null;
-    this.readManifest(data);
     this.cascade.manifest(isObject(body) && typeof body["version"] === "string" ? body["version"] : null);
-    for (const e of this.roster.entities.values()) e.due = Math.min(e.due, e.askedAt + this.timing(e.type)[0]);
-  }
-
-  private readManifest(data: Record<string, unknown>): void {
-    const defaults = isObject(data["defaults"]) ? data["defaults"] : {};
-    const types = isObject(data["types"]) ? data["types"] : {};
-    this.types = new Map();
-    for (const [name, t] of Object.entries(types)) {
-      const one = isObject(t) ? t : {};
-      const refresh = Number(one["refresh_ms"] || defaults["refresh_ms"] || DEFAULT_REFRESH_MS);
-      const ttl = Number(one["ttl_ms"] || defaults["ttl_ms"] || DEFAULT_TTL_MS);
-      this.types.set(name, [refresh, ttl]);
-    }
   }
 
   private healthAnswered(status: number, body: unknown): void {
-    const deadline = status === 200 && isObject(body) ? body["deadline_ms"] : null;
-    if (!this.timeoutGiven && typeof deadline === "number" && deadline > 0) this.timeout = deadline + TIMEOUT_MARGIN_MS;
+    const deadline = deadlineTimeoutMs(status, body);
+    if (!this.timeoutGiven && deadline !== null) this.timeout = deadline + TIMEOUT_MARGIN_MS;
   }
 
   private sessionAnswered(status: number, body: unknown, now: number): void {

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from npcmind_client.policy import MAX_BYTES
+from npcmind_client.session import session_token
 from npcmind_client.timings import deadline_timeout
 
 if TYPE_CHECKING:
@@ -74,8 +75,7 @@ def _session_token(future: Future[Answer] | None) -> str | None:
         status, body, _ = future.result(timeout=0) if future is not None else (0, None, {})
     except Exception:
         return None
-    token = body.get("session_token") if status == 200 and isinstance(body, dict) else None
-    return token if isinstance(token, str) else None
+    return session_token(status, body)
 
 
 class Transport:
