@@ -12,9 +12,10 @@
 
 import { readDecideResponse } from "./answer.js";
 import { Cascade, DEFAULT_POLICY_REFRESH_MS, type LocalPolicy } from "./cascade.js";
-import { errorLine, isObject, readError, refusedEntities } from "./errors.js";
+import { isObject } from "./errors.js";
 import { Outbox, type OutboxHost } from "./outbox.js";
 import { POLICY_MAX_BYTES } from "./policy.js";
+import { NUMBER, Refusals, retryAfterMs } from "./refusals.js";
 import { Roster } from "./roster.js";
 import { SayOnce } from "./say.js";
 import { Session } from "./session.js";
@@ -26,7 +27,6 @@ export const BATCH = 16; // the protocol's limit of entities a decide request
 export { DEFAULT_REFRESH_MS, DEFAULT_TTL_MS } from "./timings.js";
 export const DEFAULT_DEADLINE_MS = 10_000; // the service's provider deadline, until GET /v1/health tells its own
 export const TIMEOUT_MARGIN_MS = 5000; // past the deadline: the service's own work and the network
-const NUMBER = /\d+(?:\.\d+)?/g; // the figures in a reason: not a new kind of reason
 
 /** How a scheduler is set up; the defaults are the Python SDK's. */
 export interface SchedulerOptions {
@@ -97,7 +97,7 @@ export class Scheduler {
   private timeout: number;
   private readonly session: Session | null;
   private readonly outbox: Outbox;
-  private readonly alone = new Map<string, string>(); // entity id -> why the service refused it
+  private readonly refusals: Refusals;
   private readonly sent = new Map<string, Sent>();
   private readonly timings: Timings;
   private refs = 0;
@@ -111,6 +111,7 @@ export class Scheduler {
     this.scopeState = options.scopeState ?? null;
     this.maxInFlight = options.maxInFlight ?? 4;
     this.said = new SayOnce(options.log ?? ((m) => console.warn(`npcmind: ${m}`)));
+    this.refusals = new Refusals((key, message, native) => this.warn(key, message, native), this.stats);
     this.cascade = new Cascade(
       this.clientId,
       options.policy ?? null,
@@ -150,7 +151,7 @@ export class Scheduler {
 
   /** The entity left the scene (died, despawned): forget it and tell the service. */
   untrack(id: string): void {
-    this.alone.delete(id);
+    this.refusals.alone.delete(id);
     const tracked = this.roster.entities.delete(id);
     if (this.outbox.forget(id) || tracked) this.outbox.remove(id);
   }
@@ -303,7 +304,7 @@ export class Scheduler {
     const asked: Entity[] = [];
     let room = free * BATCH; // entities the free requests carry; one sent alone takes a whole request
     for (const e of due) {
-      room -= this.alone.has(e.id) ? BATCH : 1;
+      room -= this.refusals.alone.has(e.id) ? BATCH : 1;
       if (room < 0) break; // the rest stay due: next tick
       const [refresh, ttl] = this.timings.of(e.type);
       e.due = now + refresh;
@@ -311,9 +312,9 @@ export class Scheduler {
       if (this.roster.local(e, now, ttl)) continue;
       asked.push(e);
     }
-    const together = asked.filter((e) => !this.alone.has(e.id));
+    const together = asked.filter((e) => !this.refusals.alone.has(e.id));
     for (let i = 0; i < together.length; i += BATCH) this.sendBatch(together.slice(i, i + BATCH), out);
-    for (const e of asked) if (this.alone.has(e.id)) this.sendBatch([e], out); // so it cannot sink the others
+    for (const e of asked) if (this.refusals.alone.has(e.id)) this.sendBatch([e], out); // so it cannot sink the others
   }
 
   private sendBatch(batch: Entity[], out: OutRequest[]): void {
@@ -358,19 +359,16 @@ export class Scheduler {
     this.decidesInFlight--;
     if (status !== 200) {
       this.stats.errors++;
-      const bad = refusedEntities(status, body, [...s.legal.keys()]);
+      const types = [...s.legal.keys()].map((id) => [id, this.roster.entities.get(id)?.type ?? "entity"] as const);
+      const bad = this.refusals.entities(status, body, new Map(types));
       if (bad !== null) {
-        this.entitiesRefused(
-          bad,
-          new Map([...s.legal.keys()].map((id) => [id, this.roster.entities.get(id)?.type ?? "entity"])),
-        );
         return this.roster.release(s.legal.keys(), now, bad); // the others are asked again at once, without them
       }
       this.refused(status, body, headers, now);
       // a session that ended under us: asked again soon, with a new session
       return this.roster.release(s.legal.keys(), status === 401 && this.session !== null ? now : null);
     }
-    for (const id of s.legal.keys()) this.alone.delete(id); // taken: it may go with the others again
+    for (const id of s.legal.keys()) this.refusals.alone.delete(id); // taken: it may go with the others again
     const answer = readDecideResponse(body);
     if (typeof answer === "string") {
       this.stats.errors++;
@@ -387,15 +385,6 @@ export class Scheduler {
       if (e !== undefined && legal !== undefined) this.roster.use(e, d, legal, now); // else untracked, or not asked
     }
     this.roster.release(s.legal.keys(), null);
-  }
-
-  private entitiesRefused(found: Map<string, string>, types: Map<string, string>): void {
-    for (const [id, why] of found) {
-      this.stats.refused++;
-      this.alone.set(id, why);
-      const said = `npcmind refused ${types.get(id) ?? "entity"} ${JSON.stringify(id)} (${why}): the others go on without it, and it is sent alone until the service takes it`;
-      this.warn(`refused:${id}:${why}`, said);
-    }
   }
 
   private manifestAnswered(status: number, body: unknown, now: number): void {
@@ -419,19 +408,12 @@ export class Scheduler {
   }
 
   private refused(status: number, body: unknown, headers: Record<string, string>, now: number): void {
-    let msg = `npcmind answered ${status} ${readError(body).code}: ${errorLine(body, "")}`;
-    if (status === 401 && this.session === null)
-      msg += " (the service runs the hosted profile: give DecideClient its apiKey)";
-    if (status === 429 || status >= 500) {
-      const retry = headers["retry-after"];
-      const wait = retry !== undefined && /^\d+(\.\d+)?$/.test(retry) ? Number(retry) * 1000 : 1000;
-      this.notBefore = now + wait;
-    }
+    if (status === 429 || status >= 500) this.notBefore = now + retryAfterMs(headers);
     if (status === 401 && this.session !== null) {
       this.session.expire(); // a new session with the next request
       this.notBefore = Math.max(this.notBefore, now + 250); // not a request a frame if it keeps failing
     }
-    this.warn(`${status}:${msg.replace(NUMBER, "#")}`, msg);
+    this.refusals.said(status, body, this.session !== null);
   }
 
   private failed(kind: FailKind): void {
@@ -496,8 +478,7 @@ export class Scheduler {
   private outboxHost(): OutboxHost {
     return {
       post: (path, body, after) => this.post(path, body, after),
-      refused: (found, types) => this.entitiesRefused(found, types),
-      alone: this.alone,
+      refusals: this.refusals,
       tracked: (id) => this.roster.entities.has(id),
       warn: (key, message, native) => this.warn(key, message, native),
     };
