@@ -80,6 +80,7 @@ function dispatch<A extends unknown[]>(table: ByKind<A>, s: Sent): (s: Sent, ...
   return table[s.kind] as (s: Sent, ...args: A) => void;
 }
 
+// over 15 methods: the whole contract between the game, the transport and the service (Python: Scheduler, the same)
 /** The decisions core: track entities, call `tick(now)` for the requests to send, give back their answers. */
 export class Scheduler {
   readonly stats: Stats = newStats();

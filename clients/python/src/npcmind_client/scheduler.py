@@ -86,6 +86,7 @@ class _Sent:
     legal: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
+# over 15 methods: the whole contract between the game, the transport and the service (TS: Scheduler, the same)
 class Scheduler:
     """One game's decisions: feed it the game's calls and the service's answers, send what ``tick`` returns."""
 
