@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 
 from npcmind_client.options import DecideOptions
 from npcmind_client.policy import Policy
-from npcmind_client.scheduler import LocalPolicy, Request, Scheduler
+from npcmind_client.scheduler import ANSWERED, FAILED, Kind, LocalPolicy, Request, Scheduler
 
 CASES = Path(__file__).resolve().parents[1] / "clients" / "conformance"
 DEFAULTS: dict[str, Any] = {
@@ -171,3 +172,11 @@ def test_there_are_enough_cases_and_each_names_a_behaviour() -> None:
     assert len(cases) >= 30
     names = [c["name"] for c in cases]
     assert len(set(names)) == len(names)
+
+
+def test_every_kind_of_request_has_an_answer_handler() -> None:
+    """The scheduler's handler tables cover the kinds it sends: a new kind without a handler fails here (the
+    TypeScript tables are checked by its compiler)."""
+    kinds = set(typing.get_args(Kind))
+    assert set(ANSWERED) == kinds
+    assert set(FAILED) <= kinds and {"decide", "session", "manifest", "policy"} <= set(FAILED)
