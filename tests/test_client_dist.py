@@ -3,17 +3,23 @@ dependencies, and bundled inside the service's own package."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
 import venv
 import zipfile
 from pathlib import Path
 
 from conftest import BEE_OBS, ROOT, Running
 from npcmind.providers.scripted import ScriptedServer
+from npcmind_client.shared import SHARED
+
+CLIENT = ROOT / "clients" / "python" / "src" / "npcmind_client"
 
 GAME = """
 import json, sys, time
@@ -113,3 +119,46 @@ def test_the_client_imports_nothing_of_the_service() -> None:
         if line.lstrip().startswith(("from npcmind.", "import npcmind.", "from npcmind import", "import npcmind "))
     ]
     assert not offending, offending
+
+
+def imported(path: Path) -> set[str]:
+    """The modules a source file imports (``from a.b import c``: ``a.b``), at any depth of the file."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module is not None and node.level == 0:
+            found.add(node.module)
+    return found
+
+
+def test_the_service_imports_of_the_client_are_the_shared_modules_listed() -> None:
+    """The server depends on the client only through `npcmind_client.shared.SHARED` (the SDK alias
+    `npcmind.sdk` aside): a new shared module is listed with why, and a module no longer shared leaves it."""
+    used: dict[str, list[str]] = {}
+    for path in (ROOT / "src" / "npcmind").rglob("*.py"):
+        if "sdk" in path.relative_to(ROOT / "src" / "npcmind").parts[:1]:
+            continue  # the old name of the whole SDK, a re-export
+        for module in imported(path):
+            if module.startswith("npcmind_client."):
+                used.setdefault(module.split(".")[1], []).append(str(path.relative_to(ROOT)))
+    assert set(used) == set(SHARED), f"used by the service: {used}; listed in npcmind_client/shared.py: {SHARED}"
+    assert all((CLIENT / f"{name}.py").is_file() and why for name, why in SHARED.items())
+
+
+def test_the_shared_modules_need_nothing_the_service_does_not_install() -> None:
+    """The service's base install imports the shared modules (and the client modules they import): their
+    third-party imports are among the service's own dependencies, not only the client's `npc` extra."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    installs = {re.split(r"[<>=!~\[; ]", d, maxsplit=1)[0].lower().replace("-", "_") for d in project["dependencies"]}
+    todo, seen, needed = list(SHARED), set(), set()
+    while todo:
+        name = todo.pop()
+        seen.add(name)
+        for module in imported(CLIENT / f"{name}.py"):
+            top = module.split(".")[0]
+            if top == "npcmind_client":
+                todo += [m for m in module.split(".")[1:2] if m not in seen]
+            elif top not in sys.stdlib_module_names and top != "__future__":
+                needed.add(top)
+    assert needed and needed <= installs, f"the shared modules import {needed}; the service installs {installs}"

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import typing
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from npcmind_client.options import DecideOptions
 from npcmind_client.policy import Policy
-from npcmind_client.scheduler import LocalPolicy, Request, Scheduler
+from npcmind_client.scheduler import ANSWERED, FAILED, Kind, LocalPolicy, Request, Scheduler
 
 CASES = Path(__file__).resolve().parents[1] / "clients" / "conformance"
 DEFAULTS: dict[str, Any] = {
@@ -79,25 +81,9 @@ def scheduler(case: dict[str, Any]) -> Scheduler:
     o = {**DEFAULTS, **case.get("options", {})}
     unknown = set(o) - set(DEFAULTS)
     assert not unknown, f"options the format does not know: {unknown}"
-    return Scheduler(
-        o["client_id"],
-        world=o["world"],
-        scope=o["scope"],
-        scope_state=o["scope_state"],
-        epoch=o["epoch"],
-        api_key=o["api_key"],
-        refresh_ms=o["refresh_ms"],
-        event_window_ms=o["event_window_ms"],
-        telemetry_ms=o["telemetry_ms"],
-        policy=local_policy(case),
-        threshold=o["threshold"],
-        workers=o["workers"],
-        timeout_s=o["timeout_s"],
-        manifest=case.get("manifest"),
-        manifest_version=case.get("manifest_version"),
-        fetch_policy=o["fetch_policy"],
-        policy_refresh_ms=o["policy_refresh_ms"],
-    )
+    client_id = o.pop("client_id")
+    given = DecideOptions(**o, policy=local_policy(case))  # the format's options are DecideOptions' fields
+    return Scheduler(client_id, given, manifest=case.get("manifest"), manifest_version=case.get("manifest_version"))
 
 
 def local_policy(case: dict[str, Any]) -> LocalPolicy | None:
@@ -186,3 +172,11 @@ def test_there_are_enough_cases_and_each_names_a_behaviour() -> None:
     assert len(cases) >= 30
     names = [c["name"] for c in cases]
     assert len(set(names)) == len(names)
+
+
+def test_every_kind_of_request_has_an_answer_handler() -> None:
+    """The scheduler's handler tables cover the kinds it sends: a new kind without a handler fails here (the
+    TypeScript tables are checked by its compiler)."""
+    kinds = set(typing.get_args(Kind))
+    assert set(ANSWERED) == kinds
+    assert set(FAILED) <= kinds and {"decide", "session", "manifest", "policy"} <= set(FAILED)

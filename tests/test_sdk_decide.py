@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
-from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from litestar import Litestar, Request, Response, post
 
 from conftest import BEE_OBS, FOREST, Hosted, Running, until, write_clients
-from npcmind.http.server import BackgroundServer, free_port
+from npcmind.http.server import free_port
 from npcmind.providers.scripted import ScriptedServer
-from npcmind.sdk import DecideClient
+from npcmind.sdk import DecideClient, DecideOptions
 
 LEGAL = ["idle", "wander", "chase", "flee"]
 WORLD = {"player_hp_fraction": 0.4, "repellent": False}
@@ -126,31 +126,35 @@ def test_an_answer_for_an_old_epoch_is_dropped(svc: Running, scripted: ScriptedS
         assert c.stats.requests == 2
 
 
+Fake = tuple[httpx.MockTransport, dict[str, Any]]  # the stand-in service: the transport, what it answers
+FAKE = "http://fake.test"  # the stand-in service's address: no socket, the client's transport answers
+
+
 @pytest.fixture()
-def fake_service() -> Iterator[tuple[str, dict[str, Any]]]:
-    """A stand-in service over real HTTP whose decide answer a test writes: the SDK's checks of answers the
-    real service never gives."""
+def fake_service() -> Fake:
+    """A stand-in service, given to the client as its transport (no server), whose decide answer a test writes:
+    the SDK's checks of answers the real service never gives. What it does not serve is a 404, as a server's."""
     answer: dict[str, Any] = {}
 
-    @post("/v1/decide", status_code=200)
-    async def decide(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
-        body = await request.json()
+    def decide(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
         answer["received"] = answer.get("received", 0) + 1
         if "status" in answer:  # an error answer with its headers, as the service gives them
             said = answer.get("message", lambda n: "over the client's request rate")(answer["received"])
             error = {"error": {"code": "rate_limited", "message": said}}
-            return Response(error, status_code=answer["status"], headers=answer.get("headers", {}))
+            return httpx.Response(answer["status"], json=error, headers=answer.get("headers", {}))
         epoch = answer.get("epoch", body["epoch"])
-        return Response({"a2g": "0.1", "epoch": epoch, "latency_ms": 1, **answer["body"](body)})
+        return httpx.Response(200, json={"a2g": "0.1", "epoch": epoch, "latency_ms": 1, **answer["body"](body)})
 
-    @post("/v1/telemetry", status_code=200)
-    async def telemetry(request: Request[Any, Any, Any]) -> dict[str, Any]:
-        answer.setdefault("telemetry", []).append((request.headers.get("content-encoding"), len(await request.body())))
-        return {"accepted": 0}
+    def serve(request: httpx.Request) -> httpx.Response:
+        if request.method == "POST" and request.url.path == "/v1/decide":
+            return decide(request)
+        if request.method == "POST" and request.url.path == "/v1/telemetry":
+            answer.setdefault("telemetry", []).append((request.headers.get("content-encoding"), len(request.content)))
+            return httpx.Response(200, json={"accepted": 0})
+        return httpx.Response(404, json={"status_code": 404, "detail": "Not Found"})
 
-    server = BackgroundServer(Litestar([decide, telemetry]), lifespan="off").start()
-    yield server.url, answer
-    server.stop()
+    return httpx.MockTransport(serve), answer
 
 
 def ai(eid: str, action: str) -> dict[str, Any]:
@@ -158,10 +162,10 @@ def ai(eid: str, action: str) -> dict[str, Any]:
             "decision_id": f"d_{eid}", "cached": False}  # fmt: skip
 
 
-def test_answers_outside_what_was_sent_are_never_used(fake_service: tuple[str, dict[str, Any]], clock: Clock) -> None:
-    url, answer = fake_service
+def test_answers_outside_what_was_sent_are_never_used(fake_service: Fake, clock: Clock) -> None:
+    fake, answer = fake_service
     answer["body"] = lambda body: {"decisions": [ai("b0", "explode"), ai("b1", "flee"), ai("ghost", "chase")]}
-    with client(url, clock) as c:
+    with client(FAKE, clock, transport=fake) as c:
         track_bees(c, 2)
         c.tick()
         c.wait()
@@ -169,14 +173,14 @@ def test_answers_outside_what_was_sent_are_never_used(fake_service: tuple[str, d
         assert c.action("b1").action == "flee"  # type: ignore[union-attr]
         assert c.action("ghost") is None
     answer["body"] = lambda body: {"decisions": "not a list"}  # an answer no npcmind gives: never into the game
-    with client(url, clock) as c:
+    with client(FAKE, clock, transport=fake) as c:
         track_bees(c, 1)
         c.tick()
         c.wait()
         assert c.action("b0") is None and c.stats.errors == 1
     answer["body"] = lambda body: {"decisions": [ai("b0", "flee")]}
     answer["epoch"] = 3  # an answer that echoes another epoch than the one sent
-    with client(url, clock) as c:
+    with client(FAKE, clock, transport=fake) as c:
         track_bees(c, 1)
         c.tick()
         c.wait()
@@ -211,19 +215,17 @@ _WELL_FORMED = st.builds(  # an AI decision the SDK can read, for an entity sent
 )
 
 
-def test_no_answer_of_a_service_breaks_the_game_or_gives_an_action_not_sent(
-    fake_service: tuple[str, dict[str, Any]], clock: Clock
-) -> None:
+def test_no_answer_of_a_service_breaks_the_game_or_gives_an_action_not_sent(fake_service: Fake, clock: Clock) -> None:
     """Whatever comes back (another version, a proxy's page, a bug), tick() never raises and action() gives
     only an action the game sent as legal, or None."""
-    url, answer = fake_service
+    fake, answer = fake_service
     legal = {"b0": ["idle", "flee"], "b1": ["chase"]}
 
     @given(decisions=st.lists(_WELL_FORMED | _DECISION, max_size=4) | _ANY_JSON)
     @settings(max_examples=80, suppress_health_check=list(HealthCheck))
     def check(decisions: Any) -> None:
         answer["body"] = lambda body: {"decisions": decisions}
-        with client(url, clock) as c:
+        with client(FAKE, clock, transport=fake) as c:
             for eid, actions in legal.items():
                 c.track(eid, "bee", BEE_OBS, actions)
             c.tick()
@@ -238,10 +240,10 @@ def test_no_answer_of_a_service_breaks_the_game_or_gives_an_action_not_sent(
     assert applied[True] > 0  # the fuzz reached the path that applies a decision, not only the refusals
 
 
-def test_a_429_pauses_asking_for_its_retry_after(fake_service: tuple[str, dict[str, Any]], clock: Clock) -> None:
-    url, answer = fake_service
+def test_a_429_pauses_asking_for_its_retry_after(fake_service: Fake, clock: Clock) -> None:
+    fake, answer = fake_service
     answer.update(status=429, headers={"retry-after": "2"})
-    with client(url, clock) as c:
+    with client(FAKE, clock, transport=fake) as c:
         track_bees(c, 1)
         c.tick()
         c.wait()
@@ -260,12 +262,12 @@ def test_a_429_pauses_asking_for_its_retry_after(fake_service: tuple[str, dict[s
 
 
 def test_a_429_whose_wait_counts_down_is_said_once(
-    fake_service: tuple[str, dict[str, Any]], clock: Clock, caplog: pytest.LogCaptureFixture
+    fake_service: Fake, clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The hosted service's 429 says how long to wait ("retry in 0.02 s"): one warning, not one a request."""
-    url, answer = fake_service
+    fake, answer = fake_service
     answer.update(status=429, headers={"retry-after": "0"}, message=lambda n: f"over the rate; retry in 0.0{n} s")
-    with caplog.at_level(logging.WARNING, "npcmind_client.decide"), client(url, clock) as c:
+    with caplog.at_level(logging.WARNING, "npcmind_client.decide"), client(FAKE, clock, transport=fake) as c:
         track_bees(c, 1)
         for _ in range(3):
             c.event("b0", "hit")
@@ -856,10 +858,10 @@ def test_a_fallback_reason_that_counts_down_is_said_once(
     assert len(said) == 1, said
 
 
-def test_a_large_telemetry_body_goes_gzip_compressed(fake_service: tuple[str, dict[str, Any]], clock: Clock) -> None:
-    url, answer = fake_service
+def test_a_large_telemetry_body_goes_gzip_compressed(fake_service: Fake, clock: Clock) -> None:
+    fake, answer = fake_service
     answer["body"] = lambda body: {"decisions": []}
-    with client(url, clock) as c:
+    with client(FAKE, clock, transport=fake) as c:
         track_bees(c, 2)
         c.tick()
         c.wait()
@@ -870,3 +872,61 @@ def test_a_large_telemetry_body_goes_gzip_compressed(fake_service: tuple[str, di
     (small_coding, small_size), (large_coding, large_size) = answer["telemetry"]
     assert small_coding is None and small_size < 1000  # small bodies as they are: compressing them buys nothing
     assert large_coding == "gzip" and large_size < 90_000 / 4, answer["telemetry"]
+
+
+def test_the_options_are_one_value_and_keywords_still_set_them(fake_service: Fake, clock: Clock) -> None:
+    """``DecideOptions`` is what the client stores and the scheduler reads; ``DecideClient(url, id, k=v)`` as the
+    docs write it sets the same fields, keywords win over a given value, and a misspelt one is named."""
+    fake, answer = fake_service
+    answer["body"] = lambda body: {"decisions": [ai("b0", "flee")]}
+    given = DecideOptions(world={"night": True}, epoch=3, workers=2)
+    with DecideClient(FAKE, "g", given, epoch=5, clock=clock, transport=fake) as c:
+        assert c.options == DecideOptions(world={"night": True}, epoch=5, workers=2)
+        assert c.options is c._scheduler.options and c.epoch == 5 and c._scheduler.workers == 2
+        c.world["repellent"] = True  # the live world is the client's, not the options value's
+        c.scope = "den"
+        track_bees(c, 1)
+        c.tick()
+        c.wait()
+        assert c.action("b0").action == "flee"  # type: ignore[union-attr]
+    assert given.world == {"night": True} and c.options.world == {"night": True}
+    with client(FAKE, clock, transport=fake, refresh_ms=1000, threshold=0.5) as kw:
+        assert (kw.options.refresh_ms, kw.threshold, kw.epoch, kw.scope) == (1000, 0.5, 7, "forest_boss")
+    with pytest.raises(TypeError, match=r"treshold: not an option of DecideOptions"):
+        DecideClient(FAKE, "g", treshold=0.5)
+
+
+def test_the_transport_is_the_games_to_give(clock: Clock) -> None:
+    """Every request goes through the transport given (a proxy's, a test's), with the client's headers."""
+    seen: list[tuple[str, str, str | None]] = []
+
+    def down(request: httpx.Request) -> httpx.Response:
+        seen.append((request.method, request.url.path, request.headers.get("content-type")))
+        raise httpx.ConnectError("refused", request=request)
+
+    with client(FAKE, clock, transport=httpx.MockTransport(down)) as c:
+        track_bees(c, 1)
+        c.tick()
+        assert c.wait()
+        assert c.action("b0") is None and c.stats.errors == 1
+    assert ("POST", "/v1/decide", "application/json") in seen and ("GET", "/v1/health", None) in seen
+
+
+def test_a_cortex_error_names_the_url_it_tried() -> None:
+    """A wrong port or path is seen in the error's first line, not only that 'the cortex' failed."""
+    from npcmind_client.cortex import CortexError, OpenAICortex
+    from npcmind_client.npc_wire import PromptConstraints
+
+    def refused(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    asked = PromptConstraints(maxTokens=8)
+    cortex = OpenAICortex("http://127.0.0.1:9/v1/", transport=httpx.MockTransport(refused))
+    with pytest.raises(CortexError, match=r"cannot reach the cortex: connection refused") as down:
+        cortex.complete("hi", asked)
+    assert down.value.url == "http://127.0.0.1:9/v1/chat/completions"
+    assert str(down.value).endswith("(http://127.0.0.1:9/v1/chat/completions)")
+    missing = OpenAICortex("http://models.test/v1", transport=httpx.MockTransport(lambda r: httpx.Response(404)))
+    with pytest.raises(CortexError, match=r"HTTP 404.*\(http://models\.test/v1/chat/completions\)$"):
+        missing.complete("hi", asked)
+    assert CortexError("a game's own cortex failed").url is None

@@ -2,9 +2,18 @@
 
 import type { Cortex, PromptConstraints } from "./npc.js";
 
-/** Inference failed: the server is down, answered an error, or nothing usable. */
+/** Inference failed: the server is down, answered an error, or nothing usable; the message and `url` name the
+ * address tried, so a wrong port or path is seen in the first line of the error. */
 export class CortexError extends Error {
   override name = "CortexError";
+
+  /** `url`: optional, so a game's own Cortex may throw it with a message alone. */
+  constructor(
+    message: string,
+    readonly url: string | null = null,
+  ) {
+    super(url === null ? message : `${message} (${url})`);
+  }
 }
 
 /** Chat completions at `baseUrl` (e.g. http://127.0.0.1:8000/v1). */
@@ -18,7 +27,11 @@ export class OpenAICortex implements Cortex {
     private readonly fetchFn: typeof fetch = (input, init) => globalThis.fetch(input, init),
   ) {
     this.base = baseUrl.replace(/\/+$/, "");
+    this.url = `${this.base}/chat/completions`;
   }
+
+  /** The address every request goes to, named by every CortexError. */
+  readonly url: string;
 
   async complete(prompt: string, constraints: PromptConstraints): Promise<string> {
     const body: Record<string, unknown> = { model: this.model, messages: [{ role: "user", content: prompt }] };
@@ -29,20 +42,20 @@ export class OpenAICortex implements Cortex {
     if (this.apiKey) headers["authorization"] = `Bearer ${this.apiKey}`;
     let res: Response;
     try {
-      res = await this.fetchFn(`${this.base}/chat/completions`, {
+      res = await this.fetchFn(this.url, {
         method: "POST",
         headers,
         body: JSON.stringify(body),
       });
     } catch (e) {
-      throw new CortexError(`cannot reach the cortex at ${this.base}: ${String(e)}`);
+      throw new CortexError(`cannot reach the cortex: ${String(e)}`, this.url);
     }
     const text = await res.text();
-    if (!res.ok) throw new CortexError(`the cortex answered HTTP ${res.status}: ${text.slice(0, 200)}`);
+    if (!res.ok) throw new CortexError(`the cortex answered HTTP ${res.status}: ${text.slice(0, 200)}`, this.url);
     try {
       return String(JSON.parse(text).choices[0].message.content ?? "");
     } catch {
-      throw new CortexError("the cortex answered without choices[0].message.content");
+      throw new CortexError("the cortex answered without choices[0].message.content", this.url);
     }
   }
 }

@@ -19,6 +19,7 @@ export interface DecideClientOptions extends Omit<SchedulerOptions, "clientId"> 
   log?: Logger;
 }
 
+// over 15 methods: the game-facing API, one method or accessor per thing a game does (Python: DecideClient, the same)
 /** One game's client of an npcmind service: call `tick()` every frame, `action()` per entity. */
 export class DecideClient {
   private readonly core: Scheduler;

@@ -1,6 +1,6 @@
 /** Telemetry and reports (no I/O): what the game told, sent as the service's population and outcomes. */
 
-import { refusedEntities } from "./errors.js";
+import type { Refusals } from "./refusals.js";
 import type { Entity, OutRequest } from "./types.js";
 
 export const TELEMETRY_BATCH = 1000;
@@ -10,9 +10,8 @@ export const MAX_QUEUED_REPORTS = 10_000; // held while the service is unreachab
 /** How the outbox makes a request (the scheduler's refs, headers and encoding) and tells what it met. */
 export interface OutboxHost {
   post(path: string, body: Record<string, unknown>, after?: readonly string[]): OutRequest | null;
-  /** Entities the service refused as malformed: sent alone from now on (the map is the scheduler's). */
-  refused(found: Map<string, string>, types: Map<string, string>): void;
-  readonly alone: Map<string, string>;
+  /** Entities the service refused as malformed: sent alone from now on (the scheduler's). */
+  readonly refusals: Refusals;
   /** Whether an entity decides (tracked): those are released from going alone by /v1/decide. */
   tracked(id: string): boolean;
   warn(key: string, message: string, native: boolean): void;
@@ -119,8 +118,8 @@ export class Outbox {
     items.push(...this.observed.values());
     if (items.length === 0 && this.removed.length === 0 && this.scene === null) return [];
     this.last = now;
-    const alone = items.filter((i) => this.host.alone.has(i.id));
-    const together = items.filter((i) => !this.host.alone.has(i.id));
+    const alone = items.filter((i) => this.host.refusals.alone.has(i.id));
+    const together = items.filter((i) => !this.host.refusals.alone.has(i.id));
     const bodies: Record<string, unknown>[] = [];
     let first: Record<string, unknown> = this.scene !== null ? { scene: this.scene } : {};
     for (let i = 0; i < Math.max(together.length, 1); i += this.batch) {
@@ -168,13 +167,8 @@ export class Outbox {
       this.again.push({ ...rest, entities: items.slice(half) });
       return false;
     }
-    const bad = refusedEntities(
-      status,
-      body,
-      items.map((i) => i.id),
-    );
+    const bad = this.host.refusals.entities(status, body, new Map(items.map((i) => [i.id, i.type])));
     if (bad === null) return true;
-    this.host.refused(bad, new Map(items.map((i) => [i.id, i.type])));
     const kept: Record<string, unknown> = { ...sent.body, entities: items.filter((i) => !bad.has(i.id)) };
     if ((kept["entities"] as Item[]).length > 0 || (kept["removed"] as string[] | undefined)?.length || kept["scene"]) {
       this.again.push(kept);
@@ -189,7 +183,8 @@ export class Outbox {
 
   private taken(body: Record<string, unknown>): void {
     // an observed entity taken: it may go with the others again (one that decides: by /v1/decide)
-    for (const item of body["entities"] as Item[]) if (!this.host.tracked(item.id)) this.host.alone.delete(item.id);
+    const alone = this.host.refusals.alone;
+    for (const item of body["entities"] as Item[]) if (!this.host.tracked(item.id)) alone.delete(item.id);
   }
 
   private push(body: Record<string, unknown>, out: OutRequest[]): void {

@@ -12,21 +12,21 @@
 
 import { readDecideResponse } from "./answer.js";
 import { Cascade, DEFAULT_POLICY_REFRESH_MS, type LocalPolicy } from "./cascade.js";
-import { errorLine, isObject, readError, refusedEntities } from "./errors.js";
+import { isObject } from "./errors.js";
 import { Outbox, type OutboxHost } from "./outbox.js";
 import { POLICY_MAX_BYTES } from "./policy.js";
+import { NUMBER, Refusals, retryAfterMs } from "./refusals.js";
 import { Roster } from "./roster.js";
 import { SayOnce } from "./say.js";
 import { Session } from "./session.js";
+import { Timings, deadlineTimeoutMs } from "./timings.js";
 import { newStats } from "./types.js";
 import type { Entity, FailKind, Logger, OutRequest, Outcome, Stats } from "./types.js";
 
 export const BATCH = 16; // the protocol's limit of entities a decide request
-export const DEFAULT_REFRESH_MS = 4000;
-export const DEFAULT_TTL_MS = 12000;
+export { DEFAULT_REFRESH_MS, DEFAULT_TTL_MS } from "./timings.js";
 export const DEFAULT_DEADLINE_MS = 10_000; // the service's provider deadline, until GET /v1/health tells its own
 export const TIMEOUT_MARGIN_MS = 5000; // past the deadline: the service's own work and the network
-const NUMBER = /\d+(?:\.\d+)?/g; // the figures in a reason: not a new kind of reason
 
 /** How a scheduler is set up; the defaults are the Python SDK's. */
 export interface SchedulerOptions {
@@ -65,6 +65,22 @@ type Sent =
   | { kind: "session" }
   | { kind: "policy" };
 
+/** What came back for a request: its status, its JSON (a policy's raw bytes), its headers (lowercase). */
+export interface Answered {
+  status: number;
+  body: unknown;
+  headers: Record<string, string>;
+}
+
+/** One handler per kind of request, each given the request as sent (its own variant of `Sent`). */
+type ByKind<A extends unknown[]> = { [K in Sent["kind"]]: (s: Extract<Sent, { kind: K }>, ...args: A) => void };
+
+/** The handler of the request's kind: TypeScript cannot tie a union's member to its key, so it is said once here. */
+function dispatch<A extends unknown[]>(table: ByKind<A>, s: Sent): (s: Sent, ...args: A) => void {
+  return table[s.kind] as (s: Sent, ...args: A) => void;
+}
+
+// over 15 methods: the whole contract between the game, the transport and the service (Python: Scheduler, the same)
 /** The decisions core: track entities, call `tick(now)` for the requests to send, give back their answers. */
 export class Scheduler {
   readonly stats: Stats = newStats();
@@ -76,17 +92,15 @@ export class Scheduler {
   world: Record<string, unknown>;
   scope: string | null;
   scopeState: Record<string, unknown> | null;
-  private readonly refreshMs: number | null;
   private readonly maxInFlight: number;
   private readonly said: SayOnce;
   private readonly timeoutGiven: boolean;
   private timeout: number;
   private readonly session: Session | null;
   private readonly outbox: Outbox;
-  private readonly alone = new Map<string, string>(); // entity id -> why the service refused it
+  private readonly refusals: Refusals;
   private readonly sent = new Map<string, Sent>();
-  private types: Map<string, [number, number]> | null = null; // type -> [refresh_ms, ttl_ms]
-  private manifestRef: string | null = null;
+  private readonly timings: Timings;
   private refs = 0;
   private decidesInFlight = 0;
   private notBefore = Number.NEGATIVE_INFINITY; // after a 429 or a service that is down
@@ -96,9 +110,9 @@ export class Scheduler {
     this.world = { ...(options.world ?? {}) };
     this.scope = options.scope ?? null;
     this.scopeState = options.scopeState ?? null;
-    this.refreshMs = options.refreshMs ?? null;
     this.maxInFlight = options.maxInFlight ?? 4;
     this.said = new SayOnce(options.log ?? ((m) => console.warn(`npcmind: ${m}`)));
+    this.refusals = new Refusals((key, message, native) => this.warn(key, message, native), this.stats);
     this.cascade = new Cascade(
       this.clientId,
       options.policy ?? null,
@@ -116,7 +130,7 @@ export class Scheduler {
     this.timeout = options.timeoutMs ?? DEFAULT_DEADLINE_MS + TIMEOUT_MARGIN_MS;
     this.session = options.apiKey ? new Session(options.apiKey) : null;
     this.outbox = new Outbox(this.outboxHost(), options.telemetryMs ?? 500);
-    if (options.manifest) this.readManifest(options.manifest);
+    this.timings = new Timings(options.refreshMs ?? null, options.manifest ?? null);
   }
 
   // --- what the game tells (the per-entity rules are the roster's) ----------------------------
@@ -138,7 +152,7 @@ export class Scheduler {
 
   /** The entity left the scene (died, despawned): forget it and tell the service. */
   untrack(id: string): void {
-    this.alone.delete(id);
+    this.refusals.alone.delete(id);
     const tracked = this.roster.entities.delete(id);
     if (this.outbox.forget(id) || tracked) this.outbox.remove(id);
   }
@@ -181,7 +195,7 @@ export class Scheduler {
     }
     if (this.session !== null && !this.session.ready) return out; // nothing goes without a token, or one asked for
     const again = this.cascade.recheckManifest;
-    if ((this.types === null || again) && this.manifestRef === null && now >= this.notBefore)
+    if ((!this.timings.known || again) && !this.timings.asked && now >= this.notBefore)
       this.askManifest(out, again);
     if (this.cascade.due(now) && now >= this.notBefore) {
       const [path, extra] = this.cascade.request(now);
@@ -210,50 +224,63 @@ export class Scheduler {
     return out;
   }
 
-  /** An answer came back for `ref`. */
+  /** An answer came back for `ref`: applied by the request's kind (`ANSWERED`; telemetry and reports: the outbox). */
   answer(ref: string, status: number, body: unknown, headers: Record<string, string>, now: number): void {
     if (this.outbox.owns(ref)) {
       if (this.outbox.answer(ref, status, body)) this.refused(status, body, headers, now);
       return;
     }
-    const s = this.sent.get(ref);
-    if (s === undefined) return;
-    this.sent.delete(ref);
-    if (s.kind === "decide") this.applyDecide(s, status, body, headers, now);
-    else if (s.kind === "manifest") this.manifestAnswered(status, body, now);
-    else if (s.kind === "health") this.healthAnswered(status, body);
-    else if (s.kind === "session") this.sessionAnswered(status, body, now);
-    else if (s.kind === "policy" && !this.cascade.answered(status, body, headers))
-      this.refused(status, body, headers, now);
+    const s = this.take(ref);
+    if (s !== undefined) dispatch(this.answered, s)(s, { status, body, headers }, now);
   }
 
-  /** A request got no answer (`timeout` or `unreachable`): its entities use their native AI; retried later. */
+  /** A request got no answer (`timeout` or `unreachable`): said once, then undone by its kind (`FAILED`); its
+   * entities use their native AI and are retried later. */
   fail(ref: string, kind: FailKind, now: number): void {
     this.failed(kind);
     if (this.outbox.owns(ref)) return this.outbox.failed(ref);
+    const s = this.take(ref);
+    if (s !== undefined) dispatch(this.failedKinds, s)(s, now);
+  }
+
+  private take(ref: string): Sent | undefined {
     const s = this.sent.get(ref);
-    if (s === undefined) return;
     this.sent.delete(ref);
-    if (s.kind === "decide") {
+    return s;
+  }
+
+  /** What an answer does, by the kind of request (Python: `ANSWERED` in scheduler.py). */
+  private readonly answered: ByKind<[a: Answered, now: number]> = {
+    decide: (s, a, now) => this.applyDecide(s, a.status, a.body, a.headers, now),
+    manifest: (_s, a, now) => this.manifestAnswered(a.status, a.body, now),
+    health: (_s, a) => this.healthAnswered(a.status, a.body),
+    session: (_s, a, now) => this.sessionAnswered(a.status, a.body, now),
+    policy: (_s, a, now) => {
+      if (!this.cascade.answered(a.status, a.body, a.headers)) this.refused(a.status, a.body, a.headers, now);
+    },
+  };
+
+  /** What a failure undoes, by the kind of request (Python: `FAILED` in scheduler.py). */
+  private readonly failedKinds: ByKind<[now: number]> = {
+    decide: (s, now) => {
       this.decidesInFlight--;
       this.stats.errors++;
       this.notBefore = now + 1000;
       this.roster.release(s.legal.keys(), null);
-    } else if (s.kind === "manifest") {
-      this.manifestRef = null; // asked again on a later tick; the defaults hold meanwhile
+    },
+    manifest: (_s, now) => {
+      this.timings.asked = false; // asked again on a later tick; the defaults hold meanwhile
       this.notBefore = Math.max(this.notBefore, now + 1000);
-    } else if (s.kind === "session") {
+    },
+    health: () => {},
+    session: (_s, now) => {
       if (this.session !== null && !this.session.open) this.notBefore = Math.max(this.notBefore, now + 1000);
       this.session?.failed(now);
-    } else if (s.kind === "policy") this.cascade.failed();
-  }
+    },
+    policy: () => this.cascade.failed(),
+  };
 
   // --- scheduling -----------------------------------------------------------------------------
-
-  private timing(type: string): [number, number] {
-    const [refresh, ttl] = this.types?.get(type) ?? [DEFAULT_REFRESH_MS, DEFAULT_TTL_MS];
-    return [this.refreshMs ?? refresh, ttl];
-  }
 
   private askManifest(out: OutRequest[], again: boolean): void {
     if (!this.timeoutGiven && !again) {
@@ -262,7 +289,7 @@ export class Scheduler {
       out.push(health);
     }
     const r = this.make("GET", "/v1/manifest", null, []);
-    this.manifestRef = r.ref;
+    this.timings.asked = true;
     this.sent.set(r.ref, { kind: "manifest" });
     out.push(r);
   }
@@ -278,17 +305,17 @@ export class Scheduler {
     const asked: Entity[] = [];
     let room = free * BATCH; // entities the free requests carry; one sent alone takes a whole request
     for (const e of due) {
-      room -= this.alone.has(e.id) ? BATCH : 1;
+      room -= this.refusals.alone.has(e.id) ? BATCH : 1;
       if (room < 0) break; // the rest stay due: next tick
-      const [refresh, ttl] = this.timing(e.type);
+      const [refresh, ttl] = this.timings.of(e.type);
       e.due = now + refresh;
       e.askedAt = now;
       if (this.roster.local(e, now, ttl)) continue;
       asked.push(e);
     }
-    const together = asked.filter((e) => !this.alone.has(e.id));
+    const together = asked.filter((e) => !this.refusals.alone.has(e.id));
     for (let i = 0; i < together.length; i += BATCH) this.sendBatch(together.slice(i, i + BATCH), out);
-    for (const e of asked) if (this.alone.has(e.id)) this.sendBatch([e], out); // so it cannot sink the others
+    for (const e of asked) if (this.refusals.alone.has(e.id)) this.sendBatch([e], out); // so it cannot sink the others
   }
 
   private sendBatch(batch: Entity[], out: OutRequest[]): void {
@@ -333,19 +360,16 @@ export class Scheduler {
     this.decidesInFlight--;
     if (status !== 200) {
       this.stats.errors++;
-      const bad = refusedEntities(status, body, [...s.legal.keys()]);
+      const types = [...s.legal.keys()].map((id) => [id, this.roster.entities.get(id)?.type ?? "entity"] as const);
+      const bad = this.refusals.entities(status, body, new Map(types));
       if (bad !== null) {
-        this.entitiesRefused(
-          bad,
-          new Map([...s.legal.keys()].map((id) => [id, this.roster.entities.get(id)?.type ?? "entity"])),
-        );
         return this.roster.release(s.legal.keys(), now, bad); // the others are asked again at once, without them
       }
       this.refused(status, body, headers, now);
       // a session that ended under us: asked again soon, with a new session
       return this.roster.release(s.legal.keys(), status === 401 && this.session !== null ? now : null);
     }
-    for (const id of s.legal.keys()) this.alone.delete(id); // taken: it may go with the others again
+    for (const id of s.legal.keys()) this.refusals.alone.delete(id); // taken: it may go with the others again
     const answer = readDecideResponse(body);
     if (typeof answer === "string") {
       this.stats.errors++;
@@ -364,43 +388,17 @@ export class Scheduler {
     this.roster.release(s.legal.keys(), null);
   }
 
-  private entitiesRefused(found: Map<string, string>, types: Map<string, string>): void {
-    for (const [id, why] of found) {
-      this.stats.refused++;
-      this.alone.set(id, why);
-      const said = `npcmind refused ${types.get(id) ?? "entity"} ${JSON.stringify(id)} (${why}): the others go on without it, and it is sent alone until the service takes it`;
-      this.warn(`refused:${id}:${why}`, said);
-    }
-  }
-
   private manifestAnswered(status: number, body: unknown, now: number): void {
-    const data = status === 200 && isObject(body) ? body["manifest"] : null;
-    if (!isObject(data)) {
-      this.manifestRef = null; // asked again on a later tick; the defaults hold meanwhile
-      this.notBefore = Math.max(this.notBefore, now + 1000);
+    if (!this.timings.read(status, body, this.roster.entities.values())) {
+      this.notBefore = Math.max(this.notBefore, now + 1000); // asked again on a later tick; defaults meanwhile
       return;
     }
-    this.manifestRef = null;
-    this.readManifest(data);
     this.cascade.manifest(isObject(body) && typeof body["version"] === "string" ? body["version"] : null);
-    for (const e of this.roster.entities.values()) e.due = Math.min(e.due, e.askedAt + this.timing(e.type)[0]);
-  }
-
-  private readManifest(data: Record<string, unknown>): void {
-    const defaults = isObject(data["defaults"]) ? data["defaults"] : {};
-    const types = isObject(data["types"]) ? data["types"] : {};
-    this.types = new Map();
-    for (const [name, t] of Object.entries(types)) {
-      const one = isObject(t) ? t : {};
-      const refresh = Number(one["refresh_ms"] || defaults["refresh_ms"] || DEFAULT_REFRESH_MS);
-      const ttl = Number(one["ttl_ms"] || defaults["ttl_ms"] || DEFAULT_TTL_MS);
-      this.types.set(name, [refresh, ttl]);
-    }
   }
 
   private healthAnswered(status: number, body: unknown): void {
-    const deadline = status === 200 && isObject(body) ? body["deadline_ms"] : null;
-    if (!this.timeoutGiven && typeof deadline === "number" && deadline > 0) this.timeout = deadline + TIMEOUT_MARGIN_MS;
+    const deadline = deadlineTimeoutMs(status, body);
+    if (!this.timeoutGiven && deadline !== null) this.timeout = deadline + TIMEOUT_MARGIN_MS;
   }
 
   private sessionAnswered(status: number, body: unknown, now: number): void {
@@ -411,19 +409,12 @@ export class Scheduler {
   }
 
   private refused(status: number, body: unknown, headers: Record<string, string>, now: number): void {
-    let msg = `npcmind answered ${status} ${readError(body).code}: ${errorLine(body, "")}`;
-    if (status === 401 && this.session === null)
-      msg += " (the service runs the hosted profile: give DecideClient its apiKey)";
-    if (status === 429 || status >= 500) {
-      const retry = headers["retry-after"];
-      const wait = retry !== undefined && /^\d+(\.\d+)?$/.test(retry) ? Number(retry) * 1000 : 1000;
-      this.notBefore = now + wait;
-    }
+    if (status === 429 || status >= 500) this.notBefore = now + retryAfterMs(headers);
     if (status === 401 && this.session !== null) {
       this.session.expire(); // a new session with the next request
       this.notBefore = Math.max(this.notBefore, now + 250); // not a request a frame if it keeps failing
     }
-    this.warn(`${status}:${msg.replace(NUMBER, "#")}`, msg);
+    this.refusals.said(status, body, this.session !== null);
   }
 
   private failed(kind: FailKind): void {
@@ -488,8 +479,7 @@ export class Scheduler {
   private outboxHost(): OutboxHost {
     return {
       post: (path, body, after) => this.post(path, body, after),
-      refused: (found, types) => this.entitiesRefused(found, types),
-      alone: this.alone,
+      refusals: this.refusals,
       tracked: (id) => this.roster.entities.has(id),
       warn: (key, message, native) => this.warn(key, message, native),
     };

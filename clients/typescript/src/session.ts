@@ -48,8 +48,8 @@ export class Session {
   /** The session request's answer; the reason when it was refused. */
   answer(status: number, body: unknown, now: number): string | null {
     this.pending = null;
-    const token = status === 200 && isObject(body) ? body["session_token"] : undefined;
-    if (typeof token !== "string" || !isObject(body)) {
+    const token = sessionToken(status, body);
+    if (token === null || !isObject(body)) {
       if (this.token !== null) this.renewAt = now + RENEW_RETRY_MS; // a tenth of its life left: go on with it
       return `npcmind did not open a session (POST /v1/session answered ${status}: ${errorLine(body, "(no session_token)")})`;
     }
@@ -70,4 +70,11 @@ export class Session {
     this.token = null;
     this.renewAt = Number.POSITIVE_INFINITY;
   }
+}
+
+/** The token a POST /v1/session answer brings, or null: read here alone, by the session and by the transport
+ * (which puts it in the requests made while it was asked for, before the game's next tick applies it). */
+export function sessionToken(status: number, body: unknown): string | null {
+  const token = status === 200 && isObject(body) ? body["session_token"] : null;
+  return typeof token === "string" && token !== "" ? token : null;
 }

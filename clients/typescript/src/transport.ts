@@ -2,6 +2,7 @@
  * Answers are not applied here: they wait in a queue that the game loop drains inside `tick()`. */
 
 import { POLICY_MAX_BYTES } from "./policy.js";
+import { sessionToken } from "./session.js";
 import type { FailKind, OutRequest } from "./types.js";
 
 export const GZIP_FROM = 16 * 1024; // bodies from this size are sent gzip-compressed (a large scene's telemetry)
@@ -123,9 +124,7 @@ export class Transport {
       const text = await res.text();
       const answer = parse(text);
       if (r.path === "/v1/session") {
-        const token =
-          typeof answer === "object" && answer !== null ? (answer as Record<string, unknown>)["session_token"] : null;
-        this.tokens.set(r.ref, res.status === 200 && typeof token === "string" ? token : null);
+        this.tokens.set(r.ref, sessionToken(res.status, answer));
         if (this.tokens.size > 8) this.tokens.delete(this.tokens.keys().next().value as string); // old sessions
       }
       return { ref: r.ref, status: res.status, body: answer, headers: answered };

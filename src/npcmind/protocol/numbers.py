@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from npcmind_client.npc_wire import MAX_INTEGER, Count  # one rule, shared with the SDK
+from npcmind_client.npc_wire import MAX_INTEGER, Count  # one rule, shared with the SDK (npcmind_client.shared)
 
 __all__ = ["INTEGER_RULE", "MAX_INTEGER", "MAX_NUMBER", "NUMBER_RULE", "Count", "number_problem"]
 

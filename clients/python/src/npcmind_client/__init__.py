@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from npcmind_client.client import NpcMind, NpcOutcome, ProtocolError
     from npcmind_client.cortex import Cortex, CortexError, OpenAICortex
     from npcmind_client.decide import Choice, DecideClient
+    from npcmind_client.options import DecideOptions
     from npcmind_client.policy import Policy, PolicyError
     from npcmind_client.scheduler import Scheduler
     from npcmind_client.store import NpcRecord, NpcStore
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 _WHERE = {
     "Choice": "decide",
     "DecideClient": "decide",
+    "DecideOptions": "options",
     "Scheduler": "scheduler",
     "Policy": "policy",
     "PolicyError": "policy",
@@ -40,6 +42,7 @@ __all__ = [
     "Cortex",
     "CortexError",
     "DecideClient",
+    "DecideOptions",
     "NpcMind",
     "NpcOutcome",
     "NpcRecord",

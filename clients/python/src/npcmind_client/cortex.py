@@ -26,19 +26,33 @@ class Cortex(Protocol):
 
 
 class CortexError(Exception):
-    """Inference failed (the server is down, answered an error, or nothing usable)."""
+    """Inference failed (the server is down, answered an error, or nothing usable); the message and ``url`` name
+    the address tried, so a wrong port or path is seen in the first line of the error."""
+
+    def __init__(self, message: str, url: str | None = None) -> None:
+        """``url``: optional, so a game's own Cortex may raise it with a message alone."""
+        super().__init__(message if url is None else f"{message} ({url})")
+        self.url = url
 
 
 class OpenAICortex:
     """Chat completions on any OpenAI-compatible server: llama.cpp, Ollama, vLLM, LM Studio, hosted APIs."""
 
-    def __init__(self, base_url: str, model: str = "local", api_key: str | None = None, timeout_s: float = 60) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str = "local",
+        api_key: str | None = None,
+        timeout_s: float = 60,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        """``transport``: httpx's, injectable (a proxy, ``httpx.MockTransport`` in a test); the network otherwise."""
         headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
         self.model = model
         self.refused: set[str] = set()  # parameters this model refused: no longer sent
-        self._http = httpx.Client(
-            base_url=http_url(base_url, "base_url", "http://127.0.0.1:8000/v1"), headers=headers, timeout=timeout_s
-        )
+        base = http_url(base_url, "base_url", "http://127.0.0.1:8000/v1")
+        self._http = httpx.Client(base_url=base, headers=headers, timeout=timeout_s, transport=transport)
+        self.url = f"{base.rstrip('/')}/chat/completions"  # named by every CortexError
 
     def _body(self, prompt: str, constraints: PromptConstraints) -> dict[str, object]:
         body: dict[str, object] = {"model": self.model, "messages": [{"role": "user", "content": prompt}]}
@@ -56,11 +70,11 @@ class OpenAICortex:
         while True:  # at most once more per optional parameter: each is refused only once
             body = self._body(prompt, constraints)
             if self._http.is_closed:
-                raise CortexError("this cortex was closed: make a new one")
+                raise CortexError("this cortex was closed: make a new one", self.url)
             try:
                 r = self._http.post("/chat/completions", json=body)
             except httpx.HTTPError as e:
-                raise CortexError(f"cannot reach the cortex: {e}") from None
+                raise CortexError(f"cannot reach the cortex: {e}", self.url) from None
             if r.status_code < 400:
                 break
             try:
@@ -69,13 +83,15 @@ class OpenAICortex:
                 answer = None
             name = refused_parameter(r.status_code, answer, body, OPTIONAL)
             if name is None:
-                raise CortexError(f"the cortex answered HTTP {r.status_code}: {error_text(r.content, answer)}")
+                raise CortexError(
+                    f"the cortex answered HTTP {r.status_code}: {error_text(r.content, answer)}", self.url
+                )
             self.refused.add(name)
             log.warning("the cortex model %s refused %r; it is no longer sent: %s", self.model, name, r.text[:200])
         try:
             return str(r.json()["choices"][0]["message"]["content"] or "")
         except (ValueError, KeyError, IndexError, TypeError, RecursionError):  # RecursionError: nested too deep
-            raise CortexError("the cortex answered without choices[0].message.content") from None
+            raise CortexError("the cortex answered without choices[0].message.content", self.url) from None
 
     def close(self) -> None:
         """Close connections."""

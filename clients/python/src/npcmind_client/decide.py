@@ -10,98 +10,93 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any
 from urllib.parse import urlencode
 
-from npcmind_client.cascade import DEFAULT_POLICY_REFRESH_MS
-from npcmind_client.policy import MAX_BYTES, Policy, PolicyError
+import httpx
+
+from npcmind_client.options import DecideOptions, options_of
+from npcmind_client.policy import Policy, PolicyError
 from npcmind_client.say import log
 from npcmind_client.scheduler import Choice, Entity, LocalPolicy, PolicyFunction, Request, Scheduler, Stats
 from npcmind_client.transport import Transport, encode
 from npcmind_client.urls import http_url
 from npcmind_client.wire import Outcome
 
-__all__ = ["Choice", "DecideClient", "Entity", "LocalPolicy", "Policy", "PolicyError", "PolicyFunction", "Stats"]
-
-T = TypeVar("T")
-
-
-class _Option(Generic[T]):
-    """An option the scheduler reads at every request, read and set on the client as on the scheduler
-    (``roster``: on the scheduler's roster, which holds the cascade's policy)."""
-
-    def __init__(self, roster: bool = False) -> None:
-        self.roster = roster
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, obj: DecideClient, owner: type | None = None) -> T:
-        holder = obj._scheduler.roster if self.roster else obj._scheduler
-        return getattr(holder, self.name)  # type: ignore[no-any-return]
-
-    def __set__(self, obj: DecideClient, value: T) -> None:
-        setattr(obj._scheduler.roster if self.roster else obj._scheduler, self.name, value)
+__all__ = [
+    "Choice",
+    "DecideClient",
+    "DecideOptions",
+    "Entity",
+    "LocalPolicy",
+    "Policy",
+    "PolicyError",
+    "PolicyFunction",
+    "Stats",
+]
 
 
+# over 15 methods: the game-facing API, one method or property per thing a game does (TS: DecideClient, the same)
 class DecideClient:
     """One game's client of an npcmind service: call ``tick()`` every frame, ``action()`` per entity."""
-
-    world: _Option[dict[str, Any]] = _Option()
-    scope: _Option[str | None] = _Option()
-    scope_state: _Option[dict[str, Any] | None] = _Option()
-    threshold: _Option[float] = _Option(roster=True)
 
     def __init__(
         self,
         service_url: str,
         client_id: str,
+        options: DecideOptions | None = None,
         *,
-        world: dict[str, Any] | None = None,
-        scope: str | None = None,
-        scope_state: dict[str, Any] | None = None,
-        epoch: int = 0,
-        api_key: str | None = None,
-        refresh_ms: int | None = None,
-        event_window_ms: int = 50,
-        telemetry_ms: int = 500,
-        policy: LocalPolicy | None = None,
-        threshold: float = 0.8,
-        fetch_policy: bool | None = None,
-        policy_refresh_ms: float = DEFAULT_POLICY_REFRESH_MS,
-        policy_max_bytes: int = MAX_BYTES,
-        timeout_s: float | None = None,
-        workers: int = 4,
         clock: Callable[[], float] = time.monotonic,
+        transport: httpx.BaseTransport | None = None,
+        **overrides: Any,
     ) -> None:
-        """``policy``: the cascade's local policy, a ``Policy`` (a distilled file, ``Policy.load``) or a function
-        of the entity giving ``(action, confidence)`` or None; entities it is sure of (``threshold``) are
-        decided here. ``fetch_policy``: use the service's distilled policy (GET /v1/policy, asked every
-        ``policy_refresh_ms``); by default on when no ``policy`` is given (docs/policy.md). A fetched policy
-        larger than ``policy_max_bytes`` (16 MiB) is not read past that, and not used."""
+        """``options``: one ``DecideOptions`` (``npcmind_client.options``: every field, what it does, its default);
+        keyword arguments set its fields too (``DecideClient(url, "game-1", world={...}, epoch=7)``), and win
+        over ``options``. ``clock``: the game's, in seconds. ``transport``: httpx's transport the requests go
+        through (a proxy's, ``httpx.MockTransport`` in a test; the network otherwise), as TypeScript's ``fetch``."""
         base = http_url(service_url, "service_url", "http://127.0.0.1:8080")
         self.client_id = client_id
-        self._scheduler = Scheduler(
-            client_id,
-            world=world,
-            scope=scope,
-            scope_state=scope_state,
-            epoch=epoch,
-            api_key=api_key,
-            refresh_ms=refresh_ms,
-            event_window_ms=event_window_ms,
-            telemetry_ms=telemetry_ms,
-            policy=policy,
-            threshold=threshold,
-            workers=workers,
-            timeout_s=timeout_s,
-            fetch_policy=fetch_policy,
-            policy_refresh_ms=policy_refresh_ms,
-            policy_max_bytes=policy_max_bytes,
-        )
-        self._transport = Transport(base, timeout_s, workers, policy_max_bytes)
+        self._scheduler = Scheduler(client_id, options_of(options, overrides))
+        self.options = o = self._scheduler.options
+        self._transport = Transport(base, o.timeout_s, o.workers, o.policy_max_bytes, transport)
         self._clock = clock
         self._closed = False
+
+    @property
+    def world(self) -> dict[str, Any]:
+        """The world the service sees beside the entities: change its fields, or set a new one, as the game goes."""
+        return self._scheduler.world
+
+    @world.setter
+    def world(self, value: dict[str, Any]) -> None:
+        self._scheduler.world = value
+
+    @property
+    def scope(self) -> str | None:
+        """The manifest's scope the game is in (a boss fight), or None; it may change as the game goes."""
+        return self._scheduler.scope
+
+    @scope.setter
+    def scope(self, value: str | None) -> None:
+        self._scheduler.scope = value
+
+    @property
+    def scope_state(self) -> dict[str, Any] | None:
+        """The scope's state, sent with the scope."""
+        return self._scheduler.scope_state
+
+    @scope_state.setter
+    def scope_state(self, value: dict[str, Any] | None) -> None:
+        self._scheduler.scope_state = value
+
+    @property
+    def threshold(self) -> float:
+        """How sure the local policy must be to decide an entity here (the cascade)."""
+        return self._scheduler.roster.threshold
+
+    @threshold.setter
+    def threshold(self, value: float) -> None:
+        self._scheduler.roster.threshold = value
 
     @property
     def stats(self) -> Stats:

@@ -22,12 +22,13 @@ sent again at once, and from then on it goes in a request of its own until the s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
-from npcmind_client.cascade import DEFAULT_POLICY_REFRESH_MS, Cascade, LocalPolicy, PolicyFunction
+from npcmind_client.cascade import Cascade, LocalPolicy, PolicyFunction
+from npcmind_client.options import DecideOptions, options_of
 from npcmind_client.outbox import Outbox
-from npcmind_client.policy import MAX_BYTES
 from npcmind_client.refusals import NUMBER, Refusals, retry_after_ms
 from npcmind_client.roster import Choice, Entity, Roster, Stats
 from npcmind_client.say import SayOnce
@@ -38,7 +39,17 @@ from npcmind_client.wire import Malformed, Outcome, read_decide_answer
 BATCH = 16  # the protocol's limit of entities a decide request
 DEFAULT_DEADLINE_S = 10.0  # the service's default provider deadline, until GET /v1/health tells its own
 TIMEOUT_MARGIN_S = 5.0  # past the deadline: the service's own work and the network
-__all__ = ["Choice", "Entity", "LocalPolicy", "PolicyFunction", "Request", "Roster", "Scheduler", "Stats"]
+__all__ = [
+    "Choice",
+    "DecideOptions",
+    "Entity",
+    "LocalPolicy",
+    "PolicyFunction",
+    "Request",
+    "Roster",
+    "Scheduler",
+    "Stats",
+]
 
 
 @dataclass(slots=True)
@@ -53,57 +64,57 @@ class Request:
     after: list[str]
 
 
+Kind = Literal["decide", "telemetry", "report", "session", "health", "manifest", "policy"]
+FailKind = Literal["timeout", "unreachable"]
+
+
+class Answered(NamedTuple):
+    """What came back for a request: its status, its JSON (a policy's raw bytes), its headers (lowercase)."""
+
+    status: int
+    body: Any
+    headers: dict[str, str]
+
+
 @dataclass(slots=True)
 class _Sent:
     """A request in flight: its kind, and for a decide request what it carried, to check its answer."""
 
-    kind: str  # decide | telemetry | report | session | health | manifest
+    kind: Kind
     body: dict[str, Any] | None
     epoch: int = 0
     legal: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
+# over 15 methods: the whole contract between the game, the transport and the service (TS: Scheduler, the same)
 class Scheduler:
     """One game's decisions: feed it the game's calls and the service's answers, send what ``tick`` returns."""
 
-    def __init__(
-        self,
-        client_id: str,
-        *,
-        world: dict[str, Any] | None = None,
-        scope: str | None = None,
-        scope_state: dict[str, Any] | None = None,
-        epoch: int = 0,
-        api_key: str | None = None,
-        refresh_ms: int | None = None,
-        event_window_ms: int = 50,
-        telemetry_ms: int = 500,
-        policy: LocalPolicy | None = None,
-        threshold: float = 0.8,
-        workers: int = 4,
-        timeout_s: float | None = None,
-        manifest: dict[str, Any] | None = None,
-        manifest_version: str | None = None,
-        fetch_policy: bool | None = None,
-        policy_refresh_ms: float = DEFAULT_POLICY_REFRESH_MS,
-        policy_max_bytes: int = MAX_BYTES,
-    ) -> None:
+    def __init__(self, client_id: str, options: DecideOptions | None = None, **overrides: Any) -> None:
+        """``options``: one ``DecideOptions``; keyword arguments set its fields (``Scheduler(id, epoch=7)``)."""
+        self.options = o = options_of(options, overrides)
         self.client_id = client_id
-        self.world: dict[str, Any] = dict(world or {})
-        self.scope, self.scope_state = scope, scope_state
-        self.workers = workers
+        self.world: dict[str, Any] = dict(o.world or {})
+        self.scope, self.scope_state = o.scope, o.scope_state
+        self.workers = o.workers
         self.stats = Stats()
         self.say = SayOnce()
-        self.timings = Timings(refresh_ms, manifest)
-        self.outbox = Outbox(client_id, telemetry_ms, self.say)
-        self.session = Session(client_id, api_key)
+        self.timings = Timings(o.refresh_ms, o.manifest)
+        self.outbox = Outbox(client_id, o.telemetry_ms, self.say)
+        self.session = Session(client_id, o.api_key)
         self.refusals = Refusals(self.say)
-        self.timeout_given = timeout_s is not None
-        self.timeout_s = timeout_s if timeout_s is not None else DEFAULT_DEADLINE_S + TIMEOUT_MARGIN_S
+        self.timeout_given = o.timeout_s is not None
+        self.timeout_s = o.timeout_s if o.timeout_s is not None else DEFAULT_DEADLINE_S + TIMEOUT_MARGIN_S
         self.cascade = Cascade(
-            client_id, policy, fetch_policy, policy_refresh_ms, self.say, manifest_version, policy_max_bytes
+            client_id,
+            o.policy,
+            o.fetch_policy,
+            o.policy_refresh_ms,
+            self.say,
+            o.manifest_version,
+            o.policy_max_bytes,
         )
-        self.roster = Roster(epoch, event_window_ms, self._choose, threshold, self.stats, self.say)
+        self.roster = Roster(o.epoch, o.event_window_ms, self._choose, o.threshold, self.stats, self.say)
         self.entities = self.roster.entities
         self._open: dict[str, _Sent] = {}
         self._refs = 0
@@ -180,7 +191,7 @@ class Scheduler:
         return out
 
     def _emit(
-        self, kind: str, method: str, path: str, body: dict[str, Any] | None, headers: dict[str, str] | None = None
+        self, kind: Kind, method: str, path: str, body: dict[str, Any] | None, headers: dict[str, str] | None = None
     ) -> Request:
         self._refs += 1
         ref = f"r{self._refs}"
@@ -274,38 +285,14 @@ class Scheduler:
     # --- what came back ---------------------------------------------------------------------------
 
     def answer(self, ref: str, status: int, body: Any, headers: dict[str, str], now: float) -> None:
-        """Apply the answer to request ``ref`` (headers with lowercase names)."""
-        sent = self._open.pop(ref, None)
-        if sent is None:
-            raise KeyError(f"no request {ref!r} is waiting for an answer")
-        if sent.kind == "decide":
-            self._decided(sent, status, body, headers, now)
-        elif sent.kind == "session":
-            problem = self.session.answered(status, body, now)
-            if problem is not None:
-                self.say(f"session:{NUMBER.sub('#', problem)}", problem)
-                if self.session.token is None:
-                    self._not_before = max(self._not_before, now + RETRY_MS)
-        elif sent.kind == "health":
-            deadline = deadline_timeout(status, body)
-            if deadline is not None and not self.timeout_given:
-                self.timeout_s = deadline + TIMEOUT_MARGIN_S
-        elif sent.kind == "manifest":
-            if not self.timings.read(status, body, self.entities.values()):
-                self._not_before = max(self._not_before, now + 1000)  # asked again later; defaults meanwhile
-            else:
-                self.cascade.manifest(version if isinstance(version := body.get("version"), str) else None)
-        elif sent.kind == "policy":
-            if not self.cascade.answered(status, body, headers):
-                self._refused(status, body, headers, now)
-        else:
-            self._other(sent, status, body, headers, now)
+        """Apply the answer to request ``ref`` (headers with lowercase names), by its kind (``ANSWERED``)."""
+        sent = self._take(ref)
+        ANSWERED[sent.kind](self, sent, Answered(status, body, headers), now)
 
-    def fail(self, ref: str, kind: str, now: float, detail: str = "") -> None:
-        """Request ``ref`` got no answer: ``kind`` is ``timeout`` or ``unreachable``."""
-        sent = self._open.pop(ref, None)
-        if sent is None:
-            raise KeyError(f"no request {ref!r} is waiting for an answer")
+    def fail(self, ref: str, kind: FailKind, now: float, detail: str = "") -> None:
+        """Request ``ref`` got no answer (``timeout`` or ``unreachable``): said once, then undone by its kind
+        (``FAILED``; a telemetry or report that failed is not sent again)."""
+        sent = self._take(ref)
         if kind == "timeout":
             why = (
                 "its model may take up to NPCMIND_DEADLINE_MS: leave timeout_s out to follow it"
@@ -315,23 +302,25 @@ class Scheduler:
             self.say("timeout", f"npcmind did not answer within {self.timeout_s:g} s ({why})")
         else:
             self.say("transport", f"npcmind is unreachable: {detail or kind}")
-        if sent.kind == "decide":  # the service is down or timed out: native AI, retry later
-            self.stats.errors += 1
-            self._not_before = now + 1000
-            self.roster.release(sent.legal, None)
-        elif sent.kind == "session":
-            self.session.failed(now)
-            if self.session.token is None:
-                self._not_before = max(self._not_before, now + RETRY_MS)
-        elif sent.kind == "manifest":
-            self.timings.asked = False
-            self._not_before = max(self._not_before, now + 1000)
-        elif sent.kind == "policy":
-            self.cascade.failed()
+        failed = FAILED.get(sent.kind)
+        if failed is not None:
+            failed(self, sent, now)
 
-    def _other(self, sent: _Sent, status: int, body: Any, headers: dict[str, str], now: float) -> None:
+    def _take(self, ref: str) -> _Sent:
+        sent = self._open.pop(ref, None)
+        if sent is None:
+            raise KeyError(f"no request {ref!r} is waiting for an answer")
+        return sent
+
+    def pause(self, until: float, *, only: bool = False) -> None:
+        """Send nothing before ``until`` (ms): the service is down, has no session for us, or asked us to wait;
+        ``only``: this wait replaces a longer one (a decide request that failed: retried a second later)."""
+        self._not_before = until if only else max(self._not_before, until)
+
+    def _other(self, sent: _Sent, answered: Answered, now: float) -> None:
         """A telemetry or report answer: telemetry refused for some of its entities only is sent again
         without them; one too large, in two halves."""
+        status, body, headers = answered
         items = sent.body["entities"] if sent.kind == "telemetry" and sent.body is not None else None
         if status == 200 and items is not None:  # an observed entity taken (one that decides: by /v1/decide)
             for item in items:
@@ -346,9 +335,10 @@ class Scheduler:
             self.stats.refused += len(bad)
             self.outbox.without(sent.body, bad)
             return
-        self._refused(status, body, headers, now)
+        self.refused(status, body, headers, now)
 
-    def _refused(self, status: int, body: Any, headers: dict[str, str], now: float) -> None:
+    def refused(self, status: int, body: Any, headers: dict[str, str], now: float) -> None:
+        """A refusal of the whole request: said once, and waited out as it asks (a 429's Retry-After)."""
         self.refusals.said(status, body, self.session.hosted)
         if status == 429 or status >= 500:
             self._not_before = now + retry_after_ms(headers)
@@ -356,7 +346,9 @@ class Scheduler:
             self.session.lost()  # a new session with the next request
             self._not_before = max(self._not_before, now + 250)  # not a request a frame if it keeps failing
 
-    def _decided(self, sent: _Sent, status: int, body: Any, headers: dict[str, str], now: float) -> None:
+    def _decided(self, sent: _Sent, answered: Answered, now: float) -> None:
+        """A decide answer: its decisions checked against what was sent and used, or why there are none."""
+        status, body, headers = answered
         if status != 200:
             self.stats.errors += 1
             ids = [(eid, e.type if (e := self.entities.get(eid)) else "entity") for eid in sent.legal]
@@ -365,7 +357,7 @@ class Scheduler:
                 self.stats.refused += len(bad)
                 self.roster.release(sent.legal, now, keep=bad)
                 return
-            self._refused(status, body, headers, now)
+            self.refused(status, body, headers, now)
             # a session that ended under us: asked again soon, with a new session
             self.roster.release(sent.legal, now if status == 401 and self.session.hosted else None)
             return
@@ -391,6 +383,67 @@ class Scheduler:
     def in_flight(self) -> int:
         """Requests sent and not yet answered."""
         return len(self._open)
+
+
+def _session_answered(s: Scheduler, sent: _Sent, a: Answered, now: float) -> None:
+    problem = s.session.answered(a.status, a.body, now)
+    if problem is not None:
+        s.say(f"session:{NUMBER.sub('#', problem)}", problem)
+        if s.session.token is None:
+            s.pause(now + RETRY_MS)
+
+
+def _health_answered(s: Scheduler, sent: _Sent, a: Answered, now: float) -> None:
+    deadline = deadline_timeout(a.status, a.body)
+    if deadline is not None and not s.timeout_given:
+        s.timeout_s = deadline + TIMEOUT_MARGIN_S
+
+
+def _manifest_answered(s: Scheduler, sent: _Sent, a: Answered, now: float) -> None:
+    if not s.timings.read(a.status, a.body, s.entities.values()):
+        s.pause(now + 1000)  # asked again later; the defaults hold meanwhile
+    else:
+        s.cascade.manifest(version if isinstance(version := a.body.get("version"), str) else None)
+
+
+def _policy_answered(s: Scheduler, sent: _Sent, a: Answered, now: float) -> None:
+    if not s.cascade.answered(a.status, a.body, a.headers):
+        s.refused(a.status, a.body, a.headers, now)
+
+
+def _decide_failed(s: Scheduler, sent: _Sent, now: float) -> None:
+    s.stats.errors += 1  # the service is down or timed out: native AI, retried a second later
+    s.pause(now + 1000, only=True)
+    s.roster.release(sent.legal, None)
+
+
+def _session_failed(s: Scheduler, sent: _Sent, now: float) -> None:
+    s.session.failed(now)
+    if s.session.token is None:
+        s.pause(now + RETRY_MS)
+
+
+def _manifest_failed(s: Scheduler, sent: _Sent, now: float) -> None:
+    s.timings.asked = False
+    s.pause(now + 1000)
+
+
+# What an answer or a failure does, by the kind of request (TypeScript: the same tables in scheduler.ts).
+ANSWERED: dict[Kind, Callable[[Scheduler, _Sent, Answered, float], None]] = {
+    "decide": Scheduler._decided,
+    "telemetry": Scheduler._other,
+    "report": Scheduler._other,
+    "session": _session_answered,
+    "health": _health_answered,
+    "manifest": _manifest_answered,
+    "policy": _policy_answered,
+}
+FAILED: dict[Kind, Callable[[Scheduler, _Sent, float], None]] = {
+    "decide": _decide_failed,
+    "session": _session_failed,
+    "manifest": _manifest_failed,
+    "policy": lambda s, sent, now: s.cascade.failed(),
+}
 
 
 def _entity_item(e: Entity) -> dict[str, Any]:

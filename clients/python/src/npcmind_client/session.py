@@ -55,8 +55,8 @@ class Session:
     def answered(self, status: int, body: Any, now: float) -> str | None:
         """Take the answer to POST /v1/session; the problem in one line when there is no new token."""
         self.pending = None
-        token = body.get("session_token") if status == 200 and isinstance(body, dict) else None
-        if isinstance(token, str) and token:
+        token = session_token(status, body)
+        if token is not None:
             ttl = body.get("expires_in_s")
             ok = isinstance(ttl, (int, float)) and not isinstance(ttl, bool)
             self.token, self.renew_at = token, now + 0.9 * ttl * 1000 if ok else float("inf")
@@ -76,3 +76,10 @@ class Session:
         """The service answered 401: the session ended under us; a new one with the next request."""
         self.token = None
         self.renew_at = float("inf")
+
+
+def session_token(status: int, body: Any) -> str | None:
+    """The token a POST /v1/session answer brings, or None: read here alone, by the session and by the transport
+    (which puts it in the requests made while it was asked for, before the game's next tick applies it)."""
+    token = body.get("session_token") if status == 200 and isinstance(body, dict) else None
+    return token if isinstance(token, str) and token else None

@@ -10,12 +10,16 @@ import math
 import queue
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from npcmind_client.policy import MAX_BYTES
+from npcmind_client.session import session_token
 from npcmind_client.timings import deadline_timeout
+
+if TYPE_CHECKING:
+    from npcmind_client.scheduler import FailKind
 
 GZIP_FROM = 16 * 1024  # bodies from this size are sent gzip-compressed (on a worker thread)
 DEFAULT_TIMEOUT_S = 15.0  # the service's default provider deadline (10 s) and a margin, until it tells its own
@@ -30,7 +34,7 @@ class Done:
 
     ref: str
     answer: Answer | None
-    failed: str = ""
+    failed: FailKind = "unreachable"  # read only when there is no answer
     why: str = ""
 
 
@@ -71,15 +75,22 @@ def _session_token(future: Future[Answer] | None) -> str | None:
         status, body, _ = future.result(timeout=0) if future is not None else (0, None, {})
     except Exception:
         return None
-    token = body.get("session_token") if status == 200 and isinstance(body, dict) else None
-    return token if isinstance(token, str) else None
+    return session_token(status, body)
 
 
 class Transport:
     """HTTP for one client: requests on ``workers`` threads, each after the requests it must follow."""
 
-    def __init__(self, base_url: str, timeout_s: float | None, workers: int, policy_max_bytes: int = MAX_BYTES) -> None:
-        self._http = httpx.Client(base_url=base_url)
+    def __init__(
+        self,
+        base_url: str,
+        timeout_s: float | None,
+        workers: int,
+        policy_max_bytes: int = MAX_BYTES,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        """``transport``: httpx's, injected by the game (a proxy, ``httpx.MockTransport``); the network otherwise."""
+        self._http = httpx.Client(base_url=base_url, transport=transport)
         self.policy_max_bytes = policy_max_bytes
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="npcmind-decide")
         self._given = timeout_s is not None
