@@ -67,17 +67,6 @@ function halo(g: CanvasRenderingContext2D, s: Swarm, members: Bee[]): { x: numbe
 }
 
 function characters(g: CanvasRenderingContext2D, w: World): void {
-  const p = w.player;
-  if (w.time < p.swatShown) {
-    g.strokeStyle = "rgba(255,255,255,0.85)";
-    g.lineWidth = 2;
-    g.beginPath();
-    g.arc(p.x, p.y, 42, 0, Math.PI * 2);
-    g.stroke();
-  }
-  disc(g, p.x, p.y, 11, "#0d47a1");
-  disc(g, p.x, p.y, 8, "#ffffff");
-  bar(g, p.x, p.y - 19, p.hp, 24);
   const q = w.queen;
   if (q.callingHelp) {
     g.strokeStyle = "rgba(255,235,59,0.9)";
@@ -94,6 +83,17 @@ function characters(g: CanvasRenderingContext2D, w: World): void {
     disc(g, b.x, b.y, 6, COLOURS[b.doing.source]);
     if (b.hp < 1) bar(g, b.x, b.y - 12, b.hp, 16);
   }
+  const p = w.player;
+  if (w.time < p.swatShown) {
+    g.strokeStyle = "rgba(255,255,255,0.85)";
+    g.lineWidth = 2;
+    g.beginPath();
+    g.arc(p.x, p.y, 42, 0, Math.PI * 2);
+    g.stroke();
+  }
+  disc(g, p.x, p.y, 11, "#0d47a1");
+  disc(g, p.x, p.y, 8, "#ffffff");
+  bar(g, p.x, p.y - 19, p.hp, 24); // the player last: on top of whoever is on the same spot
 }
 
 function label(g: CanvasRenderingContext2D, l: Placed): void {

@@ -1,4 +1,4 @@
-/* npcmind-demo-sources {"sha256":"cbb40fd6377e646ce5b33c279ff58a39e5637cbbc3d5803f84555068422454de","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/labels.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/plot.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/sources.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
+/* npcmind-demo-sources {"sha256":"cd771e36dd00b3b8f50b3fed134e259c100237331f13c4cd40ddc6c5517f484e","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/labels.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/plot.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/sources.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
 "use strict";
 (() => {
   // ../typescript/src/policy.ts
@@ -2222,17 +2222,6 @@
     return { x, y, r };
   }
   function characters(g2, w) {
-    const p = w.player;
-    if (w.time < p.swatShown) {
-      g2.strokeStyle = "rgba(255,255,255,0.85)";
-      g2.lineWidth = 2;
-      g2.beginPath();
-      g2.arc(p.x, p.y, 42, 0, Math.PI * 2);
-      g2.stroke();
-    }
-    disc(g2, p.x, p.y, 11, "#0d47a1");
-    disc(g2, p.x, p.y, 8, "#ffffff");
-    bar(g2, p.x, p.y - 19, p.hp, 24);
     const q = w.queen;
     if (q.callingHelp) {
       g2.strokeStyle = "rgba(255,235,59,0.9)";
@@ -2249,6 +2238,17 @@
       disc(g2, b.x, b.y, 6, COLOURS[b.doing.source]);
       if (b.hp < 1) bar(g2, b.x, b.y - 12, b.hp, 16);
     }
+    const p = w.player;
+    if (w.time < p.swatShown) {
+      g2.strokeStyle = "rgba(255,255,255,0.85)";
+      g2.lineWidth = 2;
+      g2.beginPath();
+      g2.arc(p.x, p.y, 42, 0, Math.PI * 2);
+      g2.stroke();
+    }
+    disc(g2, p.x, p.y, 11, "#0d47a1");
+    disc(g2, p.x, p.y, 8, "#ffffff");
+    bar(g2, p.x, p.y - 19, p.hp, 24);
   }
   function label(g2, l) {
     g2.fillStyle = "rgba(12,16,14,0.82)";
