@@ -240,6 +240,7 @@ SOURCES = ("AI", "cached", "local", "native")
 
 
 def state(browser: Browser) -> dict[str, Any]:
+    """The page's snapshot with its legend and mode line, as one frame wrote them (so they can be compared)."""
     return dict(json.loads(browser.js(STATE)))
 
 
