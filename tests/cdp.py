@@ -32,7 +32,7 @@ FLAGS = [
     "--disable-renderer-backgrounding",
     "--disable-backgrounding-occluded-windows",
     "--remote-debugging-port=0",
-    "--window-size=1340,660",
+    "--window-size=1280,720",
 ]
 KEY_CODES = {"ArrowLeft": 37, "ArrowUp": 38, "ArrowRight": 39, "ArrowDown": 40, "Space": 32}
 
@@ -40,7 +40,7 @@ KEY_CODES = {"ArrowLeft": 37, "ArrowUp": 38, "ArrowRight": 39, "ArrowDown": 40, 
 class Browser:
     """One headless Chromium with one page; `with Browser(profile) as b: b.open(url)`."""
 
-    def __init__(self, profile: Path) -> None:
+    def __init__(self, profile: Path, size: tuple[int, int] = (1280, 720)) -> None:
         assert CHROMIUM is not None
         self.errors: list[str] = []  # console errors and uncaught exceptions, as the page reported them
         self._profile = profile
@@ -59,6 +59,10 @@ class Browser:
         self._run(self._connect(self._page_socket()))
         for domain in ("Runtime", "Log", "Page"):
             self.call(f"{domain}.enable")
+        # the page's size exactly (a headless window's is its frame's, give or take): what the layout is judged at
+        self.call(
+            "Emulation.setDeviceMetricsOverride", width=size[0], height=size[1], deviceScaleFactor=1, mobile=False
+        )
 
     def __enter__(self) -> Browser:
         return self
@@ -141,6 +145,10 @@ class Browser:
     def wait_for(self, expression: str, deadline_s: float = 90) -> Any:
         """Poll an expression until it is truthy; its value, or TimeoutError naming it."""
         return wait(lambda: self.js(expression), deadline_s, expression)
+
+    def point(self, x: float, y: float) -> None:
+        """Move the mouse to (x, y) of the page, as a person pointing would."""
+        self.call("Input.dispatchMouseEvent", type="mouseMoved", x=x, y=y)
 
     def key(self, code: str, down: bool) -> None:
         """Press or release a key, as the keyboard would (keydown/keyup with its code)."""

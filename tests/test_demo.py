@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -23,8 +24,8 @@ from typing import Any
 import httpx
 import pytest
 
-from cdp import CHROMIUM, Browser, wait
-from conftest import ROOT, bee, decide_body, queen
+from cdp import CHROMIUM, Browser
+from conftest import ROOT, bee, decide_body, queen, until
 from npcmind.demo import DEMO_RULES, asset
 from npcmind.http.server import free_port
 
@@ -55,10 +56,10 @@ class Demo:
         self.lines: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.port}"
-        wait(
+        until(
             lambda: any("/demo in a browser" in line for line in self.lines) or self.proc.poll() is not None,
-            60,
             "ready",
+            60,
         )
         assert self.proc.poll() is None, "".join(self.lines)
 
@@ -209,73 +210,193 @@ def test_a_rule_that_is_no_regular_expression_is_refused_by_name(scripted: Any) 
 
 # --- in a browser --------------------------------------------------------------------------------------------
 
+# the snapshot, the legend (each source's word and count) and the mode line, read in one evaluation: the page
+# writes them in the same frame, so what they say can be compared
+STATE = """JSON.stringify({
+  s: window.npcmindDemo.snapshot(),
+  legend: Object.fromEntries([...document.querySelectorAll('#legend li')].map(li => [li.dataset.source, {
+    word: li.querySelector('.word').textContent, count: Number(li.querySelector('.count').textContent),
+    colour: getComputedStyle(li.querySelector('.swatch')).backgroundColor}])),
+  mode: document.getElementById('mode').textContent})"""
+# the page at its size: the scrolling element's sizes, and every element drawn outside the window
+FIT = """JSON.stringify((() => {
+  const e = document.scrollingElement;
+  const out = [...document.querySelectorAll('body *')].filter(x => x.getClientRects().length).filter(x => {
+    const r = x.getBoundingClientRect();
+    return r.left < 0 || r.top < 0 || r.right > innerWidth || r.bottom > innerHeight;
+  }).map(x => x.id || x.className || x.tagName);
+  return {size: [innerWidth, innerHeight], scroll: [e.scrollWidth, e.scrollHeight],
+    client: [e.clientWidth, e.clientHeight], out};
+})())"""
+# the pixels of a plot drawn in a colour ("rgb(r, g, b)", as the legend's swatch has it)
+PAINTED = """((id, rgb) => {
+  const c = document.getElementById(id), d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  const [r, g, b] = rgb.match(/\\d+/g).map(Number);
+  let n = 0;
+  for (let i = 0; i < d.length; i += 4) if (d[i] === r && d[i + 1] === g && d[i + 2] === b && d[i + 3] === 255) n++;
+  return n;
+})"""
+SOURCES = ("AI", "cached", "local", "native")
+
+
+def state(browser: Browser) -> dict[str, Any]:
+    """The page's snapshot with its legend and mode line, as one frame wrote them (so they can be compared)."""
+    return dict(json.loads(browser.js(STATE)))
+
+
+def characters(s: dict[str, Any]) -> list[dict[str, Any]]:
+    """The characters drawn on the field (the swarms have no body): the bees and the queen."""
+    return [*s["bees"], s["queen"]]
+
+
+def assert_words_match(st: dict[str, Any]) -> None:
+    """The legend counts the characters as drawn, and the mode line says what they run."""
+    chars = characters(st["s"])
+    assert {k: v["count"] for k, v in st["legend"].items()} == {
+        k: sum(c["source"] == k for c in chars) for k in SOURCES
+    }
+    if st["s"]["mode"] in ("down", "none"):
+        held = sum(c["source"] != "native" for c in chars)
+        said = (
+            f"{held} of {len(chars)} characters still act on earlier decisions"
+            if held
+            else "every character runs its native AI"
+        )
+        assert said in st["mode"], (said, st["mode"])
+
+
+def assert_labels_apart(s: dict[str, Any]) -> None:
+    """No label covers another, every label lies whole inside the field, none is a bee's unless pointed at."""
+    labels, field = s["labels"], s["field"]
+    for i, a in enumerate(labels):
+        inside = 0 <= a["x"] <= field["width"] - a["w"] and 0 <= a["y"] <= field["height"] - a["h"]
+        assert inside, a
+        for b in labels[i + 1 :]:
+            apart = (
+                a["x"] + a["w"] <= b["x"]
+                or b["x"] + b["w"] <= a["x"]
+                or a["y"] + a["h"] <= b["y"]
+                or b["y"] + b["h"] <= a["y"]
+            )
+            assert apart, (a, b)
+
+
+def assert_fits(browser: Browser) -> None:
+    """At 1280x720 the page has no scrollbar and nothing of it lies outside the window."""
+    fit = json.loads(browser.js(FIT))
+    assert fit["size"] == [1280, 720], fit
+    assert fit["scroll"] == fit["client"] == [1280, 720] and fit["out"] == [], fit
+
 
 @needs_browser
+@pytest.mark.timeout(300)  # it plays half a minute of wall time for the plot: on a loaded machine, longer
 def test_with_the_scripted_provider_every_bee_decides_through_npcmind(play: Any, tmp_path: Path) -> None:
     demo, browser = play("--scripted", query="?autopilot=1")
-    s = wait(
+    s = until(
         lambda: (s := snapshot(browser)) and all(d["source"] in ("AI", "cached") for d in deciders(s)) and s,
-        90,
         "every bee, the queen and the swarms show an AI action",
+        90,
     )
-    wait(lambda: snapshot(browser)["mode"] == "scripted", 90, "the page names the provider")  # polled: 1 s
+    until(lambda: snapshot(browser)["mode"] == "scripted", "the page names the provider", 90)  # polled: 1 s
     assert "scripted, not a model" in browser.js("document.getElementById('mode').textContent")
 
-    def counted() -> dict[str, int]:  # the overlay's figures, as a person reads them
-        stats = browser.js("document.getElementById('stats').textContent")
-        return {k: int(v) for k, v in re.findall(r"^(requests|AI decisions|tokens)\s+(\d+)", stats, re.M)}
+    def counted() -> dict[str, int]:  # the counters' tiles, as a person reads them
+        tiles = (
+            "[...document.querySelectorAll('#stats [data-k]')]"
+            ".map(t => [t.dataset.k, t.querySelector('.value').textContent])"
+        )
+        return {k: int(v) for k, v in browser.js(tiles) if k in ("requests", "decisions", "tokens")}
 
-    wait(lambda: len(c := counted()) == 3 and all(c.values()), 90, "the overlay counts requests, AI, tokens")
+    until(lambda: len(c := counted()) == 3 and all(c.values()), "the counters count requests, decisions, tokens", 90)
     assert browser.js("document.getElementById('seen').getAttribute('href')") == f"/?client_id={s['clientId']}"
     assert browser.errors == []  # loaded and played with no console error
     assert not [line for line in demo.lines if "WARNING" in line], demo.lines  # its own page is allowed
-    wait(  # for the README: a fight, not the first frame
-        lambda: (s := snapshot(browser))["time"] > 6 and sum(b["action"] == "chase" for b in s["bees"]) >= 6,
-        60,
-        "a fight to show",
+    # the plot gets points as decisions arrive, drawn in the legend's colour of the scripted provider's
+    until(
+        lambda: any(p["rates"]["AI"] > 0 for p in snapshot(browser)["plot"]),
+        "a point of decisions from the provider",
+        90,
     )
-    browser.call("Emulation.setDeviceMetricsOverride", width=1340, height=640, deviceScaleFactor=1, mobile=False)
+    st = state(browser)
+    assert st["legend"]["AI"]["word"] == "scripted" and st["legend"]["native"]["word"] == "native AI"
+    until(
+        lambda: browser.js(f"{PAINTED}('plot-decisions', {json.dumps(st['legend']['AI']['colour'])})") > 20,
+        "the plot drawn",
+        30,
+    )
+    until(lambda: any(p["tokensIn"] > 0 for p in snapshot(browser)["plot"]), "a point of tokens", 90)
+    assert_fits(browser)
+    assert_words_match(st)
+    assert_labels_apart(st["s"])
+    texts = [label["text"] for label in st["s"]["labels"]]
+    assert not [t for t in texts if t.startswith("bee ")] and any(t.startswith("queen · ") for t in texts), texts
+
     # the README's screenshot, this code and this provider: written into docs/ only when asked, so that a test
-    # run leaves the checkout as it found it (NPCMIND_WRITE_SCREENSHOT=1 pytest tests/test_demo.py)
-    shot = DEMO_PNG if os.environ.get("NPCMIND_WRITE_SCREENSHOT") == "1" else tmp_path / "demo.png"
+    # run leaves the checkout as it found it (NPCMIND_WRITE_SCREENSHOT=1 pytest tests/test_demo.py); that run
+    # waits for a fuller fight (six bees at the player) than a plain run needs
+    writing = os.environ.get("NPCMIND_WRITE_SCREENSHOT") == "1"
+
+    def fight() -> dict[str, Any] | None:  # for the README: a fight, not the first frame, and the plot's half minute
+        s = snapshot(browser)
+        p = s["player"]
+        close = [b for b in s["bees"] if b["action"] == "chase" and math.dist((b["x"], b["y"]), (p["x"], p["y"])) < 90]
+        return s if len(s["plot"]) >= 30 and len(close) >= (6 if writing else 4) else None
+
+    s = until(fight, "a fight to show", 240)
+    assert_labels_apart(s)
+    shot = DEMO_PNG if writing else tmp_path / "demo.png"
     browser.screenshot(shot)
-    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    png = shot.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and (int.from_bytes(png[16:20]), int.from_bytes(png[20:24])) == (1280, 720)
 
 
 @needs_browser
 def test_when_the_service_stops_the_bees_go_on_under_native_ai_and_the_page_says_so(play: Any) -> None:
     demo, browser = play("--scripted")
-    wait(lambda: all(d["source"] == "AI" for d in deciders(snapshot(browser))), 90, "AI actions first")
+    until(lambda: all(d["source"] == "AI" for d in deciders(snapshot(browser))), "AI actions first", 90)
     demo.stop()
-    s = wait(
-        lambda: (
-            (s := snapshot(browser)) and s["mode"] == "down" and all(b["source"] == "native" for b in s["bees"]) and s
-        ),
-        60,
-        "every bee on its native AI, and the page saying the service is down",
-    )
-    assert "not answering" in browser.js("document.getElementById('mode').textContent")
+    seen: list[dict[str, Any]] = []  # every state read while the bees' decisions run out: each must be told right
+
+    def all_native() -> dict[str, Any] | None:
+        st = state(browser)
+        seen.append(st)
+        s = st["s"]
+        return st if s["mode"] == "down" and all(b["source"] == "native" for b in s["bees"]) else None
+
+    st = until(all_native, "every bee on its native AI, and the page saying the service is down", 60)
+    for each in seen:
+        assert_words_match(each)
+    assert "not answering" in st["mode"]
+    s = st["s"]
     assert all(b["code"] == "unreachable" for b in s["bees"] if b["code"] is not None)
     before = {b["id"]: (b["x"], b["y"]) for b in s["bees"]}
-    wait(
+    until(
         lambda: any((b["x"], b["y"]) != before.get(b["id"]) for b in snapshot(browser)["bees"]),
-        90,
         "the bees still move",
+        90,
     )
+    # the decisions that did not come are counted as native AI's, the plot draws them in its colour
+    until(lambda: any(p["rates"]["native"] > 0 for p in snapshot(browser)["plot"]), "a point of native AI", 90)
+    colour = json.dumps(st["legend"]["native"]["colour"])
+    until(lambda: browser.js(f"{PAINTED}('plot-decisions', {colour})") > 20, "native AI drawn in the plot", 30)
+    assert_fits(browser)  # the longer words fit too
 
 
 @needs_browser
 def test_with_no_provider_every_bee_runs_its_native_ai_and_the_page_says_how_to_turn_a_model_on(play: Any) -> None:
     _, browser = play("--provider", "none")
-    s = wait(
+    s = until(
         lambda: (s := snapshot(browser)) and all(b["code"] == "unavailable" for b in s["bees"]) and s,
-        90,
         "every bee told its fallback",
+        90,
     )
     assert all(d["source"] == "native" for d in deciders(s))
-    wait(lambda: snapshot(browser)["mode"] == "none", 90, "the page says there is no provider")  # polled: 1 s
-    said = browser.js("document.getElementById('mode').textContent")
-    assert "native AI" in said and "OPENAI_API_KEY=sk-... npcmind demo" in said, said
+    until(lambda: snapshot(browser)["mode"] == "none", "the page says there is no provider", 90)  # polled: 1 s
+    st = state(browser)
+    assert "native AI" in st["mode"] and "OPENAI_API_KEY=sk-... npcmind demo" in st["mode"], st["mode"]
+    assert_words_match(st)
+    assert st["legend"]["AI"]["word"] == "model"
+    assert_fits(browser)
     assert browser.errors == []
 
 
@@ -288,10 +409,33 @@ def test_the_keyboard_moves_the_player(play: Any) -> None:
         browser.key(code, down=True)
         try:
             moved = lambda axis=axis, at=at, sign=sign: (snapshot(browser)["player"][axis] - at) * sign > 30  # noqa: E731
-            wait(moved, 30, f"{code} moves the player")
+            until(moved, f"{code} moves the player", 30)
         finally:
             browser.key(code, down=False)
     assert snapshot(browser)["player"] != start
+
+
+@needs_browser
+def test_pointing_at_a_bee_labels_it_beside_the_others(play: Any) -> None:
+    """Bees carry no text (their colour says where their action came from): the one pointed at gets a label
+    with its action, placed clear of every other label."""
+    _, browser = play("--provider", "none")
+    field = "JSON.stringify(document.getElementById('field').getBoundingClientRect())"
+
+    def pointed() -> dict[str, Any] | None:  # the mouse on a bee where it is now; the label once drawn
+        s, r = snapshot(browser), json.loads(browser.js(field))
+        b = s["bees"][0]
+        browser.point(
+            r["left"] + b["x"] * r["width"] / s["field"]["width"],
+            r["top"] + b["y"] * r["height"] / s["field"]["height"],
+        )
+        s = snapshot(browser)
+        return s if [x for x in s["labels"] if x["text"].startswith(f"bee {b['id']} · ")] else None
+
+    s = until(pointed, "a label for the bee pointed at", 60)
+    label = next(x for x in s["labels"] if x["text"].startswith("bee "))
+    assert re.fullmatch(r"bee \S+ · (idle|wander|chase|flee) · native AI( \(\w+\))?", label["text"]), label
+    assert_labels_apart(s)
 
 
 @needs_browser
@@ -301,17 +445,26 @@ def test_a_two_minute_game_sends_events_and_reports_and_the_model_sees_their_out
     """Two minutes of game time (at ?speed=8, with the player on autopilot): hits, deaths and stings go back
     to npcmind as events and reports, and the page of what the model saw shows them in the bees' memory."""
     demo, browser = play("--scripted", query="?speed=8&autopilot=1")
-    s = wait(lambda: (s := snapshot(browser)) and s["time"] >= 120 and s, 300, "two minutes of game time")
+    labels_seen: list[dict[str, Any]] = []
+
+    def two_minutes() -> dict[str, Any] | None:  # the labels of every frame read on the way stay apart
+        s = snapshot(browser)
+        labels_seen.append(s)
+        return s if s["time"] >= 120 else None
+
+    s = until(two_minutes, "two minutes of game time", 300)
     assert s["sent"]["events"] > 0 and s["stats"]["reportsSent"] > 0 and s["stats"]["errors"] == 0, s
     assert browser.errors == []
+    for each in labels_seen:
+        assert_labels_apart(each)
     # the page the demo links to, in a second browser while the game goes on (it shows the newest request)
     with Browser(tmp_path / "seen") as seen:
         seen.open(demo.url + browser.js("document.getElementById('seen').getAttribute('href')"))
         outcome = r'" bee\n(?:  .*\n)*?  memory: .*?-> (done|failed|interrupted) "'  # in a bee's own part
-        wait(
+        until(
             lambda: re.search(outcome, seen.js(SEEN_TEXT)),
-            120,
             "an outcome in a bee's memory on the page of what the model saw",
+            120,
         )
 
 

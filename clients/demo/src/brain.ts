@@ -24,6 +24,8 @@ function askedIds(init: RequestInit | undefined): string[] {
 /** The SDK's client, and for each entity the code of its last fallback (or `unreachable`, `error 503`). */
 export class Brain {
   readonly npc: DecideClient;
+  /** Entities whose decide request got no decisions at all (the service unreachable or refusing). */
+  unanswered = 0;
   private readonly why = new Map<string, string | null>();
 
   constructor(serviceUrl: string, clientId: string, options: DecideClientOptions = {}) {
@@ -55,10 +57,13 @@ export class Brain {
       r = await fetch(input, init);
     } catch (e) {
       for (const id of ids) this.why.set(id, "unreachable");
+      this.unanswered += ids.length;
       throw e;
     }
-    if (!r.ok) for (const id of ids) this.why.set(id, `error ${r.status}`);
-    else void this.read(r.clone());
+    if (!r.ok) {
+      for (const id of ids) this.why.set(id, `error ${r.status}`);
+      this.unanswered += ids.length;
+    } else void this.read(r.clone());
     return r;
   }
 

@@ -4,10 +4,13 @@
 
 import { Brain } from "./brain.js";
 import { Game } from "./game.js";
-import { showOverlay } from "./overlay.js";
+import type { Placed } from "./labels.js";
+import { showCounters, showState } from "./overlay.js";
+import { Plot } from "./plot.js";
 import { draw } from "./render.js";
 import { ServiceWatch } from "./service.js";
-import { dist, moveToward, World } from "./world.js";
+import { countBySource } from "./sources.js";
+import { HEIGHT, WIDTH, dist, moveToward, World, type Vec } from "./world.js";
 
 const params = new URLSearchParams(location.search);
 const speed = Math.min(20, Math.max(0.1, Number(params.get("speed") ?? "1") || 1));
@@ -20,6 +23,7 @@ const brain = new Brain(base, clientId, { world: { player_hp_fraction: 1, repell
 const npc = brain.npc;
 const game = new Game(world, brain);
 const watch = new ServiceWatch(base);
+const plot = new Plot();
 const held = new Set<string>();
 let swatAsked = false;
 const KEYS: Record<string, [number, number]> = {
@@ -56,26 +60,41 @@ function steer(dt: number): boolean {
 
 const canvas = document.getElementById("field") as HTMLCanvasElement;
 const g = canvas.getContext("2d") as CanvasRenderingContext2D;
+const plotDecisions = (document.getElementById("plot-decisions") as HTMLCanvasElement).getContext("2d") as CanvasRenderingContext2D;
+const plotTokens = (document.getElementById("plot-tokens") as HTMLCanvasElement).getContext("2d") as CanvasRenderingContext2D;
 const link = document.getElementById("seen") as HTMLAnchorElement;
 link.href = `/?client_id=${encodeURIComponent(clientId)}`;
 link.textContent = `what the model saw (client_id ${clientId})`;
+let pointer: Vec | null = null; // in field coordinates: the canvas may be drawn smaller than the field
+canvas.addEventListener("mousemove", (e) => {
+  const r = canvas.getBoundingClientRect();
+  pointer = { x: ((e.clientX - r.left) / r.width) * WIDTH, y: ((e.clientY - r.top) / r.height) * HEIGHT };
+});
+canvas.addEventListener("mouseleave", () => (pointer = null));
 let last = performance.now();
 let shown = 0;
+let labels: Placed[] = [];
 
 function frame(now: number): void {
   const dt = Math.min(0.05, (now - last) / 1000) * speed;
   last = now;
   const steps = Math.ceil(dt / 0.05); // fast play in steps no longer than a normal frame's
   for (let i = 0; i < steps; i++) game.step(dt / steps, steer(dt / steps));
-  draw(g, world);
+  labels = draw(g, world, watch.state.model === "scripted", pointer);
+  showState(document, watch.state, countBySource([...world.bees.map((b) => b.doing), world.queen.doing]));
+  if (plot.sample(now, npc.stats, brain.unanswered, watch.state)) {
+    plot.drawDecisions(plotDecisions);
+    plot.drawTokens(plotTokens);
+  }
   if (now - shown > 250) {
     shown = now;
-    showOverlay(document, npc.stats, game.sent, watch.state);
+    showCounters(document, npc.stats, game.sent, watch.state);
   }
   requestAnimationFrame(frame);
 }
 
-/** What the tests read: every character's action and its source, the counters, the service as seen. */
+/** What the tests read: every character's action and its source, the counters, the service as seen, the
+ * labels as drawn and the plot's samples. */
 function snapshot(): Record<string, unknown> {
   const who = (id: string, d: { action: string; source: string; code: string | null }) => ({ id, ...d });
   return {
@@ -85,6 +104,7 @@ function snapshot(): Record<string, unknown> {
     queen: { ...who("queen", world.queen.doing), hp: world.queen.hp, callingHelp: world.queen.callingHelp },
     swarms: world.swarms.map((s) => who(s.id, s.doing)),
     stats: npc.stats, sent: game.sent, service: watch.state, mode: document.getElementById("mode")?.dataset["mode"] ?? null,
+    field: { width: WIDTH, height: HEIGHT }, labels, plot: plot.samples,
   };
 }
 

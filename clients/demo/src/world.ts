@@ -10,7 +10,7 @@ const BEE_HIT = 0.25;
 const QUEEN_HIT = 0.06;
 const STING = 0.03;
 
-/** Where a decision came from, as drawn beside each character. */
+/** Where a decision came from (sources.ts gives each its colour and word). */
 export type Source = "AI" | "cached" | "local" | "native";
 
 /** What a character does now and why; `code` is the fallback's code when the native AI runs. */

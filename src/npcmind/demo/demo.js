@@ -1,4 +1,4 @@
-/* npcmind-demo-sources {"sha256":"8896570c880137295d07da1846b4124c92ded418dfbe4058958eb10104152337","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
+/* npcmind-demo-sources {"sha256":"cd771e36dd00b3b8f50b3fed134e259c100237331f13c4cd40ddc6c5517f484e","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/labels.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/plot.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/sources.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
 "use strict";
 (() => {
   // ../typescript/src/policy.ts
@@ -1605,6 +1605,8 @@
   }
   var Brain = class {
     npc;
+    /** Entities whose decide request got no decisions at all (the service unreachable or refusing). */
+    unanswered = 0;
     why = /* @__PURE__ */ new Map();
     constructor(serviceUrl, clientId2, options = {}) {
       this.npc = new DecideClient(serviceUrl, clientId2, {
@@ -1630,10 +1632,13 @@
         r = await fetch(input, init);
       } catch (e) {
         for (const id of ids) this.why.set(id, "unreachable");
+        this.unanswered += ids.length;
         throw e;
       }
-      if (!r.ok) for (const id of ids) this.why.set(id, `error ${r.status}`);
-      else void this.read(r.clone());
+      if (!r.ok) {
+        for (const id of ids) this.why.set(id, `error ${r.status}`);
+        this.unanswered += ids.length;
+      } else void this.read(r.clone());
       return r;
     }
     async read(r) {
@@ -1913,119 +1918,379 @@
     }
   };
 
+  // src/sources.ts
+  var SOURCES2 = ["AI", "cached", "local", "native"];
+  var COLOURS = { AI: "#56b4e9", cached: "#cc79a7", local: "#f0e442", native: "#e4572e" };
+  function sourceWord(source, scripted) {
+    if (source === "AI") return scripted ? "scripted" : "model";
+    return { cached: "cache", local: "policy", native: "native AI" }[source];
+  }
+  function describe(d, scripted) {
+    const word = sourceWord(d.source, scripted);
+    return `${d.action} \xB7 ${word}${d.source === "native" && d.code ? ` (${d.code})` : ""}`;
+  }
+  function countBySource(doings) {
+    const counts = { AI: 0, cached: 0, local: 0, native: 0 };
+    for (const d of doings) counts[d.source] += 1;
+    return counts;
+  }
+
   // src/overlay.ts
-  function modeLine(s) {
+  var MEANING = {
+    AI: (scripted) => scripted ? "fixed rules, not a model" : "decided by the model",
+    cached: () => "an answer npcmind reused",
+    local: () => "learned, runs in the game",
+    native: () => "game code, as a fallback"
+  };
+  function nativeWords(c) {
+    const held2 = c.AI + c.cached + c.local;
+    if (held2 === 0) return "every character runs its native AI";
+    return `${held2} of ${held2 + c.native} characters still act on earlier decisions until these expire, the other ${c.native} run their native AI`;
+  }
+  function modeLine(s, c) {
     if (s.up === null) return ["starting", "asking npcmind\u2026"];
-    if (!s.up) return ["down", "npcmind is not answering (stopped?): every bee runs its native AI until it is back."];
+    if (!s.up) return ["down", `npcmind is not answering (stopped?): ${nativeWords(c)} until it is back.`];
     if (s.provider === "none") {
-      return ["none", "No model: every bee runs its native AI (fallback unavailable). Turn a model on: OPENAI_API_KEY=sk-... npcmind demo"];
+      return ["none", `No model: ${nativeWords(c)} (fallback unavailable). Turn a model on: OPENAI_API_KEY=sk-... npcmind demo`];
     }
     if (s.model === "scripted") return ["scripted", "Provider: scripted, not a model (npcmind scripted-provider answers by fixed rules)."];
     return ["model", `Model: ${s.provider} ${s.model ?? ""}${s.ready ? "" : ` (not ready: ${s.note})`}`];
+  }
+  function setText(el, text2) {
+    if (el && el.textContent !== text2) el.textContent = text2;
+  }
+  function legendRows(doc) {
+    const list = doc.getElementById("legend");
+    if (!list) return [];
+    if (list.children.length === 0) {
+      for (const k of SOURCES2) {
+        const li = doc.createElement("li");
+        li.dataset["source"] = k;
+        for (const part of ["swatch", "word", "meaning", "count"]) li.appendChild(doc.createElement("span")).className = part;
+        li.firstElementChild.style.background = COLOURS[k];
+        list.appendChild(li);
+      }
+    }
+    return Array.from(list.children);
+  }
+  function showState(doc, s, counts) {
+    const [mode, line] = modeLine(s, counts);
+    const el = doc.getElementById("mode");
+    if (el) {
+      setText(el, line);
+      if (el.dataset["mode"] !== mode) el.dataset["mode"] = mode;
+    }
+    const scripted = s.model === "scripted";
+    for (const li of legendRows(doc)) {
+      const k = li.dataset["source"];
+      setText(li.querySelector(".word"), sourceWord(k, scripted));
+      setText(li.querySelector(".meaning"), MEANING[k](scripted));
+      setText(li.querySelector(".count"), String(counts[k]));
+    }
   }
   function fallbacks(st) {
     const parts = Object.entries(st.fallbacks).map(([k, v]) => `${k} ${v}`);
     return parts.length ? parts.join(", ") : "none";
   }
-  function showOverlay(doc, st, sent, s) {
-    const [mode, line] = modeLine(s);
-    const el = doc.getElementById("mode");
-    if (el) {
-      el.textContent = line;
-      el.dataset["mode"] = mode;
-    }
-    const rows = [
-      ["requests", String(st.requests)],
-      ["entities asked", String(st.asked)],
-      ["AI decisions", `${st.ai} (cached ${st.cached})`],
-      ["local", String(st.local)],
-      ["fallbacks", fallbacks(st)],
-      ["errors", String(st.errors)],
-      ["events sent", String(sent.events)],
-      ["reports sent", String(st.reportsSent)],
-      ["tokens", `${s.tokensIn} in (${s.tokensCached} cached), ${s.tokensOut} out`]
+  function showCounters(doc, st, sent, s) {
+    const tiles = [
+      ["requests", st.requests, `${st.asked} entities asked`],
+      ["decisions", st.ai, `cache ${st.cached}, policy ${st.local}`],
+      ["fallbacks", Object.values(st.fallbacks).reduce((a, b) => a + b, 0), fallbacks(st)],
+      ["errors", st.errors, "requests unanswered"],
+      ["sent back", sent.events + st.reportsSent, `${sent.events} events, ${st.reportsSent} reports`],
+      ["tokens", s.tokensIn + s.tokensOut, `${s.tokensIn} in \xB7 ${s.tokensOut} out`, `${s.tokensCached} of the input cached`]
     ];
-    const table = doc.getElementById("stats");
-    if (table) table.textContent = rows.map(([k, v]) => `${k.padEnd(15)} ${v}`).join("\n");
+    const box = doc.getElementById("stats");
+    if (!box) return;
+    if (box.children.length === 0) {
+      for (const [k] of tiles) {
+        const tile = box.appendChild(doc.createElement("div"));
+        tile.dataset["k"] = k;
+        for (const part of ["value", "name", "detail"]) tile.appendChild(doc.createElement("span")).className = part;
+      }
+    }
+    for (const [k, value, detail, more] of tiles) {
+      const tile = box.querySelector(`[data-k="${k}"]`);
+      if (tile && tile.title !== (more ?? detail)) tile.title = more ?? detail;
+      setText(tile?.querySelector(".value") ?? null, String(value));
+      setText(tile?.querySelector(".name") ?? null, k);
+      setText(tile?.querySelector(".detail") ?? null, detail);
+    }
+  }
+
+  // src/plot.ts
+  var WINDOW = 60;
+  var SMOOTH = 4;
+  var AXIS = "#8a949c";
+  var OUT = "#ffb74d";
+  function decidedSoFar(st, unanswered) {
+    const fallbacks2 = Object.values(st.fallbacks).reduce((a, b) => a + b, 0);
+    return { AI: st.ai - st.cached, cached: st.cached, local: st.local, native: fallbacks2 + unanswered };
+  }
+  function top(max) {
+    if (max <= 1) return 1;
+    const p = 10 ** Math.floor(Math.log10(max));
+    return ([1, 2, 5, 10].find((k) => k * p >= max) ?? 10) * p;
+  }
+  function frame(g2, scale) {
+    const { width: w, height: h } = g2.canvas;
+    g2.clearRect(0, 0, w, h);
+    g2.strokeStyle = "#2f363d";
+    g2.lineWidth = 1;
+    for (const f of [0, 0.5, 1]) {
+      const y = Math.round(4 + (h - 8) * f) + 0.5;
+      g2.beginPath();
+      g2.moveTo(0, y);
+      g2.lineTo(w, y);
+      g2.stroke();
+    }
+    g2.fillStyle = AXIS;
+    g2.font = "10px system-ui, sans-serif";
+    g2.textAlign = "left";
+    g2.textBaseline = "top";
+    g2.fillText(`${scale} / s`, 3, 6);
+    return { w, h };
+  }
+  var Plot = class {
+    samples = [];
+    totals = [];
+    // one a second, the last SMOOTH + 1
+    /** Take a sample when a second has passed since the last (`now` in ms): the rates over the last few
+     * seconds (decisions come in bursts, one request at a time). True when one was taken. */
+    sample(now, st, unanswered, s) {
+      const newest = this.totals[this.totals.length - 1];
+      if (newest !== void 0 && now - newest.at < 1e3) return false;
+      this.totals.push({ at: now, decided: decidedSoFar(st, unanswered), tokensIn: s.tokensIn, tokensOut: s.tokensOut });
+      if (this.totals.length > SMOOTH + 1) this.totals.shift();
+      const [first, last2] = [this.totals[0], this.totals[this.totals.length - 1]];
+      if (first === void 0 || last2 === void 0 || first === last2) return false;
+      const per = 1e3 / (last2.at - first.at);
+      const rate = (k) => Math.max(0, last2.decided[k] - first.decided[k]) * per;
+      this.samples.push({
+        rates: { AI: rate("AI"), cached: rate("cached"), local: rate("local"), native: rate("native") },
+        tokensIn: Math.max(0, last2.tokensIn - first.tokensIn) * per,
+        tokensOut: Math.max(0, last2.tokensOut - first.tokensOut) * per
+      });
+      if (this.samples.length > WINDOW) this.samples.shift();
+      return true;
+    }
+    /** Decisions a second, stacked by source, newest at the right. */
+    drawDecisions(g2) {
+      const sum = (r) => SOURCES2.reduce((a, k) => a + r[k], 0);
+      const scale = top(Math.max(0, ...this.samples.map((s) => sum(s.rates))));
+      const { w, h } = frame(g2, scale);
+      const step = w / (WINDOW - 1);
+      const x0 = w - (this.samples.length - 1) * step;
+      const base2 = this.samples.map(() => 0);
+      for (const k of SOURCES2) {
+        const upper = this.samples.map((s, i) => (base2[i] ?? 0) + s.rates[k]);
+        const y = (v) => h - 4 - (h - 8) * v / scale;
+        g2.fillStyle = COLOURS[k];
+        g2.beginPath();
+        upper.forEach((v, i) => g2.lineTo(x0 + i * step, y(v)));
+        for (let i = base2.length - 1; i >= 0; i--) g2.lineTo(x0 + i * step, y(base2[i] ?? 0));
+        g2.fill();
+        upper.forEach((v, i) => base2[i] = v);
+      }
+    }
+    /** Tokens a second: in as an area on the left scale, out (far fewer) as a line on its own right scale. */
+    drawTokens(g2) {
+      const scale = top(Math.max(0, ...this.samples.map((s) => s.tokensIn)));
+      const outScale = top(Math.max(0, ...this.samples.map((s) => s.tokensOut)));
+      const { w, h } = frame(g2, scale);
+      g2.fillStyle = OUT;
+      g2.textAlign = "right";
+      g2.fillText(`${outScale} / s`, w - 3, 6);
+      const step = w / (WINDOW - 1);
+      const x0 = w - (this.samples.length - 1) * step;
+      const y = (v, of) => h - 4 - (h - 8) * v / of;
+      g2.fillStyle = "rgba(207,216,220,0.55)";
+      g2.beginPath();
+      g2.moveTo(x0, h - 4);
+      this.samples.forEach((s, i) => g2.lineTo(x0 + i * step, y(s.tokensIn, scale)));
+      g2.lineTo(x0 + (this.samples.length - 1) * step, h - 4);
+      g2.fill();
+      g2.strokeStyle = OUT;
+      g2.lineWidth = 2;
+      g2.beginPath();
+      this.samples.forEach((s, i) => g2.lineTo(x0 + i * step, y(s.tokensOut, outScale)));
+      g2.stroke();
+    }
+  };
+
+  // src/labels.ts
+  var LABEL_HEIGHT = 16;
+  var PAD = 4;
+  var GAP = 3;
+  function overlaps(a, b) {
+    return a.x < b.x + b.w + GAP && b.x < a.x + a.w + GAP && a.y < b.y + b.h + GAP && b.y < a.y + a.h + GAP;
+  }
+  function candidates(want, w) {
+    const h = LABEL_HEIGHT;
+    const out = [];
+    for (let ring = 0; ring < 6; ring++) {
+      const d = want.r + 4 + ring * (h + GAP);
+      out.push(
+        [want.x - w / 2, want.y + d],
+        [want.x - w / 2, want.y - d - h],
+        [want.x + d, want.y - h / 2],
+        [want.x - d - w, want.y - h / 2],
+        [want.x + d, want.y + d],
+        [want.x - d - w, want.y + d],
+        [want.x + d, want.y - d - h],
+        [want.x - d - w, want.y - d - h]
+      );
+    }
+    return out;
+  }
+  function covers(box, d) {
+    const nx = Math.max(box.x, Math.min(d.x, box.x + box.w));
+    const ny = Math.max(box.y, Math.min(d.y, box.y + box.h));
+    return Math.hypot(nx - d.x, ny - d.y) < d.r;
+  }
+  function place(wants, discs, measure, width, height) {
+    const placed = [];
+    for (const want of wants) {
+      const w = Math.ceil(measure(want.text)) + 2 * PAD;
+      const boxes = candidates(want, w).map(([cx, cy]) => ({
+        text: want.text,
+        colour: want.colour,
+        x: Math.max(GAP, Math.min(width - GAP - w, cx)),
+        y: Math.max(GAP, Math.min(height - GAP - LABEL_HEIGHT, cy)),
+        w,
+        h: LABEL_HEIGHT
+      }));
+      const free = boxes.filter((box) => !placed.some((p) => overlaps(p, box)));
+      const best = free.find((box) => !discs.some((d) => covers(box, d))) ?? free[0];
+      if (best) placed.push(best);
+    }
+    return placed;
   }
 
   // src/render.ts
-  var COLOURS = { AI: "#2e7d32", cached: "#00838f", local: "#1565c0", native: "#b26a00" };
-  function describe(d) {
-    return d.source === "native" ? `${d.action} \xB7 native${d.code ? ` (${d.code})` : ""}` : `${d.action} \xB7 ${d.source}`;
-  }
-  function label(g2, text2, x, y, colour) {
-    g2.font = "10px sans-serif";
-    g2.textAlign = "center";
-    g2.fillStyle = "rgba(255,255,255,0.75)";
-    const w = g2.measureText(text2).width;
-    g2.fillRect(x - w / 2 - 2, y - 9, w + 4, 12);
-    g2.fillStyle = colour;
-    g2.fillText(text2, x, y);
-  }
-  function bar(g2, x, y, fraction) {
-    g2.fillStyle = "#400";
-    g2.fillRect(x - 10, y, 20, 3);
-    g2.fillStyle = "#e53935";
-    g2.fillRect(x - 10, y, 20 * fraction, 3);
-  }
   var TREES = [[80, 90], [260, 520], [420, 70], [560, 560], [900, 80], [880, 540], [330, 260], [60, 470]];
-  function draw(g2, w) {
-    g2.fillStyle = "#5d8a4a";
+  var FONT = "600 11px system-ui, sans-serif";
+  var NEUTRAL = "#b0bec5";
+  function disc(g2, x, y, r, fill) {
+    g2.fillStyle = fill;
+    g2.beginPath();
+    g2.arc(x, y, r, 0, Math.PI * 2);
+    g2.fill();
+  }
+  function bar(g2, x, y, fraction, width) {
+    g2.fillStyle = "rgba(0,0,0,0.6)";
+    g2.fillRect(x - width / 2, y, width, 3);
+    g2.fillStyle = fraction > 0.5 ? "#7cb342" : fraction > 0.25 ? "#fbc02d" : "#e53935";
+    g2.fillRect(x - width / 2, y, width * fraction, 3);
+  }
+  function ground(g2) {
+    g2.fillStyle = "#1e2b22";
     g2.fillRect(0, 0, WIDTH, HEIGHT);
-    g2.fillStyle = "#3f6b35";
-    for (const [x, y2] of TREES) {
-      g2.beginPath();
-      g2.arc(x ?? 0, y2 ?? 0, 28, 0, Math.PI * 2);
-      g2.fill();
+    for (const [x, y] of TREES) {
+      disc(g2, x ?? 0, y ?? 0, 30, "#263a2c");
+      disc(g2, x ?? 0, y ?? 0, 20, "#2d4634");
     }
     g2.fillStyle = "#8d6e3f";
     g2.beginPath();
-    g2.arc(HIVE.x, HIVE.y, 26, 0, Math.PI * 2);
+    for (let i = 0; i < 6; i++) g2.lineTo(HIVE.x + 24 * Math.cos(i * Math.PI / 3), HIVE.y + 24 * Math.sin(i * Math.PI / 3));
     g2.fill();
-    label(g2, "hive", HIVE.x, HIVE.y + 40, "#333");
-    const p = w.player;
-    if (w.time < p.swatShown) {
-      g2.strokeStyle = "rgba(255,255,255,0.8)";
-      g2.beginPath();
-      g2.arc(p.x, p.y, 42, 0, Math.PI * 2);
-      g2.stroke();
-    }
-    g2.fillStyle = "#1e3a8a";
+    g2.strokeStyle = "#c9a36a";
+    g2.lineWidth = 2;
+    g2.stroke();
+  }
+  var CLUSTER = 70;
+  function halo(g2, s, members) {
+    const near = (b) => members.filter((o) => dist(o, b) < CLUSTER);
+    const group = members.map(near).reduce((a, b) => b.length > a.length ? b : a);
+    const x = group.reduce((a, b) => a + b.x, 0) / group.length;
+    const y = group.reduce((a, b) => a + b.y, 0) / group.length;
+    const r = Math.max(18, ...group.map((b) => dist(b, { x, y }))) + 12;
+    const colour = COLOURS[s.doing.source];
+    if (group.length < 3) return { x, y, r };
+    g2.save();
+    g2.globalAlpha = 0.1;
+    disc(g2, x, y, r, colour);
+    g2.globalAlpha = 0.55;
+    g2.setLineDash([5, 5]);
+    g2.strokeStyle = colour;
+    g2.lineWidth = 1.5;
     g2.beginPath();
-    g2.arc(p.x, p.y, 10, 0, Math.PI * 2);
-    g2.fill();
-    bar(g2, p.x, p.y - 18, p.hp);
-    label(g2, "you", p.x, p.y + 24, "#1e3a8a");
+    g2.arc(x, y, r, 0, Math.PI * 2);
+    g2.stroke();
+    g2.restore();
+    return { x, y, r };
+  }
+  function characters(g2, w) {
     const q = w.queen;
     if (q.callingHelp) {
       g2.strokeStyle = "rgba(255,235,59,0.9)";
+      g2.lineWidth = 2;
       g2.beginPath();
       g2.arc(q.x, q.y, 30 + 12 * Math.sin(w.time * 8), 0, Math.PI * 2);
       g2.stroke();
     }
-    g2.fillStyle = "#6a1b9a";
-    g2.beginPath();
-    g2.arc(q.x, q.y, 14, 0, Math.PI * 2);
-    g2.fill();
-    bar(g2, q.x, q.y - 22, q.hp);
-    label(g2, `queen: ${describe(q.doing)}${q.callingHelp ? " \xB7 calls help!" : ""}`, q.x, q.y + 28, COLOURS[q.doing.source]);
+    disc(g2, q.x, q.y, 15, "#ffd54f");
+    disc(g2, q.x, q.y, 12, COLOURS[q.doing.source]);
+    bar(g2, q.x, q.y - 23, q.hp, 28);
     for (const b of w.bees) {
-      g2.fillStyle = b.swarm === "swarm-a" ? "#fdd835" : "#ffb300";
+      disc(g2, b.x, b.y, 7.5, "#101410");
+      disc(g2, b.x, b.y, 6, COLOURS[b.doing.source]);
+      if (b.hp < 1) bar(g2, b.x, b.y - 12, b.hp, 16);
+    }
+    const p = w.player;
+    if (w.time < p.swatShown) {
+      g2.strokeStyle = "rgba(255,255,255,0.85)";
+      g2.lineWidth = 2;
       g2.beginPath();
-      g2.arc(b.x, b.y, 6, 0, Math.PI * 2);
-      g2.fill();
-      g2.strokeStyle = "#222";
+      g2.arc(p.x, p.y, 42, 0, Math.PI * 2);
       g2.stroke();
-      bar(g2, b.x, b.y - 11, b.hp);
-      label(g2, describe(b.doing), b.x, b.y + 17, COLOURS[b.doing.source]);
     }
-    let y = 18;
+    disc(g2, p.x, p.y, 11, "#0d47a1");
+    disc(g2, p.x, p.y, 8, "#ffffff");
+    bar(g2, p.x, p.y - 19, p.hp, 24);
+  }
+  function label(g2, l) {
+    g2.fillStyle = "rgba(12,16,14,0.82)";
+    g2.fillRect(l.x, l.y, l.w, l.h);
+    g2.fillStyle = l.colour;
+    g2.fillRect(l.x, l.y, 3, l.h);
+    g2.fillStyle = "#f5f5f5";
+    g2.textAlign = "left";
+    g2.textBaseline = "middle";
+    g2.fillText(l.text, l.x + 6, l.y + LABEL_HEIGHT / 2 + 0.5);
+  }
+  function pointed(w, pointer2) {
+    if (pointer2 === null) return null;
+    const near = w.bees.filter((b) => dist(b, pointer2) < 14);
+    return near.reduce((a, b) => a === null || dist(b, pointer2) < dist(a, pointer2) ? b : a, null);
+  }
+  function draw(g2, w, scripted, pointer2) {
+    ground(g2);
+    const q = w.queen;
+    const b = pointed(w, pointer2);
+    const wants = b ? [{ text: `bee ${b.id} \xB7 ${describe(b.doing, scripted)}`, x: b.x, y: b.y, r: 8, colour: COLOURS[b.doing.source] }] : [];
+    wants.push(
+      { text: `queen \xB7 ${describe(q.doing, scripted)}${q.callingHelp ? " \xB7 calls help!" : ""}`, x: q.x, y: q.y, r: 16, colour: COLOURS[q.doing.source] }
+    );
     for (const s of w.swarms) {
-      const text2 = s.respawnAt === null ? describe(s.doing) : "wiped out: a new wave comes";
-      label(g2, `${s.id}: ${text2}`, 90, y, COLOURS[s.doing.source]);
-      y += 15;
+      const members = w.membersOf(s.id);
+      if (members.length === 0) {
+        const wait = Math.max(0, Math.ceil((s.respawnAt ?? w.time) - w.time));
+        wants.push({ text: `${s.id} wiped out \xB7 new wave in ${wait} s`, x: HIVE.x, y: HIVE.y, r: 28, colour: NEUTRAL });
+        continue;
+      }
+      const h = halo(g2, s, members);
+      wants.push({ text: `${s.id} (${members.length}) \xB7 ${describe(s.doing, scripted)}`, ...h, colour: COLOURS[s.doing.source] });
     }
+    characters(g2, w);
+    wants.push({ text: "you", x: w.player.x, y: w.player.y, r: 12, colour: "#ffffff" });
+    wants.push({ text: "hive", x: HIVE.x, y: HIVE.y, r: 26, colour: "#c9a36a" });
+    g2.font = FONT;
+    const discs = [...w.bees.map((b2) => ({ x: b2.x, y: b2.y, r: 8 })), { x: q.x, y: q.y, r: 16 }, { ...w.player, r: 12 }, { ...HIVE, r: 25 }];
+    const placed = place(wants, discs, (t) => g2.measureText(t).width, WIDTH, HEIGHT);
+    for (const l of placed) label(g2, l);
+    return placed;
   }
 
   // src/service.ts
@@ -2073,6 +2338,7 @@
   var npc = brain.npc;
   var game = new Game(world, brain);
   var watch = new ServiceWatch(base);
+  var plot = new Plot();
   var held = /* @__PURE__ */ new Set();
   var swatAsked = false;
   var KEYS = {
@@ -2111,22 +2377,36 @@
   }
   var canvas = document.getElementById("field");
   var g = canvas.getContext("2d");
+  var plotDecisions = document.getElementById("plot-decisions").getContext("2d");
+  var plotTokens = document.getElementById("plot-tokens").getContext("2d");
   var link = document.getElementById("seen");
   link.href = `/?client_id=${encodeURIComponent(clientId)}`;
   link.textContent = `what the model saw (client_id ${clientId})`;
+  var pointer = null;
+  canvas.addEventListener("mousemove", (e) => {
+    const r = canvas.getBoundingClientRect();
+    pointer = { x: (e.clientX - r.left) / r.width * WIDTH, y: (e.clientY - r.top) / r.height * HEIGHT };
+  });
+  canvas.addEventListener("mouseleave", () => pointer = null);
   var last = performance.now();
   var shown = 0;
-  function frame(now) {
+  var labels = [];
+  function frame2(now) {
     const dt = Math.min(0.05, (now - last) / 1e3) * speed;
     last = now;
     const steps = Math.ceil(dt / 0.05);
     for (let i = 0; i < steps; i++) game.step(dt / steps, steer(dt / steps));
-    draw(g, world);
+    labels = draw(g, world, watch.state.model === "scripted", pointer);
+    showState(document, watch.state, countBySource([...world.bees.map((b) => b.doing), world.queen.doing]));
+    if (plot.sample(now, npc.stats, brain.unanswered, watch.state)) {
+      plot.drawDecisions(plotDecisions);
+      plot.drawTokens(plotTokens);
+    }
     if (now - shown > 250) {
       shown = now;
-      showOverlay(document, npc.stats, game.sent, watch.state);
+      showCounters(document, npc.stats, game.sent, watch.state);
     }
-    requestAnimationFrame(frame);
+    requestAnimationFrame(frame2);
   }
   function snapshot() {
     const who = (id, d) => ({ id, ...d });
@@ -2143,10 +2423,13 @@
       stats: npc.stats,
       sent: game.sent,
       service: watch.state,
-      mode: document.getElementById("mode")?.dataset["mode"] ?? null
+      mode: document.getElementById("mode")?.dataset["mode"] ?? null,
+      field: { width: WIDTH, height: HEIGHT },
+      labels,
+      plot: plot.samples
     };
   }
   window.npcmindDemo = { snapshot };
   watch.start();
-  requestAnimationFrame(frame);
+  requestAnimationFrame(frame2);
 })();
