@@ -1,4 +1,4 @@
-/* npcmind-demo-sources {"sha256":"cd771e36dd00b3b8f50b3fed134e259c100237331f13c4cd40ddc6c5517f484e","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/labels.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/plot.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/sources.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
+/* npcmind-demo-sources {"sha256":"01f952be48e2f09bed3b4fd8ad99fc5a434ccaa52be7cf52a3d782598d484315","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/labels.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/plot.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/sources.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/refusals.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/timings.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
 "use strict";
 (() => {
   // ../typescript/src/policy.ts
@@ -329,21 +329,6 @@
   function isObject2(value) {
     return typeof value === "object" && value !== null && !Array.isArray(value);
   }
-  var ENTITY_PATH = /^entities\[(\d+)\]\.?/;
-  function refusedEntities(status, body, sent) {
-    const details = status === 422 ? readError(body).details : [];
-    if (details.length === 0) return null;
-    const why = /* @__PURE__ */ new Map();
-    for (const d of details) {
-      const m = ENTITY_PATH.exec(d.path);
-      const id = m ? sent[Number(m[1])] : void 0;
-      if (m === null || id === void 0) return null;
-      const problems = why.get(id) ?? [];
-      problems.push(`${d.path.slice(m[0].length) || "entity"}: ${d.message}`);
-      why.set(id, problems);
-    }
-    return new Map([...why].map(([id, problems]) => [id, problems.join("; ")]));
-  }
 
   // ../typescript/src/answer.ts
   var CODES = /* @__PURE__ */ new Set(["budget", "busy", "invalid_choice", "refused", "unavailable"]);
@@ -575,8 +560,8 @@
       items.push(...this.observed.values());
       if (items.length === 0 && this.removed.length === 0 && this.scene === null) return [];
       this.last = now;
-      const alone = items.filter((i) => this.host.alone.has(i.id));
-      const together = items.filter((i) => !this.host.alone.has(i.id));
+      const alone = items.filter((i) => this.host.refusals.alone.has(i.id));
+      const together = items.filter((i) => !this.host.refusals.alone.has(i.id));
       const bodies = [];
       let first = this.scene !== null ? { scene: this.scene } : {};
       for (let i = 0; i < Math.max(together.length, 1); i += this.batch) {
@@ -620,13 +605,8 @@
         this.again.push({ ...rest, entities: items.slice(half) });
         return false;
       }
-      const bad = refusedEntities(
-        status,
-        body,
-        items.map((i) => i.id)
-      );
+      const bad = this.host.refusals.entities(status, body, new Map(items.map((i) => [i.id, i.type])));
       if (bad === null) return true;
-      this.host.refused(bad, new Map(items.map((i) => [i.id, i.type])));
       const kept = { ...sent.body, entities: items.filter((i) => !bad.has(i.id)) };
       if (kept["entities"].length > 0 || kept["removed"]?.length || kept["scene"]) {
         this.again.push(kept);
@@ -638,7 +618,8 @@
       this.sent.delete(ref);
     }
     taken(body) {
-      for (const item of body["entities"]) if (!this.host.tracked(item.id)) this.host.alone.delete(item.id);
+      const alone = this.host.refusals.alone;
+      for (const item of body["entities"]) if (!this.host.tracked(item.id)) alone.delete(item.id);
     }
     push(body, out) {
       const request = this.host.post("/v1/telemetry", body);
@@ -648,6 +629,54 @@
       out.push(request);
     }
   };
+
+  // ../typescript/src/refusals.ts
+  var ENTITY_PATH = /^entities\[(\d+)\]\.?/;
+  var NUMBER = /\d+(?:\.\d+)?/g;
+  var Refusals = class {
+    constructor(say, stats) {
+      this.say = say;
+      this.stats = stats;
+    }
+    /** Entity id -> why the service refused it: sent alone until taken. */
+    alone = /* @__PURE__ */ new Map();
+    /** The entities of a 422 whose every problem lies in one of the request's entities (`sent`: id -> type, in the
+     * request's order), each with why, named once and sent alone from now on; null otherwise. */
+    entities(status, body, sent) {
+      const found = refusedEntities(status, body, [...sent.keys()]);
+      for (const [id, why] of found ?? []) {
+        this.stats.refused++;
+        this.alone.set(id, why);
+        const said = `npcmind refused ${sent.get(id) ?? "entity"} ${JSON.stringify(id)} (${why}): the others go on without it, and it is sent alone until the service takes it`;
+        this.say(`refused:${id}:${why}`, said);
+      }
+      return found;
+    }
+    /** Say a refusal of the whole request once (a countdown in its text is not a new refusal). */
+    said(status, body, hosted) {
+      let msg = `npcmind answered ${status} ${readError(body).code}: ${errorLine(body, "")}`;
+      if (status === 401 && !hosted) msg += " (the service runs the hosted profile: give DecideClient its apiKey)";
+      this.say(`${status}:${msg.replace(NUMBER, "#")}`, msg);
+    }
+  };
+  function retryAfterMs(headers) {
+    const retry = headers["retry-after"];
+    return retry !== void 0 && /^\d+(\.\d+)?$/.test(retry) ? Number(retry) * 1e3 : 1e3;
+  }
+  function refusedEntities(status, body, sent) {
+    const details = status === 422 ? readError(body).details : [];
+    if (details.length === 0) return null;
+    const why = /* @__PURE__ */ new Map();
+    for (const d of details) {
+      const m = ENTITY_PATH.exec(d.path);
+      const id = m ? sent[Number(m[1])] : void 0;
+      if (m === null || id === void 0) return null;
+      const problems = why.get(id) ?? [];
+      problems.push(`${d.path.slice(m[0].length) || "entity"}: ${d.message}`);
+      why.set(id, problems);
+    }
+    return new Map([...why].map(([id, problems]) => [id, problems.join("; ")]));
+  }
 
   // ../typescript/src/types.ts
   var OUTCOMES = ["done", "failed", "interrupted", "rejected"];
@@ -669,7 +698,7 @@
 
   // ../typescript/src/roster.ts
   var REASK_GAP_MS = 500;
-  var NUMBER = /\d+(?:\.\d+)?/g;
+  var NUMBER2 = /\d+(?:\.\d+)?/g;
   var Roster = class {
     constructor(epoch, windowMs, choose, threshold, stats, say) {
       this.windowMs = windowMs;
@@ -834,7 +863,7 @@
       if (d.code === "budget")
         this.say.say(`budget:${e.type}`, `${e.type} ${JSON.stringify(e.id)} is over its token budget: ${d.reason}`);
       else if (d.code === "unavailable" || d.code === "busy") {
-        this.say.say(`${d.code}:${d.reason.replace(NUMBER, "#")}`, `npcmind fell back with '${d.code}': ${d.reason}`);
+        this.say.say(`${d.code}:${d.reason.replace(NUMBER2, "#")}`, `npcmind fell back with '${d.code}': ${d.reason}`);
       }
     }
     /** The entities of an answered or failed request may be asked again: at `due`, or else on their next
@@ -904,8 +933,8 @@
     /** The session request's answer; the reason when it was refused. */
     answer(status, body, now) {
       this.pending = null;
-      const token = status === 200 && isObject2(body) ? body["session_token"] : void 0;
-      if (typeof token !== "string" || !isObject2(body)) {
+      const token = sessionToken(status, body);
+      if (token === null || !isObject2(body)) {
         if (this.token !== null) this.renewAt = now + RENEW_RETRY_MS;
         return `npcmind did not open a session (POST /v1/session answered ${status}: ${errorLine(body, "(no session_token)")})`;
       }
@@ -925,14 +954,67 @@
       this.renewAt = Number.POSITIVE_INFINITY;
     }
   };
+  function sessionToken(status, body) {
+    const token = status === 200 && isObject2(body) ? body["session_token"] : null;
+    return typeof token === "string" && token !== "" ? token : null;
+  }
+
+  // ../typescript/src/timings.ts
+  var DEFAULT_REFRESH_MS = 4e3;
+  var DEFAULT_TTL_MS = 12e3;
+  var Timings = class {
+    /** `refreshMs`: the game's own, over every type's; `manifest`: when it is known already. */
+    constructor(refreshMs, manifest) {
+      this.refreshMs = refreshMs;
+      if (manifest) this.load(manifest);
+    }
+    types = null;
+    // type -> [refresh_ms, ttl_ms]
+    /** GET /v1/manifest is out. */
+    asked = false;
+    /** Whether a manifest was read. */
+    get known() {
+      return this.types !== null;
+    }
+    /** The type's refresh and ttl, in ms. */
+    of(type) {
+      const [refresh, ttl] = this.types?.get(type) ?? [DEFAULT_REFRESH_MS, DEFAULT_TTL_MS];
+      return [this.refreshMs ?? refresh, ttl];
+    }
+    /** Take the answer to GET /v1/manifest; false when it holds none (asked again later). Entities asked before
+     * it came are due again on their type's refresh. */
+    read(status, body, entities) {
+      this.asked = false;
+      const data = status === 200 && isObject2(body) ? body["manifest"] : null;
+      if (!isObject2(data)) return false;
+      this.load(data);
+      for (const e of entities) e.due = Math.min(e.due, e.askedAt + this.of(e.type)[0]);
+      return true;
+    }
+    load(data) {
+      const defaults = isObject2(data["defaults"]) ? data["defaults"] : {};
+      const types = isObject2(data["types"]) ? data["types"] : {};
+      this.types = /* @__PURE__ */ new Map();
+      for (const [name, t] of Object.entries(types)) {
+        const one = isObject2(t) ? t : {};
+        const refresh = Number(one["refresh_ms"] || defaults["refresh_ms"] || DEFAULT_REFRESH_MS);
+        const ttl = Number(one["ttl_ms"] || defaults["ttl_ms"] || DEFAULT_TTL_MS);
+        this.types.set(name, [refresh, ttl]);
+      }
+    }
+  };
+  function deadlineTimeoutMs(status, body) {
+    const deadline = status === 200 && isObject2(body) ? body["deadline_ms"] : null;
+    return typeof deadline === "number" && deadline > 0 ? deadline : null;
+  }
 
   // ../typescript/src/scheduler.ts
   var BATCH = 16;
-  var DEFAULT_REFRESH_MS = 4e3;
-  var DEFAULT_TTL_MS = 12e3;
   var DEFAULT_DEADLINE_MS = 1e4;
   var TIMEOUT_MARGIN_MS = 5e3;
-  var NUMBER2 = /\d+(?:\.\d+)?/g;
+  function dispatch(table, s) {
+    return table[s.kind];
+  }
   var Scheduler = class {
     stats = newStats();
     clientId;
@@ -943,19 +1025,15 @@
     world;
     scope;
     scopeState;
-    refreshMs;
     maxInFlight;
     said;
     timeoutGiven;
     timeout;
     session;
     outbox;
-    alone = /* @__PURE__ */ new Map();
-    // entity id -> why the service refused it
+    refusals;
     sent = /* @__PURE__ */ new Map();
-    types = null;
-    // type -> [refresh_ms, ttl_ms]
-    manifestRef = null;
+    timings;
     refs = 0;
     decidesInFlight = 0;
     notBefore = Number.NEGATIVE_INFINITY;
@@ -965,9 +1043,9 @@
       this.world = { ...options.world ?? {} };
       this.scope = options.scope ?? null;
       this.scopeState = options.scopeState ?? null;
-      this.refreshMs = options.refreshMs ?? null;
       this.maxInFlight = options.maxInFlight ?? 4;
       this.said = new SayOnce(options.log ?? ((m) => console.warn(`npcmind: ${m}`)));
+      this.refusals = new Refusals((key, message, native2) => this.warn(key, message, native2), this.stats);
       this.cascade = new Cascade(
         this.clientId,
         options.policy ?? null,
@@ -984,7 +1062,7 @@
       this.timeout = options.timeoutMs ?? DEFAULT_DEADLINE_MS + TIMEOUT_MARGIN_MS;
       this.session = options.apiKey ? new Session(options.apiKey) : null;
       this.outbox = new Outbox(this.outboxHost(), options.telemetryMs ?? 500);
-      if (options.manifest) this.readManifest(options.manifest);
+      this.timings = new Timings(options.refreshMs ?? null, options.manifest ?? null);
     }
     // --- what the game tells (the per-entity rules are the roster's) ----------------------------
     /** The game's epoch: answers to requests sent under another epoch are dropped. */
@@ -1001,7 +1079,7 @@
     }
     /** The entity left the scene (died, despawned): forget it and tell the service. */
     untrack(id) {
-      this.alone.delete(id);
+      this.refusals.alone.delete(id);
       const tracked = this.roster.entities.delete(id);
       if (this.outbox.forget(id) || tracked) this.outbox.remove(id);
     }
@@ -1038,7 +1116,7 @@
       }
       if (this.session !== null && !this.session.ready) return out;
       const again = this.cascade.recheckManifest;
-      if ((this.types === null || again) && this.manifestRef === null && now >= this.notBefore)
+      if ((!this.timings.known || again) && !this.timings.asked && now >= this.notBefore)
         this.askManifest(out, again);
       if (this.cascade.due(now) && now >= this.notBefore) {
         const [path, extra] = this.cascade.request(now);
@@ -1065,47 +1143,59 @@
       }
       return out;
     }
-    /** An answer came back for `ref`. */
+    /** An answer came back for `ref`: applied by the request's kind (`ANSWERED`; telemetry and reports: the outbox). */
     answer(ref, status, body, headers, now) {
       if (this.outbox.owns(ref)) {
         if (this.outbox.answer(ref, status, body)) this.refused(status, body, headers, now);
         return;
       }
-      const s = this.sent.get(ref);
-      if (s === void 0) return;
-      this.sent.delete(ref);
-      if (s.kind === "decide") this.applyDecide(s, status, body, headers, now);
-      else if (s.kind === "manifest") this.manifestAnswered(status, body, now);
-      else if (s.kind === "health") this.healthAnswered(status, body);
-      else if (s.kind === "session") this.sessionAnswered(status, body, now);
-      else if (s.kind === "policy" && !this.cascade.answered(status, body, headers))
-        this.refused(status, body, headers, now);
+      const s = this.take(ref);
+      if (s !== void 0) dispatch(this.answered, s)(s, { status, body, headers }, now);
     }
-    /** A request got no answer (`timeout` or `unreachable`): its entities use their native AI; retried later. */
+    /** A request got no answer (`timeout` or `unreachable`): said once, then undone by its kind (`FAILED`); its
+     * entities use their native AI and are retried later. */
     fail(ref, kind2, now) {
       this.failed(kind2);
       if (this.outbox.owns(ref)) return this.outbox.failed(ref);
+      const s = this.take(ref);
+      if (s !== void 0) dispatch(this.failedKinds, s)(s, now);
+    }
+    take(ref) {
       const s = this.sent.get(ref);
-      if (s === void 0) return;
       this.sent.delete(ref);
-      if (s.kind === "decide") {
+      return s;
+    }
+    /** What an answer does, by the kind of request (Python: `ANSWERED` in scheduler.py). */
+    answered = {
+      decide: (s, a, now) => this.applyDecide(s, a.status, a.body, a.headers, now),
+      manifest: (_s, a, now) => this.manifestAnswered(a.status, a.body, now),
+      health: (_s, a) => this.healthAnswered(a.status, a.body),
+      session: (_s, a, now) => this.sessionAnswered(a.status, a.body, now),
+      policy: (_s, a, now) => {
+        if (!this.cascade.answered(a.status, a.body, a.headers)) this.refused(a.status, a.body, a.headers, now);
+      }
+    };
+    /** What a failure undoes, by the kind of request (Python: `FAILED` in scheduler.py). */
+    failedKinds = {
+      decide: (s, now) => {
         this.decidesInFlight--;
         this.stats.errors++;
         this.notBefore = now + 1e3;
         this.roster.release(s.legal.keys(), null);
-      } else if (s.kind === "manifest") {
-        this.manifestRef = null;
+      },
+      manifest: (_s, now) => {
+        this.timings.asked = false;
         this.notBefore = Math.max(this.notBefore, now + 1e3);
-      } else if (s.kind === "session") {
+      },
+      health: () => {
+      },
+      session: (_s, now) => {
         if (this.session !== null && !this.session.open) this.notBefore = Math.max(this.notBefore, now + 1e3);
         this.session?.failed(now);
-      } else if (s.kind === "policy") this.cascade.failed();
-    }
+      },
+      policy: () => this.cascade.failed()
+    };
     // --- scheduling -----------------------------------------------------------------------------
-    timing(type) {
-      const [refresh, ttl] = this.types?.get(type) ?? [DEFAULT_REFRESH_MS, DEFAULT_TTL_MS];
-      return [this.refreshMs ?? refresh, ttl];
-    }
     askManifest(out, again) {
       if (!this.timeoutGiven && !again) {
         const health = this.make("GET", "/v1/health", null, []);
@@ -1113,7 +1203,7 @@
         out.push(health);
       }
       const r = this.make("GET", "/v1/manifest", null, []);
-      this.manifestRef = r.ref;
+      this.timings.asked = true;
       this.sent.set(r.ref, { kind: "manifest" });
       out.push(r);
     }
@@ -1128,17 +1218,17 @@
       const asked = [];
       let room = free * BATCH;
       for (const e of due) {
-        room -= this.alone.has(e.id) ? BATCH : 1;
+        room -= this.refusals.alone.has(e.id) ? BATCH : 1;
         if (room < 0) break;
-        const [refresh, ttl] = this.timing(e.type);
+        const [refresh, ttl] = this.timings.of(e.type);
         e.due = now + refresh;
         e.askedAt = now;
         if (this.roster.local(e, now, ttl)) continue;
         asked.push(e);
       }
-      const together = asked.filter((e) => !this.alone.has(e.id));
+      const together = asked.filter((e) => !this.refusals.alone.has(e.id));
       for (let i = 0; i < together.length; i += BATCH) this.sendBatch(together.slice(i, i + BATCH), out);
-      for (const e of asked) if (this.alone.has(e.id)) this.sendBatch([e], out);
+      for (const e of asked) if (this.refusals.alone.has(e.id)) this.sendBatch([e], out);
     }
     sendBatch(batch, out) {
       const body = {
@@ -1174,18 +1264,15 @@
       this.decidesInFlight--;
       if (status !== 200) {
         this.stats.errors++;
-        const bad = refusedEntities(status, body, [...s.legal.keys()]);
+        const types = [...s.legal.keys()].map((id) => [id, this.roster.entities.get(id)?.type ?? "entity"]);
+        const bad = this.refusals.entities(status, body, new Map(types));
         if (bad !== null) {
-          this.entitiesRefused(
-            bad,
-            new Map([...s.legal.keys()].map((id) => [id, this.roster.entities.get(id)?.type ?? "entity"]))
-          );
           return this.roster.release(s.legal.keys(), now, bad);
         }
         this.refused(status, body, headers, now);
         return this.roster.release(s.legal.keys(), status === 401 && this.session !== null ? now : null);
       }
-      for (const id of s.legal.keys()) this.alone.delete(id);
+      for (const id of s.legal.keys()) this.refusals.alone.delete(id);
       const answer = readDecideResponse(body);
       if (typeof answer === "string") {
         this.stats.errors++;
@@ -1203,61 +1290,30 @@
       }
       this.roster.release(s.legal.keys(), null);
     }
-    entitiesRefused(found, types) {
-      for (const [id, why] of found) {
-        this.stats.refused++;
-        this.alone.set(id, why);
-        const said = `npcmind refused ${types.get(id) ?? "entity"} ${JSON.stringify(id)} (${why}): the others go on without it, and it is sent alone until the service takes it`;
-        this.warn(`refused:${id}:${why}`, said);
-      }
-    }
     manifestAnswered(status, body, now) {
-      const data = status === 200 && isObject2(body) ? body["manifest"] : null;
-      if (!isObject2(data)) {
-        this.manifestRef = null;
+      if (!this.timings.read(status, body, this.roster.entities.values())) {
         this.notBefore = Math.max(this.notBefore, now + 1e3);
         return;
       }
-      this.manifestRef = null;
-      this.readManifest(data);
       this.cascade.manifest(isObject2(body) && typeof body["version"] === "string" ? body["version"] : null);
-      for (const e of this.roster.entities.values()) e.due = Math.min(e.due, e.askedAt + this.timing(e.type)[0]);
-    }
-    readManifest(data) {
-      const defaults = isObject2(data["defaults"]) ? data["defaults"] : {};
-      const types = isObject2(data["types"]) ? data["types"] : {};
-      this.types = /* @__PURE__ */ new Map();
-      for (const [name, t] of Object.entries(types)) {
-        const one = isObject2(t) ? t : {};
-        const refresh = Number(one["refresh_ms"] || defaults["refresh_ms"] || DEFAULT_REFRESH_MS);
-        const ttl = Number(one["ttl_ms"] || defaults["ttl_ms"] || DEFAULT_TTL_MS);
-        this.types.set(name, [refresh, ttl]);
-      }
     }
     healthAnswered(status, body) {
-      const deadline = status === 200 && isObject2(body) ? body["deadline_ms"] : null;
-      if (!this.timeoutGiven && typeof deadline === "number" && deadline > 0) this.timeout = deadline + TIMEOUT_MARGIN_MS;
+      const deadline = deadlineTimeoutMs(status, body);
+      if (!this.timeoutGiven && deadline !== null) this.timeout = deadline + TIMEOUT_MARGIN_MS;
     }
     sessionAnswered(status, body, now) {
       const why = this.session?.answer(status, body, now) ?? null;
       if (why === null) return;
-      this.warn(`session:${why.replace(NUMBER2, "#")}`, why);
+      this.warn(`session:${why.replace(NUMBER, "#")}`, why);
       if (!this.session?.open) this.notBefore = Math.max(this.notBefore, now + 1e3);
     }
     refused(status, body, headers, now) {
-      let msg = `npcmind answered ${status} ${readError(body).code}: ${errorLine(body, "")}`;
-      if (status === 401 && this.session === null)
-        msg += " (the service runs the hosted profile: give DecideClient its apiKey)";
-      if (status === 429 || status >= 500) {
-        const retry = headers["retry-after"];
-        const wait = retry !== void 0 && /^\d+(\.\d+)?$/.test(retry) ? Number(retry) * 1e3 : 1e3;
-        this.notBefore = now + wait;
-      }
+      if (status === 429 || status >= 500) this.notBefore = now + retryAfterMs(headers);
       if (status === 401 && this.session !== null) {
         this.session.expire();
         this.notBefore = Math.max(this.notBefore, now + 250);
       }
-      this.warn(`${status}:${msg.replace(NUMBER2, "#")}`, msg);
+      this.refusals.said(status, body, this.session !== null);
     }
     failed(kind2) {
       if (kind2 === "timeout") {
@@ -1307,8 +1363,7 @@
     outboxHost() {
       return {
         post: (path, body, after) => this.post(path, body, after),
-        refused: (found, types) => this.entitiesRefused(found, types),
-        alone: this.alone,
+        refusals: this.refusals,
         tracked: (id) => this.roster.entities.has(id),
         warn: (key, message, native2) => this.warn(key, message, native2)
       };
@@ -1420,8 +1475,7 @@
         const text2 = await res.text();
         const answer = parse(text2);
         if (r.path === "/v1/session") {
-          const token = typeof answer === "object" && answer !== null ? answer["session_token"] : null;
-          this.tokens.set(r.ref, res.status === 200 && typeof token === "string" ? token : null);
+          this.tokens.set(r.ref, sessionToken(res.status, answer));
           if (this.tokens.size > 8) this.tokens.delete(this.tokens.keys().next().value);
         }
         return { ref: r.ref, status: res.status, body: answer, headers: answered };
