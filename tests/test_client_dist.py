@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 
 from conftest import BEE_OBS, ROOT, Running
-from npcmind.providers.scripted import ScriptedServer
+from npcmind.testing.scripted import ScriptedServer
 
 GAME = """
 import json, sys, time

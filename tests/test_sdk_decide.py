@@ -14,8 +14,8 @@ from litestar import Litestar, Request, Response, post
 
 from conftest import BEE_OBS, FOREST, Hosted, Running, until, write_clients
 from npcmind.http.server import BackgroundServer, free_port
-from npcmind.providers.scripted import ScriptedServer
 from npcmind.sdk import DecideClient
+from npcmind.testing.scripted import ScriptedServer
 
 LEGAL = ["idle", "wander", "chase", "flee"]
 WORLD = {"player_hp_fraction": 0.4, "repellent": False}
