@@ -23,7 +23,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("protocol",),  # the wire format
     ("manifest",),  # the game's description, checked against the protocol
     ("answer",),  # the answer format: what the prompt asks for and every provider parses
-    ("storage", "shared", "providers", "local"),  # durable, shared soft and per-process state; the model APIs
+    ("local",),  # per-process state (metrics): any owner above may keep its state here
+    ("storage", "shared", "providers"),  # durable and shared soft state; the model APIs
     ("decide", "distill"),  # one batch's decision; the model trained from stored decisions
     ("context",),  # a session's scene and memory, feeding the pipeline
     ("sessions", "npc"),  # who is asking (tokens, rates); the dialogue NPCs
