@@ -1,8 +1,9 @@
-"""The package graph stays layered: every import in src/npcmind points down the layer list, and no package cycles.
+"""The package graph stays layered: every import in src/npcmind points down the layer list; no package or module
+imports itself back.
 
 docs/architecture.md draws the same list and says why each package sits where it does; this test holds it. It reads
 the imports with ast (those inside functions and under TYPE_CHECKING count too: a lazy import is still a
-dependency), so it needs no service and runs in well under a second.
+dependency), so it needs no service and imports nothing of npcmind.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import ast
 import itertools
 from collections import defaultdict
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -81,26 +83,45 @@ def _targets(node: ast.Import | ast.ImportFrom, module: str, is_package: bool) -
     return [base]
 
 
+@cache
+def _statements() -> list[tuple[str, Site, ast.Import | ast.ImportFrom, list[str]]]:
+    """Every import statement of npcmind: the importing module, where, the statement and what it reaches."""
+    out = []
+    for path in sorted(SRC.rglob("*.py")):
+        module = _module_name(path)
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                site = f"{path.relative_to(SRC.parents[1])}:{node.lineno}"
+                out.append((module, site, node, _targets(node, module, path.name == "__init__.py")))
+    return out
+
+
 def imports() -> tuple[dict[Edge, list[Site]], dict[tuple[str, str], list[Site]]]:
     """Every package edge inside npcmind and every import of a boundary library, each with where it is made."""
     inside: dict[Edge, list[Site]] = defaultdict(list)
     outside: dict[tuple[str, str], list[Site]] = defaultdict(list)
-    for path in sorted(SRC.rglob("*.py")):
-        module = _module_name(path)
-        source = _package(module) if module != "npcmind" else "__init__"
-        site_of = f"{path.relative_to(SRC.parents[1])}:{{}}"
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if not isinstance(node, ast.Import | ast.ImportFrom):
-                continue
-            for target in _targets(node, module, path.name == "__init__.py"):
-                top = target.split(".")[0]
-                if top == "npcmind":
-                    dest = _package(target)
-                    if dest != source:
-                        inside[(source, dest)].append(site_of.format(node.lineno))
-                elif top in BOUNDARIES:
-                    outside[(source, top)].append(site_of.format(node.lineno))
+    for module, site, _, targets in _statements():
+        source = _package(module)
+        for target in targets:
+            top = target.split(".")[0]
+            if top == "npcmind" and _package(target) != source:
+                inside[(source, _package(target))].append(site)
+            elif top in BOUNDARIES:
+                outside[(source, top)].append(site)
     return inside, outside
+
+
+def module_edges() -> dict[Edge, Site]:
+    """Every module-to-module import inside npcmind (``from npcmind.x import y`` reaches the module x.y when y is
+    one), with the first place it is made."""
+    known = {_module_name(p) for p in SRC.rglob("*.py")}
+    edges: dict[Edge, Site] = {}
+    for module, site, node, targets in _statements():
+        names = [a.name for a in node.names] if isinstance(node, ast.ImportFrom) else [""]
+        for dest in sorted({f"{t}.{n}" if f"{t}.{n}" in known else t for t in targets for n in names}):
+            if dest in known and dest != module:
+                edges.setdefault((module, dest), site)
+    return edges
 
 
 def test_every_package_has_a_layer() -> None:
@@ -169,6 +190,15 @@ def test_no_package_cycle() -> None:
     found = cycle(set(inside))
     hops = [f"{a} -> {b} ({inside[(a, b)][0]})" for a, b in itertools.pairwise(found)] if found else []
     assert found is None, "package cycle:\n" + "\n".join(hops)
+
+
+def test_no_module_cycle() -> None:
+    """No two modules import each other, even through others or inside functions: each module can be read and
+    loaded after those it imports."""
+    edges = module_edges()
+    found = cycle(set(edges))
+    hops = [f"{a} -> {b} ({edges[(a, b)]})" for a, b in itertools.pairwise(found)] if found else []
+    assert found is None, "module cycle:\n" + "\n".join(hops)
 
 
 @pytest.mark.parametrize(
