@@ -132,6 +132,15 @@ def test_an_anthropic_usage_block_is_read_as_far_as_it_makes_sense() -> None:
     assert [usage_count(v, "n") for v in ({"n": True}, {"n": 10**12}, {"n": 7}, None, [1])] == [0, 0, 7, 0, 0]
 
 
+def test_the_options_a_question_shows_are_the_choices_an_answer_names() -> None:
+    options = ["idle", "chase", "flee"]
+    assert answer.offered("numbered", options) == "1 idle, 2 chase, 3 flee"
+    assert answer.offered("enum", options) == "idle, chase, flee"
+    for k, name in enumerate(options, 1):  # choice k of a numbered answer is the k-th option shown
+        got = answer.parse(f'{{"decisions":[{{"entity":1,"choice":{k}}}]}}', "numbered", [(1, options)])
+        assert got[1].action == name
+
+
 def test_enum_parse_and_decline() -> None:
     got = answer.parse('{"E1":"flee","E2":"(decline)"}', "enum", [(1, ["idle", "flee"]), (2, ["idle"])])
     assert got[1].action == "flee" and got[2].refused

@@ -38,6 +38,14 @@ class Choice:
     confidence: float | None = None
 
 
+def offered(mode: AnswerMode, options: Sequence[str]) -> str:
+    """A question's options as the prompt shows them: numbered from 1 in the form whose answer is a number
+    (``parse`` reads choice k as the k-th of them), by name in the other."""
+    if mode == "numbered":
+        return ", ".join(f"{i} {a}" for i, a in enumerate(options, 1))
+    return ", ".join(options)
+
+
 NUMBERED_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-from npcmind.answer import INSTRUCTIONS, AnswerMode
+from npcmind.answer import INSTRUCTIONS, AnswerMode, offered
 from npcmind.manifest import Manifest
 from npcmind.manifest.fields import quote
 from npcmind.manifest.model import FieldSpec, ScopeSpec
@@ -182,11 +182,7 @@ class PromptBuilder:
             legal = set(e.legal_actions)
             options = [a for a in t.actions if a in legal]
             event = t.spec.events.get(e.trigger, "") if e.trigger else ""
-            ask = (f"Event: {event}. " if event else "") + "Options: "
-            if self.mode == "numbered":
-                ask += ", ".join(f"{i} {a}" for i, a in enumerate(options, 1))
-            else:
-                ask += ", ".join(options)
+            ask = (f"Event: {event}. " if event else "") + "Options: " + offered(self.mode, options)
             if len(self._questions) >= 4096:
                 self._questions.clear()
             found = self._questions[key] = (options, ask)
