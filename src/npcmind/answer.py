@@ -1,7 +1,7 @@
 """The answer format, one leaf that the prompt and every provider share, so neither imports the other.
 
-What the model is told to answer (``INSTRUCTIONS``), the schema that forces a legal choice, and the tolerant
-parser with the confidences read from log-probabilities. Two forms. ``numbered`` is one fixed schema (options
+What the model is told to answer (``INSTRUCTIONS``, ``offered``), the schema that forces a legal choice, and the
+tolerant parser with the confidences read from log-probabilities. Two forms. ``numbered`` is one fixed schema (options
 are numbered in the prompt's dynamic tail), so a hosted API's prompt cache, which covers the schema, stays
 warm. ``enum`` gives each entity its own enum of legal actions, for self-hosted servers that apply the schema
 as a grammar while sampling.
