@@ -46,10 +46,10 @@ from npcmind.distill.run import distill, read_rows, write  # noqa: E402
 from npcmind.http.app import create_app  # noqa: E402
 from npcmind.http.server import BackgroundServer  # noqa: E402
 from npcmind.manifest import Manifest, load  # noqa: E402
-from npcmind.providers.scripted import ScriptedServer  # noqa: E402
 from npcmind.sdk import DecideClient  # noqa: E402
 from npcmind.sdk.decide import Entity  # noqa: E402
 from npcmind.service import Service  # noqa: E402
+from npcmind.testing.scripted import ScriptedServer  # noqa: E402
 from npcmind_client.policy import Policy  # noqa: E402
 
 FOREST = ROOT / "examples" / "forest.yaml"

@@ -49,9 +49,9 @@ from npcmind.decide.validate import check_request  # noqa: E402
 from npcmind.http.server import ServiceProcess, free_port  # noqa: E402
 from npcmind.protocol.a2g import DecideRequest  # noqa: E402
 from npcmind.protocol.validate import parse  # noqa: E402
-from npcmind.providers.scripted import ScriptedServer  # noqa: E402
 from npcmind.providers.tokens import count_once  # noqa: E402
 from npcmind.storage.base import IssuedDecision  # noqa: E402
+from npcmind.testing.scripted import ScriptedServer  # noqa: E402
 
 LUA_MISS = r"""
 counter = FIRST

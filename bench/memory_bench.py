@@ -26,7 +26,7 @@ from conftest import bee, decide_body  # noqa: E402
 from inprocess import started_service  # noqa: E402
 from npcmind.protocol.a2g import DecideRequest  # noqa: E402
 from npcmind.protocol.validate import parse  # noqa: E402
-from npcmind.providers.scripted import ScriptedServer  # noqa: E402
+from npcmind.testing.scripted import ScriptedServer  # noqa: E402
 
 REQUESTS = 9  # a decision a request: the memory of 8 fills up
 
@@ -35,7 +35,7 @@ def _total(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot) -> int:
     return sum(
         s.size_diff
         for s in after.compare_to(before, "traceback")
-        if not any(f.filename.endswith("providers/scripted.py") for f in s.traceback)
+        if not any(f.filename.endswith("testing/scripted.py") for f in s.traceback)
     )
 
 
@@ -65,7 +65,7 @@ async def _held(base_url: str, sessions: int) -> tuple[Counter[str], int]:
     held: Counter[str] = Counter()
     for stat in after.compare_to(before, "traceback"):
         frames = [f.filename for f in stat.traceback]  # the allocating frame last
-        if any(f.endswith("providers/scripted.py") for f in frames):
+        if any(f.endswith("testing/scripted.py") for f in frames):
             continue  # the test tool's record of what it was sent
         mine = [f for f in frames if "/npcmind/" in f]
         held[mine[-1].split("/npcmind/", 1)[1] if mine else "other (Python, libraries)"] += stat.size_diff

@@ -37,9 +37,9 @@ from npcmind.http.server import ServiceProcess  # noqa: E402
 from npcmind.npc.rulesets import load_rulesets  # noqa: E402
 from npcmind.npc.signing import Signer, StepTokens  # noqa: E402
 from npcmind.npc.steps import NpcProcessor  # noqa: E402
-from npcmind.providers.scripted import ScriptedServer  # noqa: E402
 from npcmind.sdk import NpcMind, NpcStore, OpenAICortex  # noqa: E402
 from npcmind.sdk.embed import shared  # noqa: E402
+from npcmind.testing.scripted import ScriptedServer  # noqa: E402
 
 TAPE = {
     "observation": "A traveller with a lantern asks about the old mine north of town.",

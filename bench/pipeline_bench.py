@@ -34,7 +34,7 @@ from conftest import bee, decide_body  # noqa: E402
 from inprocess import started_service  # noqa: E402
 from npcmind.protocol.a2g import DecideRequest  # noqa: E402
 from npcmind.protocol.validate import parse  # noqa: E402
-from npcmind.providers.scripted import ScriptedServer  # noqa: E402
+from npcmind.testing.scripted import ScriptedServer  # noqa: E402
 
 
 def _body(n: int, distance: float | None = None) -> dict[str, Any]:

@@ -26,8 +26,8 @@ import pytest
 from npcmind.config import Settings
 from npcmind.http.app import create_app
 from npcmind.http.server import BackgroundServer
-from npcmind.providers.scripted import ScriptedServer
 from npcmind.service import Service
+from npcmind.testing.scripted import ScriptedServer
 
 # --- Hypothesis: every run tries the same examples and writes nothing into the clone ---------------------------
 # A random run found a failing example in one clone, and its example database replayed it there on every run after.

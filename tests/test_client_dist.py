@@ -16,7 +16,7 @@ import zipfile
 from pathlib import Path
 
 from conftest import BEE_OBS, ROOT, Running
-from npcmind.providers.scripted import ScriptedServer
+from npcmind.testing.scripted import ScriptedServer
 from npcmind_client.shared import SHARED
 
 CLIENT = ROOT / "clients" / "python" / "src" / "npcmind_client"

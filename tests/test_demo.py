@@ -26,7 +26,8 @@ import pytest
 
 from cdp import CHROMIUM, Browser
 from conftest import ROOT, bee, decide_body, queen, until
-from npcmind.demo import DEMO_RULES, asset
+from npcmind.demo import DEMO_RULES
+from npcmind.http.app import demo_asset as asset
 from npcmind.http.server import free_port
 
 needs_browser = pytest.mark.skipif(CHROMIUM is None, reason="no chromium here (apt-get install chromium)")

@@ -197,8 +197,8 @@ def hosted_fuzz(tmp_path_factory: pytest.TempPathFactory) -> Any:
     from npcmind.config import Settings
     from npcmind.http.app import create_app
     from npcmind.http.server import BackgroundServer
-    from npcmind.providers.scripted import ScriptedServer
     from npcmind.service import Service
+    from npcmind.testing.scripted import ScriptedServer
 
     tmp = tmp_path_factory.mktemp("hosted-fuzz")
     clients, keys = write_clients(tmp, requests_per_second=100000)

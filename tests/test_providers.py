@@ -17,16 +17,16 @@ import httpx
 import pytest
 
 from conftest import BEE_OBS, FOREST, bee, cli, decide_body, logged
+from npcmind import answer
 from npcmind.config import Settings
 from npcmind.http.server import ServiceProcess, free_port
-from npcmind.providers import answer
 from npcmind.providers.anthropic import AnthropicProvider
-from npcmind.providers.base import NoProvider, ProviderError
+from npcmind.providers.base import NoProvider, ProviderError, usage_count
 from npcmind.providers.http import JsonClient
 from npcmind.providers.openai import OpenAIProvider
-from npcmind.providers.scripted import ScriptedServer
 from npcmind.providers.select import make_provider
 from npcmind.sdk import NpcMind, NpcStore, OpenAICortex, ProtocolError
+from npcmind.testing.scripted import ScriptedServer
 
 
 def test_anthropic_round_trip(start_service: Any, scripted: Any, monkeypatch: Any) -> None:
@@ -129,7 +129,16 @@ def test_an_anthropic_usage_block_is_read_as_far_as_it_makes_sense() -> None:
     out = provider.read_answer(data, call)  # type: ignore[arg-type]
     assert (out.input_tokens, out.cached_tokens, out.output_tokens) == (10, 0, 2)
     assert out.choices[1].action == "flee"
-    assert [answer.usage_count(v, "n") for v in ({"n": True}, {"n": 10**12}, {"n": 7}, None, [1])] == [0, 0, 7, 0, 0]
+    assert [usage_count(v, "n") for v in ({"n": True}, {"n": 10**12}, {"n": 7}, None, [1])] == [0, 0, 7, 0, 0]
+
+
+def test_the_options_a_question_shows_are_the_choices_an_answer_names() -> None:
+    options = ["idle", "chase", "flee"]
+    assert answer.offered("numbered", options) == "1 idle, 2 chase, 3 flee"
+    assert answer.offered("enum", options) == "idle, chase, flee"
+    for k, name in enumerate(options, 1):  # choice k of a numbered answer is the k-th option shown
+        got = answer.parse(f'{{"decisions":[{{"entity":1,"choice":{k}}}]}}', "numbered", [(1, options)])
+        assert got[1].action == name
 
 
 def test_enum_parse_and_decline() -> None:
@@ -200,7 +209,7 @@ def test_serve_prints_one_ready_line_and_answers(tmp_path: Any) -> None:
 
 
 def test_the_scripted_server_keeps_only_its_newest_requests(monkeypatch: Any) -> None:
-    from npcmind.providers import scripted as scripted_module
+    from npcmind.testing import scripted as scripted_module
 
     monkeypatch.setattr(scripted_module, "KEEP_REQUESTS", 3)
     with scripted_module.ScriptedServer() as server:
@@ -362,7 +371,7 @@ def test_which_refused_parameter_an_error_names(body: dict[str, Any], expected: 
 
 def test_a_validation_error_answered_as_a_500_names_the_refused_parameter() -> None:
     from npcmind.providers.openai import OPTIONAL
-    from npcmind.providers.scripted import _validation_error
+    from npcmind.testing.scripted import _validation_error
     from npcmind_client.params import refused_parameter
 
     sent = {"model", "messages", "response_format", "logprobs", "max_tokens"}

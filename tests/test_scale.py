@@ -33,8 +33,8 @@ import pytest
 from conftest import BEE_OBS, FOREST, REDIS, bee, decide_body, write_clients
 from npcmind.cluster import Cluster
 from npcmind.http.server import free_port
-from npcmind.providers.scripted import ScriptedServer
 from npcmind.sdk import DecideClient
+from npcmind.testing.scripted import ScriptedServer
 from test_shared import OwnRedis
 
 PROCESSES = 3

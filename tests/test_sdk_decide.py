@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from conftest import BEE_OBS, FOREST, Hosted, Running, until, write_clients
 from npcmind.http.server import free_port
-from npcmind.providers.scripted import ScriptedServer
 from npcmind.sdk import DecideClient, DecideOptions
+from npcmind.testing.scripted import ScriptedServer
 
 LEGAL = ["idle", "wander", "chase", "flee"]
 WORLD = {"player_hp_fraction": 0.4, "repellent": False}

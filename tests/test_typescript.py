@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from conftest import ROOT, Running, write_clients
-from npcmind.providers.scripted import ScriptedServer
+from npcmind.testing.scripted import ScriptedServer
 
 PACKAGE = ROOT / "clients" / "typescript"
 NPM = shutil.which("npm")

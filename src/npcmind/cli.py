@@ -279,8 +279,8 @@ def _validate(args: argparse.Namespace) -> int:
 def _scripted(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from npcmind.providers.scripted import create_scripted_app
     from npcmind.providers.tokens import count
+    from npcmind.testing.scripted import create_scripted_app
 
     for encoding in ("o200k_base", "cl100k_base"):  # load the tables now, not during the first answer
         count(encoding, "warm up")

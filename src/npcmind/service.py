@@ -12,9 +12,9 @@ from npcmind.config import Settings
 from npcmind.context.hub import ContextHub
 from npcmind.decide.ids import DecisionIds
 from npcmind.decide.pipeline import DecidePipeline
+from npcmind.local.metrics import Counts, Metrics, activity
 from npcmind.manifest import Manifest
 from npcmind.manifest import load as load_manifest
-from npcmind.metrics import Counts, Metrics, activity
 from npcmind.npc.rulesets import load_rulesets
 from npcmind.npc.signing import Signer, StepTokens
 from npcmind.npc.steps import NpcProcessor

@@ -16,14 +16,15 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from npcmind import A2G_VERSION
+from npcmind.answer import AnswerMode
 from npcmind.config import Settings
 from npcmind.decide.ids import DecisionIds
-from npcmind.decide.prompt import AnswerMode, EntityContext, EntityPrompt, Prompt, PromptBuilder
+from npcmind.decide.prompt import EntityContext, EntityPrompt, Prompt, PromptBuilder
 from npcmind.decide.validate import check_request
 from npcmind.failures import FailureLog
+from npcmind.local.metrics import Metrics
 from npcmind.manifest import Manifest
 from npcmind.manifest.model import ScopeSpec
-from npcmind.metrics import Metrics
 from npcmind.protocol.a2g import (
     AIDecision,
     DecideRequest,

@@ -11,7 +11,6 @@ import contextlib
 import os
 import tempfile
 from collections.abc import Iterator
-from functools import cache
 from importlib import resources
 
 SCRIPTED_MODEL = "scripted"  # the page labels a provider of this model name "scripted, not a model"
@@ -27,13 +26,6 @@ DEMO_RULES = [
     {"match": r"sees_player=true", "choose": "chase"},
     {"match": r'^E\d+ "[^"]*" bee\n', "choose": "wander"},
 ]
-PAGE_HEADERS = {"content-security-policy": "default-src 'self'; img-src 'self' data:; style-src 'unsafe-inline'"}
-
-
-@cache
-def asset(name: str) -> bytes:
-    """A file of the built demo (index.html, demo.js), read once."""
-    return (resources.files("npcmind.demo") / name).read_bytes()
 
 
 def manifest_path() -> str:
@@ -45,7 +37,7 @@ def manifest_path() -> str:
 def prepared(args: argparse.Namespace) -> Iterator[argparse.Namespace]:
     """The serve arguments of a demo run, and meanwhile the scripted provider (with --scripted) and a store in
     a folder of its own, removed afterwards (a demo leaves nothing behind)."""
-    from npcmind.providers.scripted import ScriptedServer
+    from npcmind.testing.scripted import ScriptedServer
 
     with contextlib.ExitStack() as stack:
         if args.store is None:

@@ -12,7 +12,7 @@ import logging
 import re
 import zlib
 from collections.abc import Callable
-from functools import lru_cache, partial
+from functools import cache, lru_cache, partial
 from importlib import resources
 from typing import Annotated, Any
 from urllib.parse import unquote_to_bytes
@@ -24,7 +24,7 @@ from litestar.exceptions import HTTPException
 from litestar.params import Parameter
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
-from npcmind import A2G_VERSION, __version__, demo
+from npcmind import A2G_VERSION, __version__
 from npcmind.context.hub import ContextHub
 from npcmind.decide.pipeline import SessionContext
 from npcmind.decide.validate import partial_problems
@@ -68,6 +68,15 @@ JSON_MEDIA = re.compile(r"application/(json|[a-z0-9][a-z0-9!#$&^_.+-]*\+json)") 
 # GET /: a page for a person that shows what the model saw; it holds no data, so it needs no token
 PAGE = (resources.files("npcmind.http") / "page.html").read_bytes()
 PAGE_HEADERS = {"content-security-policy": "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'"}
+# GET /demo: the demo game's built page and script, package data of npcmind.demo, read here and not imported
+# (the demo's command starts the scripted model server, a layer above this one)
+DEMO_HEADERS = {"content-security-policy": "default-src 'self'; img-src 'self' data:; style-src 'unsafe-inline'"}
+
+
+@cache
+def demo_asset(name: str) -> bytes:
+    """A file of the built demo (index.html, demo.js), read once."""
+    return (resources.files("npcmind.demo") / name).read_bytes()
 
 
 def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response[bytes]:
@@ -548,12 +557,12 @@ async def page() -> Response[bytes]:
     public=True,
 )
 async def demo_page() -> Response[bytes]:
-    return Response(content=demo.asset("index.html"), media_type="text/html", headers=demo.PAGE_HEADERS)
+    return Response(content=demo_asset("index.html"), media_type="text/html", headers=DEMO_HEADERS)
 
 
 @API.route("get", "/demo/demo.js", "The demo game's script", media="text/javascript", public=True)
 async def demo_script() -> Response[bytes]:
-    return Response(content=demo.asset("demo.js"), media_type="text/javascript", headers=demo.PAGE_HEADERS)
+    return Response(content=demo_asset("demo.js"), media_type="text/javascript", headers=DEMO_HEADERS)
 
 
 ROUTES = API.routes

@@ -6,10 +6,10 @@ from typing import Any
 
 import msgspec
 
+from npcmind import answer
+from npcmind.answer import AnswerMode
 from npcmind.config import MAX_CONCURRENT_CALLS
-from npcmind.decide.prompt import AnswerMode
-from npcmind.providers import answer
-from npcmind.providers.base import ProviderAnswer, ProviderCall, ProviderError, listing_problem
+from npcmind.providers.base import ProviderAnswer, ProviderCall, ProviderError, listing_problem, usage_count
 from npcmind.providers.http import JsonClient
 
 ANTHROPIC_URL = "https://api.anthropic.com/v1"
@@ -94,11 +94,11 @@ class AnthropicProvider:
             raise ProviderError("provider answer has no content list")
         usage = data.get("usage")
         out = ProviderAnswer(
-            input_tokens=answer.usage_count(usage, "input_tokens")
-            + answer.usage_count(usage, "cache_read_input_tokens")
-            + answer.usage_count(usage, "cache_creation_input_tokens"),
-            cached_tokens=answer.usage_count(usage, "cache_read_input_tokens"),
-            output_tokens=answer.usage_count(usage, "output_tokens"),
+            input_tokens=usage_count(usage, "input_tokens")
+            + usage_count(usage, "cache_read_input_tokens")
+            + usage_count(usage, "cache_creation_input_tokens"),
+            cached_tokens=usage_count(usage, "cache_read_input_tokens"),
+            output_tokens=usage_count(usage, "output_tokens"),
             truncated=data.get("stop_reason") == "max_tokens",
         )
         if data.get("stop_reason") == "refusal":  # its own words when it gave some, else the stop reason

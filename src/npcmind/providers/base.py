@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from npcmind.decide.prompt import AnswerMode
+from npcmind.answer import AnswerMode, Choice
 from npcmind_client.params import is_html
 
 
@@ -19,15 +19,6 @@ class ProviderCall:
     mode: AnswerMode
     prefix_key: str
     max_output_tokens: int
-
-
-@dataclass(slots=True)
-class Choice:
-    """What the model answered for one entity, before the pipeline checks it against legal actions."""
-
-    action: str | None
-    refused: bool = False
-    confidence: float | None = None
 
 
 @dataclass(slots=True)
@@ -57,6 +48,22 @@ class ProviderError(Exception):
         self.status = status
         self.body = body
         self.retry_after = retry_after  # seconds the provider asked us to wait (a 429's Retry-After)
+
+
+MAX_TOKEN_COUNT = 10**9  # no call is that large: a count beyond it is a broken server's
+
+
+def usage_count(usage: Any, *path: str) -> int:
+    """A token count from a provider's usage block, at ``path`` (shared by the adapters); 0 when it is missing,
+    not a whole number, negative or absurd (one server's odd usage block must not cost the batch its decisions)."""
+    value = usage
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKEN_COUNT:
+        return 0
+    return value
 
 
 def listing_problem(status: int, body: Any, base_url: str, model: str | None) -> str | None:

@@ -6,10 +6,10 @@ import logging
 import math
 from typing import Any
 
+from npcmind import answer
+from npcmind.answer import AnswerMode
 from npcmind.config import MAX_CONCURRENT_CALLS
-from npcmind.decide.prompt import AnswerMode
-from npcmind.providers import answer
-from npcmind.providers.base import ProviderAnswer, ProviderCall, ProviderError, listing_problem
+from npcmind.providers.base import ProviderAnswer, ProviderCall, ProviderError, listing_problem, usage_count
 from npcmind.providers.http import JsonClient
 from npcmind.providers.tokens import encoding_for
 from npcmind_client.params import first_not_refused, refused_parameter
@@ -179,9 +179,9 @@ class OpenAIProvider:
             raise ProviderError("provider answer's choices[0].message is not an object")
         usage = data.get("usage")
         out = ProviderAnswer(
-            input_tokens=answer.usage_count(usage, "prompt_tokens"),
-            cached_tokens=answer.usage_count(usage, "prompt_tokens_details", "cached_tokens"),
-            output_tokens=answer.usage_count(usage, "completion_tokens"),
+            input_tokens=usage_count(usage, "prompt_tokens"),
+            cached_tokens=usage_count(usage, "prompt_tokens_details", "cached_tokens"),
+            output_tokens=usage_count(usage, "completion_tokens"),
             truncated=choice.get("finish_reason") == "length",
         )
         refusal = message.get("refusal")

@@ -19,7 +19,7 @@ import msgspec
 from litestar import Litestar, Request, Response, delete, get, post, put
 from msgspec import Meta
 
-from npcmind.decide.prompt import DECLINE
+from npcmind.answer import DECLINE
 from npcmind.http.server import BackgroundServer
 from npcmind.protocol.errors import ApiError
 from npcmind.protocol.validate import parse

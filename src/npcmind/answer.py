@@ -1,8 +1,10 @@
-"""The answer format, shared by every provider: the schema that forces a legal choice, and its tolerant parser.
+"""The answer format, one leaf that the prompt and every provider share, so neither imports the other.
 
-Two forms. ``numbered`` is one fixed schema (options are numbered in the prompt's dynamic tail), so a
-hosted API's prompt cache, which covers the schema, stays warm. ``enum`` gives each entity its own
-enum of legal actions, for self-hosted servers that apply the schema as a grammar while sampling.
+What the model is told to answer (``INSTRUCTIONS``, ``offered``), the schema that forces a legal choice, and the
+tolerant parser with the confidences read from log-probabilities. Two forms. ``numbered`` is one fixed schema (options
+are numbered in the prompt's dynamic tail), so a hosted API's prompt cache, which covers the schema, stays
+warm. ``enum`` gives each entity its own enum of legal actions, for self-hosted servers that apply the schema
+as a grammar while sampling.
 """
 
 from __future__ import annotations
@@ -11,12 +13,38 @@ import bisect
 import math
 import re
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import msgspec
 
-from npcmind.decide.prompt import DECLINE, AnswerMode
-from npcmind.providers.base import Choice
+AnswerMode = Literal["numbered", "enum"]
+DECLINE = "(decline)"
+
+INSTRUCTIONS: dict[AnswerMode, str] = {
+    "numbered": 'Answer with JSON only: {"decisions":[{"entity":<entity number>,"choice":<option number>}]}, '
+    "one item per question; choice 0 declines to choose.",
+    "enum": 'Answer with JSON only: {"E<entity number>":"<option name>"}, one key per question; '
+    f'"{DECLINE}" declines to choose.',
+}
+
+
+@dataclass(slots=True)
+class Choice:
+    """What the model answered for one entity, before the pipeline checks it against legal actions."""
+
+    action: str | None
+    refused: bool = False
+    confidence: float | None = None
+
+
+def offered(mode: AnswerMode, options: Sequence[str]) -> str:
+    """A question's options as the prompt shows them: numbered from 1 in the form whose answer is a number
+    (``parse`` reads choice k as the k-th of them), by name in the other."""
+    if mode == "numbered":
+        return ", ".join(f"{i} {a}" for i, a in enumerate(options, 1))
+    return ", ".join(options)
+
 
 NUMBERED_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -34,22 +62,6 @@ NUMBERED_SCHEMA: dict[str, Any] = {
     "required": ["decisions"],
     "additionalProperties": False,
 }
-
-
-MAX_TOKEN_COUNT = 10**9  # no call is that large: a count beyond it is a broken server's
-
-
-def usage_count(usage: Any, *path: str) -> int:
-    """A token count from an answer's usage block, at ``path``; 0 when it is missing, not a whole number,
-    negative or absurd (one server's odd usage block must not cost the batch its decisions)."""
-    value = usage
-    for key in path:
-        value = value.get(key) if isinstance(value, dict) else None
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKEN_COUNT:
-        return 0
-    return value
 
 
 def schema(mode: AnswerMode, entities: Sequence[tuple[int, list[str]]]) -> dict[str, Any]:
