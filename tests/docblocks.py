@@ -6,10 +6,12 @@ why -->`. tests/test_readme.py holds every block to having one, so a new example
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,9 +69,10 @@ def run_by(path: Path, test: str) -> list[Block]:
     return mine
 
 
-def bash(script: str, cwd: Path, out: Path, timeout: float = 120, env: dict[str, str] | None = None) -> int:
-    """A shell block pasted whole: its output (with that of the servers it starts with `&`) goes to a file,
-    and what it left running is stopped after. The exit status of its last command."""
+@contextlib.contextmanager
+def started(script: str, cwd: Path, out: Path, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """A shell block pasted whole, in a process group of its own: its output (with that of the servers it starts
+    with `&`) goes to a file; what it left running is stopped on leaving."""
     with out.open("w") as sink:
         proc = subprocess.Popen(
             ["bash", "-c", script],
@@ -79,20 +82,28 @@ def bash(script: str, cwd: Path, out: Path, timeout: float = 120, env: dict[str,
             start_new_session=True,
             env={**os.environ, **(env or {})},
         )
-        try:
-            return proc.wait(timeout=timeout)
-        finally:
-            stop_group(proc.pid)
+    try:
+        yield proc
+    finally:
+        stop_group(proc)
 
 
-def stop_group(pgid: int) -> None:
+def bash(script: str, cwd: Path, out: Path, timeout: float = 120, env: dict[str, str] | None = None) -> int:
+    """A shell block run to its end (the servers it started stopped after): the exit status of its last command."""
+    with started(script, cwd, out, env) as proc:
+        return proc.wait(timeout=timeout)
+
+
+def stop_group(proc: subprocess.Popen[bytes]) -> None:
     """The block's process group, background servers included (SIGTERM: they close their stores), gone."""
+    pgid = proc.pid  # the group's leader: bash, started in a session of its own
     try:
         os.killpg(pgid, signal.SIGTERM)
     except ProcessLookupError:
         return
 
     def gone() -> bool:
+        proc.poll()  # bash itself, once ended, stays in the group until reaped
         try:
             os.killpg(pgid, 0)
         except ProcessLookupError:

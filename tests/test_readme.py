@@ -3,17 +3,22 @@ says why it cannot be), the answers they show are the real ones, and their links
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
+import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
-from conftest import ROOT
-from docblocks import CODE, DATA, DOCS, NOT_RUN, RUN, Block, bash, blocks, run_by
+from cdp import CHROMIUM, Browser
+from conftest import ROOT, until
+from docblocks import CODE, DATA, DOCS, NOT_RUN, RUN, Block, bash, blocks, run_by, started
 from npcmind.http.server import free_port
 
 README = ROOT / "README.md"
@@ -181,6 +186,64 @@ def test_the_protocol_doc_curls_print_what_it_shows(
     step, shown = json.loads((tmp_path / "npc").read_text()), shown_after(npc)
     assert step["tape"].pop("stepToken") and shown["tape"].pop("stepToken")  # signed anew on every step
     assert step == shown
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium here (apt-get install chromium)")
+@pytest.mark.timeout(900)
+def test_the_demo_plays_the_decisions_distill_needs(tmp_path: Path) -> None:
+    """distill needs 100 decisions of a type and the docs gave no way to get them: the demo, on a store that stays,
+    its page playing itself, gets them; distill then writes a policy for the bees."""
+    policy_md = ROOT / "docs" / "policy.md"
+    demo, train = run_by(policy_md, "test_the_demo_plays_the_decisions_distill_needs")
+    port, store = free_port(), tmp_path / "play.db"
+    script = demo.text.replace(".venv/bin/", f"{BIN}/").replace("8084", str(port)).replace("play.db", str(store))
+    page = re.search(r"`(http://127\.0\.0\.1:8084/demo\?autopilot=1[^`]*)`", policy_md.read_text())
+    assert page is not None, "the docs say which page to open"
+    (distill,) = [line for line in train.text.splitlines() if " distill " in line]
+    assert "pip install -e '.[distill]'" in train.text  # the test extra holds it
+    distill = distill.replace(".venv/bin/", f"{BIN}/").replace("play.db", str(store))
+    distill = distill.replace("play.policy.json", str(tmp_path / "play.policy.json"))
+    with started(script, ROOT, tmp_path / "demo.out"), Browser(tmp_path / "profile") as browser:
+        until(lambda: ready(f"http://127.0.0.1:{port}/v1/health"), "the demo to listen", 120)
+        browser.open(page.group(1).replace("8084", str(port)))
+        tried = [0]
+
+        def trained() -> bool:
+            rows = fresh_rows(store)
+            if rows < tried[0] + 8:  # a request holds up to 16 decisions: try again only when there may be more
+                return False
+            tried[0] = rows
+            client = client_of(store)
+            r = subprocess.run(["bash", "-c", distill.replace("demo-abc123", client)], capture_output=True, text=True)
+            return r.returncode == 0 and (tmp_path / "play.policy.json").exists()
+
+        until(trained, "100 fresh bee decisions in the demo's store, and a policy from them", 840)
+    policy = json.loads((tmp_path / "play.policy.json").read_text())
+    assert "bee" in policy["types"] and policy["client_id"].startswith("demo-"), policy["types"].keys()
+
+
+def ready(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=5).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def fresh_rows(store: Path) -> int:
+    """The store's rows of fresh decisions' features (one a request), read beside the running demo."""
+    if not store.exists():
+        return 0
+    with contextlib.closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True)) as db:
+        try:
+            return int(db.execute("SELECT COUNT(*) FROM features").fetchone()[0])
+        except sqlite3.OperationalError:  # the table is made at the store's first start
+            return 0
+
+
+def client_of(store: Path) -> str:
+    with contextlib.closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True)) as db:
+        (client,) = db.execute("SELECT DISTINCT client_id FROM features").fetchone()
+    return str(client)
 
 
 # --- the SDK examples, run -------------------------------------------------------------------------------------
