@@ -363,7 +363,7 @@ def build_parser() -> argparse.ArgumentParser:
         "NPCMIND_MAX_SESSIONS, NPCMIND_MAX_ENTITIES, NPCMIND_LOGPROBS, NPCMIND_ANSWER_FORMAT, NPCMIND_CORS_ORIGINS, "
         "NPCMIND_ALLOWED_HOSTS, NPCMIND_READ_TIMEOUT_S, NPCMIND_REDIS_TIMEOUT_MS, NPCMIND_REVOCATION_POLL_S, "
         "NPCMIND_MAX_CONNECTIONS, NPCMIND_ACTIVITY_S, NPCMIND_RETENTION_H; "
-        "see docs/configuration.md.",
+        "see the README's Configuration.",
     )
     s.add_argument("--manifest", metavar="FILE", help="the game's manifest (YAML, JSON or TOML); local profile")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
