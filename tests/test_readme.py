@@ -285,11 +285,11 @@ def test_the_npc_example_runs(svc: Any, scripted: Any, tmp_path: Path, capsys: p
 
 
 @pytest.mark.skipif(shutil.which("npm") is None or shutil.which("node") is None, reason="no node/npm here (node 20+)")
-def test_the_typescript_package_installs_from_its_tarball(tmp_path: Path) -> None:
+def test_the_typescript_package_installs_from_its_tarball(start_service: Any, scripted: Any, tmp_path: Path) -> None:
     """`npm install npcmind` is a 404 (it is not on the registry): the README builds the package, packs it, and
-    installs the tarball in a game's folder, and the game imports it. Run here in a copy of the layout (the
-    package's folder is this checkout's, the game's folder a temporary one), the tarball removed after."""
-    (block,) = run_by(README, "test_the_typescript_package_installs_from_its_tarball")
+    installs the tarball in a game's folder, and the game imports it and decides. Run here in a copy of the layout
+    (the package's folder is this checkout's, the game's folder a temporary one), the tarball removed after."""
+    block, loop = run_by(README, "test_the_typescript_package_installs_from_its_tarball")
     ts_readme = ROOT / "clients" / "typescript" / "README.md"
     (same,) = run_by(ts_readme, "test_the_typescript_package_installs_from_its_tarball")
     assert same.text == block.text, "the TypeScript README's install block differs from the README's"
@@ -306,3 +306,9 @@ def test_the_typescript_package_installs_from_its_tarball(tmp_path: Path) -> Non
     assert out.rstrip().endswith("\nfunction"), out[-3000:]
     installed = tmp_path / "my-game" / "node_modules" / "npcmind"
     assert not installed.is_symlink() and (installed / "dist" / "src" / "index.js").exists()
+    svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted")
+    scripted.set(choose={"bee-1": "chase"})
+    (tmp_path / "my-game" / "bees.mjs").write_text(loop.text.replace("http://127.0.0.1:8081", svc.server.url))
+    r = subprocess.run(["node", "bees.mjs"], cwd=tmp_path / "my-game", capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines() == ["bee-1 = wander (native)", "bee-1 = chase (AI)"], r.stdout + r.stderr
