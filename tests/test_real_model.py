@@ -39,7 +39,7 @@ def test_a_real_model_decides_the_example_batch_within_the_legal_actions(start_s
     assert r.status_code == 200, r.text
     ds = r.json()["decisions"]
     assert [d["id"] for d in ds] == ["28735", "30122"] and legal_or_declined(ds, legal)
-    assert [d["source"] for d in ds] == ["AI", "AI"], ds  # what it does here, and what the README shows
+    assert [d["source"] for d in ds] == ["AI", "AI"], ds  # what it does here, and what docs/models.md shows
     for d in ds:
         assert d["cached"] is False
         assert d["confidence"] is not None and 0 <= d["confidence"] <= 1  # from the log-probabilities (rounded)

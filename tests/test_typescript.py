@@ -200,16 +200,16 @@ def test_in_chromium_the_sdk_decides_and_refuses_a_forged_outcome(
     assert out["forgedState"] == {} and out["forgedMemories"] == 0, out
 
 
-# --- the README's examples -----------------------------------------------------------------------------------
+# --- the SDK README's examples -----------------------------------------------------------------------------------
 
 EXAMPLES = PACKAGE / "examples"
 
 
 def test_the_readme_shows_the_examples_as_they_are() -> None:
-    """The TypeScript section shows the example files whole: the files are what the tests below run."""
-    readme = (ROOT / "README.md").read_text()
+    """The SDK's README shows the example files whole: the files are what the tests below run."""
+    readme = (PACKAGE / "README.md").read_text()
     for name in ("web-game.html", "node-server.mjs"):
-        assert (EXAMPLES / name).read_text() in readme, f"README's TypeScript section differs from examples/{name}"
+        assert (EXAMPLES / name).read_text() in readme, f"clients/typescript/README.md differs from examples/{name}"
 
 
 def test_the_node_game_server_example_runs(built: Path, svc: Running, scripted: ScriptedServer) -> None:
