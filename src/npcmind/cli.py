@@ -7,7 +7,9 @@ import asyncio
 import gc
 import importlib
 import logging
+import logging.handlers
 import os
+import queue
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -172,6 +174,7 @@ def _ready_server(config: uvicorn.Config, service: Service, page: str | None) ->
             if not self.started:
                 return
             await service.provider_check_done()  # its warning, if any, comes before "ready"
+            _logs_written()
             gc.freeze()  # what start-up built lives as long as the process: no collection walks it again
             banner = _banner(service, page)
             try:
@@ -186,6 +189,16 @@ def _ready_server(config: uvicorn.Config, service: Service, page: str | None) ->
             )
 
     return _ReadyServer(config)
+
+
+def _logs_written(bound_s: float = 5.0) -> None:
+    """Wait, a bounded while, until the log lines said so far are written: Litestar's logging set-up writes them
+    from a queue in a thread of its own, so a line logged before the ready line was printed after it."""
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.handlers.QueueHandler) and isinstance(handler.queue, queue.Queue):
+            q = handler.queue
+            with q.all_tasks_done:  # the listener marks each record done once its handlers have written it
+                q.all_tasks_done.wait_for(lambda q=q: not q.unfinished_tasks, bound_s)
 
 
 def _banner(service: Service, page: str | None) -> str:
