@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import gc
 import importlib
 import logging
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     import uvicorn
 
     from npcmind.http.stop import SignalledServer
+    from npcmind.sdk import NpcOutcome
     from npcmind.service import Service
 
 GC_THRESHOLDS = (50_000, 50, 50)  # CPython's defaults are (700, 10, 10)
@@ -195,10 +197,14 @@ def _logs_written(bound_s: float = 5.0) -> None:
     """Wait, a bounded while, until the log lines said so far are written: Litestar's logging set-up writes them
     from a queue in a thread of its own, so a line logged before the ready line was printed after it."""
     for handler in logging.getLogger().handlers:
-        if isinstance(handler, logging.handlers.QueueHandler) and isinstance(handler.queue, queue.Queue):
-            q = handler.queue
+        q = handler.queue if isinstance(handler, logging.handlers.QueueHandler) else None
+        if isinstance(q, queue.Queue):
             with q.all_tasks_done:  # the listener marks each record done once its handlers have written it
-                q.all_tasks_done.wait_for(lambda q=q: not q.unfinished_tasks, bound_s)
+                q.all_tasks_done.wait_for(functools.partial(_all_done, q), bound_s)
+
+
+def _all_done(q: queue.Queue[logging.LogRecord]) -> bool:
+    return not q.unfinished_tasks
 
 
 def _banner(service: Service, page: str | None) -> str:
@@ -298,15 +304,20 @@ def _chat(args: argparse.Namespace) -> int:
         except (ProtocolError, CortexError) as e:
             print(f"[error] {e}")
             continue
-        act = out.action or {}
-        tail = f"  [{act.get('type')}{' -> ' + act['target'] if act.get('target') else ''}]" if act else ""
-        print(f"{args.npc_id}> {out.dialogue}{tail}")
-        if not out.valid:
-            rules = out.audit.get("appliedRules") or []
-            blocked = [f"{a['ruleId']}: {a['reason']}" for a in rules if a.get("verdict") == "blocked"]
-            print(f"[refused by the ruleset: {'; '.join(blocked)}]")
+        _print_outcome(args.npc_id, out)
     mind.close()
     return 0
+
+
+def _print_outcome(npc_id: str, out: NpcOutcome) -> None:
+    """One turn of the NPC's as the terminal shows it: its words, its action, and what the ruleset refused."""
+    act = out.action or {}
+    tail = f"  [{act.get('type')}{' -> ' + act['target'] if act.get('target') else ''}]" if act else ""
+    print(f"{npc_id}> {out.dialogue}{tail}")
+    if not out.valid:
+        rules = out.audit.get("appliedRules") or []
+        blocked = [f"{a['ruleId']}: {a['reason']}" for a in rules if a.get("verdict") == "blocked"]
+        print(f"[refused by the ruleset: {'; '.join(blocked)}]")
 
 
 def _count(n: int, noun: str) -> str:
