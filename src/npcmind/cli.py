@@ -204,6 +204,7 @@ def _logs_written(bound_s: float = 5.0) -> None:
 
 
 def _all_done(q: queue.Queue[logging.LogRecord]) -> bool:
+    """Whether the queue's listener has written every record put in it."""
     return not q.unfinished_tasks
 
 
