@@ -20,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def app() -> Litestar:
     """The app of a service on the example manifest, its provider the scripted server the bench started."""
-    settings = Settings(
+    settings = Settings.from_env(
         manifest=os.path.join(ROOT, "examples", "forest.yaml"),
         store=os.environ["NPCMIND_BENCH_STORE"],
         provider="openai",

@@ -110,8 +110,9 @@ def decide_body(*entities: dict[str, Any], client_id: str = "game-1", **over: An
 
 # a Redis call that takes longer than NPCMIND_REDIS_TIMEOUT_MS counts as Redis being gone: on a machine with every
 # core busy, 100 connections opened at once took longer than a second. Tests that are not about losing Redis
-# must not take a slow machine for it (those that are stop Redis, which refuses at once)
-os.environ.setdefault("NPCMIND_REDIS_TIMEOUT_MS", "30000")
+# must not take a slow machine for it (those that are stop Redis, which refuses at once). The variable reaches the
+# services tests start as processes; start_service passes the value to those in this process
+REDIS_TIMEOUT_MS = int(os.environ.setdefault("NPCMIND_REDIS_TIMEOUT_MS", "30000"))
 NO_SKIPS = "NPCMIND_TEST_NO_SKIPS"  # CI sets it: what a test needs (Chromium, the model extra) must be there
 
 
@@ -193,7 +194,9 @@ def start_service(tmp_path: Path) -> Iterator[Callable[..., Running]]:
 
     def start(manifest: Path | None = FOREST, store: str | None = None, **settings: Any) -> Running:
         s = Settings(
-            manifest=str(manifest) if manifest else None, store=store or f"sqlite:///{tmp_path}/npcmind.db", **settings
+            manifest=str(manifest) if manifest else None,
+            store=store or f"sqlite:///{tmp_path}/npcmind.db",
+            **{"redis_timeout_ms": REDIS_TIMEOUT_MS, **settings},
         )
         service = Service(s)
         limits = {"read_timeout_s": s.read_timeout_s, "max_connections": s.max_connections}

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from conftest import ROOT, Hosted, Running, bee, decide_body, logged, write_clients
-from npcmind.config import Settings
+from npcmind.config import Settings, SettingsError
 from npcmind.http.server import free_port
 
 PAGE = "http://localhost:{port}"
@@ -81,16 +81,14 @@ def test_any_origin(start_service: Any) -> None:
         ("*", ["*"]),
     ],
 )
-def test_the_setting(monkeypatch: pytest.MonkeyPatch, value: str, origins: list[str]) -> None:
-    monkeypatch.setenv("NPCMIND_CORS_ORIGINS", value)
-    assert Settings().cors_origins == origins
+def test_the_setting(value: str, origins: list[str]) -> None:
+    assert Settings.from_env({"NPCMIND_CORS_ORIGINS": value}).cors_origins == origins
 
 
 @pytest.mark.parametrize("value", ["localhost:5173", "http://localhost:5173/game", "null", "ftp://x"])
-def test_a_value_that_is_no_origin_stops_the_start_naming_it(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
-    monkeypatch.setenv("NPCMIND_CORS_ORIGINS", value)
-    with pytest.raises(SystemExit, match=f"NPCMIND_CORS_ORIGINS: '{value}' is not an origin.*http://localhost:5173"):
-        Settings()
+def test_a_value_that_is_no_origin_stops_the_start_naming_it(value: str) -> None:
+    with pytest.raises(SettingsError, match=f"NPCMIND_CORS_ORIGINS: '{value}' is not an origin.*http://localhost:5173"):
+        Settings.from_env({"NPCMIND_CORS_ORIGINS": value})
 
 
 # --- pages of other sites: DNS rebinding (Host) and bodies sent without asking (content-type) ---------------
@@ -157,16 +155,14 @@ def test_the_hosted_profile_checks_the_host_only_when_told_to(start_service: Any
     ("value", "hosts"),
     [("", []), (" mybox.lan , 192.168.1.20:8080", ["mybox.lan", "192.168.1.20:8080"]), ("*", ["*"])],
 )
-def test_the_hosts_setting(monkeypatch: pytest.MonkeyPatch, value: str, hosts: list[str]) -> None:
-    monkeypatch.setenv("NPCMIND_ALLOWED_HOSTS", value)
-    assert Settings().allowed_hosts == hosts
+def test_the_hosts_setting(value: str, hosts: list[str]) -> None:
+    assert Settings.from_env({"NPCMIND_ALLOWED_HOSTS": value}).allowed_hosts == hosts
 
 
 @pytest.mark.parametrize("value", ["http://mybox.lan", "mybox.lan/x", "my box"])
-def test_a_value_that_is_no_host_stops_the_start_naming_it(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
-    monkeypatch.setenv("NPCMIND_ALLOWED_HOSTS", value)
-    with pytest.raises(SystemExit, match=f"NPCMIND_ALLOWED_HOSTS: '{value}' is not a host name.*mybox.lan"):
-        Settings()
+def test_a_value_that_is_no_host_stops_the_start_naming_it(value: str) -> None:
+    with pytest.raises(SettingsError, match=f"NPCMIND_ALLOWED_HOSTS: '{value}' is not a host name.*mybox.lan"):
+        Settings.from_env({"NPCMIND_ALLOWED_HOSTS": value})
 
 
 # --- a real browser --------------------------------------------------------------------------------------

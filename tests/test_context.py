@@ -531,14 +531,12 @@ def test_memory_keeps_the_entities_decided_most_recently() -> None:
     assert m.line("c", 100.0) is not None and m.line("d", 100.0) is not None
 
 
-def test_bounds_on_sessions_and_entities_lose_nothing_acknowledged(
-    start_service: Any, scripted: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_bounds_on_sessions_and_entities_lose_nothing_acknowledged(start_service: Any, scripted: Any) -> None:
     import logging
 
-    monkeypatch.setenv("NPCMIND_MAX_SESSION_ENTITIES", "20")
-    monkeypatch.setenv("NPCMIND_MAX_SESSIONS", "2")
-    svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted")
+    svc = start_service(
+        provider="openai", base_url=scripted.base_url, model="scripted", max_session_entities=20, max_sessions=2
+    )
     said: list[str] = []
     handler = logging.Handler(logging.WARNING)
     handler.emit = lambda record: said.append(record.getMessage())  # type: ignore[method-assign]
@@ -564,12 +562,11 @@ def test_bounds_on_sessions_and_entities_lose_nothing_acknowledged(
     assert re.search(r'memory: chase \d+ s ago -> done "stung"', prompt(scripted)), prompt(scripted)  # age: wall time
 
 
-def test_bounds_below_their_least_stop_the_service_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
-    from npcmind.config import Settings
+def test_bounds_below_their_least_stop_the_service_at_start() -> None:
+    from npcmind.config import Settings, SettingsError
 
-    monkeypatch.setenv("NPCMIND_MAX_SESSION_ENTITIES", "5")
-    with pytest.raises(SystemExit, match="NPCMIND_MAX_SESSION_ENTITIES must be at least 10, not 5"):
-        Settings()
+    with pytest.raises(SettingsError, match="NPCMIND_MAX_SESSION_ENTITIES must be at least 10, not 5"):
+        Settings.from_env({"NPCMIND_MAX_SESSION_ENTITIES": "5"})
 
 
 def test_all_sessions_together_hold_at_most_max_entities(start_service: Any, scripted: Any) -> None:

@@ -18,7 +18,7 @@ import pytest
 
 from conftest import BEE_OBS, FOREST, bee, cli, decide_body, logged
 from npcmind import answer
-from npcmind.config import Settings
+from npcmind.config import Settings, SettingsError
 from npcmind.http.server import ServiceProcess, free_port
 from npcmind.providers.anthropic import AnthropicProvider
 from npcmind.providers.base import NoProvider, ProviderError, usage_count
@@ -403,9 +403,12 @@ def test_an_answer_cut_at_the_output_limit_says_so_and_the_limit_can_be_raised(
     for d in ds:
         assert d["code"] == "invalid_choice"
         assert "output limit of 64 tokens" in d["reason"] and "NPCMIND_MAX_OUTPUT_TOKENS" in d["reason"]
-    monkeypatch.setenv("NPCMIND_MAX_OUTPUT_TOKENS", "2000")
     raised = start_service(
-        provider=provider, base_url=scripted.base_url, model="scripted", store=f"sqlite:///{tmp_path}/raised.db"
+        provider=provider,
+        base_url=scripted.base_url,
+        model="scripted",
+        store=f"sqlite:///{tmp_path}/raised.db",
+        max_output_tokens=2000,
     )
     scripted.set()
     assert raised.decide(decide_body(bee("a"))).json()["decisions"][0]["source"] == "AI"
@@ -427,9 +430,8 @@ PRETTY_CUT = '{\n  "decisions":[\n    {\n      "entity":1,\n      "choice":4\n  
 def test_the_entities_an_answer_finished_before_the_output_limit_are_decided(
     start_service: Any, scripted: Any, monkeypatch: Any, provider: str, answer_format: str, cut: str
 ) -> None:
-    monkeypatch.setenv("NPCMIND_ANSWER_FORMAT", answer_format)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    svc = start_service(provider=provider, base_url=scripted.base_url, model="scripted")
+    svc = start_service(provider=provider, base_url=scripted.base_url, model="scripted", answer_format=answer_format)
     scripted.set(truncated=True, text=cut)  # the answer as the limit cut it, mid-way through the second entity
     a, b = svc.decide(decide_body(bee("a"), bee("b"))).json()["decisions"]
     assert a["source"] == "AI" and a["action"] == "flee", a  # complete before the cut: one entity's failure
@@ -504,18 +506,16 @@ def test_the_start_up_check_reads_the_model_list(
         assert f"at start: {scripted.base_url} {expected}" in note, note
 
 
-def test_retention_setting(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert Settings().retention_h == 24.0
-    monkeypatch.setenv("NPCMIND_RETENTION_H", " 0.5 ")
-    assert Settings().retention_h == 0.5
+def test_retention_setting() -> None:
+    assert Settings().retention_h == 24.0 and Settings.from_env({}).retention_h == 24.0
+    assert Settings.from_env({"NPCMIND_RETENTION_H": " 0.5 "}).retention_h == 0.5
 
 
 @pytest.mark.parametrize(
     ("value", "on"), [("", True), ("1", True), ("true", True), ("0", False), ("false", False), ("off", False)]
 )
-def test_logprobs_setting(monkeypatch: pytest.MonkeyPatch, value: str, on: bool) -> None:
-    monkeypatch.setenv("NPCMIND_LOGPROBS", value)
-    assert Settings().logprobs is on
+def test_logprobs_setting(value: str, on: bool) -> None:
+    assert Settings.from_env({"NPCMIND_LOGPROBS": value}).logprobs is on
 
 
 @pytest.mark.parametrize(
@@ -528,13 +528,10 @@ def test_logprobs_setting(monkeypatch: pytest.MonkeyPatch, value: str, on: bool)
         ("NPCMIND_RETENTION_H", "nan", "NPCMIND_RETENTION_H must be a finite number of at least 0, not nan"),
     ],
 )
-def test_a_setting_that_is_none_of_its_values_stops_the_start(
-    monkeypatch: pytest.MonkeyPatch, name: str, value: str, says: str
-) -> None:
+def test_a_setting_that_is_none_of_its_values_stops_the_start(name: str, value: str, says: str) -> None:
     """`NPCMIND_ANSWER_FORMAT=json` used to mean auto, and `NPCMIND_LOGPROBS=false` meant on."""
-    monkeypatch.setenv(name, value)
-    with pytest.raises(SystemExit) as e:
-        Settings()
+    with pytest.raises(SettingsError) as e:
+        Settings.from_env({name: value})
     assert str(e.value) == says
 
 

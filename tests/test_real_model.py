@@ -67,11 +67,12 @@ def test_a_real_model_fills_a_batch_of_mixed_questions(start_service: Any, model
     assert sum(d["source"] == "AI" for d in ds) >= 2, ds
 
 
-def test_a_real_model_answers_the_fixed_numbered_schema(start_service: Any, model_url: str, monkeypatch: Any) -> None:
+def test_a_real_model_answers_the_fixed_numbered_schema(start_service: Any, model_url: str) -> None:
     # the form for hosted APIs (one schema for every request, options numbered in the prompt), here under a
     # real server's grammar: the server takes it and its answer is read, entity by entity
-    monkeypatch.setenv("NPCMIND_ANSWER_FORMAT", "numbered")
-    svc = start_service(provider="openai", base_url=model_url, model=ALIAS, deadline_ms=120_000)
+    svc = start_service(
+        provider="openai", base_url=model_url, model=ALIAS, deadline_ms=120_000, answer_format="numbered"
+    )
     body = json.loads((ROOT / "examples" / "decide.json").read_text())
     legal = {e["id"]: e["legal_actions"] for e in body["entities"]}
     ds = svc.decide(body, timeout=180).json()["decisions"]

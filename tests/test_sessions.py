@@ -279,11 +279,10 @@ def test_keygen_refuses_an_id_no_request_could_name() -> None:
 
 
 def test_sessions_beyond_those_held_in_memory_still_answer_from_the_store(
-    start_service: Any, scripted: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    start_service: Any, scripted: Any, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("NPCMIND_MAX_SESSIONS", "2")
     path, keys = write_clients(tmp_path, max_sessions=8)
-    running = start_service(manifest=None, profile="hosted", clients=str(path), provider="none")
+    running = start_service(manifest=None, profile="hosted", clients=str(path), provider="none", max_sessions=2)
     h = Hosted(running, keys)
     first, second, ended = h.open(), h.open(), h.open()
     assert h.http.delete("/v1/session", headers=h.auth(ended)).status_code == 200
@@ -296,13 +295,10 @@ def test_sessions_beyond_those_held_in_memory_still_answer_from_the_store(
     assert r.status_code == 401  # ended is ended, held in memory or not
 
 
-def test_sessions_let_go_past_the_limit_are_counted_not_a_line_each(
-    start_service: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_sessions_let_go_past_the_limit_are_counted_not_a_line_each(start_service: Any) -> None:
     """Past NPCMIND_MAX_SESSIONS every request of a new session let one go, and each was a line (30,001 lines):
     now one line at most every 10 s, counting the rest. The line's clock is the test's, so no wait is needed."""
-    monkeypatch.setenv("NPCMIND_MAX_SESSIONS", "2")
-    running = start_service(provider="none")
+    running = start_service(provider="none", max_sessions=2)
     now = [1000.0]
     running.service.hub.let_go.clock = lambda: now[0]
     with logged("npcmind.context") as said:

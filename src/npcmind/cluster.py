@@ -199,7 +199,7 @@ class Cluster:
 
     def config(self) -> str:
         """This cluster's HAProxy configuration."""
-        timeout = Settings().read_timeout_s  # the processes' own cut, from the same environment
+        timeout = Settings.from_env(self.env).read_timeout_s  # the processes' own cut, from their environment
         return haproxy_config(self.host, self.port, self.ports, self.socket, fitting_maxconn(), timeout)
 
     def start(self) -> Cluster:
@@ -389,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     serve = [a for a in args.serve_args if a != "--"]
     ports = [args.port + 1 + i for i in range(args.processes)]
     if args.print_config:
-        print(haproxy_config(args.host, args.port, ports, read_timeout_s=Settings().read_timeout_s), end="")
+        print(haproxy_config(args.host, args.port, ports, read_timeout_s=Settings.from_env().read_timeout_s), end="")
         return 0
     if not any(a.startswith("--store") for a in serve) or not any(a.startswith("--redis") for a in serve):
         print(

@@ -253,6 +253,12 @@ class Service:
         """Whether the start-up check of the provider has finished (its finding is in provider_problem)."""
         return self._check is not None and self._check.done()
 
+    async def provider_check_done(self) -> None:
+        """Wait for the start-up check of the provider (its own timeout bounds it), so that `npcmind serve` says
+        what it found before the line that says ready, not after it."""
+        if self._check is not None:
+            await asyncio.wait([self._check])
+
     @property
     def pipeline(self) -> DecidePipeline:
         """The decide pipeline (once started)."""

@@ -6,12 +6,13 @@ The game's TypeScript sources live in clients/demo/; their built bundle and page
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import os
+import dataclasses
 import tempfile
 from collections.abc import Iterator
 from importlib import resources
+
+from npcmind.config import Settings
 
 SCRIPTED_MODEL = "scripted"  # the page labels a provider of this model name "scripted, not a model"
 # What `--scripted` answers, by the situation each entity's part of the prompt shows (first match wins):
@@ -34,38 +35,39 @@ def manifest_path() -> str:
 
 
 @contextlib.contextmanager
-def prepared(args: argparse.Namespace) -> Iterator[argparse.Namespace]:
-    """The serve arguments of a demo run, and meanwhile the scripted provider (with --scripted) and a store in
-    a folder of its own, removed afterwards (a demo leaves nothing behind)."""
+def prepared(settings: Settings, scripted: bool, store: str | None) -> Iterator[Settings]:
+    """The settings of a demo run, and meanwhile the scripted provider (with ``scripted``) and, when no
+    ``store`` is given, a store in a folder of its own, removed afterwards (a demo leaves nothing behind)."""
     from npcmind.testing.scripted import ScriptedServer
 
     with contextlib.ExitStack() as stack:
-        if args.store is None:
+        if store is None:
             folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="npcmind-demo-"))
-            args.store = f"sqlite:///{folder}/demo.db"
-        if args.scripted:
-            scripted = stack.enter_context(ScriptedServer())
-            scripted.set(when=DEMO_RULES)
-            args.provider, args.base_url, args.model = "openai", scripted.base_url, SCRIPTED_MODEL
-            print(f"scripted provider (not a model) on {scripted.base_url}: answers by fixed rules", flush=True)
-        args.manifest = manifest_path()
-        args.profile, args.redis, args.clients, args.rulesets = "local", None, None, None
-        args.distill_every = None  # a demo of minutes: no retraining in the background
-        stack.enter_context(_own_origin(args.host, args.port))
-        yield args
+            store = f"sqlite:///{folder}/demo.db"
+        provider, base_url, model = settings.provider, settings.base_url, settings.model
+        if scripted:
+            server = stack.enter_context(ScriptedServer())
+            server.set(when=DEMO_RULES)
+            provider, base_url, model = "openai", server.base_url, SCRIPTED_MODEL
+            print(f"scripted provider (not a model) on {server.base_url}: answers by fixed rules", flush=True)
+        yield dataclasses.replace(
+            settings,
+            manifest=manifest_path(),
+            store=store,
+            provider=provider,
+            base_url=base_url,
+            model=model,
+            profile="local",
+            redis=None,
+            clients=None,
+            rulesets=None,
+            distill_every_h=None,  # a demo of minutes: no retraining in the background
+            cors_origins=[*settings.cors_origins, *own_origins(settings.host, settings.port)],
+        )
 
 
-@contextlib.contextmanager
-def _own_origin(host: str, port: int) -> Iterator[None]:
-    """Allow the page's own origin meanwhile: a browser sends `Origin` with a same-origin POST too, and the
-    service warned at every start of the demo that it was not allowed (the answer was read all the same)."""
-    before = os.environ.get("NPCMIND_CORS_ORIGINS")
-    ours = [f"http://{h}:{port}" for h in dict.fromkeys([host, "127.0.0.1", "localhost"])]
-    os.environ["NPCMIND_CORS_ORIGINS"] = ",".join([*(before.split(",") if before else []), *ours])
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ["NPCMIND_CORS_ORIGINS"]
-        else:
-            os.environ["NPCMIND_CORS_ORIGINS"] = before
+def own_origins(host: str, port: int) -> list[str]:
+    """The page's own origins, allowed on top of NPCMIND_CORS_ORIGINS: a browser sends `Origin` with a
+    same-origin POST too, and the service warned at every start of the demo that it was not allowed (the
+    answer was read all the same)."""
+    return [f"http://{h}:{port}" for h in dict.fromkeys([host, "127.0.0.1", "localhost"])]
