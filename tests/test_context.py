@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import re
-import time
 from typing import Any
 
 import pytest
 
-from conftest import BEE_OBS, BOSS_OBS, FOREST, Hosted, Running, bee, decide_body, logged
+from conftest import BEE_OBS, BOSS_OBS, FOREST, Hosted, Running, bee, decide_body, logged, until
 
 
 def prompt(scripted: Any) -> str:
@@ -583,9 +582,7 @@ def test_all_sessions_together_hold_at_most_max_entities(start_service: Any, scr
         assert report(svc.http, did, "done", detail="stung", client_id="g1") == "accepted"
         for game in ("g2", "g3"):  # 48 entities: more than 40, so g1, the least recently used, is let go
             svc.decide(decide_body(*[bee(f"{game}-{i}", position=[i * 9.0, 0]) for i in range(16)], client_id=game))
-        deadline = time.monotonic() + 60  # the check is made every second; the deadline only bounds a hang
-        while not said and time.monotonic() < deadline:
-            time.sleep(0.05)
+        until(lambda: said, "no session was let go", 60)  # the check is made every second
     assert "local:g1" not in svc.service.hub._states and "local:g3" in svc.service.hub._states
     assert any("held 48 entities (with" in m and "over NPCMIND_MAX_ENTITIES=40;" in m for m in said), said
     scripted.set(choose={"g1-0": "flee"})
@@ -820,9 +817,7 @@ def test_scopes_and_ids_that_left_count_against_max_entities(start_service: Any,
     with logged("npcmind.context") as said:
         for game in ("g2", "g3"):  # 32 entities and no scopes: only g1 passes the bound of 600
             assert svc.decide(decide_body(*[bee(f"{game}-{i}") for i in range(16)], client_id=game)).status_code == 200
-        deadline = time.monotonic() + 60  # the check is made every second; this only bounds a hang
-        while "local:g1" in svc.service.hub._states and time.monotonic() < deadline:
-            time.sleep(0.05)
+        until(lambda: "local:g1" not in svc.service.hub._states, "g1 was not let go", 60)  # checked every second
     assert "local:g1" not in svc.service.hub._states, "a session of scopes and ids that left was counted as free"
     assert "local:g2" in svc.service.hub._states and "local:g3" in svc.service.hub._states
     assert any("over NPCMIND_MAX_ENTITIES=600" in m for m in said), said

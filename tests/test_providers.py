@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import BEE_OBS, FOREST, bee, cli, decide_body, logged
+from conftest import BEE_OBS, FOREST, bee, cli, decide_body, logged, until
 from npcmind.config import Settings
 from npcmind.http.server import ServiceProcess, free_port
 from npcmind.providers import answer
@@ -436,10 +436,7 @@ def test_a_cut_answer_still_thinking_decides_nothing(start_service: Any, scripte
 
 def _checked(svc: Any, timeout: float = 120) -> str:
     """/v1/health's note once the start-up check is done (it runs in the background)."""
-    deadline = time.monotonic() + timeout
-    while not svc.service.provider_checked and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert svc.service.provider_checked
+    until(lambda: svc.service.provider_checked, "the start-up check did not finish", timeout)
     return str(svc.http.get("/v1/health").json()["note"])
 
 

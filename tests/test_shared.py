@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from conftest import logged
+from conftest import logged, until
 from npcmind.http.server import free_port
 from npcmind.shared import MemoryShared, open_shared
 from npcmind.shared.base import CachedChoice
@@ -185,10 +185,7 @@ class OwnRedis:
             ],
             stdout=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 30
-        while _redis_reachable(self.url) is not None:
-            assert time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.05)
+        until(lambda: _redis_reachable(self.url) is None, "redis-server did not start", 30)
 
     def stop(self) -> None:
         if self.proc is not None:
