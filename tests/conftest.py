@@ -238,6 +238,16 @@ def write_clients(tmp_path: Path, **limits: Any) -> tuple[Path, dict[str, str]]:
 HOSTED = {"manifest": None, "profile": "hosted", "provider": "openai"}  # hosted's settings beside clients and URL
 
 
+@pytest.fixture(scope="module")
+def shared_hosted(tmp_path_factory: pytest.TempPathFactory, shared_scripted: ScriptedServer) -> Iterator[Hosted]:
+    """hosted, started once for a module's tests that leave it as it was (refused without a session, or reading):
+    a test that opens a session or decides takes `hosted`, its own."""
+    tmp = tmp_path_factory.mktemp("shared-hosted")
+    path, keys = write_clients(tmp)
+    with serving(service_settings(tmp, clients=str(path), base_url=shared_scripted.base_url, **HOSTED)) as running:
+        yield Hosted(running, keys)
+
+
 @pytest.fixture()
 def hosted(start_service: Callable[..., Running], scripted: ScriptedServer, tmp_path: Path) -> Hosted:
     path, keys = write_clients(tmp_path)

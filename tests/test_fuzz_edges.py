@@ -115,6 +115,7 @@ def test_a_huge_integer_in_any_numbers_place_is_a_4xx_naming_it(route: str, svc:
     check()
 
 
+@pytest.mark.fast
 def test_a_huge_scope_state_on_a_fine_quantum_is_refused_not_a_5xx(svc: Running) -> None:
     """quantum 0.001 and 1.7e308: quantizing overflowed to inf."""
     scope = {"text": "A vault.", "fields": {"gold": {"type": "number", "quantum": 0.001}}}
@@ -164,6 +165,7 @@ def test_every_content_type_is_json_or_a_clear_415(
         assert "application/json" in r.json()["error"]["message"]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("route", list(BODIES))
 def test_wide_json_is_a_4xx(route: str, shared_svc: Running) -> None:
     """Wide where the body takes maps and lists: a hundred thousand keys or items, still under the body limit."""
@@ -210,6 +212,7 @@ def hosted_fuzz(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Host
         yield hosted, Hosted.auth(hosted.open())
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("path", "query"),
     [
@@ -238,6 +241,7 @@ def _raw(svc: Running, request: bytes) -> tuple[int, bytes]:
         return response.status, response.read()
 
 
+@pytest.mark.fast
 def test_a_nul_in_a_header_is_a_400_of_the_http_parser(shared_svc: Running) -> None:
     """httpx refuses a content type holding \\x00 before sending (LocalProtocolError), so the case returned
     without asserting: sent as bytes, the request never reaches the app."""
@@ -247,6 +251,7 @@ def test_a_nul_in_a_header_is_a_400_of_the_http_parser(shared_svc: Running) -> N
     assert status == 400 and b"Invalid HTTP request" in text, (status, text)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("path", ["/v1/prompt", "/v1/policy"])
 @pytest.mark.parametrize("value", ["%FF", "game-%ED%B3%BF", "%C3"])
 def test_a_query_value_that_is_not_utf8_is_a_422_naming_it(path: str, value: str, shared_svc: Running) -> None:

@@ -19,6 +19,8 @@ from msgspec import Meta
 from conftest import BOSS_OBS, Running, bee, decide_body, queen
 from npcmind.http.app import document
 
+pytestmark = pytest.mark.fast  # the whole file is in the fast tier (docs/testing.md)
+
 JSON_CT = {"content-type": "application/json"}
 # the one rule for every number a body holds: what a 64-bit float (JSON's number, every engine's) holds
 NUMBER_RULE = "must be a finite number within ±1.8e308"
