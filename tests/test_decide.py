@@ -529,6 +529,7 @@ def test_an_activity_line_says_what_was_decided_and_what_it_cost(start_service: 
     assert tokens > 0 and line.endswith(f": {tokens / 2:.0f} input tokens a fresh decision"), line
 
 
+@pytest.mark.fast
 def test_a_stop_says_what_the_run_did_and_that_the_store_is_closed(start_service: Any, scripted: Any) -> None:
     """Ctrl-C in the terminal: one line that the stop was clean, with the run's decisions and their cost."""
     svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted")

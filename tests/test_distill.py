@@ -584,6 +584,7 @@ def _p_flee(path: Path, situations: list[dict[str, Any]]) -> list[float]:
     return out
 
 
+@pytest.mark.fast
 def test_one_session_reporting_flee_done_and_chase_failed_does_not_steer_the_policy(tmp_path: Path) -> None:
     """A hostile session's reports had made the policy flee at >= 0.8 in 261 of 500 situations, chase in none.
     Each session's reports are now one vote an action (relative to its other actions), the weight the median

@@ -70,6 +70,7 @@ def test_full_run_four_calls_memories_stored_and_recalled(mind: NpcMind, store: 
     assert again.state["turns"] == 3
 
 
+@pytest.mark.fast
 def test_blocked_output_changes_nothing(mind: NpcMind, store: NpcStore, scripted: Any) -> None:
     before = store.get("mara")
     scripted.set(text="I murder the innocent villager.")

@@ -176,7 +176,9 @@ def test_the_scripted_server_refuses_a_script_it_could_not_play(scripted: Any) -
     assert r.status_code == 503
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+@pytest.mark.parametrize(
+    "sig", [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.fast)], ids=["ctrl-c", "sigterm"]
+)
 def test_serve_stops_on_a_signal_with_one_line_and_no_traceback(sig: signal.Signals, tmp_path: Any) -> None:
     """Ctrl-C ended `npcmind serve` with a KeyboardInterrupt traceback after its clean stop: it looked like a crash.
     After SIGTERM, the stop line was sometimes lost: the process died by the signal before the log queue wrote it."""
