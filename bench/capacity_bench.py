@@ -37,11 +37,9 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 from decide_bench import cpu_seconds, wait_up  # noqa: E402
-from probe import cpu_probe  # noqa: E402
-
-sys.path.insert(0, str(ROOT / "tests"))
-from conftest import FOREST  # noqa: E402
 from npcmind.http.server import ServiceProcess, free_port  # noqa: E402
+from probe import cpu_probe  # noqa: E402
+from support import FOREST  # noqa: E402
 
 # one bee a request, its id made of the row, the wrk thread and a counter: never asked before, so never cached
 LUA = r"""

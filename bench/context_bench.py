@@ -25,10 +25,6 @@ from pathlib import Path
 import msgspec
 
 ROOT = Path(__file__).resolve().parents[1]
-from probe import cpu_probe  # noqa: E402
-
-sys.path.insert(0, str(ROOT / "tests"))
-from conftest import FOREST, bee, decide_body  # noqa: E402
 from npcmind.context.hub import ContextHub  # noqa: E402
 from npcmind.decide.ids import DecisionIds  # noqa: E402
 from npcmind.http.server import ServiceProcess  # noqa: E402
@@ -36,6 +32,8 @@ from npcmind.manifest import load  # noqa: E402
 from npcmind.protocol.a2g import DecideRequest, TelemetryRequest  # noqa: E402
 from npcmind.storage.base import IssuedDecision  # noqa: E402
 from npcmind.storage.sqlite import SqliteStore  # noqa: E402
+from probe import cpu_probe  # noqa: E402
+from support import FOREST, bee, decide_body  # noqa: E402
 
 OBS = {"hp_fraction": 0.5, "distance_to_player": 100.0, "sees_player": True, "current_action": "chase"}
 

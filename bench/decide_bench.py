@@ -39,10 +39,6 @@ import httpx
 import msgspec
 
 ROOT = Path(__file__).resolve().parents[1]
-from probe import cpu_probe  # noqa: E402
-
-sys.path.insert(0, str(ROOT / "tests"))
-from conftest import FOREST, bee, decide_body  # noqa: E402
 from inprocess import started_service  # noqa: E402
 from npcmind.decide.prompt import Prompt  # noqa: E402
 from npcmind.decide.validate import check_request  # noqa: E402
@@ -52,6 +48,8 @@ from npcmind.protocol.validate import parse  # noqa: E402
 from npcmind.providers.tokens import count_once  # noqa: E402
 from npcmind.storage.base import IssuedDecision  # noqa: E402
 from npcmind.testing.scripted import ScriptedServer  # noqa: E402
+from probe import cpu_probe  # noqa: E402
+from support import FOREST, bee, decide_body  # noqa: E402
 
 LUA_MISS = r"""
 counter = FIRST

@@ -38,14 +38,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "clients" / "python" / "src")]
 sys.path.append(str(ROOT / "bench"))
 from decide_bench import wait_up  # noqa: E402
+from npcmind.http.server import ServiceProcess, free_port  # noqa: E402
 from npcmind.manifest import load  # noqa: E402
 from npcmind.storage.base import DecisionFeatures, IssuedDecision, RequestFeatures  # noqa: E402
 from npcmind.storage.sqlite import SqliteStore  # noqa: E402
 from probe import cpu_probe  # noqa: E402
-
-sys.path.insert(0, str(ROOT / "tests"))
-from conftest import BEE_OBS, bee, decide_body  # noqa: E402
-from npcmind.http.server import ServiceProcess, free_port  # noqa: E402
+from support import BEE_OBS, bee, decide_body  # noqa: E402
 
 FOREST = ROOT / "examples" / "forest.yaml"
 BEES = ["idle", "wander", "chase", "flee"]

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-from conftest import FOREST  # noqa: E402
 from npcmind.config import Settings  # noqa: E402
 from npcmind.service import Service  # noqa: E402
+from support import FOREST  # noqa: E402
 
 
 async def started_service(base_url: str, **settings: Any) -> Service:

@@ -21,12 +21,11 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-from conftest import bee, decide_body  # noqa: E402
 from inprocess import started_service  # noqa: E402
 from npcmind.protocol.a2g import DecideRequest  # noqa: E402
 from npcmind.protocol.validate import parse  # noqa: E402
 from npcmind.testing.scripted import ScriptedServer  # noqa: E402
+from support import bee, decide_body  # noqa: E402
 
 REQUESTS = 9  # a decision a request: the memory of 8 fills up
 

@@ -23,11 +23,10 @@ from typing import Any
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-from conftest import FOREST, bee, decide_body  # noqa: E402
 from localmodel import ALIAS, AVAILABLE, MISSING, model_server  # noqa: E402
 from npcmind.http.server import ServiceProcess  # noqa: E402
 from probe import cpu_probe  # noqa: E402
+from support import FOREST, bee, decide_body  # noqa: E402
 
 
 def _bees(n: int, round_: int) -> list[dict[str, Any]]:

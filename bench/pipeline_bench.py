@@ -27,14 +27,12 @@ from typing import Any
 import msgspec
 
 ROOT = Path(__file__).resolve().parents[1]
-from probe import cpu_probe  # noqa: E402
-
-sys.path.insert(0, str(ROOT / "tests"))
-from conftest import bee, decide_body  # noqa: E402
 from inprocess import started_service  # noqa: E402
 from npcmind.protocol.a2g import DecideRequest  # noqa: E402
 from npcmind.protocol.validate import parse  # noqa: E402
 from npcmind.testing.scripted import ScriptedServer  # noqa: E402
+from probe import cpu_probe  # noqa: E402
+from support import bee, decide_body  # noqa: E402
 
 
 def _body(n: int, distance: float | None = None) -> dict[str, Any]:

@@ -54,14 +54,12 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 from capacity_bench import _decisions  # noqa: E402
 from decide_bench import cpu_seconds, wait_up  # noqa: E402
-from probe import cpu_probe  # noqa: E402
-
-sys.path.insert(0, str(ROOT / "tests"))
-from conftest import FOREST, bee, decide_body  # noqa: E402
 from npcmind.cluster import Cluster  # noqa: E402
 from npcmind.http.server import ServiceProcess, free_port  # noqa: E402
 from npcmind.sessions.clients import hash_key, new_key  # noqa: E402
 from npcmind.shared.redis import TIMEOUT_S, RedisShared  # noqa: E402
+from probe import cpu_probe  # noqa: E402
+from support import FOREST, bee, decide_body  # noqa: E402
 
 # the same body on every request, each request the next session's token: prepared once, so wrk spends little
 LUA_HITS = r"""

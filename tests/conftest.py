@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import copy
 import functools
 import logging
 import os
@@ -13,7 +12,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,6 +26,11 @@ from npcmind.http.app import create_app
 from npcmind.http.server import BackgroundServer
 from npcmind.service import Service
 from npcmind.testing.scripted import ScriptedServer
+from support import BEE_OBS, BOSS_OBS, FOREST, bee, decide_body, queen, until
+
+# the example's bodies and the polling wait live with the benches (bench/support.py, on pytest's pythonpath), which
+# need them without pytest; the tests import them from here as they always have
+__all__ = ["BEE_OBS", "BOSS_OBS", "FOREST", "bee", "decide_body", "queen", "until"]
 
 # --- Hypothesis: every run tries the same examples and writes nothing into the clone ---------------------------
 # A random run found a failing example in one clone, and its example database replayed it there on every run after.
@@ -50,10 +53,6 @@ hypothesis.settings.load_profile("npcmind")
 # --------------------------------------------------------------------------------------------------------------------
 
 ROOT = Path(__file__).resolve().parents[1]
-FOREST = ROOT / "examples" / "forest.yaml"
-
-BEE_OBS = {"hp_fraction": 0.333, "distance_to_player": 96.4, "sees_player": True, "current_action": "chase"}
-BOSS_OBS = {"hp_fraction": 0.4, "distance_to_player": 210.0, "sees_player": True, "current_action": "idle"}
 
 
 def cli(*args: str, stdin: str | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -62,50 +61,6 @@ def cli(*args: str, stdin: str | None = None, timeout: float = 600) -> subproces
     return subprocess.run(
         [sys.executable, "-m", "npcmind.cli", *args], input=stdin, capture_output=True, text=True, timeout=timeout
     )
-
-
-def until(condition: Callable[[], Any], what: str, deadline_s: float = 600) -> Any:
-    """The condition's first truthy value, polled: the deadline only bounds a hang, so a slow machine is never a
-    failure (no test may depend on timing)."""
-    deadline = time.monotonic() + deadline_s
-    while not (value := condition()):
-        assert time.monotonic() < deadline, f"{what}: not within {deadline_s:g} s"
-        time.sleep(0.05)
-    return value
-
-
-def bee(eid: str, **over: Any) -> dict[str, Any]:
-    """A valid bee entity of the forest example."""
-    e = {"id": eid, "type": "bee", "observation": dict(BEE_OBS), "legal_actions": ["idle", "wander", "chase", "flee"]}
-    e.update(over)
-    return e
-
-
-def queen(eid: str = "q", **over: Any) -> dict[str, Any]:
-    """A valid boss entity with the queen's profile."""
-    e = {
-        "id": eid,
-        "type": "boss",
-        "profile": "queen_bee",
-        "observation": dict(BOSS_OBS),
-        "legal_actions": ["idle", "chase", "flee"],
-    }
-    e.update(over)
-    return e
-
-
-def decide_body(*entities: dict[str, Any], client_id: str = "game-1", **over: Any) -> dict[str, Any]:
-    """A valid decide request of the forest example."""
-    body = {
-        "client_id": client_id,
-        "epoch": 7,
-        "world": {"player_hp_fraction": 0.4, "repellent": False},
-        "scope": "forest_boss",
-        "scope_state": {"boss_phase": 2},
-        "entities": list(entities) or [bee("28735")],
-    }
-    body.update(copy.deepcopy(over))
-    return body
 
 
 # a Redis call that takes longer than NPCMIND_REDIS_TIMEOUT_MS counts as Redis being gone: on a machine with every
@@ -188,33 +143,59 @@ class Running:
         return self.http.post("/v1/decide", json=body, **kw)
 
 
+def service_settings(tmp: Path, manifest: Path | None = FOREST, store: str | None = None, **settings: Any) -> Settings:
+    """The settings every test service starts from: the example manifest and a SQLite file of the test's own."""
+    store = store or f"sqlite:///{tmp}/npcmind.db"
+    settings = {"redis_timeout_ms": REDIS_TIMEOUT_MS, **settings}
+    return Settings(manifest=str(manifest) if manifest else None, store=store, **settings)
+
+
+@contextlib.contextmanager
+def serving(settings: Settings) -> Iterator[Running]:
+    """A service on a real port while the block runs: the one way a test starts one, whatever the fixture's scope."""
+    service = Service(settings)
+    limits = {"read_timeout_s": settings.read_timeout_s, "max_connections": settings.max_connections}
+    running = Running(BackgroundServer(create_app(service), **limits).start(), service)
+    try:
+        yield running
+    finally:
+        running.http.close()
+        running.server.stop()
+
+
 @pytest.fixture()
 def start_service(tmp_path: Path) -> Iterator[Callable[..., Running]]:
-    started: list[Running] = []
+    with contextlib.ExitStack() as stack:
 
-    def start(manifest: Path | None = FOREST, store: str | None = None, **settings: Any) -> Running:
-        s = Settings(
-            manifest=str(manifest) if manifest else None,
-            store=store or f"sqlite:///{tmp_path}/npcmind.db",
-            **{"redis_timeout_ms": REDIS_TIMEOUT_MS, **settings},
-        )
-        service = Service(s)
-        limits = {"read_timeout_s": s.read_timeout_s, "max_connections": s.max_connections}
-        server = BackgroundServer(create_app(service), **limits).start()
-        r = Running(server, service)
-        started.append(r)
-        return r
+        def start(manifest: Path | None = FOREST, store: str | None = None, **settings: Any) -> Running:
+            return stack.enter_context(serving(service_settings(tmp_path, manifest, store, **settings)))
 
-    yield start
-    for r in started:
-        r.http.close()
-        r.server.stop()
+        yield start
+
+
+SCRIPTED_SVC = {"provider": "openai", "model": "scripted"}  # svc's settings beside the provider's URL
 
 
 @pytest.fixture()
 def svc(start_service: Callable[..., Running], scripted: ScriptedServer) -> Running:
     """The service on the example manifest, its provider the scripted server (self-hosted, enum form)."""
-    return start_service(provider="openai", base_url=scripted.base_url, model="scripted")
+    return start_service(base_url=scripted.base_url, **SCRIPTED_SVC)
+
+
+@pytest.fixture(scope="module")
+def shared_scripted() -> Iterator[ScriptedServer]:
+    """One scripted provider for a module's read-only tests (shared_svc's)."""
+    with ScriptedServer() as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def shared_svc(tmp_path_factory: pytest.TempPathFactory, shared_scripted: ScriptedServer) -> Iterator[Running]:
+    """svc, started once for a module's tests that leave its state as it was (they read, or are refused before
+    anything is kept or asked of the provider): a test that changes the service's state takes `svc`, its own."""
+    tmp = tmp_path_factory.mktemp("shared-svc")
+    with serving(service_settings(tmp, base_url=shared_scripted.base_url, **SCRIPTED_SVC)) as running:
+        yield running
 
 
 class Hosted:
@@ -256,13 +237,23 @@ def write_clients(tmp_path: Path, **limits: Any) -> tuple[Path, dict[str, str]]:
     return path, keys
 
 
+HOSTED = {"manifest": None, "profile": "hosted", "provider": "openai"}  # hosted's settings beside clients and URL
+
+
+@pytest.fixture(scope="module")
+def shared_hosted(tmp_path_factory: pytest.TempPathFactory, shared_scripted: ScriptedServer) -> Iterator[Hosted]:
+    """hosted, started once for a module's tests that leave it as it was (refused without a session, or reading):
+    a test that opens a session or decides takes `hosted`, its own."""
+    tmp = tmp_path_factory.mktemp("shared-hosted")
+    path, keys = write_clients(tmp)
+    with serving(service_settings(tmp, clients=str(path), base_url=shared_scripted.base_url, **HOSTED)) as running:
+        yield Hosted(running, keys)
+
+
 @pytest.fixture()
 def hosted(start_service: Callable[..., Running], scripted: ScriptedServer, tmp_path: Path) -> Hosted:
     path, keys = write_clients(tmp_path)
-    running = start_service(
-        manifest=None, profile="hosted", clients=str(path), provider="openai", base_url=scripted.base_url
-    )
-    return Hosted(running, keys)
+    return Hosted(start_service(clients=str(path), base_url=scripted.base_url, **HOSTED), keys)
 
 
 @contextlib.contextmanager

@@ -116,6 +116,7 @@ def token(i: int) -> str:
     return base64.urlsafe_b64encode(hashlib.sha256(str(i).encode()).digest() * 3).decode()
 
 
+@pytest.mark.fast
 def test_npcmind_cluster_is_a_command_and_deploy_haproxy_cfg_is_what_it_writes() -> None:
     """The README runs `npcmind cluster`: it was only `python -m npcmind.cluster`, and the command was refused."""
     from conftest import ROOT, cli
@@ -346,6 +347,7 @@ def test_haproxy_cuts_a_request_head_that_trickles_in(tmp_path: Path) -> None:
             pass
 
 
+@pytest.mark.fast
 def test_a_child_that_keeps_dying_is_started_again_at_most_every_30_s_and_at_once_after_a_long_run() -> None:
     """The backoff doubles from 1 s while a child keeps dying (or failing to start), is capped at 30 s, and
     starts over once the child ran 60 s: a clock of the test's own, no waiting."""

@@ -15,6 +15,8 @@ from npcmind_client.options import DecideOptions
 from npcmind_client.policy import Policy
 from npcmind_client.scheduler import ANSWERED, FAILED, Kind, LocalPolicy, Request, Scheduler
 
+pytestmark = pytest.mark.fast  # the whole file is in the fast tier (docs/testing.md)
+
 CASES = Path(__file__).resolve().parents[1] / "clients" / "conformance"
 DEFAULTS: dict[str, Any] = {
     "client_id": "c1",

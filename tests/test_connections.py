@@ -109,6 +109,7 @@ def test_a_kept_alive_connection_has_the_same_deadline_for_its_next_request(serv
         assert error_of(until_closed(kept))[0] == "HTTP/1.1 408 Request Timeout"
 
 
+@pytest.mark.fast
 def test_connections_past_the_cap_are_refused_with_503_and_the_log_says_so() -> None:
     app = Litestar([echo], openapi_config=None)
     with (

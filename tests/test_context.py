@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import re
-import time
 from typing import Any
 
 import pytest
 
-from conftest import BEE_OBS, BOSS_OBS, FOREST, Hosted, Running, bee, decide_body, logged
+from conftest import BEE_OBS, BOSS_OBS, FOREST, Hosted, Running, bee, decide_body, logged, until
 
 
 def prompt(scripted: Any) -> str:
@@ -93,6 +92,7 @@ def test_two_sessions_never_see_each_other(hosted: Hosted, scripted: Any) -> Non
     assert r.status_code == 422 and r.json()["error"]["details"][0]["path"] == "scope"
 
 
+@pytest.mark.fast
 def test_reports_only_for_own_decisions_once(hosted: Hosted, scripted: Any) -> None:
     a, b = hosted.open(), hosted.open()
     ha, hb = hosted.auth(a), hosted.auth(b)
@@ -112,6 +112,7 @@ def test_reports_only_for_own_decisions_once(hosted: Hosted, scripted: Any) -> N
     assert '-> failed "missed"' in line and "-> done" not in line
 
 
+@pytest.mark.fast
 def test_report_statuses_in_one_request(svc: Running) -> None:
     did = svc.decide(decide_body(bee("x"))).json()["decisions"][0]["decision_id"]
     r = svc.http.post(
@@ -250,6 +251,7 @@ def test_parents_see_members_nearest_first_and_children_their_parents_decision(s
     assert "parent decided 0 s ago" in text or "parent decided 1 s ago" in text
 
 
+@pytest.mark.fast
 def test_telemetry_is_checked_against_the_manifest(svc: Running) -> None:
     r = svc.http.post(
         "/v1/telemetry",
@@ -401,6 +403,7 @@ def test_situation_for_big_scenes_stays_bounded(svc: Running, scripted: Any, n: 
             assert line.count("; ") <= 4
 
 
+@pytest.mark.fast
 def test_memory_line_follows_the_clock_reports_and_depth() -> None:
     from npcmind.context.memory import DEPTH, Memory
     from npcmind.storage.base import IssuedDecision
@@ -427,6 +430,7 @@ def test_memory_line_follows_the_clock_reports_and_depth() -> None:
     assert line is not None and line.count(" s ago") == DEPTH and "idle" not in line and "failed" not in line
 
 
+@pytest.mark.fast
 def test_nearest_is_the_same_for_few_and_for_a_crowd() -> None:
     import math
     import random
@@ -449,6 +453,7 @@ def test_nearest_is_the_same_for_few_and_for_a_crowd() -> None:
         assert all(math.isclose(a, b) for (a, _), (b, _) in zip(got, brute, strict=True))
 
 
+@pytest.mark.fast
 def test_an_entity_is_described_anew_when_what_it_shows_changes() -> None:
     from conftest import FOREST
     from npcmind.context.hub import ContextHub
@@ -468,6 +473,7 @@ def test_an_entity_is_described_anew_when_what_it_shows_changes() -> None:
     assert ContextHub._describe(e, m, 3.0) == 'player "x" d=3 state="active" action=flee hp_fraction=0.5'
 
 
+@pytest.mark.fast
 def test_a_scene_past_its_limit_drops_the_entities_updated_least_recently() -> None:
     from npcmind.context.scene import Scene
 
@@ -488,6 +494,7 @@ def test_a_scene_past_its_limit_drops_the_entities_updated_least_recently() -> N
     assert scene.population() == {} and scene.dropped == 0
 
 
+@pytest.mark.fast
 def test_an_id_that_comes_back_counts_once_while_the_scene_keeps_it_among_those_that_left() -> None:
     """`seen` is a number, not a set of every id: an id that left and comes back is known again only while it is
     one of the last `limit` ids that left, so what the scene keeps of them is bounded too."""
@@ -519,6 +526,7 @@ def test_an_id_that_comes_back_counts_once_while_the_scene_keeps_it_among_those_
     assert scene.population() == {} and scene.left == {}
 
 
+@pytest.mark.fast
 def test_memory_keeps_the_entities_decided_most_recently() -> None:
     from npcmind.context.memory import Memory
     from npcmind.storage.base import IssuedDecision
@@ -562,6 +570,7 @@ def test_bounds_on_sessions_and_entities_lose_nothing_acknowledged(start_service
     assert re.search(r'memory: chase \d+ s ago -> done "stung"', prompt(scripted)), prompt(scripted)  # age: wall time
 
 
+@pytest.mark.fast
 def test_bounds_below_their_least_stop_the_service_at_start() -> None:
     from npcmind.config import Settings, SettingsError
 
@@ -580,9 +589,7 @@ def test_all_sessions_together_hold_at_most_max_entities(start_service: Any, scr
         assert report(svc.http, did, "done", detail="stung", client_id="g1") == "accepted"
         for game in ("g2", "g3"):  # 48 entities: more than 40, so g1, the least recently used, is let go
             svc.decide(decide_body(*[bee(f"{game}-{i}", position=[i * 9.0, 0]) for i in range(16)], client_id=game))
-        deadline = time.monotonic() + 60  # the check is made every second; the deadline only bounds a hang
-        while not said and time.monotonic() < deadline:
-            time.sleep(0.05)
+        until(lambda: said, "no session was let go", 60)  # the check is made every second
     assert "local:g1" not in svc.service.hub._states and "local:g3" in svc.service.hub._states
     assert any("held 48 entities (with" in m and "over NPCMIND_MAX_ENTITIES=40;" in m for m in said), said
     scripted.set(choose={"g1-0": "flee"})
@@ -644,6 +651,7 @@ def test_a_sessions_memory_never_answers_another_session(hosted: Hosted, scripte
     assert len(scripted.requests) == calls + 1
 
 
+@pytest.mark.fast
 def test_a_cache_key_is_the_entity_part_as_the_model_reads_it() -> None:
     """The key text is the rendered entity part itself, less its id, its number, its ages and its memory
     (which makes the entry its session's own): a line the prompt shows can never drift out of the key."""
@@ -817,9 +825,7 @@ def test_scopes_and_ids_that_left_count_against_max_entities(start_service: Any,
     with logged("npcmind.context") as said:
         for game in ("g2", "g3"):  # 32 entities and no scopes: only g1 passes the bound of 600
             assert svc.decide(decide_body(*[bee(f"{game}-{i}") for i in range(16)], client_id=game)).status_code == 200
-        deadline = time.monotonic() + 60  # the check is made every second; this only bounds a hang
-        while "local:g1" in svc.service.hub._states and time.monotonic() < deadline:
-            time.sleep(0.05)
+        until(lambda: "local:g1" not in svc.service.hub._states, "g1 was not let go", 60)  # checked every second
     assert "local:g1" not in svc.service.hub._states, "a session of scopes and ids that left was counted as free"
     assert "local:g2" in svc.service.hub._states and "local:g3" in svc.service.hub._states
     assert any("over NPCMIND_MAX_ENTITIES=600" in m for m in said), said

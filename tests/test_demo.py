@@ -154,6 +154,7 @@ def test_the_game_type_checks_strict_and_the_committed_bundle_is_what_the_build_
     assert (tmp_path / "demo.js").read_bytes() == asset("demo.js"), "the committed bundle is not the build's"
 
 
+@pytest.mark.fast
 def test_the_page_and_its_script_are_served_from_the_service(svc: Any) -> None:
     page = svc.http.get("/demo")
     assert page.status_code == 200 and page.headers["content-type"] == "text/html; charset=utf-8"

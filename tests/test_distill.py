@@ -206,6 +206,7 @@ def test_outcomes_matter_the_policy_picks_the_coin_side_that_worked_above_the_th
         assert got is not None and got[0] == "idle" and got[1] >= 0.8, got
 
 
+@pytest.mark.fast
 def test_the_scripted_teacher_follows_its_rules_on_the_prompt_it_reads(svc: Running, scripted: Any) -> None:
     scripted.set(
         rules=[
@@ -318,6 +319,7 @@ def test_one_decision_is_said_as_one_decision(tmp_path: Path) -> None:
     assert r.returncode == 1 and "bee: 1 decision, needs 100: no policy for it" in r.stdout, r.stdout
 
 
+@pytest.mark.fast
 def test_the_first_background_round_comes_soon_after_start_then_one_every_interval(tmp_path: Path) -> None:
     """A service restarted more often than every HOURS had never trained: the first round waited a whole one."""
     from npcmind.distill.background import FIRST_ROUND_S, BackgroundDistill
@@ -422,6 +424,7 @@ def test_distill_publish_puts_the_policy_where_the_running_service_serves_it(
     assert again.headers["etag"] == got.headers["etag"]
 
 
+@pytest.mark.fast
 def test_the_docs_say_both_ways_a_policy_reaches_get_policy_and_no_other() -> None:
     """They had said running `distill` opted in: it only wrote a file, and GET /v1/policy stayed 404."""
     root = Path(__file__).resolve().parent.parent
@@ -581,6 +584,7 @@ def _p_flee(path: Path, situations: list[dict[str, Any]]) -> list[float]:
     return out
 
 
+@pytest.mark.fast
 def test_one_session_reporting_flee_done_and_chase_failed_does_not_steer_the_policy(tmp_path: Path) -> None:
     """A hostile session's reports had made the policy flee at >= 0.8 in 261 of 500 situations, chase in none.
     Each session's reports are now one vote an action (relative to its other actions), the weight the median

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from conftest import FOREST, bee, decide_body, logged, until, write_clients
 from npcmind.decide.ids import DecisionIds
@@ -193,6 +194,7 @@ def test_a_second_process_on_the_same_store_is_refused(tmp_path: Path) -> None:
     b.kill9()
 
 
+@pytest.mark.fast
 def test_the_first_failure_is_said_whatever_window_is_set_after() -> None:
     """The window was counted from ``-every`` as made (10 s): widened afterwards (the full-disk test's 3600 s), a
     machine up for less than the new window (a fresh CI runner: the monotonic clock is the uptime) kept the first

@@ -126,6 +126,7 @@ def near_valid(draw: st.DrawFn, valid: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("route", list(VALID))
 def test_the_valid_bodies_are_valid(route: str, svc: Running) -> None:
     """Else the fuzz below would only ever mutate a body that is refused anyway."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import http.client
 import socket
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -14,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import BEE_OBS, Hosted, Running, bee, decide_body
+from conftest import BEE_OBS, HOSTED, Hosted, Running, bee, decide_body, service_settings, serving, write_clients
+from npcmind.testing.scripted import ScriptedServer
 
 HUGE = st.sampled_from([10**400, -(10**400), 2**64, 2**53, -(2**63) - 1, 10**4000]) | st.integers(
     min_value=2**53, max_value=10**500
@@ -113,6 +115,7 @@ def test_a_huge_integer_in_any_numbers_place_is_a_4xx_naming_it(route: str, svc:
     check()
 
 
+@pytest.mark.fast
 def test_a_huge_scope_state_on_a_fine_quantum_is_refused_not_a_5xx(svc: Running) -> None:
     """quantum 0.001 and 1.7e308: quantizing overflowed to inf."""
     scope = {"text": "A vault.", "fields": {"gold": {"type": "number", "quantum": 0.001}}}
@@ -144,21 +147,27 @@ def test_a_huge_scope_state_on_a_fine_quantum_is_refused_not_a_5xx(svc: Running)
         "application/json, text/plain",
     ],
 )
-def test_every_content_type_is_json_or_a_clear_415(route: str, content_type: str | None, svc: Running) -> None:
+def test_every_content_type_is_json_or_a_clear_415(
+    route: str, content_type: str | None, request: pytest.FixtureRequest
+) -> None:
     """Browsers send text/plain and form bodies across origins without asking first: only JSON is JSON."""
     headers = {} if content_type is None else {"content-type": content_type}
+    media = (content_type or "").split(";")[0].strip().lower()
+    taken = media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+    # a body taken is kept (a service of its own); a refused one changes nothing (the module's shared service)
+    svc: Running = request.getfixturevalue("svc" if taken else "shared_svc")
     r = svc.http.post(route, content=msgspec.json.encode(BODIES[route]), headers=headers)
     _refusal(r)
-    media = (content_type or "").split(";")[0].strip().lower()
-    if media == "application/json" or (media.startswith("application/") and media.endswith("+json")):
+    if taken:
         assert r.status_code == 200, (content_type, r.text)
     else:
         assert r.status_code == 415, (content_type, r.status_code, r.text)
         assert "application/json" in r.json()["error"]["message"]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("route", list(BODIES))
-def test_wide_json_is_a_4xx(route: str, svc: Running) -> None:
+def test_wide_json_is_a_4xx(route: str, shared_svc: Running) -> None:
     """Wide where the body takes maps and lists: a hundred thousand keys or items, still under the body limit."""
     wide_map = {f"k{i}": i for i in range(20_000)}
     for body in (
@@ -167,7 +176,7 @@ def test_wide_json_is_a_4xx(route: str, svc: Running) -> None:
         {"a" * 100_000: 1},
         list(range(40_000)),
     ):
-        r = svc.http.post(route, content=msgspec.json.encode(body), headers={"content-type": "application/json"})
+        r = shared_svc.http.post(route, content=msgspec.json.encode(body), headers={"content-type": "application/json"})
         _refusal(r)
         assert r.status_code != 200, route
 
@@ -191,36 +200,20 @@ def test_any_json_on_any_route_of_the_hosted_profile_is_never_a_5xx(
 
 
 @pytest.fixture(scope="module")
-def hosted_fuzz(tmp_path_factory: pytest.TempPathFactory) -> Any:
+def hosted_fuzz(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Hosted, dict[str, str]]]:
     """One hosted service for the whole property (a fixture a module: hypothesis calls the test many times)."""
-    from conftest import write_clients
-    from npcmind.config import Settings
-    from npcmind.http.app import create_app
-    from npcmind.http.server import BackgroundServer
-    from npcmind.service import Service
-    from npcmind.testing.scripted import ScriptedServer
 
     tmp = tmp_path_factory.mktemp("hosted-fuzz")
     clients, keys = write_clients(tmp, requests_per_second=100000)
-    with ScriptedServer() as scripted:
-        s = Settings(
-            manifest=None,
-            store=f"sqlite:///{tmp}/f.db",
-            profile="hosted",
-            clients=str(clients),
-            provider="openai",
-            base_url=scripted.base_url,
-        )
-        service = Service(s)
-        server = BackgroundServer(create_app(service)).start()
-        running = Running(server, service)
+    with (
+        ScriptedServer() as scripted,
+        serving(service_settings(tmp, clients=str(clients), base_url=scripted.base_url, **HOSTED)) as running,
+    ):
         hosted = Hosted(running, keys)
-        session = hosted.open()
-        yield hosted, Hosted.auth(session)
-        running.http.close()
-        server.stop()
+        yield hosted, Hosted.auth(hosted.open())
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("path", "query"),
     [
@@ -234,8 +227,8 @@ def hosted_fuzz(tmp_path_factory: pytest.TempPathFactory) -> Any:
         ("/", {"client_id": "<script>"}),
     ],
 )
-def test_get_routes_with_odd_queries_are_never_a_5xx(path: str, query: dict[str, Any], svc: Running) -> None:
-    r = svc.http.get(path, params=query)
+def test_get_routes_with_odd_queries_are_never_a_5xx(path: str, query: dict[str, Any], shared_svc: Running) -> None:
+    r = shared_svc.http.get(path, params=query)
     assert r.status_code < 500, (path, r.status_code, r.text[:300])
 
 
@@ -249,24 +242,26 @@ def _raw(svc: Running, request: bytes) -> tuple[int, bytes]:
         return response.status, response.read()
 
 
-def test_a_nul_in_a_header_is_a_400_of_the_http_parser(svc: Running) -> None:
+@pytest.mark.fast
+def test_a_nul_in_a_header_is_a_400_of_the_http_parser(shared_svc: Running) -> None:
     """httpx refuses a content type holding \\x00 before sending (LocalProtocolError), so the case returned
     without asserting: sent as bytes, the request never reaches the app."""
     body = msgspec.json.encode(BODIES["/v1/report"])
     head = b"POST /v1/report HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: \x00\r\nconnection: close\r\n"
-    status, text = _raw(svc, head + b"content-length: %d\r\n\r\n" % len(body) + body)
+    status, text = _raw(shared_svc, head + b"content-length: %d\r\n\r\n" % len(body) + body)
     assert status == 400 and b"Invalid HTTP request" in text, (status, text)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("path", ["/v1/prompt", "/v1/policy"])
 @pytest.mark.parametrize("value", ["%FF", "game-%ED%B3%BF", "%C3"])
-def test_a_query_value_that_is_not_utf8_is_a_422_naming_it(path: str, value: str, svc: Running) -> None:
+def test_a_query_value_that_is_not_utf8_is_a_422_naming_it(path: str, value: str, shared_svc: Running) -> None:
     """The case "\\udcff" (the byte 0xFF as Python holds an undecodable one) is no text httpx encodes, so it
     returned without asserting: the URL carries the bytes percent-encoded, as a client of bytes sends them. They
     were read as U+FFFD: a 404 for a client named '\\ufffd'."""
-    r = svc.http.get(f"{path}?client_id={value}")
+    r = shared_svc.http.get(f"{path}?client_id={value}")
     _refusal(r)
     error = r.json()["error"]
     assert r.status_code == 422 and error["details"][0]["path"] == "client_id", r.text
     assert "not UTF-8" in error["message"], error
-    assert svc.http.get(f"{path}?client_id=game-%C3%A9").status_code == 404  # UTF-8 percent-encoded: read as é
+    assert shared_svc.http.get(f"{path}?client_id=game-%C3%A9").status_code == 404  # UTF-8 percent-encoded: read as é

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.fast  # the whole file is in the fast tier (docs/testing.md)
+
 SRC = Path(__file__).resolve().parents[1] / "src" / "npcmind"
 
 # Lowest first. A package may import any package of a lower layer, none of its own layer, none above.

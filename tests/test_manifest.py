@@ -33,6 +33,7 @@ def problems_of(data: Any) -> dict[str, str]:
     return {p.path: p.message for p in e.value.problems}
 
 
+@pytest.mark.fast
 def test_the_example_loads() -> None:
     m = load(FOREST)
     assert m.version.startswith("sha256:") and len(m.version) == 71
@@ -41,6 +42,7 @@ def test_the_example_loads() -> None:
     assert [n for n, _ in m.scope_chain("forest_boss")] == ["forest", "forest_boss"]
 
 
+@pytest.mark.fast
 def test_the_version_is_the_same_in_every_format(tmp_path: Path) -> None:
     data = forest()
     (tmp_path / "m.json").write_text(json.dumps(data))
@@ -52,6 +54,7 @@ def test_the_version_is_the_same_in_every_format(tmp_path: Path) -> None:
     assert len(versions) == 1
 
 
+@pytest.mark.fast
 def test_a_changed_manifest_has_another_version() -> None:
     data = forest()
     data["types"]["bee"]["actions"]["idle"] = "Hover"
@@ -74,6 +77,7 @@ def _to_toml(data: dict[str, Any], prefix: str = "") -> str:
     return out
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("mutate", "path", "words"),
     [
@@ -114,6 +118,7 @@ def test_every_problem_is_named_by_path(mutate: Any, path: str, words: str) -> N
     assert words in found[path]
 
 
+@pytest.mark.fast
 def test_all_problems_of_a_kind_at_once() -> None:
     """Shape problems are listed together; reference problems (checked on a well-shaped file) likewise."""
     data = forest()
@@ -128,6 +133,7 @@ def test_all_problems_of_a_kind_at_once() -> None:
     assert {"scopes.forest.parent", "world.fields.x.values", "profiles.queen_bee.type"} <= set(problems_of(data))
 
 
+@pytest.mark.fast
 def test_shape_and_reference_problems_come_in_one_pass() -> None:
     """A first manifest has both kinds at once: fixing the shape problems must not reveal a second list."""
     data = forest()
@@ -148,6 +154,7 @@ def test_shape_and_reference_problems_come_in_one_pass() -> None:
     assert "did you mean 'forest_boss'" not in found["scopes.forest_boss.parent"]  # not its own parent
 
 
+@pytest.mark.fast
 def test_a_field_with_a_shape_problem_still_has_its_rules_checked() -> None:
     """A field whose quantum is negative was left out of the rules: its min above its max came only once the
     quantum was fixed. A key of the wrong kind is told by its shape alone, not again as missing."""
@@ -165,6 +172,7 @@ def test_a_field_with_a_shape_problem_still_has_its_rules_checked() -> None:
     assert "'number'" in found["types.bee.fields.size.type"]
 
 
+@pytest.mark.fast
 def test_broken_yaml_is_one_clear_problem(tmp_path: Path) -> None:
     p = tmp_path / "bad.yaml"
     p.write_text("a2g: '0.1'\nworld: [unclosed\n")
@@ -196,6 +204,7 @@ def test_serve_names_a_rulesets_or_clients_file_that_is_not_utf8(option: str, tm
     assert "not UTF-8 text (byte 0xe9 at offset 5, line 1): save the file as UTF-8" in r.stderr
 
 
+@pytest.mark.fast
 def test_a_byte_order_mark_is_no_problem_and_an_empty_file_says_what_it_lacks(tmp_path: Path) -> None:
     bom = tmp_path / "m.json"
     bom.write_bytes(b"\xef\xbb\xbf" + json.dumps(forest()).encode())  # as Windows editors save UTF-8
@@ -271,6 +280,7 @@ def test_validate_gives_the_smallest_entity_part_the_service_really_counts(
     )
 
 
+@pytest.mark.fast
 def test_cli_output_into_a_closed_pipe_is_no_traceback() -> None:
     """`npcmind validate m.yaml | head -1`: the reader leaves early, and the command must not crash."""
     read_end, write_end = os.pipe()
@@ -347,6 +357,7 @@ def test_the_compiled_check_agrees_with_the_explaining_one(values: dict[str, Any
     assert fs.problems(values, "o") == slow  # the fast path passes exactly what the slow path finds no fault in
 
 
+@pytest.mark.fast
 def test_rendering_is_quantized_quoted_and_in_declared_order() -> None:
     fs = FieldSet(FIELDS, "type 't'")
     values = {"name": 'a"\nb', "mood": "calm", "seen": False, "level": 3, "dist": 12.34567, "hp": 0.512}
@@ -355,6 +366,7 @@ def test_rendering_is_quantized_quoted_and_in_declared_order() -> None:
     assert fs.render({"seen": True, "hp": 1}) == "hp=1.00 seen=true"  # a part of the fields
 
 
+@pytest.mark.fast
 def test_a_session_scope_chain_is_compiled_once_per_content() -> None:
     m = load(FOREST)
     cave = {"cave": ScopeSpec(text="A cave.", parent="forest", fields={"depth": FieldSpec(type="integer")})}
@@ -365,6 +377,7 @@ def test_a_session_scope_chain_is_compiled_once_per_content() -> None:
     assert again is not first and again.problems({"depth": 2.5}, "s") == [] and first.problems({"depth": 2.5}, "s")
 
 
+@pytest.mark.fast
 def test_a_session_scope_chain_is_keyed_by_its_definitions_once_per_definition() -> None:
     """The decision cache's part for a scope: what its chain says, worked out once, not on every request."""
     m = load(FOREST)
@@ -394,6 +407,7 @@ def test_serve_says_what_to_do_when_its_port_is_taken(tmp_path: Path) -> None:
     assert "ready on" not in r.stdout
 
 
+@pytest.mark.fast
 def test_every_setting_variable_is_in_the_help_and_the_configuration_doc() -> None:
     root = Path(__file__).resolve().parents[1]
     names = set(re.findall(r'"(NPCMIND_[A-Z_]+)"', (root / "src/npcmind/config.py").read_text()))
@@ -404,6 +418,7 @@ def test_every_setting_variable_is_in_the_help_and_the_configuration_doc() -> No
     assert not {n for n in names if f"`{n}`" not in doc}, "missing from docs/configuration.md"
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(("port", "says"), [("99999", "99999 is not a port (0-65535)"), ("-1", "-1 is not a port")])
 def test_serve_refuses_a_port_that_is_not_one(port: str, says: str) -> None:
     r = cli("serve", "--manifest", str(FOREST), "--port", port)  # uvicorn given 99999 used to hang

@@ -70,6 +70,7 @@ def test_full_run_four_calls_memories_stored_and_recalled(mind: NpcMind, store: 
     assert again.state["turns"] == 3
 
 
+@pytest.mark.fast
 def test_blocked_output_changes_nothing(mind: NpcMind, store: NpcStore, scripted: Any) -> None:
     before = store.get("mara")
     scripted.set(text="I murder the innocent villager.")
@@ -136,6 +137,7 @@ def test_signed_outcome_verifies_and_any_changed_byte_fails(svc: Running) -> Non
         assert not verify(sig, payload(fin, tape), {kid: odd})  # type: ignore[dict-item]
 
 
+@pytest.mark.fast
 def test_invalid_outcome_has_no_signature_memory_or_state(svc: Running) -> None:
     fin = finalize_raw(svc, "Fine. I will kill them all.")["instruction"]
     assert fin["valid"] is False and fin["signature"] is None and fin["memoryStore"] == []
@@ -158,6 +160,7 @@ def test_sdk_refuses_a_tampered_outcome(mind: NpcMind, store: NpcStore, scripted
     assert store.count("mara") == 0 and store.get("mara").state == {}  # type: ignore[union-attr]
 
 
+@pytest.mark.fast
 def test_actions_are_checked_against_the_ruleset(svc: Running) -> None:
     fin = finalize_raw(svc, '{"dialogue": "Take this.", "action": {"type": "ATTACK", "target": "you"}}')["instruction"]
     assert fin["valid"] and fin["action"] is None  # ATTACK is not allowed by default: dropped, dialogue kept
@@ -172,6 +175,7 @@ def test_actions_are_checked_against_the_ruleset(svc: Running) -> None:
     assert fin["stateTransform"]["lastAction"] == "ATTACK" and fin["stateTransform"]["turns"] == 5
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("text", "dialogue", "action"),
     [
@@ -198,6 +202,7 @@ PARAPHRASES = [
 ]
 
 
+@pytest.mark.fast
 def test_an_outcome_is_kept_whole_or_not_at_all(store: NpcStore) -> None:
     """Memories and state go in one transaction: a failure between them must not leave half an outcome."""
     before = store.count("mara")
@@ -208,6 +213,7 @@ def test_an_outcome_is_kept_whole_or_not_at_all(store: NpcStore) -> None:
     assert store.count("mara") == before + 1 and state == {"mood": "wary"} == store.get("mara").state  # type: ignore[union-attr]
 
 
+@pytest.mark.fast
 def test_recall_ranks_the_related_memory_first(tmp_path: Path, embedder: Any) -> None:
     s = NpcStore(tmp_path / "r.db", embedder)
     s.register("mara", INNKEEPER)
@@ -222,6 +228,7 @@ def test_recall_ranks_the_related_memory_first(tmp_path: Path, embedder: Any) ->
         assert top[0].similarity > top[1].similarity - 0.02
 
 
+@pytest.mark.fast
 def test_recall_threshold_limit_and_true_similarity(tmp_path: Path, embedder: Any) -> None:
     s = NpcStore(tmp_path / "t.db", embedder)
     s.register("mara", INNKEEPER)
@@ -280,6 +287,7 @@ def test_malformed_tapes_and_out_of_order_results(svc: Running, body: Any, statu
     assert any(where in n for n in named), err
 
 
+@pytest.mark.fast
 def test_steps_follow_from_the_tape_alone(svc: Running) -> None:
     r = step(svc, {"tape": {**BASE, "unknown_field": {"a": 1}}}).json()
     assert r["instruction"] == {"type": "IdentifyActor"} and r["tape"]["unknown_field"] == {"a": 1}
@@ -362,6 +370,7 @@ def test_no_step_can_be_skipped_or_answered_by_a_tape_the_game_wrote(svc: Runnin
     assert again.status_code == 200 and again.json() == r.json()
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("until", "last", "where"),
     [
@@ -401,6 +410,7 @@ def test_forbocai_clients_work_unchanged(svc: Running) -> None:
     assert r.status_code == 422 and "unknown ruleset 'preset_nothing'" in r.text
 
 
+@pytest.mark.fast
 def test_the_sdk_reads_dialogue_memories_in_a_finalize() -> None:
     """A service built on ForbocAI's list may store a dialogue memory: the SDK's check of the instruction takes it."""
     import msgspec
@@ -421,6 +431,7 @@ def test_the_sdk_reads_dialogue_memories_in_a_finalize() -> None:
     assert got.memoryStore[0].type == "dialogue" and got.action.confidence == 0.5  # type: ignore[union-attr]
 
 
+@pytest.mark.fast
 def test_a_number_no_double_holds_is_a_422_at_its_path(svc: Running) -> None:
     """No verifier could rebuild the digest of a tape holding it (JSON.parse reads it as Infinity)."""
     body = '{"tape": {"observation": "Hi.", "npcState": {"gold": 1' + "0" * 400 + '}, "memories": []}}'
@@ -440,6 +451,7 @@ def test_a_tape_with_numbers_json_writers_disagree_on_is_signed_and_verified(
     assert out.valid and out.state["gold"] == 1e16 and out.state["drift"] == 1e-7 and out.state["turns"] == 1
 
 
+@pytest.mark.fast
 def test_a_ruleset_without_recall_skips_query_vector(start_service: Any, tmp_path: Path) -> None:
     rules = tmp_path / "rules.yaml"
     rules.write_text("rulesets:\n  quick:\n    recall: null\n    actions: {TALK: {}}\n")
@@ -633,6 +645,7 @@ def test_the_seeds_own_example_request(svc: Running) -> None:
     assert isinstance(tape.pop("stepToken"), str) and tape == body["tape"]  # the seed's fields, unchanged
 
 
+@pytest.mark.fast
 def test_the_cortex_drops_what_a_reasoning_model_refuses_and_still_answers(scripted: Any) -> None:
     from npcmind.protocol.npc import PromptConstraints
 
@@ -651,6 +664,7 @@ def test_the_cortex_drops_what_a_reasoning_model_refuses_and_still_answers(scrip
     assert len(said) == 3 and all("no longer sent" in s for s in said)
 
 
+@pytest.mark.fast
 def test_the_cortex_still_fails_clearly_on_an_error_it_cannot_work_around(scripted: Any) -> None:
     from npcmind.protocol.npc import PromptConstraints
     from npcmind.sdk.cortex import CortexError

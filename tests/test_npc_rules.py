@@ -22,6 +22,8 @@ from npcmind.npc.outcome import Outcome, finalize
 from npcmind.npc.rulesets import load_rulesets
 from npcmind.npc.words import fold, stem, words
 
+pytestmark = pytest.mark.fast  # the whole file is in the fast tier (docs/testing.md)
+
 RULESETS = load_rulesets()
 
 

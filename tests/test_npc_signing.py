@@ -17,6 +17,8 @@ from conftest import ROOT
 from npcmind.npc.signing import NotCanonical, Signer, StepTokens, canonical, digest, signed_payload, verify
 from npcmind.protocol.validate import decode_json
 
+pytestmark = pytest.mark.fast  # the whole file is in the fast tier (docs/testing.md)
+
 VECTORS: dict[str, Any] = json.loads((ROOT / "docs" / "signature-vectors.json").read_text("utf-8"))
 
 

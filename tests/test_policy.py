@@ -17,6 +17,8 @@ import pytest
 from conftest import ROOT
 from npcmind_client.policy import Policy, PolicyError
 
+pytestmark = pytest.mark.fast  # the whole file is in the fast tier (docs/testing.md)
+
 VECTORS = ROOT / "clients" / "conformance" / "policy"
 HANDMADE = VECTORS / "handmade.policy.json"
 BEE = {"hp_fraction": 0.8, "distance_to_player": 50, "sees_player": True, "current_action": "idle"}

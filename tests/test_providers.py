@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import BEE_OBS, FOREST, bee, cli, decide_body, logged
+from conftest import BEE_OBS, FOREST, bee, cli, decide_body, logged, until
 from npcmind import answer
 from npcmind.config import Settings, SettingsError
 from npcmind.http.server import ServiceProcess, free_port
@@ -61,6 +61,7 @@ def test_a_prefix_too_short_for_the_providers_cache_is_said_at_start(
     assert not any("static prompt prefix" in m for m in said), said
 
 
+@pytest.mark.fast
 def test_cache_minimums() -> None:
     assert AnthropicProvider("k", model="claude-sonnet-4-5").cache_minimum == 1024
     assert AnthropicProvider("k", model="claude-3-5-haiku-latest").cache_minimum == 2048
@@ -70,6 +71,7 @@ def test_cache_minimums() -> None:
     assert NoProvider().cache_minimum is None
 
 
+@pytest.mark.fast
 def test_anthropic_refusal(start_service: Any, scripted: Any, monkeypatch: Any) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
     svc = start_service(provider="anthropic", base_url=scripted.base_url)
@@ -81,6 +83,7 @@ def test_anthropic_refusal(start_service: Any, scripted: Any, monkeypatch: Any) 
     assert d["code"] == "refused" and d["reason"] == "the model refused: I can't help with that."  # its words, once
 
 
+@pytest.mark.fast
 def test_auto_selection() -> None:
     s = Settings(manifest=str(FOREST))
     assert isinstance(make_provider(s, {"OPENAI_API_KEY": "k"}), OpenAIProvider)
@@ -92,6 +95,7 @@ def test_auto_selection() -> None:
     assert hosted.mode == "numbered"
 
 
+@pytest.mark.fast
 def test_confidence_is_the_probability_at_the_deciding_token() -> None:
     text = '{"decisions":[{"entity":1,"choice":3},{"entity":2,"choice":1}]}'
     toks = [
@@ -105,6 +109,7 @@ def test_confidence_is_the_probability_at_the_deciding_token() -> None:
     assert c[1] == pytest.approx(math.exp(-0.5), abs=1e-4) and c[2] == pytest.approx(math.exp(-2.0), abs=1e-4)
 
 
+@pytest.mark.fast
 def test_a_reasoning_models_thinking_before_the_answer_is_skipped() -> None:
     text = '<think>\nThe bee is hurt. {"E1": "chase"} would be brave, but {no}.\n</think>\n\n{"E1": "flee"}'
     assert answer.parse(text, "enum", [(1, ["idle", "chase", "flee"])])[1].action == "flee"
@@ -116,6 +121,7 @@ def test_a_reasoning_models_thinking_before_the_answer_is_skipped() -> None:
     assert answer.parse(unclosed, "enum", [(1, ["idle", "chase", "flee"])]) == {}
 
 
+@pytest.mark.fast
 def test_an_anthropic_usage_block_is_read_as_far_as_it_makes_sense() -> None:
     provider = AnthropicProvider(api_key="k", model="m")
     call = type("Call", (), {"mode": "enum", "entities": [(1, ["idle", "flee"])]})()
@@ -141,11 +147,13 @@ def test_the_options_a_question_shows_are_the_choices_an_answer_names() -> None:
         assert got[1].action == name
 
 
+@pytest.mark.fast
 def test_enum_parse_and_decline() -> None:
     got = answer.parse('{"E1":"flee","E2":"(decline)"}', "enum", [(1, ["idle", "flee"]), (2, ["idle"])])
     assert got[1].action == "flee" and got[2].refused
 
 
+@pytest.mark.fast
 def test_numbered_out_of_range_is_kept_as_invalid() -> None:
     got = answer.parse(
         '{"decisions":[{"entity":1,"choice":9},{"entity":1,"choice":1}]}', "numbered", [(1, ["idle", "flee"])]
@@ -177,7 +185,9 @@ def test_the_scripted_server_refuses_a_script_it_could_not_play(scripted: Any) -
     assert r.status_code == 503
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+@pytest.mark.parametrize(
+    "sig", [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.fast)], ids=["ctrl-c", "sigterm"]
+)
 def test_serve_stops_on_a_signal_with_one_line_and_no_traceback(sig: signal.Signals, tmp_path: Any) -> None:
     """Ctrl-C ended `npcmind serve` with a KeyboardInterrupt traceback after its clean stop: it looked like a crash.
     After SIGTERM, the stop line was sometimes lost: the process died by the signal before the log queue wrote it."""
@@ -254,6 +264,7 @@ def test_as_many_provider_calls_are_in_flight_as_npcmind_max_concurrent_calls(
     assert {d["source"] for r in answers for d in r.json()["decisions"]} == {"AI"}
 
 
+@pytest.mark.fast
 def test_serve_lifts_its_open_files_limit_for_the_calls_it_may_make() -> None:
     """1,024 calls in flight hold 2,048 sockets; a program started with the common soft limit of 1,024 open files
     lifts it as far as the hard limit allows (a subprocess: the test's own limit stays as it is)."""
@@ -336,6 +347,7 @@ def test_llama_cpp_pythons_server_gets_the_schema_in_its_own_form(start_service:
     assert "answer format enum (sent as json_object with a schema), ready" in note, note
 
 
+@pytest.mark.fast
 def test_a_refused_parameter_npcmind_cannot_do_without_is_unavailable(start_service: Any, scripted: Any) -> None:
     svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted")
     scripted.set(reject_params=["messages"])
@@ -344,6 +356,7 @@ def test_a_refused_parameter_npcmind_cannot_do_without_is_unavailable(start_serv
     assert len(scripted.requests) == 1
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
@@ -369,6 +382,7 @@ def test_which_refused_parameter_an_error_names(body: dict[str, Any], expected: 
     assert refused_parameter(500, body, sent, OPTIONAL) is None  # a server's own failure, not a refusal
 
 
+@pytest.mark.fast
 def test_a_validation_error_answered_as_a_500_names_the_refused_parameter() -> None:
     from npcmind.providers.openai import OPTIONAL
     from npcmind.testing.scripted import _validation_error
@@ -438,6 +452,7 @@ def test_the_entities_an_answer_finished_before_the_output_limit_are_decided(
     assert b["code"] == "invalid_choice" and "output limit of 64 tokens" in b["reason"]  # touches no other
 
 
+@pytest.mark.fast
 def test_a_cut_answer_still_thinking_decides_nothing(start_service: Any, scripted: Any) -> None:
     svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted")
     scripted.set(truncated=True, text='<think>Maybe {"E1":"chase","E2":"flee"} would do, but')  # never answered
@@ -447,13 +462,11 @@ def test_a_cut_answer_still_thinking_decides_nothing(start_service: Any, scripte
 
 def _checked(svc: Any, timeout: float = 120) -> str:
     """/v1/health's note once the start-up check is done (it runs in the background)."""
-    deadline = time.monotonic() + timeout
-    while not svc.service.provider_checked and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert svc.service.provider_checked
+    until(lambda: svc.service.provider_checked, "the start-up check did not finish", timeout)
     return str(svc.http.get("/v1/health").json()["note"])
 
 
+@pytest.mark.fast
 def test_the_start_up_check_says_when_the_base_url_lacks_its_v1(start_service: Any, scripted: Any) -> None:
     svc = start_service(provider="openai", base_url=scripted.url, model="scripted")  # http://host:port, no /v1
     note = _checked(svc)
@@ -462,6 +475,7 @@ def test_the_start_up_check_says_when_the_base_url_lacks_its_v1(start_service: A
     assert d["code"] == "unavailable" and "404" in d["reason"]  # what the check warned of
 
 
+@pytest.mark.fast
 def test_the_start_up_check_says_anthropic_refused_the_key(start_service: Any, scripted: Any, monkeypatch: Any) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-wrong")
     scripted.set(status=401)
@@ -506,11 +520,13 @@ def test_the_start_up_check_reads_the_model_list(
         assert f"at start: {scripted.base_url} {expected}" in note, note
 
 
+@pytest.mark.fast
 def test_retention_setting() -> None:
     assert Settings().retention_h == 24.0 and Settings.from_env({}).retention_h == 24.0
     assert Settings.from_env({"NPCMIND_RETENTION_H": " 0.5 "}).retention_h == 0.5
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("value", "on"), [("", True), ("1", True), ("true", True), ("0", False), ("false", False), ("off", False)]
 )
@@ -518,6 +534,7 @@ def test_logprobs_setting(value: str, on: bool) -> None:
     assert Settings.from_env({"NPCMIND_LOGPROBS": value}).logprobs is on
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("name", "value", "says"),
     [
@@ -576,6 +593,7 @@ def web_site() -> Any:
     server.shutdown()
 
 
+@pytest.mark.fast
 def test_an_html_error_page_is_named_as_such_not_pasted(web_site: str) -> None:
     """A base URL that points at a web server, not the API: the reason says so in one line."""
 

@@ -25,6 +25,8 @@ from npcmind.sessions.tokens import TokenSigner
 from npcmind.shared import MemoryShared
 from npcmind.storage import Store, open_store
 
+pytestmark = pytest.mark.fast  # the whole file is in the fast tier (docs/testing.md)
+
 
 class Redisish(MemoryShared):
     """One revocation list for every Guard, as Redis is; ``state`` says what it does to calls now: "up",

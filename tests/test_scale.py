@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import BEE_OBS, FOREST, REDIS, bee, decide_body, write_clients
+from conftest import BEE_OBS, FOREST, REDIS, bee, decide_body, until, write_clients
 from npcmind.cluster import Cluster
 from npcmind.http.server import free_port
 from npcmind.sdk import DecideClient
@@ -158,14 +158,6 @@ def deploy(tmp_path: Path, store_url: str, provider: ScriptedServer) -> Iterator
             d.cluster.stop()
 
 
-def until(check: Callable[[], bool], what: str) -> None:
-    """Wait for a condition; the deadline only bounds a hang."""
-    deadline = time.monotonic() + HANG_S
-    while not check():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
-
-
 def prompts(provider: ScriptedServer, start: int = 0) -> list[str]:
     """The text of every prompt the model received (system and user), from the ``start``-th on."""
     return [
@@ -193,7 +185,7 @@ def test_haproxy_starts_where_few_files_may_be_open(tmp_path: Path) -> None:
         [sys.executable, "-c", start, str(port), str(tmp_path)], preexec_fn=few_files, stderr=subprocess.PIPE, text=True
     )
     try:
-        until(lambda: proc.poll() is not None or _accepts(port), "haproxy neither started nor stopped")
+        until(lambda: proc.poll() is not None or _accepts(port), "haproxy neither started nor stopped", HANG_S)
         assert proc.poll() is None, proc.communicate()[1]
     finally:
         proc.kill()
@@ -576,13 +568,13 @@ def test_a_session_moved_away_and_back_shows_the_outcomes_reported_while_away(
     a = first["process"]
     assert report(first, "stung on A") == a
     d.cluster.admin(f"set server processes/n{a + 1} state maint")
-    until(lambda: not d.server_ready(a), "HAProxy did not put the process in maintenance")
+    until(lambda: not d.server_ready(a), "HAProxy did not put the process in maintenance", HANG_S)
     away = decide(200.0)
     b = away["process"]
     assert b != a
     assert report(away, "stung on B") == b
     d.cluster.admin(f"set server processes/n{a + 1} state ready")
-    until(lambda: d.server_ready(a), "HAProxy did not take the process back")
+    until(lambda: d.server_ready(a), "HAProxy did not take the process back", HANG_S)
     back = decide(400.0)
     assert back["process"] == a and back["cached"] is False
     text = prompts(provider)[-1]
@@ -683,9 +675,9 @@ def test_redis_stopped_mid_run_costs_no_5xx_and_everything_returns_when_it_is_ba
         assert [h.post("/v1/decide", json=run.body(), headers=auth(ended)).status_code for h in d.direct] == [401] * 3
         run.round()
         redis.start()
-        until(lambda: run.redis_down() == [False] * PROCESSES, "the processes did not find Redis again")
+        until(lambda: run.redis_down() == [False] * PROCESSES, "the processes did not find Redis again", HANG_S)
         assert all(x["source"] == "AI" for x in run.round())
-        until(run.shared_cache, "the decision cache was not shared again")
+        until(run.shared_cache, "the decision cache was not shared again", HANG_S)
         assert not [s for s in run.statuses if s >= 500], run.statuses
     finally:
         redis.stop()
@@ -743,8 +735,8 @@ def test_a_session_ended_while_redis_is_paused_flushed_or_down_is_refused_everyw
             redis_py.Redis.from_url(own.url).flushdb()
         elif redis_does == "outage":
             own.start()
-        until(lambda: redis_down() == [False] * PROCESSES, "the processes did not find Redis again")
-        until(lambda: statuses() == [401] * 2 * PROCESSES, "not every process refuses the ended session")
+        until(lambda: redis_down() == [False] * PROCESSES, "the processes did not find Redis again", HANG_S)
+        until(lambda: statuses() == [401] * 2 * PROCESSES, "not every process refuses the ended session", HANG_S)
         after = [s for _ in range(3) for s in statuses()]
         assert after == [401] * len(after), after
     finally:

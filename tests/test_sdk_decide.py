@@ -52,6 +52,7 @@ def clock() -> Clock:
     return Clock()
 
 
+@pytest.mark.fast
 def test_decisions_arrive_are_used_and_expire(svc: Running, scripted: ScriptedServer, clock: Clock) -> None:
     scripted.set(choose={"b0": "flee", "b1": "chase"})
     with client(svc.server.url, clock) as c:
@@ -162,6 +163,7 @@ def ai(eid: str, action: str) -> dict[str, Any]:
             "decision_id": f"d_{eid}", "cached": False}  # fmt: skip
 
 
+@pytest.mark.fast
 def test_answers_outside_what_was_sent_are_never_used(fake_service: Fake, clock: Clock) -> None:
     fake, answer = fake_service
     answer["body"] = lambda body: {"decisions": [ai("b0", "explode"), ai("b1", "flee"), ai("ghost", "chase")]}
@@ -215,6 +217,7 @@ _WELL_FORMED = st.builds(  # an AI decision the SDK can read, for an entity sent
 )
 
 
+@pytest.mark.fast
 def test_no_answer_of_a_service_breaks_the_game_or_gives_an_action_not_sent(fake_service: Fake, clock: Clock) -> None:
     """Whatever comes back (another version, a proxy's page, a bug), tick() never raises and action() gives
     only an action the game sent as legal, or None."""
@@ -240,6 +243,7 @@ def test_no_answer_of_a_service_breaks_the_game_or_gives_an_action_not_sent(fake
     assert applied[True] > 0  # the fuzz reached the path that applies a decision, not only the refusals
 
 
+@pytest.mark.fast
 def test_a_429_pauses_asking_for_its_retry_after(fake_service: Fake, clock: Clock) -> None:
     fake, answer = fake_service
     answer.update(status=429, headers={"retry-after": "2"})
@@ -261,6 +265,7 @@ def test_a_429_pauses_asking_for_its_retry_after(fake_service: Fake, clock: Cloc
         assert answer["received"] == 2 and c.action("b0").action == "flee"  # type: ignore[union-attr]
 
 
+@pytest.mark.fast
 def test_a_429_whose_wait_counts_down_is_said_once(
     fake_service: Fake, clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -281,6 +286,7 @@ def test_a_429_whose_wait_counts_down_is_said_once(
     ], said
 
 
+@pytest.mark.fast
 def test_a_service_that_is_down_never_breaks_the_game(clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
     with (
         caplog.at_level(logging.WARNING, "npcmind_client.decide"),
@@ -618,6 +624,7 @@ def test_a_new_scene_resets_the_population_the_model_sees(svc: Running, scripted
         assert "POPULATION: bee alive=1 seen=1 gone=0" in scripted.requests[-1]["messages"][1]["content"]
 
 
+@pytest.mark.fast
 def test_hosted_profile_opens_its_own_session(hosted: Hosted, clock: Clock) -> None:
     with client(hosted.running.server.url, clock, api_key=hosted.keys["game-1"]) as c:
         track_bees(c, 1)
@@ -823,6 +830,7 @@ def test_the_game_can_see_what_the_model_saw_and_answered(svc: Running, scripted
         assert down.last_prompt() is None  # a service that is down: None, never an exception
 
 
+@pytest.mark.fast
 def test_a_service_url_without_its_scheme_is_refused_at_construction() -> None:
     """httpx would fail only on a worker thread, at the first request, with 'unsupported protocol'."""
     from npcmind.sdk import NpcMind, OpenAICortex
@@ -858,6 +866,7 @@ def test_a_fallback_reason_that_counts_down_is_said_once(
     assert len(said) == 1, said
 
 
+@pytest.mark.fast
 def test_a_large_telemetry_body_goes_gzip_compressed(fake_service: Fake, clock: Clock) -> None:
     fake, answer = fake_service
     answer["body"] = lambda body: {"decisions": []}
@@ -874,6 +883,7 @@ def test_a_large_telemetry_body_goes_gzip_compressed(fake_service: Fake, clock: 
     assert large_coding == "gzip" and large_size < 90_000 / 4, answer["telemetry"]
 
 
+@pytest.mark.fast
 def test_the_options_are_one_value_and_keywords_still_set_them(fake_service: Fake, clock: Clock) -> None:
     """``DecideOptions`` is what the client stores and the scheduler reads; ``DecideClient(url, id, k=v)`` as the
     docs write it sets the same fields, keywords win over a given value, and a misspelt one is named."""
@@ -896,6 +906,7 @@ def test_the_options_are_one_value_and_keywords_still_set_them(fake_service: Fak
         DecideClient(FAKE, "g", treshold=0.5)
 
 
+@pytest.mark.fast
 def test_the_transport_is_the_games_to_give(clock: Clock) -> None:
     """Every request goes through the transport given (a proxy's, a test's), with the client's headers."""
     seen: list[tuple[str, str, str | None]] = []
@@ -912,6 +923,7 @@ def test_the_transport_is_the_games_to_give(clock: Clock) -> None:
     assert ("POST", "/v1/decide", "application/json") in seen and ("GET", "/v1/health", None) in seen
 
 
+@pytest.mark.fast
 def test_a_cortex_error_names_the_url_it_tried() -> None:
     """A wrong port or path is seen in the error's first line, not only that 'the cortex' failed."""
     from npcmind_client.cortex import CortexError, OpenAICortex

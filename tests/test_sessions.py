@@ -42,13 +42,14 @@ def test_wrong_or_missing_keys_cannot_open_sessions(hosted: Hosted) -> None:
     assert r.status_code == 403
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     "token",
     ["", "Bearer", "Basic abc", "Bearer nms1.garbage", "Bearer nms1.e30.AAAA", "Bearer something-else"],
 )
-def test_bad_tokens_are_401(hosted: Hosted, token: str) -> None:
+def test_bad_tokens_are_401(shared_hosted: Hosted, token: str) -> None:
     headers = {"authorization": token} if token else {}
-    r = hosted.http.post("/v1/decide", json=decide_body(bee("a")), headers=headers)
+    r = shared_hosted.http.post("/v1/decide", json=decide_body(bee("a")), headers=headers)
     assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized"
 
 
@@ -87,6 +88,7 @@ def test_tampered_token_is_401(hosted: Hosted) -> None:
 PRINTABLE = "".join(map(chr, range(0x20, 0x7F)))
 
 
+@pytest.mark.fast
 def test_no_other_spelling_of_a_token_verifies() -> None:
     """Every character of a token, changed to every other printable one: the lenient decoder took another last
     character of each part, `+/` for `-_` and stray characters as the same bytes, so some still verified."""
@@ -173,17 +175,17 @@ def test_ended_session_is_401(hosted: Hosted) -> None:
     assert r.status_code == 401
 
 
-def test_only_the_named_routes_answer_without_a_token(hosted: Hosted) -> None:
+def test_only_the_named_routes_answer_without_a_token(shared_hosted: Hosted) -> None:
     public = {("post", "/v1/session"), ("get", "/v1/health"), ("head", "/v1/health"), ("get", "/v1/keys"), ("get", "/")}
     public |= {("get", "/demo"), ("get", "/demo/demo.js")}  # the demo game: a page and its script, no data
     for route in ROUTES:
-        r = hosted.http.request(route.method.upper(), route.path.replace("{npcId}", "x"), json={})
+        r = shared_hosted.http.request(route.method.upper(), route.path.replace("{npcId}", "x"), json={})
         if (route.method, route.path) in public:
             assert r.status_code != 401, route
         else:
             assert r.status_code == 401, (route, r.status_code, r.text)
-    assert hosted.http.get("/v1/health").status_code == 200
-    head = hosted.http.head("/v1/health")  # uptime monitors ask with HEAD
+    assert shared_hosted.http.get("/v1/health").status_code == 200
+    head = shared_hosted.http.head("/v1/health")  # uptime monitors ask with HEAD
     assert head.status_code == 200 and head.content == b""
 
 
@@ -197,6 +199,7 @@ def test_session_limit(start_service: Any, scripted: Any, tmp_path: Path) -> Non
     h.open("game-2")  # another client's limit is its own
 
 
+@pytest.mark.fast
 def test_request_rate_is_429_with_retry_after(start_service: Any, tmp_path: Path) -> None:
     path, keys = write_clients(tmp_path, requests_per_second=2)
     h = Hosted(start_service(manifest=None, profile="hosted", clients=str(path), provider="none"), keys)
@@ -248,6 +251,7 @@ def test_keygen_prints_a_key_and_a_line_the_clients_file_takes(client_id: str, t
     assert list(clients) == [client_id] and clients[client_id].spec.key_sha256 == hash_key(key)
 
 
+@pytest.mark.fast
 def test_a_clients_file_gives_each_client_a_key_of_its_own(tmp_path: Path) -> None:
     """Two clients with one key: the key opened sessions for one of them only, and the other got a 403."""
     from npcmind.manifest import ManifestError
@@ -317,6 +321,7 @@ def test_sessions_let_go_past_the_limit_are_counted_not_a_line_each(start_servic
     ]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("host", "warned"),
     [("0.0.0.0", True), ("192.168.1.20", True), ("127.0.0.1", False), ("::1", False), ("localhost", False)],
@@ -329,6 +334,7 @@ def test_the_local_profile_on_a_reachable_address_warns_that_it_asks_no_token(
     assert any(f"listening on {host} with the local profile" in m and "--profile hosted" in m for m in said) == warned
 
 
+@pytest.mark.fast
 def test_the_hosted_profile_on_any_address_does_not_warn(start_service: Any, tmp_path: Path) -> None:
     path, _ = write_clients(tmp_path)
     with logged("npcmind") as said:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from conftest import logged
+from conftest import logged, until
 from npcmind.http.server import free_port
 from npcmind.shared import MemoryShared, open_shared
 from npcmind.shared.base import CachedChoice
@@ -70,6 +70,7 @@ def test_a_choice_cached_by_one_process_is_a_hit_at_another_until_its_ttl(prefix
     asyncio.run(go())
 
 
+@pytest.mark.fast
 def test_a_clients_rate_holds_across_processes(prefix: str) -> None:
     """N processes let through what one does: 3 views of one bucket at 10 a second pass a burst of 20 in all."""
 
@@ -90,6 +91,7 @@ def test_a_clients_rate_holds_across_processes(prefix: str) -> None:
     assert 20 <= passed <= 20 + 10 * elapsed + 1, (passed, elapsed)
 
 
+@pytest.mark.fast
 def test_a_session_revoked_at_one_process_is_revoked_at_every_other(prefix: str) -> None:
     async def go() -> None:
         a, b = two(prefix)
@@ -106,6 +108,7 @@ def test_a_session_revoked_at_one_process_is_revoked_at_every_other(prefix: str)
     asyncio.run(go())
 
 
+@pytest.mark.fast
 def test_a_process_knows_when_another_served_its_session_meanwhile(prefix: str) -> None:
     """As Colyseus owns a room: the process that served a session last may trust what it holds of it."""
 
@@ -140,6 +143,7 @@ def test_many_requests_at_once_wait_their_turn_for_a_connection_and_redis_stays_
     assert answers == [False] * 300
 
 
+@pytest.mark.fast
 def test_in_memory_it_is_this_process_alone() -> None:
     async def go() -> None:
         m = MemoryShared(10)
@@ -185,10 +189,7 @@ class OwnRedis:
             ],
             stdout=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 30
-        while _redis_reachable(self.url) is not None:
-            assert time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.05)
+        until(lambda: _redis_reachable(self.url) is None, "redis-server did not start", 30)
 
     def stop(self) -> None:
         if self.proc is not None:
@@ -250,6 +251,7 @@ def test_without_redis_it_answers_as_one_process_says_so_once_and_recovers(own_r
     asyncio.run(go())
 
 
+@pytest.mark.fast
 def test_a_session_keeps_its_share_of_the_clients_rate_in_memory() -> None:
     """The clock stands still: client rate 8 (bucket 16), 4 sessions, a share of 2 (bucket 4) each. A floods:
     its share, then what the client's bucket holds. B and C each still get their whole share, and nothing
@@ -266,6 +268,7 @@ def test_a_session_keeps_its_share_of_the_clients_rate_in_memory() -> None:
     asyncio.run(go())
 
 
+@pytest.mark.fast
 def test_a_session_keeps_its_share_across_processes(prefix: str) -> None:
     """Two processes on one Redis: session A floods through both; session B's request within its share goes.
     The rates are low enough (a client token every 50 s, a session's every 100 s) that nothing refills

@@ -20,6 +20,7 @@ from npcmind.storage.sqlite import db as sqlite_db
 from stores import issued as _issued
 
 
+@pytest.mark.fast
 def test_requests_in_one_turn_of_the_loop_share_one_commit(tmp_path: Path) -> None:
     async def run() -> int:
         s = SqliteStore(tmp_path / "g.db")
@@ -33,6 +34,7 @@ def test_requests_in_one_turn_of_the_loop_share_one_commit(tmp_path: Path) -> No
     assert asyncio.run(run()) == 1
 
 
+@pytest.mark.fast
 def test_the_wal_is_checkpointed_off_the_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sqlite_db, "CHECKPOINT_EVERY", 10)
     path = tmp_path / "c.db"
@@ -86,6 +88,7 @@ def test_the_wal_stays_bounded_under_writes_that_never_pause(tmp_path: Path, mon
     assert largest <= 1.5 * per_commit * (window + 50), (largest, per_commit, window)
 
 
+@pytest.mark.fast
 def test_commits_of_scopes_sessions_and_reports_count_toward_a_checkpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -114,6 +117,7 @@ def test_commits_of_scopes_sessions_and_reports_count_toward_a_checkpoint(
     assert asyncio.run(run()) == ["scopes", "reports", "sessions"]
 
 
+@pytest.mark.fast
 def test_a_store_of_the_first_schema_is_moved_over(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     db = sqlite3.connect(path)
@@ -139,6 +143,7 @@ def test_a_store_of_the_first_schema_is_moved_over(tmp_path: Path) -> None:
     assert "decisions" not in tables and {"batches", "outcomes"} <= tables
 
 
+@pytest.mark.fast
 def test_decision_ids_of_a_batch_are_consecutive_and_bound_to_their_session() -> None:
     import base64
     import hashlib
@@ -156,6 +161,7 @@ def test_decision_ids_of_a_batch_are_consecutive_and_bound_to_their_session() ->
     assert ids.verify("d_" + base64.urlsafe_b64encode(head + mac).decode(), "s1") is None
 
 
+@pytest.mark.fast
 def test_a_decision_id_with_any_character_changed_is_not_ours() -> None:
     """The lenient decoder read `+/` as `-_` and skipped stray characters: an id spelt otherwise was accepted as
     the decision it was issued for. The sequence number 2**48 - 1 spells `______`, so `/` for `_` is tried too."""
@@ -198,6 +204,7 @@ def test_the_service_says_what_it_forgot(start_service: Any, scripted: Any) -> N
     assert "store: forgot 2 decisions issued more than 0.0005 h ago (NPCMIND_RETENTION_H)" in said, said
 
 
+@pytest.mark.fast
 def test_a_store_of_schema_2_gains_the_feature_tables_and_says_it_is_version_3(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     asyncio.run(SqliteStore(path).close())
@@ -214,6 +221,7 @@ def test_a_store_of_schema_2_gains_the_feature_tables_and_says_it_is_version_3(t
     db.close()
 
 
+@pytest.mark.fast
 def test_a_reader_opens_a_store_another_process_writes_and_cannot_write(tmp_path: Path) -> None:
     """distill reads a live store: the writer's lock refuses a second writer, never a reader."""
     from npcmind.storage import open_store

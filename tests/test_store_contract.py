@@ -39,6 +39,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(request.getfixturevalue("postgres_url"))
 
 
+@pytest.mark.fast
 def test_both_backends_implement_every_part_of_the_store_with_its_signatures(tmp_path: Path) -> None:
     """Each part is one protocol (a new table touches its protocol and one class a backend): both backends have
     each part, with the protocol's methods and signatures, and nothing public beyond them."""
@@ -68,6 +69,7 @@ def test_both_backends_implement_every_part_of_the_store_with_its_signatures(tmp
 # --- decisions: issued decisions and their outcomes -----------------------------------------------------
 
 
+@pytest.mark.fast
 def test_decisions_outcomes_and_rebuild_survive_a_new_store_object(store_url: str) -> None:
     async def write() -> tuple[int, int]:
         s = await opened(store_url)
@@ -129,6 +131,7 @@ def test_two_processes_on_postgresql_never_issue_the_same_number_and_see_each_ot
     run(both)
 
 
+@pytest.mark.fast
 def test_requests_in_one_turn_of_the_loop_are_all_kept_and_answered(store_url: str) -> None:
     async def go() -> None:
         s = await opened(store_url)
@@ -143,6 +146,7 @@ def test_requests_in_one_turn_of_the_loop_are_all_kept_and_answered(store_url: s
 # --- sessions: sessions, their scopes and revocations (revocations: test_revocation.py) ----------------
 
 
+@pytest.mark.fast
 def test_sessions_are_counted_ended_and_keep_their_scopes(store_url: str) -> None:
     async def go() -> None:
         s = await opened(store_url)
@@ -167,6 +171,7 @@ def test_sessions_are_counted_ended_and_keep_their_scopes(store_url: str) -> Non
     run(go)
 
 
+@pytest.mark.fast
 def test_a_session_is_opened_only_while_its_client_has_fewer_live_ones_than_its_limit(store_url: str) -> None:
     async def go() -> None:
         s = await opened(store_url)
@@ -188,6 +193,7 @@ def test_a_session_is_opened_only_while_its_client_has_fewer_live_ones_than_its_
 # --- secrets ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.fast
 def test_a_secret_is_created_once_and_kept_across_restarts(store_url: str) -> None:
     async def go() -> None:
         s = await opened(store_url)
@@ -215,6 +221,7 @@ def _features(client: str, seqs: list[int], at: float, action: str = "chase") ->
     return RequestFeatures(client, "sha256:m1", at, {"player_hp_fraction": 0.5, "repellent": False}, None, decisions)
 
 
+@pytest.mark.fast
 def test_the_features_of_fresh_decisions_come_back_with_their_outcomes_and_go_with_pruning(store_url: str) -> None:
     async def write() -> list[int]:
         s = await opened(store_url)
@@ -263,6 +270,7 @@ def test_the_features_of_fresh_decisions_come_back_with_their_outcomes_and_go_wi
     run(read)
 
 
+@pytest.mark.fast
 def test_a_policy_is_kept_per_client_and_manifest_version_and_replaced(store_url: str) -> None:
     async def go() -> None:
         s = await opened(store_url)
@@ -285,6 +293,7 @@ def test_a_policy_is_kept_per_client_and_manifest_version_and_replaced(store_url
 # --- the store: retention, versions, readers beside the service, opening ------------------------------
 
 
+@pytest.mark.fast
 def test_prune_forgets_old_decisions_outcomes_and_sessions_and_numbering_goes_on(
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -330,6 +339,7 @@ def test_prune_forgets_old_decisions_outcomes_and_sessions_and_numbering_goes_on
         assert again == last + 1
 
 
+@pytest.mark.fast
 def test_a_store_written_by_a_newer_npcmind_is_refused(store_url: str) -> None:
     async def go() -> None:
         s = await opened(store_url)
@@ -486,6 +496,7 @@ def test_a_schema_name_differing_only_in_case_is_refused_and_never_shares_tables
         assert not run(_pg(lambda db: db.fetchval("SELECT 1 FROM pg_namespace WHERE nspname = $1", name)))
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", ["Public", "1abc", "pg_mine", "a" * 64, "a-b", "ünï"])
 def test_a_schema_name_postgresql_would_read_otherwise_is_refused(name: str) -> None:
     with pytest.raises(ValueError, match="plain lowercase identifier"):
@@ -671,6 +682,7 @@ async def _use(pool: Any, n: int) -> None:
     await asyncio.gather(*(one() for _ in range(n)))
 
 
+@pytest.mark.fast
 def test_a_refused_connection_waits_for_one_the_pool_holds() -> None:
     async def go() -> None:
         server = _ShortServer(grant=2)
@@ -685,6 +697,7 @@ def test_a_refused_connection_waits_for_one_the_pool_holds() -> None:
     run(go)
 
 
+@pytest.mark.fast
 def test_the_limit_climbs_back_when_the_server_grants_more(monkeypatch: pytest.MonkeyPatch) -> None:
     from npcmind.storage.postgres import pool as pgpool
 
@@ -701,6 +714,7 @@ def test_the_limit_climbs_back_when_the_server_grants_more(monkeypatch: pytest.M
     run(go)
 
 
+@pytest.mark.fast
 def test_with_no_connection_of_its_own_the_pool_asks_again_until_the_server_grants_one() -> None:
     async def go() -> None:
         server = _ShortServer(grant=0)  # other clients hold every connection
@@ -716,6 +730,7 @@ def test_with_no_connection_of_its_own_the_pool_asks_again_until_the_server_gran
     run(go)
 
 
+@pytest.mark.fast
 def test_when_no_connection_frees_in_time_the_request_fails_and_the_next_one_is_served() -> None:
     async def go() -> None:
         server = _ShortServer(grant=1)
@@ -731,6 +746,7 @@ def test_when_no_connection_frees_in_time_the_request_fails_and_the_next_one_is_
     run(go)
 
 
+@pytest.mark.fast
 def test_a_store_whose_pool_settings_are_wrong_is_refused_at_start() -> None:
     for query, says in [("pool_size=0", "pool_size"), ("pool_size=x", "pool_size"), ("pool_wait_s=0", "pool_wait_s")]:
         with pytest.raises(ValueError, match=says):

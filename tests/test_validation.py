@@ -19,6 +19,8 @@ from msgspec import Meta
 from conftest import BOSS_OBS, Running, bee, decide_body, queen
 from npcmind.http.app import document
 
+pytestmark = pytest.mark.fast  # the whole file is in the fast tier (docs/testing.md)
+
 JSON_CT = {"content-type": "application/json"}
 # the one rule for every number a body holds: what a 64-bit float (JSON's number, every engine's) holds
 NUMBER_RULE = "must be a finite number within ±1.8e308"
@@ -104,26 +106,28 @@ CASES: list[tuple[str, Mutation, str]] = [
 
 
 @pytest.mark.parametrize(("name", "mutate", "path"), CASES, ids=[c[0] for c in CASES])
-def test_violation_is_422_naming_the_path(svc: Running, scripted: Any, name: str, mutate: Mutation, path: str) -> None:
+def test_violation_is_422_naming_the_path(
+    shared_svc: Running, shared_scripted: Any, name: str, mutate: Mutation, path: str
+) -> None:
     body = decide_body(bee("a"))
     mutate(body)
-    r = svc.decide(body)
+    r = shared_svc.decide(body)
     assert r.status_code == 422, r.text
     err = r.json()["error"]
     assert err["code"] == "invalid_request"
     assert path in [d["path"] for d in err["details"]], err
-    assert scripted.requests == []  # nothing of a rejected request reaches the provider
-    db = sqlite3.connect(svc.service.store.path)  # type: ignore[attr-defined]
+    assert shared_scripted.requests == []  # nothing of a rejected request reaches the provider
+    db = sqlite3.connect(shared_svc.service.store.path)  # type: ignore[attr-defined]
     assert db.execute("SELECT COUNT(*) FROM batches").fetchone()[0] == 0
 
 
-def test_every_problem_is_listed_at_once(svc: Running) -> None:
+def test_every_problem_is_listed_at_once(shared_svc: Running) -> None:
     body = decide_body(
         bee("a", legal_actions=["idle", "surround"], trigger="sneeze"),
         queen(observation={**BOSS_OBS, "hp_fraction": 7}, legal_actions=["idle"]),
         world={"player_hp_fraction": 0.4},
     )
-    paths = {d["path"] for d in svc.decide(body).json()["error"]["details"]}
+    paths = {d["path"] for d in shared_svc.decide(body).json()["error"]["details"]}
     assert {
         "world.repellent",
         "entities[0].legal_actions[1]",
@@ -132,24 +136,24 @@ def test_every_problem_is_listed_at_once(svc: Running) -> None:
     } <= paths
 
 
-def test_a_position_beyond_floating_point_is_rejected(svc: Running) -> None:
+def test_a_position_beyond_floating_point_is_rejected(shared_svc: Running) -> None:
     raw = (
         b'{"client_id":"c","epoch":1,"world":{"player_hp_fraction":0.4,"repellent":false},"entities":['
         b'{"id":"a","type":"bee","observation":{"hp_fraction":0.3,"distance_to_player":9,"sees_player":true,'
         b'"current_action":"idle"},"legal_actions":["idle"],"position":[1e999,0]}]}'
     )
-    r = svc.http.post("/v1/decide", content=raw, headers={"content-type": "application/json"})
+    r = shared_svc.http.post("/v1/decide", content=raw, headers={"content-type": "application/json"})
     assert r.status_code == 422 and r.json()["error"]["details"][0]["path"] == "entities[0].position[0]", r.text
 
 
-def test_a_number_beyond_floating_point_is_named_by_its_full_path(svc: Running) -> None:
+def test_a_number_beyond_floating_point_is_named_by_its_full_path(shared_svc: Running) -> None:
     """msgspec's own error stops at a free-form object (`observation[...]`); a game developer needs the field."""
     body = json.dumps(decide_body(bee("a"), bee("b")))
     raw = body.replace('"distance_to_player": 96.4', '"distance_to_player": 1e999', 1).replace(
         '"epoch": 7', '"epoch": 1e999'
     )
     assert raw.count("1e999") == 2, raw
-    r = svc.http.post("/v1/decide", content=raw.encode(), headers=JSON_CT)
+    r = shared_svc.http.post("/v1/decide", content=raw.encode(), headers=JSON_CT)
     assert r.status_code == 422, r.text
     found = {d["path"]: d["message"] for d in r.json()["error"]["details"]}
     assert found == {
@@ -158,7 +162,7 @@ def test_a_number_beyond_floating_point_is_named_by_its_full_path(svc: Running) 
     }, found
     # the manifest's problems of the same body come in the same answer, not in a second one once it is fixed
     raw = raw.replace('"sees_player": true', '"sees_player": 1', 1).replace('"repellent": false', '"repellent": 0')
-    r = svc.http.post("/v1/decide", content=raw.encode(), headers=JSON_CT)
+    r = shared_svc.http.post("/v1/decide", content=raw.encode(), headers=JSON_CT)
     found = {d["path"]: d["message"] for d in r.json()["error"]["details"]}
     assert found == {
         "entities[0].observation.distance_to_player": NUMBER_RULE,
@@ -167,16 +171,16 @@ def test_a_number_beyond_floating_point_is_named_by_its_full_path(svc: Running) 
         "world.repellent": "must be a boolean, not integer",
     }, found
     huge = json.dumps({**decide_body(bee("a")), "epoch": 2**70, "entities": []})
-    r = svc.http.post("/v1/decide", content=huge.encode(), headers=JSON_CT)
+    r = shared_svc.http.post("/v1/decide", content=huge.encode(), headers=JSON_CT)
     found = {d["path"]: d["message"] for d in r.json()["error"]["details"]}
     assert found == {"epoch": INTEGER_RULE, "entities": "must not be empty"}, found
 
 
-def test_a_value_of_the_wrong_kind_says_what_it_is(svc: Running) -> None:
+def test_a_value_of_the_wrong_kind_says_what_it_is(shared_svc: Running) -> None:
     body = decide_body(bee("a"))
     body["entities"][0]["observation"].update(distance_to_player="far", sees_player="yes", current_action=3)
     body["world"]["player_hp_fraction"] = None
-    found = {d["path"]: d["message"] for d in svc.decide(body).json()["error"]["details"]}
+    found = {d["path"]: d["message"] for d in shared_svc.decide(body).json()["error"]["details"]}
     assert found == {
         "world.player_hp_fraction": "must be a number, not null",
         "entities[0].observation.distance_to_player": "must be a number, not string",
@@ -185,32 +189,32 @@ def test_a_value_of_the_wrong_kind_says_what_it_is(svc: Running) -> None:
     }, found
 
 
-def test_a_whole_number_with_a_decimal_point_is_told_the_fix(svc: Running) -> None:
+def test_a_whole_number_with_a_decimal_point_is_told_the_fix(shared_svc: Running) -> None:
     """Engines that keep every number a float write 2.0 for an integer: strict, but the message says what to send."""
     body = decide_body(queen(), epoch=7.0, scope="forest_boss", scope_state={"boss_phase": 2.0})
-    found = {d["path"]: d["message"] for d in svc.decide(body).json()["error"]["details"]}
+    found = {d["path"]: d["message"] for d in shared_svc.decide(body).json()["error"]["details"]}
     fix = "2.0: send a whole number without a decimal point (an int, not a float)"
     assert found == {"epoch": found.get("epoch"), "scope_state.boss_phase": f"must be an integer, not {fix}"}, found
     assert found["epoch"].endswith("not 7.0: send a whole number without a decimal point (an int, not a float)")
     body = decide_body(queen(), scope="forest_boss", scope_state={"boss_phase": 2.5})  # a fraction: just the kind
-    assert svc.decide(body).json()["error"]["details"] == [
+    assert shared_svc.decide(body).json()["error"]["details"] == [
         {"path": "scope_state.boss_phase", "message": "must be an integer, not number"}
     ]
 
 
-def test_a_position_sent_as_an_object_is_told_the_form(svc: Running) -> None:
+def test_a_position_sent_as_an_object_is_told_the_form(shared_svc: Running) -> None:
     """Unity and Unreal write a vector as {"x": .., "y": .., "z": ..}: the 422 shows what to send instead."""
     body = decide_body(bee("a", position={"x": 1.0, "y": 2.0, "z": 0.5}))
-    said = {p["path"]: p["message"] for p in svc.decide(body).json()["error"]["details"]}
+    said = {p["path"]: p["message"] for p in shared_svc.decide(body).json()["error"]["details"]}
     assert said == {"entities[0].position": "must be an array [x, y] or [x, y, z] or null, not object"}, said
 
 
-def test_thousands_of_problems_are_counted_not_all_listed(svc: Running) -> None:
+def test_thousands_of_problems_are_counted_not_all_listed(shared_svc: Running) -> None:
     """An 86 KB body of 6,000 unknown fields got a 943 KB 422 back; the first 200 say what to fix."""
     body = decide_body(bee("a"), bee("b"))
     for e in body["entities"]:
         e["observation"].update({f"f{i}": i for i in range(3000)})
-    r = svc.decide(body)
+    r = shared_svc.decide(body)
     assert r.status_code == 422 and len(r.content) < 50_000, len(r.content)
     error = r.json()["error"]
     assert error["message"].endswith("(and 5999 more)"), error["message"]
@@ -219,8 +223,8 @@ def test_thousands_of_problems_are_counted_not_all_listed(svc: Running) -> None:
     assert details[-1] == {"path": "", "message": "and 5800 more problems, not listed: fix these first"}
 
 
-def test_malformed_json_is_400(svc: Running) -> None:
-    r = svc.http.post("/v1/decide", content=b'{"client_id": ', headers={"content-type": "application/json"})
+def test_malformed_json_is_400(shared_svc: Running) -> None:
+    r = shared_svc.http.post("/v1/decide", content=b'{"client_id": ', headers={"content-type": "application/json"})
     assert r.status_code == 400 and r.json()["error"]["code"] == "malformed_json"
 
 
@@ -234,8 +238,8 @@ def test_a_byte_order_mark_before_the_json_is_ignored(svc: Running) -> None:
     assert r.status_code == 422 and "did you mean 'bee'" in r.text, r.text
 
 
-def test_not_json_is_415(svc: Running) -> None:
-    r = svc.http.post("/v1/decide", content=b"client_id=x", headers={"content-type": "text/plain"})
+def test_not_json_is_415(shared_svc: Running) -> None:
+    r = shared_svc.http.post("/v1/decide", content=b"client_id=x", headers={"content-type": "text/plain"})
     assert r.status_code == 415 and "application/json" in r.json()["error"]["message"]
 
 
@@ -257,16 +261,16 @@ BODY_ROUTES = ["/v1/decide", "/v1/telemetry", "/v1/context", "/v1/report", "/v1/
     ],
 )
 def test_a_body_not_sent_as_json_is_415_naming_what_came_and_what_to_send(
-    svc: Running, scripted: Any, ctype: str | None
+    shared_svc: Running, shared_scripted: Any, ctype: str | None
 ) -> None:
     headers = {"content-type": ctype} if ctype is not None else {}
     for path in BODY_ROUTES:
-        r = svc.http.post(path, content=json.dumps(decide_body()).encode(), headers=headers)
+        r = shared_svc.http.post(path, content=json.dumps(decide_body()).encode(), headers=headers)
         assert r.status_code == 415 and r.json()["error"]["code"] == "unsupported_media_type", (path, r.text)
         said = r.json()["error"]["message"]
         assert "send content-type: application/json" in said, said
         assert (repr(ctype) if ctype else "content-type is missing") in said, said
-    assert scripted.requests == []  # nothing was decided, nothing spent
+    assert shared_scripted.requests == []  # nothing was decided, nothing spent
 
 
 @pytest.mark.parametrize(
@@ -328,60 +332,60 @@ def test_a_gzip_body_is_read_within_the_body_limit_once_unpacked(svc: Running) -
     assert r.status_code == 400 and "bytes follow the end of the gzip body" in r.json()["error"]["message"], r.text
 
 
-def test_body_over_the_limit_is_413(svc: Running) -> None:
-    r = svc.http.post("/v1/decide", content=b" " * (300 * 1024), headers={"content-type": "application/json"})
+def test_body_over_the_limit_is_413(shared_svc: Running) -> None:
+    r = shared_svc.http.post("/v1/decide", content=b" " * (300 * 1024), headers={"content-type": "application/json"})
     assert r.status_code == 413 and r.json()["error"]["code"] == "body_too_large"
     assert "262144 bytes (NPCMIND_MAX_BODY_BYTES)" in r.json()["error"]["message"]
 
 
-def test_unknown_route_and_method_are_json_and_say_what_there_is(svc: Running) -> None:
-    r = svc.http.get("/v1/nothing")
+def test_unknown_route_and_method_are_json_and_say_what_there_is(shared_svc: Running) -> None:
+    r = shared_svc.http.get("/v1/nothing")
     assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
-    r = svc.http.post("/v1/decisions", json={})
+    r = shared_svc.http.post("/v1/decisions", json={})
     message = r.json()["error"]["message"]
     assert r.status_code == 404 and message.startswith(
         "no route POST /v1/decisions; did you mean '/v1/decide'? (routes: "
     )
     assert "/v1/telemetry" in message
-    r = svc.http.get("/v1/decide")
+    r = shared_svc.http.get("/v1/decide")
     assert r.status_code == 405 and r.json()["error"] == {
         "code": "method_not_allowed",
         "message": "/v1/decide takes POST, not GET",
         "details": [],
     }
-    r = svc.http.get("/npcs/mara/process")
+    r = shared_svc.http.get("/npcs/mara/process")
     assert r.status_code == 405 and r.json()["error"]["message"] == "/npcs/mara/process takes POST, not GET"
 
 
 @pytest.mark.parametrize("body", [b"[]", b"null", b"3", b'"x"', b"{}"])
-def test_non_object_bodies_are_422(svc: Running, body: bytes) -> None:
-    r = svc.http.post("/v1/decide", content=body, headers={"content-type": "application/json"})
+def test_non_object_bodies_are_422(shared_svc: Running, body: bytes) -> None:
+    r = shared_svc.http.post("/v1/decide", content=body, headers={"content-type": "application/json"})
     assert r.status_code == 422
 
 
-def test_shape_and_manifest_problems_in_one_answer(svc: Running) -> None:
+def test_shape_and_manifest_problems_in_one_answer(shared_svc: Running) -> None:
     body = decide_body(bee("a", position=[1]), bee("b", trigger="sneeze"), world={"player_hp_fraction": 0.4})
-    paths = {d["path"] for d in svc.decide(body).json()["error"]["details"]}
+    paths = {d["path"] for d in shared_svc.decide(body).json()["error"]["details"]}
     assert {"entities[0].position", "entities[1].trigger", "world.repellent"} <= paths
     # the mis-shaped entity's own observation and type too: not a second 422 once its position is fixed
     wrong = bee("c", position=[1])
     wrong["observation"]["hp_fraction"] = 2
     odd = {**bee("d"), "type": "wasp", "legal_actions": "fly"}
-    details = svc.decide(decide_body(wrong, odd)).json()["error"]["details"]
+    details = shared_svc.decide(decide_body(wrong, odd)).json()["error"]["details"]
     said = {d["path"]: d["message"] for d in details}
     assert {"entities[0].position", "entities[0].observation.hp_fraction", "entities[1].type"} <= set(said), said
     assert "unknown type 'wasp'" in said["entities[1].type"] and "entities[1].legal_actions" in said
     assert len(details) == len(said)  # each path once
 
 
-def test_a_misspelt_name_gets_its_likely_fix_and_the_names_there_are(svc: Running) -> None:
+def test_a_misspelt_name_gets_its_likely_fix_and_the_names_there_are(shared_svc: Running) -> None:
     body = decide_body(bee("a"), queen("q"))
     body["world"]["repelent"] = body["world"].pop("repellent")
     body["scope"] = "forest_bos"
     body["entities"][0]["trigger"] = "hitt"
     body["entities"][1]["legal_actions"] = ["idle", "dance"]
     body["entities"][1]["profile"] = "queen"
-    r = svc.decide(body)
+    r = shared_svc.decide(body)
     assert r.status_code == 422
     said = {p["path"]: p["message"] for p in r.json()["error"]["details"]}
     assert said["world.repelent"] == (
@@ -397,17 +401,17 @@ def test_a_misspelt_name_gets_its_likely_fix_and_the_names_there_are(svc: Runnin
     assert said["entities[1].profile"].startswith("unknown profile 'queen'; did you mean 'queen_bee'?")
     body = decide_body(bee("a"))
     body["entities"][0]["type"] = "bees"
-    said = {p["path"]: p["message"] for p in svc.decide(body).json()["error"]["details"]}
+    said = {p["path"]: p["message"] for p in shared_svc.decide(body).json()["error"]["details"]}
     assert said["entities[0].type"] == ("unknown type 'bees'; did you mean 'bee'? (types: bee, boss, player, swarm)")
     body["entities"][0]["type"] = "Bee"  # C# naming: too short a name for a guess by spelling, yet plainly meant
-    said = {p["path"]: p["message"] for p in svc.decide(body).json()["error"]["details"]}
+    said = {p["path"]: p["message"] for p in shared_svc.decide(body).json()["error"]["details"]}
     assert said["entities[0].type"] == ("unknown type 'Bee'; did you mean 'bee'? (types: bee, boss, player, swarm)")
 
 
-def test_a_misspelt_protocol_field_gets_its_likely_fix(svc: Running) -> None:
+def test_a_misspelt_protocol_field_gets_its_likely_fix(shared_svc: Running) -> None:
     body = decide_body(bee("a"))
     body["entities"][0]["legal_action"] = body["entities"][0].pop("legal_actions")
-    said = {p["path"]: p["message"] for p in svc.decide(body).json()["error"]["details"]}
+    said = {p["path"]: p["message"] for p in shared_svc.decide(body).json()["error"]["details"]}
     assert said["entities[0].legal_actions"] == "is required"
     assert said["entities[0].legal_action"].startswith(
         "is not a known field; did you mean 'legal_actions'? (fields: id, legal_actions, observation,"
@@ -440,15 +444,15 @@ def test_every_field_of_every_route_is_described_in_the_openapi_document() -> No
     assert len(doc["components"]["schemas"]) >= 30  # the routes' types are all in it, not a few
 
 
-def test_every_route_method_and_parameter_of_the_app_is_in_its_openapi_document(svc: Running) -> None:
+def test_every_route_method_and_parameter_of_the_app_is_in_its_openapi_document(shared_svc: Running) -> None:
     """Walk what the running app routes (Litestar's routes, the query parameters each handler reads) against
     GET /openapi.json: the document kept by hand lacked /v1/prompt's client_id; OPTIONS lacked DELETE and HEAD."""
-    doc = svc.http.get("/openapi.json").json()["paths"]
+    doc = shared_svc.http.get("/openapi.json").json()["paths"]
     missing, allow = [], {}
-    for route in svc.server.app.routes:
+    for route in shared_svc.server.app.routes:
         assert isinstance(route, HTTPRoute)
         concrete = route.path_format.replace("{npcId}", "mara")
-        allow[route.path_format] = svc.http.options(concrete).headers.get("allow", "")
+        allow[route.path_format] = shared_svc.http.options(concrete).headers.get("allow", "")
         for method, (_, kwargs) in route.route_handler_map.items():
             if method == "OPTIONS":
                 continue
@@ -561,10 +565,10 @@ HUGE_NUMBERS: list[tuple[str, dict[str, Any], str, str]] = [
     ("route", "body", "path", "message"), HUGE_NUMBERS, ids=[f"{c[0]} {c[2]}" for c in HUGE_NUMBERS]
 )
 def test_an_integer_no_float_holds_is_a_422_naming_its_field(
-    svc: Running, route: str, body: dict[str, Any], path: str, message: str
+    shared_svc: Running, route: str, body: dict[str, Any], path: str, message: str
 ) -> None:
     """`"player_hp_fraction": 1` and 400 zeros was a 500: the float conversion of the check overflowed."""
-    r = svc.http.post(route, content=json.dumps(body).encode(), headers=JSON_CT)
+    r = shared_svc.http.post(route, content=json.dumps(body).encode(), headers=JSON_CT)
     assert r.status_code == 422, r.text
     found = {d["path"]: d["message"] for d in r.json()["error"]["details"]}
     assert found.get(path) == message, found
@@ -580,11 +584,11 @@ def test_an_integer_no_float_holds_is_a_422_naming_its_field(
     ],
 )
 def test_an_integer_past_what_a_float_holds_exactly_is_refused(
-    svc: Running, route: str, body: dict[str, Any], path: str
+    shared_svc: Running, route: str, body: dict[str, Any], path: str
 ) -> None:
     """An epoch of 4,000 digits was echoed back; a client that reads it as a 64-bit integer (or any engine,
     whose numbers are doubles) breaks on it, and an integer field past 2^53 printed another number."""
-    r = svc.http.post(route, content=json.dumps(body).encode(), headers=JSON_CT)
+    r = shared_svc.http.post(route, content=json.dumps(body).encode(), headers=JSON_CT)
     assert r.status_code == 422, r.text
     assert {d["path"]: d["message"] for d in r.json()["error"]["details"]} == {path: INTEGER_RULE}
 
