@@ -291,7 +291,7 @@ def assert_fits(browser: Browser) -> None:
 
 
 @needs_browser
-@pytest.mark.timeout(300)  # it plays half a minute of wall time for the plot: on a loaded machine, longer
+@pytest.mark.timeout(900)  # it plays half a minute of wall time for the plot: on a loaded machine, longer
 def test_with_the_scripted_provider_every_bee_decides_through_npcmind(play: Any, tmp_path: Path) -> None:
     demo, browser = play("--scripted", query="?autopilot=1")
     s = until(
@@ -335,16 +335,17 @@ def test_with_the_scripted_provider_every_bee_decides_through_npcmind(play: Any,
 
     # the README's screenshot, this code and this provider: written into docs/ only when asked, so that a test
     # run leaves the checkout as it found it (NPCMIND_WRITE_SCREENSHOT=1 pytest tests/test_demo.py); that run
-    # waits for a fuller fight (six bees at the player) than a plain run needs
+    # waits for a fight (six bees at the player). A plain run waits only for the plot's half minute: where the
+    # bees are is the game's business, and waiting for a fight made the test depend on how the game played
     writing = os.environ.get("NPCMIND_WRITE_SCREENSHOT") == "1"
 
-    def fight() -> dict[str, Any] | None:  # for the README: a fight, not the first frame, and the plot's half minute
+    def shown() -> dict[str, Any] | None:  # for the README: a fight, not the first frame, and the plot's half minute
         s = snapshot(browser)
         p = s["player"]
         close = [b for b in s["bees"] if b["action"] == "chase" and math.dist((b["x"], b["y"]), (p["x"], p["y"])) < 90]
-        return s if len(s["plot"]) >= 30 and len(close) >= (6 if writing else 4) else None
+        return s if len(s["plot"]) >= 30 and (len(close) >= 6 or not writing) else None
 
-    s = until(fight, "a fight to show", 240)
+    s = until(shown, "the plot's half minute" + (" and a fight to show" if writing else ""))
     assert_labels_apart(s)
     shot = DEMO_PNG if writing else tmp_path / "demo.png"
     browser.screenshot(shot)
