@@ -247,7 +247,7 @@ class Service:
     def provider_problem(self) -> str | None:
         """What the start-up check found, for /v1/health, until a provider call succeeds: a server started
         after the service, or a model the server answers without listing it, must not be reported forever."""
-        if self._pipeline is not None and self._pipeline.answered:
+        if self._pipeline is not None and self._pipeline.local.answered:
             return None
         return self._provider_problem
 
