@@ -18,6 +18,8 @@ from npcmind.protocol.a2g import DecideEntity
 from npcmind.providers.base import Choice, ProviderAnswer
 from npcmind.shared.base import CachedChoice
 
+pytestmark = pytest.mark.fast  # the whole file is in the fast tier (docs/testing.md): no service, no model
+
 
 def asked(*options: list[str]) -> list[EntityPrompt]:
     """Entities 1, 2, ... each offering its options."""
