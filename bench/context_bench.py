@@ -26,6 +26,8 @@ import msgspec
 
 ROOT = Path(__file__).resolve().parents[1]
 from npcmind.context.hub import ContextHub  # noqa: E402
+from npcmind.context.registry import SessionRegistry  # noqa: E402
+from npcmind.context.situation import SceneSituation  # noqa: E402
 from npcmind.decide.ids import DecisionIds  # noqa: E402
 from npcmind.http.server import ServiceProcess  # noqa: E402
 from npcmind.manifest import load  # noqa: E402
@@ -73,15 +75,16 @@ async def context_cost(n: int) -> tuple[float, float]:
     m = load(FOREST)
     tmp = tempfile.mkdtemp()
     store = SqliteStore(f"{tmp}/b.db")
-    hub = ContextHub(store, DecisionIds(b"k" * 32))
-    session = await hub.session("bench", "bench", m)
+    sessions = SessionRegistry(store)
+    hub, situation = ContextHub(store, DecisionIds(b"k" * 32), sessions), SceneSituation(sessions)
+    session = await sessions.session("bench", "bench", m)
     ents = scene_entities(n, rng)
     await hub.telemetry(
         session, msgspec.convert({"client_id": "bench", "epoch": 1, "scene": "s", "entities": ents}, TelemetryRequest)
     )
     bees = [e for e in ents if e["type"] == "bee"]
     # give every bee some memory, so the memory lines are part of the cost
-    st = await hub.state("bench")
+    st = await sessions.state("bench")
     for k, e in enumerate(bees):
         for j in range(8):
             st.memory.add(
@@ -104,8 +107,8 @@ async def context_cost(n: int) -> tuple[float, float]:
             decide_body(*[bee(e["id"], position=e["position"], parent=e["parent"]) for e in batch]), DecideRequest
         )
         t0 = time.perf_counter()
-        await hub.observe(session, req, time.time())
-        _shared, per = await hub.view(session, req, time.time())
+        await situation.observe(session, req, time.time())
+        _shared, per = await situation.view(session, req, time.time())
         times.append(time.perf_counter() - t0)
         assert per, "no context was built"
     await store.close()
@@ -118,8 +121,9 @@ async def ingest_in_process(n_updates: int = 200_000) -> float:
     m = load(FOREST)
     tmp = tempfile.mkdtemp()
     store = SqliteStore(f"{tmp}/i.db")
-    hub = ContextHub(store, DecisionIds(b"k" * 32))
-    session = await hub.session("ingest", "ingest", m)
+    sessions = SessionRegistry(store)
+    hub = ContextHub(store, DecisionIds(b"k" * 32), sessions)
+    session = await sessions.session("ingest", "ingest", m)
     ents = scene_entities(5000, rng)
     reqs = []
     for start in range(0, n_updates, 250):

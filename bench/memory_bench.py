@@ -57,7 +57,7 @@ async def _held(base_url: str, sessions: int) -> tuple[Counter[str], int]:
             await one(f"game-{s}")
     gc.collect()
     with_view = _total(before, tracemalloc.take_snapshot())
-    svc.pipeline._seen.clear()  # what only GET /v1/prompt's last-batch view kept alive goes with it
+    svc.pipeline.local._last.clear()  # what only GET /v1/prompt's last-batch view kept alive goes with it
     gc.collect()
     after = tracemalloc.take_snapshot()
     tracemalloc.stop()

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from npcmind.context.hub import ContextHub
+from npcmind.context.registry import SessionRegistry
 from npcmind.decide.ids import DecisionIds
 from npcmind.decide.pipeline import SessionContext
 from npcmind.manifest import load
@@ -55,7 +56,7 @@ async def main(store_url: str, runs: int) -> None:
         forged = [
             "d_" + base64.urlsafe_b64encode(base64.urlsafe_b64decode(d[2:])[:12] + bytes(12)).decode() for d in genuine
         ]
-        hub = ContextHub(store, ids)
+        hub = ContextHub(store, ids, SessionRegistry(store))
         session = SessionContext(sid, "bench", load(FOREST), {})
         real, looked = store.decisions.get, [0]
 

@@ -456,21 +456,21 @@ def test_nearest_is_the_same_for_few_and_for_a_crowd() -> None:
 @pytest.mark.fast
 def test_an_entity_is_described_anew_when_what_it_shows_changes() -> None:
     from conftest import FOREST
-    from npcmind.context.hub import ContextHub
     from npcmind.context.scene import Scene
+    from npcmind.decide.scene_text import describe
     from npcmind.manifest import load
 
     m = load(FOREST)
     scene = Scene()
     e = scene.upsert("x", "bee", [0, 0], fields=dict(BEE_OBS))
-    assert ContextHub._describe(e, m, 12.4).startswith('bee "x" d=12 state="active" hp_fraction=')
+    assert describe(e, m, 12.4).startswith('bee "x" d=12 state="active" hp_fraction=')
     scene.chose("x", "flee", "Flee", 1.0)
-    assert ContextHub._describe(e, m, None).startswith('bee "x" state="active" action=flee hp_fraction=')
+    assert describe(e, m, None).startswith('bee "x" state="active" action=flee hp_fraction=')
     # a new type without fields: the old type's fields are dropped, not rendered by the new type's rules
     scene.upsert("x", "player")
-    assert ContextHub._describe(e, m, 3.0) == 'player "x" d=3 state="active" action=flee'
+    assert describe(e, m, 3.0) == 'player "x" d=3 state="active" action=flee'
     scene.upsert("x", "player", fields={"hp_fraction": 0.5})
-    assert ContextHub._describe(e, m, 3.0) == 'player "x" d=3 state="active" action=flee hp_fraction=0.5'
+    assert describe(e, m, 3.0) == 'player "x" d=3 state="active" action=flee hp_fraction=0.5'
 
 
 @pytest.mark.fast
@@ -564,7 +564,7 @@ def test_bounds_on_sessions_and_entities_lose_nothing_acknowledged(start_service
     # two other games push game-1's state out of memory; its memory and report come back from the store
     for other in ("game-2", "game-3"):
         assert svc.decide(decide_body(bee("x"), client_id=other)).status_code == 200
-    assert "game-1" not in " ".join(svc.service.hub._states)
+    assert "game-1" not in " ".join(svc.service.hub.sessions._states)
     scripted.set(choose={"first": "flee"})
     svc.decide(decide_body(bee("first", observation={**BEE_OBS, "hp_fraction": 0.9})))
     assert re.search(r'memory: chase \d+ s ago -> done "stung"', prompt(scripted)), prompt(scripted)  # age: wall time
@@ -590,7 +590,7 @@ def test_all_sessions_together_hold_at_most_max_entities(start_service: Any, scr
         for game in ("g2", "g3"):  # 48 entities: more than 40, so g1, the least recently used, is let go
             svc.decide(decide_body(*[bee(f"{game}-{i}", position=[i * 9.0, 0]) for i in range(16)], client_id=game))
         until(lambda: said, "no session was let go", 60)  # the check is made every second
-    assert "local:g1" not in svc.service.hub._states and "local:g3" in svc.service.hub._states
+    assert "local:g1" not in svc.service.hub.sessions._states and "local:g3" in svc.service.hub.sessions._states
     assert any("held 48 entities (with" in m and "over NPCMIND_MAX_ENTITIES=40;" in m for m in said), said
     scripted.set(choose={"g1-0": "flee"})
     svc.decide(decide_body(bee("g1-0", observation={**BEE_OBS, "hp_fraction": 0.9}), client_id="g1"))
@@ -744,6 +744,8 @@ def _adversary(tmp: str) -> tuple[int, str, int]:
 
     from conftest import FOREST
     from npcmind.context.hub import MAX_SESSION_SCOPES, ContextHub
+    from npcmind.context.registry import SessionRegistry
+    from npcmind.context.situation import shared_lines
     from npcmind.decide.ids import DecisionIds
     from npcmind.decide.pipeline import SessionContext
     from npcmind.manifest import load
@@ -754,7 +756,8 @@ def _adversary(tmp: str) -> tuple[int, str, int]:
 
     async def run() -> tuple[int, str, int]:
         store = open_store(f"sqlite:///{tmp}/adversary.db")
-        hub = ContextHub(store, DecisionIds(await store.secrets.get("decision_mac")))  # the default bounds
+        sessions = SessionRegistry(store)  # the default bounds
+        hub = ContextHub(store, DecisionIds(await store.secrets.get("decision_mac")), sessions)
         session = SessionContext("local:adversary", "adversary", load(FOREST), {})
         gc.collect()
         tracemalloc.start()
@@ -771,10 +774,10 @@ def _adversary(tmp: str) -> tuple[int, str, int]:
         gc.collect()
         held = tracemalloc.get_traced_memory()[0] - before
         tracemalloc.stop()
-        st = await hub.state("local:adversary")
-        line = hub._shared(st.scene, session.manifest)[0]
+        st = await sessions.state("local:adversary")
+        line = shared_lines(st.scene, session.manifest)[0]
         await store.close()
-        return held, line, hub.held(st)
+        return held, line, sessions.held(st)
 
     return asyncio.run(run())
 
@@ -794,7 +797,8 @@ def test_a_session_spawning_and_removing_a_million_ids_with_all_its_scopes_stays
     counts every id."""
     import multiprocessing
 
-    from npcmind.context.hub import ENTITY_BYTES, LEFT_BYTES, MAX_SESSION_SCOPE_BYTES
+    from npcmind.context.hub import MAX_SESSION_SCOPE_BYTES
+    from npcmind.context.registry import ENTITY_BYTES, LEFT_BYTES
 
     ids = MILLION
     with multiprocessing.get_context("spawn").Pool(1) as pool:
@@ -825,9 +829,13 @@ def test_scopes_and_ids_that_left_count_against_max_entities(start_service: Any,
     with logged("npcmind.context") as said:
         for game in ("g2", "g3"):  # 32 entities and no scopes: only g1 passes the bound of 600
             assert svc.decide(decide_body(*[bee(f"{game}-{i}") for i in range(16)], client_id=game)).status_code == 200
-        until(lambda: "local:g1" not in svc.service.hub._states, "g1 was not let go", 60)  # checked every second
-    assert "local:g1" not in svc.service.hub._states, "a session of scopes and ids that left was counted as free"
-    assert "local:g2" in svc.service.hub._states and "local:g3" in svc.service.hub._states
+        until(
+            lambda: "local:g1" not in svc.service.hub.sessions._states, "g1 was not let go", 60
+        )  # checked every second
+    assert "local:g1" not in svc.service.hub.sessions._states, (
+        "a session of scopes and ids that left was counted as free"
+    )
+    assert "local:g2" in svc.service.hub.sessions._states and "local:g3" in svc.service.hub.sessions._states
     assert any("over NPCMIND_MAX_ENTITIES=600" in m for m in said), said
     r = svc.decide(decide_body(bee("survivor"), client_id="g1", scope="room_31_31", scope_state=None))
     assert r.status_code == 200 and 'SCOPE room_31_31: "A generated room. ~' in system(scripted)
@@ -845,7 +853,7 @@ def test_the_services_memory_stays_within_max_entities_under_a_session_of_spawns
     import httpx
 
     from conftest import FOREST
-    from npcmind.context.hub import ENTITY_BYTES
+    from npcmind.context.registry import ENTITY_BYTES
     from npcmind.http.server import ServiceProcess
 
     args = ["--manifest", str(FOREST), "--store", f"sqlite:///{tmp_path}/rss.db", "--provider", "openai"]

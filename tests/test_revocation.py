@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 
 from conftest import logged, write_clients
-from npcmind.context.hub import ContextHub
-from npcmind.decide.ids import DecisionIds
+from npcmind.context.registry import SessionRegistry
 from npcmind.protocol.errors import ApiError
 from npcmind.sessions.clients import load_clients
 from npcmind.sessions.guard import Guard
@@ -100,11 +99,9 @@ class Processes:
         for store in {id(s.store): s.store for s in self.stores}.values():
             await store.open()
         signer = TokenSigner(await self.stores[0].secrets.get("session_tokens"))
-        ids = DecisionIds(await self.stores[0].secrets.get("decision_mac"))
         for i in range(2):
             store = self.stores[i % len(self.stores)]
-            hub = ContextHub(store, ids)
-            self.at.append(Guard(hub, store, signer, self.shared, None, self.clients, **self.guard))
+            self.at.append(Guard(SessionRegistry(store), store, signer, self.shared, None, self.clients, **self.guard))
         return self
 
     async def open(self) -> str:

@@ -291,7 +291,7 @@ def test_sessions_beyond_those_held_in_memory_still_answer_from_the_store(
     first, second, ended = h.open(), h.open(), h.open()
     assert h.http.delete("/v1/session", headers=h.auth(ended)).status_code == 200
     h.open(), h.open()  # push the first three out of the guard's and the hub's memory
-    assert len(running.service.guard._sessions) <= 2 and len(running.service.hub._states) <= 2
+    assert len(running.service.guard._sessions) <= 2 and len(running.service.hub.sessions._states) <= 2
     for s in (first, second):
         r = h.http.post("/v1/decide", json=decide_body(bee("a")), headers=h.auth(s))
         assert r.status_code == 200 and r.json()["decisions"][0]["code"] == "unavailable"
@@ -304,7 +304,7 @@ def test_sessions_let_go_past_the_limit_are_counted_not_a_line_each(start_servic
     now one line at most every 10 s, counting the rest. The line's clock is the test's, so no wait is needed."""
     running = start_service(provider="none", max_sessions=2)
     now = [1000.0]
-    running.service.hub.let_go.clock = lambda: now[0]
+    running.service.hub.sessions.let_go.clock = lambda: now[0]
     with logged("npcmind.context") as said:
         for i in range(41):
             if i in (30, 40):

@@ -10,6 +10,8 @@ from typing import TypeVar
 
 from npcmind.config import Settings
 from npcmind.context.hub import ContextHub
+from npcmind.context.registry import SessionRegistry
+from npcmind.context.situation import SceneSituation
 from npcmind.decide.ids import DecisionIds
 from npcmind.decide.pipeline import DecidePipeline
 from npcmind.local.metrics import Counts, Metrics, activity
@@ -94,15 +96,16 @@ class Service:
         await self.store.open()
         await self.shared.start()
         ids = DecisionIds(await self.store.secrets.get("decision_mac"))
-        self._hub = ContextHub(
-            self.store, ids, self.settings.max_session_entities, self.settings.max_sessions, self.settings.max_entities
+        sessions = SessionRegistry(
+            self.store, self.settings.max_session_entities, self.settings.max_sessions, self.settings.max_entities
         )
+        self._hub = ContextHub(self.store, ids, sessions)
         self._pipeline = DecidePipeline(
-            self.provider, self.store, ids, self.settings, self.metrics, self._hub, self.shared
+            self.provider, self.store, ids, self.settings, self.metrics, SceneSituation(sessions), self.shared
         )
         signer = TokenSigner(await self.store.secrets.get("session_tokens"))
         self._guard = Guard(
-            self._hub, self.store, signer, self.shared, self.manifest, self.clients, self.settings.revocation_poll_s
+            sessions, self.store, signer, self.shared, self.manifest, self.clients, self.settings.revocation_poll_s
         )
         self._npc = NpcProcessor(
             self.rulesets,
@@ -177,7 +180,7 @@ class Service:
         """Keep all sessions together within NPCMIND_MAX_ENTITIES, off the request path."""
         while True:
             await asyncio.sleep(seconds)
-            self.hub.trim()
+            self.hub.sessions.trim()
 
     async def _prune_every(self, seconds: float, keep: float) -> None:
         """Forget what is older than NPCMIND_RETENTION_H, so the store's file stops growing; off the request
@@ -244,7 +247,7 @@ class Service:
     def provider_problem(self) -> str | None:
         """What the start-up check found, for /v1/health, until a provider call succeeds: a server started
         after the service, or a model the server answers without listing it, must not be reported forever."""
-        if self._pipeline is not None and self._pipeline.answered:
+        if self._pipeline is not None and self._pipeline.local.answered:
             return None
         return self._provider_problem
 
@@ -276,5 +279,5 @@ class Service:
 
     @property
     def hub(self) -> ContextHub:
-        """Per-session state (once started)."""
+        """The session writes of telemetry, scopes and reports, and the sessions they go to (once started)."""
         return _started(self._hub)

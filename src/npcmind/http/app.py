@@ -25,7 +25,7 @@ from litestar.params import Parameter
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
 from npcmind import A2G_VERSION, __version__
-from npcmind.context.hub import ContextHub
+from npcmind.context.checks import misshaped_telemetry_problems, scope_problems, telemetry_problems
 from npcmind.decide.pipeline import SessionContext
 from npcmind.decide.validate import partial_problems
 from npcmind.failures import FailureLog
@@ -268,14 +268,14 @@ def _context_partial(raw: Any, session: SessionContext) -> list[Problem]:
             defs.update(msgspec.convert({name: d}, dict[DeclaredName, ScopeDefinition], strict=True))
         except msgspec.ValidationError:
             continue
-    return ContextHub.scope_problems(defs, session.manifest, session.scopes)[0]
+    return scope_problems(defs, session.manifest, session.scopes)[0]
 
 
 def _telemetry_partial(raw: Any, session: SessionContext) -> list[Problem]:
     entities = raw.get("entities") if isinstance(raw, dict) else None
     items = well_shaped(entities, TelemetryEntity)
     shaped = {i for i, _ in items}
-    return ContextHub.telemetry_problems(items, session.manifest) + ContextHub.misshaped_telemetry_problems(
+    return telemetry_problems(items, session.manifest) + misshaped_telemetry_problems(
         entities, shaped, session.manifest
     )
 

@@ -10,7 +10,7 @@ import os
 import time
 from collections.abc import Callable
 
-from npcmind.context.hub import ContextHub
+from npcmind.context.registry import SessionRegistry
 from npcmind.decide.pipeline import SessionContext
 from npcmind.manifest import Manifest
 from npcmind.protocol.a2g import SessionResponse
@@ -40,7 +40,7 @@ class Guard:
 
     def __init__(
         self,
-        hub: ContextHub,
+        registry: SessionRegistry,
         store: Store,
         signer: TokenSigner,
         shared: Shared,
@@ -49,7 +49,7 @@ class Guard:
         revocation_poll_s: float = REVOCATION_POLL_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.hub = hub
+        self.registry = registry
         self.store = store
         self.signer = signer
         self.shared = shared
@@ -129,12 +129,12 @@ class Guard:
         rec = self._sessions.get(session_id)
         if rec is not None:
             rec.ended = True
-        self.hub.forget(session_id)
+        self.registry.forget(session_id)
 
     def _remember(self, rec: SessionRecord) -> None:
-        """Keep a session's record at hand, for as many sessions as the hub holds (the store has them all)."""
+        """Keep a session's record at hand, for as many sessions as the registry holds (the store has them all)."""
         self._sessions[rec.session_id] = rec
-        while len(self._sessions) > self.hub.max_sessions:
+        while len(self._sessions) > self.registry.max_sessions:
             del self._sessions[next(iter(self._sessions))]
 
     async def _rate(self, claims: TokenClaims) -> None:
@@ -171,8 +171,8 @@ class Guard:
         since (or the shared state cannot say): a session that moved away and came back must never be served
         the memory this process kept from before it left."""
         if await self.shared.claim(session_id, self.owner) is not True:
-            self.hub.forget(session_id)
-        return await self.hub.session(session_id, client_id, manifest)
+            self.registry.forget(session_id)
+        return await self.registry.session(session_id, client_id, manifest)
 
     async def client_of(self, authorization: str | None) -> str | None:
         """For routes without a body: the token's client (hosted), or None (local)."""
