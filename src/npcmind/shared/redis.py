@@ -66,49 +66,46 @@ return wait
 """
 
 
-class RedisShared:
-    """Redis through redis-py's asyncio client; this process's memory stands in while Redis is unreachable."""
+class RedisLink:
+    """One process's connection to Redis and whether it is up: a call while Redis is known to be down fails at
+    once, the loss is said once, and a probe finds Redis again by itself."""
 
-    def __init__(
-        self, url: str, cache_entries: int = 100_000, prefix: str = "npcmind:", timeout_s: float = TIMEOUT_S
-    ) -> None:
+    def __init__(self, url: str, timeout_s: float = TIMEOUT_S) -> None:
         self.url = url
         self.timeout_s = timeout_s
-        self.prefix = prefix
-        self.fallback = MemoryShared(cache_entries)  # used only while Redis is down
-        self._redis: Any = None
-        self._take: Any = None
+        self.client: Any = None
+        self.take_script: Any = None
         self._down: str | None = None
         self._probe: asyncio.Task[None] | None = None
         self._slots = asyncio.Semaphore(POOL)  # past POOL calls in flight, the next waits for one to end
 
     async def start(self) -> None:
         """Connect; an unreachable Redis at start is said like one lost later, and looked for again."""
-        self._redis = aioredis.from_url(
+        self.client = aioredis.from_url(
             self.url,
             max_connections=POOL,
             socket_timeout=self.timeout_s,
             socket_connect_timeout=self.timeout_s,
             retry_on_timeout=False,
         )
-        self._take = self._redis.register_script(_TAKE)
+        self.take_script = self.client.register_script(_TAKE)
         try:
-            await self._redis.ping()
+            await self.client.ping()
         except (RedisError, OSError) as e:
             self._lost(e)
 
     async def close(self) -> None:
+        """Stop looking for Redis and close the connections."""
         if self._probe is not None:
             self._probe.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._probe
-        if self._redis is not None:
-            await self._redis.aclose()
+        if self.client is not None:
+            await self.client.aclose()
 
     def problem(self) -> str | None:
+        """Why Redis is not in use now (for /v1/health), or None while it is."""
         return self._down
-
-    # --- up and down ------------------------------------------------------------------------------------
 
     def _lost(self, e: BaseException) -> None:
         """Say once that Redis is gone and what that changes; look for it again in the background."""
@@ -127,7 +124,7 @@ class RedisShared:
         while True:
             await asyncio.sleep(PROBE_S)
             try:
-                await self._redis.ping()
+                await self.client.ping()
             except (RedisError, OSError):
                 continue
             log.info("Redis at %s is back: the cache, rates and revocations are shared again", self.url)
@@ -135,7 +132,7 @@ class RedisShared:
             self._probe = None
             return
 
-    async def _call(self, op: Any, *args: Any, **kwargs: Any) -> Any:
+    async def call(self, op: Any, *args: Any, **kwargs: Any) -> Any:
         """One Redis call, or a RedisError at once while Redis is known to be down."""
         if self._down is not None:
             raise RedisError(self._down)
@@ -145,6 +142,27 @@ class RedisShared:
         except (RedisError, OSError) as e:
             self._lost(e)
             raise RedisError(str(e)) from e
+
+
+class RedisShared:
+    """Redis through redis-py's asyncio client; this process's memory stands in while Redis is unreachable."""
+
+    def __init__(
+        self, url: str, cache_entries: int = 100_000, prefix: str = "npcmind:", timeout_s: float = TIMEOUT_S
+    ) -> None:
+        self.url = url
+        self.prefix = prefix
+        self.fallback = MemoryShared(cache_entries)  # used only while Redis is down
+        self.link = RedisLink(url, timeout_s)
+
+    async def start(self) -> None:
+        await self.link.start()
+
+    async def close(self) -> None:
+        await self.link.close()
+
+    def problem(self) -> str | None:
+        return self.link.problem()
 
     # --- the decision cache ---------------------------------------------------------------------------
 
@@ -157,7 +175,7 @@ class RedisShared:
         if not missing:
             return local
         try:
-            raw = await self._call(self._redis.mget, [self._cache_key(client_id, keys[i]) for i in missing])
+            raw = await self.link.call(self.link.client.mget, [self._cache_key(client_id, keys[i]) for i in missing])
         except RedisError:
             return local
         for i, value in zip(missing, raw, strict=True):
@@ -170,18 +188,18 @@ class RedisShared:
         await self.fallback.cache(client_id, entries)
         if not entries:
             return
-        pipe = self._redis.pipeline(transaction=False)
+        pipe = self.link.client.pipeline(transaction=False)
         for key, choice, ttl_ms in entries:
             pipe.set(self._cache_key(client_id, key), _encode((choice.action, choice.confidence)), px=ttl_ms)
         with contextlib.suppress(RedisError):
-            await self._call(pipe.execute)
+            await self.link.call(pipe.execute)
 
     # --- rates, revocations, back-off -------------------------------------------------------------------
 
     async def take(self, client_id: str, session_id: str, rate: float, share: float) -> float:
         keys = [f"{self.prefix}r:{client_id}", f"{self.prefix}rs:{client_id}:{session_id}"]
         try:
-            wait_ms = await self._call(self._take, keys, [repr(rate), repr(share)])
+            wait_ms = await self.link.call(self.link.take_script, keys, [repr(rate), repr(share)])
         except RedisError:
             return self.fallback.take_now(client_id, session_id, rate, share)
         return int(wait_ms) / 1000
@@ -190,21 +208,21 @@ class RedisShared:
         await self.fallback.revoke(session_id, until)
         ttl_ms = max(1, int((until - time.time()) * 1000))
         try:
-            await self._call(self._redis.set, f"{self.prefix}x:{session_id}", b"1", px=ttl_ms)
+            await self.link.call(self.link.client.set, f"{self.prefix}x:{session_id}", b"1", px=ttl_ms)
         except RedisError:  # never silent: the guard logs it, and how the store still delivers it
             return False
         return True
 
     async def revoked(self, session_id: str) -> bool | None:
         try:
-            return bool(await self._call(self._redis.exists, f"{self.prefix}x:{session_id}"))
+            return bool(await self.link.call(self.link.client.exists, f"{self.prefix}x:{session_id}"))
         except RedisError:
             return None
 
     async def claim(self, session_id: str, owner: str) -> bool | None:
         try:
-            before = await self._call(
-                self._redis.set, f"{self.prefix}o:{session_id}", owner.encode(), px=OWNED_MS, get=True
+            before = await self.link.call(
+                self.link.client.set, f"{self.prefix}o:{session_id}", owner.encode(), px=OWNED_MS, get=True
             )
         except RedisError:
             return None
@@ -214,11 +232,11 @@ class RedisShared:
         await self.fallback.back_off(until)
         ttl_ms = max(1, int((until - time.time()) * 1000))
         with contextlib.suppress(RedisError):
-            await self._call(self._redis.set, f"{self.prefix}b", repr(until).encode(), px=ttl_ms)
+            await self.link.call(self.link.client.set, f"{self.prefix}b", repr(until).encode(), px=ttl_ms)
 
     async def backed_off(self) -> float:
         try:
-            value = await self._call(self._redis.get, f"{self.prefix}b")
+            value = await self.link.call(self.link.client.get, f"{self.prefix}b")
         except RedisError:
             return await self.fallback.backed_off()
         return float(value) if value is not None else 0.0

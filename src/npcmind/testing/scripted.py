@@ -296,118 +296,124 @@ def _validation_error(loc: tuple[str, ...], value: Any, allowed: list[str]) -> d
     return {"error": {"message": message, "type": "internal_server_error", "param": None, "code": None}}
 
 
+async def _received(m: ScriptedModel, body: dict[str, Any]) -> Response[bytes] | None:
+    """Count and keep one call, hold or delay it as scripted; the scripted error or body, or None to answer."""
+    m.requests.append(body)
+    m.received += 1
+    m.in_flight += 1
+    m.most_in_flight = max(m.most_in_flight, m.in_flight)
+    try:
+        await m.hold()
+        if m.script.delay_ms:
+            await asyncio.sleep(m.script.delay_ms / 1000)
+    finally:
+        m.in_flight -= 1
+    s = m.script
+    failed = _status_error(s)
+    if failed is not None:
+        return failed
+    if s.body is not None:
+        return _json(s.body)
+    return None
+
+
+def _openai_answer(m: ScriptedModel, body: dict[str, Any]) -> Response[bytes]:
+    """A chat completion as OpenAI's API (and llama-cpp-python's server) answers one, per the script."""
+    s = m.script
+    rejected = next((p for p in s.reject_params if p in body), None)
+    if rejected is not None:  # as OpenAI answers a parameter a model does not take
+        text = f"Unsupported parameter: '{rejected}' is not supported with this model."
+        error = {"message": text, "type": "invalid_request_error", "param": rejected}
+        return _json({"error": {**error, "code": "unsupported_parameter"}}, 400)
+    fmt = body.get("response_format") or {}
+    if s.response_formats is not None and fmt and fmt.get("type") not in s.response_formats:
+        loc = ("body", "response_format", "type")
+        return _json(_validation_error(loc, fmt.get("type"), s.response_formats), 500)
+    messages = body.get("messages", [])
+    system = next((x["content"] for x in messages if x.get("role") == "system"), "")
+    user = next((x["content"] for x in messages if x.get("role") == "user"), "")
+    # OpenAI's form, or llama-cpp-python's (a schema inside json_object)
+    schema = (fmt.get("json_schema") or {}).get("schema") or fmt.get("schema") or {}
+    # the schema says which form; without one (a server with no structured output), the prompt does
+    numbered = "decisions" in schema["properties"] if schema.get("properties") else '{"decisions"' in system
+    pieces, _ = m.answer(numbered, user)
+    if "ENTITIES:\n" not in user:  # not a decide batch: an NPC's dialogue prompt (the SDK's cortex)
+        pieces = [(NPC_ANSWER, 0.0)]
+    content = s.text if s.text is not None else "".join(p for p, _ in pieces)
+    if s.malformed:
+        content = content[: len(content) // 2] + "<<not json"
+    if s.truncated and s.text is None:
+        content = ""
+    message: dict[str, Any] = {"role": "assistant", "content": None if s.refusal else content}
+    message["refusal"] = s.refusal
+    choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": "length" if s.truncated else "stop"}
+    if body.get("logprobs") and not s.refusal and s.text is None and not s.malformed and not s.truncated:
+        choice["logprobs"] = {
+            "content": [{"token": p, "logprob": lp, "bytes": list(p.encode()), "top_logprobs": []} for p, lp in pieces]
+        }
+    prompt_tokens = count("o200k_base", system) + count_once("o200k_base", user)
+    return _json(
+        {
+            "id": f"chatcmpl-scripted-{m.received}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "scripted"),
+            "choices": [choice],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": len(pieces),
+                "total_tokens": prompt_tokens + len(pieces),
+                "prompt_tokens_details": {"cached_tokens": m.cached(system)},
+            },
+        }
+    )
+
+
+def _anthropic_answer(m: ScriptedModel, body: dict[str, Any]) -> Response[bytes]:
+    """A message as Anthropic's Messages API answers one (the decision as a tool call), per the script."""
+    s = m.script
+    system = "".join(b.get("text", "") for b in body.get("system", []) if isinstance(b, dict))
+    user = next((x["content"] for x in body.get("messages", []) if x.get("role") == "user"), "")
+    _, obj = m.answer(True, user)
+    content: list[dict[str, Any]] = []
+    if s.text is not None and not s.refusal:  # a model that wrote its answer as text instead of the tool call
+        content = [{"type": "text", "text": s.text}]
+    elif not (s.refusal or s.truncated):
+        content = [{"type": "tool_use", "id": "toolu_scripted", "name": "decide", "input": obj}]
+    cached = m.cached(system)
+    return _json(
+        {
+            "id": f"msg_scripted_{m.received}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "scripted"),
+            "content": content,
+            "stop_reason": "refusal" if s.refusal else "max_tokens" if s.truncated else "tool_use",
+            "usage": {
+                "input_tokens": count_once("cl100k_base", system + user) - cached,
+                "cache_read_input_tokens": cached,
+                "cache_creation_input_tokens": 0,
+                "output_tokens": 20,
+            },
+        }
+    )
+
+
 def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
     """The scripted server as an ASGI app."""
     m = model or ScriptedModel()
 
-    async def _common(body: dict[str, Any]) -> Response[bytes] | None:
-        m.requests.append(body)
-        m.received += 1
-        m.in_flight += 1
-        m.most_in_flight = max(m.most_in_flight, m.in_flight)
-        try:
-            await m.hold()
-            if m.script.delay_ms:
-                await asyncio.sleep(m.script.delay_ms / 1000)
-        finally:
-            m.in_flight -= 1
-        s = m.script
-        failed = _status_error(s)
-        if failed is not None:
-            return failed
-        if s.body is not None:
-            return _json(s.body)
-        return None
-
     @post("/v1/chat/completions", status_code=200)
     async def chat(request: Request[Any, Any, Any]) -> Response[bytes]:
         body = msgspec.json.decode(await request.body())
-        early = await _common(body)
-        if early is not None:
-            return early
-        s = m.script
-        rejected = next((p for p in s.reject_params if p in body), None)
-        if rejected is not None:  # as OpenAI answers a parameter a model does not take
-            text = f"Unsupported parameter: '{rejected}' is not supported with this model."
-            error = {"message": text, "type": "invalid_request_error", "param": rejected}
-            return _json({"error": {**error, "code": "unsupported_parameter"}}, 400)
-        fmt = body.get("response_format") or {}
-        if s.response_formats is not None and fmt and fmt.get("type") not in s.response_formats:
-            loc = ("body", "response_format", "type")
-            return _json(_validation_error(loc, fmt.get("type"), s.response_formats), 500)
-        messages = body.get("messages", [])
-        system = next((x["content"] for x in messages if x.get("role") == "system"), "")
-        user = next((x["content"] for x in messages if x.get("role") == "user"), "")
-        # OpenAI's form, or llama-cpp-python's (a schema inside json_object)
-        schema = (fmt.get("json_schema") or {}).get("schema") or fmt.get("schema") or {}
-        # the schema says which form; without one (a server with no structured output), the prompt does
-        numbered = "decisions" in schema["properties"] if schema.get("properties") else '{"decisions"' in system
-        pieces, _ = m.answer(numbered, user)
-        if "ENTITIES:\n" not in user:  # not a decide batch: an NPC's dialogue prompt (the SDK's cortex)
-            pieces = [(NPC_ANSWER, 0.0)]
-        content = s.text if s.text is not None else "".join(p for p, _ in pieces)
-        if s.malformed:
-            content = content[: len(content) // 2] + "<<not json"
-        if s.truncated and s.text is None:
-            content = ""
-        message: dict[str, Any] = {"role": "assistant", "content": None if s.refusal else content}
-        message["refusal"] = s.refusal
-        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": "length" if s.truncated else "stop"}
-        if body.get("logprobs") and not s.refusal and s.text is None and not s.malformed and not s.truncated:
-            choice["logprobs"] = {
-                "content": [
-                    {"token": p, "logprob": lp, "bytes": list(p.encode()), "top_logprobs": []} for p, lp in pieces
-                ]
-            }
-        prompt_tokens = count("o200k_base", system) + count_once("o200k_base", user)
-        return _json(
-            {
-                "id": f"chatcmpl-scripted-{m.received}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": body.get("model", "scripted"),
-                "choices": [choice],
-                "usage": {
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": len(pieces),
-                    "total_tokens": prompt_tokens + len(pieces),
-                    "prompt_tokens_details": {"cached_tokens": m.cached(system)},
-                },
-            }
-        )
+        early = await _received(m, body)
+        return early if early is not None else _openai_answer(m, body)
 
     @post("/v1/messages", status_code=200)
     async def messages(request: Request[Any, Any, Any]) -> Response[bytes]:
         body = msgspec.json.decode(await request.body())
-        early = await _common(body)
-        if early is not None:
-            return early
-        s = m.script
-        system = "".join(b.get("text", "") for b in body.get("system", []) if isinstance(b, dict))
-        user = next((x["content"] for x in body.get("messages", []) if x.get("role") == "user"), "")
-        _, obj = m.answer(True, user)
-        content: list[dict[str, Any]] = []
-        if s.text is not None and not s.refusal:  # a model that wrote its answer as text instead of the tool call
-            content = [{"type": "text", "text": s.text}]
-        elif not (s.refusal or s.truncated):
-            content = [{"type": "tool_use", "id": "toolu_scripted", "name": "decide", "input": obj}]
-        cached = m.cached(system)
-        return _json(
-            {
-                "id": f"msg_scripted_{m.received}",
-                "type": "message",
-                "role": "assistant",
-                "model": body.get("model", "scripted"),
-                "content": content,
-                "stop_reason": "refusal" if s.refusal else "max_tokens" if s.truncated else "tool_use",
-                "usage": {
-                    "input_tokens": count_once("cl100k_base", system + user) - cached,
-                    "cache_read_input_tokens": cached,
-                    "cache_creation_input_tokens": 0,
-                    "output_tokens": 20,
-                },
-            }
-        )
+        early = await _received(m, body)
+        return early if early is not None else _anthropic_answer(m, body)
 
     @get("/v1/models")
     async def models() -> Response[bytes]:
