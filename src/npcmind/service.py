@@ -6,6 +6,7 @@ import asyncio
 import ipaddress
 import logging
 import time
+from collections.abc import Callable
 from typing import TypeVar
 
 from npcmind.config import Settings
@@ -53,6 +54,87 @@ def _started(part: T | None) -> T:
     return part
 
 
+class Chores:
+    """The service's background loops, off the request path: trimming sessions, forgetting old decisions, the
+    activity line, and retraining local policies."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        metrics: Metrics,
+        sessions: SessionRegistry,
+        manifest_of: Callable[[str], Manifest | None],
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.metrics = metrics
+        self.sessions = sessions
+        self.manifest_of = manifest_of
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def start(self) -> None:
+        """Start the loops the settings ask for (inside the event loop)."""
+        loop = asyncio.get_running_loop()
+        self._tasks.append(loop.create_task(self._trim_every(1.0)))
+        if self.settings.activity_s:
+            self._tasks.append(loop.create_task(self._say_activity(self.settings.activity_s)))
+        if self.settings.retention_h:
+            keep = self.settings.retention_h * 3600
+            self._tasks.append(loop.create_task(self._prune_every(min(600.0, keep / 4), keep)))
+        if self.settings.distill_every_h:
+            self._start_distill(self.settings.distill_every_h)
+
+    def stop(self) -> None:
+        """Cancel every loop."""
+        for task in self._tasks:
+            task.cancel()
+
+    def _start_distill(self, every_h: float) -> None:
+        """Retrain the clients' local policies every ``every_h`` hours, in a process of their own (docs/policy.md)."""
+        from npcmind.distill.background import BackgroundDistill
+
+        job = BackgroundDistill(self.store, self.settings.store, self.manifest_of, every_h)
+        self._tasks.append(asyncio.get_running_loop().create_task(job.run()))
+        log.info("distill: every client's local policy is retrained every %g h (--distill-every)", every_h)
+
+    async def _trim_every(self, seconds: float) -> None:
+        """Keep all sessions together within NPCMIND_MAX_ENTITIES, off the request path."""
+        while True:
+            await asyncio.sleep(seconds)
+            self.sessions.trim()
+
+    async def _prune_every(self, seconds: float, keep: float) -> None:
+        """Forget what is older than NPCMIND_RETENTION_H, so the store's file stops growing; off the request
+        path, a small transaction at a time."""
+        while True:
+            await asyncio.sleep(seconds)
+            try:
+                decisions, sessions = await self.store.prune(time.time() - keep)
+            except StoreError:  # said by the store's failure log; the next round tries again
+                continue
+            if decisions or sessions:
+                what = [f"{decisions} decision{'s' * (decisions != 1)} issued"] if decisions else []
+                what += [f"{sessions} session{'s' * (sessions != 1)} that expired"] if sessions else []
+                log.info(
+                    "store: forgot %s more than %g h ago (NPCMIND_RETENTION_H)",
+                    " and ".join(what),
+                    self.settings.retention_h,
+                )
+
+    async def _say_activity(self, every: float) -> None:
+        """Every ``every`` seconds with decisions in them, one log line on what they were and cost."""
+        log_activity = logging.getLogger("npcmind.activity")
+        before, since = self.metrics.counts(), time.monotonic()
+        while True:
+            await asyncio.sleep(every)
+            after, now = self.metrics.counts(), time.monotonic()
+            line = activity(before, after, now - since)
+            if line is not None:
+                log_activity.info("%s", line)
+            before, since = after, now
+
+
 class Service:
     """One running npcmind: what every route handler needs."""
 
@@ -83,11 +165,8 @@ class Service:
         self._hub: ContextHub | None = None
         self._npc: NpcProcessor | None = None
         self._check: asyncio.Task[None] | None = None
-        self._activity: asyncio.Task[None] | None = None
+        self._chores: Chores | None = None
         self._run: tuple[Counts, float] | None = None
-        self._trim: asyncio.Task[None] | None = None
-        self._prune: asyncio.Task[None] | None = None
-        self._distill: asyncio.Task[None] | None = None
         self._provider_problem: str | None = None  # what the start-up check found
 
     async def start(self) -> None:
@@ -132,27 +211,14 @@ class Service:
         if self.settings.cors_origins:
             log.info("browser pages may call from: %s (NPCMIND_CORS_ORIGINS)", ", ".join(self.settings.cors_origins))
         self._check = asyncio.get_running_loop().create_task(self._check_provider())
-        if self.settings.activity_s:
-            self._activity = asyncio.get_running_loop().create_task(self._say_activity(self.settings.activity_s))
-        self._trim = asyncio.get_running_loop().create_task(self._trim_every(1.0))
-        if self.settings.retention_h:
-            keep = self.settings.retention_h * 3600
-            self._prune = asyncio.get_running_loop().create_task(self._prune_every(min(600.0, keep / 4), keep))
-        if self.settings.distill_every_h:
-            self._start_distill(self.settings.distill_every_h)
+        self._chores = Chores(self.settings, self.store, self.metrics, self.hub.sessions, self._manifest_of)
+        self._chores.start()
 
-    def _start_distill(self, every_h: float) -> None:
-        """Retrain the clients' local policies every ``every_h`` hours, in a process of their own (docs/policy.md)."""
-        from npcmind.distill.background import BackgroundDistill
-
-        def manifest_of(client_id: str) -> Manifest | None:
-            if self.clients is not None and client_id not in self.clients:
-                return None
-            return self.guard.manifest_for(client_id)
-
-        job = BackgroundDistill(self.store, self.settings.store, manifest_of, every_h)
-        self._distill = asyncio.get_running_loop().create_task(job.run())
-        log.info("distill: every client's local policy is retrained every %g h (--distill-every)", every_h)
+    def _manifest_of(self, client_id: str) -> Manifest | None:
+        """The manifest a client's decisions are trained against, or None for a client no longer configured."""
+        if self.clients is not None and client_id not in self.clients:
+            return None
+        return self.guard.manifest_for(client_id)
 
     def _manifests(self) -> list[Manifest]:
         """The manifest of the local profile, or each client's of the hosted one."""
@@ -176,42 +242,6 @@ class Service:
                 least,
             )
 
-    async def _trim_every(self, seconds: float) -> None:
-        """Keep all sessions together within NPCMIND_MAX_ENTITIES, off the request path."""
-        while True:
-            await asyncio.sleep(seconds)
-            self.hub.sessions.trim()
-
-    async def _prune_every(self, seconds: float, keep: float) -> None:
-        """Forget what is older than NPCMIND_RETENTION_H, so the store's file stops growing; off the request
-        path, a small transaction at a time."""
-        while True:
-            await asyncio.sleep(seconds)
-            try:
-                decisions, sessions = await self.store.prune(time.time() - keep)
-            except StoreError:  # said by the store's failure log; the next round tries again
-                continue
-            if decisions or sessions:
-                what = [f"{decisions} decision{'s' * (decisions != 1)} issued"] if decisions else []
-                what += [f"{sessions} session{'s' * (sessions != 1)} that expired"] if sessions else []
-                log.info(
-                    "store: forgot %s more than %g h ago (NPCMIND_RETENTION_H)",
-                    " and ".join(what),
-                    self.settings.retention_h,
-                )
-
-    async def _say_activity(self, every: float) -> None:
-        """Every ``every`` seconds with decisions in them, one log line on what they were and cost."""
-        log_activity = logging.getLogger("npcmind.activity")
-        before, since = self.metrics.counts(), time.monotonic()
-        while True:
-            await asyncio.sleep(every)
-            after, now = self.metrics.counts(), time.monotonic()
-            line = activity(before, after, now - since)
-            if line is not None:
-                log_activity.info("%s", line)
-            before, since = after, now
-
     async def _check_provider(self) -> None:
         """Ask the provider's model list once, in the background (the service is ready meanwhile), so a wrong
         key, an unknown model or a server that is not running is said at start, not by the first fallbacks."""
@@ -228,9 +258,10 @@ class Service:
 
     async def stop(self) -> None:
         """Close connections and the store."""
-        for task in (self._check, self._activity, self._trim, self._prune, self._distill):
-            if task is not None:
-                task.cancel()
+        if self._check is not None:
+            self._check.cancel()
+        if self._chores is not None:
+            self._chores.stop()
         await self.provider.close()
         await self.shared.close()
         await self.store.close()
