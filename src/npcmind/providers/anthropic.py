@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import msgspec
@@ -9,7 +10,15 @@ import msgspec
 from npcmind import answer
 from npcmind.answer import AnswerMode
 from npcmind.config import MAX_CONCURRENT_CALLS
-from npcmind.providers.base import ProviderAnswer, ProviderCall, ProviderError, listing_problem, usage_count
+from npcmind.providers.base import (
+    ProviderAnswer,
+    ProviderCall,
+    ProviderError,
+    StreamPiece,
+    listing_problem,
+    usage_count,
+    whole_answer,
+)
 from npcmind.providers.http import JsonClient
 
 ANTHROPIC_URL = "https://api.anthropic.com/v1"
@@ -80,6 +89,9 @@ class AnthropicProvider:
         headers = {"x-api-key": self.api_key, "anthropic-version": VERSION}
         data = await self._http.post(f"{self.base_url}/messages", self.request_body(call), headers)
         return self.read_answer(data, call)
+
+    def stream(self, call: ProviderCall) -> AsyncIterator[StreamPiece]:
+        return whole_answer(self.decide, call)  # streamed over HTTP: issue 31
 
     async def check(self) -> str | None:
         if not self.api_key:

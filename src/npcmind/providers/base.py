@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -32,6 +33,31 @@ class ProviderAnswer:
     output_tokens: int = 0
     raw: str | None = None  # the answer as the model gave it, for GET /v1/prompt
     truncated: bool = False  # the answer stopped at the output limit (a reasoning model may spend it all)
+
+
+@dataclass(frozen=True, slots=True)
+class Picked:
+    """One entity's choice in a streamed answer, final as soon as the model has written it: the pipeline
+    decides that entity at once instead of waiting for the whole answer."""
+
+    number: int
+    choice: Choice
+
+
+# a streamed answer: a Picked for each entity as soon as its part is complete, then the whole ProviderAnswer
+# (its choices include the picked ones; an entity it adds that was never picked is decided at the end)
+StreamPiece = Picked | ProviderAnswer
+
+
+async def whole_answer(
+    decide: Callable[[ProviderCall], Awaitable[ProviderAnswer]], call: ProviderCall
+) -> AsyncIterator[StreamPiece]:
+    """A stream made of one unstreamed call, for a provider or a server that cannot stream: every choice at
+    once when the answer comes, then the answer."""
+    got = await decide(call)
+    for number, choice in got.choices.items():
+        yield Picked(number, choice)
+    yield got
 
 
 class ProviderError(Exception):
@@ -110,6 +136,11 @@ class Provider(Protocol):
         """Make the one model call for a batch; raise ProviderError when it fails as a whole."""
         ...
 
+    def stream(self, call: ProviderCall) -> AsyncIterator[StreamPiece]:
+        """The same call, streamed: each entity's choice as soon as it is written, then the whole answer;
+        raise ProviderError when it fails before any piece (after one, the pieces given stand)."""
+        ...
+
     async def check(self) -> str | None:
         """At start, without a model call: a problem that will make calls fail (key refused, unknown model),
         said before the game's first request, or None; a ProviderError when the server cannot be reached."""
@@ -132,6 +163,9 @@ class NoProvider:
 
     async def decide(self, call: ProviderCall) -> ProviderAnswer:
         raise ProviderError("no provider configured")
+
+    def stream(self, call: ProviderCall) -> AsyncIterator[StreamPiece]:
+        return whole_answer(self.decide, call)
 
     async def check(self) -> str | None:
         return None  # the start banner already says every decision falls back

@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import AsyncIterator
 from typing import Any
 
 from npcmind import answer
 from npcmind.answer import AnswerMode
 from npcmind.config import MAX_CONCURRENT_CALLS
-from npcmind.providers.base import ProviderAnswer, ProviderCall, ProviderError, listing_problem, usage_count
+from npcmind.providers.base import (
+    ProviderAnswer,
+    ProviderCall,
+    ProviderError,
+    StreamPiece,
+    listing_problem,
+    usage_count,
+    whole_answer,
+)
 from npcmind.providers.http import JsonClient
 from npcmind.providers.tokens import encoding_for
 from npcmind_client.params import first_not_refused, refused_parameter
@@ -154,6 +163,9 @@ class OpenAIProvider:
                 )
                 continue
             return self.read_answer(data, call)
+
+    def stream(self, call: ProviderCall) -> AsyncIterator[StreamPiece]:
+        return whole_answer(self.decide, call)  # streamed over HTTP: issue 31
 
     async def check(self) -> str | None:
         if not self.ready:
