@@ -193,3 +193,70 @@ def test_a_provider_failure_is_fallback_lines_and_the_last_line_is_written(
     decided = check_whole(lines_of(r), body) if accept else {d["id"]: d for d in r.json()["decisions"]}
     assert [d["code"] for d in decided.values()] == ["unavailable", "unavailable"]
     assert "500" in decided["a"]["reason"]
+
+
+def serve_args(tmp_path: Path, base_url: str) -> list[str]:
+    """`npcmind serve` on a SQLite file of the test's own, its provider the scripted server."""
+    store = f"sqlite:///{tmp_path}/kill.db"
+    return ["--manifest", str(FOREST), "--store", store, "--provider", "openai", "--base-url", base_url]
+
+
+def test_kill_9_mid_stream_loses_no_acknowledged_decision(tmp_path: Path, scripted: Any) -> None:
+    """Every decision line received before a kill -9 is known to the store afterwards: a line is written only
+    once its decision is kept."""
+    from test_durability import Proc
+
+    args = serve_args(tmp_path, scripted.base_url)
+    a = Proc(args)
+    entities = [bee(f"w{i}") for i in range(4)]  # decided once, then from the cache, the scene the same
+    warm = decide_body(*entities, *[bee(f"f{i}", observation=obs(hp_fraction=0.1)) for i in range(4)])
+    try:
+        assert all(d["source"] == "AI" for d in a.http.post("/v1/decide", json=warm).json()["decisions"])
+        fresh = [bee(f"f{i}", observation=obs(hp_fraction=0.9)) for i in range(4)]
+        scripted.set(hold=True)  # the model never answers: the kill comes mid-stream
+        received: list[dict[str, Any]] = []
+        with a.http.stream("POST", "/v1/decide", json=decide_body(*entities, *fresh), headers=NDJSON) as r:
+            for line in r.iter_lines():
+                received.append(msgspec.json.decode(line))
+                if len(received) == len(entities):
+                    break
+            a.kill9()
+    finally:
+        scripted.set()
+        if a.proc.poll() is None:
+            a.kill9()
+    ids = [d["decision_id"] for d in received if d.get("source") == "AI"]
+    assert len(ids) == len(entities) and "a2g" not in received[-1], received  # acknowledged lines, and no last line
+    b = Proc(args)
+    try:
+        reports = [{"decision_id": d, "outcome": "done"} for d in ids]
+        r = b.http.post("/v1/report", json={"client_id": "game-1", "reports": reports})
+        assert [x["status"] for x in r.json()["results"]] == ["accepted"] * len(ids)
+    finally:
+        b.kill9()
+
+
+def test_a_client_that_leaves_mid_stream_cancels_the_call_and_nothing_is_said(
+    start_service: Any, scripted: Any
+) -> None:
+    from conftest import logged
+
+    svc = start_service(base_url=scripted.base_url, provider="openai", model="scripted", max_concurrent_calls=1)
+    scripted.set(hold=True)
+    try:
+        with logged("npcmind") as said:
+            with svc.http.stream("POST", "/v1/decide", json=decide_body(bee("a"), bee("b")), headers=NDJSON) as r:
+                assert r.status_code == 200
+                until(lambda: scripted.model.in_flight == 1, "the provider call, held")
+            # the client is gone: its call is cancelled and its slot free, though the model never answered
+            until(lambda: not svc.service.pipeline.local._slots.locked(), "the call slot freed")
+            assert (
+                svc.service.pipeline.seen(svc.service.pipeline.seen_sessions()[0]) is None
+                if (svc.service.pipeline.seen_sessions())
+                else True
+            )  # no half batch shown
+        assert not [m for m in said if "bug" in m or "Traceback" in m or "failed" in m], said
+    finally:
+        scripted.set()
+    d = svc.decide(decide_body(bee("c", observation=obs(hp_fraction=0.7)))).json()["decisions"][0]
+    assert d["source"] == "AI"  # the one slot serves the next request
