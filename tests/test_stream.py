@@ -256,3 +256,25 @@ def test_a_client_that_leaves_mid_stream_cancels_the_call_and_nothing_is_said(
         scripted.set()
     d = svc.decide(decide_body(bee("c", observation=obs(hp_fraction=0.7)))).json()["decisions"][0]
     assert d["source"] == "AI"  # the one slot serves the next request
+
+
+def test_a_bug_after_the_200_is_unavailable_lines_and_the_last_line_said_once(
+    svc: Running, scripted: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from conftest import logged
+
+    def broken(session: Any, issued: Any) -> None:
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(svc.service.pipeline.situation, "decided", broken)
+    with logged("npcmind") as said:
+        for k in range(3):
+            body = decide_body(
+                bee("a", observation=obs(hp_fraction=k / 10)), bee("b", observation=obs(hp_fraction=k / 10))
+            )
+            r = svc.decide(body, headers=NDJSON)
+            decided = check_whole(lines_of(r), body)  # every entity a line, then the last line
+            assert {d["code"] for d in decided.values()} == {"unavailable"}
+            assert decided["a"]["reason"] == "internal error; the service logged it"
+            assert b"Traceback" not in r.content and b"ZeroDivisionError" not in r.content
+    assert len([m for m in said if "(a bug: please report it" in m]) == 1, said
