@@ -403,3 +403,16 @@ def test_an_anthropic_error_event_fails_the_rest_of_the_stream(event: bytes) -> 
     assert message.take(msgspec.json.encode(delta), call) == [(1, answer.Choice("flee"))]
     with pytest.raises(ProviderError, match=r"Overloaded|not JSON"):
         message.take(event, call)
+
+
+def test_a_stream_without_usage_counts_the_tokens_the_server_sent(server: ScriptedServer) -> None:
+    # a server that refuses stream_options (or, as llama-cpp-python's, sends no usage chunk): the output is the
+    # tokens streamed, as many as the unstreamed answer reports; the input, the tokenizer's count of the prompt
+    server.set(reject_params=["stream_options"])
+    p = provider("openai", server)
+    got, error = pieces(p, provider_call("enum"))
+    assert error is None and p.dropped == ["stream_options"] and "stream_options" not in server.requests[-1]
+    whole = decided(provider("openai", server), provider_call("enum"))
+    final = got[-1]
+    assert isinstance(final, ProviderAnswer) and final.output_tokens == whole.output_tokens > 10
+    assert final.input_tokens == count("o200k_base", provider_call("enum").system) + count("o200k_base", USER)

@@ -238,7 +238,9 @@ class OpenAIProvider:
         if not chunks.done and chunks.finish is None:
             raise stream_cut(len(reader.picked), "the connection closed without the answer's end")
         out = self.read_answer(chunks.whole(reader), call)
-        if chunks.usage is None:  # stream_options refused: the tokens the server sent, else the tokenizer's count
+        if chunks.usage is None:  # no usage chunk (llama-cpp-python's server sends none, or stream_options was
+            # refused): the tokens the server sent, else the tokenizer's counts, so budgets and metrics still see them
+            out.input_tokens = count_once(self.encoding, call.system) + count_once(self.encoding, call.user)
             out.output_tokens = len(reader.tokens) or count_once(self.encoding, reader.text)
         out.choices = {**out.choices, **reader.picked}  # what was given stands
         yield out
