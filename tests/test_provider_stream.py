@@ -17,6 +17,7 @@ from conftest import logged
 from npcmind import answer
 from npcmind.providers.anthropic import AnthropicProvider, _Message
 from npcmind.providers.base import Picked, Provider, ProviderAnswer, ProviderCall, ProviderError, StreamPiece
+from npcmind.providers.http import JsonClient
 from npcmind.providers.openai import OpenAIProvider
 from npcmind.providers.tokens import count, split
 from npcmind.testing.scripted import ScriptedServer
@@ -416,3 +417,86 @@ def test_a_stream_without_usage_counts_the_tokens_the_server_sent(server: Script
     final = got[-1]
     assert isinstance(final, ProviderAnswer) and final.output_tokens == whole.output_tokens > 10
     assert final.input_tokens == count("o200k_base", provider_call("enum").system) + count("o200k_base", USER)
+
+
+# ---- server-sent events as a server may cut them: a raw HTTP server writing the answer in fragments
+
+
+async def raw_server(parts: list[bytes]) -> tuple[asyncio.Server, str]:
+    """A server that answers any POST with these bytes of text/event-stream, written one fragment at a time,
+    then closes the connection (no length, no chunking: the body ends when the connection does)."""
+
+    async def answer_one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(int(h.split(b":")[1]) for h in head.split(b"\r\n") if h.lower().startswith(b"content-length"))
+        await reader.readexactly(length)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n")
+        for part in parts:
+            writer.write(part)
+            await writer.drain()
+            await asyncio.sleep(0.005)  # apart, most likely; together, the events must read the same
+        writer.close()
+
+    server = await asyncio.start_server(answer_one, "127.0.0.1", 0)
+    return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
+
+
+def test_events_are_read_however_the_server_cuts_its_bytes() -> None:
+    parts = [
+        b": a comment\r\n",
+        b"event: x\r\nda",
+        b'ta: {"a":',
+        b"1}\r\n\r",
+        b"\ndata: one\ndata: two\n\n",
+        b"data: last",
+    ]
+
+    async def read() -> list[bytes]:
+        server, url = await raw_server(parts)
+        client = JsonClient()
+        try:
+            async with client.stream(f"{url}/x", {}, {}) as opened:
+                assert opened.whole is None
+                return [event async for event in opened.events()]
+        finally:
+            await client.close()
+            server.close()
+
+    assert asyncio.run(read()) == [b'{"a":1}', b"one\ntwo", b"last"]
+
+
+def chunk(content: str) -> bytes:
+    return b"data: " + msgspec.json.encode({"choices": [{"index": 0, "delta": {"content": content}}]}) + b"\n\n"
+
+
+@pytest.mark.parametrize(
+    ("ending", "why"),
+    [
+        (b'data: {"error": {"message": "the model crashed"}}\n\n', "failed mid-answer: the model crashed"),
+        (b"", "closed without the answer's end"),  # no finish_reason, no [DONE]
+    ],
+)
+def test_an_openai_stream_that_fails_mid_answer_keeps_what_was_written(ending: bytes, why: str) -> None:
+    parts = [chunk('{"E1":"flee",'), chunk('"E2":"ch'), chunk('ase","E3'), ending]
+
+    async def read() -> tuple[list[StreamPiece], ProviderError | None]:
+        server, url = await raw_server(parts)
+        p = OpenAIProvider(None, base_url=url, model="m", mode="enum")
+        got: list[StreamPiece] = []
+        try:
+            async for piece in p.stream(provider_call("enum")):
+                got.append(piece)
+        except ProviderError as e:
+            return got, e
+        finally:
+            await p.close()
+            server.close()
+        return got, None
+
+    got, error = asyncio.run(read())
+    assert got == [Picked(1, answer.Choice("flee")), Picked(2, answer.Choice("chase"))]
+    assert (
+        error is not None
+        and str(error).startswith("the provider's stream was cut after 2 entities")
+        and why in str(error)
+    )
