@@ -22,6 +22,7 @@ from npcmind.providers.openai import OpenAIProvider
 from npcmind.providers.tokens import count, split
 from npcmind.testing.scripted import ScriptedServer
 
+WAIT_S = 120  # the first answer loads the tokenizer's tables: seconds on a loaded machine
 USER = (
     "ENTITIES:\n"
     'E1 "a" bee\nQ1: do? Options: idle, flee\n'
@@ -45,7 +46,7 @@ def sse_data(url: str, body: dict[str, Any]) -> tuple[list[Any], str | None]:
     """Every event's data of a streamed answer, decoded ("[DONE]" as is), and the error that ended it, if any."""
     out: list[Any] = []
     try:
-        with httpx.stream("POST", url, json=body, timeout=30) as r:
+        with httpx.stream("POST", url, json=body, timeout=WAIT_S) as r:
             assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream"), r.read()
             for line in r.iter_lines():
                 if line.startswith("data: "):
@@ -64,7 +65,7 @@ def server() -> Any:
 
 def test_the_scripted_server_streams_a_chat_completion_token_by_token(server: ScriptedServer) -> None:
     server.set(choose={"b": "flee"})
-    whole = httpx.post(f"{server.base_url}/chat/completions", json=chat_body()).json()
+    whole = httpx.post(f"{server.base_url}/chat/completions", json=chat_body(), timeout=WAIT_S).json()
     chunks, cut = sse_data(
         f"{server.base_url}/chat/completions", chat_body(stream=True, stream_options={"include_usage": True})
     )
@@ -92,7 +93,7 @@ def test_the_scripted_server_streams_a_chat_completion_token_by_token(server: Sc
 
 def test_the_scripted_server_streams_a_message_as_anthropic_does(server: ScriptedServer) -> None:
     server.set(choose={"c": "chase"})
-    whole = httpx.post(f"{server.url}/v1/messages", json=messages_body()).json()
+    whole = httpx.post(f"{server.url}/v1/messages", json=messages_body(), timeout=WAIT_S).json()
     events, cut = sse_data(f"{server.url}/v1/messages", {**messages_body(), "stream": True})
     assert cut is None
     kinds = [e["type"] for e in events]
@@ -129,9 +130,9 @@ def test_the_scripted_server_cuts_a_stream_where_told(server: ScriptedServer, pr
 
 def test_a_server_that_cannot_stream_refuses_the_parameter_by_name(server: ScriptedServer) -> None:
     server.set(reject_params=["stream"])
-    r = httpx.post(f"{server.base_url}/chat/completions", json=chat_body(stream=True))
+    r = httpx.post(f"{server.base_url}/chat/completions", json=chat_body(stream=True), timeout=WAIT_S)
     assert r.status_code == 400 and r.json()["error"]["param"] == "stream"
-    ok = httpx.post(f"{server.base_url}/chat/completions", json=chat_body())  # unstreamed: answered
+    ok = httpx.post(f"{server.base_url}/chat/completions", json=chat_body(), timeout=WAIT_S)  # unstreamed: answered
     assert ok.status_code == 200 and ok.json()["choices"][0]["message"]["content"].startswith('{"E1"')
 
 
@@ -139,11 +140,11 @@ def test_the_scripted_model_writes_no_faster_than_its_pace(server: ScriptedServe
     # lower bounds only: a loaded machine can make the answer later, never earlier
     server.set(stream_ttft_ms=200, stream_tokens_per_s=50)
     began = time.monotonic()
-    whole = httpx.post(f"{server.base_url}/chat/completions", json=chat_body()).json()
+    whole = httpx.post(f"{server.base_url}/chat/completions", json=chat_body(), timeout=WAIT_S).json()
     tokens = whole["usage"]["completion_tokens"]
     assert time.monotonic() - began >= 0.2 + (tokens - 1) / 50
     began = time.monotonic()
-    with httpx.stream("POST", f"{server.base_url}/chat/completions", json=chat_body(stream=True)) as r:
+    with httpx.stream("POST", f"{server.base_url}/chat/completions", json=chat_body(stream=True), timeout=WAIT_S) as r:
         seen = []
         for line in r.iter_lines():
             if '"content":"' in line and '"content":""' not in line:
