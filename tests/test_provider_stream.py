@@ -466,8 +466,32 @@ def test_events_are_read_however_the_server_cuts_its_bytes() -> None:
     assert asyncio.run(read()) == [b'{"a":1}', b"one\ntwo", b"last"]
 
 
-def chunk(content: str) -> bytes:
-    return b"data: " + msgspec.json.encode({"choices": [{"index": 0, "delta": {"content": content}}]}) + b"\n\n"
+def chunk(content: str, tokens: list[tuple[str, float]] | None = None, finish: str | None = None) -> bytes:
+    """One chat-completion chunk as a server sends it (with log-probabilities for ``tokens``)."""
+    choice: dict[str, Any] = {"index": 0, "delta": {"content": content}, "finish_reason": finish}
+    if tokens is not None:
+        choice["logprobs"] = {"content": [{"token": t, "logprob": lp} for t, lp in tokens]}
+    return b"data: " + msgspec.json.encode({"choices": [choice]}) + b"\n\n"
+
+
+def stream_from(parts: list[bytes], call: ProviderCall) -> tuple[list[StreamPiece], ProviderError | None]:
+    """What OpenAIProvider.stream gives when the server sends these bytes."""
+
+    async def read() -> tuple[list[StreamPiece], ProviderError | None]:
+        server, url = await raw_server(parts)
+        p = OpenAIProvider(None, base_url=url, model="m", mode=call.mode)
+        got: list[StreamPiece] = []
+        try:
+            async for piece in p.stream(call):
+                got.append(piece)
+        except ProviderError as e:
+            return got, e
+        finally:
+            await p.close()
+            server.close()
+        return got, None
+
+    return asyncio.run(read())
 
 
 @pytest.mark.parametrize(
@@ -479,25 +503,23 @@ def chunk(content: str) -> bytes:
 )
 def test_an_openai_stream_that_fails_mid_answer_keeps_what_was_written(ending: bytes, why: str) -> None:
     parts = [chunk('{"E1":"flee",'), chunk('"E2":"ch'), chunk('ase","E3'), ending]
-
-    async def read() -> tuple[list[StreamPiece], ProviderError | None]:
-        server, url = await raw_server(parts)
-        p = OpenAIProvider(None, base_url=url, model="m", mode="enum")
-        got: list[StreamPiece] = []
-        try:
-            async for piece in p.stream(provider_call("enum")):
-                got.append(piece)
-        except ProviderError as e:
-            return got, e
-        finally:
-            await p.close()
-            server.close()
-        return got, None
-
-    got, error = asyncio.run(read())
+    got, error = stream_from(parts, provider_call("enum"))
     assert got == [Picked(1, answer.Choice("flee")), Picked(2, answer.Choice("chase"))]
     assert (
         error is not None
         and str(error).startswith("the provider's stream was cut after 2 entities")
         and why in str(error)
     )
+
+
+def test_confidence_stops_where_the_streamed_log_probabilities_stop_spelling_the_text() -> None:
+    # E1's chunk has its tokens; E2's has none (or tokens that do not spell it): E1's confidence is read, E2's
+    # is null rather than read at the wrong token, and the output is counted by the tokenizer (no usage chunk)
+    first = chunk('{"E1":"flee",', [('{"', 0.0), ("E", 0.0), ("1", 0.0), ('":"', 0.0), ("flee", -0.5), ('",', 0.0)])
+    for second in (chunk('"E2":"chase"}'), chunk('"E2":"chase"}', [('"E2":"', 0.0), ("chess", -0.1), ('"}', 0)])):
+        got, error = stream_from([first, second, chunk("", finish="stop"), b"data: [DONE]\n\n"], provider_call("enum"))
+        assert error is None
+        assert got[:2] == [Picked(1, answer.Choice("flee", confidence=0.6065)), Picked(2, answer.Choice("chase"))]
+        final = got[-1]
+        assert isinstance(final, ProviderAnswer) and final.choices == {1: got[0].choice, 2: got[1].choice}  # type: ignore[union-attr]
+        assert final.output_tokens == count("o200k_base", '{"E1":"flee","E2":"chase"}') and final.input_tokens > 0

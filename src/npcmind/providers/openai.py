@@ -241,7 +241,7 @@ class OpenAIProvider:
         if chunks.usage is None:  # no usage chunk (llama-cpp-python's server sends none, or stream_options was
             # refused): the tokens the server sent, else the tokenizer's counts, so budgets and metrics still see them
             out.input_tokens = count_once(self.encoding, call.system) + count_once(self.encoding, call.user)
-            out.output_tokens = len(reader.tokens) or count_once(self.encoding, reader.text)
+            out.output_tokens = len(reader.tokens) if chunks.aligned else count_once(self.encoding, reader.text)
         out.choices = {**out.choices, **reader.picked}  # what was given stands
         yield out
 
@@ -299,6 +299,9 @@ class _Chunks:
     finish: str | None = None
     usage: Any = None
     done: bool = False
+    # every chunk so far came with log-probabilities whose tokens spell its text: once one did not (none sent,
+    # or malformed), no more tokens are kept, so a token's offset never points at the wrong text
+    aligned: bool = True
 
     def take(self, data: bytes) -> tuple[str, list[tuple[str, float]]]:
         """One chunk: the text it adds and that text's tokens with their log-probabilities (none if not sent)."""
@@ -320,7 +323,13 @@ class _Chunks:
         if isinstance(delta.get("refusal"), str):
             self.refusal.append(delta["refusal"])
         text = delta.get("content")
-        return (text, _logprob_tokens(choice)) if isinstance(text, str) else ("", [])
+        if not isinstance(text, str):
+            return "", []
+        tokens = _logprob_tokens(choice) if self.aligned else []
+        if self.aligned and "".join(t for t, _ in tokens) != text:
+            self.aligned = False
+            tokens = []
+        return text, tokens
 
     def whole(self, reader: answer.PartialAnswer) -> dict[str, Any]:
         """The answer as an unstreamed chat completion, for read_answer (the same reading as decide()'s)."""
