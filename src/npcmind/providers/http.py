@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,7 +117,7 @@ class Streamed:
     whole: Any
     _resp: aiohttp.ClientResponse
 
-    async def events(self) -> AsyncIterator[bytes]:
+    async def events(self) -> AsyncGenerator[bytes, None]:
         """The data of each server-sent event, as it arrives (the ``event:`` names are left out: every
         provider's data says its own type). A connection lost mid-answer is a ProviderError."""
         data: list[bytes] = []

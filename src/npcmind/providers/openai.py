@@ -226,13 +226,14 @@ class OpenAIProvider:
         reader = answer.PartialAnswer(call.mode, call.entities)
         chunks = _Chunks()
         try:
-            async for data in opened.events():
-                if data == b"[DONE]":
-                    chunks.done = True
-                    break
-                text, tokens = chunks.take(data)
-                for number, choice in reader.feed(text, tokens):
-                    yield Picked(number, choice)
+            async with contextlib.aclosing(opened.events()) as events:  # closed at once when left early
+                async for data in events:
+                    if data == b"[DONE]":
+                        chunks.done = True
+                        break
+                    text, tokens = chunks.take(data)
+                    for number, choice in reader.feed(text, tokens):
+                        yield Picked(number, choice)
         except ProviderError as e:
             raise stream_cut(len(reader.picked), e) from None
         if not chunks.done and chunks.finish is None:
