@@ -279,6 +279,7 @@ FORMS.append(
 )
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(("kind", "mode", "text"), FORMS)
 def test_every_entity_is_picked_before_the_whole_answer_which_agrees_with_decide(
     server: ScriptedServer, kind: str, mode: answer.AnswerMode, text: str | None
