@@ -424,15 +424,15 @@ def test_a_stream_without_usage_counts_the_tokens_the_server_sent(server: Script
 # ---- server-sent events as a server may cut them: a raw HTTP server writing the answer in fragments
 
 
-async def raw_server(parts: list[bytes]) -> tuple[asyncio.Server, str]:
-    """A server that answers any POST with these bytes of text/event-stream, written one fragment at a time,
-    then closes the connection (no length, no chunking: the body ends when the connection does)."""
+async def raw_server(parts: list[bytes], kind: bytes = b"text/event-stream") -> tuple[asyncio.Server, str]:
+    """A server that answers any POST with these bytes (of content type ``kind``), written one fragment at a
+    time, then closes the connection (no length, no chunking: the body ends when the connection does)."""
 
     async def answer_one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = await reader.readuntil(b"\r\n\r\n")
         length = next(int(h.split(b":")[1]) for h in head.split(b"\r\n") if h.lower().startswith(b"content-length"))
         await reader.readexactly(length)
-        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: " + kind + b"\r\nconnection: close\r\n\r\n")
         for part in parts:
             writer.write(part)
             await writer.drain()
@@ -475,11 +475,13 @@ def chunk(content: str, tokens: list[tuple[str, float]] | None = None, finish: s
     return b"data: " + msgspec.json.encode({"choices": [choice]}) + b"\n\n"
 
 
-def stream_from(parts: list[bytes], call: ProviderCall) -> tuple[list[StreamPiece], ProviderError | None]:
+def stream_from(
+    parts: list[bytes], call: ProviderCall, kind: bytes = b"text/event-stream"
+) -> tuple[list[StreamPiece], ProviderError | None]:
     """What OpenAIProvider.stream gives when the server sends these bytes."""
 
     async def read() -> tuple[list[StreamPiece], ProviderError | None]:
-        server, url = await raw_server(parts)
+        server, url = await raw_server(parts, kind)
         p = OpenAIProvider(None, base_url=url, model="m", mode=call.mode)
         got: list[StreamPiece] = []
         try:
@@ -524,3 +526,11 @@ def test_confidence_stops_where_the_streamed_log_probabilities_stop_spelling_the
         final = got[-1]
         assert isinstance(final, ProviderAnswer) and final.choices == {1: got[0].choice, 2: got[1].choice}  # type: ignore[union-attr]
         assert final.output_tokens == count("o200k_base", '{"E1":"flee","E2":"chase"}') and final.input_tokens > 0
+
+
+def test_a_stream_under_another_content_type_is_read_and_a_web_page_is_named() -> None:
+    parts = [chunk('{"E1":"flee"}'), chunk("", finish="stop"), b"data: [DONE]\n\n"]
+    got, error = stream_from(parts, provider_call("enum"), b"text/plain; charset=utf-8")  # a proxy's word for it
+    assert error is None and got[0] == Picked(1, answer.Choice("flee")) and isinstance(got[-1], ProviderAnswer)
+    got, error = stream_from([b"<html><body>Sign in</body></html>"], provider_call("enum"), b"text/html")
+    assert got == [] and error is not None and "HTML page" in str(error)

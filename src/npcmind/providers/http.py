@@ -81,10 +81,10 @@ class JsonClient:
                 if resp.status >= 400:
                     wait = retry_after(resp.headers) if resp.status in (429, 503, 529) else None
                     raise _status_error(resp.status, await resp.read(), wait)
-                if resp.content_type == "text/event-stream":
-                    yield Streamed(None, resp)
-                else:
+                if resp.content_type in ("application/json", "text/html"):  # it did not stream (or is no API)
                     yield Streamed(_decoded(await resp.read()), resp)
+                else:  # text/event-stream, or whatever a proxy calls it
+                    yield Streamed(None, resp)
         except aiohttp.ClientError as e:
             raise ProviderError(f"cannot reach provider: {e.__class__.__name__}: {e}") from None
 
