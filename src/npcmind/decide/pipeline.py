@@ -275,10 +275,8 @@ class DecidePipeline:
                 got.append(pieces.get_nowait())
             group: list[tuple[int, Outcome]] = []
             for piece in got:
-                if isinstance(piece, Picked):
-                    found = pending.pop(
-                        piece.number, None
-                    )  # a number not asked, or given twice: not the model's to add
+                if isinstance(piece, Picked):  # a number not asked, or given twice, is not the model's to add
+                    found = pending.pop(piece.number, None)
                     if found is not None:
                         group.append((found[0], picked(piece.choice, found[1])))
                     continue
