@@ -790,7 +790,9 @@ def test_a_timeout_the_game_set_says_what_to_change(
         assert c.timeout_s == 5 and c.action("b0") is None and c.stats.errors == 1
     scripted.set()
     said = [r.getMessage() for r in caplog.records if r.name == "npcmind_client.decide"]
-    assert len(said) == 1 and "did not answer within 5 s" in said[0] and "timeout_s" in said[0], said
+    # streamed: the 200 came at once and then no line within 5 s, so its entity also falls back as cut
+    assert len(said) == 2 and "did not answer within 5 s" in said[0] and "timeout_s" in said[0], said
+    assert "the decision stream was cut" in said[1] and c.stats.streams_cut == 1, said
 
 
 def test_closing_does_not_wait_for_a_slow_service(svc: Running, scripted: ScriptedServer, clock: Clock) -> None:

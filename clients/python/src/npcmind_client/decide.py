@@ -248,9 +248,7 @@ class DecideClient:
             if isinstance(done, Chunk):  # a streamed answer's bytes: each line they complete is applied now
                 self._scheduler.chunk(done.ref, done.data, now_ms)
             elif isinstance(done, End):
-                if done.why:
-                    log.debug("the decision stream of %s was cut: %s", done.ref, done.why)
-                self._scheduler.end(done.ref, now_ms)
+                self._scheduler.end(done.ref, now_ms, done.failed, done.why)
             elif done.answer is not None:
                 status, body, headers = done.answer
                 self._scheduler.answer(done.ref, status, body, headers, now_ms)

@@ -319,10 +319,14 @@ class Scheduler:
         for line in sent.lines.feed(data):
             _stream_line(self, sent, line, now)
 
-    def end(self, ref: str, now: float) -> None:
+    def end(self, ref: str, now: float, failed: FailKind | None = None, detail: str = "") -> None:
         """Request ``ref``'s streamed answer ended (a partial line is discarded): cut before its last line, the
-        lines received stand and every entity of it without one falls back (``unavailable``, ``CUT``)."""
+        lines received stand and every entity of it without one falls back (``unavailable``, ``CUT``).
+        ``failed``: the transport ended it (no line within ``timeout_s``, the connection lost), said as ``fail``
+        says it."""
         sent = self._take(ref)
+        if failed is not None:
+            _say_failed(self, failed, detail)
         if sent.whole:
             self.roster.release(sent.legal, None)  # one the stream did not name: asked on its refresh, as today
             return
@@ -338,15 +342,7 @@ class Scheduler:
         """Request ``ref`` got no answer (``timeout`` or ``unreachable``): said once, then undone by its kind
         (``FAILED``; a telemetry or report that failed is not sent again)."""
         sent = self._take(ref)
-        if kind == "timeout":
-            why = (
-                "its model may take up to NPCMIND_DEADLINE_MS: leave timeout_s out to follow it"
-                if self.timeout_given
-                else f"{TIMEOUT_MARGIN_S:g} s past its own deadline for the model: it is overloaded or stalled"
-            )
-            self.say("timeout", f"npcmind did not answer within {self.timeout_s:g} s ({why})")
-        else:
-            self.say("transport", f"npcmind is unreachable: {detail or kind}")
+        _say_failed(self, kind, detail)
         failed = FAILED.get(sent.kind)
         if failed is not None:
             failed(self, sent, now)
@@ -429,6 +425,19 @@ def _decided(s: Scheduler, sent: _Sent, answered: Answered, now: float) -> None:
         if e is not None and d.id in sent.legal:  # else untracked meanwhile, or not asked
             s.roster.use(e, d, sent.legal[d.id], now)
     s.roster.release(sent.legal, None)
+
+
+def _say_failed(s: Scheduler, kind: FailKind, detail: str) -> None:
+    """Why a request got no answer (or its stream no more lines), once, with what the game can change."""
+    if kind == "timeout":
+        why = (
+            "its model may take up to NPCMIND_DEADLINE_MS: leave timeout_s out to follow it"
+            if s.timeout_given
+            else f"{TIMEOUT_MARGIN_S:g} s past its own deadline for the model: it is overloaded or stalled"
+        )
+        s.say("timeout", f"npcmind did not answer within {s.timeout_s:g} s ({why})")
+    else:
+        s.say("transport", f"npcmind is unreachable: {detail or kind}")
 
 
 def _stream_line(s: Scheduler, sent: _Sent, line: str, now: float) -> None:

@@ -54,6 +54,7 @@ class End:
     """A streamed answer's connection closed, after its last chunk; ``why``: what cut it, when something did."""
 
     ref: str
+    failed: FailKind | None = None  # the stream broke off: no line within the timeout, or the connection lost
     why: str = ""
 
 
@@ -222,6 +223,7 @@ class Transport:
         back), and None; any other answer (an older service's JSON, an error status) is today's answer."""
         headers["accept"] = NDJSON
         streaming, why = False, ""
+        failed: FailKind | None = None
         try:
             with self._http.stream(method, path, content=body, headers=headers, timeout=self.timeout_s) as r:
                 media = r.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -235,8 +237,9 @@ class Transport:
         except Exception as exc:  # a reset, a timeout between lines, the service killed: the stream is cut
             if not streaming:
                 raise  # no answer at all: a failure, as today
+            failed = "timeout" if isinstance(exc, httpx.TimeoutException) else "unreachable"
             why = str(exc) or type(exc).__name__
-        self._done.put(End(ref, why))
+        self._done.put(End(ref, failed, why))
         return None
 
     def _policy(self, method: str, path: str, headers: dict[str, str]) -> Answer:
