@@ -1,14 +1,21 @@
 /** Executes the core's requests with `fetch` (browsers and Node 20+): the only I/O of the decision SDK.
- * Answers are not applied here: they wait in a queue that the game loop drains inside `tick()`. */
+ * Answers are not applied here: they wait in a queue that the game loop drains inside `tick()`. A streamed
+ * decide answer (docs/streaming.md) is queued chunk by chunk as it arrives, so each line reaches the game at
+ * the next frame rather than with the whole answer. */
 
 import { POLICY_MAX_BYTES } from "./policy.js";
 import { sessionToken } from "./session.js";
 import type { FailKind, OutRequest } from "./types.js";
 
 export const GZIP_FROM = 16 * 1024; // bodies from this size are sent gzip-compressed (a large scene's telemetry)
+export const NDJSON = "application/x-ndjson"; // a streamed decide answer: one JSON document a line
 
-/** What became of one request: an answer, or why there was none. */
-export type Settled =
+/** What became of one request: an answer, or why there was none; for a streamed answer, each piece of its
+ * text as it came (`chunk`), then its end (`end`: the connection closed, whole or cut). */
+export type Settled = Reply | { ref: string; chunk: string } | { ref: string; end: true };
+
+/** One whole answer, or why there was none. */
+export type Reply =
   | { ref: string; status: number; body: unknown; headers: Record<string, string> }
   | { ref: string; fail: FailKind; error: string };
 
@@ -44,7 +51,7 @@ export class Transport {
     const run = Promise.allSettled(waits)
       .then(() => this.execute(request))
       .then((settled) => {
-        if (!this.closed) this.queue.push(settled);
+        if (settled !== null) this.push(settled);
       })
       .finally(() => this.running.delete(request.ref));
     this.running.set(request.ref, run);
@@ -68,8 +75,9 @@ export class Transport {
   }
 
   /** One request outside the core (a debug view): its status and JSON body. */
-  async call(method: "GET" | "POST", path: string, headers: Record<string, string>): Promise<Settled> {
-    return this.execute({ ref: "call", method, path, headers, body: null, json: null, after: [] });
+  async call(method: "GET" | "POST", path: string, headers: Record<string, string>): Promise<Reply> {
+    const got = await this.execute({ ref: "call", method, path, headers, body: null, json: null, after: [] });
+    return got ?? { ref: "call", fail: "unreachable", error: "a stream where one answer was expected" };
   }
 
   /** Abort what runs and drop what would come: a game that quits must not hang on a slow service. */
@@ -79,7 +87,33 @@ export class Transport {
     this.queue = [];
   }
 
-  private async execute(r: OutRequest): Promise<Settled> {
+  private push(settled: Settled): void {
+    if (!this.closed) this.queue.push(settled);
+  }
+
+  /** A streamed answer's text queued as it arrives, then its end; a connection lost (or timed out) in the
+   * middle ends it too: the scheduler keeps the lines received and makes the rest fallbacks. */
+  private async stream(ref: string, body: ReadableStream<Uint8Array>): Promise<void> {
+    const reader = body.getReader();
+    const decoder = new TextDecoder(); // streaming: a character split across two chunks comes out whole
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        const text = decoder.decode(value, { stream: true });
+        if (text !== "") this.push({ ref, chunk: text });
+      }
+      const rest = decoder.decode();
+      if (rest !== "") this.push({ ref, chunk: rest });
+    } catch {
+      // cut mid-stream: what came stands, the end below says the rest will not
+    } finally {
+      this.push({ ref, end: true });
+    }
+  }
+
+  /** The request's answer, or null when it came as a stream (queued piece by piece meanwhile). */
+  private async execute(r: OutRequest): Promise<Reply | null> {
     const controller = new AbortController();
     this.controllers.add(controller);
     let timedOut = false;
@@ -108,6 +142,7 @@ export class Transport {
         body = r.json.length >= GZIP_FROM ? await gzip(r.json) : r.json;
         if (typeof body !== "string") headers["content-encoding"] = "gzip";
       }
+      if (r.stream === true) headers["accept"] = NDJSON;
       const res = await this.fetchFn(this.base + r.path, {
         method: r.method,
         headers,
@@ -116,6 +151,10 @@ export class Transport {
       });
       const answered: Record<string, string> = {};
       res.headers.forEach((v, k) => (answered[k.toLowerCase()] = v));
+      if (r.stream === true && res.status === 200 && res.body !== null && isNdjson(answered["content-type"])) {
+        await this.stream(r.ref, res.body);
+        return null;
+      }
       if (r.path.startsWith("/v1/policy")) {
         const bytes = await capped(res, this.options.policyMaxBytes ?? POLICY_MAX_BYTES);
         const body = res.status === 200 ? bytes : parse(new TextDecoder().decode(bytes));
@@ -135,6 +174,11 @@ export class Transport {
       this.controllers.delete(controller);
     }
   }
+}
+
+/** Whether a content type is NDJSON: an old service, or an error, answers plain JSON instead. */
+function isNdjson(type: string | undefined): boolean {
+  return (type ?? "").split(";")[0]?.trim().toLowerCase() === NDJSON;
 }
 
 /** A body streamed and read no further than one byte past `max` (after decompression, as fetch gives it): a
