@@ -127,6 +127,28 @@ def test_an_answer_for_an_old_epoch_is_dropped(svc: Running, scripted: ScriptedS
         assert c.stats.requests == 2
 
 
+@pytest.mark.fast
+def test_the_client_streams_by_default_and_stream_false_asks_for_one_answer(
+    svc: Running, scripted: ScriptedServer, clock: Clock
+) -> None:
+    """docs/streaming.md: DecideClient asks for NDJSON unless told not to; the service's lines are its decisions."""
+    scripted.set(choose={"b0": "flee", "b1": "chase"})
+    with client(svc.server.url, clock) as c:
+        track_bees(c, 2)
+        c.tick()
+        assert c.wait()
+        assert c.action("b0").action == "flee" and c.action("b1").action == "chase"  # type: ignore[union-attr]
+        s = c.stats
+        # lines came: the service saw Accept: application/x-ndjson and answered a stream, whole
+        assert (s.streamed_decisions, s.ai, s.streams_cut, s.errors) == (2, 2, 0, 0)
+    with client(svc.server.url, clock, stream=False) as c:
+        track_bees(c, 2)
+        c.tick()
+        assert c.wait()
+        assert c.action("b0").action == "flee" and c.action("b1").action == "chase"  # type: ignore[union-attr]
+        assert (c.stats.streamed_decisions, c.stats.ai, c.stats.errors) == (0, 2, 0)
+
+
 Fake = tuple[httpx.MockTransport, dict[str, Any]]  # the stand-in service: the transport, what it answers
 FAKE = "http://fake.test"  # the stand-in service's address: no socket, the client's transport answers
 
@@ -768,7 +790,9 @@ def test_a_timeout_the_game_set_says_what_to_change(
         assert c.timeout_s == 5 and c.action("b0") is None and c.stats.errors == 1
     scripted.set()
     said = [r.getMessage() for r in caplog.records if r.name == "npcmind_client.decide"]
-    assert len(said) == 1 and "did not answer within 5 s" in said[0] and "timeout_s" in said[0], said
+    # streamed: the 200 came at once and then no line within 5 s, so its entity also falls back as cut
+    assert len(said) == 2 and "did not answer within 5 s" in said[0] and "timeout_s" in said[0], said
+    assert "the decision stream was cut" in said[1] and c.stats.streams_cut == 1, said
 
 
 def test_closing_does_not_wait_for_a_slow_service(svc: Running, scripted: ScriptedServer, clock: Clock) -> None:
