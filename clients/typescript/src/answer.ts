@@ -50,7 +50,7 @@ export function readDecideResponse(body: unknown): DecideResponse | string {
 export interface StreamEnd {
   epoch: number;
   a2g: string;
-  latency_ms?: number;
+  latency_ms: number;
   sent_ms?: Record<string, number>;
 }
 
@@ -69,5 +69,6 @@ export function readStreamLine(line: string): { decision: AIDecision | FallbackD
   }
   if (!isObject(d) || typeof d["a2g"] !== "string") return "line: neither a decision (source) nor the last line (a2g)";
   if (typeof d["epoch"] !== "number") return "line.epoch: must be a number";
+  if (typeof d["latency_ms"] !== "number") return "line.latency_ms: must be a number";
   return { end: d as unknown as StreamEnd };
 }

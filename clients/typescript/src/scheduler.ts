@@ -250,25 +250,27 @@ export class Scheduler {
     if (s !== undefined) dispatch(this.answered, s)(s, { status, body, headers }, now);
   }
 
-  /** Bytes of a streamed decide answer arrived (200, application/x-ndjson): the lines they complete are applied
-   * now; a partial line waits for the next chunk. */
-  chunk(ref: string, text: string, now: number): void {
+  /** Bytes of a streamed decide answer arrived (200, application/x-ndjson; a string: its UTF-8): the lines they
+   * complete are applied now, so an entity's decision is usable before the stream ends. */
+  chunk(ref: string, data: Uint8Array | string, now: number): void {
     const s = this.sent.get(ref);
     if (s?.kind !== "decide") return; // not a decide request in flight: nothing of it is read
     if (s.stream === null) {
       for (const id of s.legal.keys()) this.refusals.alone.delete(id); // taken: it may go with the others again
       s.stream = new DecisionStream(this.streamHost(), s.legal, s.epoch, s.at);
     }
-    s.stream.push(text, now);
+    s.stream.feed(data, now);
   }
 
   /** A streamed decide answer's connection closed: without its last line it was cut, and the entities of it
-   * without a line fall back (`unavailable`), while the lines received stand. */
-  end(ref: string, now: number): void {
+   * without a line fall back (`unavailable`), while the lines received stand. `failed`: the transport ended it
+   * (no line within the timeout, the connection lost), said as `fail` says it. */
+  end(ref: string, now: number, failed: FailKind | null = null): void {
     const s = this.sent.get(ref);
     if (s?.kind !== "decide") return;
     this.take(ref);
     this.decidesInFlight--;
+    if (failed !== null) this.failed(failed);
     (s.stream ?? new DecisionStream(this.streamHost(), s.legal, s.epoch, s.at)).end(now);
   }
 
@@ -515,7 +517,12 @@ export class Scheduler {
   }
 
   private streamHost(): StreamHost {
-    return { roster: this.roster, stats: this.stats, warn: (key, message) => this.warn(key, message) };
+    return {
+      roster: this.roster,
+      stats: this.stats,
+      warn: (key, message) => this.warn(key, message),
+      cut: (now) => (this.notBefore = now + 1000), // as after a decide request that failed
+    };
   }
 
   private outboxHost(): OutboxHost {

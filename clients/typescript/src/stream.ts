@@ -3,29 +3,19 @@
  * from the line's arrival), so an entity's decision reaches the game the moment the model wrote it. */
 
 import { type AIDecision, type FallbackDecision, readStreamLine } from "./answer.js";
+import { Lines } from "./lines.js";
 import type { Roster } from "./roster.js";
 import type { Stats } from "./types.js";
 
-export const CUT_REASON = "the decision stream was cut";
+export const CUT_REASON = "the decision stream was cut"; // the fallback reason of an entity a cut stream did not reach
 
-/** Text in, whole lines out: a line split across chunks waits for its end; a partial line at the end of the
- * stream is never a line (the connection was lost inside it). */
-export class Lines {
-  private rest = "";
-
-  /** The lines this text completes (blank ones left out); the rest waits for the next chunk. */
-  push(text: string): string[] {
-    const parts = (this.rest + text).split("\n");
-    this.rest = parts.pop() ?? "";
-    return parts.filter((line) => line.trim() !== "");
-  }
-}
-
-/** What a stream needs of its scheduler: the entities, the counters, and its log said once. */
+/** What a stream needs of its scheduler: the entities, the counters, its log said once, and a pause of its
+ * decide requests after a cut (the service may be gone). */
 export interface StreamHost {
   readonly roster: Roster;
   readonly stats: Stats;
   warn(key: string, message: string): void;
+  cut(now: number): void;
 }
 
 /** The state of one streamed decide request, from its first chunk to its end. */
@@ -44,24 +34,29 @@ export class DecisionStream {
     this.pending = new Map(legal);
   }
 
-  /** Bytes of the body arrived (decoded): every line they complete is applied now. */
-  push(text: string, now: number): void {
-    for (const line of this.lines.push(text)) this.line(line, now);
+  /** Bytes of the body arrived: every line they complete is applied now. */
+  feed(data: Uint8Array | string, now: number): void {
+    for (const line of this.lines.feed(data)) this.line(line, now);
   }
 
-  /** The connection closed: without the last line the stream was cut, and every entity of it without a
-   * decision line falls back (`unavailable`); the lines received stand. */
+  /** The connection closed (a partial line is discarded). After the last line, an entity the stream did not
+   * name is asked on its refresh, as today; without it the stream was cut: the lines received stand and every
+   * entity of it without one falls back (`unavailable`), and decide requests wait a second. */
   end(now: number): void {
-    if (!this.last) {
-      this.host.stats.streamsCut++;
-      for (const [id, legal] of this.pending) {
-        const e = this.host.roster.entities.get(id);
-        const cut: FallbackDecision = { id, source: "FALLBACK", code: "unavailable", reason: CUT_REASON, ttl_ms: 0 };
-        if (e !== undefined && e.inFlight) this.host.roster.use(e, cut, legal, now);
-      }
+    if (this.last) {
+      this.host.roster.release(this.pending.keys(), null);
+      this.pending.clear();
+      return;
     }
-    this.host.roster.release(this.pending.keys(), null);
+    this.host.stats.streamsCut++;
+    this.host.stats.errors++;
+    for (const [id, legal] of this.pending) {
+      const e = this.host.roster.entities.get(id);
+      const cut: FallbackDecision = { id, source: "FALLBACK", code: "unavailable", reason: CUT_REASON, ttl_ms: 0 };
+      if (e !== undefined && e.inFlight) this.host.roster.use(e, cut, legal, now);
+    }
     this.pending.clear();
+    this.host.cut(now);
   }
 
   private line(text: string, now: number): void {
@@ -69,21 +64,20 @@ export class DecisionStream {
     const got = readStreamLine(text);
     if (typeof got === "string") {
       this.host.stats.errors++;
-      this.host.warn("malformed", `a line of the /v1/decide stream could not be read: ${got}`);
-      return; // its entity, if any, falls back at the end like one without a line
+      this.host.warn("malformed-line", `a line of the decision stream could not be read: ${got}`);
+      return; // its entity, if any, is left without a line: it falls back if the stream is cut
     }
     if ("end" in got) {
       this.last = true;
-      if (got.end.epoch !== this.host.roster.epoch) this.stale(now);
       return;
     }
     this.decision(got.decision, now);
   }
 
   private decision(d: AIDecision | FallbackDecision, now: number): void {
+    if (this.epoch !== this.host.roster.epoch) return this.stale(now); // asked for a state the game has left
     const legal = this.pending.get(d.id);
     if (legal === undefined) return; // not asked in this request, or its line came already
-    if (this.epoch !== this.host.roster.epoch) return this.stale(now);
     this.pending.delete(d.id);
     const e = this.host.roster.entities.get(d.id);
     if (e === undefined) return; // untracked meanwhile: dropped

@@ -10,9 +10,13 @@ import type { FailKind, OutRequest } from "./types.js";
 export const GZIP_FROM = 16 * 1024; // bodies from this size are sent gzip-compressed (a large scene's telemetry)
 export const NDJSON = "application/x-ndjson"; // a streamed decide answer: one JSON document a line
 
-/** What became of one request: an answer, or why there was none; for a streamed answer, each piece of its
- * text as it came (`chunk`), then its end (`end`: the connection closed, whole or cut). */
-export type Settled = Reply | { ref: string; chunk: string } | { ref: string; end: true };
+/** What became of one request: an answer, or why there was none; for a streamed answer, its bytes as they
+ * came (`chunk`: the scheduler assembles its lines, they may cut anything), then its end (`end`: the
+ * connection closed; `failed`: what cut it, when something did). */
+export type Settled =
+  | Reply
+  | { ref: string; chunk: Uint8Array }
+  | { ref: string; end: true; failed: FailKind | null; error: string };
 
 /** One whole answer, or why there was none. */
 export type Reply =
@@ -91,36 +95,31 @@ export class Transport {
     if (!this.closed) this.queue.push(settled);
   }
 
-  /** A streamed answer's text queued as it arrives, then its end; a connection lost (or timed out) in the
-   * middle ends it too: the scheduler keeps the lines received and makes the rest fallbacks. */
-  private async stream(ref: string, body: ReadableStream<Uint8Array>): Promise<void> {
+  /** A streamed answer's bytes queued as they arrive, then its end; a connection lost in the middle, or no
+   * bytes within the timeout, ends it too: the scheduler keeps the lines received, the rest fall back. */
+  private async stream(ref: string, body: ReadableStream<Uint8Array>, timer: Timer): Promise<void> {
     const reader = body.getReader();
-    const decoder = new TextDecoder(); // streaming: a character split across two chunks comes out whole
+    let failed: FailKind | null = null;
+    let error = "";
     try {
       for (;;) {
         const { done, value } = await reader.read();
         if (done) break;
-        const text = decoder.decode(value, { stream: true });
-        if (text !== "") this.push({ ref, chunk: text });
+        timer.arm(); // the timeout runs between chunks: a long answer that keeps coming is not cut
+        if (value.length > 0) this.push({ ref, chunk: value });
       }
-      const rest = decoder.decode();
-      if (rest !== "") this.push({ ref, chunk: rest });
-    } catch {
-      // cut mid-stream: what came stands, the end below says the rest will not
-    } finally {
-      this.push({ ref, end: true });
+    } catch (exc) {
+      failed = timer.fired ? "timeout" : "unreachable";
+      error = String(exc);
     }
+    this.push({ ref, end: true, failed, error });
   }
 
   /** The request's answer, or null when it came as a stream (queued piece by piece meanwhile). */
   private async execute(r: OutRequest): Promise<Reply | null> {
     const controller = new AbortController();
     this.controllers.add(controller);
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, this.options.timeoutMs());
+    const timer = new Timer(this.options.timeoutMs(), () => controller.abort());
     try {
       const headers: Record<string, string> = { ...r.headers };
       const awaited = /^Bearer @(\S+)$/.exec(headers["authorization"] ?? "");
@@ -152,7 +151,7 @@ export class Transport {
       const answered: Record<string, string> = {};
       res.headers.forEach((v, k) => (answered[k.toLowerCase()] = v));
       if (r.stream === true && res.status === 200 && res.body !== null && isNdjson(answered["content-type"])) {
-        await this.stream(r.ref, res.body);
+        await this.stream(r.ref, res.body, timer);
         return null;
       }
       if (r.path.startsWith("/v1/policy")) {
@@ -168,11 +167,38 @@ export class Transport {
       }
       return { ref: r.ref, status: res.status, body: answer, headers: answered };
     } catch (exc) {
-      return { ref: r.ref, fail: timedOut ? "timeout" : "unreachable", error: String(exc) };
+      return { ref: r.ref, fail: timer.fired ? "timeout" : "unreachable", error: String(exc) };
     } finally {
-      clearTimeout(timer);
+      timer.stop();
       this.controllers.delete(controller);
     }
+  }
+}
+
+/** A request's timeout: it aborts the request once `ms` pass without `arm()` (a stream re-arms it per chunk). */
+class Timer {
+  fired = false;
+  private handle: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    private readonly ms: number,
+    private readonly abort: () => void,
+  ) {
+    this.arm();
+  }
+
+  /** Start the wait again from now. */
+  arm(): void {
+    clearTimeout(this.handle);
+    this.handle = setTimeout(() => {
+      this.fired = true;
+      this.abort();
+    }, this.ms);
+  }
+
+  /** No abort from now on: the request is over. */
+  stop(): void {
+    clearTimeout(this.handle);
   }
 }
 

@@ -205,7 +205,7 @@ function run(c: Json): void {
       case "chunk": {
         const ref = step["ref"] as string;
         assert.ok(emitted.has(ref) && !answered.has(ref), `${at}: ${ref} was not emitted, or has ended already`);
-        s.chunk(ref, step["text"] as string, now);
+        s.chunk(ref, new TextEncoder().encode(step["text"] as string), now); // bytes, as the transport gives them
         break;
       }
       case "action":
