@@ -6,6 +6,8 @@ import type { components } from "./wire.js";
 export type AIDecision = components["schemas"]["AIDecision"];
 export type FallbackDecision = components["schemas"]["FallbackDecision"];
 export type DecideResponse = components["schemas"]["DecideResponse"];
+/** The last line of a streamed answer: what an unstreamed answer carries besides `decisions`. */
+export type StreamEnd = components["schemas"]["DecideEnd"];
 
 const CODES = new Set(["budget", "busy", "invalid_choice", "refused", "unavailable"]);
 const AI_FIELDS: [string, string][] = [
@@ -44,14 +46,6 @@ export function readDecideResponse(body: unknown): DecideResponse | string {
     if (problem !== null) return problem;
   }
   return body as unknown as DecideResponse;
-}
-
-/** The last line of a streamed answer: what an unstreamed answer carries besides `decisions`. */
-export interface StreamEnd {
-  epoch: number;
-  a2g: string;
-  latency_ms: number;
-  sent_ms?: Record<string, number>;
 }
 
 /** One line of a streamed answer (docs/streaming.md): a decision (it has `source`), the last line (it has
