@@ -18,6 +18,10 @@ service; the request and answer shapes do not change.
 One entity the service refuses (a 422 whose problems all lie in named entities: a NaN, an unknown type,
 no legal actions) does not cost the others their decisions: it is named once in the log, the rest are
 sent again at once, and from then on it goes in a request of its own until the service takes it.
+
+Streamed answers (docs/streaming.md, clients/conformance/README.md): a decide answer may come as NDJSON lines
+(``chunk``, then ``end``); each decision line is applied under the same rules as soon as it completes, and a
+stream cut before its last line keeps what came while the rest fall back (``unavailable``, ``CUT``).
 """
 
 from __future__ import annotations
