@@ -4,6 +4,8 @@ whole answer. No test here reads a clock for more than a lower bound."""
 
 from __future__ import annotations
 
+import asyncio
+import re
 import time
 from typing import Any
 
@@ -11,7 +13,12 @@ import httpx
 import msgspec
 import pytest
 
-from npcmind.providers.tokens import count
+from conftest import logged
+from npcmind import answer
+from npcmind.providers.anthropic import AnthropicProvider, _Message
+from npcmind.providers.base import Picked, Provider, ProviderAnswer, ProviderCall, ProviderError, StreamPiece
+from npcmind.providers.openai import OpenAIProvider
+from npcmind.providers.tokens import count, split
 from npcmind.testing.scripted import ScriptedServer
 
 USER = (
@@ -141,3 +148,271 @@ def test_the_scripted_model_writes_no_faster_than_its_pace(server: ScriptedServe
             if '"content":"' in line and '"content":""' not in line:
                 seen.append(time.monotonic() - began)
     assert len(seen) == tokens and seen[0] >= 0.2 and seen[-1] >= 0.2 + (tokens - 1) / 50
+
+
+# ---- the partial reader: the text cut anywhere picks what the whole text says, never before it is written
+
+ENTS = [(1, ["idle", "flee"]), (2, ["chase", "flee"]), (3, ["idle", "wander", "chase"])]
+MANY = [f"opt{i}" for i in range(1, 30)]  # choice 2 may become 23 while it is written
+
+
+def closes(text: str, mode: answer.AnswerMode) -> dict[int, int]:
+    """Where, in a well-formed answer, each entity's part is complete: the end of an enum value's string; the
+    end of a numbered item, or for the last one the end of the document."""
+    if mode == "enum":
+        return {int(m.group(1)): m.end() for m in re.finditer(r'"E(\d+)"\s*:\s*"(?:[^"\\]|\\.)*"', text)}
+    items = list(re.finditer(r'\{\s*"entity"\s*:\s*(\d+)\s*,\s*"choice"\s*:\s*(\d+)\s*\}', text))
+    out = {int(m.group(1)): text.index("{", m.end()) + 1 for m in items[:-1]}
+    out[int(items[-1].group(1))] = text.rindex("}") + 1
+    return out
+
+
+READER_CASES = [
+    ("enum", ENTS, '{"E1":"idle","E2":"flee","E3":"(decline)"}'),
+    ("enum", ENTS, '{ "E3" : "chase",\n  "E1": "dance", "E2":"flee" }'),  # dance: illegal, still E1's pick
+    (
+        "numbered",
+        [(1, MANY), (2, MANY), (3, MANY)],
+        '{"decisions":[{"entity":1,"choice":2},{"entity":2,"choice":23},{"entity":3,"choice":0}]}',
+    ),
+    ("numbered", ENTS, '{\n  "decisions": [\n    {"entity": 2, "choice": 1},\n    {"entity": 1, "choice": 2}\n  ]\n}'),
+    ("enum", ENTS, '<think>E1 could {"E1":"flee"}, hm</think>\n```json\n{"E1":"idle","E2":"chase"}\n```'),
+    ("numbered", ENTS, '```json\n{"decisions":[{"entity":3,"choice":3},{"entity":1,"choice":1}]}\n```'),
+]
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize(("mode", "entities", "text"), READER_CASES)
+def test_the_partial_reader_picks_each_entity_once_its_part_is_complete_and_never_before(
+    mode: answer.AnswerMode, entities: list[tuple[int, list[str]]], text: str
+) -> None:
+    whole = answer.parse(text, mode, entities)
+    body_at = text.rfind("</think>") + 1  # the thinking's braces are no answer: closes() reads after it
+    ends = {n: body_at + i for n, i in closes(text[body_at:], mode).items()}
+    reader = answer.PartialAnswer(mode, entities)
+    picked_at: dict[int, int] = {}
+    for i, ch in enumerate(text, 1):  # one character at a time: every boundary a token could fall on
+        for n, c in reader.feed(ch):
+            assert n not in picked_at, f"E{n} picked twice"
+            picked_at[n] = i
+            assert c == whole[n], (n, c, whole[n])
+    assert reader.picked == whole and set(picked_at) == set(whole)
+    for n, i in picked_at.items():
+        assert i >= ends[n], f"E{n} picked at {i}, its part completes at {ends[n]}: {text[:i]!r}"
+        assert i == ends[n] or (mode == "numbered" and text[ends[n] : i].strip() in ("", "}", "]}", "]\n}")), (n, i)
+    for cut in range(len(text) + 1):  # any two pieces give the same picks
+        two = answer.PartialAnswer(mode, entities)
+        got = dict(two.feed(text[:cut]) + two.feed(text[cut:]))
+        assert got == whole, cut
+
+
+@pytest.mark.fast
+def test_a_number_at_the_end_of_the_text_is_not_picked_until_its_item_closes() -> None:
+    reader = answer.PartialAnswer("numbered", [(1, MANY), (2, MANY)])
+    assert reader.feed('{"decisions":[{"entity":1,"choice":2') == []  # "2" may yet be "23"
+    assert reader.feed("3}") == []  # closed, but the document may still go on with a key
+    assert reader.feed(',{"entity":2,') == [(1, answer.Choice("opt23"))]  # the next item has begun
+    assert reader.feed('"choice":1}]}') == [(2, answer.Choice("opt1"))]  # the document is complete
+
+
+@pytest.mark.fast
+def test_the_partial_reader_skips_what_it_cannot_read_and_goes_on() -> None:
+    reader = answer.PartialAnswer("numbered", ENTS)
+    text = '{"decisions":[{"entity":1,"choice":"x"},{"entity":9,"choice":1},{"entity":2,"choice":2},{"entity":3}]}'
+    assert dict(reader.feed(text)) == {2: answer.Choice("flee")}  # 1 unreadable, 9 not asked, 3 no choice
+    enum = answer.PartialAnswer("enum", ENTS)
+    assert dict(enum.feed('{"E1":"flee","E2":7,"E3":"idle",')) == {1: answer.Choice("flee"), 3: answer.Choice("idle")}
+    assert enum.feed('<<not json "E2":"chase"}') == []  # malformed from there on: what was picked stands
+    thinking = answer.PartialAnswer("enum", ENTS)
+    assert thinking.feed('<think>so {"E1":"flee", "E2":"chase"}') == []  # nothing counts while thinking
+    prose = answer.PartialAnswer("enum", ENTS)
+    assert prose.feed('Sure! {"E1":"flee"}') == []  # not begun as JSON: the whole parse decides at the end
+
+
+# ---- the adapters, over real HTTP against the scripted server
+
+
+def provider_call(mode: answer.AnswerMode) -> ProviderCall:
+    """The call the pipeline would make for USER (the numbered form is told by the system prompt, as npcmind's is)."""
+    return ProviderCall(answer.INSTRUCTIONS[mode], USER, ENTS, mode, "prefix", 200)
+
+
+def provider(kind: str, server: ScriptedServer, mode: answer.AnswerMode = "enum") -> Provider:
+    if kind == "anthropic":
+        return AnthropicProvider("test-key", base_url=server.base_url, model="scripted")
+    return OpenAIProvider(None, base_url=server.base_url, model="scripted", mode=mode)
+
+
+def pieces(p: Provider, call: ProviderCall) -> tuple[list[StreamPiece], ProviderError | None]:
+    """Everything a stream gives, and the error that ended it, if any."""
+
+    async def read() -> tuple[list[StreamPiece], ProviderError | None]:
+        got: list[StreamPiece] = []
+        try:
+            async for piece in p.stream(call):
+                got.append(piece)
+        except ProviderError as e:
+            return got, e
+        finally:
+            await p.close()
+        return got, None
+
+    return asyncio.run(read())
+
+
+def decided(p: Provider, call: ProviderCall) -> ProviderAnswer:
+    async def one() -> ProviderAnswer:
+        try:
+            return await p.decide(call)
+        finally:
+            await p.close()
+
+    return asyncio.run(one())
+
+
+FORMS = [("openai", "enum", None), ("openai", "numbered", None), ("anthropic", "numbered", None)]
+# a model that wrote its answer as text instead of the tool call (the scripted server's `text`)
+FORMS.append(
+    ("anthropic", "numbered", '{"decisions":[{"entity":1,"choice":2},{"entity":2,"choice":1},{"entity":3,"choice":0}]}')
+)
+
+
+@pytest.mark.parametrize(("kind", "mode", "text"), FORMS)
+def test_every_entity_is_picked_before_the_whole_answer_which_agrees_with_decide(
+    server: ScriptedServer, kind: str, mode: answer.AnswerMode, text: str | None
+) -> None:
+    server.set(choose={"b": "flee", "c": "wander"}, text=text)
+    got, error = pieces(provider(kind, server, mode), provider_call(mode))
+    assert error is None and isinstance(got[-1], ProviderAnswer)
+    picks = got[:-1]
+    assert all(isinstance(p, Picked) for p in picks) and len(picks) == 3
+    whole = decided(provider(kind, server, mode), provider_call(mode))
+    assert {p.number: p.choice for p in picks if isinstance(p, Picked)} == whole.choices == got[-1].choices
+    assert [p.number for p in picks if isinstance(p, Picked)] == [1, 2, 3]  # in the answer's order
+    final = got[-1]
+    assert (final.raw, final.output_tokens, final.input_tokens) == (whole.raw, whole.output_tokens, whole.input_tokens)
+    assert final.output_tokens > 10
+    if kind == "openai":  # the confidence at the deciding token, from the streamed log-probabilities
+        assert {c.confidence for c in final.choices.values()} == {0.9003}
+    sent = server.requests[-2]  # the streamed call, before decide()'s
+    assert sent["stream"] is True and (kind == "anthropic" or sent["stream_options"] == {"include_usage": True})
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_an_entity_is_picked_before_the_answer_is_finished_and_a_cut_stream_keeps_it(
+    server: ScriptedServer, kind: str
+) -> None:
+    # the stream is cut where the second entity's part is complete: the answer never finished, yet two
+    # entities were picked; the rest is the error's, raised after the pieces
+    mode: answer.AnswerMode = "enum" if kind == "openai" else "numbered"
+    server.set()
+    whole = decided(provider(kind, server, mode), provider_call(mode)).raw
+    assert whole is not None
+    encoding = "o200k_base" if kind == "openai" else "cl100k_base"
+    tokens = split(encoding, whole)
+    marker = '"E3"' if mode == "enum" else '{"entity":3'  # the third part begins: the second is complete
+    upto = next(i for i in range(len(tokens)) if marker[:2] in "".join(tokens[: i + 1])[whole.index(marker) :])
+    server.set(stream_cut_after=upto + 1)
+    got, error = pieces(provider(kind, server, mode), provider_call(mode))
+    assert [p.number for p in got if isinstance(p, Picked)] == [1, 2]
+    assert not any(isinstance(p, ProviderAnswer) for p in got)
+    assert error is not None and "cut after 2 entities" in str(error)
+    server.set(stream_cut_after=0)  # cut before a single token: as decide() fails
+    got, error = pieces(provider(kind, server, mode), provider_call(mode))
+    assert got == [] and error is not None and "before any entity" in str(error)
+
+
+def test_a_malformed_or_illegal_part_is_left_to_the_pipeline_and_the_rest_go_on(server: ScriptedServer) -> None:
+    # E2's choice is unreadable (left out: the pipeline makes it invalid_choice at the end), E3's is illegal
+    # (picked as written: the pipeline makes it invalid_choice at once); E1 and E4 are decided
+    text = '{"E1":"flee","E2":17,"E3":"dance","E4":"idle"}'
+    call = ProviderCall(answer.INSTRUCTIONS["enum"], USER, [*ENTS, (4, ["idle"])], "enum", "prefix", 200)
+    server.set(text=text)
+    got, error = pieces(provider("openai", server), call)
+    assert error is None
+    picks = {p.number: p.choice.action for p in got if isinstance(p, Picked)}
+    assert picks == {1: "flee", 3: "dance", 4: "idle"}
+    final = got[-1]
+    assert isinstance(final, ProviderAnswer) and {n: c.action for n, c in final.choices.items()} == picks
+    server.set(text='{"E1":"flee","E2":"chase",<<not json')  # malformed from there on
+    got, error = pieces(provider("openai", server), provider_call("enum"))
+    assert error is None and [p.number for p in got if isinstance(p, Picked)] == [1, 2]
+    final = got[-1]
+    assert isinstance(final, ProviderAnswer) and set(final.choices) == {1, 2}  # what was given stands
+
+
+def test_thinking_and_a_fence_are_read_past_while_streaming(server: ScriptedServer) -> None:
+    server.set(text='<think>E1 "flee"? {"E1":"flee"}</think>\n```json\n{"E1":"idle","E2":"chase","E3":"chase"}\n```')
+    got, error = pieces(provider("openai", server), provider_call("enum"))
+    assert error is None
+    assert [(p.number, p.choice.action) for p in got if isinstance(p, Picked)] == [
+        (1, "idle"),
+        (2, "chase"),
+        (3, "chase"),
+    ]
+
+
+def test_a_server_that_cannot_stream_is_called_unstreamed_and_said_once(server: ScriptedServer) -> None:
+    server.set(reject_params=["stream"], choose={"a": "flee"})
+    p = OpenAIProvider(None, base_url=server.base_url, model="scripted", mode="enum")
+    with logged("npcmind") as said:
+        first, error = pieces(p, provider_call("enum"))
+        assert error is None
+        second, error = pieces(p, provider_call("enum"))
+        assert error is None
+    for got in (first, second):
+        assert [p.number for p in got if isinstance(p, Picked)] == [1, 2, 3]
+        assert isinstance(got[-1], ProviderAnswer) and got[-1].choices[1].action == "flee"
+    warned = [m for m in said if "'stream'" in m]
+    assert len(warned) == 1 and server.base_url in warned[0] and "cannot stream" in warned[0], said
+    assert "stream" not in server.requests[-1]  # the second call asked for no stream at all
+    assert p.dropped == ["stream"]
+
+
+def test_a_server_that_ignores_stream_is_read_as_its_whole_answer(server: ScriptedServer) -> None:
+    body = {"choices": [{"message": {"content": '{"E1":"flee","E2":"chase"}'}}], "usage": {"completion_tokens": 9}}
+    server.set(body=body)
+    got, error = pieces(provider("openai", server), provider_call("enum"))
+    assert error is None and [p.number for p in got if isinstance(p, Picked)] == [1, 2]
+    assert isinstance(got[-1], ProviderAnswer) and got[-1].output_tokens == 9
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_an_error_status_before_the_stream_is_raised_as_decide_raises_it(server: ScriptedServer, kind: str) -> None:
+    server.set(status=429, retry_after=3)
+    got, error = pieces(provider(kind, server), provider_call("numbered"))
+    assert got == [] and error is not None and error.status == 429 and error.retry_after == 3
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        b'{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
+        b"not json",
+    ],
+)
+def test_an_anthropic_error_event_fails_the_rest_of_the_stream(event: bytes) -> None:
+    message = _Message()
+    call = provider_call("numbered")
+    message.take(b'{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","input":{}}}', call)
+    delta = {
+        "type": "content_block_delta",
+        "index": 0,
+        "delta": {"type": "input_json_delta", "partial_json": '{"decisions":[{"entity":1,"choice":2},{'},
+    }
+    assert message.take(msgspec.json.encode(delta), call) == [(1, answer.Choice("flee"))]
+    with pytest.raises(ProviderError, match=r"Overloaded|not JSON"):
+        message.take(event, call)
+
+
+def test_a_stream_without_usage_counts_the_tokens_the_server_sent(server: ScriptedServer) -> None:
+    # a server that refuses stream_options (or, as llama-cpp-python's, sends no usage chunk): the output is the
+    # tokens streamed, as many as the unstreamed answer reports; the input, the tokenizer's count of the prompt
+    server.set(reject_params=["stream_options"])
+    p = provider("openai", server)
+    got, error = pieces(p, provider_call("enum"))
+    assert error is None and p.dropped == ["stream_options"] and "stream_options" not in server.requests[-1]
+    whole = decided(provider("openai", server), provider_call("enum"))
+    final = got[-1]
+    assert isinstance(final, ProviderAnswer) and final.output_tokens == whole.output_tokens > 10
+    assert final.input_tokens == count("o200k_base", provider_call("enum").system) + count("o200k_base", USER)

@@ -256,3 +256,120 @@ def test_a_client_that_leaves_mid_stream_cancels_the_call_and_nothing_is_said(
         scripted.set()
     d = svc.decide(decide_body(bee("c", observation=obs(hp_fraction=0.7)))).json()["decisions"][0]
     assert d["source"] == "AI"  # the one slot serves the next request
+
+
+def test_a_bug_after_the_200_is_unavailable_lines_and_the_last_line_said_once(
+    svc: Running, scripted: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from conftest import logged
+
+    def broken(session: Any, issued: Any) -> None:
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(svc.service.pipeline.situation, "decided", broken)
+    with logged("npcmind") as said:
+        for k in range(3):
+            body = decide_body(
+                bee("a", observation=obs(hp_fraction=k / 10)), bee("b", observation=obs(hp_fraction=k / 10))
+            )
+            r = svc.decide(body, headers=NDJSON)
+            decided = check_whole(lines_of(r), body)  # every entity a line, then the last line
+            assert {d["code"] for d in decided.values()} == {"unavailable"}
+            assert decided["a"]["reason"] == "internal error; the service logged it"
+            assert b"Traceback" not in r.content and b"ZeroDivisionError" not in r.content
+    assert len([m for m in said if "(a bug: please report it" in m]) == 1, said
+
+
+def provider_service(
+    start_service: Any, scripted: Any, protocol: str, monkeypatch: pytest.MonkeyPatch, **kw: Any
+) -> Running:
+    """The service on the scripted server, in the OpenAI protocol (enum form) or Anthropic's (tool input)."""
+    if protocol == "anthropic":
+        monkeypatch.setenv("GAME_CLAUDE_KEY", "sk-ant-test")
+        return start_service(provider="anthropic", base_url=scripted.base_url, api_key_env="GAME_CLAUDE_KEY", **kw)
+    return start_service(provider="openai", base_url=scripted.base_url, model="scripted", **kw)
+
+
+PROTOCOLS = ["openai", "anthropic"]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_streamed_answer_comes_a_line_an_entity_as_the_model_writes(
+    start_service: Any, scripted: Any, protocol: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    svc = provider_service(start_service, scripted, protocol, monkeypatch)
+    scripted.set(choose={"a": "flee", "c": "chase"}, stream_tokens_per_s=40)  # 25 ms a token, paced by the server
+    body = decide_body(*[bee(i) for i in "abcd"])
+    *decided, end = lines_of(svc.decide(body, headers=NDJSON))
+    assert [(d["id"], d.get("action")) for d in decided] == [
+        ("a", "flee"),
+        ("b", "idle"),
+        ("c", "chase"),
+        ("d", "idle"),
+    ]
+    assert scripted.requests[-1]["stream"] is True
+    sent = [end["sent_ms"][i] for i in "abcd"]
+    assert sent == sorted(sent) and len(set(sent)) == 4, sent  # four lines, each written when its part was
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_cut_provider_stream_keeps_what_was_written_and_the_rest_fall_back(
+    start_service: Any, scripted: Any, protocol: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    svc = provider_service(start_service, scripted, protocol, monkeypatch)
+    ids = [f"b{i}" for i in range(6)]
+    scripted.set(stream_cut_after=24)  # the connection closes mid-answer: a few entities written, the rest not
+    body = decide_body(*[bee(i) for i in ids])
+    decided = check_whole(lines_of(svc.decide(body, headers=NDJSON)), body)
+    codes = [decided[i].get("code", "AI") for i in ids]
+    k = codes.index("unavailable")
+    assert k > 0 and codes == ["AI"] * k + ["unavailable"] * (len(ids) - k), codes  # those written stand
+    assert "the provider's stream was cut" in decided[ids[-1]]["reason"]
+    reported = [{"decision_id": decided[i]["decision_id"], "outcome": "done"} for i in ids[:k]]
+    r = svc.http.post("/v1/report", json={"client_id": "game-1", "reports": reported})
+    assert [x["status"] for x in r.json()["results"]] == ["accepted"] * k
+    # the JSON answer of a cut stream holds the same: the written ones stand
+    plain = by_id(svc.decide(decide_body(*[bee(i, observation=obs(hp_fraction=0.9)) for i in ids])))
+    assert [plain[i].get("code", "AI") for i in ids] == codes
+
+
+def test_the_deadline_is_per_entity_the_written_stand_the_rest_are_unavailable(
+    start_service: Any, scripted: Any
+) -> None:
+    svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted", deadline_ms=3000)
+    scripted.set(stream_tokens_per_s=8)  # the first entity in about a second, all 16 in over ten
+    ids = [f"b{i}" for i in range(16)]
+    body = decide_body(*[bee(i) for i in ids])
+    decided = check_whole(lines_of(svc.decide(body, headers=NDJSON)), body)
+    codes = [decided[i].get("code", "AI") for i in ids]
+    k = codes.index("unavailable")
+    assert k > 0 and codes == ["AI"] * k + ["unavailable"] * (len(ids) - k), codes
+    assert decided[ids[-1]]["reason"] == "not written by the deadline of 3000 ms (NPCMIND_DEADLINE_MS)"
+
+
+def test_kill_9_mid_stream_loses_none_of_the_models_streamed_decisions(tmp_path: Path, scripted: Any) -> None:
+    from test_durability import Proc
+
+    args = serve_args(tmp_path, scripted.base_url)
+    a = Proc(args)
+    scripted.set(stream_tokens_per_s=4)  # an entity every second or two: the kill comes mid-answer
+    received: list[dict[str, Any]] = []
+    try:
+        body = decide_body(*[bee(f"b{i}") for i in range(16)])
+        with a.http.stream("POST", "/v1/decide", json=body, headers=NDJSON) as r:
+            for line in r.iter_lines():
+                received.append(msgspec.json.decode(line))
+                if len(received) == 2:
+                    break
+            a.kill9()
+    finally:
+        if a.proc.poll() is None:
+            a.kill9()
+    assert [(d["source"], d["cached"]) for d in received] == [("AI", False)] * 2, received
+    b = Proc(args)
+    try:
+        reports = [{"decision_id": d["decision_id"], "outcome": "done"} for d in received]
+        r = b.http.post("/v1/report", json={"client_id": "game-1", "reports": reports})
+        assert [x["status"] for x in r.json()["results"]] == ["accepted", "accepted"]
+    finally:
+        b.kill9()

@@ -112,6 +112,17 @@ class ProviderCalls:
         return asyncio.get_running_loop().create_task(self._run(call, n, out)), out
 
     async def _run(self, call: ProviderCall, n: int, out: asyncio.Queue[Piece]) -> None:
+        """The call, and whatever happens an ``Ended`` on the queue: the pipeline reads until one comes."""
+        since = time.perf_counter()
+        try:
+            await self._call(call, n, out)
+        except Exception as e:  # a bug of ours around the call (back-off, admission, metrics): said once a kind
+            if type(e) not in self._unread:
+                self._unread.add(type(e))
+                log.error("provider call could not be made (a bug: please report it with this traceback)", exc_info=e)
+            out.put_nowait(_fell("unavailable", f"provider call could not be made: {e.__class__.__name__}", since))
+
+    async def _call(self, call: ProviderCall, n: int, out: asyncio.Queue[Piece]) -> None:
         """Back-off, a slot, then the streamed call within the deadline; every way it ends is one ``Ended``."""
         t_call = time.perf_counter()  # from the admission wait, then from the call itself
         wait = await self.shared.backed_off() - time.time()

@@ -13,16 +13,16 @@ import contextlib
 import hashlib
 import logging
 import time
-from collections import Counter
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Protocol
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from dataclasses import dataclass
 
 from npcmind import A2G_VERSION
 from npcmind.answer import AnswerMode
 from npcmind.config import Settings
+from npcmind.decide.batch import Asked, Batch, Outcome, SessionContext, Situation
 from npcmind.decide.calls import Fell, Piece, ProviderCalls, map_choices, picked
 from npcmind.decide.ids import DecisionIds
+from npcmind.decide.keep import Keeper
 from npcmind.decide.prompt import EntityContext, EntityPrompt, Prompt, PromptBuilder
 from npcmind.decide.validate import check_request
 from npcmind.local.metrics import Metrics
@@ -46,41 +46,9 @@ from npcmind.providers import tokens
 from npcmind.providers.base import Picked, Provider, ProviderCall
 from npcmind.shared.base import CachedChoice, Shared
 from npcmind.shared.memory import MemoryShared
-from npcmind.storage.base import DecisionFeatures, IssuedDecision, RequestFeatures, Store, StoreError
+from npcmind.storage.base import Store, StoreError
 
 log = logging.getLogger("npcmind.decide")
-
-
-@dataclass(slots=True)
-class SessionContext:
-    """The session a request belongs to: who asks, with which manifest, and the scopes it added."""
-
-    session_id: str
-    client_id: str
-    manifest: Manifest
-    scopes: Mapping[str, ScopeSpec]
-
-
-class Situation(Protocol):
-    """What the context layer (telemetry, space, groups, memory) gives the pipeline."""
-
-    async def observe(self, session: SessionContext, req: DecideRequest, now: float) -> None:
-        """Step 1: record what the request tells about its entities, as telemetry would."""
-        ...
-
-    async def view(
-        self, session: SessionContext, req: DecideRequest, now: float
-    ) -> tuple[list[str], dict[str, EntityContext]]:
-        """Part 5 lines for the batch, and part 6 context for each entity."""
-        ...
-
-    def decided(self, session: SessionContext, issued: list[IssuedDecision]) -> None:
-        """Learn the chosen actions (a parent's latest decision, a neighbour's action)."""
-        ...
-
-
-_Asked = tuple[int, EntityPrompt, str]  # an entity sent to the provider: its index, its prompt, its cache key
-Outcome = CachedChoice | Fell  # what becomes of one entity: its legal choice, or why it falls back
 
 
 @dataclass(slots=True)
@@ -98,50 +66,10 @@ class LastBatch:
     sent_ms: dict[str, int]
 
 
-@dataclass(slots=True)
-class Batch:
-    """One decide request on its way: checked, its prompt rendered in the answer's order, what needs no model
-    known (cache, budget) and what is asked; then each entity's decision as it becomes final, and when."""
-
-    session: SessionContext
-    req: DecideRequest
-    chain: list[tuple[str, ScopeSpec]]
-    now: float
-    t0: float
-    prompt: Prompt
-    counts: dict[int, int]
-    known: dict[int, Outcome]
-    asked: list[_Asked]
-    streamed: bool = False
-    decisions: dict[int, Decision] = field(default_factory=dict)  # by the entity's index in the request
-    sent_ms: dict[str, int] = field(default_factory=dict)  # by entity id, in the order the lines went out
-    reply: ModelReply | None = None
-    keep: list[tuple[str, CachedChoice, int]] = field(default_factory=list)  # fresh legal choices, to cache
-
-    def ms(self) -> int:
-        """Milliseconds since the request arrived."""
-        return round((time.perf_counter() - self.t0) * 1000)
-
-
 def answer_order(entities: Sequence[DecideEntity]) -> list[int]:
     """The request's entities in the order the prompt lists them, so the model answers the most urgent first:
     higher ``urgency`` first, then those with a ``trigger`` (a fresh event), then the request's order."""
     return sorted(range(len(entities)), key=lambda i: (-entities[i].urgency, entities[i].trigger is None, i))
-
-
-def _features(
-    session: SessionContext,
-    req: DecideRequest,
-    chain: list[tuple[str, ScopeSpec]],
-    now: float,
-    learned: list[DecisionFeatures],
-) -> RequestFeatures | None:
-    """What the fresh decisions of this request were made from, for ``npcmind distill``."""
-    if not learned:
-        return None
-    m = session.manifest
-    state = m.chain_fields(chain).quantize(req.scope_state) if req.scope_state else None
-    return RequestFeatures(session.client_id, m.version, now, m.world.quantize(req.world), state, learned)
 
 
 class DecidePipeline:
@@ -171,12 +99,8 @@ class DecidePipeline:
         self.calls = ProviderCalls(provider, settings, metrics, self.shared, self.local)
         self._failures = self.calls.failures  # the provider call's failure log, as tests and operators knew it
         self._builders: dict[str, PromptBuilder] = {}
-        self._ai = metrics.decisions.labels("AI", "")
+        self.keeper = Keeper(store, ids, metrics, situation)
         self._broken: set[type[Exception]] = set()  # bugs after a stream's 200, by exception type: said once
-        self._fallback = {
-            code: metrics.decisions.labels("FALLBACK", code)
-            for code in ("unavailable", "busy", "refused", "invalid_choice", "budget")
-        }
 
     def builder(self, manifest: Manifest) -> PromptBuilder:
         """The prompt builder of a manifest version (its static part 1 is rendered once)."""
@@ -221,14 +145,15 @@ class DecidePipeline:
         task: asyncio.Task[None] | None = None
         try:
             if batch.asked:
-                call = self._provider_call(batch.prompt, [ep for _, ep, _ in batch.asked])
+                asked = [ep for _, ep, _ in batch.asked]
+                call = provider_call(batch.prompt, asked, self.settings.max_output_tokens)
                 task, pieces = self.calls.start(call, len(batch.asked))
             if batch.known:
-                for d in await self._settle(batch, list(batch.known.items())):
+                for d in await self.keeper.settle(batch, list(batch.known.items())):
                     yield d
             if task is not None:
                 async for group in self._answers(batch, pieces, call.max_output_tokens):
-                    for d in await self._settle(batch, group):
+                    for d in await self.keeper.settle(batch, group):
                         yield d
                 if batch.keep:
                     await self.shared.cache(batch.session.client_id, batch.keep)
@@ -269,7 +194,7 @@ class DecidePipeline:
                 d = batch.decisions[i] = FallbackDecision(e.id, "unavailable", reason, types[e.type].ttl_ms)
                 batch.sent_ms[e.id] = batch.ms()
                 out.append(d)
-        self._count(out)
+        self.keeper.count(out)
         self._remember(batch)
         return out
 
@@ -298,7 +223,7 @@ class DecidePipeline:
 
     async def _sort(
         self, session: SessionContext, prompt: Prompt, order: list[int], key_base: hashlib.blake2b
-    ) -> tuple[dict[int, int], dict[int, Outcome], list[_Asked]]:
+    ) -> tuple[dict[int, int], dict[int, Outcome], list[Asked]]:
         """Each entity's tokens, and what becomes of it before any call: over its budget, answered from the
         cache, or to be asked (under the key its answer is cached by), in the prompt's order."""
         types = session.manifest.types
@@ -313,7 +238,7 @@ class DecidePipeline:
                 continue
             own = prompt.cache_key(key_base, ep, session.session_id) if ep.private else None
             within.append((i, ep, prompt.cache_key(key_base, ep), own))
-        asked: list[_Asked] = []
+        asked: list[Asked] = []
         for (i, ep, key, own), hit in zip(within, await self._lookup(session.client_id, within), strict=True):
             if hit is not None:
                 known[i] = hit
@@ -373,70 +298,6 @@ class DecidePipeline:
             if group:
                 yield group
 
-    async def _settle(self, batch: Batch, group: list[tuple[int, Outcome]]) -> list[Decision]:
-        """The decisions of entities whose outcome is final: each choice under a new decision id, kept in the store
-        (with what the fresh ones were made from) and told to the situation before any is given out: a decision
-        acknowledged is a decision stored. Shielded: a client that leaves meanwhile leaves nothing half-kept."""
-        group = sorted(group, key=lambda x: x[0])  # decision numbers in the request's order within a group
-        decisions, issued, learned = await self._issue(batch, group)
-        if issued:
-            await asyncio.shield(self._keep(batch, issued, learned))
-        self._count(decisions)
-        ms = batch.ms()
-        for (i, _), d in zip(group, decisions, strict=True):
-            batch.decisions[i] = d
-            batch.sent_ms[d.id] = ms
-        return decisions
-
-    async def _issue(
-        self, batch: Batch, group: list[tuple[int, Outcome]]
-    ) -> tuple[list[Decision], list[IssuedDecision], list[DecisionFeatures]]:
-        """Each entity's decision: its fallback, or its choice under a new decision id; the rows to keep of the
-        choices, and the features of the fresh ones."""
-        session, req = batch.session, batch.req
-        manifest, sid = session.manifest, session.session_id
-        chosen = sum(isinstance(a, CachedChoice) for _, a in group)
-        seq = await self.store.decisions.allocate(chosen) if chosen else 0
-        dids = iter(self.ids.issue_many(seq, sid, chosen))
-        decisions: list[Decision] = []
-        issued: list[IssuedDecision] = []
-        learned: list[DecisionFeatures] = []
-        for i, a in group:
-            e = req.entities[i]
-            t = manifest.types[e.type]
-            if isinstance(a, Fell):
-                decisions.append(FallbackDecision(e.id, a.code, a.reason, t.ttl_ms))
-                continue
-            cached = i in batch.known  # an answer from the cache repeats one learnt already
-            did, label = next(dids), t.actions[a.action]
-            decisions.append(AIDecision(e.id, a.action, label, a.confidence, t.ttl_ms, did, cached))
-            issued.append(IssuedDecision(seq, did, sid, e.id, e.type, a.action, label, batch.now))
-            if not cached:
-                obs = t.fields.quantize(e.observation)
-                learned.append(
-                    DecisionFeatures(seq, e.type, e.profile, obs, e.trigger, e.legal_actions, a.action, a.confidence)
-                )
-            seq += 1
-        return decisions, issued, learned
-
-    async def _keep(self, batch: Batch, issued: list[IssuedDecision], learned: list[DecisionFeatures]) -> None:
-        """Record issued decisions with their features in one commit, then tell the situation (memory, scene)."""
-        features = _features(batch.session, batch.req, batch.chain, batch.now, learned)
-        await self.store.decisions.record(issued, features)
-        if self.situation is not None:
-            self.situation.decided(batch.session, issued)
-
-    def _count(self, decisions: list[Decision]) -> None:
-        """A group's decision metrics, all in one place: AI decisions, those from the cache, fallbacks by code."""
-        ai = [d for d in decisions if isinstance(d, AIDecision)]
-        hits = sum(d.cached for d in ai)
-        if hits:
-            self.metrics.cache_hits.inc(hits)
-        if ai:
-            self._ai.inc(len(ai))
-        for code, n in Counter(d.code for d in decisions if isinstance(d, FallbackDecision)).items():
-            self._fallback[code].inc(n)
-
     def _remember(self, batch: Batch) -> None:
         """Keep a batch every entity of which was decided, for GET /v1/prompt; an unstreamed answer went out
         whole, so each of its decisions went out when it did."""
@@ -463,18 +324,6 @@ class DecidePipeline:
         entities = [_seen(ep, batch, batch.decisions[ep.entity.id]) for ep in prompt.entities]
         return PromptView(batch.at, prompt.static, prompt.user_text(asked) if asked else None, entities, batch.reply)
 
-    def _provider_call(self, prompt: Prompt, asked: list[EntityPrompt]) -> ProviderCall:
-        """What the provider is sent: the static prefix, the asked entities' parts and their options."""
-        return ProviderCall(
-            system=prompt.static,
-            user=prompt.user_text(asked),
-            entities=[(ep.number, ep.options) for ep in asked],
-            mode=prompt.mode,
-            prefix_key="npcmind-" + hashlib.blake2b(prompt.static.encode(), digest_size=12).hexdigest(),
-            # an answer takes under 16 tokens an entity; a reasoning model also spends the limit on thinking
-            max_output_tokens=self.settings.max_output_tokens or 32 + 16 * len(asked),
-        )
-
 
 def _seen(ep: EntityPrompt, batch: LastBatch, d: Decision) -> SeenEntity:
     """One entity of the last batch as GET /v1/prompt shows it."""
@@ -489,4 +338,17 @@ def _seen(ep: EntityPrompt, batch: LastBatch, d: Decision) -> SeenEntity:
         d.action if isinstance(d, AIDecision) else None,
         d.reason if isinstance(d, FallbackDecision) else None,
         batch.sent_ms.get(ep.entity.id),
+    )
+
+
+def provider_call(prompt: Prompt, asked: list[EntityPrompt], max_output_tokens: int) -> ProviderCall:
+    """What the provider is sent: the static prefix, the asked entities' parts and their options."""
+    return ProviderCall(
+        system=prompt.static,
+        user=prompt.user_text(asked),
+        entities=[(ep.number, ep.options) for ep in asked],
+        mode=prompt.mode,
+        prefix_key="npcmind-" + hashlib.blake2b(prompt.static.encode(), digest_size=12).hexdigest(),
+        # an answer takes under 16 tokens an entity; a reasoning model also spends the limit on thinking
+        max_output_tokens=max_output_tokens or 32 + 16 * len(asked),
     )
