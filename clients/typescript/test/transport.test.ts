@@ -193,3 +193,19 @@ test("a plain JSON answer to a streamed request (an older service) is one answer
   await settled(t, 1);
   assert.deepEqual(s.accepts, ["application/x-ndjson", "*/*"]);
 });
+
+test("a stream with no bytes within the timeout ends as timed out, what came queued first", async (ctx) => {
+  const pieces = [Buffer.from('{"id": "b1", "source": "AI"}\n')];
+  const s = await ndjsonServer(pieces, "end");
+  ctx.after(() => s.close());
+  const t = new Transport({ baseUrl: s.url, timeoutMs: () => 300 });
+  t.send(request("r1", "/v1/decide", { entities: [] }, { stream: true }));
+  const got: Settled[] = [];
+  await until(() => (got.push(...t.drain()), s.accepts.length > 0));
+  s.next(); // the one line; then the service writes nothing more
+  await until(() => (got.push(...t.drain()), got.some((g) => "end" in g)));
+  assert.equal(got.length, 2, JSON.stringify(got));
+  assert.ok(got[0] !== undefined && "chunk" in got[0]);
+  const end = got[1];
+  assert.ok(end !== undefined && "end" in end && end.failed === "timeout", JSON.stringify(end));
+});
