@@ -115,26 +115,32 @@ export class Transport {
     this.push({ ref, end: true, failed, error });
   }
 
+  /** The request's headers, with the token of the session it waited for (`Bearer @<ref>`); null when that
+   * session brought none (the request is then answered 401 here, never sent with "@r9"). */
+  private authorized(given: Record<string, string>): Record<string, string> | null {
+    const headers: Record<string, string> = { ...given };
+    const awaited = /^Bearer @(\S+)$/.exec(headers["authorization"] ?? "");
+    if (awaited?.[1] === undefined) return headers;
+    const token = this.tokens.get(awaited[1]);
+    if (!token) return null;
+    headers["authorization"] = `Bearer ${token}`;
+    return headers;
+  }
+
   /** The request's answer, or null when it came as a stream (queued piece by piece meanwhile). */
   private async execute(r: OutRequest): Promise<Reply | null> {
     const controller = new AbortController();
     this.controllers.add(controller);
     const timer = new Timer(this.options.timeoutMs(), () => controller.abort());
     try {
-      const headers: Record<string, string> = { ...r.headers };
-      const awaited = /^Bearer @(\S+)$/.exec(headers["authorization"] ?? "");
-      if (awaited?.[1] !== undefined) {
-        // a request made while its session was asked for: the token that answer brought, or a 401 of our own
-        const token = this.tokens.get(awaited[1]);
-        if (!token)
-          return {
-            ref: r.ref,
-            status: 401,
-            body: { error: { code: "unauthorized", message: "no session was opened" } },
-            headers: {},
-          };
-        headers["authorization"] = `Bearer ${token}`;
-      }
+      const headers = this.authorized(r.headers);
+      if (headers === null)
+        return {
+          ref: r.ref,
+          status: 401,
+          body: { error: { code: "unauthorized", message: "no session was opened" } },
+          headers: {},
+        };
       let body: BodyInit | undefined;
       if (r.json !== null) {
         headers["content-type"] = "application/json";

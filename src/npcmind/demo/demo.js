@@ -1,4 +1,4 @@
-/* npcmind-demo-sources {"sha256":"0219a18499e23cab5acf471700a11f9b8852917617e26ac1317962bbfbc035f2","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/labels.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/plot.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/sources.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/lines.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/refusals.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/stream.ts","clients/typescript/src/timings.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
+/* npcmind-demo-sources {"sha256":"72f7b50bc28bd41d4e5d09df7053c540f3a2d40a74397317fc9d915a2637a04b","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/labels.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/plot.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/sources.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/lines.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/refusals.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/stream.ts","clients/typescript/src/timings.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
 "use strict";
 (() => {
   // ../typescript/src/policy.ts
@@ -1630,25 +1630,31 @@
       }
       this.push({ ref, end: true, failed, error });
     }
+    /** The request's headers, with the token of the session it waited for (`Bearer @<ref>`); null when that
+     * session brought none (the request is then answered 401 here, never sent with "@r9"). */
+    authorized(given) {
+      const headers = { ...given };
+      const awaited = /^Bearer @(\S+)$/.exec(headers["authorization"] ?? "");
+      if (awaited?.[1] === void 0) return headers;
+      const token = this.tokens.get(awaited[1]);
+      if (!token) return null;
+      headers["authorization"] = `Bearer ${token}`;
+      return headers;
+    }
     /** The request's answer, or null when it came as a stream (queued piece by piece meanwhile). */
     async execute(r) {
       const controller = new AbortController();
       this.controllers.add(controller);
       const timer = new Timer(this.options.timeoutMs(), () => controller.abort());
       try {
-        const headers = { ...r.headers };
-        const awaited = /^Bearer @(\S+)$/.exec(headers["authorization"] ?? "");
-        if (awaited?.[1] !== void 0) {
-          const token = this.tokens.get(awaited[1]);
-          if (!token)
-            return {
-              ref: r.ref,
-              status: 401,
-              body: { error: { code: "unauthorized", message: "no session was opened" } },
-              headers: {}
-            };
-          headers["authorization"] = `Bearer ${token}`;
-        }
+        const headers = this.authorized(r.headers);
+        if (headers === null)
+          return {
+            ref: r.ref,
+            status: 401,
+            body: { error: { code: "unauthorized", message: "no session was opened" } },
+            headers: {}
+          };
         let body;
         if (r.json !== null) {
           headers["content-type"] = "application/json";
