@@ -82,7 +82,9 @@ def test_streamed_and_unstreamed_answers_hold_the_same_decisions_and_the_json_is
     two = decide_body(*[bee(i, observation=obs(hp_fraction=0.6)) for i in ids])  # the same, but no cache hit
     plain = svc.decide(one)
     assert plain.headers["content-type"] == "application/json"
+    assert "stream" not in scripted.requests[-1]  # the JSON answer's call is today's, read whole
     streamed = check_whole(lines_of(svc.decide(two, headers=NDJSON)), two)
+    assert scripted.requests[-1]["stream"] is True
 
     def no_id(d: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in d.items() if k != "decision_id"}
@@ -328,9 +330,9 @@ def test_a_cut_provider_stream_keeps_what_was_written_and_the_rest_fall_back(
     reported = [{"decision_id": decided[i]["decision_id"], "outcome": "done"} for i in ids[:k]]
     r = svc.http.post("/v1/report", json={"client_id": "game-1", "reports": reported})
     assert [x["status"] for x in r.json()["results"]] == ["accepted"] * k
-    # the JSON answer of a cut stream holds the same: the written ones stand
+    # the JSON answer asks for the whole answer at once, as it always did: no stream to cut
     plain = by_id(svc.decide(decide_body(*[bee(i, observation=obs(hp_fraction=0.9)) for i in ids])))
-    assert [plain[i].get("code", "AI") for i in ids] == codes
+    assert "stream" not in scripted.requests[-1] and {plain[i]["source"] for i in ids} == {"AI"}
 
 
 def test_the_deadline_is_per_entity_the_written_stand_the_rest_are_unavailable(

@@ -22,7 +22,7 @@ from npcmind.failures import FailureLog
 from npcmind.local.metrics import Metrics
 from npcmind.local.pipeline import PipelineState
 from npcmind.protocol.a2g import FallbackCode, ModelReply
-from npcmind.providers.base import Picked, Provider, ProviderAnswer, ProviderCall, ProviderError
+from npcmind.providers.base import Picked, Provider, ProviderAnswer, ProviderCall, ProviderError, whole_answer
 from npcmind.shared.base import CachedChoice, Shared
 
 log = logging.getLogger("npcmind.decide")  # the pipeline's logger: what operators filter on
@@ -105,24 +105,26 @@ class ProviderCalls:
         self._busy = FailureLog(log, "wait for a provider slot")  # what to tune, at most every 10 s
         self._unread: set[type[Exception]] = set()  # answers the adapter failed to read, by exception type
 
-    def start(self, call: ProviderCall, n: int) -> tuple[asyncio.Task[None], asyncio.Queue[Piece]]:
+    def start(self, call: ProviderCall, n: int, streamed: bool) -> tuple[asyncio.Task[None], asyncio.Queue[Piece]]:
         """The call of ``n`` entities, running: its task (cancel it when the answer is no longer wanted) and the
-        queue its pieces come on, the last an ``Ended``."""
+        queue its pieces come on, the last an ``Ended``. Only a streamed answer streams the call: the JSON answer
+        waits for every entity anyway, so its call is today's, read whole (a choice written before the answer
+        broke stands in a stream, and the JSON answer stays what it was)."""
         out: asyncio.Queue[Piece] = asyncio.Queue()
-        return asyncio.get_running_loop().create_task(self._run(call, n, out)), out
+        return asyncio.get_running_loop().create_task(self._run(call, n, streamed, out)), out
 
-    async def _run(self, call: ProviderCall, n: int, out: asyncio.Queue[Piece]) -> None:
+    async def _run(self, call: ProviderCall, n: int, streamed: bool, out: asyncio.Queue[Piece]) -> None:
         """The call, and whatever happens an ``Ended`` on the queue: the pipeline reads until one comes."""
         since = time.perf_counter()
         try:
-            await self._call(call, n, out)
+            await self._call(call, n, streamed, out)
         except Exception as e:  # a bug of ours around the call (back-off, admission, metrics): said once a kind
             if type(e) not in self._unread:
                 self._unread.add(type(e))
                 log.error("provider call could not be made (a bug: please report it with this traceback)", exc_info=e)
             out.put_nowait(_fell("unavailable", f"provider call could not be made: {e.__class__.__name__}", since))
 
-    async def _call(self, call: ProviderCall, n: int, out: asyncio.Queue[Piece]) -> None:
+    async def _call(self, call: ProviderCall, n: int, streamed: bool, out: asyncio.Queue[Piece]) -> None:
         """Back-off, a slot, then the streamed call within the deadline; every way it ends is one ``Ended``."""
         t_call = time.perf_counter()  # from the admission wait, then from the call itself
         wait = await self.shared.backed_off() - time.time()
@@ -143,7 +145,7 @@ class ProviderCalls:
         written: list[Picked] = []
         try:
             async with asyncio.timeout(self._deadline):
-                answer = await self._pieces(call, out, written)
+                answer = await self._pieces(call, streamed, out, written)
         except Exception as e:  # an answer the adapter could not read must not become a 5xx either
             reason = await self._failed(e, n - len(written), len(written))
             out.put_nowait(_fell("unavailable", reason, t_call))
@@ -158,10 +160,12 @@ class ProviderCalls:
         reply = ModelReply(answer.raw, None, ms, answer.input_tokens, answer.cached_tokens, answer.output_tokens)
         out.put_nowait(Ended(reply, answer))
 
-    async def _pieces(self, call: ProviderCall, out: asyncio.Queue[Piece], written: list[Picked]) -> ProviderAnswer:
+    async def _pieces(
+        self, call: ProviderCall, streamed: bool, out: asyncio.Queue[Piece], written: list[Picked]
+    ) -> ProviderAnswer:
         """Each entity's piece onto the queue (and ``written``) as the provider gives it, then the whole answer.
         The provider's stream is closed however this ends (its connection goes back or is dropped)."""
-        pieces = self.provider.stream(call)
+        pieces = self.provider.stream(call) if streamed else whole_answer(self.provider.decide, call)
         try:
             async for piece in pieces:
                 if isinstance(piece, ProviderAnswer):

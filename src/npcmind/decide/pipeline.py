@@ -3,7 +3,7 @@
 Every entity is decided on its own: one over-budget, refused or invalid entity falls back alone, and a
 failed provider call touches only the entities that were in it. One code path streams: each entity's decision
 is final, stored and given out as soon as its part of the answer is written (docs/streaming.md); the JSON answer
-collects the same decisions into the request's order.
+collects the same decisions into the request's order (its provider call read whole, as it always was).
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ class DecidePipeline:
             if batch.asked:
                 asked = [ep for _, ep, _ in batch.asked]
                 call = provider_call(batch.prompt, asked, self.settings.max_output_tokens)
-                task, pieces = self.calls.start(call, len(batch.asked))
+                task, pieces = self.calls.start(call, len(batch.asked), batch.streamed)
             if batch.known:
                 for d in await self.keeper.settle(batch, list(batch.known.items())):
                     yield d
