@@ -17,10 +17,12 @@ from conftest import logged
 from npcmind import answer
 from npcmind.providers.anthropic import AnthropicProvider, _Message
 from npcmind.providers.base import Picked, Provider, ProviderAnswer, ProviderCall, ProviderError, StreamPiece
+from npcmind.providers.http import JsonClient
 from npcmind.providers.openai import OpenAIProvider
 from npcmind.providers.tokens import count, split
 from npcmind.testing.scripted import ScriptedServer
 
+WAIT_S = 120  # the first answer loads the tokenizer's tables: seconds on a loaded machine
 USER = (
     "ENTITIES:\n"
     'E1 "a" bee\nQ1: do? Options: idle, flee\n'
@@ -44,7 +46,7 @@ def sse_data(url: str, body: dict[str, Any]) -> tuple[list[Any], str | None]:
     """Every event's data of a streamed answer, decoded ("[DONE]" as is), and the error that ended it, if any."""
     out: list[Any] = []
     try:
-        with httpx.stream("POST", url, json=body, timeout=30) as r:
+        with httpx.stream("POST", url, json=body, timeout=WAIT_S) as r:
             assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream"), r.read()
             for line in r.iter_lines():
                 if line.startswith("data: "):
@@ -63,7 +65,7 @@ def server() -> Any:
 
 def test_the_scripted_server_streams_a_chat_completion_token_by_token(server: ScriptedServer) -> None:
     server.set(choose={"b": "flee"})
-    whole = httpx.post(f"{server.base_url}/chat/completions", json=chat_body()).json()
+    whole = httpx.post(f"{server.base_url}/chat/completions", json=chat_body(), timeout=WAIT_S).json()
     chunks, cut = sse_data(
         f"{server.base_url}/chat/completions", chat_body(stream=True, stream_options={"include_usage": True})
     )
@@ -91,7 +93,7 @@ def test_the_scripted_server_streams_a_chat_completion_token_by_token(server: Sc
 
 def test_the_scripted_server_streams_a_message_as_anthropic_does(server: ScriptedServer) -> None:
     server.set(choose={"c": "chase"})
-    whole = httpx.post(f"{server.url}/v1/messages", json=messages_body()).json()
+    whole = httpx.post(f"{server.url}/v1/messages", json=messages_body(), timeout=WAIT_S).json()
     events, cut = sse_data(f"{server.url}/v1/messages", {**messages_body(), "stream": True})
     assert cut is None
     kinds = [e["type"] for e in events]
@@ -128,9 +130,9 @@ def test_the_scripted_server_cuts_a_stream_where_told(server: ScriptedServer, pr
 
 def test_a_server_that_cannot_stream_refuses_the_parameter_by_name(server: ScriptedServer) -> None:
     server.set(reject_params=["stream"])
-    r = httpx.post(f"{server.base_url}/chat/completions", json=chat_body(stream=True))
+    r = httpx.post(f"{server.base_url}/chat/completions", json=chat_body(stream=True), timeout=WAIT_S)
     assert r.status_code == 400 and r.json()["error"]["param"] == "stream"
-    ok = httpx.post(f"{server.base_url}/chat/completions", json=chat_body())  # unstreamed: answered
+    ok = httpx.post(f"{server.base_url}/chat/completions", json=chat_body(), timeout=WAIT_S)  # unstreamed: answered
     assert ok.status_code == 200 and ok.json()["choices"][0]["message"]["content"].startswith('{"E1"')
 
 
@@ -138,11 +140,11 @@ def test_the_scripted_model_writes_no_faster_than_its_pace(server: ScriptedServe
     # lower bounds only: a loaded machine can make the answer later, never earlier
     server.set(stream_ttft_ms=200, stream_tokens_per_s=50)
     began = time.monotonic()
-    whole = httpx.post(f"{server.base_url}/chat/completions", json=chat_body()).json()
+    whole = httpx.post(f"{server.base_url}/chat/completions", json=chat_body(), timeout=WAIT_S).json()
     tokens = whole["usage"]["completion_tokens"]
     assert time.monotonic() - began >= 0.2 + (tokens - 1) / 50
     began = time.monotonic()
-    with httpx.stream("POST", f"{server.base_url}/chat/completions", json=chat_body(stream=True)) as r:
+    with httpx.stream("POST", f"{server.base_url}/chat/completions", json=chat_body(stream=True), timeout=WAIT_S) as r:
         seen = []
         for line in r.iter_lines():
             if '"content":"' in line and '"content":""' not in line:
@@ -277,6 +279,7 @@ FORMS.append(
 )
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(("kind", "mode", "text"), FORMS)
 def test_every_entity_is_picked_before_the_whole_answer_which_agrees_with_decide(
     server: ScriptedServer, kind: str, mode: answer.AnswerMode, text: str | None
@@ -416,3 +419,118 @@ def test_a_stream_without_usage_counts_the_tokens_the_server_sent(server: Script
     final = got[-1]
     assert isinstance(final, ProviderAnswer) and final.output_tokens == whole.output_tokens > 10
     assert final.input_tokens == count("o200k_base", provider_call("enum").system) + count("o200k_base", USER)
+
+
+# ---- server-sent events as a server may cut them: a raw HTTP server writing the answer in fragments
+
+
+async def raw_server(parts: list[bytes], kind: bytes = b"text/event-stream") -> tuple[asyncio.Server, str]:
+    """A server that answers any POST with these bytes (of content type ``kind``), written one fragment at a
+    time, then closes the connection (no length, no chunking: the body ends when the connection does)."""
+
+    async def answer_one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(int(h.split(b":")[1]) for h in head.split(b"\r\n") if h.lower().startswith(b"content-length"))
+        await reader.readexactly(length)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: " + kind + b"\r\nconnection: close\r\n\r\n")
+        for part in parts:
+            writer.write(part)
+            await writer.drain()
+            await asyncio.sleep(0.005)  # apart, most likely; together, the events must read the same
+        writer.close()
+
+    server = await asyncio.start_server(answer_one, "127.0.0.1", 0)
+    return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
+
+
+def test_events_are_read_however_the_server_cuts_its_bytes() -> None:
+    parts = [
+        b": a comment\r\n",
+        b"event: x\r\nda",
+        b'ta: {"a":',
+        b"1}\r\n\r",
+        b"\ndata: one\ndata: two\n\n",
+        b"data: last",
+    ]
+
+    async def read() -> list[bytes]:
+        server, url = await raw_server(parts)
+        client = JsonClient()
+        try:
+            async with client.stream(f"{url}/x", {}, {}) as opened:
+                assert opened.whole is None
+                return [event async for event in opened.events()]
+        finally:
+            await client.close()
+            server.close()
+
+    assert asyncio.run(read()) == [b'{"a":1}', b"one\ntwo", b"last"]
+
+
+def chunk(content: str, tokens: list[tuple[str, float]] | None = None, finish: str | None = None) -> bytes:
+    """One chat-completion chunk as a server sends it (with log-probabilities for ``tokens``)."""
+    choice: dict[str, Any] = {"index": 0, "delta": {"content": content}, "finish_reason": finish}
+    if tokens is not None:
+        choice["logprobs"] = {"content": [{"token": t, "logprob": lp} for t, lp in tokens]}
+    return b"data: " + msgspec.json.encode({"choices": [choice]}) + b"\n\n"
+
+
+def stream_from(
+    parts: list[bytes], call: ProviderCall, kind: bytes = b"text/event-stream"
+) -> tuple[list[StreamPiece], ProviderError | None]:
+    """What OpenAIProvider.stream gives when the server sends these bytes."""
+
+    async def read() -> tuple[list[StreamPiece], ProviderError | None]:
+        server, url = await raw_server(parts, kind)
+        p = OpenAIProvider(None, base_url=url, model="m", mode=call.mode)
+        got: list[StreamPiece] = []
+        try:
+            async for piece in p.stream(call):
+                got.append(piece)
+        except ProviderError as e:
+            return got, e
+        finally:
+            await p.close()
+            server.close()
+        return got, None
+
+    return asyncio.run(read())
+
+
+@pytest.mark.parametrize(
+    ("ending", "why"),
+    [
+        (b'data: {"error": {"message": "the model crashed"}}\n\n', "failed mid-answer: the model crashed"),
+        (b"", "closed without the answer's end"),  # no finish_reason, no [DONE]
+    ],
+)
+def test_an_openai_stream_that_fails_mid_answer_keeps_what_was_written(ending: bytes, why: str) -> None:
+    parts = [chunk('{"E1":"flee",'), chunk('"E2":"ch'), chunk('ase","E3'), ending]
+    got, error = stream_from(parts, provider_call("enum"))
+    assert got == [Picked(1, answer.Choice("flee")), Picked(2, answer.Choice("chase"))]
+    assert (
+        error is not None
+        and str(error).startswith("the provider's stream was cut after 2 entities")
+        and why in str(error)
+    )
+
+
+def test_confidence_stops_where_the_streamed_log_probabilities_stop_spelling_the_text() -> None:
+    # E1's chunk has its tokens; E2's has none (or tokens that do not spell it): E1's confidence is read, E2's
+    # is null rather than read at the wrong token, and the output is counted by the tokenizer (no usage chunk)
+    first = chunk('{"E1":"flee",', [('{"', 0.0), ("E", 0.0), ("1", 0.0), ('":"', 0.0), ("flee", -0.5), ('",', 0.0)])
+    for second in (chunk('"E2":"chase"}'), chunk('"E2":"chase"}', [('"E2":"', 0.0), ("chess", -0.1), ('"}', 0)])):
+        got, error = stream_from([first, second, chunk("", finish="stop"), b"data: [DONE]\n\n"], provider_call("enum"))
+        assert error is None
+        assert got[:2] == [Picked(1, answer.Choice("flee", confidence=0.6065)), Picked(2, answer.Choice("chase"))]
+        final = got[-1]
+        assert isinstance(final, ProviderAnswer) and final.choices == {1: got[0].choice, 2: got[1].choice}  # type: ignore[union-attr]
+        assert final.output_tokens == count("o200k_base", '{"E1":"flee","E2":"chase"}') and final.input_tokens > 0
+
+
+def test_a_stream_under_another_content_type_is_read_and_a_web_page_is_named() -> None:
+    parts = [chunk('{"E1":"flee"}'), chunk("", finish="stop"), b"data: [DONE]\n\n"]
+    got, error = stream_from(parts, provider_call("enum"), b"text/plain; charset=utf-8")  # a proxy's word for it
+    assert error is None and got[0] == Picked(1, answer.Choice("flee")) and isinstance(got[-1], ProviderAnswer)
+    got, error = stream_from([b"<html><body>Sign in</body></html>"], provider_call("enum"), b"text/html")
+    assert got == [] and error is not None and "HTML page" in str(error)

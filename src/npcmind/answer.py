@@ -186,6 +186,11 @@ def confidences(
     for tok, _ in tokens:
         starts.append(pos)
         pos += len(tok)
+    return _at_tokens(offsets, tokens, starts)
+
+
+def _at_tokens(offsets: dict[int, int], tokens: Sequence[tuple[str, float]], starts: list[int]) -> dict[int, float]:
+    """The probability of the token that holds each text offset (``starts``: where each token begins)."""
     out: dict[int, float] = {}
     for n, off in offsets.items():
         i = bisect.bisect_right(starts, off) - 1
@@ -195,9 +200,10 @@ def confidences(
 
 
 _OPENING_FENCE = re.compile(r"^```[a-zA-Z]*\s*")
-_CLOSING_FENCE = re.compile(r"\s*`{0,3}\s*$")
-# a delta without one of these cannot close a value or an item, nor begin the item that closes the one before
-_MAY_CLOSE = re.compile(r'["{},\]]')
+# a delta without one of these cannot complete a part: in the enum form, close a value's string; in the numbered
+# form, begin the item that closes the one before, or close the document
+_MAY_CLOSE = {"enum": re.compile('"'), "numbered": re.compile("[{}]")}
+_ENUM_KEY = re.compile(r"E(\d+)")
 
 
 class PartialAnswer:
@@ -215,14 +221,19 @@ class PartialAnswer:
         self.text = ""  # the answer so far, as the model wrote it (thinking and fences included)
         self.tokens: list[tuple[str, float]] = []  # its tokens and log-probabilities, when the provider gives them
         self.picked: dict[int, Choice] = {}  # every entity given so far: the first mention counts
-        self._read_items = 0  # numbered: the items already taken (complete, read or skipped)
+        self._options = dict(self.entities)
+        self._starts: list[int] = []  # where each token begins in the text
+        self._may_close = _MAY_CLOSE[mode]
+        self._read_items = 0  # the items (numbered) or keys (enum) already taken: complete, read or skipped
 
     def feed(self, delta: str, tokens: Sequence[tuple[str, float]] = ()) -> list[tuple[int, Choice]]:
         """Add what the model wrote next (with its tokens' log-probabilities, if any): the entities whose part
         it completed, in the answer's order."""
+        for tok in tokens:
+            self._starts.append(self._starts[-1] + len(self.tokens[-1][0]) if self.tokens else 0)
+            self.tokens.append(tok)
         self.text += delta
-        self.tokens.extend(tokens)
-        if not _MAY_CLOSE.search(delta):
+        if not self._may_close.search(delta):
             return []
         body = self._body()
         if body is None:
@@ -233,7 +244,8 @@ class PartialAnswer:
             return []
         got = self._numbered(obj, body) if self.mode == "numbered" else self._enum(obj)
         if self.tokens and got:
-            for n, p in confidences(self.text, self.tokens, self.mode, [n for n, _ in got]).items():
+            offsets = value_offsets(self.text, self.mode, [n for n, _ in got])
+            for n, p in _at_tokens(offsets, self.tokens, self._starts).items():
                 next(c for m, c in got if m == n).confidence = p
         self.picked.update(got)
         return got
@@ -248,14 +260,17 @@ class PartialAnswer:
         return text if text.startswith("{") else None
 
     def _enum(self, obj: Any) -> list[tuple[int, Choice]]:
-        """``{"E3":"attack",...}``: a value counts once its string is closed (partial mode leaves out the rest)."""
+        """``{"E3":"attack",...}``: a value counts once its string is closed (partial mode leaves out the rest,
+        so every key it gives is complete, and only the keys past those read before are new)."""
         out: list[tuple[int, Choice]] = []
         if not isinstance(obj, dict):
             return out
-        for n, opts in self.entities:
-            v = obj.get(f"E{n}")
-            if n not in self.picked and isinstance(v, str):
-                out += from_object({f"E{n}": v}, "enum", [(n, opts)]).items()
+        for key in list(obj)[self._read_items :]:
+            m = _ENUM_KEY.fullmatch(key)
+            n = int(m.group(1)) if m else None
+            if n is not None and n in self._options and n not in self.picked and isinstance(obj[key], str):
+                out += from_object({key: obj[key]}, "enum", [(n, self._options[n])]).items()
+        self._read_items = max(self._read_items, len(obj))
         return out
 
     def _numbered(self, obj: Any, body: str) -> list[tuple[int, Choice]]:
@@ -285,7 +300,7 @@ def load_partial(text: str) -> Any:
 
 def _complete(body: str) -> bool:
     """Whether the JSON text is a whole document (a closing fence after it aside)."""
-    body = _CLOSING_FENCE.sub("", body)
+    body = body.rstrip().rstrip("`").rstrip()  # a closing fence, or its first backticks
     if not body.endswith("}"):
         return False
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -116,13 +117,14 @@ class AnthropicProvider:
         message = _Message()
         given: dict[int, answer.Choice] = {}
         try:
-            async for data in opened.events():
-                for number, choice in message.take(data, call):
-                    if number not in given:
-                        given[number] = choice
-                        yield Picked(number, choice)
-                if message.stopped:
-                    break
+            async with contextlib.aclosing(opened.events()) as events:  # closed at once when left early
+                async for data in events:
+                    for number, choice in message.take(data, call):
+                        if number not in given:
+                            given[number] = choice
+                            yield Picked(number, choice)
+                    if message.stopped:
+                        break
         except ProviderError as e:
             raise stream_cut(len(given), e) from None
         if not message.stopped:

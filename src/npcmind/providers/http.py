@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,10 +81,10 @@ class JsonClient:
                 if resp.status >= 400:
                     wait = retry_after(resp.headers) if resp.status in (429, 503, 529) else None
                     raise _status_error(resp.status, await resp.read(), wait)
-                if resp.content_type == "text/event-stream":
-                    yield Streamed(None, resp)
-                else:
+                if resp.content_type in ("application/json", "text/html"):  # it did not stream (or is no API)
                     yield Streamed(_decoded(await resp.read()), resp)
+                else:  # text/event-stream, or whatever a proxy calls it
+                    yield Streamed(None, resp)
         except aiohttp.ClientError as e:
             raise ProviderError(f"cannot reach provider: {e.__class__.__name__}: {e}") from None
 
@@ -117,23 +117,33 @@ class Streamed:
     whole: Any
     _resp: aiohttp.ClientResponse
 
-    async def events(self) -> AsyncIterator[bytes]:
+    async def events(self) -> AsyncGenerator[bytes, None]:
         """The data of each server-sent event, as it arrives (the ``event:`` names are left out: every
         provider's data says its own type). A connection lost mid-answer is a ProviderError."""
         data: list[bytes] = []
+        rest = b""
         try:
-            async for line in self._resp.content:
-                line = line.rstrip(b"\r\n")
-                if not line:  # a blank line ends an event
-                    if data:
-                        yield b"\n".join(data)
-                    data = []
-                elif line.startswith(b"data:"):
-                    data.append(line[5:].removeprefix(b" "))
-        except (aiohttp.ClientError, ValueError) as e:  # ValueError: a line past aiohttp's limit
+            async for chunk in self._resp.content.iter_any():  # whatever has come: often several events at once
+                *lines, rest = (rest + chunk).split(b"\n")
+                for line in lines:
+                    if event := _sse_line(line.rstrip(b"\r"), data):
+                        yield event
+        except aiohttp.ClientError as e:
             raise ProviderError(f"the connection was lost mid-answer: {e.__class__.__name__}: {e}") from None
-        if data:  # a last event the server did not end with a blank line
-            yield b"\n".join(data)
+        if event := _sse_line(rest.rstrip(b"\r"), data) or _sse_line(b"", data):  # a last event left unended
+            yield event
+
+
+def _sse_line(line: bytes, data: list[bytes]) -> bytes | None:
+    """One line of server-sent events: a ``data:`` line is kept in ``data``; a blank line ends the event,
+    whose data it returns (and empties ``data``); other fields are left out."""
+    if not line:
+        event = b"\n".join(data) if data else None
+        data.clear()
+        return event
+    if line.startswith(b"data:"):
+        data.append(line[5:].removeprefix(b" "))
+    return None
 
 
 def _status_error(status: int, raw: bytes, wait: float | None) -> ProviderError:

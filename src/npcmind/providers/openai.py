@@ -226,13 +226,14 @@ class OpenAIProvider:
         reader = answer.PartialAnswer(call.mode, call.entities)
         chunks = _Chunks()
         try:
-            async for data in opened.events():
-                if data == b"[DONE]":
-                    chunks.done = True
-                    break
-                text, tokens = chunks.take(data)
-                for number, choice in reader.feed(text, tokens):
-                    yield Picked(number, choice)
+            async with contextlib.aclosing(opened.events()) as events:  # closed at once when left early
+                async for data in events:
+                    if data == b"[DONE]":
+                        chunks.done = True
+                        break
+                    text, tokens = chunks.take(data)
+                    for number, choice in reader.feed(text, tokens):
+                        yield Picked(number, choice)
         except ProviderError as e:
             raise stream_cut(len(reader.picked), e) from None
         if not chunks.done and chunks.finish is None:
@@ -241,7 +242,7 @@ class OpenAIProvider:
         if chunks.usage is None:  # no usage chunk (llama-cpp-python's server sends none, or stream_options was
             # refused): the tokens the server sent, else the tokenizer's counts, so budgets and metrics still see them
             out.input_tokens = count_once(self.encoding, call.system) + count_once(self.encoding, call.user)
-            out.output_tokens = len(reader.tokens) or count_once(self.encoding, reader.text)
+            out.output_tokens = len(reader.tokens) if chunks.aligned else count_once(self.encoding, reader.text)
         out.choices = {**out.choices, **reader.picked}  # what was given stands
         yield out
 
@@ -299,6 +300,9 @@ class _Chunks:
     finish: str | None = None
     usage: Any = None
     done: bool = False
+    # every chunk so far came with log-probabilities whose tokens spell its text: once one did not (none sent,
+    # or malformed), no more tokens are kept, so a token's offset never points at the wrong text
+    aligned: bool = True
 
     def take(self, data: bytes) -> tuple[str, list[tuple[str, float]]]:
         """One chunk: the text it adds and that text's tokens with their log-probabilities (none if not sent)."""
@@ -320,7 +324,13 @@ class _Chunks:
         if isinstance(delta.get("refusal"), str):
             self.refusal.append(delta["refusal"])
         text = delta.get("content")
-        return (text, _logprob_tokens(choice)) if isinstance(text, str) else ("", [])
+        if not isinstance(text, str):
+            return "", []
+        tokens = _logprob_tokens(choice) if self.aligned else []
+        if self.aligned and "".join(t for t, _ in tokens) != text:
+            self.aligned = False
+            tokens = []
+        return text, tokens
 
     def whole(self, reader: answer.PartialAnswer) -> dict[str, Any]:
         """The answer as an unstreamed chat completion, for read_answer (the same reading as decide()'s)."""

@@ -330,32 +330,40 @@ async def _received(m: ScriptedModel, body: dict[str, Any]) -> Response[bytes] |
 
 @dataclass(slots=True)
 class Said:
-    """What the model writes for one call: its text, cut as the tokenizer cuts it (what a stream sends, and
-    the output token count either way), with the log-probability of each token."""
+    """What the model writes for one call: its content, and what it writes and is counted (the content, or a
+    refusal), which a stream sends token by token as the tokenizer cuts it."""
 
     text: str
-    tokens: list[tuple[str, float]]
+    written: str
     # the answer as the script built it, in the pieces the unstreamed form has always given log-probabilities
     # for; none when the script wrote something else (its text, a refusal, a malformed or cut answer)
     pieces: list[tuple[str, float]]
+    encoding: str
 
+    def count(self) -> int:
+        """The output tokens: as many as a stream of the same answer sends."""
+        return count_once(self.encoding, self.written)
 
-def _said(text: str, pieces: list[tuple[str, float]], encoding: str) -> Said:
-    """The text as tokens; each token that holds the start of a scripted piece takes that piece's
-    log-probability (the token that decides a choice gets the script's ``logprob``, as in the unstreamed form)."""
-    starts: dict[int, float] = {}
-    pos = 0
-    for piece, lp in pieces:
-        if lp:
-            starts[pos] = lp
-        pos += len(piece)
-    tokens: list[tuple[str, float]] = []
-    pos = 0
-    for tok in split(encoding, text):
-        lp = min((v for k, v in starts.items() if pos <= k < pos + len(tok)), default=0.0)
-        tokens.append((tok, lp))
-        pos += len(tok)
-    return Said(text, tokens, pieces)
+    def tokens(self) -> list[tuple[str, float]]:
+        """What is written, one token each; a token that holds the start of a scripted piece takes that
+        piece's log-probability (the token that decides a choice gets the script's ``logprob``, as unstreamed)."""
+        marks: list[tuple[int, float]] = []  # where each piece with a log-probability starts
+        pos = 0
+        for piece, lp in self.pieces:
+            if lp:
+                marks.append((pos, lp))
+            pos += len(piece)
+        out: list[tuple[str, float]] = []
+        pos = 0
+        i = 0
+        for tok in split(self.encoding, self.written):
+            lp = 0.0
+            while i < len(marks) and marks[i][0] < pos + len(tok):
+                lp = min(lp, marks[i][1])
+                i += 1
+            out.append((tok, lp))
+            pos += len(tok)
+        return out
 
 
 async def _pace(s: Script, tokens: int) -> None:
@@ -437,10 +445,8 @@ def _openai_said(m: ScriptedModel, body: dict[str, Any]) -> tuple[Said, str, str
     if s.truncated and s.text is None:
         content = ""
     real = not s.refusal and s.text is None and not s.malformed and not s.truncated
-    written = (s.refusal or "") if s.refusal else content
-    said = _said(written, pieces if real else [], "o200k_base")
-    said.text = content  # a refusal is written, and counted, but it is not the content
-    return said, system, user
+    written = s.refusal if s.refusal else content  # a refusal is written, and counted, but it is not the content
+    return Said(content, written, pieces if real else [], "o200k_base"), system, user
 
 
 def _openai_answer(m: ScriptedModel, body: dict[str, Any], said: Said, system: str, user: str) -> Response[bytes]:
@@ -463,12 +469,13 @@ def _openai_answer(m: ScriptedModel, body: dict[str, Any], said: Said, system: s
             "created": int(time.time()),
             "model": body.get("model", "scripted"),
             "choices": [choice],
-            "usage": _openai_usage(m, system, prompt_tokens, len(said.tokens)),
+            "usage": _openai_usage(m, system, prompt_tokens, said.count()),
         }
     )
 
 
 def _openai_usage(m: ScriptedModel, system: str, prompt_tokens: int, output: int) -> dict[str, Any]:
+    """The usage block, streamed or not."""
     return {
         "prompt_tokens": prompt_tokens,
         "completion_tokens": output,
@@ -486,7 +493,8 @@ def _openai_stream(m: ScriptedModel, body: dict[str, Any], said: Said, system: s
     logprobs = bool(body.get("logprobs")) and bool(said.pieces)
     field = "refusal" if s.refusal else "content"
     chunks = [_sse({**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})]
-    for tok, lp in said.tokens:
+    tokens = said.tokens()
+    for tok, lp in tokens:
         choice: dict[str, Any] = {"index": 0, "delta": {field: tok}, "finish_reason": None}
         if logprobs:
             choice["logprobs"] = {"content": [{"token": tok, "logprob": lp, "bytes": list(tok.encode())}]}
@@ -495,7 +503,7 @@ def _openai_stream(m: ScriptedModel, body: dict[str, Any], said: Said, system: s
     tail = [_sse({**head, "choices": [end]})]
     if (body.get("stream_options") or {}).get("include_usage"):
         prompt_tokens = count("o200k_base", system) + count_once("o200k_base", user)
-        usage = _openai_usage(m, system, prompt_tokens, len(said.tokens))
+        usage = _openai_usage(m, system, prompt_tokens, len(tokens))
         tail.append(_sse({**head, "choices": [], "usage": usage}))
     tail.append(b"data: [DONE]\n\n")
     return _streamed(s, chunks[:1], chunks[1:], tail)
@@ -527,23 +535,25 @@ def _anthropic_said(m: ScriptedModel, body: dict[str, Any]) -> tuple[Said, dict[
     user = next((x["content"] for x in body.get("messages", []) if x.get("role") == "user"), "")
     _, obj = m.answer(True, user)
     if s.text is not None and not s.refusal:
-        return _said(s.text, [], "cl100k_base"), obj, system, user
+        return Said(s.text, s.text, [], "cl100k_base"), obj, system, user
     written = "" if s.refusal or s.truncated else msgspec.json.encode(obj).decode()
-    return _said(written, [], "cl100k_base"), obj, system, user
+    return Said(written, written, [], "cl100k_base"), obj, system, user
 
 
 def _anthropic_usage(m: ScriptedModel, system: str, user: str, said: Said) -> dict[str, Any]:
+    """The usage block, streamed (in message_start, its output then in message_delta) or not."""
     cached = m.cached(system)
     return {
         "input_tokens": count_once("cl100k_base", system + user) - cached,
         "cache_read_input_tokens": cached,
         "cache_creation_input_tokens": 0,
         # nothing written (a refusal, an answer cut before it began): the model still spent some
-        "output_tokens": len(said.tokens) or 20,
+        "output_tokens": said.count() or 20,
     }
 
 
 def _anthropic_stop(s: Script) -> str:
+    """Why the scripted message stops."""
     return "refusal" if s.refusal else "max_tokens" if s.truncated else "tool_use"
 
 
@@ -591,7 +601,7 @@ def _anthropic_stream(m: ScriptedModel, body: dict[str, Any], said: Said, system
         block = {"type": "text", "text": ""} if text else {"type": "tool_use", "id": "toolu_scripted", "name": "decide"}
         start = {"type": "content_block_start", "index": 0, "content_block": block if text else {**block, "input": {}}}
         first.append(_sse(start, "content_block_start"))
-        for tok, _ in said.tokens:
+        for tok, _ in said.tokens():
             delta = {"type": "text_delta", "text": tok} if text else {"type": "input_json_delta", "partial_json": tok}
             tokens.append(_sse({"type": "content_block_delta", "index": 0, "delta": delta}, "content_block_delta"))
         tail.append(_sse({"type": "content_block_stop", "index": 0}, "content_block_stop"))
@@ -615,7 +625,7 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
         said, system, user = _openai_said(m, body)
         if body.get("stream"):
             return _openai_stream(m, body, said, system, user)
-        await _pace(m.script, len(said.tokens))
+        await _pace(m.script, said.count())
         return _openai_answer(m, body, said, system, user)
 
     @post("/v1/messages", status_code=200)
@@ -627,7 +637,7 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
         said, obj, system, user = _anthropic_said(m, body)
         if body.get("stream"):
             return _anthropic_stream(m, body, said, system, user)
-        await _pace(m.script, len(said.tokens))
+        await _pace(m.script, said.count())
         return _anthropic_answer(m, body, said, obj, system, user)
 
     @get("/v1/models")
