@@ -212,13 +212,22 @@ def dom(url: str, profile: Path) -> str:
     return subprocess.run([CHROMIUM, *flags, url], capture_output=True, text=True, timeout=300).stdout
 
 
-def run_page(tmp_path: Path, url: str, script: str) -> str:
-    """Open a page whose script is ``script`` until it is done; what it wrote in the body."""
+def run_page(tmp_path: Path, url: str, script: str, real_time: bool = False) -> str:
+    """Open a page whose script is ``script`` until it is done; what it wrote in the body. ``real_time``: in a
+    Chromium on the wall clock (cdp.Browser), for a page that reads a streamed answer: --dump-dom's virtual
+    time runs on while a response's body is still coming, so the page's timers would outrun its lines."""
     (tmp_path / "index.html").write_text(
         "<!doctype html><body>waiting<script>(async () => {\n" + script + "\n})().then(out => "
         "{ document.body.textContent = 'DONE ' + JSON.stringify(out); }, e => "
         "{ document.body.textContent = 'FAILED ' + e; });</script></body>"
     )
+    if real_time:
+        from cdp import Browser
+
+        done = "/^(DONE|FAILED) /.test(document.body.textContent) && document.body.textContent"
+        with Browser(tmp_path / "profile") as browser:
+            browser.open(url)
+            return str(browser.wait_for(done, 120))
     out = dom(url, tmp_path / "profile")
     body = out.split("<body>", 1)[-1].split("</body>", 1)[0]
     assert body.startswith(("DONE ", "FAILED ")), out

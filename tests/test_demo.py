@@ -300,6 +300,22 @@ def test_with_the_scripted_provider_every_bee_decides_through_npcmind(play: Any,
         90,
     )
     until(lambda: snapshot(browser)["mode"] == "scripted", "the page names the provider", 90)  # polled: 1 s
+
+    # the SDK streams by default (docs/streaming.md): decisions came as lines, each with its own time to arrive
+    def streamed() -> dict[str, Any] | None:
+        x = snapshot(browser)
+        timed = all(d["ms"] is not None and d["ms"] >= 0 for d in deciders(x) if d["source"] in ("AI", "cached"))
+        return x if x["stats"]["streamedDecisions"] > 0 and timed else None
+
+    streamed_s = until(streamed, "decisions that came as lines, each with the time its line took", 60)
+    assert streamed_s["stats"]["streamsCut"] == 0, streamed_s["stats"]
+    ai_label = r"bee \S+ · (idle|wander|chase|flee) · (scripted|cache) · in \d+ ms"
+    until(
+        lambda: (p := pointed(browser)) and any(re.fullmatch(ai_label, x["text"]) for x in p["labels"]),
+        "the bee pointed at shows when its decision came",
+        60,
+    )
+    browser.point(0, 0)  # off the field: the labels below are the field's own
     assert "scripted, not a model" in browser.js("document.getElementById('mode').textContent")
 
     def counted() -> dict[str, int]:  # the counters' tiles, as a person reads them
@@ -418,24 +434,25 @@ def test_the_keyboard_moves_the_player(play: Any) -> None:
     assert snapshot(browser)["player"] != start
 
 
+def pointed(browser: Browser) -> dict[str, Any] | None:
+    """The mouse on the first bee where it is now; the snapshot once its label is drawn."""
+    field = "JSON.stringify(document.getElementById('field').getBoundingClientRect())"
+    s, r = snapshot(browser), json.loads(browser.js(field))
+    b = s["bees"][0]
+    browser.point(
+        r["left"] + b["x"] * r["width"] / s["field"]["width"],
+        r["top"] + b["y"] * r["height"] / s["field"]["height"],
+    )
+    s = snapshot(browser)
+    return s if [x for x in s["labels"] if x["text"].startswith(f"bee {b['id']} · ")] else None
+
+
 @needs_browser
 def test_pointing_at_a_bee_labels_it_beside_the_others(play: Any) -> None:
     """Bees carry no text (their colour says where their action came from): the one pointed at gets a label
     with its action, placed clear of every other label."""
     _, browser = play("--provider", "none")
-    field = "JSON.stringify(document.getElementById('field').getBoundingClientRect())"
-
-    def pointed() -> dict[str, Any] | None:  # the mouse on a bee where it is now; the label once drawn
-        s, r = snapshot(browser), json.loads(browser.js(field))
-        b = s["bees"][0]
-        browser.point(
-            r["left"] + b["x"] * r["width"] / s["field"]["width"],
-            r["top"] + b["y"] * r["height"] / s["field"]["height"],
-        )
-        s = snapshot(browser)
-        return s if [x for x in s["labels"] if x["text"].startswith(f"bee {b['id']} · ")] else None
-
-    s = until(pointed, "a label for the bee pointed at", 60)
+    s = until(lambda: pointed(browser), "a label for the bee pointed at", 60)
     label = next(x for x in s["labels"] if x["text"].startswith("bee "))
     assert re.fullmatch(r"bee \S+ · (idle|wander|chase|flee) · native AI( \(\w+\))?", label["text"]), label
     assert_labels_apart(s)

@@ -189,7 +189,8 @@ def test_in_chromium_the_sdk_decides_and_refuses_a_forged_outcome(
         origin = PAGE.format(port=pages.server_address[1])
         running = start_service(provider="openai", base_url=scripted.base_url, model="scripted", cors_origins=[origin])
         scripted.set(choose={"b1": "flee"})
-        body = run_page(site, f"{origin}/index.html", PAGE_SCRIPT % {"service": running.server.url})
+        script = PAGE_SCRIPT % {"service": running.server.url}
+        body = run_page(site, f"{origin}/index.html", script, real_time=True)  # the SDK streams: real time
     finally:
         pages.shutdown()
     assert body.startswith("DONE "), body
@@ -223,7 +224,8 @@ def test_the_node_game_server_example_runs(built: Path, svc: Running, scripted: 
 def test_the_web_game_example_decides_in_chromium(
     built: Path, start_service: Callable[..., Running], scripted: ScriptedServer, tmp_path: Path
 ) -> None:
-    from test_browsers import CHROMIUM, PAGE, dom, serve_folder
+    from cdp import Browser
+    from test_browsers import CHROMIUM, PAGE, serve_folder
 
     if CHROMIUM is None:
         pytest.skip("no chromium here (apt-get install chromium)")
@@ -232,8 +234,11 @@ def test_the_web_game_example_decides_in_chromium(
         origin = PAGE.format(port=pages.server_address[1])
         running = start_service(provider="openai", base_url=scripted.base_url, model="scripted", cors_origins=[origin])
         scripted.set(choose={"b1": "flee", "b2": "chase"})
-        out = dom(f"{origin}/examples/web-game.html?service={running.server.url}", tmp_path / "profile")
+        # on the wall clock: the SDK streams, and --dump-dom's virtual time runs on while a body is coming
+        with Browser(tmp_path / "profile") as browser:
+            browser.open(f"{origin}/examples/web-game.html?service={running.server.url}")
+            browser.wait_for("document.body.dataset.result === 'answered'", 120)
+            out = browser.js("document.getElementById('bees').textContent")
     finally:
         pages.shutdown()
-    assert 'data-result="answered"' in out, out
-    assert "b1: flee (AI)\nb2: chase (AI)" in out, out
+    assert out == "b1: flee (AI)\nb2: chase (AI)", out

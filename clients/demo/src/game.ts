@@ -64,13 +64,16 @@ export class Game {
 
   private doing(id: string, native: string): Doing {
     const c: Choice | null = this.npc.action(id);
-    if (c !== null) return { action: c.action, source: c.source === "local" ? "local" : c.cached ? "cached" : "AI", code: null };
-    return { action: native, source: "native", code: this.brain.fallbackOf(id) };
+    if (c !== null) {
+      const source = c.source === "local" ? "local" : c.cached ? "cached" : "AI";
+      return { action: c.action, source, code: null, ms: source === "local" ? null : this.brain.arrivalOf(id) };
+    }
+    return { action: native, source: "native", code: this.brain.fallbackOf(id), ms: null };
   }
 
   private decide(): void {
     const w = this.world;
-    for (const s of w.swarms) s.doing = w.membersOf(s.id).length ? this.doing(s.id, ALONE) : { action: ALONE, source: "native", code: "no bees" };
+    for (const s of w.swarms) s.doing = w.membersOf(s.id).length ? this.doing(s.id, ALONE) : { action: ALONE, source: "native", code: "no bees", ms: null };
     for (const b of w.bees) b.doing = this.doing(b.id, nativeBee(b, w));
     const before = w.queen.doing.action;
     w.queen.doing = this.doing(w.queen.id, nativeQueen(w.queen, w));

@@ -75,10 +75,17 @@ function fallbacks(st: Stats): string {
   return parts.length ? parts.join(", ") : "none";
 }
 
+/** The mean time from a request's send to each entity's decision line: what streaming shortens. */
+function streamed(st: Stats, long = false): string {
+  if (st.streamedDecisions === 0) return "";
+  const mean = Math.round(st.streamedMsTotal / st.streamedDecisions);
+  return long ? `; each decision came ${mean} ms after its request on average (streamed)` : `, ${mean} ms each`;
+}
+
 /** The counters (four times a second: figures that change every frame cannot be read), one tile each. */
 export function showCounters(doc: Document, st: Stats, sent: Sent, s: ServiceState): void {
   const tiles: [string, number, string, string?][] = [
-    ["requests", st.requests, `${st.asked} entities asked`],
+    ["requests", st.requests, `${st.asked} asked${streamed(st)}`, `${st.asked} entities asked${streamed(st, true)}`],
     ["decisions", st.ai, `cache ${st.cached}, policy ${st.local}`],
     ["fallbacks", Object.values(st.fallbacks).reduce((a, b) => a + b, 0), fallbacks(st)],
     ["errors", st.errors, "requests unanswered"],

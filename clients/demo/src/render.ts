@@ -120,7 +120,7 @@ export function draw(g: CanvasRenderingContext2D, w: World, scripted: boolean, p
   ground(g);
   const q = w.queen;
   const b = pointed(w, pointer);
-  const wants: Wanted[] = b ? [{ text: `bee ${b.id} · ${describe(b.doing, scripted)}`, x: b.x, y: b.y, r: 8, colour: COLOURS[b.doing.source] }] : [];
+  const wants: Wanted[] = b ? [{ text: `bee ${b.id} · ${describe(b.doing, scripted, true)}`, x: b.x, y: b.y, r: 8, colour: COLOURS[b.doing.source] }] : [];
   wants.push(
     { text: `queen · ${describe(q.doing, scripted)}${q.callingHelp ? " · calls help!" : ""}`, x: q.x, y: q.y, r: 16, colour: COLOURS[q.doing.source] },
   );

@@ -15,10 +15,11 @@ export function sourceWord(source: Source, scripted: boolean): string {
   return { cached: "cache", local: "policy", native: "native AI" }[source];
 }
 
-/** "chase · model", "wander · native AI (unavailable)". */
-export function describe(d: Doing, scripted: boolean): string {
+/** "chase · model", "wander · native AI (unavailable)"; `arrival`: with when its decision came ("· in 412 ms"). */
+export function describe(d: Doing, scripted: boolean, arrival = false): string {
   const word = sourceWord(d.source, scripted);
-  return `${d.action} · ${word}${d.source === "native" && d.code ? ` (${d.code})` : ""}`;
+  const when = arrival && d.ms !== null ? ` · in ${Math.round(d.ms)} ms` : "";
+  return `${d.action} · ${word}${d.source === "native" && d.code ? ` (${d.code})` : ""}${when}`;
 }
 
 /** How many of these characters act on each source now. */

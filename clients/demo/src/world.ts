@@ -13,11 +13,13 @@ const STING = 0.03;
 /** Where a decision came from (sources.ts gives each its colour and word). */
 export type Source = "AI" | "cached" | "local" | "native";
 
-/** What a character does now and why; `code` is the fallback's code when the native AI runs. */
+/** What a character does now and why; `code` is the fallback's code when the native AI runs; `ms`: how long
+ * after its request was sent its decision's line arrived (streamed: each entity's own time), when known. */
 export interface Doing {
   action: string;
   source: Source;
   code: string | null;
+  ms: number | null;
 }
 
 export interface Vec {
@@ -69,7 +71,7 @@ export type Happening =
   | { kind: "queen-hit" }
   | { kind: "player-died" };
 
-const native = (action: string): Doing => ({ action, source: "native", code: null });
+const native = (action: string): Doing => ({ action, source: "native", code: null, ms: null });
 
 /** Everything on the field. */
 export class World {

@@ -6,6 +6,8 @@ import type { components } from "./wire.js";
 export type AIDecision = components["schemas"]["AIDecision"];
 export type FallbackDecision = components["schemas"]["FallbackDecision"];
 export type DecideResponse = components["schemas"]["DecideResponse"];
+/** The last line of a streamed answer: what an unstreamed answer carries besides `decisions`. */
+export type StreamEnd = components["schemas"]["DecideEnd"];
 
 const CODES = new Set(["budget", "busy", "invalid_choice", "refused", "unavailable"]);
 const AI_FIELDS: [string, string][] = [
@@ -44,4 +46,23 @@ export function readDecideResponse(body: unknown): DecideResponse | string {
     if (problem !== null) return problem;
   }
   return body as unknown as DecideResponse;
+}
+
+/** One line of a streamed answer (docs/streaming.md): a decision (it has `source`), the last line (it has
+ * `a2g`), or what is wrong with it, checked like a whole answer's decisions before it reaches the game. */
+export function readStreamLine(line: string): { decision: AIDecision | FallbackDecision } | { end: StreamEnd } | string {
+  let d: unknown;
+  try {
+    d = JSON.parse(line);
+  } catch {
+    return `not JSON: ${line.slice(0, 80)}`;
+  }
+  if (isObject(d) && "source" in d) {
+    const problem = decisionProblem(d, "line");
+    return problem ?? { decision: d as unknown as AIDecision | FallbackDecision };
+  }
+  if (!isObject(d) || typeof d["a2g"] !== "string") return "line: neither a decision (source) nor the last line (a2g)";
+  if (typeof d["epoch"] !== "number") return "line.epoch: must be a number";
+  if (typeof d["latency_ms"] !== "number") return "line.latency_ms: must be a number";
+  return { end: d as unknown as StreamEnd };
 }

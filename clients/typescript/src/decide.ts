@@ -162,6 +162,8 @@ export class DecideClient {
   private apply(now: number): void {
     for (const s of this.transport.drain()) {
       if ("fail" in s) this.core.fail(s.ref, s.fail, now);
+      else if ("chunk" in s) this.core.chunk(s.ref, s.chunk, now);
+      else if ("end" in s) this.core.end(s.ref, now, s.failed);
       else this.core.answer(s.ref, s.status, s.body, s.headers, now);
     }
   }

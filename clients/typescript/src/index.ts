@@ -2,7 +2,7 @@
 
 export { DecideClient, type DecideClientOptions } from "./decide.js";
 export { Scheduler, BATCH, type SchedulerOptions } from "./scheduler.js";
-export { Transport, type Settled, type TransportOptions } from "./transport.js";
+export { Transport, type Reply, type Settled, type TransportOptions } from "./transport.js";
 export type {
   Choice,
   Entity,

@@ -8,6 +8,8 @@
  * re-asks everyone, at most every 500 ms; 16 entities a request. Cascade: with a policy, entities it is sure
  * about take the local action and only the rest go to the service. A 422 whose problems all lie in named
  * entities sends the others again at once, and each of those alone from then on until the service takes it.
+ * Streaming (docs/streaming.md, on by default): a decide answer may come as NDJSON lines, given as they arrive
+ * (`chunk`, then `end`); each entity's line is applied the moment it comes (stream.ts).
  * This is a port of the Python SDK's scheduler: the same rules, checked by the same conformance cases. */
 
 import { readDecideResponse } from "./answer.js";
@@ -19,6 +21,7 @@ import { NUMBER, Refusals, retryAfterMs } from "./refusals.js";
 import { Roster } from "./roster.js";
 import { SayOnce } from "./say.js";
 import { Session } from "./session.js";
+import { DecisionStream, type StreamHost } from "./stream.js";
 import { Timings, deadlineTimeoutMs } from "./timings.js";
 import { newStats } from "./types.js";
 import type { Entity, FailKind, Logger, OutRequest, Outcome, Stats } from "./types.js";
@@ -55,11 +58,22 @@ export interface SchedulerOptions {
   manifest?: Record<string, unknown> | null;
   /** The version of that manifest (GET /v1/manifest's `version`): the service's policy is fetched for it. */
   manifestVersion?: string | null;
+  /** Ask for decide answers as a stream of lines, each entity's decision as soon as the model wrote it
+   * (default true); false: today's single JSON answer. */
+  stream?: boolean;
   log?: Logger;
 }
 
 type Sent =
-  | { kind: "decide"; epoch: number; legal: Map<string, readonly string[]> }
+  | {
+      kind: "decide";
+      epoch: number;
+      legal: Map<string, readonly string[]>;
+      /** When it was sent (ms): a streamed line's latency is counted from here. */
+      at: number;
+      /** Its answer as lines, from the first chunk on (null: none came yet, or not streamed). */
+      stream: DecisionStream | null;
+    }
   | { kind: "manifest" }
   | { kind: "health" }
   | { kind: "session" }
@@ -93,6 +107,7 @@ export class Scheduler {
   scope: string | null;
   scopeState: Record<string, unknown> | null;
   private readonly maxInFlight: number;
+  private readonly streamed: boolean;
   private readonly said: SayOnce;
   private readonly timeoutGiven: boolean;
   private timeout: number;
@@ -111,6 +126,7 @@ export class Scheduler {
     this.scope = options.scope ?? null;
     this.scopeState = options.scopeState ?? null;
     this.maxInFlight = options.maxInFlight ?? 4;
+    this.streamed = options.stream ?? true;
     this.said = new SayOnce(options.log ?? ((m) => console.warn(`npcmind: ${m}`)));
     this.refusals = new Refusals((key, message, native) => this.warn(key, message, native), this.stats);
     this.cascade = new Cascade(
@@ -234,6 +250,30 @@ export class Scheduler {
     if (s !== undefined) dispatch(this.answered, s)(s, { status, body, headers }, now);
   }
 
+  /** Bytes of a streamed decide answer arrived (200, application/x-ndjson; a string: its UTF-8): the lines they
+   * complete are applied now, so an entity's decision is usable before the stream ends. */
+  chunk(ref: string, data: Uint8Array | string, now: number): void {
+    const s = this.sent.get(ref);
+    if (s?.kind !== "decide") return; // not a decide request in flight: nothing of it is read
+    if (s.stream === null) {
+      for (const id of s.legal.keys()) this.refusals.alone.delete(id); // taken: it may go with the others again
+      s.stream = new DecisionStream(this.streamHost(), s.legal, s.epoch, s.at);
+    }
+    s.stream.feed(data, now);
+  }
+
+  /** A streamed decide answer's connection closed: without its last line it was cut, and the entities of it
+   * without a line fall back (`unavailable`), while the lines received stand. `failed`: the transport ended it
+   * (no line within the timeout, the connection lost), said as `fail` says it. */
+  end(ref: string, now: number, failed: FailKind | null = null): void {
+    const s = this.sent.get(ref);
+    if (s?.kind !== "decide") return;
+    this.take(ref);
+    this.decidesInFlight--;
+    if (failed !== null) this.failed(failed);
+    (s.stream ?? new DecisionStream(this.streamHost(), s.legal, s.epoch, s.at)).end(now);
+  }
+
   /** A request got no answer (`timeout` or `unreachable`): said once, then undone by its kind (`FAILED`); its
    * entities use their native AI and are retried later. */
   fail(ref: string, kind: FailKind, now: number): void {
@@ -314,11 +354,11 @@ export class Scheduler {
       asked.push(e);
     }
     const together = asked.filter((e) => !this.refusals.alone.has(e.id));
-    for (let i = 0; i < together.length; i += BATCH) this.sendBatch(together.slice(i, i + BATCH), out);
-    for (const e of asked) if (this.refusals.alone.has(e.id)) this.sendBatch([e], out); // so it cannot sink the others
+    for (let i = 0; i < together.length; i += BATCH) this.sendBatch(together.slice(i, i + BATCH), now, out);
+    for (const e of asked) if (this.refusals.alone.has(e.id)) this.sendBatch([e], now, out); // so it cannot sink the others
   }
 
-  private sendBatch(batch: Entity[], out: OutRequest[]): void {
+  private sendBatch(batch: Entity[], now: number, out: OutRequest[]): void {
     const body: Record<string, unknown> = {
       client_id: this.clientId,
       epoch: this.roster.epoch,
@@ -341,11 +381,11 @@ export class Scheduler {
       e.trigger = null;
       legal.set(e.id, [...e.legalActions]);
     }
-    this.sent.set(r.ref, { kind: "decide", epoch: this.roster.epoch, legal });
+    this.sent.set(r.ref, { kind: "decide", epoch: this.roster.epoch, legal, at: now, stream: null });
     this.decidesInFlight++;
     this.stats.requests++;
     this.stats.asked += legal.size;
-    out.push(r);
+    out.push(this.streamed ? { ...r, stream: true } : r);
   }
 
   // --- answers ----------------------------------------------------------------------------------
@@ -474,6 +514,15 @@ export class Scheduler {
       this.warn(`encode:${String(exc)}`, `a request cannot be sent as JSON (${String(exc)}): skipped`);
       return null;
     }
+  }
+
+  private streamHost(): StreamHost {
+    return {
+      roster: this.roster,
+      stats: this.stats,
+      warn: (key, message) => this.warn(key, message),
+      cut: (now) => (this.notBefore = now + 1000), // as after a decide request that failed
+    };
   }
 
   private outboxHost(): OutboxHost {

@@ -1,14 +1,25 @@
 /** Executes the core's requests with `fetch` (browsers and Node 20+): the only I/O of the decision SDK.
- * Answers are not applied here: they wait in a queue that the game loop drains inside `tick()`. */
+ * Answers are not applied here: they wait in a queue that the game loop drains inside `tick()`. A streamed
+ * decide answer (docs/streaming.md) is queued chunk by chunk as it arrives, so each line reaches the game at
+ * the next frame rather than with the whole answer. */
 
 import { POLICY_MAX_BYTES } from "./policy.js";
 import { sessionToken } from "./session.js";
 import type { FailKind, OutRequest } from "./types.js";
 
 export const GZIP_FROM = 16 * 1024; // bodies from this size are sent gzip-compressed (a large scene's telemetry)
+export const NDJSON = "application/x-ndjson"; // a streamed decide answer: one JSON document a line
 
-/** What became of one request: an answer, or why there was none. */
+/** What became of one request: an answer, or why there was none; for a streamed answer, its bytes as they
+ * came (`chunk`: the scheduler assembles its lines, they may cut anything), then its end (`end`: the
+ * connection closed; `failed`: what cut it, when something did). */
 export type Settled =
+  | Reply
+  | { ref: string; chunk: Uint8Array }
+  | { ref: string; end: true; failed: FailKind | null; error: string };
+
+/** One whole answer, or why there was none. */
+export type Reply =
   | { ref: string; status: number; body: unknown; headers: Record<string, string> }
   | { ref: string; fail: FailKind; error: string };
 
@@ -44,7 +55,7 @@ export class Transport {
     const run = Promise.allSettled(waits)
       .then(() => this.execute(request))
       .then((settled) => {
-        if (!this.closed) this.queue.push(settled);
+        if (settled !== null) this.push(settled);
       })
       .finally(() => this.running.delete(request.ref));
     this.running.set(request.ref, run);
@@ -68,8 +79,9 @@ export class Transport {
   }
 
   /** One request outside the core (a debug view): its status and JSON body. */
-  async call(method: "GET" | "POST", path: string, headers: Record<string, string>): Promise<Settled> {
-    return this.execute({ ref: "call", method, path, headers, body: null, json: null, after: [] });
+  async call(method: "GET" | "POST", path: string, headers: Record<string, string>): Promise<Reply> {
+    const got = await this.execute({ ref: "call", method, path, headers, body: null, json: null, after: [] });
+    return got ?? { ref: "call", fail: "unreachable", error: "a stream where one answer was expected" };
   }
 
   /** Abort what runs and drop what would come: a game that quits must not hang on a slow service. */
@@ -79,35 +91,63 @@ export class Transport {
     this.queue = [];
   }
 
-  private async execute(r: OutRequest): Promise<Settled> {
+  private push(settled: Settled): void {
+    if (!this.closed) this.queue.push(settled);
+  }
+
+  /** A streamed answer's bytes queued as they arrive, then its end; a connection lost in the middle, or no
+   * bytes within the timeout, ends it too: the scheduler keeps the lines received, the rest fall back. */
+  private async stream(ref: string, body: ReadableStream<Uint8Array>, timer: Timer): Promise<void> {
+    const reader = body.getReader();
+    let failed: FailKind | null = null;
+    let error = "";
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        timer.arm(); // the timeout runs between chunks: a long answer that keeps coming is not cut
+        if (value.length > 0) this.push({ ref, chunk: value });
+      }
+    } catch (exc) {
+      failed = timer.fired ? "timeout" : "unreachable";
+      error = String(exc);
+    }
+    this.push({ ref, end: true, failed, error });
+  }
+
+  /** The request's headers, with the token of the session it waited for (`Bearer @<ref>`); null when that
+   * session brought none (the request is then answered 401 here, never sent with "@r9"). */
+  private authorized(given: Record<string, string>): Record<string, string> | null {
+    const headers: Record<string, string> = { ...given };
+    const awaited = /^Bearer @(\S+)$/.exec(headers["authorization"] ?? "");
+    if (awaited?.[1] === undefined) return headers;
+    const token = this.tokens.get(awaited[1]);
+    if (!token) return null;
+    headers["authorization"] = `Bearer ${token}`;
+    return headers;
+  }
+
+  /** The request's answer, or null when it came as a stream (queued piece by piece meanwhile). */
+  private async execute(r: OutRequest): Promise<Reply | null> {
     const controller = new AbortController();
     this.controllers.add(controller);
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, this.options.timeoutMs());
+    const timer = new Timer(this.options.timeoutMs(), () => controller.abort());
     try {
-      const headers: Record<string, string> = { ...r.headers };
-      const awaited = /^Bearer @(\S+)$/.exec(headers["authorization"] ?? "");
-      if (awaited?.[1] !== undefined) {
-        // a request made while its session was asked for: the token that answer brought, or a 401 of our own
-        const token = this.tokens.get(awaited[1]);
-        if (!token)
-          return {
-            ref: r.ref,
-            status: 401,
-            body: { error: { code: "unauthorized", message: "no session was opened" } },
-            headers: {},
-          };
-        headers["authorization"] = `Bearer ${token}`;
-      }
+      const headers = this.authorized(r.headers);
+      if (headers === null)
+        return {
+          ref: r.ref,
+          status: 401,
+          body: { error: { code: "unauthorized", message: "no session was opened" } },
+          headers: {},
+        };
       let body: BodyInit | undefined;
       if (r.json !== null) {
         headers["content-type"] = "application/json";
         body = r.json.length >= GZIP_FROM ? await gzip(r.json) : r.json;
         if (typeof body !== "string") headers["content-encoding"] = "gzip";
       }
+      if (r.stream === true) headers["accept"] = NDJSON;
       const res = await this.fetchFn(this.base + r.path, {
         method: r.method,
         headers,
@@ -116,6 +156,10 @@ export class Transport {
       });
       const answered: Record<string, string> = {};
       res.headers.forEach((v, k) => (answered[k.toLowerCase()] = v));
+      if (r.stream === true && res.status === 200 && res.body !== null && isNdjson(answered["content-type"])) {
+        await this.stream(r.ref, res.body, timer);
+        return null;
+      }
       if (r.path.startsWith("/v1/policy")) {
         const bytes = await capped(res, this.options.policyMaxBytes ?? POLICY_MAX_BYTES);
         const body = res.status === 200 ? bytes : parse(new TextDecoder().decode(bytes));
@@ -129,12 +173,44 @@ export class Transport {
       }
       return { ref: r.ref, status: res.status, body: answer, headers: answered };
     } catch (exc) {
-      return { ref: r.ref, fail: timedOut ? "timeout" : "unreachable", error: String(exc) };
+      return { ref: r.ref, fail: timer.fired ? "timeout" : "unreachable", error: String(exc) };
     } finally {
-      clearTimeout(timer);
+      timer.stop();
       this.controllers.delete(controller);
     }
   }
+}
+
+/** A request's timeout: it aborts the request once `ms` pass without `arm()` (a stream re-arms it per chunk). */
+class Timer {
+  fired = false;
+  private handle: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    private readonly ms: number,
+    private readonly abort: () => void,
+  ) {
+    this.arm();
+  }
+
+  /** Start the wait again from now. */
+  arm(): void {
+    clearTimeout(this.handle);
+    this.handle = setTimeout(() => {
+      this.fired = true;
+      this.abort();
+    }, this.ms);
+  }
+
+  /** No abort from now on: the request is over. */
+  stop(): void {
+    clearTimeout(this.handle);
+  }
+}
+
+/** Whether a content type is NDJSON: an old service, or an error, answers plain JSON instead. */
+function isNdjson(type: string | undefined): boolean {
+  return (type ?? "").split(";")[0]?.trim().toLowerCase() === NDJSON;
 }
 
 /** A body streamed and read no further than one byte past `max` (after decompression, as fetch gives it): a

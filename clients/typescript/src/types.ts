@@ -63,6 +63,13 @@ export interface Stats {
   reportsSent: number;
   /** Times the service refused an entity as malformed (it then goes alone until taken). */
   refused: number;
+  /** Decision lines of streamed answers applied: each reached the game the moment its line came. */
+  streamedDecisions: number;
+  /** The sum of ms from a streamed request's send to each of its decision lines: divided by
+   * `streamedDecisions`, the mean time an entity waits for its decision. */
+  streamedMsTotal: number;
+  /** Streams that ended before their last line: their entities without a line fell back (`unavailable`). */
+  streamsCut: number;
 }
 
 /** A fresh set of counters. */
@@ -79,6 +86,9 @@ export function newStats(): Stats {
     errors: 0,
     reportsSent: 0,
     refused: 0,
+    streamedDecisions: 0,
+    streamedMsTotal: 0,
+    streamsCut: 0,
   };
 }
 
@@ -92,6 +102,9 @@ export interface OutRequest {
   readonly body: Record<string, unknown> | null;
   readonly json: string | null;
   readonly after: readonly string[];
+  /** A decide request whose answer may come as a stream of NDJSON lines (docs/streaming.md): the transport
+   * asks for one and hands its bytes over as they arrive. */
+  readonly stream?: boolean;
 }
 
 /** Why a request got no answer. */

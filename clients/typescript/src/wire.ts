@@ -13,7 +13,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** One decision per entity, or a typed fallback */
+        /** One decision per entity, or a typed fallback (streamed with Accept: application/x-ndjson) */
         post: operations["post_v1_decide"];
         delete?: never;
         options?: never;
@@ -372,6 +372,11 @@ export interface components {
              * @default null
              */
             trigger: string | null;
+            /**
+             * @description 0 to 100, how soon the game needs this decision: the model answers in the order the prompt lists entities, higher urgency first, then those with a trigger, then request order (docs/streaming.md).
+             * @default 0
+             */
+            urgency: number;
         };
         /**
          * TelemetryRequest
@@ -930,7 +935,7 @@ export interface components {
             system: string;
             /** @description The dynamic tail as sent (parts 4-7 of the entities sent), or null if none. */
             user: string | null;
-            /** @description Every entity of the request, in its order. */
+            /** @description Every entity of the request, in the prompt's order (its `number`). */
             entities: components["schemas"]["SeenEntity"][];
             /**
              * @description The provider call's answer, or null when no entity was sent.
@@ -945,7 +950,7 @@ export interface components {
         SeenEntity: {
             /** @description The entity's id. */
             id: string;
-            /** @description Its number in the prompt (E1, E2, ...), its place in the request. */
+            /** @description Its number in the prompt (E1, E2, ...): its place in the answer's order (urgency, then a trigger, then the request's order). */
             number: number;
             /** @description Tokens of its own part, as the token budget counted them. */
             tokens: number;
@@ -967,6 +972,11 @@ export interface components {
              * @default null
              */
             reason: string | null;
+            /**
+             * @description When its decision went out, in ms from the request's arrival: its line of a streamed answer, or the whole answer (null: not sent, the client left first).
+             * @default null
+             */
+            sent_ms: number | null;
         };
         /**
          * ModelReply
@@ -1068,6 +1078,23 @@ export interface components {
              */
             shared_ready: boolean;
         };
+        /**
+         * DecideEnd
+         * @description The last line of a streamed decide answer (docs/streaming.md): what the JSON answer carries besides its
+         *     decisions, and when each entity's line went out; a stream without it was cut.
+         */
+        DecideEnd: {
+            /** @description The protocol version, 0.1. */
+            a2g: string;
+            /** @description The request's epoch: drop lines whose epoch is not the current one. */
+            epoch: number;
+            /** @description The service's wall time for this request, to its last line. */
+            latency_ms: number;
+            /** @description Per entity id, the milliseconds from the request's arrival to the writing of its line. */
+            sent_ms: {
+                [key: string]: number;
+            };
+        };
     };
     responses: never;
     parameters: never;
@@ -1090,13 +1117,14 @@ export interface operations {
             };
         };
         responses: {
-            /** @description OK */
+            /** @description OK: application/json, or application/x-ndjson when the request's Accept asks for it */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["DecideResponse"];
+                    "application/x-ndjson": (components["schemas"]["AIDecision"] | components["schemas"]["FallbackDecision"]) | components["schemas"]["DecideEnd"];
                 };
             };
             /** @description Malformed JSON */
@@ -1119,6 +1147,15 @@ export interface operations {
             };
             /** @description Token of another client */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Accept names only text/event-stream: a streamed answer is application/x-ndjson */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -26,6 +26,9 @@ const STATS: Record<string, keyof Stats> = {
   errors: "errors",
   reports_sent: "reportsSent",
   refused: "refused",
+  streamed_decisions: "streamedDecisions",
+  streamed_ms_total: "streamedMsTotal",
+  streams_cut: "streamsCut",
 };
 
 /** Every case of the folder, each with the file it came from. */
@@ -60,6 +63,7 @@ function scheduler(c: Json): Scheduler {
     fetchPolicy: (o["fetch_policy"] as boolean | null | undefined) ?? null,
     policyRefreshMs: (o["policy_refresh_ms"] as number | undefined) ?? 60_000,
     policy: localPolicy(c),
+    stream: (o["stream"] as boolean | undefined) ?? true,
     log: () => {},
   };
   return new Scheduler(options);
@@ -114,6 +118,7 @@ function requestJson(r: OutRequest): Json {
     headers: r.headers,
     after: [...r.after],
     body: r.json === null ? null : JSON.parse(r.json),
+    stream: r.stream === true,
   };
 }
 
@@ -186,13 +191,21 @@ function run(c: Json): void {
         break;
       }
       case "answer":
-      case "fail": {
+      case "fail":
+      case "end": {
         const ref = step["ref"] as string;
         assert.ok(emitted.has(ref) && !answered.has(ref), `${at}: ${ref} was not emitted, or was answered already`);
         answered.add(ref);
         if (step["do"] === "fail") s.fail(ref, step["kind"] as "timeout" | "unreachable", now);
+        else if (step["do"] === "end") s.end(ref, now);
         else
           s.answer(ref, step["status"] as number, step["body"], (step["headers"] ?? {}) as Record<string, string>, now);
+        break;
+      }
+      case "chunk": {
+        const ref = step["ref"] as string;
+        assert.ok(emitted.has(ref) && !answered.has(ref), `${at}: ${ref} was not emitted, or has ended already`);
+        s.chunk(ref, new TextEncoder().encode(step["text"] as string), now); // bytes, as the transport gives them
         break;
       }
       case "action":

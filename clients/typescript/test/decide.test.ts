@@ -190,3 +190,22 @@ test("DecideClient takes a distilled Policy as its own; one below the threshold 
   assert.deepEqual([client.stats.local, client.stats.asked, client.servicePolicy], [1, 1, null]);
   client.close();
 });
+
+test("against the service, decisions stream by default; stream: false asks for one answer", async () => {
+  needsService();
+  await script({ choose: { s1: "flee", s2: "chase" } });
+  for (const stream of [true, false]) {
+    const client = new DecideClient(SERVICE, `ts-live-stream-${stream}`, { world, stream, log: () => {} });
+    client.track("s1", "bee", BEE, LEGAL);
+    client.track("s2", "bee", BEE, LEGAL);
+    await until(
+      () => client.stats.ai >= 2,
+      () => client.tick(),
+    );
+    assert.deepEqual([client.action("s1")?.action, client.action("s2")?.action], ["flee", "chase"]);
+    const { streamedDecisions, streamsCut, errors } = client.stats;
+    // streamed: the service saw Accept: application/x-ndjson and answered lines, whole
+    assert.deepEqual([streamedDecisions, streamsCut, errors], stream ? [2, 0, 0] : [0, 0, 0]);
+    client.close();
+  }
+});

@@ -1,4 +1,4 @@
-/* npcmind-demo-sources {"sha256":"01f952be48e2f09bed3b4fd8ad99fc5a434ccaa52be7cf52a3d782598d484315","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/labels.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/plot.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/sources.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/refusals.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/timings.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
+/* npcmind-demo-sources {"sha256":"72f7b50bc28bd41d4e5d09df7053c540f3a2d40a74397317fc9d915a2637a04b","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/labels.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/plot.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/sources.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/lines.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/refusals.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/stream.ts","clients/typescript/src/timings.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
 "use strict";
 (() => {
   // ../typescript/src/policy.ts
@@ -365,6 +365,22 @@
     }
     return body;
   }
+  function readStreamLine(line) {
+    let d;
+    try {
+      d = JSON.parse(line);
+    } catch {
+      return `not JSON: ${line.slice(0, 80)}`;
+    }
+    if (isObject2(d) && "source" in d) {
+      const problem = decisionProblem(d, "line");
+      return problem ?? { decision: d };
+    }
+    if (!isObject2(d) || typeof d["a2g"] !== "string") return "line: neither a decision (source) nor the last line (a2g)";
+    if (typeof d["epoch"] !== "number") return "line.epoch: must be a number";
+    if (typeof d["latency_ms"] !== "number") return "line.latency_ms: must be a number";
+    return { end: d };
+  }
 
   // ../typescript/src/cascade.ts
   var DEFAULT_POLICY_REFRESH_MS = 6e4;
@@ -692,7 +708,10 @@
       illegal: 0,
       errors: 0,
       reportsSent: 0,
-      refused: 0
+      refused: 0,
+      streamedDecisions: 0,
+      streamedMsTotal: 0,
+      streamsCut: 0
     };
   }
 
@@ -959,6 +978,129 @@
     return typeof token === "string" && token !== "" ? token : null;
   }
 
+  // ../typescript/src/lines.ts
+  var MAX_LINE = 64 * 1024;
+  var NEWLINE = 10;
+  var encoder = new TextEncoder();
+  var decoder = new TextDecoder();
+  var Lines = class {
+    rest = new Uint8Array(0);
+    skipping = false;
+    // inside a line past MAX_LINE: dropped up to its newline
+    /** Lines dropped for being past MAX_LINE (for the scheduler to say). */
+    overlong = 0;
+    /** The lines this chunk completes (without their newline; a blank line is skipped), in order; a string is
+     * taken as its UTF-8 bytes. */
+    feed(data) {
+      const bytes = typeof data === "string" ? encoder.encode(data) : data;
+      const all = this.rest.length === 0 ? bytes : concat(this.rest, bytes);
+      const out = [];
+      let start = 0;
+      for (let at = all.indexOf(NEWLINE); at !== -1; at = all.indexOf(NEWLINE, start)) {
+        const raw = all.subarray(start, at);
+        start = at + 1;
+        if (this.skipping) {
+          this.skipping = false;
+          continue;
+        }
+        if (raw.length > MAX_LINE) {
+          this.overlong++;
+          continue;
+        }
+        const line = decoder.decode(raw).trim();
+        if (line !== "") out.push(line);
+      }
+      this.rest = all.slice(start);
+      if (this.rest.length > MAX_LINE) {
+        this.overlong++;
+        this.skipping = true;
+        this.rest = new Uint8Array(0);
+      }
+      return out;
+    }
+    /** Whether a line was left incomplete (the stream cut mid-line). */
+    get partial() {
+      return this.rest.length > 0 || this.skipping;
+    }
+  };
+  function concat(a, b) {
+    const out = new Uint8Array(a.length + b.length);
+    out.set(a, 0);
+    out.set(b, a.length);
+    return out;
+  }
+
+  // ../typescript/src/stream.ts
+  var CUT_REASON = "the decision stream was cut";
+  var DecisionStream = class {
+    constructor(host, legal, epoch, sentAt) {
+      this.host = host;
+      this.epoch = epoch;
+      this.sentAt = sentAt;
+      this.pending = new Map(legal);
+    }
+    lines = new Lines();
+    /** The entities of the request still without a decision line, with the legal actions sent for each. */
+    pending;
+    last = false;
+    /** Bytes of the body arrived: every line they complete is applied now. */
+    feed(data, now) {
+      for (const line of this.lines.feed(data)) this.line(line, now);
+    }
+    /** The connection closed (a partial line is discarded). After the last line, an entity the stream did not
+     * name is asked on its refresh, as today; without it the stream was cut: the lines received stand and every
+     * entity of it without one falls back (`unavailable`), and decide requests wait a second. */
+    end(now) {
+      if (this.last) {
+        this.host.roster.release(this.pending.keys(), null);
+        this.pending.clear();
+        return;
+      }
+      this.host.stats.streamsCut++;
+      this.host.stats.errors++;
+      for (const [id, legal] of this.pending) {
+        const e = this.host.roster.entities.get(id);
+        const cut = { id, source: "FALLBACK", code: "unavailable", reason: CUT_REASON, ttl_ms: 0 };
+        if (e !== void 0 && e.inFlight) this.host.roster.use(e, cut, legal, now);
+      }
+      this.pending.clear();
+      this.host.cut(now);
+    }
+    line(text2, now) {
+      if (this.last) return;
+      const got = readStreamLine(text2);
+      if (typeof got === "string") {
+        this.host.stats.errors++;
+        this.host.warn("malformed-line", `a line of the decision stream could not be read: ${got}`);
+        return;
+      }
+      if ("end" in got) {
+        this.last = true;
+        return;
+      }
+      this.decision(got.decision, now);
+    }
+    decision(d, now) {
+      if (this.epoch !== this.host.roster.epoch) return this.stale(now);
+      const legal = this.pending.get(d.id);
+      if (legal === void 0) return;
+      this.pending.delete(d.id);
+      const e = this.host.roster.entities.get(d.id);
+      if (e === void 0) return;
+      this.host.stats.streamedDecisions++;
+      this.host.stats.streamedMsTotal += now - this.sentAt;
+      this.host.roster.use(e, d, legal, now);
+    }
+    /** The game's epoch changed since the request was sent: the rest of the stream is dropped (counted once)
+     * and its entities are asked again at once, for the epoch of now. */
+    stale(now) {
+      if (this.pending.size === 0) return;
+      this.host.stats.droppedEpoch++;
+      this.host.roster.release(this.pending.keys(), now);
+      this.pending.clear();
+    }
+  };
+
   // ../typescript/src/timings.ts
   var DEFAULT_REFRESH_MS = 4e3;
   var DEFAULT_TTL_MS = 12e3;
@@ -1026,6 +1168,7 @@
     scope;
     scopeState;
     maxInFlight;
+    streamed;
     said;
     timeoutGiven;
     timeout;
@@ -1044,6 +1187,7 @@
       this.scope = options.scope ?? null;
       this.scopeState = options.scopeState ?? null;
       this.maxInFlight = options.maxInFlight ?? 4;
+      this.streamed = options.stream ?? true;
       this.said = new SayOnce(options.log ?? ((m) => console.warn(`npcmind: ${m}`)));
       this.refusals = new Refusals((key, message, native2) => this.warn(key, message, native2), this.stats);
       this.cascade = new Cascade(
@@ -1152,6 +1296,28 @@
       const s = this.take(ref);
       if (s !== void 0) dispatch(this.answered, s)(s, { status, body, headers }, now);
     }
+    /** Bytes of a streamed decide answer arrived (200, application/x-ndjson; a string: its UTF-8): the lines they
+     * complete are applied now, so an entity's decision is usable before the stream ends. */
+    chunk(ref, data, now) {
+      const s = this.sent.get(ref);
+      if (s?.kind !== "decide") return;
+      if (s.stream === null) {
+        for (const id of s.legal.keys()) this.refusals.alone.delete(id);
+        s.stream = new DecisionStream(this.streamHost(), s.legal, s.epoch, s.at);
+      }
+      s.stream.feed(data, now);
+    }
+    /** A streamed decide answer's connection closed: without its last line it was cut, and the entities of it
+     * without a line fall back (`unavailable`), while the lines received stand. `failed`: the transport ended it
+     * (no line within the timeout, the connection lost), said as `fail` says it. */
+    end(ref, now, failed = null) {
+      const s = this.sent.get(ref);
+      if (s?.kind !== "decide") return;
+      this.take(ref);
+      this.decidesInFlight--;
+      if (failed !== null) this.failed(failed);
+      (s.stream ?? new DecisionStream(this.streamHost(), s.legal, s.epoch, s.at)).end(now);
+    }
     /** A request got no answer (`timeout` or `unreachable`): said once, then undone by its kind (`FAILED`); its
      * entities use their native AI and are retried later. */
     fail(ref, kind2, now) {
@@ -1227,10 +1393,10 @@
         asked.push(e);
       }
       const together = asked.filter((e) => !this.refusals.alone.has(e.id));
-      for (let i = 0; i < together.length; i += BATCH) this.sendBatch(together.slice(i, i + BATCH), out);
-      for (const e of asked) if (this.refusals.alone.has(e.id)) this.sendBatch([e], out);
+      for (let i = 0; i < together.length; i += BATCH) this.sendBatch(together.slice(i, i + BATCH), now, out);
+      for (const e of asked) if (this.refusals.alone.has(e.id)) this.sendBatch([e], now, out);
     }
-    sendBatch(batch, out) {
+    sendBatch(batch, now, out) {
       const body = {
         client_id: this.clientId,
         epoch: this.roster.epoch,
@@ -1253,11 +1419,11 @@
         e.trigger = null;
         legal.set(e.id, [...e.legalActions]);
       }
-      this.sent.set(r.ref, { kind: "decide", epoch: this.roster.epoch, legal });
+      this.sent.set(r.ref, { kind: "decide", epoch: this.roster.epoch, legal, at: now, stream: null });
       this.decidesInFlight++;
       this.stats.requests++;
       this.stats.asked += legal.size;
-      out.push(r);
+      out.push(this.streamed ? { ...r, stream: true } : r);
     }
     // --- answers ----------------------------------------------------------------------------------
     applyDecide(s, status, body, headers, now) {
@@ -1360,6 +1526,15 @@
         return null;
       }
     }
+    streamHost() {
+      return {
+        roster: this.roster,
+        stats: this.stats,
+        warn: (key, message) => this.warn(key, message),
+        cut: (now) => this.notBefore = now + 1e3
+        // as after a decide request that failed
+      };
+    }
     outboxHost() {
       return {
         post: (path, body, after) => this.post(path, body, after),
@@ -1385,6 +1560,7 @@
 
   // ../typescript/src/transport.ts
   var GZIP_FROM = 16 * 1024;
+  var NDJSON = "application/x-ndjson";
   var Transport = class {
     constructor(options) {
       this.options = options;
@@ -1403,7 +1579,7 @@
     send(request) {
       const waits = request.after.map((ref) => this.running.get(ref)).filter((p) => p !== void 0);
       const run = Promise.allSettled(waits).then(() => this.execute(request)).then((settled) => {
-        if (!this.closed) this.queue.push(settled);
+        if (settled !== null) this.push(settled);
       }).finally(() => this.running.delete(request.ref));
       this.running.set(request.ref, run);
     }
@@ -1423,7 +1599,8 @@
     }
     /** One request outside the core (a debug view): its status and JSON body. */
     async call(method, path, headers) {
-      return this.execute({ ref: "call", method, path, headers, body: null, json: null, after: [] });
+      const got = await this.execute({ ref: "call", method, path, headers, body: null, json: null, after: [] });
+      return got ?? { ref: "call", fail: "unreachable", error: "a stream where one answer was expected" };
     }
     /** Abort what runs and drop what would come: a game that quits must not hang on a slow service. */
     close() {
@@ -1431,34 +1608,60 @@
       for (const c of this.controllers) c.abort();
       this.queue = [];
     }
+    push(settled) {
+      if (!this.closed) this.queue.push(settled);
+    }
+    /** A streamed answer's bytes queued as they arrive, then its end; a connection lost in the middle, or no
+     * bytes within the timeout, ends it too: the scheduler keeps the lines received, the rest fall back. */
+    async stream(ref, body, timer) {
+      const reader = body.getReader();
+      let failed = null;
+      let error = "";
+      try {
+        for (; ; ) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          timer.arm();
+          if (value.length > 0) this.push({ ref, chunk: value });
+        }
+      } catch (exc) {
+        failed = timer.fired ? "timeout" : "unreachable";
+        error = String(exc);
+      }
+      this.push({ ref, end: true, failed, error });
+    }
+    /** The request's headers, with the token of the session it waited for (`Bearer @<ref>`); null when that
+     * session brought none (the request is then answered 401 here, never sent with "@r9"). */
+    authorized(given) {
+      const headers = { ...given };
+      const awaited = /^Bearer @(\S+)$/.exec(headers["authorization"] ?? "");
+      if (awaited?.[1] === void 0) return headers;
+      const token = this.tokens.get(awaited[1]);
+      if (!token) return null;
+      headers["authorization"] = `Bearer ${token}`;
+      return headers;
+    }
+    /** The request's answer, or null when it came as a stream (queued piece by piece meanwhile). */
     async execute(r) {
       const controller = new AbortController();
       this.controllers.add(controller);
-      let timedOut = false;
-      const timer = setTimeout(() => {
-        timedOut = true;
-        controller.abort();
-      }, this.options.timeoutMs());
+      const timer = new Timer(this.options.timeoutMs(), () => controller.abort());
       try {
-        const headers = { ...r.headers };
-        const awaited = /^Bearer @(\S+)$/.exec(headers["authorization"] ?? "");
-        if (awaited?.[1] !== void 0) {
-          const token = this.tokens.get(awaited[1]);
-          if (!token)
-            return {
-              ref: r.ref,
-              status: 401,
-              body: { error: { code: "unauthorized", message: "no session was opened" } },
-              headers: {}
-            };
-          headers["authorization"] = `Bearer ${token}`;
-        }
+        const headers = this.authorized(r.headers);
+        if (headers === null)
+          return {
+            ref: r.ref,
+            status: 401,
+            body: { error: { code: "unauthorized", message: "no session was opened" } },
+            headers: {}
+          };
         let body;
         if (r.json !== null) {
           headers["content-type"] = "application/json";
           body = r.json.length >= GZIP_FROM ? await gzip(r.json) : r.json;
           if (typeof body !== "string") headers["content-encoding"] = "gzip";
         }
+        if (r.stream === true) headers["accept"] = NDJSON;
         const res = await this.fetchFn(this.base + r.path, {
           method: r.method,
           headers,
@@ -1467,6 +1670,10 @@
         });
         const answered = {};
         res.headers.forEach((v, k) => answered[k.toLowerCase()] = v);
+        if (r.stream === true && res.status === 200 && res.body !== null && isNdjson(answered["content-type"])) {
+          await this.stream(r.ref, res.body, timer);
+          return null;
+        }
         if (r.path.startsWith("/v1/policy")) {
           const bytes = await capped(res, this.options.policyMaxBytes ?? POLICY_MAX_BYTES);
           const body2 = res.status === 200 ? bytes : parse(new TextDecoder().decode(bytes));
@@ -1480,13 +1687,37 @@
         }
         return { ref: r.ref, status: res.status, body: answer, headers: answered };
       } catch (exc) {
-        return { ref: r.ref, fail: timedOut ? "timeout" : "unreachable", error: String(exc) };
+        return { ref: r.ref, fail: timer.fired ? "timeout" : "unreachable", error: String(exc) };
       } finally {
-        clearTimeout(timer);
+        timer.stop();
         this.controllers.delete(controller);
       }
     }
   };
+  var Timer = class {
+    constructor(ms, abort) {
+      this.ms = ms;
+      this.abort = abort;
+      this.arm();
+    }
+    fired = false;
+    handle;
+    /** Start the wait again from now. */
+    arm() {
+      clearTimeout(this.handle);
+      this.handle = setTimeout(() => {
+        this.fired = true;
+        this.abort();
+      }, this.ms);
+    }
+    /** No abort from now on: the request is over. */
+    stop() {
+      clearTimeout(this.handle);
+    }
+  };
+  function isNdjson(type) {
+    return (type ?? "").split(";")[0]?.trim().toLowerCase() === NDJSON;
+  }
   async function capped(res, max) {
     if (res.body === null) return new Uint8Array(0);
     const reader = res.body.getReader();
@@ -1639,6 +1870,8 @@
     apply(now) {
       for (const s of this.transport.drain()) {
         if ("fail" in s) this.core.fail(s.ref, s.fail, now);
+        else if ("chunk" in s) this.core.chunk(s.ref, s.chunk, now);
+        else if ("end" in s) this.core.end(s.ref, now, s.failed);
         else this.core.answer(s.ref, s.status, s.body, s.headers, now);
       }
     }
@@ -1657,11 +1890,20 @@
       return [];
     }
   }
+  function parse2(line) {
+    try {
+      return JSON.parse(line);
+    } catch {
+      return null;
+    }
+  }
   var Brain = class {
     npc;
-    /** Entities whose decide request got no decisions at all (the service unreachable or refusing). */
+    /** Entities whose decide request got no decision (the service unreachable or refusing, or its stream cut). */
     unanswered = 0;
     why = /* @__PURE__ */ new Map();
+    arrived = /* @__PURE__ */ new Map();
+    // ms from its request's send to its decision's line
     constructor(serviceUrl, clientId2, options = {}) {
       this.npc = new DecideClient(serviceUrl, clientId2, {
         fetchPolicy: false,
@@ -1673,14 +1915,20 @@
     fallbackOf(id) {
       return this.why.get(id) ?? null;
     }
+    /** How long after its request was sent the entity's last decision arrived (ms), or null: none yet. */
+    arrivalOf(id) {
+      return this.arrived.get(id) ?? null;
+    }
     /** Forget an entity's reason with the entity (a long game spawns many). */
     forget(id) {
       this.why.delete(id);
+      this.arrived.delete(id);
     }
     async fetch(input, init) {
       const url = input instanceof Request ? input.url : String(input);
       if (!url.endsWith("/v1/decide")) return fetch(input, init);
       const ids = askedIds(init);
+      const sent = performance.now();
       let r;
       try {
         r = await fetch(input, init);
@@ -1692,15 +1940,46 @@
       if (!r.ok) {
         for (const id of ids) this.why.set(id, `error ${r.status}`);
         this.unanswered += ids.length;
-      } else void this.read(r.clone());
+      } else if (r.headers.get("content-type")?.startsWith("application/x-ndjson") && r.body !== null)
+        void this.stream(r.clone(), ids, sent);
+      else void this.read(r.clone(), sent);
       return r;
     }
-    async read(r) {
+    decided(d, sent) {
+      if (typeof d !== "object" || d === null || !("id" in d) || typeof d.id !== "string") return null;
+      const { id, source, code } = d;
+      this.why.set(id, source === "AI" ? null : code ?? null);
+      this.arrived.set(id, performance.now() - sent);
+      return id;
+    }
+    async read(r, sent) {
       try {
         const body = await r.json();
-        for (const d of body.decisions ?? []) this.why.set(d.id, d.source === "AI" ? null : d.code ?? null);
+        for (const d of body.decisions ?? []) this.decided(d, sent);
       } catch {
       }
+    }
+    /** A streamed answer, a line at a time as it arrives; cut before its last line, the entities without one
+     * lost their answer with the connection (the SDK gives them its `unavailable` fallback). */
+    async stream(r, ids, sent) {
+      const lines = new Lines();
+      const got = /* @__PURE__ */ new Set();
+      let whole = false;
+      try {
+        const reader = r.body.getReader();
+        for (let part = await reader.read(); !part.done; part = await reader.read()) {
+          for (const line of lines.feed(part.value)) {
+            const d = parse2(line);
+            if (d !== null && typeof d === "object" && "a2g" in d) whole = true;
+            else if (d !== null && typeof d === "object" && "source" in d) got.add(this.decided(d, sent) ?? "");
+          }
+        }
+      } catch {
+      }
+      if (whole) return;
+      const lost = ids.filter((id) => !got.has(id));
+      for (const id of lost) this.why.set(id, "unreachable");
+      this.unanswered += lost.length;
     }
   };
 
@@ -1714,7 +1993,7 @@
   var BEE_HIT = 0.25;
   var QUEEN_HIT = 0.06;
   var STING = 0.03;
-  var native = (action) => ({ action, source: "native", code: null });
+  var native = (action) => ({ action, source: "native", code: null, ms: null });
   var World = class {
     player = { ...PLAYER_START, hp: 1, swatReady: 0, swatShown: 0 };
     bees = [];
@@ -1922,12 +2201,15 @@
     }
     doing(id, native2) {
       const c = this.npc.action(id);
-      if (c !== null) return { action: c.action, source: c.source === "local" ? "local" : c.cached ? "cached" : "AI", code: null };
-      return { action: native2, source: "native", code: this.brain.fallbackOf(id) };
+      if (c !== null) {
+        const source = c.source === "local" ? "local" : c.cached ? "cached" : "AI";
+        return { action: c.action, source, code: null, ms: source === "local" ? null : this.brain.arrivalOf(id) };
+      }
+      return { action: native2, source: "native", code: this.brain.fallbackOf(id), ms: null };
     }
     decide() {
       const w = this.world;
-      for (const s of w.swarms) s.doing = w.membersOf(s.id).length ? this.doing(s.id, ALONE) : { action: ALONE, source: "native", code: "no bees" };
+      for (const s of w.swarms) s.doing = w.membersOf(s.id).length ? this.doing(s.id, ALONE) : { action: ALONE, source: "native", code: "no bees", ms: null };
       for (const b of w.bees) b.doing = this.doing(b.id, nativeBee(b, w));
       const before = w.queen.doing.action;
       w.queen.doing = this.doing(w.queen.id, nativeQueen(w.queen, w));
@@ -1979,9 +2261,10 @@
     if (source === "AI") return scripted ? "scripted" : "model";
     return { cached: "cache", local: "policy", native: "native AI" }[source];
   }
-  function describe(d, scripted) {
+  function describe(d, scripted, arrival = false) {
     const word = sourceWord(d.source, scripted);
-    return `${d.action} \xB7 ${word}${d.source === "native" && d.code ? ` (${d.code})` : ""}`;
+    const when = arrival && d.ms !== null ? ` \xB7 in ${Math.round(d.ms)} ms` : "";
+    return `${d.action} \xB7 ${word}${d.source === "native" && d.code ? ` (${d.code})` : ""}${when}`;
   }
   function countBySource(doings) {
     const counts = { AI: 0, cached: 0, local: 0, native: 0 };
@@ -2046,9 +2329,14 @@
     const parts = Object.entries(st.fallbacks).map(([k, v]) => `${k} ${v}`);
     return parts.length ? parts.join(", ") : "none";
   }
+  function streamed(st, long = false) {
+    if (st.streamedDecisions === 0) return "";
+    const mean2 = Math.round(st.streamedMsTotal / st.streamedDecisions);
+    return long ? `; each decision came ${mean2} ms after its request on average (streamed)` : `, ${mean2} ms each`;
+  }
   function showCounters(doc, st, sent, s) {
     const tiles = [
-      ["requests", st.requests, `${st.asked} entities asked`],
+      ["requests", st.requests, `${st.asked} asked${streamed(st)}`, `${st.asked} entities asked${streamed(st, true)}`],
       ["decisions", st.ai, `cache ${st.cached}, policy ${st.local}`],
       ["fallbacks", Object.values(st.fallbacks).reduce((a, b) => a + b, 0), fallbacks(st)],
       ["errors", st.errors, "requests unanswered"],
@@ -2323,7 +2611,7 @@
     ground(g2);
     const q = w.queen;
     const b = pointed(w, pointer2);
-    const wants = b ? [{ text: `bee ${b.id} \xB7 ${describe(b.doing, scripted)}`, x: b.x, y: b.y, r: 8, colour: COLOURS[b.doing.source] }] : [];
+    const wants = b ? [{ text: `bee ${b.id} \xB7 ${describe(b.doing, scripted, true)}`, x: b.x, y: b.y, r: 8, colour: COLOURS[b.doing.source] }] : [];
     wants.push(
       { text: `queen \xB7 ${describe(q.doing, scripted)}${q.callingHelp ? " \xB7 calls help!" : ""}`, x: q.x, y: q.y, r: 16, colour: COLOURS[q.doing.source] }
     );

@@ -1,0 +1,97 @@
+/** One streamed /v1/decide answer as it arrives (docs/streaming.md): its bytes are split into lines here and
+ * each line is applied at once, under the rules of a whole answer (untracked, older epoch, illegal, expiry
+ * from the line's arrival), so an entity's decision reaches the game the moment the model wrote it. */
+
+import { type AIDecision, type FallbackDecision, readStreamLine } from "./answer.js";
+import { Lines } from "./lines.js";
+import type { Roster } from "./roster.js";
+import type { Stats } from "./types.js";
+
+export const CUT_REASON = "the decision stream was cut"; // the fallback reason of an entity a cut stream did not reach
+
+/** What a stream needs of its scheduler: the entities, the counters, its log said once, and a pause of its
+ * decide requests after a cut (the service may be gone). */
+export interface StreamHost {
+  readonly roster: Roster;
+  readonly stats: Stats;
+  warn(key: string, message: string): void;
+  cut(now: number): void;
+}
+
+/** The state of one streamed decide request, from its first chunk to its end. */
+export class DecisionStream {
+  private readonly lines = new Lines();
+  /** The entities of the request still without a decision line, with the legal actions sent for each. */
+  private readonly pending: Map<string, readonly string[]>;
+  private last = false;
+
+  constructor(
+    private readonly host: StreamHost,
+    legal: ReadonlyMap<string, readonly string[]>,
+    private readonly epoch: number,
+    private readonly sentAt: number,
+  ) {
+    this.pending = new Map(legal);
+  }
+
+  /** Bytes of the body arrived: every line they complete is applied now. */
+  feed(data: Uint8Array | string, now: number): void {
+    for (const line of this.lines.feed(data)) this.line(line, now);
+  }
+
+  /** The connection closed (a partial line is discarded). After the last line, an entity the stream did not
+   * name is asked on its refresh, as today; without it the stream was cut: the lines received stand and every
+   * entity of it without one falls back (`unavailable`), and decide requests wait a second. */
+  end(now: number): void {
+    if (this.last) {
+      this.host.roster.release(this.pending.keys(), null);
+      this.pending.clear();
+      return;
+    }
+    this.host.stats.streamsCut++;
+    this.host.stats.errors++;
+    for (const [id, legal] of this.pending) {
+      const e = this.host.roster.entities.get(id);
+      const cut: FallbackDecision = { id, source: "FALLBACK", code: "unavailable", reason: CUT_REASON, ttl_ms: 0 };
+      if (e !== undefined && e.inFlight) this.host.roster.use(e, cut, legal, now);
+    }
+    this.pending.clear();
+    this.host.cut(now);
+  }
+
+  private line(text: string, now: number): void {
+    if (this.last) return; // nothing counts after the last line
+    const got = readStreamLine(text);
+    if (typeof got === "string") {
+      this.host.stats.errors++;
+      this.host.warn("malformed-line", `a line of the decision stream could not be read: ${got}`);
+      return; // its entity, if any, is left without a line: it falls back if the stream is cut
+    }
+    if ("end" in got) {
+      this.last = true;
+      return;
+    }
+    this.decision(got.decision, now);
+  }
+
+  private decision(d: AIDecision | FallbackDecision, now: number): void {
+    if (this.epoch !== this.host.roster.epoch) return this.stale(now); // asked for a state the game has left
+    const legal = this.pending.get(d.id);
+    if (legal === undefined) return; // not asked in this request, or its line came already
+    this.pending.delete(d.id);
+    const e = this.host.roster.entities.get(d.id);
+    if (e === undefined) return; // untracked meanwhile: dropped
+    this.host.stats.streamedDecisions++;
+    this.host.stats.streamedMsTotal += now - this.sentAt;
+    this.host.roster.use(e, d, legal, now); // expiry counted from this line's arrival
+  }
+
+  /** The game's epoch changed since the request was sent: the rest of the stream is dropped (counted once)
+   * and its entities are asked again at once, for the epoch of now. */
+  private stale(now: number): void {
+    if (this.pending.size === 0) return;
+    this.host.stats.droppedEpoch++;
+    this.host.roster.release(this.pending.keys(), now);
+    this.pending.clear();
+  }
+}
