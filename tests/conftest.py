@@ -65,8 +65,9 @@ def cli(*args: str, stdin: str | None = None, timeout: float = 600) -> subproces
 
 # a Redis call that takes longer than NPCMIND_REDIS_TIMEOUT_MS counts as Redis being gone: on a machine with every
 # core busy, 100 connections opened at once took longer than a second. Tests that are not about losing Redis
-# must not take a slow machine for it (those that are stop Redis, which refuses at once). The variable reaches the
-# services tests start as processes; start_service passes the value to those in this process
+# must not take a slow machine for it (those that are stop Redis, which refuses at once; one that pauses it, which
+# refuses nothing, sets the shipped 1 s itself, or each request waits these 30 s). The variable reaches the services
+# tests start as processes; start_service passes the value to those in this process
 REDIS_TIMEOUT_MS = int(os.environ.setdefault("NPCMIND_REDIS_TIMEOUT_MS", "30000"))
 NO_SKIPS = "NPCMIND_TEST_NO_SKIPS"  # CI sets it: what a test needs (Chromium, the model extra) must be there
 

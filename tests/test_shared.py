@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import subprocess
 import time
 import uuid
@@ -18,6 +19,7 @@ import pytest
 from conftest import logged, until
 from npcmind.http.server import free_port
 from npcmind.shared import MemoryShared, open_shared
+from npcmind.shared import redis as shared_redis
 from npcmind.shared.base import CachedChoice
 from npcmind.shared.redis import RedisShared
 
@@ -249,6 +251,40 @@ def test_without_redis_it_answers_as_one_process_says_so_once_and_recovers(own_r
         await fresh.close()
 
     asyncio.run(go())
+
+
+def test_calls_waiting_for_a_connection_when_redis_pauses_fail_at_once_not_a_timeout_each(
+    own_redis: OwnRedis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A paused Redis (SIGSTOP) answers nothing: the calls holding the pool's connections wait their timeout, and
+    the first to fail says Redis is down. The calls queued for a connection meanwhile used to go on to Redis
+    each in turn, one more timeout a pool's worth (450 requests at once, 100 connections: 5 s, not 1 s); now
+    they fail at once. Counted, not timed: only the calls that held a connection reach Redis."""
+    monkeypatch.setattr(shared_redis, "POOL", 4)
+    sent = 0
+
+    async def go() -> list[bool | None]:
+        s = RedisShared(own_redis.url, prefix="t:", timeout_s=2.0)
+        await s.start()
+        exists = s.link.client.exists
+
+        async def counted(*keys: str) -> Any:
+            nonlocal sent
+            sent += 1
+            return await exists(*keys)
+
+        s.link.client.exists = counted  # what revoked() asks Redis
+        assert own_redis.proc is not None
+        own_redis.proc.send_signal(signal.SIGSTOP)
+        try:
+            answers = await asyncio.gather(*(s.revoked(f"s{i}") for i in range(5 * 4)))
+        finally:
+            own_redis.proc.send_signal(signal.SIGCONT)
+        await s.close()
+        return answers
+
+    assert asyncio.run(go()) == [None] * 20  # every call answers: "the shared state cannot say"
+    assert sent <= 4, sent  # at most the pool's worth went to the paused Redis; the rest knew it was down
 
 
 @pytest.mark.fast
