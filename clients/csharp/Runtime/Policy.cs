@@ -146,18 +146,19 @@ namespace NpcMind
         /// <summary>The most probable legal action and its probability among the legal ones; null for a type this
         /// policy does not cover or when no legal action has any probability. Never throws: a value not of its
         /// feature's kind is that feature's <c>missing</c>; legal actions that are not strings are not legal.</summary>
-        public PolicyChoice Choose(string type, object observation, object legalActions, object world = null,
+        public PolicyChoice Choose(object type, object observation, object legalActions, object world = null,
             object scopeState = null, object trigger = null, object profile = null)
         {
             TypePolicy tp;
-            if (type == null || !types.TryGetValue(type, out tp)) return null;
+            var name = type as string; // a type that is not a string is not one this file covers
+            if (name == null || !types.TryGetValue(name, out tp)) return null;
             var legal = new HashSet<string>();
             var list = legalActions as System.Collections.IEnumerable;
             if (list != null && !(legalActions is string) && !(legalActions is System.Collections.IDictionary))
                 foreach (var a in list)
                 {
-                    var name = a as string;
-                    if (name != null) legal.Add(name);
+                    var action = a as string;
+                    if (action != null) legal.Add(action);
                 }
             var s = new Situation
             {
