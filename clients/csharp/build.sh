@@ -14,9 +14,9 @@ fi
 mkdir -p build
 MCS=(mcs -langversion:7 -nologo -warnaserror+ -nowarn:1591)
 "${MCS[@]}" -target:library -out:build/NpcMind.Runtime.dll -doc:build/NpcMind.Runtime.xml \
-  Runtime/*.cs
+  -r:System.Net.Http.dll Runtime/*.cs
 "${MCS[@]}" -target:library -out:build/NpcMind.Tests.dll -r:build/NpcMind.Runtime.dll -r:"$NUNIT" \
-  Tests/*.cs
+  -r:System.Net.Http.dll Tests/*.cs
 cp "$NUNIT" build/
 [ "${1:-}" = "build" ] && exit 0
 cd build

@@ -208,5 +208,17 @@ namespace NpcMind.Tests
                         Assert.DoesNotThrow(() => p.Choose(type, obs, legal, value, value, value, value));
                 }
         }
+
+        [Test]
+        public void RoundingToAQuantumIsHalfToEven()
+        {
+            // the shared vectors hold no exact tie, so this is checked here: the service's cache key rounds so
+            Assert.AreEqual(0.0, Policy.RoundHalfEven(0.5));
+            Assert.AreEqual(2.0, Policy.RoundHalfEven(1.5));
+            Assert.AreEqual(2.0, Policy.RoundHalfEven(2.5));
+            Assert.AreEqual(-2.0, Policy.RoundHalfEven(-2.5));
+            Assert.AreEqual(-2.0, Policy.RoundHalfEven(-1.5));
+            Assert.AreEqual(3.0, Policy.RoundHalfEven(2.5000000000000004));
+        }
     }
 }
