@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from npcmind.testing.scripted import ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "clients" / "csharp"
@@ -78,3 +79,77 @@ def test_every_policy_vector_ran_in_csharp_and_passed(results: dict[str, str]) -
     ran = [n for n in results if n.startswith(("policy vector ", "refused vector: "))]
     assert sorted(ran) == sorted(expected)
     assert all(results[n] == "Success" for n in expected)
+
+
+# --- a C# game against a real service ------------------------------------------------------------------------
+
+DRONES = """\
+a2g: "0.1"
+world:
+  text: A warehouse at night, guarded by drones.
+defaults: {ttl_ms: 1500, refresh_ms: 500}
+types:
+  drone:
+    text: A guard drone on patrol.
+    fields:
+      battery: {type: number, min: 0, max: 1, quantum: 0.1, text: charge left}
+      sees_intruder: {type: boolean}
+      heat: {type: integer, min: 0, text: rotor heat}
+    actions:
+      patrol: Follow the patrol route
+      chase: Fly at the intruder
+      recharge: Return to the dock
+      hold: Hover in place
+"""
+PHASE_S = 4.0  # each phase; the game counts an AI choice as late after 2 s of a phase (the decisions' life is 1.5 s)
+
+
+def test_a_csharp_game_of_20_drones_at_60_hz_keeps_the_protocol_through_faults_and_a_stopped_service(
+    results: dict[str, str], scripted: ScriptedServer, tmp_path: Path
+) -> None:
+    """The console game (clients/csharp/Examples~/Console/Game.cs, built by build.sh) on a manifest of its own:
+    decisions from the model while the provider answers, the game's native AI (never an AI decision asked after
+    the fault began) while the provider fails and after the service stopped, and in every phase no illegal action,
+    no decision of an older epoch (it raises its epoch every 2 s), none past its expiry, and no exception. Its
+    Tick() times are printed (docs: a bench figure, not asserted)."""
+    import time
+
+    from conftest import SCRIPTED_SVC, service_settings, serving
+
+    manifest = tmp_path / "drones.yaml"
+    manifest.write_text(DRONES)
+    with serving(service_settings(tmp_path, manifest, base_url=scripted.base_url, **SCRIPTED_SVC)) as running:
+        game = subprocess.Popen(
+            ["mono", str(PACKAGE / "build" / "NpcMindGame.exe"), running.server.url],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        assert game.stdin is not None
+
+        def phase(name: str) -> None:
+            game.stdin.write(f"phase {name}\n")  # type: ignore[union-attr]
+            game.stdin.flush()  # type: ignore[union-attr]
+            time.sleep(PHASE_S)
+
+        try:
+            phase("ai")
+            scripted.set(status=500)
+            phase("provider-fault")
+            scripted.set()
+            phase("recovered")
+        except BaseException:
+            game.kill()
+            raise
+    phase("service-stopped")
+    out, err = game.communicate("end\n", timeout=60)
+    assert game.returncode == 0, err[-4000:]
+    report = json.loads(out.strip().splitlines()[-1])
+    print(json.dumps(report, indent=1))  # the Tick() figures, for docs/bench.md
+    names = ["start", "ai", "provider-fault", "recovered", "service-stopped"]
+    for name in names:
+        p = report[name]
+        assert (p["illegal"], p["old_epoch"], p["expired"], p["thrown"]) == (0, 0, 0, 0), (name, p)
+        assert p["frames"] > 0, (name, p)
+    assert report["ai"]["ai"] > 0 and report["recovered"]["ai"] > 0, report
+    assert report["provider-fault"]["late_ai"] == 0, report["provider-fault"]
+    assert report["service-stopped"]["late_ai"] == 0 and report["service-stopped"]["native"] > 0, report
+    assert report["stats"]["errors"] > 0 and report["epoch"] >= 5, report

@@ -17,6 +17,8 @@ MCS=(mcs -langversion:7 -nologo -warnaserror+ -nowarn:1591)
   -r:System.Net.Http.dll Runtime/*.cs
 "${MCS[@]}" -target:library -out:build/NpcMind.Tests.dll -r:build/NpcMind.Runtime.dll -r:"$NUNIT" \
   -r:System.Net.Http.dll Tests/*.cs
+# the console game of the live test (tests/test_csharp.py)
+"${MCS[@]}" -target:exe -out:build/NpcMindGame.exe -r:build/NpcMind.Runtime.dll -r:System.Net.Http.dll 'Examples~/Console/Game.cs'
 cp "$NUNIT" build/
 [ "${1:-}" = "build" ] && exit 0
 cd build
