@@ -6,12 +6,14 @@ only pytest, so the C# checks run from here."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+
 from npcmind.testing.scripted import ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,6 +83,33 @@ def test_every_policy_vector_ran_in_csharp_and_passed(results: dict[str, str]) -
     assert all(results[n] == "Success" for n in expected)
 
 
+def test_the_readme_shows_the_engine_examples_as_they_are() -> None:
+    """The README's MonoBehaviour and Godot node are the files build.sh compiles (against the engine stand-ins)."""
+    readme = (PACKAGE / "README.md").read_text()
+    shown = re.findall(r"<!-- the file (\S+), compiled by build.sh[^>]*-->\n```csharp\n(.*?)```", readme, re.S)
+    assert [name for name, _ in shown] == ["Samples~/HelloNpc/BeeBrain.cs", "Examples~/Godot/Bee.cs"]
+    for name, block in shown:
+        assert block == (PACKAGE / name).read_text(), f"the README's {name} differs from the file"
+
+
+def test_every_file_unity_imports_has_its_meta_with_a_guid_of_its_own() -> None:
+    """A package added by git URL is read-only in Unity: a file without its .meta is not imported (and a GUID
+    given twice breaks references). Unity skips hidden names and names ending in ~; build/ is not committed."""
+    seen: dict[str, Path] = {}
+    for path in sorted(PACKAGE.rglob("*")):
+        parts = path.relative_to(PACKAGE).parts
+        if parts[0] == "build" or any(p.startswith(".") or p.endswith("~") for p in parts) or path.suffix == ".meta":
+            continue
+        meta = path.with_name(path.name + ".meta")
+        assert meta.exists(), f"{path.relative_to(PACKAGE)} has no .meta: run clients/csharp/build.sh metas"
+        guid = re.search(r"^guid: ([0-9a-f]{32})$", meta.read_text(), re.M)
+        assert guid is not None, meta
+        assert guid[1] not in seen, (path, seen.get(guid[1]))
+        seen[guid[1]] = path
+    for meta in PACKAGE.rglob("*.meta"):
+        assert meta.with_suffix("").exists() or meta.with_name(meta.name[: -len(".meta")]).exists(), meta
+
+
 # --- a C# game against a real service ------------------------------------------------------------------------
 
 DRONES = """\
@@ -121,7 +150,10 @@ def test_a_csharp_game_of_20_drones_at_60_hz_keeps_the_protocol_through_faults_a
     with serving(service_settings(tmp_path, manifest, base_url=scripted.base_url, **SCRIPTED_SVC)) as running:
         game = subprocess.Popen(
             ["mono", str(PACKAGE / "build" / "NpcMindGame.exe"), running.server.url],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         assert game.stdin is not None
 
