@@ -46,6 +46,8 @@ MCS=(mcs -langversion:7 -nologo -warnaserror+ -nowarn:1591)
   -r:System.Net.Http.dll Tests/*.cs
 # the console game of the live test (tests/test_csharp.py)
 "${MCS[@]}" -target:exe -out:build/NpcMindGame.exe -r:build/NpcMind.Runtime.dll -r:System.Net.Http.dll 'Examples~/Console/Game.cs'
+# the tick bench (bench/tick_bench.py runs it beside Python's and TypeScript's)
+"${MCS[@]}" -target:exe -out:build/NpcMindTickBench.exe -r:build/NpcMind.Runtime.dll 'Examples~/Bench/Tick.cs'
 # the README's engine examples, against stand-ins of the engine types they touch: they compile, so they cannot rot
 "${MCS[@]}" -target:library -out:build/Example.Unity.dll -r:build/NpcMind.Runtime.dll \
   'Samples~/HelloNpc/BeeBrain.cs' 'Examples~/Engines/UnityEngine.cs'

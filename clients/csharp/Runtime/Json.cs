@@ -257,6 +257,51 @@ namespace NpcMind
             string text = v as string;
             if (text != null) { WriteString(sb, text); return; }
             if (v is bool) { sb.Append((bool)v ? "true" : "false"); return; }
+            // the shapes the SDK itself builds, without the non-generic interfaces' boxing (a frame's requests)
+            if (v is double) { WriteDouble(sb, (double)v); return; }
+            if (v is long) { sb.Append((long)v); return; }
+            if (v is int) { sb.Append((int)v); return; }
+            var generic = v as IDictionary<string, object>;
+            if (generic != null)
+            {
+                sb.Append('{');
+                bool first = true;
+                foreach (var kv in generic)
+                {
+                    if (!first) sb.Append(',');
+                    first = false;
+                    WriteString(sb, kv.Key);
+                    sb.Append(':');
+                    WriteValue(sb, kv.Value, depth + 1);
+                }
+                sb.Append('}');
+                return;
+            }
+            var strings = v as IList<string>;
+            if (strings != null)
+            {
+                sb.Append('[');
+                for (int i = 0; i < strings.Count; i++)
+                {
+                    if (i > 0) sb.Append(',');
+                    if (strings[i] == null) sb.Append("null");
+                    else WriteString(sb, strings[i]);
+                }
+                sb.Append(']');
+                return;
+            }
+            var objects = v as IList<object>;
+            if (objects != null)
+            {
+                sb.Append('[');
+                for (int i = 0; i < objects.Count; i++)
+                {
+                    if (i > 0) sb.Append(',');
+                    WriteValue(sb, objects[i], depth + 1);
+                }
+                sb.Append(']');
+                return;
+            }
             if (v is long || v is int || v is short || v is sbyte || v is byte || v is ushort || v is uint || v is ulong)
             {
                 sb.Append(Convert.ToString(v, CultureInfo.InvariantCulture));
@@ -304,17 +349,26 @@ namespace NpcMind
         {
             if (double.IsNaN(d) || double.IsInfinity(d)) throw new JsonException(d + " is not a JSON number");
             // "R": the shortest text that reads back as the same double; .NET writes "1E+20", which JSON reads
+            if (d == Math.Floor(d) && Math.Abs(d) < 1e15 && !(d == 0 && 1 / d < 0))
+            {
+                sb.Append((long)d); // an integral value: its digits ("R" is slow, and writes the same)
+                return;
+            }
             string r = d.ToString("R", CultureInfo.InvariantCulture);
-            if (d == 0 && 1 / d < 0) r = "-0.0";
+            if (d == 0) r = "-0.0"; // only -0 gets here
             sb.Append(r);
         }
 
         private static void WriteString(StringBuilder sb, string s)
         {
             sb.Append('"');
+            int run = 0; // plain characters are copied a run at a time
             for (int i = 0; i < s.Length; i++)
             {
                 char c = s[i];
+                if (c >= 0x20 && c != '"' && c != '\\' && (c < 0xD800 || c > 0xDFFF)) continue;
+                sb.Append(s, run, i - run);
+                run = i + 1;
                 switch (c)
                 {
                     case '"': sb.Append("\\\""); break;
@@ -330,12 +384,13 @@ namespace NpcMind
                         {
                             sb.Append(c).Append(s[i + 1]); // a pair: one character, as it is
                             i++;
+                            run = i + 1;
                         }
-                        else if (char.IsSurrogate(c)) Escape(sb, c); // alone: escaped, so the text stays UTF-8
-                        else sb.Append(c);
+                        else Escape(sb, c); // a surrogate alone: escaped, so the text stays UTF-8
                         break;
                 }
             }
+            sb.Append(s, run, s.Length - run);
             sb.Append('"');
         }
 

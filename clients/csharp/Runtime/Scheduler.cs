@@ -303,12 +303,27 @@ namespace NpcMind
             int free = maxInFlight - decidesInFlight;
             if (free <= 0) return;
             var due = new List<Entity>();
-            foreach (var e in Roster.Entities.Values) if (e.Due <= now && !e.InFlight) due.Add(e);
+            var place = new List<int>(); // the order tracked: List.Sort is not stable, the other SDKs' sorts are
+            var all = Roster.Entities.Values;
+            for (int i = 0; i < all.Count; i++)
+            {
+                var e = all[i];
+                if (e.Due <= now && !e.InFlight)
+                {
+                    due.Add(e);
+                    place.Add(i);
+                }
+            }
             if (due.Count == 0) return;
-            // a stable sort (List.Sort is not): events first, then the longest due, then the order tracked
-            due = due.Select((e, i) => new { e, i })
-                .OrderBy(x => x.e.Trigger == null ? 1 : 0).ThenBy(x => x.e.Due).ThenBy(x => x.i)
-                .Select(x => x.e).ToList();
+            var order = new int[due.Count];
+            for (int i = 0; i < order.Length; i++) order[i] = i;
+            Array.Sort(order, (a, b) => // events first, then the longest due, then the order tracked
+            {
+                int c = (due[a].Trigger == null ? 1 : 0).CompareTo(due[b].Trigger == null ? 1 : 0);
+                if (c == 0) c = due[a].Due.CompareTo(due[b].Due);
+                return c != 0 ? c : place[a].CompareTo(place[b]);
+            });
+            due = order.Select(i => due[i]).ToList();
             var asked = new List<Entity>();
             int room = free * Batch; // entities the free requests carry; one sent alone takes a whole request
             foreach (var e in due)
