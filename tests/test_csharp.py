@@ -86,7 +86,9 @@ def test_every_policy_vector_ran_in_csharp_and_passed(results: dict[str, str]) -
 def test_the_readme_shows_the_engine_examples_as_they_are() -> None:
     """The README's MonoBehaviour and Godot node are the files build.sh compiles (against the engine stand-ins)."""
     readme = (PACKAGE / "README.md").read_text()
-    shown = re.findall(r"<!-- the file (\S+), compiled by build.sh[^>]*-->\n```csharp\n(.*?)```", readme, re.S)
+    shown = re.findall(
+        r"<!-- run by [^>]*\(the file (\S+), compiled by build.sh[^>]*-->\n```csharp\n(.*?)```", readme, re.S
+    )
     assert [name for name, _ in shown] == ["Samples~/HelloNpc/BeeBrain.cs", "Examples~/Godot/Bee.cs"]
     for name, block in shown:
         assert block == (PACKAGE / name).read_text(), f"the README's {name} differs from the file"
