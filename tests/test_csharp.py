@@ -6,6 +6,7 @@ only pytest, so the C# checks run from here."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -21,10 +22,10 @@ PACKAGE = ROOT / "clients" / "csharp"
 CONFORMANCE = ROOT / "clients" / "conformance"
 TOOLS = ("mcs", "mono", "nunit-console")
 missing = [t for t in TOOLS if shutil.which(t) is None]
-pytestmark = [
-    pytest.mark.fast,  # about 15 s on 2 cores: no service, no model
-    pytest.mark.skipif(bool(missing), reason=f"no {', '.join(missing)} here (Debian: mono-devel nunit-console)"),
-]
+pytestmark = pytest.mark.skipif(
+    bool(missing), reason=f"no {', '.join(missing)} here (Debian: mono-devel nunit-console)"
+)
+fast = pytest.mark.fast  # build.sh and its NUnit run: about 15 s on 2 cores, no service, no model
 
 
 def conformance_names() -> list[str]:
@@ -62,12 +63,14 @@ def results() -> dict[str, str]:
     return found
 
 
+@fast
 def test_every_nunit_test_passed(results: dict[str, str]) -> None:
     failed = {n: v for n, v in results.items() if v != "Success"}
     assert not failed, failed
     assert len(results) > 150
 
 
+@fast
 def test_every_conformance_case_ran_in_csharp_and_passed(results: dict[str, str]) -> None:
     expected = conformance_names()
     ran = [n for n in results if n.startswith("conformance ")]
@@ -76,6 +79,7 @@ def test_every_conformance_case_ran_in_csharp_and_passed(results: dict[str, str]
     assert all(results[n] == "Success" for n in expected)
 
 
+@fast
 def test_every_policy_vector_ran_in_csharp_and_passed(results: dict[str, str]) -> None:
     expected = policy_names()
     ran = [n for n in results if n.startswith(("policy vector ", "refused vector: "))]
@@ -83,6 +87,7 @@ def test_every_policy_vector_ran_in_csharp_and_passed(results: dict[str, str]) -
     assert all(results[n] == "Success" for n in expected)
 
 
+@fast
 def test_the_readme_shows_the_engine_examples_as_they_are() -> None:
     """The README's MonoBehaviour and Godot node are the files build.sh compiles (against the engine stand-ins)."""
     readme = (PACKAGE / "README.md").read_text()
@@ -94,6 +99,7 @@ def test_the_readme_shows_the_engine_examples_as_they_are() -> None:
         assert block == (PACKAGE / name).read_text(), f"the README's {name} differs from the file"
 
 
+@fast
 def test_every_file_unity_imports_has_its_meta_with_a_guid_of_its_own() -> None:
     """A package added by git URL is read-only in Unity: a file without its .meta is not imported (and a GUID
     given twice breaks references). Unity skips hidden names and names ending in ~; build/ is not committed."""
@@ -157,7 +163,8 @@ def test_a_csharp_game_of_20_drones_at_60_hz_keeps_the_protocol_through_faults_a
             stderr=subprocess.PIPE,
             text=True,
         )
-        assert game.stdin is not None
+        assert game.stdin is not None and game.stdout is not None
+        assert game.stdout.readline().strip() == "ready", "the game did not run its first frame"  # mono started
 
         def phase(name: str) -> None:
             game.stdin.write(f"phase {name}\n")  # type: ignore[union-attr]
@@ -176,10 +183,10 @@ def test_a_csharp_game_of_20_drones_at_60_hz_keeps_the_protocol_through_faults_a
     phase("service-stopped")
     out, err = game.communicate("end\n", timeout=60)
     assert game.returncode == 0, err[-4000:]
+    assert out.strip(), f"the game printed no report:\n{err[-4000:]}"
     report = json.loads(out.strip().splitlines()[-1])
     print(json.dumps(report, indent=1))  # the Tick() figures, for docs/bench.md
-    names = ["start", "ai", "provider-fault", "recovered", "service-stopped"]
-    for name in names:
+    for name in ["start", "ai", "provider-fault", "recovered", "service-stopped"]:
         p = report[name]
         assert (p["illegal"], p["old_epoch"], p["expired"], p["thrown"]) == (0, 0, 0, 0), (name, p)
         assert p["frames"] > 0, (name, p)
@@ -187,3 +194,44 @@ def test_a_csharp_game_of_20_drones_at_60_hz_keeps_the_protocol_through_faults_a
     assert report["provider-fault"]["late_ai"] == 0, report["provider-fault"]
     assert report["service-stopped"]["late_ai"] == 0 and report["service-stopped"]["native"] > 0, report
     assert report["stats"]["errors"] > 0 and report["epoch"] >= 5, report
+
+
+# --- the cases fail when the C# scheduler is broken on purpose --------------------------------------------------
+
+# (file, the text as it is, the text broken, a case or vector that must then fail)
+BREAKS = [
+    ("Scheduler.cs", "if (answer.Epoch != Roster.Epoch || s.Epoch != Roster.Epoch)", "if (answer.Epoch < -1)",
+     "conformance epoch-old-answer-dropped.json: "),
+    ("Roster.cs", "if (!legal.Contains(d.Action))", "if (legal == null)",
+     "conformance illegal-action-never-used.json: "),
+    ("Roster.cs", "if (now >= c.ExpiresAt)", "if (now < 0)", "conformance expiry.json: "),
+    ("Roster.cs", "public const double ReaskGapMs = 500;", "public const double ReaskGapMs = 0;",
+     "conformance population.json: "),
+    ("Outbox.cs", "if (status == 413 && items.Count > 1)", "if (status == 999)", "conformance telemetry.json: "),
+    ("Session.cs", "renewAt = Json.IsNumber(ttl) ? now + 0.9 *", "renewAt = Json.IsNumber(ttl) ? now + 2.0 *",
+     "conformance hosted.json: "),
+    ("Policy.cs", "if (p > bestP) { best = places[j];", "if (p >= bestP && p > 0) { best = places[j];",
+     "policy vector handmade.policy.json: a tie goes to the first action in the file's order"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("file,right,wrong,fails", BREAKS, ids=[f"{b[0]}: {b[2]}" for b in BREAKS])
+def test_the_shared_cases_fail_when_the_csharp_sdk_is_broken_on_purpose(
+    file: str, right: str, wrong: str, fails: str, tmp_path: Path
+) -> None:
+    """A runner that passed whatever the scheduler did would prove nothing: with one rule broken in a copy of the
+    package, build.sh's run fails, and it fails the case that pins that rule."""
+    copy = tmp_path / "csharp"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("build"))
+    source = copy / "Runtime" / file
+    text = source.read_text()
+    assert text.count(right) == 1, f"{file} no longer holds {right!r}: update BREAKS"
+    source.write_text(text.replace(right, wrong))
+    env = {**os.environ, "NPCMIND_CONFORMANCE": str(CONFORMANCE)}
+    r = subprocess.run(["./build.sh"], cwd=copy, capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode != 0, "every test passed with the rule broken"
+    failed = [
+        c.attrib["name"] for c in ET.parse(copy / "build" / "TestResult.xml").iter("test-case")
+        if c.attrib.get("success") == "False"
+    ]  # fmt: skip
+    assert any(fails in name for name in failed), failed

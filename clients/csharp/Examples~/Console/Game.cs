@@ -2,7 +2,7 @@
 // it tracks each drone, asks for its decision with the legal actions of that moment, and checks the game's side of
 // the protocol: no action outside the legal ones, no decision of an older epoch, none past its expiry. It raises
 // its epoch every 2 s. Phases come on stdin ("phase NAME", then "end"); at the end it prints one JSON line: per
-// phase the frames, the AI and native choices, the violations, and the Tick() times.
+// phase the frames, the AI and native choices, the violations, and the Tick() times ("ready" after the first frame).
 //   mono NpcMindGame.exe http://127.0.0.1:8080
 
 using System;
@@ -44,7 +44,7 @@ public static class Game
             lock (commands) commands.Enqueue("end");
         }) { IsBackground = true };
         reader.Start();
-        var seenIn = new Dictionary<string, int>(); // decision id -> the epoch it was first used in
+        var seenIn = new Dictionary<Choice, int>(); // a decision applied (its own object) -> the epoch it was first used in
         int frame = 0;
         double nextEpoch = 2000;
         var rng = new Random(7);
@@ -81,6 +81,7 @@ public static class Game
                 client.Track(id, "drone", obs, legal);
                 var now = legal.Where(a => rng.Next(8) != 0).ToList();
                 Choice choice;
+                double before = clock(); // Action reads the clock after this: a decision it gives lives past it
                 try
                 {
                     choice = client.Action(id, now);
@@ -97,7 +98,7 @@ public static class Game
                     continue;
                 }
                 if (!now.Contains(choice.Action)) p.Illegal++;
-                if (choice.ExpiresAt <= clock()) p.Expired++;
+                if (choice.ExpiresAt <= before) p.Expired++;
                 if (choice.Source == "local") p.Local++;
                 else
                 {
@@ -105,7 +106,7 @@ public static class Game
                     if (choice.Cached) p.Cached++;
                     else if (p.Since.ElapsedMilliseconds > 2000) p.LateAi++;
                     int first;
-                    if (!seenIn.TryGetValue(choice.DecisionId, out first)) seenIn[choice.DecisionId] = client.Epoch;
+                    if (!seenIn.TryGetValue(choice, out first)) seenIn[choice] = client.Epoch;
                     else if (first != client.Epoch) p.OldEpoch++;
                 }
             }
@@ -120,6 +121,7 @@ public static class Game
                 Console.Error.WriteLine(e);
             }
             p.TickMs.Add(t.Elapsed.TotalMilliseconds);
+            if (frame == 0) Console.WriteLine("ready"); // the first frame ran: the phases may begin
             p.Frames++;
             frame++;
             double wait = frameStart + 1000.0 / 60 - clock();
