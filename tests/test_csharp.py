@@ -11,10 +11,13 @@ import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from conftest import Running
 from npcmind.testing.scripted import ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -235,3 +238,49 @@ def test_the_shared_cases_fail_when_the_csharp_sdk_is_broken_on_purpose(
         if c.attrib.get("success") == "False"
     ]  # fmt: skip
     assert any(fails in name for name in failed), failed
+
+
+# --- hosted sessions and the service's policy, over HttpClient ----------------------------------------------------
+
+
+def probe(*args: str) -> dict[str, Any]:
+    """Examples~/Console/Probe.cs (built by build.sh) run with these arguments: its JSON line."""
+    r = subprocess.run(
+        ["mono", str(PACKAGE / "build" / "NpcMindProbe.exe"), *args], capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0 and r.stdout.strip(), r.stderr[-4000:]
+    return dict(json.loads(r.stdout.strip().splitlines()[-1]))
+
+
+def test_a_hosted_csharp_game_opens_a_session_with_its_key_and_decides_with_the_token(
+    results: dict[str, str], start_service: Callable[..., Running], scripted: ScriptedServer, tmp_path: Path
+) -> None:
+    """The token of POST /v1/session is put by the transport into the requests made while it was asked for
+    (`Bearer @ref`), over a real HttpClient; a wrong key is said once, and the entity runs its native AI."""
+    from conftest import HOSTED, write_clients
+
+    clients, keys = write_clients(tmp_path)
+    hosted = start_service(clients=str(clients), base_url=scripted.base_url, **HOSTED)
+    out = probe(hosted.server.url, "hosted", "game-1", keys["game-1"])
+    assert out["decided"] and out["source"] == "AI", out
+    assert out["first"] == "POST /v1/session" and "POST /v1/decide" in out["seen"], out
+    assert out["refused_said"] and out["refused_action"] is None, out
+
+
+def test_the_services_distilled_policy_is_fetched_by_csharp_and_decides_locally(
+    results: dict[str, str], start_service: Callable[..., Running], scripted: ScriptedServer, tmp_path: Path
+) -> None:
+    """GET /v1/policy's body comes as bytes over HttpClient, is loaded for the manifest version the service runs,
+    and decides the entities it is sure of: source local, no decision id, nothing more asked of the service."""
+    from test_typescript import policy_store
+
+    service = start_service(
+        provider="openai", base_url=scripted.base_url, store=policy_store(tmp_path / "policy.db", "cs-policy")
+    )
+    scripted.set(choose={"p1": "chase", "p2": "chase"})
+    out = probe(service.server.url, "policy", "cs-policy")
+    assert out["fetched"] and out["before"] == "AI", out
+    for got in out["after"]:
+        assert got["source"] == "local" and got["action"] == "flee" and got["decision_id"] is None, out
+        assert got["confidence"] >= 0.8, out
+    assert (out["local"], out["asked_more"]) == (2, 0), out

@@ -44,8 +44,9 @@ MCS=(mcs -langversion:7 -nologo -warnaserror+ -nowarn:1591)
   -r:System.Net.Http.dll Runtime/*.cs
 "${MCS[@]}" -target:library -out:build/NpcMind.Tests.dll -r:build/NpcMind.Runtime.dll -r:"$NUNIT" \
   -r:System.Net.Http.dll Tests/*.cs
-# the console game of the live test (tests/test_csharp.py)
+# the console programs of the live tests (tests/test_csharp.py)
 "${MCS[@]}" -target:exe -out:build/NpcMindGame.exe -r:build/NpcMind.Runtime.dll -r:System.Net.Http.dll 'Examples~/Console/Game.cs'
+"${MCS[@]}" -target:exe -out:build/NpcMindProbe.exe -r:build/NpcMind.Runtime.dll -r:System.Net.Http.dll 'Examples~/Console/Probe.cs'
 # the tick bench (bench/tick_bench.py runs it beside Python's and TypeScript's)
 "${MCS[@]}" -target:exe -out:build/NpcMindTickBench.exe -r:build/NpcMind.Runtime.dll 'Examples~/Bench/Tick.cs'
 # the README's engine examples, against stand-ins of the engine types they touch: they compile, so they cannot rot
