@@ -29,7 +29,9 @@ namespace NpcMind
         {
             var timeout = new CancellationTokenSource(TimeSpan.FromMilliseconds(Math.Max(1, call.TimeoutMs)));
             var both = CancellationTokenSource.CreateLinkedTokenSource(timeout.Token, all.Token);
-            Run(call, both.Token).ContinueWith(t =>
+            // on the pool from the first line: HttpClient's synchronous start (a connection, a name lookup on some
+            // runtimes) must not run on the game's thread inside Tick()
+            Task.Run(() => Run(call, both.Token)).ContinueWith(t =>
             {
                 HttpResult result;
                 if (t.Status == TaskStatus.RanToCompletion) result = t.Result;
