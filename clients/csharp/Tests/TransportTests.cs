@@ -239,5 +239,23 @@ namespace NpcMind.Tests
             c.Tick();
             Assert.AreEqual(0, http.Calls.Count);
         }
+
+        [Test]
+        public void LastPromptGivesWhatTheServiceSaysAndNullWhenItCannot()
+        {
+            var http = new FakeHttp();
+            var c = Client(http, () => 0);
+            var asked = c.LastPrompt();
+            var call = http.Find("/v1/prompt");
+            Assert.AreEqual("http://127.0.0.1:8080/v1/prompt?client_id=game-1", call.Url);
+            http.Answer("/v1/prompt", 200, "{\"prompt\":\"p\",\"answer\":\"a\"}");
+            Assert.AreEqual("p", asked.Result["prompt"]);
+            var missing = c.LastPrompt();
+            http.Answer("/v1/prompt", 404, "{\"error\":{\"code\":\"not_found\",\"message\":\"none yet\"}}");
+            Assert.IsNull(missing.Result);
+            var down = c.LastPrompt();
+            http.Calls.Single().Value(HttpResult.Failed(false, "refused"));
+            Assert.IsNull(down.Result);
+        }
     }
 }
