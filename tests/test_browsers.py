@@ -322,6 +322,7 @@ def test_the_service_page_shows_what_the_model_saw(svc: Running, scripted: Any, 
     rows = re.findall(r"<tr[^>]*>(.*?)</tr>", out.split('id="entities"', 1)[1], re.S)
     cells = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in rows]
     assert [(c[0], c[1], c[4]) for c in cells] == [("E1", "a", "flee"), ("E2", "b", "fallback: refused")], cells
+    assert all(re.fullmatch(r"\d+ ms", c[5]) for c in cells), cells  # when each decision went out
     assert "Q1: Options:" in out and "provider: openai" in out  # the prompt as sent, and the service's health
     # a client with no decide request yet: the page says it will show one when it comes, not an error
     out = dom(f"{svc.server.url}/?client_id=nobody", tmp_path / "p2")

@@ -33,6 +33,7 @@ DEFAULTS: dict[str, Any] = {
     "timeout_s": None,
     "fetch_policy": None,
     "policy_refresh_ms": 60000,
+    "stream": True,
 }
 
 
@@ -75,7 +76,15 @@ def mismatch(expected: Any, actual: Any, where: str = "") -> str | None:
 
 def as_json(r: Request) -> dict[str, Any]:
     """A request as the case files write it."""
-    return {"ref": r.ref, "method": r.method, "path": r.path, "headers": r.headers, "body": r.body, "after": r.after}
+    return {
+        "ref": r.ref,
+        "method": r.method,
+        "path": r.path,
+        "headers": r.headers,
+        "body": r.body,
+        "after": r.after,
+        "stream": r.stream,
+    }
 
 
 def scheduler(case: dict[str, Any]) -> Scheduler:
@@ -133,6 +142,12 @@ def run_step(s: Scheduler, step: dict[str, Any]) -> str | None:
         return None
     if do == "answer":
         s.answer(step["ref"], step["status"], step.get("body"), step.get("headers", {}), now)
+        return None
+    if do == "chunk":
+        s.chunk(step["ref"], step["text"].encode(), now)  # bytes, as the transport gives them
+        return None
+    if do == "end":
+        s.end(step["ref"], now)
         return None
     if do == "fail":
         s.fail(step["ref"], step["kind"], now)

@@ -7,6 +7,7 @@ authors did not write. Without the extra the tests are reported as skipped, neve
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -15,6 +16,9 @@ import pytest
 
 from conftest import ROOT, bee, decide_body
 from localmodel import ALIAS, AVAILABLE, MISSING, model_server
+from npcmind import answer
+from npcmind.providers.base import Picked, ProviderAnswer, ProviderCall, StreamPiece
+from npcmind.providers.openai import OpenAIProvider
 
 pytestmark = pytest.mark.skipif(not AVAILABLE, reason=MISSING)
 
@@ -81,3 +85,28 @@ def test_a_real_model_answers_the_fixed_numbered_schema(start_service: Any, mode
         assert d["action"] in legal[d["id"]] if d["source"] == "AI" else d["code"] == "invalid_choice", d
     answer = json.loads(svc.http.get("/v1/prompt", params={"client_id": body["client_id"]}).json()["reply"]["text"])
     assert all(isinstance(x["entity"], int) and isinstance(x["choice"], int) for x in answer["decisions"])
+
+
+def test_a_real_model_streams_its_answer_entity_by_entity(model_url: str) -> None:
+    # llama-cpp-python's server streams server-sent events under its grammar: the adapter reads each entity's
+    # choice from the partial answer, then the whole answer (quality is not the point here: the stream is)
+    entities = [(1, ["idle", "wander", "chase", "flee"]), (2, ["idle", "flee"]), (3, ["chase", "flee"])]
+    user = "ENTITIES:\n" + "".join(
+        f'E{n} "bee-{n}" bee\nQ{n}: What does it do? Options: {", ".join(opts)}\n' for n, opts in entities
+    )
+    call = ProviderCall(answer.INSTRUCTIONS["enum"], user, entities, "enum", "prefix", 64)
+
+    async def read() -> list[StreamPiece]:
+        provider = OpenAIProvider(None, base_url=model_url, model=ALIAS, mode="enum")
+        try:
+            return [piece async for piece in provider.stream(call)]
+        finally:
+            await provider.close()
+
+    got = asyncio.run(read())
+    picks, final = got[:-1], got[-1]
+    assert isinstance(final, ProviderAnswer) and final.output_tokens > 0 and final.input_tokens > 50, got
+    assert picks and all(isinstance(p, Picked) for p in picks), got
+    assert {p.number: p.choice for p in picks if isinstance(p, Picked)} == final.choices
+    for n, choice in final.choices.items():  # the grammar allows nothing but an option or a decline
+        assert choice.refused or choice.action in dict(entities)[n], (n, choice)

@@ -10,6 +10,7 @@ schema and a Redis key prefix (or a redis-server) of its own, and the scripted p
 from __future__ import annotations
 
 import csv
+import json
 import random
 import re
 import resource
@@ -254,9 +255,13 @@ class RecordingClient(DecideClient):
         request.extensions["npcmind_sent"] = time.monotonic()
 
     def _keep(self, response: httpx.Response) -> None:
-        response.read()
+        response.read()  # a streamed answer too (its lines then reach the client at once: its order is kept)
         try:
-            body = response.json()
+            if response.headers.get("content-type", "").startswith("application/x-ndjson"):
+                lines = [json.loads(x) for x in response.text.splitlines() if x.strip()]
+                body = {"decisions": [x for x in lines if "source" in x]}  # as a whole answer
+            else:
+                body = response.json()
         except ValueError:
             body = response.text
         req = response.request
@@ -266,12 +271,18 @@ class RecordingClient(DecideClient):
             self._answers.append(Answer(req.url.path, response.status_code, token, sent, time.monotonic(), body))
 
     def _call(
-        self, method: str, path: str, body: bytes | None, headers: dict[str, str], after: dict[str, Any]
-    ) -> tuple[int, Any, dict[str, str]]:
+        self,
+        method: str,
+        path: str,
+        body: bytes | None,
+        headers: dict[str, str],
+        after: dict[str, Any],
+        stream: str | None = None,
+    ) -> tuple[int, Any, dict[str, str]] | None:
         """The transport's call on a worker thread, keeping a request that got no answer at all."""
         sent = time.monotonic()
         try:
-            return self._send_on(method, path, body, headers, after)
+            return self._send_on(method, path, body, headers, after, stream)
         except httpx.TransportError as e:  # no answer at all: its process died under it
             token = self._scheduler.session.token or ""
             with self._lock:

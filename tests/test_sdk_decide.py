@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -125,6 +126,101 @@ def test_an_answer_for_an_old_epoch_is_dropped(svc: Running, scripted: ScriptedS
         c.wait()
         assert c.action("b0").action == "chase"  # type: ignore[union-attr]
         assert c.stats.requests == 2
+
+
+@pytest.mark.fast
+def test_the_client_streams_by_default_and_stream_false_asks_for_one_answer(
+    svc: Running, scripted: ScriptedServer, clock: Clock
+) -> None:
+    """docs/streaming.md: DecideClient asks for NDJSON unless told not to; the service's lines are its decisions."""
+    scripted.set(choose={"b0": "flee", "b1": "chase"})
+    with client(svc.server.url, clock) as c:
+        track_bees(c, 2)
+        c.tick()
+        assert c.wait()
+        assert c.action("b0").action == "flee" and c.action("b1").action == "chase"  # type: ignore[union-attr]
+        s = c.stats
+        # lines came: the service saw Accept: application/x-ndjson and answered a stream, whole
+        assert (s.streamed_decisions, s.ai, s.streams_cut, s.errors) == (2, 2, 0, 0)
+    with client(svc.server.url, clock, stream=False) as c:
+        track_bees(c, 2)
+        c.tick()
+        assert c.wait()
+        assert c.action("b0").action == "flee" and c.action("b1").action == "chase"  # type: ignore[union-attr]
+        assert (c.stats.streamed_decisions, c.stats.ai, c.stats.errors) == (0, 2, 0)
+
+
+def track_scene(c: DecideClient, fresh_hp: float) -> None:
+    """Four bees out of each other's perception (their situation the same at every ask: cache hits after the
+    first) and one whose hp makes its situation new."""
+    for i in range(4):
+        c.track(f"w{i}", "bee", BEE_OBS, LEGAL, position=[i * 1000.0, 0.0])
+    c.track("f0", "bee", {**BEE_OBS, "hp_fraction": fresh_hp}, LEGAL, position=[5000.0, 0.0])
+
+
+def test_a_decision_is_used_while_its_stream_is_still_open(
+    svc: Running, scripted: ScriptedServer, clock: Clock
+) -> None:
+    """Issue 31: a decision that needs no model (a cache hit) reaches the game before the model's first token."""
+    with client(svc.server.url, clock) as warm:
+        track_scene(warm, 0.1)
+        warm.tick()
+        assert warm.wait() and warm.stats.ai == 5
+    scripted.set(hold=True)  # the model never answers until released: the stream stays open
+    try:
+        with client(svc.server.url, clock) as c:
+            track_scene(c, 0.9)
+            c.tick()
+            until(lambda: (c.tick(), c.stats.streamed_decisions)[1] == 4, "the four cached lines")
+            assert [c.action(f"w{i}").cached for i in range(4)] == [True] * 4  # type: ignore[union-attr]
+            open_kinds = [sent.kind for sent in c._scheduler._open.values()]
+            assert c.action("f0") is None and "decide" in open_kinds  # its line is still to come
+            scripted.set(choose={"f0": "flee"})
+            assert c.wait(60)
+            assert c.action("f0").action == "flee"  # type: ignore[union-attr]
+            assert (c.stats.streamed_decisions, c.stats.streams_cut, c.stats.errors) == (5, 0, 0)
+    finally:
+        scripted.set()
+
+
+def test_kill_9_mid_stream_the_client_keeps_the_lines_received_and_the_store_knows_them(
+    tmp_path: Path, scripted: ScriptedServer, clock: Clock
+) -> None:
+    """docs/streaming.md: acknowledged means stored. The service dies mid-stream: the client keeps the decisions
+    whose lines came, the rest fall back as cut, and a report on each kept one is accepted after a restart."""
+    from test_durability import Proc
+
+    store = f"sqlite:///{tmp_path}/kill.db"
+    args = ["--manifest", str(FOREST), "--store", store, "--provider", "openai", "--base-url", scripted.base_url]
+    a = Proc(args)
+    try:
+        with client(a.url, clock) as warm:
+            track_scene(warm, 0.1)
+            warm.tick()
+            assert warm.wait() and warm.stats.ai == 5
+        scripted.set(hold=True)  # the model never answers: the kill comes mid-stream
+        with client(a.url, clock) as c:
+            track_scene(c, 0.9)
+            c.tick()
+            until(lambda: (c.tick(), c.stats.streamed_decisions)[1] == 4, "the four cached lines")
+            a.kill9()
+            assert c.wait(60)
+            kept = [c.action(f"w{i}") for i in range(4)]
+            assert c.action("f0") is None
+            assert (c.stats.streams_cut, c.stats.fallbacks, c.stats.streamed_decisions) == (1, {"unavailable": 1}, 4)
+    finally:
+        scripted.set()
+        if a.proc.poll() is None:
+            a.kill9()
+    ids = [k.decision_id for k in kept if k is not None]
+    assert len(ids) == 4
+    b = Proc(args)
+    try:
+        reports = [{"decision_id": d, "outcome": "done"} for d in ids]
+        r = b.http.post("/v1/report", json={"client_id": "game-1", "reports": reports})
+        assert [x["status"] for x in r.json()["results"]] == ["accepted"] * 4
+    finally:
+        b.kill9()
 
 
 Fake = tuple[httpx.MockTransport, dict[str, Any]]  # the stand-in service: the transport, what it answers
@@ -768,7 +864,9 @@ def test_a_timeout_the_game_set_says_what_to_change(
         assert c.timeout_s == 5 and c.action("b0") is None and c.stats.errors == 1
     scripted.set()
     said = [r.getMessage() for r in caplog.records if r.name == "npcmind_client.decide"]
-    assert len(said) == 1 and "did not answer within 5 s" in said[0] and "timeout_s" in said[0], said
+    # streamed: the 200 came at once and then no line within 5 s, so its entity also falls back as cut
+    assert len(said) == 2 and "did not answer within 5 s" in said[0] and "timeout_s" in said[0], said
+    assert "the decision stream was cut" in said[1] and c.stats.streams_cut == 1, said
 
 
 def test_closing_does_not_wait_for_a_slow_service(svc: Running, scripted: ScriptedServer, clock: Clock) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import jiter
 import msgspec
 
 AnswerMode = Literal["numbered", "enum"]
@@ -185,9 +186,125 @@ def confidences(
     for tok, _ in tokens:
         starts.append(pos)
         pos += len(tok)
+    return _at_tokens(offsets, tokens, starts)
+
+
+def _at_tokens(offsets: dict[int, int], tokens: Sequence[tuple[str, float]], starts: list[int]) -> dict[int, float]:
+    """The probability of the token that holds each text offset (``starts``: where each token begins)."""
     out: dict[int, float] = {}
     for n, off in offsets.items():
         i = bisect.bisect_right(starts, off) - 1
         if 0 <= i < len(tokens) and off < starts[i] + len(tokens[i][0]):
             out[n] = round(math.exp(tokens[i][1]), 4)
     return out
+
+
+_OPENING_FENCE = re.compile(r"^```[a-zA-Z]*\s*")
+# a delta without one of these cannot complete a part: in the enum form, close a value's string; in the numbered
+# form, begin the item that closes the one before, or close the document
+_MAY_CLOSE = {"enum": re.compile('"'), "numbered": re.compile("[{}]")}
+_ENUM_KEY = re.compile(r"E(\d+)")
+
+
+class PartialAnswer:
+    """An answer read while the model still writes it: each entity's Choice as soon as its part is complete, so
+    the pipeline decides that entity at once instead of waiting for the whole batch's answer.
+
+    jiter's partial mode parses the text so far (reparsed per delta: answers are a few hundred characters, and
+    only a delta that could close something is parsed). The whole answer is still read by ``parse`` at the end;
+    this only says earlier what it will say, entity by entity, and never takes a pick back.
+    """
+
+    def __init__(self, mode: AnswerMode, entities: Sequence[tuple[int, list[str]]]) -> None:
+        self.mode = mode
+        self.entities = list(entities)
+        self.text = ""  # the answer so far, as the model wrote it (thinking and fences included)
+        self.tokens: list[tuple[str, float]] = []  # its tokens and log-probabilities, when the provider gives them
+        self.picked: dict[int, Choice] = {}  # every entity given so far: the first mention counts
+        self._options = dict(self.entities)
+        self._starts: list[int] = []  # where each token begins in the text
+        self._may_close = _MAY_CLOSE[mode]
+        self._read_items = 0  # the items (numbered) or keys (enum) already taken: complete, read or skipped
+
+    def feed(self, delta: str, tokens: Sequence[tuple[str, float]] = ()) -> list[tuple[int, Choice]]:
+        """Add what the model wrote next (with its tokens' log-probabilities, if any): the entities whose part
+        it completed, in the answer's order."""
+        for tok in tokens:
+            self._starts.append(self._starts[-1] + len(self.tokens[-1][0]) if self.tokens else 0)
+            self.tokens.append(tok)
+        self.text += delta
+        if not self._may_close.search(delta):
+            return []
+        body = self._body()
+        if body is None:
+            return []
+        try:
+            obj = jiter.from_json(body.encode(), partial_mode="on")  # "on": a string not yet closed is left out
+        except ValueError:  # malformed from here on: what was picked stands, the rest is parse()'s at the end
+            return []
+        got = self._numbered(obj, body) if self.mode == "numbered" else self._enum(obj)
+        if self.tokens and got:
+            offsets = value_offsets(self.text, self.mode, [n for n, _ in got])
+            for n, p in _at_tokens(offsets, self.tokens, self._starts).items():
+                next(c for m, c in got if m == n).confidence = p
+        self.picked.update(got)
+        return got
+
+    def _body(self) -> str | None:
+        """The JSON of the answer so far, or None while nothing of it can be read yet: a ``<think>`` still
+        open, or text that does not begin as a JSON object (prose, a fence's first backticks)."""
+        text = self.text
+        if "think>" in text:
+            text = _after_thinking(text)
+        text = _OPENING_FENCE.sub("", text.lstrip())
+        return text if text.startswith("{") else None
+
+    def _enum(self, obj: Any) -> list[tuple[int, Choice]]:
+        """``{"E3":"attack",...}``: a value counts once its string is closed (partial mode leaves out the rest,
+        so every key it gives is complete, and only the keys past those read before are new)."""
+        out: list[tuple[int, Choice]] = []
+        if not isinstance(obj, dict):
+            return out
+        for key in list(obj)[self._read_items :]:
+            m = _ENUM_KEY.fullmatch(key)
+            n = int(m.group(1)) if m else None
+            if n is not None and n in self._options and n not in self.picked and isinstance(obj[key], str):
+                out += from_object({key: obj[key]}, "enum", [(n, self._options[n])]).items()
+        self._read_items = max(self._read_items, len(obj))
+        return out
+
+    def _numbered(self, obj: Any, body: str) -> list[tuple[int, Choice]]:
+        """``{"decisions":[{"entity":1,"choice":2},...]}``: an item counts only once it is closed. The last item
+        read may not be: a number at the end of the text may still grow ("2" -> "23"), and a key may follow. So
+        an item counts when a later item has begun, or when the whole document is complete."""
+        items = obj.get("decisions") if isinstance(obj, dict) else None
+        if not isinstance(items, list):
+            return []
+        closed = len(items) if _complete(body) else len(items) - 1
+        out: list[tuple[int, Choice]] = []
+        for item in items[self._read_items : closed]:  # an unreadable item is skipped: parse() leaves it out too
+            for n, c in from_object({"decisions": [item]}, "numbered", self.entities).items():
+                if n not in self.picked and all(n != m for m, _ in out):
+                    out.append((n, c))
+        self._read_items = max(self._read_items, closed)
+        return out
+
+
+def load_partial(text: str) -> Any:
+    """A JSON document however much of it was written (a cut stream's tool input), or None when unreadable."""
+    try:
+        return jiter.from_json(text.encode(), partial_mode="on")
+    except ValueError:
+        return None
+
+
+def _complete(body: str) -> bool:
+    """Whether the JSON text is a whole document (a closing fence after it aside)."""
+    body = body.rstrip().rstrip("`").rstrip()  # a closing fence, or its first backticks
+    if not body.endswith("}"):
+        return False
+    try:
+        jiter.from_json(body.encode(), partial_mode="off")
+    except ValueError:
+        return False
+    return True

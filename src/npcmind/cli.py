@@ -625,7 +625,9 @@ def _add_scripted(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "(unavailable), retry_after S, delay_ms N (past the deadline: unavailable), logprob L, cached_tokens N, "
         "truncated true, text TEXT, body {...}, reject_params [names], response_formats [types], models [names], "
         "rules [{type, when {field: value or {lt, le, gt, ge}}, choose ACTION or toss [actions]}] (a teacher: "
-        "world.NAME and scope.NAME test the world and scope state), seed N (of the rules' coin tosses). "
+        "world.NAME and scope.NAME test the world and scope state), seed N (of the rules' coin tosses), "
+        "stream_ttft_ms N and stream_tokens_per_s R (how fast it writes, streamed or not), stream_cut_after N "
+        "(a streamed answer's connection closes after N tokens). "
         "GET /_requests lists what the model was sent; DELETE /_requests forgets it. Example: "
         'curl -X PUT localhost:9100/_script -d \'{"choose": {"28735": "flee"}, "decline": ["30122"]}\'',
     )

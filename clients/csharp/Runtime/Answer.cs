@@ -20,6 +20,12 @@ namespace NpcMind
         public string Reason;
     }
 
+    /// <summary>The last line of a streamed answer (it has <c>a2g</c>): nothing counts after it.</summary>
+    public sealed class StreamEnd
+    {
+        public double Epoch;
+    }
+
     /// <summary>A /v1/decide answer that has the protocol's shape.</summary>
     public sealed class DecideResponse
     {
@@ -72,6 +78,32 @@ namespace NpcMind
             }
             problem = at + ".source: must be AI or FALLBACK";
             return null;
+        }
+
+        /// <summary>One line of a streamed decide answer: a <see cref="Decision"/> (it has <c>source</c>) or the
+        /// <see cref="StreamEnd"/> (it has <c>a2g</c>); null with <paramref name="problem"/> set otherwise.</summary>
+        public static object ReadStreamLine(string line, out string problem)
+        {
+            object d;
+            try
+            {
+                d = Json.Parse(line);
+            }
+            catch (JsonException)
+            {
+                problem = "a line is not JSON: " + Errors.Quote(line.Length > 60 ? line.Substring(0, 60) : line);
+                return null;
+            }
+            var o = d as IDictionary<string, object>;
+            if (o != null && !o.ContainsKey("source") && o.ContainsKey("a2g"))
+            {
+                problem = null;
+                if (!(o["a2g"] is string)) problem = "$.a2g: must be a string";
+                else if (!(Json.Get(o, "latency_ms") is long)) problem = "$.latency_ms: must be an integer";
+                else if (!(Json.Get(o, "epoch") is long)) problem = "$.epoch: must be an integer";
+                return problem != null ? null : new StreamEnd { Epoch = (long)o["epoch"] };
+            }
+            return ReadDecision(d, "$", out problem);
         }
 
         /// <summary>The answer, or what is wrong with it (not npcmind, or another protocol version: never into the

@@ -40,6 +40,10 @@ namespace NpcMind
         public IDictionary<string, object> Manifest;
         /// <summary>The version of that manifest: the service's policy is fetched for it.</summary>
         public string ManifestVersion;
+        /// <summary>Decide answers asked as a stream of lines (docs/streaming.md): each entity's decision is usable
+        /// as its line arrives. On by default, as in the other SDKs; a transport that reads whole answers only
+        /// (this SDK's, for now) gets today's single answer, which the scheduler reads as ever.</summary>
+        public bool Stream = true;
         public Logger Log;
     }
 
@@ -56,12 +60,22 @@ namespace NpcMind
 
         private enum Kind { Decide, Manifest, Health, Session, Policy }
 
+        /// <summary>The reason of the fallback of an entity a cut stream did not reach.</summary>
+        public const string Cut = "the decision stream was cut";
+
         private sealed class Sent
         {
             public Kind Kind;
             public int Epoch;
-            /// <summary>The entities asked, in the request's order, with the legal actions sent for each.</summary>
+            /// <summary>The entities asked, in the request's order, with the legal actions sent for each; streamed,
+            /// each leaves as its line comes.</summary>
             public List<KeyValuePair<string, IList<string>>> Legal;
+            /// <summary>When it was sent (ms): a line's latency counts from here.</summary>
+            public double At;
+            /// <summary>Its streamed answer's lines, from the first chunk on.</summary>
+            public Lines Lines;
+            /// <summary>Its stream's last line came.</summary>
+            public bool Whole;
         }
 
         public readonly Stats Stats = new Stats();
@@ -84,6 +98,7 @@ namespace NpcMind
         private readonly Dictionary<string, Sent> sent = new Dictionary<string, Sent>();
         private readonly List<string> sentOrder = new List<string>(); // health and manifest refs, in the order sent
         private readonly Timings timings;
+        private readonly bool stream;
         private int refs;
         private int decidesInFlight;
         private double notBefore = double.NegativeInfinity; // after a 429 or a service that is down
@@ -108,6 +123,7 @@ namespace NpcMind
             session = !string.IsNullOrEmpty(options.ApiKey) ? new Session(options.ApiKey) : null;
             outbox = new Outbox(new Host(this), options.TelemetryMs);
             timings = new Timings(options.RefreshMs, options.Manifest);
+            stream = options.Stream;
         }
 
         // --- what the game tells (the per-entity rules are the roster's) ------------------------------------
@@ -266,6 +282,88 @@ namespace NpcMind
             }
         }
 
+        /// <summary>Bytes of request <paramref name="reference"/>'s streamed answer (a 200 in NDJSON): each line they
+        /// complete is applied at once, so an entity's decision is usable before the stream ends. Bytes for a
+        /// request that is not a decide request in flight are ignored (a game loop must not crash on them).</summary>
+        public void Chunk(string reference, byte[] data, double now)
+        {
+            Sent s;
+            if (!sent.TryGetValue(reference, out s) || s.Kind != Kind.Decide) return;
+            if (s.Lines == null) // the 200: the service took every entity of it
+            {
+                s.Lines = new Lines();
+                foreach (var p in s.Legal) refusals.Alone.Remove(p.Key);
+            }
+            foreach (var line in s.Lines.Feed(data)) StreamLine(s, line, now);
+        }
+
+        /// <summary>Request <paramref name="reference"/>'s streamed answer ended (a partial line is discarded): cut
+        /// before its last line, the lines received stand and every entity of it without one falls back
+        /// (<c>unavailable</c>, <see cref="Cut"/>). <paramref name="failed"/>: the transport ended it (no line
+        /// within the timeout, the connection lost), said as Fail says it.</summary>
+        public void End(string reference, double now, FailKind? failed = null)
+        {
+            var s = Take(reference);
+            if (s == null || s.Kind != Kind.Decide) return;
+            decidesInFlight--;
+            if (failed.HasValue) Failed(failed.Value);
+            if (s.Whole)
+            {
+                Roster.Release(s.Legal.Select(p => p.Key).ToList(), null); // one the stream did not name: on its refresh
+                return;
+            }
+            Stats.StreamsCut++;
+            Stats.Errors++;
+            foreach (var p in s.Legal)
+            {
+                Entity e;
+                if (Roster.Entities.TryGetValue(p.Key, out e) && e.InFlight)
+                    Roster.Use(e, new Decision { Id = p.Key, Source = "FALLBACK", Code = "unavailable", Reason = Cut }, p.Value, now);
+            }
+            notBefore = now + 1000; // as after a request that failed: the service may be gone
+        }
+
+        /// <summary>One line of a decide request's stream, under the rules of a whole answer: a line for an entity
+        /// no longer tracked (or not asked, or answered already) is dropped, a stream for an older epoch is dropped
+        /// whole, and a decision's action is checked against the legal actions sent (the roster's Use).</summary>
+        private void StreamLine(Sent s, string line, double now)
+        {
+            if (s.Whole) return; // nothing counts after the last line
+            string problem;
+            var got = NpcMind.Answer.ReadStreamLine(line, out problem);
+            if (got == null) // that entity is left without a line: it falls back if the stream is cut
+            {
+                Stats.Errors++;
+                Warn("malformed-line", "a line of the decision stream could not be read: " + problem, true);
+                return;
+            }
+            if (got is StreamEnd)
+            {
+                s.Whole = true;
+                return;
+            }
+            if (s.Epoch != Roster.Epoch) // asked for a state the game has left: every line is stale
+            {
+                if (s.Legal.Count > 0)
+                {
+                    Stats.DroppedEpoch++;
+                    Roster.Release(s.Legal.Select(p => p.Key).ToList(), now); // asked again at once, for the epoch of now
+                    s.Legal.Clear();
+                }
+                return;
+            }
+            var d = (Decision)got;
+            int at = s.Legal.FindIndex(p => p.Key == d.Id);
+            if (at < 0) return; // not asked, or answered already
+            var legal = s.Legal[at].Value;
+            s.Legal.RemoveAt(at);
+            Entity e;
+            if (!Roster.Entities.TryGetValue(d.Id, out e)) return; // untracked meanwhile
+            Roster.Use(e, d, legal, now);
+            Stats.StreamedDecisions++;
+            Stats.StreamedMsTotal += now - s.At;
+        }
+
         private void Remember(string reference, Sent s)
         {
             sent[reference] = s;
@@ -338,11 +436,11 @@ namespace NpcMind
                 asked.Add(e);
             }
             var together = asked.Where(e => !refusals.Alone.ContainsKey(e.Id)).ToList();
-            for (int i = 0; i < together.Count; i += Batch) SendBatch(together.Skip(i).Take(Batch).ToList(), output);
-            foreach (var e in asked) if (refusals.Alone.ContainsKey(e.Id)) SendBatch(new List<Entity> { e }, output); // so it cannot sink the others
+            for (int i = 0; i < together.Count; i += Batch) SendBatch(together.Skip(i).Take(Batch).ToList(), output, now);
+            foreach (var e in asked) if (refusals.Alone.ContainsKey(e.Id)) SendBatch(new List<Entity> { e }, output, now); // so it cannot sink the others
         }
 
-        private void SendBatch(List<Entity> batch, List<OutRequest> output)
+        private void SendBatch(List<Entity> batch, List<OutRequest> output, double now)
         {
             var body = new Dictionary<string, object>
             {
@@ -369,7 +467,8 @@ namespace NpcMind
                 e.Trigger = null;
                 legal.Add(new KeyValuePair<string, IList<string>>(e.Id, e.LegalActions.ToList()));
             }
-            Remember(r.Ref, new Sent { Kind = Kind.Decide, Epoch = Roster.Epoch, Legal = legal });
+            r = new OutRequest(r.Ref, r.Method, r.Path, r.Headers, r.Body, r.Json, r.After, stream);
+            Remember(r.Ref, new Sent { Kind = Kind.Decide, Epoch = Roster.Epoch, Legal = legal, At = now });
             decidesInFlight++;
             Stats.Requests++;
             Stats.Asked += legal.Count;

@@ -106,6 +106,12 @@ namespace NpcMind
         public int ReportsSent;
         /// <summary>Times the service refused an entity as malformed (it then goes alone until taken).</summary>
         public int Refused;
+        /// <summary>Decisions applied from a streamed answer's lines, and the ms from their request's send to their
+        /// line's arrival, summed (the mean latency an entity waits: total / count).</summary>
+        public int StreamedDecisions;
+        public double StreamedMsTotal;
+        /// <summary>Streamed answers that ended before their last line (their entities fell back).</summary>
+        public int StreamsCut;
     }
 
     /// <summary>A request the core wants sent: the transport executes it after every ref in <c>After</c> has
@@ -121,10 +127,14 @@ namespace NpcMind
         public readonly IDictionary<string, object> Body;
         public readonly string Json;
         public readonly IList<string> After;
+        /// <summary>A decide request whose answer is asked as a stream of lines (the transport sends
+        /// <c>Accept: application/x-ndjson</c>, and gives the scheduler its chunks and end).</summary>
+        public readonly bool Stream;
 
         public OutRequest(string reference, string method, string path, IDictionary<string, string> headers,
-            IDictionary<string, object> body, string json, IList<string> after)
+            IDictionary<string, object> body, string json, IList<string> after, bool stream = false)
         {
+            Stream = stream;
             Ref = reference;
             Method = method;
             Path = path;

@@ -61,6 +61,7 @@ namespace NpcMind.Tests
                 FetchPolicy = opt("fetch_policy") is bool ? (bool)opt("fetch_policy") : (bool?)null,
                 PolicyRefreshMs = opt("policy_refresh_ms") != null ? Json.ToDouble(opt("policy_refresh_ms")) : 60000,
                 Policy = Local(c),
+                Stream = opt("stream") is bool ? (bool)opt("stream") : true,
                 Log = m => { },
             };
             return new Scheduler(options);
@@ -100,6 +101,7 @@ namespace NpcMind.Tests
                 { "headers", r.Headers.ToDictionary(kv => kv.Key, kv => (object)kv.Value) },
                 { "after", r.After.Cast<object>().ToList() },
                 { "body", r.Json == null ? null : Json.Parse(r.Json) },
+                { "stream", r.Stream },
             };
         }
 
@@ -118,6 +120,8 @@ namespace NpcMind.Tests
                 { "local", s.Local }, { "fallbacks", s.Fallbacks.ToDictionary(kv => kv.Key, kv => (object)kv.Value) },
                 { "dropped_epoch", s.DroppedEpoch }, { "illegal", s.Illegal }, { "errors", s.Errors },
                 { "reports_sent", s.ReportsSent }, { "refused", s.Refused },
+                { "streamed_decisions", s.StreamedDecisions }, { "streamed_ms_total", s.StreamedMsTotal },
+                { "streams_cut", s.StreamsCut },
             };
         }
 
@@ -208,6 +212,16 @@ namespace NpcMind.Tests
                         }
                         break;
                     }
+                    case "chunk":
+                        Assert.IsTrue(emitted.Contains((string)step["ref"]) && !answered.Contains((string)step["ref"]),
+                            at + ": " + step["ref"] + " was not emitted, or was answered already");
+                        s.Chunk((string)step["ref"], System.Text.Encoding.UTF8.GetBytes((string)step["text"]), now); // bytes, as the transport gives them
+                        break;
+                    case "end":
+                        Assert.IsTrue(emitted.Contains((string)step["ref"]) && answered.Add((string)step["ref"]),
+                            at + ": " + step["ref"] + " was not emitted, or was answered already");
+                        s.End((string)step["ref"], now);
+                        break;
                     case "action":
                         expect(ChoiceJson(s.Roster.Action((string)arg("id"), Strings(arg("legal_now")), now)));
                         break;

@@ -11,7 +11,7 @@ import hashlib
 import logging
 import re
 import zlib
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from functools import cache, lru_cache, partial
 from importlib import resources
 from typing import Annotated, Any
@@ -22,23 +22,26 @@ from litestar import Litestar, Request, Response
 from litestar.datastructures import State
 from litestar.exceptions import HTTPException
 from litestar.params import Parameter
+from litestar.response import Stream
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
 from npcmind import A2G_VERSION, __version__
 from npcmind.context.checks import misshaped_telemetry_problems, scope_problems, telemetry_problems
-from npcmind.decide.pipeline import SessionContext
+from npcmind.decide.pipeline import DecidePipeline, SessionContext
 from npcmind.decide.validate import partial_problems
 from npcmind.failures import FailureLog
 from npcmind.http.browsers import browser_origins
 from npcmind.http.hosts import host_check
 from npcmind.http.openapi import openapi_document
-from npcmind.http.routes import RouteTable
+from npcmind.http.routes import RouteTable, Streamed
 from npcmind.protocol.a2g import (
     MAX_ID,
     ContextRequest,
     ContextResponse,
+    DecideEnd,
     DecideRequest,
     DecideResponse,
+    Decision,
     DeclaredName,
     EndedResponse,
     HealthResponse,
@@ -64,6 +67,9 @@ from npcmind.storage import StoreError
 
 log = logging.getLogger("npcmind.http")
 JSON = "application/json"
+NDJSON = "application/x-ndjson"  # a streamed decide answer: one JSON document a line (docs/streaming.md)
+# a proxy must pass each line on as it comes (nginx buffers a response unless told not to)
+STREAM_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 JSON_MEDIA = re.compile(r"application/(json|[a-z0-9][a-z0-9!#$&^_.+-]*\+json)")  # RFC 6838's names, lowercased
 # GET /: a page for a person that shows what the model saw; it holds no data, so it needs no token
 PAGE = (resources.files("npcmind.http") / "page.html").read_bytes()
@@ -325,17 +331,67 @@ async def read_session_body(
     return req, await service.guard.session(claims, req.client_id)
 
 
+def wants_stream(accept: str | None) -> bool:
+    """Whether the request asks for a streamed decide answer: application/x-ndjson among the types its Accept
+    takes (with q above 0). Server-sent events are not offered (docs/streaming.md says why): an Accept that takes
+    only text/event-stream is a 406 that names the type to ask for, not a JSON answer it would not read."""
+    taken: set[str] = set()
+    for item in (accept or "").split(","):
+        media, *params = item.split(";")
+        q = next((p.partition("=")[2].strip() for p in params if p.strip().lower().startswith("q=")), "1")
+        try:
+            refused = float(q) <= 0
+        except ValueError:
+            refused = False  # a q that is no number: the type is still named
+        if media.strip() and not refused:
+            taken.add(media.strip().lower())
+    if NDJSON in taken:
+        return True
+    if taken == {"text/event-stream"}:
+        raise ApiError(
+            406,
+            "not_acceptable",
+            f"a streamed decide answer is {NDJSON}, not text/event-stream (server-sent events cannot carry a "
+            f"POST's body): send Accept: {NDJSON}, or no Accept for the JSON answer",
+        )
+    return False
+
+
+_line = msgspec.json.Encoder().encode
+
+
+async def ndjson_lines(lines: AsyncIterator[Decision | DecideEnd]) -> AsyncIterator[bytes]:
+    """Each line of a streamed answer as it is made, flushed on its own."""
+    async for line in lines:
+        yield _line(line) + b"\n"
+
+
+DECIDE_LINES = Streamed(
+    NDJSON,
+    (Decision, DecideEnd),
+    "With Accept: application/x-ndjson, one JSON document a line: each entity's decision (as in `decisions`, with "
+    "`source`) as soon as it is final, in that order, then a last line (`a2g`, `epoch`, `latency_ms`, `sent_ms`); "
+    "a stream without the last line was cut. See docs/streaming.md.",
+)
+
+
 @API.route(
     "post",
     "/v1/decide",
-    "One decision per entity, or a typed fallback",
+    "One decision per entity, or a typed fallback (streamed with Accept: application/x-ndjson)",
     DecideRequest,
     DecideResponse,
-    errors=BODY_ERRORS,
+    errors=(*BODY_ERRORS, 406),
+    streamed=DECIDE_LINES,
 )
-async def decide(request: Request[Any, Any, Any]) -> Response[bytes]:
+async def decide(request: Request[Any, Any, Any]) -> Response[Any]:
+    streamed = wants_stream(request.headers.get("accept"))
     req, session = await read_session_body(request, DecideRequest, _decide_partial)
-    return json_response(await _service(request).pipeline.decide(session, req))
+    pipeline: DecidePipeline = _service(request).pipeline
+    if not streamed:
+        return json_response(await pipeline.decide(session, req))
+    batch = await pipeline.begin(session, req, streamed=True)  # every refusal before the 200
+    return Stream(ndjson_lines(pipeline.streamed(batch)), media_type=NDJSON, headers=STREAM_HEADERS)
 
 
 @API.route(

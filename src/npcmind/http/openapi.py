@@ -22,6 +22,7 @@ _ERROR_TEXT = {
     401: "No or bad token",
     403: "Token of another client",
     404: "Unknown id or route",
+    406: "Accept names only text/event-stream: a streamed answer is application/x-ndjson",
     409: "Stale or conflicting state",
     413: "Body over the limit",
     415: "Not JSON: content-type must be application/json or application/<name>+json",
@@ -48,6 +49,7 @@ def openapi_document(app: Litestar) -> bytes:
     specs: list[Route] = [handler.opt["route"] for _, _, handler, _ in operations]
     types: list[Any] = [ErrorResponse]
     types += [r.request for r in specs if r.request] + [r.response for r in specs if r.response]
+    types += [line for r in specs if r.streamed for line in r.streamed.lines if line not in types]
     refs, components = msgspec.json.schema_components(types, ref_template="#/components/schemas/{name}")
     for component in components.values():  # a tagged union's tag (source, type) is msgspec's, not a field of ours
         for prop in component.get("properties", {}).values():
@@ -84,6 +86,10 @@ def _operation(r: Route, by_type: dict[Any, Any]) -> dict[str, Any]:
         pass  # no body
     elif r.response is not None:
         ok["content"] = {r.media: {"schema": by_type[r.response]}}
+        if r.streamed is not None:  # the same 200, asked for with Accept: one JSON document a line
+            lines = [by_type[line] for line in r.streamed.lines]
+            ok["description"] = f"OK: {r.media}, or {r.streamed.media} when the request's Accept asks for it"
+            ok["content"][r.streamed.media] = {"schema": {"description": r.streamed.description, "anyOf": lines}}
     else:
         ok["content"] = {r.media: {"schema": {"type": "string"} if r.media != "application/json" else {}}}
     responses: dict[str, Any] = {"200": ok}

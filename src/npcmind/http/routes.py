@@ -20,6 +20,16 @@ E = TypeVar("E", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
+class Streamed:
+    """A second form of a route's 200 that the client asks for with ``Accept``: its media type, the shapes of its
+    lines, and what the document says of it."""
+
+    media: str
+    lines: tuple[Any, ...]
+    description: str
+
+
+@dataclass(frozen=True)
 class Route:
     """One operation: what the app routes to ``endpoint`` and what the document says of it."""
 
@@ -32,6 +42,7 @@ class Route:
     errors: tuple[int, ...] = ()
     media: str = JSON
     public: bool = False
+    streamed: Streamed | None = None
 
     def handler(self) -> HTTPRouteHandler:
         """A new Litestar handler of the endpoint: Litestar keeps an app's state on its handlers (their owner,
@@ -58,11 +69,14 @@ class RouteTable:
         errors: tuple[int, ...] = (),
         media: str = JSON,
         public: bool = False,
+        streamed: Streamed | None = None,
     ) -> Callable[[E], E]:
         """Declare an endpoint's route; its query parameters are those its signature declares (Litestar reads them)."""
 
         def add(endpoint: E) -> E:
-            self.routes.append(Route(method, path, summary, endpoint, request, response, errors, media, public))
+            self.routes.append(
+                Route(method, path, summary, endpoint, request, response, errors, media, public, streamed)
+            )
             return endpoint
 
         return add

@@ -52,6 +52,15 @@ class DecideEntity(msgspec.Struct, forbid_unknown_fields=True):
         Id | None, Meta(description="The id of the entity this one belongs to: its squad or director.")
     ] = None
     trigger: Annotated[Name | None, Meta(description="One of the type's events: why it asks now.")] = None
+    urgency: Annotated[
+        int,
+        Meta(
+            ge=0,
+            le=100,
+            description="0 to 100, how soon the game needs this decision: the model answers in the order the prompt "
+            "lists entities, higher urgency first, then those with a trigger, then request order (docs/streaming.md).",
+        ),
+    ] = 0
 
 
 class DecideRequest(msgspec.Struct, forbid_unknown_fields=True):
@@ -118,6 +127,19 @@ class DecideResponse(msgspec.Struct):
     epoch: Annotated[int, Meta(description="The request's epoch: drop an answer whose epoch is not the current one.")]
     latency_ms: Annotated[int, Meta(description="The service's wall time for this request.")]
     decisions: Annotated[list[Decision], Meta(description="One a request entity, in the request's order.")]
+
+
+class DecideEnd(msgspec.Struct):
+    """The last line of a streamed decide answer (docs/streaming.md): what the JSON answer carries besides its
+    decisions, and when each entity's line went out; a stream without it was cut."""
+
+    a2g: Annotated[str, Meta(description="The protocol version, 0.1.")]
+    epoch: Annotated[int, Meta(description="The request's epoch: drop lines whose epoch is not the current one.")]
+    latency_ms: Annotated[int, Meta(description="The service's wall time for this request, to its last line.")]
+    sent_ms: Annotated[
+        dict[str, int],
+        Meta(description="Per entity id, the milliseconds from the request's arrival to the writing of its line."),
+    ]
 
 
 class TelemetryEntity(msgspec.Struct, forbid_unknown_fields=True):
@@ -273,7 +295,13 @@ class SeenEntity(msgspec.Struct):
     """One entity of the last batch: its own prompt part, its token count and what became of it."""
 
     id: Annotated[str, Meta(description="The entity's id.")]
-    number: Annotated[int, Meta(description="Its number in the prompt (E1, E2, ...), its place in the request.")]
+    number: Annotated[
+        int,
+        Meta(
+            description="Its number in the prompt (E1, E2, ...): its place in the answer's order (urgency, then a "
+            "trigger, then the request's order)."
+        ),
+    ]
     tokens: Annotated[int, Meta(description="Tokens of its own part, as the token budget counted them.")]
     sent: Annotated[bool, Meta(description="Whether its part went to the model (not cached, not over budget).")]
     source: Annotated[str, Meta(description="AI or FALLBACK, as in the decide answer.")]
@@ -283,6 +311,13 @@ class SeenEntity(msgspec.Struct):
     text: Annotated[str, Meta(description="Its own part of the prompt (parts 6-7), exactly as rendered.")]
     action: Annotated[str | None, Meta(description="The action it was given, if AI.")] = None
     reason: Annotated[str | None, Meta(description="Why it fell back, if it did.")] = None
+    sent_ms: Annotated[
+        int | None,
+        Meta(
+            description="When its decision went out, in ms from the request's arrival: its line of a streamed answer, "
+            "or the whole answer (null: not sent, the client left first)."
+        ),
+    ] = None
 
 
 class ModelReply(msgspec.Struct):
@@ -304,7 +339,9 @@ class PromptView(msgspec.Struct):
     user: Annotated[
         str | None, Meta(description="The dynamic tail as sent (parts 4-7 of the entities sent), or null if none.")
     ]
-    entities: Annotated[list[SeenEntity], Meta(description="Every entity of the request, in its order.")]
+    entities: Annotated[
+        list[SeenEntity], Meta(description="Every entity of the request, in the prompt's order (its `number`).")
+    ]
     reply: Annotated[
         ModelReply | None, Meta(description="The provider call's answer, or null when no entity was sent.")
     ] = None

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -11,15 +13,18 @@ from npcmind import answer
 from npcmind.answer import AnswerMode
 from npcmind.config import MAX_CONCURRENT_CALLS
 from npcmind.providers.base import (
+    Picked,
     ProviderAnswer,
     ProviderCall,
     ProviderError,
     StreamPiece,
+    as_pieces,
     listing_problem,
+    stream_cut,
     usage_count,
-    whole_answer,
 )
-from npcmind.providers.http import JsonClient
+from npcmind.providers.http import JsonClient, Streamed
+from npcmind_client.params import error_text
 
 ANTHROPIC_URL = "https://api.anthropic.com/v1"
 DEFAULT_MODEL = "claude-haiku-4-5"
@@ -90,8 +95,43 @@ class AnthropicProvider:
         data = await self._http.post(f"{self.base_url}/messages", self.request_body(call), headers)
         return self.read_answer(data, call)
 
-    def stream(self, call: ProviderCall) -> AsyncIterator[StreamPiece]:
-        return whole_answer(self.decide, call)  # streamed over HTTP: issue 31
+    async def stream(self, call: ProviderCall) -> AsyncIterator[StreamPiece]:
+        """The call streamed (Messages events): each entity's choice as soon as the tool input (or text) has
+        its part complete, then the whole answer, read as decide() reads one."""
+        if not self.api_key:
+            raise ProviderError("no API key for Anthropic")
+        headers = {"x-api-key": self.api_key, "anthropic-version": VERSION}
+        body = {**self.request_body(call), "stream": True}
+        async with self._http.stream(f"{self.base_url}/messages", body, headers) as opened:
+            if opened.whole is not None:  # a server (a proxy) that answered unstreamed all the same
+                for piece in as_pieces(self.read_answer(opened.whole, call)):
+                    yield piece
+                return
+            async for piece in self._read_events(opened, call):
+                yield piece
+
+    async def _read_events(self, opened: Streamed, call: ProviderCall) -> AsyncIterator[StreamPiece]:
+        """Feed each content block's deltas to a partial reader of its own and give every entity they
+        complete (the first mention counts, across blocks); then the whole answer. A stream that ends before
+        message_stop, or an error event, raises ProviderError after the pieces it gave."""
+        message = _Message()
+        given: dict[int, answer.Choice] = {}
+        try:
+            async with contextlib.aclosing(opened.events()) as events:  # closed at once when left early
+                async for data in events:
+                    for number, choice in message.take(data, call):
+                        if number not in given:
+                            given[number] = choice
+                            yield Picked(number, choice)
+                    if message.stopped:
+                        break
+        except ProviderError as e:
+            raise stream_cut(len(given), e) from None
+        if not message.stopped:
+            raise stream_cut(len(given), "the connection closed before message_stop")
+        out = self.read_answer(message.whole(), call)
+        out.choices = {**out.choices, **given}  # what was given stands
+        yield out
 
     async def check(self) -> str | None:
         if not self.api_key:
@@ -129,3 +169,58 @@ class AnthropicProvider:
 
     async def close(self) -> None:
         await self._http.close()
+
+
+@dataclass(slots=True)
+class _Message:
+    """A Messages answer as its events build it: each content block's text (or tool input's JSON) with its
+    partial reader, the stop reason and the usage."""
+
+    blocks: list[tuple[str, answer.PartialAnswer]] = field(default_factory=list)  # (type, reader) by index
+    stop_reason: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    stopped: bool = False
+
+    def take(self, data: bytes, call: ProviderCall) -> list[tuple[int, answer.Choice]]:
+        """One event: the entities it completes."""
+        try:
+            event = msgspec.json.decode(data)
+        except (msgspec.DecodeError, RecursionError):
+            raise ProviderError(f"a streamed event is not JSON: {data[:100]!r}") from None
+        kind = event.get("type") if isinstance(event, dict) else None
+        if kind == "error":  # Anthropic's failure mid-answer (overloaded_error, api_error)
+            raise ProviderError(f"the provider failed mid-answer: {error_text(data, event)}")
+        if kind == "message_start":
+            got = event.get("message")
+            usage = got.get("usage") if isinstance(got, dict) else None
+            self.usage.update(usage if isinstance(usage, dict) else {})
+        elif kind == "content_block_start":
+            block = event.get("content_block")
+            typ = block.get("type") if isinstance(block, dict) else None
+            self.blocks.append((str(typ), answer.PartialAnswer(call.mode, call.entities)))
+        elif kind == "content_block_delta" and self.blocks:
+            return self._delta(event.get("delta"))
+        elif kind == "message_delta":
+            delta, usage = event.get("delta"), event.get("usage")
+            self.stop_reason = delta.get("stop_reason") if isinstance(delta, dict) else None
+            self.usage.update(usage if isinstance(usage, dict) else {})
+        elif kind == "message_stop":
+            self.stopped = True
+        return []
+
+    def _delta(self, delta: Any) -> list[tuple[int, answer.Choice]]:
+        """A content block's delta (the newest block's: Anthropic streams blocks one after another)."""
+        if not isinstance(delta, dict):
+            return []
+        text = delta.get("partial_json") if delta.get("type") == "input_json_delta" else delta.get("text")
+        return self.blocks[-1][1].feed(text) if isinstance(text, str) else []
+
+    def whole(self) -> dict[str, Any]:
+        """The answer as an unstreamed message, for read_answer (the same reading as decide()'s)."""
+        content: list[dict[str, Any]] = []
+        for typ, reader in self.blocks:
+            if typ == "tool_use":
+                content.append({"type": typ, "input": answer.load_partial(reader.text) if reader.text else {}})
+            elif typ == "text":
+                content.append({"type": typ, "text": reader.text})
+        return {"content": content, "stop_reason": self.stop_reason, "usage": self.usage}

@@ -54,10 +54,21 @@ async def whole_answer(
 ) -> AsyncIterator[StreamPiece]:
     """A stream made of one unstreamed call, for a provider or a server that cannot stream: every choice at
     once when the answer comes, then the answer."""
-    got = await decide(call)
-    for number, choice in got.choices.items():
-        yield Picked(number, choice)
-    yield got
+    for piece in as_pieces(await decide(call)):
+        yield piece
+
+
+def as_pieces(answer: ProviderAnswer) -> list[StreamPiece]:
+    """An answer that came whole, as a stream's pieces: every choice at once, then the answer (a server that
+    ignored the ask to stream answers so)."""
+    return [*(Picked(number, choice) for number, choice in answer.choices.items()), answer]
+
+
+def stream_cut(given: int, why: object) -> ProviderError:
+    """The error for a stream that ended before its answer did: the pieces already given stand, and say so."""
+    if given:
+        return ProviderError(f"the provider's stream was cut after {given} entities: {why}")
+    return ProviderError(f"the provider's stream was cut before any entity was written: {why}")
 
 
 class ProviderError(Exception):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -63,22 +65,28 @@ class JsonClient:
         except aiohttp.ClientError as e:
             raise ProviderError(f"cannot reach provider: {e.__class__.__name__}: {e}") from None
         if status >= 400:
-            try:
-                answer: Any = msgspec.json.decode(raw)
-            except (msgspec.DecodeError, RecursionError):
-                answer = None
-            raise ProviderError(f"provider answered HTTP {status}: {error_text(raw, answer)}", status, answer, wait)
+            raise _status_error(status, raw, wait)
+        return _decoded(raw)
+
+    @contextlib.asynccontextmanager
+    async def stream(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> AsyncIterator[Streamed]:
+        """POST JSON asking for a stream, and read the answer as it comes: server-sent events, or the whole
+        JSON document of a server that answered unstreamed. An HTTP error status raises ProviderError exactly
+        as ``post`` does, before anything is read; a connection lost mid-answer raises it from the reading."""
+        data = msgspec.json.encode(body)
         try:
-            return msgspec.json.decode(raw)
-        except RecursionError:  # valid JSON nested thousands deep: no answer of a model's
-            raise ProviderError("provider answered with JSON nested too deep to be an answer") from None
-        except msgspec.DecodeError:
-            what = (
-                "an HTML page: the base URL is likely not the API's"
-                if is_html(raw[:100].decode("utf-8", "replace"))
-                else "not JSON"
-            )
-            raise ProviderError(f"provider answered with a body that is {what}") from None
+            async with self._get().post(
+                url, data=data, headers={"content-type": "application/json", **headers}
+            ) as resp:
+                if resp.status >= 400:
+                    wait = retry_after(resp.headers) if resp.status in (429, 503, 529) else None
+                    raise _status_error(resp.status, await resp.read(), wait)
+                if resp.content_type in ("application/json", "text/html"):  # it did not stream (or is no API)
+                    yield Streamed(_decoded(await resp.read()), resp)
+                else:  # text/event-stream, or whatever a proxy calls it
+                    yield Streamed(None, resp)
+        except aiohttp.ClientError as e:
+            raise ProviderError(f"cannot reach provider: {e.__class__.__name__}: {e}") from None
 
     async def status_of(self, url: str, headers: dict[str, str], timeout_s: float = 5) -> tuple[int, Any]:
         """GET a small JSON document: its HTTP status and decoded body (its text when it is not JSON: an HTML
@@ -99,3 +107,64 @@ class JsonClient:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+@dataclass(slots=True)
+class Streamed:
+    """A provider's answer to a streamed call: its events as they come, or, from a server that ignored the
+    ask to stream, the whole decoded answer (``whole``), which the adapter reads as an unstreamed one."""
+
+    whole: Any
+    _resp: aiohttp.ClientResponse
+
+    async def events(self) -> AsyncGenerator[bytes, None]:
+        """The data of each server-sent event, as it arrives (the ``event:`` names are left out: every
+        provider's data says its own type). A connection lost mid-answer is a ProviderError."""
+        data: list[bytes] = []
+        rest = b""
+        try:
+            async for chunk in self._resp.content.iter_any():  # whatever has come: often several events at once
+                *lines, rest = (rest + chunk).split(b"\n")
+                for line in lines:
+                    if event := _sse_line(line.rstrip(b"\r"), data):
+                        yield event
+        except aiohttp.ClientError as e:
+            raise ProviderError(f"the connection was lost mid-answer: {e.__class__.__name__}: {e}") from None
+        if event := _sse_line(rest.rstrip(b"\r"), data) or _sse_line(b"", data):  # a last event left unended
+            yield event
+
+
+def _sse_line(line: bytes, data: list[bytes]) -> bytes | None:
+    """One line of server-sent events: a ``data:`` line is kept in ``data``; a blank line ends the event,
+    whose data it returns (and empties ``data``); other fields are left out."""
+    if not line:
+        event = b"\n".join(data) if data else None
+        data.clear()
+        return event
+    if line.startswith(b"data:"):
+        data.append(line[5:].removeprefix(b" "))
+    return None
+
+
+def _status_error(status: int, raw: bytes, wait: float | None) -> ProviderError:
+    """The error for an HTTP error answer, with the provider's body and the wait it asked for."""
+    try:
+        answer: Any = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        answer = None
+    return ProviderError(f"provider answered HTTP {status}: {error_text(raw, answer)}", status, answer, wait)
+
+
+def _decoded(raw: bytes) -> Any:
+    """A successful answer's JSON; anything else is a ProviderError that says what it was."""
+    try:
+        return msgspec.json.decode(raw)
+    except RecursionError:  # valid JSON nested thousands deep: no answer of a model's
+        raise ProviderError("provider answered with JSON nested too deep to be an answer") from None
+    except msgspec.DecodeError:
+        what = (
+            "an HTML page: the base URL is likely not the API's"
+            if is_html(raw[:100].decode("utf-8", "replace"))
+            else "not JSON"
+        )
+        raise ProviderError(f"provider answered with a body that is {what}") from None

@@ -2,26 +2,33 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from npcmind import answer
 from npcmind.answer import AnswerMode
 from npcmind.config import MAX_CONCURRENT_CALLS
 from npcmind.providers.base import (
+    Picked,
     ProviderAnswer,
     ProviderCall,
     ProviderError,
     StreamPiece,
+    as_pieces,
     listing_problem,
+    stream_cut,
     usage_count,
     whole_answer,
 )
-from npcmind.providers.http import JsonClient
-from npcmind.providers.tokens import encoding_for
-from npcmind_client.params import first_not_refused, refused_parameter
+from npcmind.providers.http import JsonClient, Streamed
+from npcmind.providers.tokens import count_once, encoding_for
+from npcmind_client.params import error_text, first_not_refused, refused_parameter
 
 OPENAI_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -46,6 +53,9 @@ OPTIONAL = {
     "for, and an illegal choice gives invalid_choice",
     "json_object": "no answer format is sent: the prompt alone asks for JSON, and an illegal choice gives "
     "invalid_choice",
+    # streamed calls only (decide() never sends them)
+    "stream": "this server cannot stream: a batch's decisions all come when its whole answer does",
+    "stream_options": "a streamed answer carries no token counts: npcmind counts the answer's tokens itself",
 }
 # The forms of response_format, most useful first; a server that refuses one gets the next, then none.
 # json_schema is OpenAI's (also vLLM, llama.cpp's llama-server, Ollama, LM Studio); llama-cpp-python's
@@ -136,36 +146,105 @@ class OpenAIProvider:
             body.pop(name, None)
         return body
 
+    @property
+    def _headers(self) -> dict[str, str]:
+        return {"authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
     async def decide(self, call: ProviderCall) -> ProviderAnswer:
         if not self.ready:
             raise ProviderError("no API key for OpenAI")
-        headers = {"authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         while True:  # at most once more per optional parameter: each is refused only once
             body = self.request_body(call)
             try:
-                data = await self._http.post(f"{self.base_url}/chat/completions", body, headers)
+                data = await self._http.post(f"{self.base_url}/chat/completions", body, self._headers)
             except ProviderError as e:
-                name = refused_parameter(e.status, e.body, body, OPTIONAL)
-                if name is None:
+                if not self._drop_refused(e, body):
                     raise
-                if name == "response_format":  # the form sent was refused: the next one, or none
-                    name = first_not_refused(FORMATS, self.refused) or name
-                self.refused.add(name)
-                if name == "logprobs":
-                    self.refused.add("top_logprobs")  # it means nothing without logprobs
-                log.warning(
-                    "%s refused the parameter %r for model %s, so npcmind stops sending it (%s): %s",
-                    self.base_url,
-                    name,
-                    self.model,
-                    OPTIONAL[name],
-                    e,
-                )
                 continue
             return self.read_answer(data, call)
 
-    def stream(self, call: ProviderCall) -> AsyncIterator[StreamPiece]:
-        return whole_answer(self.decide, call)  # streamed over HTTP: issue 31
+    def _drop_refused(self, e: ProviderError, body: dict[str, Any]) -> bool:
+        """Whether the error says the model refuses an optional parameter of ``body``: then it is no longer
+        sent, and the log says once what that costs."""
+        name = refused_parameter(e.status, e.body, body, OPTIONAL)
+        if name is None:
+            return False
+        if name == "response_format":  # the form sent was refused: the next one, or none
+            name = first_not_refused(FORMATS, self.refused) or name
+        self.refused.add(name)
+        if name == "logprobs":
+            self.refused.add("top_logprobs")  # it means nothing without logprobs
+        log.warning(
+            "%s refused the parameter %r for model %s, so npcmind stops sending it (%s): %s",
+            self.base_url,
+            name,
+            self.model,
+            OPTIONAL[name],
+            e,
+        )
+        return True
+
+    async def stream(self, call: ProviderCall) -> AsyncIterator[StreamPiece]:
+        """The call streamed (server-sent events, as OpenAI, vLLM, llama.cpp's server and Ollama send them):
+        each entity's choice as soon as its part of the answer is complete, then the whole answer."""
+        if not self.ready:
+            raise ProviderError("no API key for OpenAI")
+        async with contextlib.AsyncExitStack() as stack:
+            opened = None if "stream" in self.refused else await self._open_stream(call, stack)
+            if opened is None:  # this server cannot stream: the unstreamed call, as a stream
+                async for piece in whole_answer(self.decide, call):
+                    yield piece
+            elif opened.whole is not None:  # it answered unstreamed all the same
+                for piece in as_pieces(self.read_answer(opened.whole, call)):
+                    yield piece
+            else:
+                async for piece in self._read_stream(opened, call):
+                    yield piece
+
+    async def _open_stream(self, call: ProviderCall, stack: contextlib.AsyncExitStack) -> Streamed | None:
+        """Send the streamed call, dropping each optional parameter the model refuses (before its first byte,
+        as decide() does); None once the server has refused ``stream`` itself."""
+        while True:
+            body = {**self.request_body(call), "stream": True, "stream_options": {"include_usage": True}}
+            for name in ("stream", "stream_options"):
+                if name in self.refused:
+                    body.pop(name)
+            try:
+                return await stack.enter_async_context(
+                    self._http.stream(f"{self.base_url}/chat/completions", body, self._headers)
+                )
+            except ProviderError as e:
+                if not self._drop_refused(e, body):
+                    raise
+                if "stream" in self.refused:
+                    return None
+
+    async def _read_stream(self, opened: Streamed, call: ProviderCall) -> AsyncIterator[StreamPiece]:
+        """Feed each chunk's text to the partial reader and give every entity it completes; then the whole
+        answer, read as decide() reads one. A stream that ends before its answer does raises ProviderError
+        after the pieces it gave."""
+        reader = answer.PartialAnswer(call.mode, call.entities)
+        chunks = _Chunks()
+        try:
+            async with contextlib.aclosing(opened.events()) as events:  # closed at once when left early
+                async for data in events:
+                    if data == b"[DONE]":
+                        chunks.done = True
+                        break
+                    text, tokens = chunks.take(data)
+                    for number, choice in reader.feed(text, tokens):
+                        yield Picked(number, choice)
+        except ProviderError as e:
+            raise stream_cut(len(reader.picked), e) from None
+        if not chunks.done and chunks.finish is None:
+            raise stream_cut(len(reader.picked), "the connection closed without the answer's end")
+        out = self.read_answer(chunks.whole(reader), call)
+        if chunks.usage is None:  # no usage chunk (llama-cpp-python's server sends none, or stream_options was
+            # refused): the tokens the server sent, else the tokenizer's counts, so budgets and metrics still see them
+            out.input_tokens = count_once(self.encoding, call.system) + count_once(self.encoding, call.user)
+            out.output_tokens = len(reader.tokens) if chunks.aligned else count_once(self.encoding, reader.text)
+        out.choices = {**out.choices, **reader.picked}  # what was given stands
+        yield out
 
     async def check(self) -> str | None:
         if not self.ready:
@@ -211,6 +290,56 @@ class OpenAIProvider:
 
     async def close(self) -> None:
         await self._http.close()
+
+
+@dataclass(slots=True)
+class _Chunks:
+    """What a streamed chat completion said besides its text: refusal, finish reason, usage, its end."""
+
+    refusal: list[str] = field(default_factory=list)
+    finish: str | None = None
+    usage: Any = None
+    done: bool = False
+    # every chunk so far came with log-probabilities whose tokens spell its text: once one did not (none sent,
+    # or malformed), no more tokens are kept, so a token's offset never points at the wrong text
+    aligned: bool = True
+
+    def take(self, data: bytes) -> tuple[str, list[tuple[str, float]]]:
+        """One chunk: the text it adds and that text's tokens with their log-probabilities (none if not sent)."""
+        try:
+            chunk = msgspec.json.decode(data)
+        except (msgspec.DecodeError, RecursionError):
+            raise ProviderError(f"a streamed chunk is not JSON: {data[:100]!r}") from None
+        if not isinstance(chunk, dict):
+            raise ProviderError(f"a streamed chunk is not an object: {data[:100]!r}")
+        if chunk.get("error") is not None:  # a server's failure mid-answer (vLLM, llama.cpp)
+            raise ProviderError(f"the provider failed mid-answer: {error_text(data, chunk)}")
+        if chunk.get("usage"):
+            self.usage = chunk["usage"]
+        choices = chunk.get("choices")
+        choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+        self.finish = choice.get("finish_reason") or self.finish
+        delta = choice.get("delta")
+        delta = delta if isinstance(delta, dict) else {}
+        if isinstance(delta.get("refusal"), str):
+            self.refusal.append(delta["refusal"])
+        text = delta.get("content")
+        if not isinstance(text, str):
+            return "", []
+        tokens = _logprob_tokens(choice) if self.aligned else []
+        if self.aligned and "".join(t for t, _ in tokens) != text:
+            self.aligned = False
+            tokens = []
+        return text, tokens
+
+    def whole(self, reader: answer.PartialAnswer) -> dict[str, Any]:
+        """The answer as an unstreamed chat completion, for read_answer (the same reading as decide()'s)."""
+        message = {"content": reader.text, "refusal": "".join(self.refusal) or None}
+        logprobs = {"content": [{"token": t, "logprob": lp} for t, lp in reader.tokens]}
+        return {
+            "choices": [{"message": message, "finish_reason": self.finish, "logprobs": logprobs}],
+            "usage": self.usage,
+        }
 
 
 def _logprob_tokens(choice: dict[str, Any]) -> list[tuple[str, float]]:

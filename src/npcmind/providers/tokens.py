@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 from functools import lru_cache
 
 import quicktok
@@ -31,3 +32,16 @@ def count(encoding: str, text: str) -> int:
 def count_once(encoding: str, text: str) -> int:
     """Number of tokens of a text that will not come again (a whole prompt): not kept in the memo."""
     return int(_tokenizer(encoding).count(text))
+
+
+def split(encoding: str, text: str) -> list[str]:
+    """The text cut where the tokenizer cuts it, one string per token, so a streaming test server sends what a
+    model writes token by token (``"".join`` gives the text back; a character whose bytes span tokens goes with
+    its last one, leaving "" before it, so the list is exactly as long as the token count)."""
+    tok = _tokenizer(encoding)
+    utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    out = [utf8.decode(tok.decode_single_token_bytes(t)) for t in tok.encode_ordinary(text)]
+    rest = utf8.decode(b"", final=True)
+    if rest and out:
+        out[-1] += rest
+    return out

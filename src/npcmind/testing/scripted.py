@@ -9,21 +9,25 @@ it (`--provider openai --base-url http://127.0.0.1:9100/v1`), and set its behavi
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import re
 import time
 from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import msgspec
 from litestar import Litestar, Request, Response, delete, get, post, put
+from litestar.response import Stream
 from msgspec import Meta
 
 from npcmind.answer import DECLINE
 from npcmind.http.server import BackgroundServer
 from npcmind.protocol.errors import ApiError
 from npcmind.protocol.validate import parse
-from npcmind.providers.tokens import count, count_once
+from npcmind.providers.tokens import count, count_once, split
 
 
 class Range(msgspec.Struct, forbid_unknown_fields=True):
@@ -111,6 +115,13 @@ class Script(msgspec.Struct, forbid_unknown_fields=True):
     hold: bool = False  # calls wait, unanswered, until a script without hold is set: GET /_calls counts them
     rules: list[Rule] = []  # a teacher: the first rule that applies to an entity's situation decides it
     seed: int | None = None  # of the rules' coin tosses (none: a new toss sequence each time)
+    # how fast the model writes: its first token after stream_ttft_ms, then stream_tokens_per_s tokens a second
+    # (0: no pacing). Streamed or not, the answer takes that long: an unstreamed answer comes when the last
+    # token would have been written, so a bench compares the two on the same model
+    stream_ttft_ms: Annotated[int, Meta(ge=0)] = 0
+    stream_tokens_per_s: Annotated[float, Meta(ge=0)] = 0
+    # a streamed answer: close the connection abruptly after this many output tokens, no terminator (None: never)
+    stream_cut_after: Annotated[int, Meta(ge=0)] | None = None
 
 
 KEEP_REQUESTS = 1000  # the newest request bodies that GET /_requests returns
@@ -317,9 +328,91 @@ async def _received(m: ScriptedModel, body: dict[str, Any]) -> Response[bytes] |
     return None
 
 
-def _openai_answer(m: ScriptedModel, body: dict[str, Any]) -> Response[bytes]:
-    """A chat completion as OpenAI's API (and llama-cpp-python's server) answers one, per the script."""
-    s = m.script
+@dataclass(slots=True)
+class Said:
+    """What the model writes for one call: its content, and what it writes and is counted (the content, or a
+    refusal), which a stream sends token by token as the tokenizer cuts it."""
+
+    text: str
+    written: str
+    # the answer as the script built it, in the pieces the unstreamed form has always given log-probabilities
+    # for; none when the script wrote something else (its text, a refusal, a malformed or cut answer)
+    pieces: list[tuple[str, float]]
+    encoding: str
+
+    def count(self) -> int:
+        """The output tokens: as many as a stream of the same answer sends."""
+        return count_once(self.encoding, self.written)
+
+    def tokens(self) -> list[tuple[str, float]]:
+        """What is written, one token each; a token that holds the start of a scripted piece takes that
+        piece's log-probability (the token that decides a choice gets the script's ``logprob``, as unstreamed)."""
+        marks: list[tuple[int, float]] = []  # where each piece with a log-probability starts
+        pos = 0
+        for piece, lp in self.pieces:
+            if lp:
+                marks.append((pos, lp))
+            pos += len(piece)
+        out: list[tuple[str, float]] = []
+        pos = 0
+        i = 0
+        for tok in split(self.encoding, self.written):
+            lp = 0.0
+            while i < len(marks) and marks[i][0] < pos + len(tok):
+                lp = min(lp, marks[i][1])
+                i += 1
+            out.append((tok, lp))
+            pos += len(tok)
+        return out
+
+
+async def _pace(s: Script, tokens: int) -> None:
+    """Wait as long as the model takes to write ``tokens`` tokens (an unstreamed answer waits for its last)."""
+    wait = s.stream_ttft_ms / 1000 + (max(tokens - 1, 0) / s.stream_tokens_per_s if s.stream_tokens_per_s else 0)
+    if wait > 0:
+        await asyncio.sleep(wait)
+
+
+class StreamCut(Exception):
+    """Raised inside a streamed body to close the connection without its terminator, as a cut provider does."""
+
+
+def _is_cut(e: BaseException | None) -> bool:
+    """Whether an error is, or was caused by, a scripted cut (through the server's exception groups)."""
+    while e is not None:
+        if isinstance(e, StreamCut):
+            return True
+        if isinstance(e, BaseExceptionGroup):
+            return any(_is_cut(x) for x in e.exceptions)
+        e = e.__cause__ or e.__context__
+    return False
+
+
+class QuietCuts(logging.Filter):
+    """Keeps the server's log free of a traceback per scripted cut: the cut is the script's, not a failure."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and _is_cut(record.exc_info[1]))
+
+
+async def _paced(s: Script, chunks: list[bytes]) -> AsyncIterator[bytes]:
+    """The chunks of a streamed answer, one token each, at the script's pace, up to where the script cuts."""
+    began = time.monotonic()
+    for i, chunk in enumerate(chunks[: s.stream_cut_after]):
+        due = began + s.stream_ttft_ms / 1000 + (i / s.stream_tokens_per_s if s.stream_tokens_per_s else 0)
+        if due > time.monotonic():
+            await asyncio.sleep(due - time.monotonic())
+        yield chunk
+
+
+def _sse(obj: Any, event: str | None = None) -> bytes:
+    """One server-sent event carrying a JSON object (Anthropic names its events; OpenAI does not)."""
+    head = f"event: {event}\n".encode() if event else b""
+    return head + b"data: " + msgspec.json.encode(obj) + b"\n\n"
+
+
+def _openai_refused(s: Script, body: dict[str, Any]) -> Response[bytes] | None:
+    """The 400 for a parameter the script rejects, or the 500 for a response_format it does not take."""
     rejected = next((p for p in s.reject_params if p in body), None)
     if rejected is not None:  # as OpenAI answers a parameter a model does not take
         text = f"Unsupported parameter: '{rejected}' is not supported with this model."
@@ -329,6 +422,13 @@ def _openai_answer(m: ScriptedModel, body: dict[str, Any]) -> Response[bytes]:
     if s.response_formats is not None and fmt and fmt.get("type") not in s.response_formats:
         loc = ("body", "response_format", "type")
         return _json(_validation_error(loc, fmt.get("type"), s.response_formats), 500)
+    return None
+
+
+def _openai_said(m: ScriptedModel, body: dict[str, Any]) -> tuple[Said, str, str]:
+    """What the model writes for a chat completion, per the script, with the system and user prompts."""
+    s = m.script
+    fmt = body.get("response_format") or {}
     messages = body.get("messages", [])
     system = next((x["content"] for x in messages if x.get("role") == "system"), "")
     user = next((x["content"] for x in messages if x.get("role") == "user"), "")
@@ -344,12 +444,22 @@ def _openai_answer(m: ScriptedModel, body: dict[str, Any]) -> Response[bytes]:
         content = content[: len(content) // 2] + "<<not json"
     if s.truncated and s.text is None:
         content = ""
-    message: dict[str, Any] = {"role": "assistant", "content": None if s.refusal else content}
+    real = not s.refusal and s.text is None and not s.malformed and not s.truncated
+    written = s.refusal if s.refusal else content  # a refusal is written, and counted, but it is not the content
+    return Said(content, written, pieces if real else [], "o200k_base"), system, user
+
+
+def _openai_answer(m: ScriptedModel, body: dict[str, Any], said: Said, system: str, user: str) -> Response[bytes]:
+    """A chat completion as OpenAI's API (and llama-cpp-python's server) answers one, per the script."""
+    s = m.script
+    message: dict[str, Any] = {"role": "assistant", "content": None if s.refusal else said.text}
     message["refusal"] = s.refusal
     choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": "length" if s.truncated else "stop"}
-    if body.get("logprobs") and not s.refusal and s.text is None and not s.malformed and not s.truncated:
+    if body.get("logprobs") and said.pieces:
         choice["logprobs"] = {
-            "content": [{"token": p, "logprob": lp, "bytes": list(p.encode()), "top_logprobs": []} for p, lp in pieces]
+            "content": [
+                {"token": p, "logprob": lp, "bytes": list(p.encode()), "top_logprobs": []} for p, lp in said.pieces
+            ]
         }
     prompt_tokens = count("o200k_base", system) + count_once("o200k_base", user)
     return _json(
@@ -359,28 +469,104 @@ def _openai_answer(m: ScriptedModel, body: dict[str, Any]) -> Response[bytes]:
             "created": int(time.time()),
             "model": body.get("model", "scripted"),
             "choices": [choice],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": len(pieces),
-                "total_tokens": prompt_tokens + len(pieces),
-                "prompt_tokens_details": {"cached_tokens": m.cached(system)},
-            },
+            "usage": _openai_usage(m, system, prompt_tokens, said.count()),
         }
     )
 
 
-def _anthropic_answer(m: ScriptedModel, body: dict[str, Any]) -> Response[bytes]:
-    """A message as Anthropic's Messages API answers one (the decision as a tool call), per the script."""
+def _openai_usage(m: ScriptedModel, system: str, prompt_tokens: int, output: int) -> dict[str, Any]:
+    """The usage block, streamed or not."""
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": output,
+        "total_tokens": prompt_tokens + output,
+        "prompt_tokens_details": {"cached_tokens": m.cached(system)},
+    }
+
+
+def _openai_stream(m: ScriptedModel, body: dict[str, Any], said: Said, system: str, user: str) -> Stream:
+    """A chat completion streamed as OpenAI streams one: a chunk per token (its log-probability when asked),
+    the finish reason, the usage chunk when ``stream_options.include_usage``, then ``data: [DONE]``."""
+    s = m.script
+    head = {"id": f"chatcmpl-scripted-{m.received}", "object": "chat.completion.chunk", "created": int(time.time())}
+    head["model"] = body.get("model", "scripted")
+    logprobs = bool(body.get("logprobs")) and bool(said.pieces)
+    field = "refusal" if s.refusal else "content"
+    chunks = [_sse({**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})]
+    tokens = said.tokens()
+    for tok, lp in tokens:
+        choice: dict[str, Any] = {"index": 0, "delta": {field: tok}, "finish_reason": None}
+        if logprobs:
+            choice["logprobs"] = {"content": [{"token": tok, "logprob": lp, "bytes": list(tok.encode())}]}
+        chunks.append(_sse({**head, "choices": [choice]}))
+    end = {"index": 0, "delta": {}, "finish_reason": "length" if s.truncated else "stop"}
+    tail = [_sse({**head, "choices": [end]})]
+    if (body.get("stream_options") or {}).get("include_usage"):
+        prompt_tokens = count("o200k_base", system) + count_once("o200k_base", user)
+        usage = _openai_usage(m, system, prompt_tokens, len(tokens))
+        tail.append(_sse({**head, "choices": [], "usage": usage}))
+    tail.append(b"data: [DONE]\n\n")
+    return _streamed(s, chunks[:1], chunks[1:], tail)
+
+
+def _streamed(s: Script, first: list[bytes], tokens: list[bytes], tail: list[bytes]) -> Stream:
+    """A streamed answer: what comes before the first token at once, the tokens at the script's pace (cut
+    where it says), then the rest."""
+
+    async def body() -> AsyncIterator[bytes]:
+        for chunk in first:
+            yield chunk
+        async for chunk in _paced(s, tokens):
+            yield chunk
+        if s.stream_cut_after is not None and s.stream_cut_after <= len(tokens):
+            # uvicorn closes a connection whose app failed mid-body: no last chunk, no terminator
+            raise StreamCut(f"the script cuts the stream after {s.stream_cut_after} tokens")
+        for chunk in tail:
+            yield chunk
+
+    return Stream(body(), media_type="text/event-stream", headers={"cache-control": "no-cache"})
+
+
+def _anthropic_said(m: ScriptedModel, body: dict[str, Any]) -> tuple[Said, dict[str, Any], str, str]:
+    """What the model writes for a Messages call (the tool input as compact JSON, or its text), with the
+    answer as an object and the system and user prompts."""
     s = m.script
     system = "".join(b.get("text", "") for b in body.get("system", []) if isinstance(b, dict))
     user = next((x["content"] for x in body.get("messages", []) if x.get("role") == "user"), "")
     _, obj = m.answer(True, user)
+    if s.text is not None and not s.refusal:
+        return Said(s.text, s.text, [], "cl100k_base"), obj, system, user
+    written = "" if s.refusal or s.truncated else msgspec.json.encode(obj).decode()
+    return Said(written, written, [], "cl100k_base"), obj, system, user
+
+
+def _anthropic_usage(m: ScriptedModel, system: str, user: str, said: Said) -> dict[str, Any]:
+    """The usage block, streamed (in message_start, its output then in message_delta) or not."""
+    cached = m.cached(system)
+    return {
+        "input_tokens": count_once("cl100k_base", system + user) - cached,
+        "cache_read_input_tokens": cached,
+        "cache_creation_input_tokens": 0,
+        # nothing written (a refusal, an answer cut before it began): the model still spent some
+        "output_tokens": said.count() or 20,
+    }
+
+
+def _anthropic_stop(s: Script) -> str:
+    """Why the scripted message stops."""
+    return "refusal" if s.refusal else "max_tokens" if s.truncated else "tool_use"
+
+
+def _anthropic_answer(
+    m: ScriptedModel, body: dict[str, Any], said: Said, obj: dict[str, Any], system: str, user: str
+) -> Response[bytes]:
+    """A message as Anthropic's Messages API answers one (the decision as a tool call), per the script."""
+    s = m.script
     content: list[dict[str, Any]] = []
     if s.text is not None and not s.refusal:  # a model that wrote its answer as text instead of the tool call
         content = [{"type": "text", "text": s.text}]
     elif not (s.refusal or s.truncated):
         content = [{"type": "tool_use", "id": "toolu_scripted", "name": "decide", "input": obj}]
-    cached = m.cached(system)
     return _json(
         {
             "id": f"msg_scripted_{m.received}",
@@ -388,15 +574,42 @@ def _anthropic_answer(m: ScriptedModel, body: dict[str, Any]) -> Response[bytes]
             "role": "assistant",
             "model": body.get("model", "scripted"),
             "content": content,
-            "stop_reason": "refusal" if s.refusal else "max_tokens" if s.truncated else "tool_use",
-            "usage": {
-                "input_tokens": count_once("cl100k_base", system + user) - cached,
-                "cache_read_input_tokens": cached,
-                "cache_creation_input_tokens": 0,
-                "output_tokens": 20,
-            },
+            "stop_reason": _anthropic_stop(s),
+            "usage": _anthropic_usage(m, system, user, said),
         }
     )
+
+
+def _anthropic_stream(m: ScriptedModel, body: dict[str, Any], said: Said, system: str, user: str) -> Stream:
+    """A message streamed as Anthropic streams one: message_start, the block's start, a delta per token
+    (``input_json_delta`` for the tool input, ``text_delta`` for text), its stop, message_delta with the stop
+    reason and output tokens, message_stop."""
+    s = m.script
+    usage = _anthropic_usage(m, system, user, said)
+    message: dict[str, Any] = {
+        "id": f"msg_scripted_{m.received}",
+        "type": "message",
+        "role": "assistant",
+        "content": [],
+    }
+    message |= {"model": body.get("model", "scripted"), "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    first = [_sse({"type": "message_start", "message": message}, "message_start")]
+    tokens: list[bytes] = []
+    tail: list[bytes] = []
+    if said.text:
+        text = s.text is not None and not s.refusal
+        block = {"type": "text", "text": ""} if text else {"type": "tool_use", "id": "toolu_scripted", "name": "decide"}
+        start = {"type": "content_block_start", "index": 0, "content_block": block if text else {**block, "input": {}}}
+        first.append(_sse(start, "content_block_start"))
+        for tok, _ in said.tokens():
+            delta = {"type": "text_delta", "text": tok} if text else {"type": "input_json_delta", "partial_json": tok}
+            tokens.append(_sse({"type": "content_block_delta", "index": 0, "delta": delta}, "content_block_delta"))
+        tail.append(_sse({"type": "content_block_stop", "index": 0}, "content_block_stop"))
+    stop = {"stop_reason": _anthropic_stop(s), "stop_sequence": None}
+    finish = {"type": "message_delta", "delta": stop, "usage": {"output_tokens": usage["output_tokens"]}}
+    tail.append(_sse(finish, "message_delta"))
+    tail.append(_sse({"type": "message_stop"}, "message_stop"))
+    return _streamed(s, first, tokens, tail)
 
 
 def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
@@ -404,16 +617,28 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
     m = model or ScriptedModel()
 
     @post("/v1/chat/completions", status_code=200)
-    async def chat(request: Request[Any, Any, Any]) -> Response[bytes]:
+    async def chat(request: Request[Any, Any, Any]) -> Response[Any]:
         body = msgspec.json.decode(await request.body())
-        early = await _received(m, body)
-        return early if early is not None else _openai_answer(m, body)
+        early = await _received(m, body) or _openai_refused(m.script, body)
+        if early is not None:
+            return early
+        said, system, user = _openai_said(m, body)
+        if body.get("stream"):
+            return _openai_stream(m, body, said, system, user)
+        await _pace(m.script, said.count())
+        return _openai_answer(m, body, said, system, user)
 
     @post("/v1/messages", status_code=200)
-    async def messages(request: Request[Any, Any, Any]) -> Response[bytes]:
+    async def messages(request: Request[Any, Any, Any]) -> Response[Any]:
         body = msgspec.json.decode(await request.body())
         early = await _received(m, body)
-        return early if early is not None else _anthropic_answer(m, body)
+        if early is not None:
+            return early
+        said, obj, system, user = _anthropic_said(m, body)
+        if body.get("stream"):
+            return _anthropic_stream(m, body, said, system, user)
+        await _pace(m.script, said.count())
+        return _anthropic_answer(m, body, said, obj, system, user)
 
     @get("/v1/models")
     async def models() -> Response[bytes]:
@@ -450,6 +675,9 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
         return _json({"cleared": True})
 
     routes = [chat, messages, models, set_script, get_script, get_requests, get_calls, clear_requests]
+    server_log = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, QuietCuts) for f in server_log.filters):
+        server_log.addFilter(QuietCuts())
     return Litestar(routes, openapi_config=None)
 
 

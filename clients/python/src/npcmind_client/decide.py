@@ -4,6 +4,8 @@ A game loop calls ``tick()`` once a frame and ``action(id, legal_now)`` for each
 "run your native AI". The network never blocks the loop and never raises into it: requests run on worker
 threads (the transport), and their answers are applied inside ``tick()`` on the game's own thread by the
 scheduler, which holds every rule (``npcmind_client.scheduler``; telemetry and reports: the outbox).
+Decide answers are streamed by default (``stream=False``: one JSON answer): each entity's decision is
+applied at the first ``tick()`` after its line arrived (docs/streaming.md).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from npcmind_client.options import DecideOptions, options_of
 from npcmind_client.policy import Policy, PolicyError
 from npcmind_client.say import log
 from npcmind_client.scheduler import Choice, Entity, LocalPolicy, PolicyFunction, Request, Scheduler, Stats
-from npcmind_client.transport import Transport, encode
+from npcmind_client.transport import Chunk, End, Transport, encode
 from npcmind_client.urls import http_url
 from npcmind_client.wire import Outcome
 
@@ -243,7 +245,11 @@ class DecideClient:
 
     def _apply(self, now_ms: float) -> None:
         for done in self._transport.outcomes():
-            if done.answer is not None:
+            if isinstance(done, Chunk):  # a streamed answer's bytes: each line they complete is applied now
+                self._scheduler.chunk(done.ref, done.data, now_ms)
+            elif isinstance(done, End):
+                self._scheduler.end(done.ref, now_ms, done.failed, done.why)
+            elif done.answer is not None:
                 status, body, headers = done.answer
                 self._scheduler.answer(done.ref, status, body, headers, now_ms)
             else:
@@ -254,7 +260,7 @@ class DecideClient:
         if r.body is not None and raw is None:
             self._scheduler.dropped(r.ref)
             return
-        self._transport.send(r.ref, r.method, r.path, raw, r.headers, r.after)
+        self._transport.send(r.ref, r.method, r.path, raw, r.headers, r.after, r.stream)
 
     def _encode(self, r: Request, body: dict[str, Any]) -> bytes | None:
         """The request's body as JSON; an entity that is not JSON is left out and named once; None when

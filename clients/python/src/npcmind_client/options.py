@@ -35,6 +35,9 @@ class DecideOptions:
     policy_max_bytes: int = MAX_BYTES
     timeout_s: float | None = None  # None: the service's provider deadline (GET /v1/health) plus 5 s
     workers: int = 4  # decide requests in flight at most (and the transport's threads)
+    # decide answers as a stream of lines (docs/streaming.md): each entity's decision is applied as its line
+    # arrives; False: today's single JSON answer
+    stream: bool = True
     # the manifest when it is known already (what GET /v1/manifest answers as ``manifest``), and its version:
     # then it is not asked (the conformance cases and tests start from one)
     manifest: dict[str, Any] | None = None

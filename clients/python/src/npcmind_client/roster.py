@@ -72,6 +72,12 @@ class Stats:
     errors: int = 0
     reports_sent: int = 0
     refused: int = 0  # times the service refused an entity as malformed (it then goes alone until taken)
+    # streamed answers (docs/streaming.md): decision lines applied, the sum over them of ms from the request's
+    # send to the line's arrival (the per-entity latency: its mean is total / count), streams ended without
+    # their last line
+    streamed_decisions: int = 0
+    streamed_ms_total: float = 0.0
+    streams_cut: int = 0
 
 
 class Roster:

@@ -18,6 +18,10 @@ service; the request and answer shapes do not change.
 One entity the service refuses (a 422 whose problems all lie in named entities: a NaN, an unknown type,
 no legal actions) does not cost the others their decisions: it is named once in the log, the rest are
 sent again at once, and from then on it goes in a request of its own until the service takes it.
+
+Streamed answers (docs/streaming.md, clients/conformance/README.md): a decide answer may come as NDJSON lines
+(``chunk``, then ``end``); each decision line is applied under the same rules as soon as it completes, and a
+stream cut before its last line keeps what came while the rest fall back (``unavailable``, ``CUT``).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from npcmind_client.cascade import Cascade, LocalPolicy, PolicyFunction
+from npcmind_client.lines import Lines
 from npcmind_client.options import DecideOptions, options_of
 from npcmind_client.outbox import Outbox
 from npcmind_client.refusals import NUMBER, Refusals, retry_after_ms
@@ -34,11 +39,19 @@ from npcmind_client.roster import Choice, Entity, Roster, Stats
 from npcmind_client.say import SayOnce
 from npcmind_client.session import RETRY_MS, Session
 from npcmind_client.timings import Timings, deadline_timeout
-from npcmind_client.wire import Malformed, Outcome, read_decide_answer
+from npcmind_client.wire import (
+    FallbackDecision,
+    Malformed,
+    Outcome,
+    StreamEnd,
+    read_decide_answer,
+    read_stream_line,
+)
 
 BATCH = 16  # the protocol's limit of entities a decide request
 DEFAULT_DEADLINE_S = 10.0  # the service's default provider deadline, until GET /v1/health tells its own
 TIMEOUT_MARGIN_S = 5.0  # past the deadline: the service's own work and the network
+CUT = "the decision stream was cut"  # the reason of the fallback of an entity a cut stream did not reach
 __all__ = [
     "Choice",
     "DecideOptions",
@@ -54,7 +67,8 @@ __all__ = [
 
 @dataclass(slots=True)
 class Request:
-    """One request to send: ``after`` names the requests that must be answered (or have failed) first."""
+    """One request to send: ``after`` names the requests that must be answered (or have failed) first;
+    ``stream``: a decide request whose answer is asked as a stream of lines (``Accept: application/x-ndjson``)."""
 
     ref: str
     method: str
@@ -62,6 +76,7 @@ class Request:
     body: dict[str, Any] | None
     headers: dict[str, str]
     after: list[str]
+    stream: bool = False
 
 
 Kind = Literal["decide", "telemetry", "report", "session", "health", "manifest", "policy"]
@@ -78,12 +93,16 @@ class Answered(NamedTuple):
 
 @dataclass(slots=True)
 class _Sent:
-    """A request in flight: its kind, and for a decide request what it carried, to check its answer."""
+    """A request in flight: its kind, and for a decide request what it carried, to check its answer (its
+    entities not answered yet, streamed: ``legal`` loses each as its line comes)."""
 
     kind: Kind
     body: dict[str, Any] | None
     epoch: int = 0
     legal: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    at: float = 0.0  # when it was sent (ms): a line's latency counts from here
+    lines: Lines | None = None  # its streamed answer's lines, from the first chunk on
+    whole: bool = False  # its stream's last line came
 
 
 # over 15 methods: the whole contract between the game, the transport and the service (TS: Scheduler, the same)
@@ -235,12 +254,12 @@ class Scheduler:
                 asked.append(e)
         together = [e for e in asked if e.id not in alone]
         for i in range(0, len(together), BATCH):
-            out.append(self._batch(together[i : i + BATCH]))
+            out.append(self._batch(together[i : i + BATCH], now))
         for e in asked:
             if e.id in alone:  # refused before: in a request of its own, so it cannot sink the others
-                out.append(self._batch([e]))
+                out.append(self._batch([e], now))
 
-    def _batch(self, batch: list[Entity]) -> Request:
+    def _batch(self, batch: list[Entity], now: float) -> Request:
         body: dict[str, Any] = {
             "client_id": self.client_id,
             "epoch": self.roster.epoch,
@@ -255,8 +274,10 @@ class Scheduler:
             e.in_flight = True
             e.trigger = None
         request = self._emit("decide", "POST", "/v1/decide", body)
+        request.stream = self.options.stream
         sent = self._open[request.ref]
         sent.epoch, sent.legal = self.roster.epoch, {e.id: tuple(e.legal_actions) for e in batch}
+        sent.at = now
         self.stats.requests += 1
         self.stats.asked += len(batch)
         return request
@@ -289,19 +310,43 @@ class Scheduler:
         sent = self._take(ref)
         ANSWERED[sent.kind](self, sent, Answered(status, body, headers), now)
 
+    def chunk(self, ref: str, data: bytes | str, now: float) -> None:
+        """Bytes of request ``ref``'s streamed answer (a 200 in NDJSON; ``str``: its UTF-8): each line they
+        complete is applied at once, so an entity's decision is usable before the stream ends."""
+        sent = self._open.get(ref)
+        if sent is None or sent.kind != "decide":
+            raise KeyError(f"no decide request {ref!r} is waiting for an answer")
+        if sent.lines is None:  # the 200: the service took every entity of it
+            sent.lines = Lines()
+            for eid in sent.legal:
+                self.refusals.alone.pop(eid, None)
+        for line in sent.lines.feed(data):
+            _stream_line(self, sent, line, now)
+
+    def end(self, ref: str, now: float, failed: FailKind | None = None, detail: str = "") -> None:
+        """Request ``ref``'s streamed answer ended (a partial line is discarded): cut before its last line, the
+        lines received stand and every entity of it without one falls back (``unavailable``, ``CUT``).
+        ``failed``: the transport ended it (no line within ``timeout_s``, the connection lost), said as ``fail``
+        says it."""
+        sent = self._take(ref)
+        if failed is not None:
+            _say_failed(self, failed, detail)
+        if sent.whole:
+            self.roster.release(sent.legal, None)  # one the stream did not name: asked on its refresh, as today
+            return
+        self.stats.streams_cut += 1
+        self.stats.errors += 1
+        for eid, legal in sent.legal.items():
+            e = self.entities.get(eid)
+            if e is not None and e.in_flight:
+                self.roster.use(e, FallbackDecision(eid, "unavailable", CUT, 0), legal, now)
+        self.pause(now + 1000, only=True)  # as after a request that failed: the service may be gone
+
     def fail(self, ref: str, kind: FailKind, now: float, detail: str = "") -> None:
         """Request ``ref`` got no answer (``timeout`` or ``unreachable``): said once, then undone by its kind
         (``FAILED``; a telemetry or report that failed is not sent again)."""
         sent = self._take(ref)
-        if kind == "timeout":
-            why = (
-                "its model may take up to NPCMIND_DEADLINE_MS: leave timeout_s out to follow it"
-                if self.timeout_given
-                else f"{TIMEOUT_MARGIN_S:g} s past its own deadline for the model: it is overloaded or stalled"
-            )
-            self.say("timeout", f"npcmind did not answer within {self.timeout_s:g} s ({why})")
-        else:
-            self.say("transport", f"npcmind is unreachable: {detail or kind}")
+        _say_failed(self, kind, detail)
         failed = FAILED.get(sent.kind)
         if failed is not None:
             failed(self, sent, now)
@@ -346,43 +391,87 @@ class Scheduler:
             self.session.lost()  # a new session with the next request
             self._not_before = max(self._not_before, now + 250)  # not a request a frame if it keeps failing
 
-    def _decided(self, sent: _Sent, answered: Answered, now: float) -> None:
-        """A decide answer: its decisions checked against what was sent and used, or why there are none."""
-        status, body, headers = answered
-        if status != 200:
-            self.stats.errors += 1
-            ids = [(eid, e.type if (e := self.entities.get(eid)) else "entity") for eid in sent.legal]
-            bad = self.refusals.entities(status, body, ids)
-            if bad:  # the others are asked again at once, without them
-                self.stats.refused += len(bad)
-                self.roster.release(sent.legal, now, keep=bad)
-                return
-            self.refused(status, body, headers, now)
-            # a session that ended under us: asked again soon, with a new session
-            self.roster.release(sent.legal, now if status == 401 and self.session.hosted else None)
-            return
-        for eid in sent.legal:
-            self.refusals.alone.pop(eid, None)  # taken: it may go with the others again
-        try:
-            answer = read_decide_answer(body)
-        except Malformed as exc:  # not npcmind, or another protocol version: never into the game
-            self.stats.errors += 1
-            self.say("malformed", f"the answer to /v1/decide could not be read: {exc}")
-            self.roster.release(sent.legal, None)
-            return
-        if answer.epoch != self.roster.epoch or sent.epoch != self.roster.epoch:
-            self.stats.dropped_epoch += 1
-            self.roster.release(sent.legal, now)  # asked again at once, for the epoch of now
-            return
-        for d in answer.decisions:
-            e = self.entities.get(d.id)
-            if e is not None and d.id in sent.legal:  # else untracked meanwhile, or not asked
-                self.roster.use(e, d, sent.legal[d.id], now)
-        self.roster.release(sent.legal, None)
-
     def in_flight(self) -> int:
         """Requests sent and not yet answered."""
         return len(self._open)
+
+
+def _decided(s: Scheduler, sent: _Sent, answered: Answered, now: float) -> None:
+    """A decide answer: its decisions checked against what was sent and used, or why there are none."""
+    status, body, headers = answered
+    if status != 200:
+        s.stats.errors += 1
+        ids = [(eid, e.type if (e := s.entities.get(eid)) else "entity") for eid in sent.legal]
+        bad = s.refusals.entities(status, body, ids)
+        if bad:  # the others are asked again at once, without them
+            s.stats.refused += len(bad)
+            s.roster.release(sent.legal, now, keep=bad)
+            return
+        s.refused(status, body, headers, now)
+        # a session that ended under us: asked again soon, with a new session
+        s.roster.release(sent.legal, now if status == 401 and s.session.hosted else None)
+        return
+    for eid in sent.legal:
+        s.refusals.alone.pop(eid, None)  # taken: it may go with the others again
+    try:
+        answer = read_decide_answer(body)
+    except Malformed as exc:  # not npcmind, or another protocol version: never into the game
+        s.stats.errors += 1
+        s.say("malformed", f"the answer to /v1/decide could not be read: {exc}")
+        s.roster.release(sent.legal, None)
+        return
+    if answer.epoch != s.roster.epoch or sent.epoch != s.roster.epoch:
+        s.stats.dropped_epoch += 1
+        s.roster.release(sent.legal, now)  # asked again at once, for the epoch of now
+        return
+    for d in answer.decisions:
+        e = s.entities.get(d.id)
+        if e is not None and d.id in sent.legal:  # else untracked meanwhile, or not asked
+            s.roster.use(e, d, sent.legal[d.id], now)
+    s.roster.release(sent.legal, None)
+
+
+def _say_failed(s: Scheduler, kind: FailKind, detail: str) -> None:
+    """Why a request got no answer (or its stream no more lines), once, with what the game can change."""
+    if kind == "timeout":
+        why = (
+            "its model may take up to NPCMIND_DEADLINE_MS: leave timeout_s out to follow it"
+            if s.timeout_given
+            else f"{TIMEOUT_MARGIN_S:g} s past its own deadline for the model: it is overloaded or stalled"
+        )
+        s.say("timeout", f"npcmind did not answer within {s.timeout_s:g} s ({why})")
+    else:
+        s.say("transport", f"npcmind is unreachable: {detail or kind}")
+
+
+def _stream_line(s: Scheduler, sent: _Sent, line: str, now: float) -> None:
+    """One line of a decide request's stream, under the rules of a whole answer: a line for an entity no longer
+    tracked (or not asked, or answered already) is dropped, a stream for an older epoch is dropped whole, and a
+    decision's action is checked against the legal actions sent (the roster's ``use``)."""
+    if sent.whole:
+        return  # nothing counts after the last line
+    try:
+        got = read_stream_line(line)
+    except Malformed as exc:  # that entity is left without a line: it falls back if the stream is cut
+        s.stats.errors += 1
+        s.say("malformed-line", f"a line of the decision stream could not be read: {exc}")
+        return
+    if isinstance(got, StreamEnd):
+        sent.whole = True
+        return
+    if sent.epoch != s.roster.epoch:  # asked for a state the game has left: every line is stale
+        if sent.legal:
+            s.stats.dropped_epoch += 1
+            s.roster.release(sent.legal, now)  # asked again at once, for the epoch of now
+            sent.legal = {}
+        return
+    legal = sent.legal.pop(got.id, None)
+    e = s.entities.get(got.id)
+    if legal is None or e is None:
+        return
+    s.roster.use(e, got, legal, now)
+    s.stats.streamed_decisions += 1
+    s.stats.streamed_ms_total += now - sent.at
 
 
 def _session_answered(s: Scheduler, sent: _Sent, a: Answered, now: float) -> None:
@@ -430,7 +519,7 @@ def _manifest_failed(s: Scheduler, sent: _Sent, now: float) -> None:
 
 # What an answer or a failure does, by the kind of request (TypeScript: the same tables in scheduler.ts).
 ANSWERED: dict[Kind, Callable[[Scheduler, _Sent, Answered, float], None]] = {
-    "decide": Scheduler._decided,
+    "decide": _decided,
     "telemetry": Scheduler._other,
     "report": Scheduler._other,
     "session": _session_answered,

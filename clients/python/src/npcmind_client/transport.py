@@ -1,5 +1,7 @@
 """The decision SDK's I/O: executes the scheduler's requests with httpx on worker threads, so the network
-never blocks the game loop; their answers wait in a queue until the game's next ``tick()`` applies them."""
+never blocks the game loop; their answers wait in a queue until the game's next ``tick()`` applies them. A
+streamed decide answer (NDJSON, docs/streaming.md) goes into that queue chunk by chunk as its bytes arrive,
+so each entity's decision is applied at the first tick after its line came, not after the whole answer."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
 GZIP_FROM = 16 * 1024  # bodies from this size are sent gzip-compressed (on a worker thread)
 DEFAULT_TIMEOUT_S = 15.0  # the service's default provider deadline (10 s) and a margin, until it tells its own
 TIMEOUT_MARGIN_S = 5.0
+NDJSON = "application/x-ndjson"  # the media type of a streamed decide answer
 
 Answer = tuple[int, Any, dict[str, str]]
 
@@ -36,6 +39,26 @@ class Done:
     answer: Answer | None
     failed: FailKind = "unreachable"  # read only when there is no answer
     why: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """Bytes of a streamed answer as they arrived (the scheduler assembles its lines: they may cut anything)."""
+
+    ref: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class End:
+    """A streamed answer's connection closed, after its last chunk; ``why``: what cut it, when something did."""
+
+    ref: str
+    failed: FailKind | None = None  # the stream broke off: no line within the timeout, or the connection lost
+    why: str = ""
+
+
+Outcome = Done | Chunk | End
 
 
 def encode(body: Any) -> bytes:
@@ -69,13 +92,13 @@ def _payload(r: httpx.Response) -> Any:
         return {"error": {"message": r.text[:200]}}
 
 
-def _session_token(future: Future[Answer] | None) -> str | None:
+def _session_token(future: Future[Answer | None] | None) -> str | None:
     """The token of a POST /v1/session answer, if it brought one."""
     try:
-        status, body, _ = future.result(timeout=0) if future is not None else (0, None, {})
+        answer = future.result(timeout=0) if future is not None else None
     except Exception:
         return None
-    return session_token(status, body)
+    return None if answer is None else session_token(answer[0], answer[1])
 
 
 class Transport:
@@ -96,31 +119,46 @@ class Transport:
         self._given = timeout_s is not None
         # given: kept; else the service's provider deadline plus a margin, once GET /v1/health told it
         self.timeout_s = timeout_s if timeout_s is not None else DEFAULT_TIMEOUT_S
-        self._futures: dict[str, Future[Answer]] = {}
-        self._done: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self._futures: dict[str, Future[Answer | None]] = {}
+        # a request's ref once it is done; a streamed answer's chunks and end as they come, before that ref
+        self._done: queue.SimpleQueue[str | Chunk | End] = queue.SimpleQueue()
 
     def send(
-        self, ref: str, method: str, path: str, raw: bytes | None, headers: dict[str, str], after: list[str]
+        self,
+        ref: str,
+        method: str,
+        path: str,
+        raw: bytes | None,
+        headers: dict[str, str],
+        after: list[str],
+        stream: bool = False,
     ) -> None:
-        """Start request ``ref``; its outcome comes out of ``outcomes()`` once it is done."""
+        """Start request ``ref``; its outcome comes out of ``outcomes()`` once it is done (``stream``: its
+        answer asked as NDJSON, whose chunks come out as they arrive)."""
         first = {r: f for r in after if (f := self._futures.get(r)) is not None}
-        future = self._pool.submit(self._call, method, path, raw, dict(headers), first)
+        future = self._pool.submit(self._call, method, path, raw, dict(headers), first, ref if stream else None)
         self._futures[ref] = future
         future.add_done_callback(lambda _: self._done.put(ref))
 
-    def outcomes(self) -> list[Done]:
-        """The requests done since the last call, with what became of each."""
-        out: list[Done] = []
+    def outcomes(self) -> list[Outcome]:
+        """What happened since the last call, in order: streamed chunks and ends, and the requests done."""
+        out: list[Outcome] = []
         while True:
             try:
-                ref = self._done.get_nowait()
+                item = self._done.get_nowait()
             except queue.Empty:
                 return out
+            if not isinstance(item, str):
+                out.append(item)
+                continue
+            ref = item
             future = self._futures.pop(ref, None)
             if future is None or future.cancelled():
                 continue
             try:
-                out.append(Done(ref, future.result()))
+                answer = future.result()
+                if answer is not None:  # None: a stream, whose end is out already
+                    out.append(Done(ref, answer))
             except httpx.TimeoutException:
                 out.append(Done(ref, None, "timeout"))
             except Exception as exc:  # refused connection, DNS, a reset: the service is unreachable
@@ -137,13 +175,22 @@ class Transport:
 
     def call(self, method: str, path: str, headers: dict[str, str]) -> Answer:
         """One request on the caller's thread (a debug view's, on demand)."""
-        return self._call(method, path, None, headers, {})
+        answer = self._call(method, path, None, headers, {})
+        assert answer is not None  # only a streamed request answers None
+        return answer
 
     def _call(
-        self, method: str, path: str, body: bytes | None, headers: dict[str, str], after: dict[str, Future[Answer]]
-    ) -> Answer:
+        self,
+        method: str,
+        path: str,
+        body: bytes | None,
+        headers: dict[str, str],
+        after: dict[str, Future[Answer | None]],
+        stream: str | None = None,
+    ) -> Answer | None:
         """On a worker: wait for the requests this one follows (a decide request waits for the telemetry sent
-        before it, so its prompt shows the scene as the game last told it), then send it."""
+        before it, so its prompt shows the scene as the game last told it), then send it. ``stream``: the
+        ref of a decide request whose answer is asked as a stream (None when it came as one: ``_stream``)."""
         for f in after.values():
             with contextlib.suppress(Exception):
                 f.result(timeout=self.timeout_s)
@@ -160,6 +207,8 @@ class Transport:
                 headers["content-encoding"] = "gzip"
         if path.startswith("/v1/policy"):
             return self._policy(method, path, headers)
+        if stream is not None:
+            return self._stream(stream, method, path, body, headers)
         r = self._http.request(method, path, content=body, headers=headers, timeout=self.timeout_s)
         answer = r.status_code, _payload(r), dict(r.headers)
         if path == "/v1/health" and not self._given:
@@ -167,6 +216,31 @@ class Transport:
             if deadline is not None:  # before the decide requests that wait for it start
                 self.timeout_s = deadline + TIMEOUT_MARGIN_S
         return answer
+
+    def _stream(self, ref: str, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> Answer | None:
+        """A decide request asking for NDJSON: a 200 in it is handed on chunk by chunk as the bytes arrive, then
+        its ``End`` (also when the connection is lost midway: the scheduler keeps the lines, the rest fall
+        back), and None; any other answer (an older service's JSON, an error status) is today's answer."""
+        headers["accept"] = NDJSON
+        streaming, why = False, ""
+        failed: FailKind | None = None
+        try:
+            with self._http.stream(method, path, content=body, headers=headers, timeout=self.timeout_s) as r:
+                media = r.headers.get("content-type", "").split(";")[0].strip().lower()
+                if r.status_code != 200 or media != NDJSON:
+                    r.read()
+                    return r.status_code, _payload(r), dict(r.headers)
+                streaming = True
+                for data in r.iter_bytes():
+                    if data:
+                        self._done.put(Chunk(ref, data))
+        except Exception as exc:  # a reset, a timeout between lines, the service killed: the stream is cut
+            if not streaming:
+                raise  # no answer at all: a failure, as today
+            failed = "timeout" if isinstance(exc, httpx.TimeoutException) else "unreachable"
+            why = str(exc) or type(exc).__name__
+        self._done.put(End(ref, failed, why))
+        return None
 
     def _policy(self, method: str, path: str, headers: dict[str, str]) -> Answer:
         """GET /v1/policy, its body streamed and read no further than one byte past ``policy_max_bytes`` (after

@@ -3,6 +3,7 @@ that is not npcmind's (another protocol version, a proxy) must never reach the g
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -80,6 +81,27 @@ def _decision(d: Any, where: str) -> AIDecision | FallbackDecision:
             _field(d, "ttl_ms", int, where),
         )
     raise Malformed(f"{where}.source: expected 'AI' or 'FALLBACK', got {source!r:.60}")
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEnd:
+    """The last line of a streamed decide answer: the stream came whole (docs/streaming.md)."""
+
+    epoch: int
+
+
+def read_stream_line(line: str) -> AIDecision | FallbackDecision | StreamEnd:
+    """One line of a streamed decide answer: a decision (it has ``source``) or the last line (it has ``a2g``),
+    or Malformed naming the first problem."""
+    try:
+        d = json.loads(line)
+    except (ValueError, RecursionError):
+        raise Malformed(f"a line is not JSON: {line!r:.60}") from None
+    if isinstance(d, dict) and "source" not in d and "a2g" in d:
+        _field(d, "a2g", str, "$")
+        _field(d, "latency_ms", int, "$")
+        return StreamEnd(_field(d, "epoch", int, "$"))
+    return _decision(d, "$")
 
 
 def read_decide_answer(body: Any) -> DecideAnswer:

@@ -1,0 +1,102 @@
+"""Keeping a batch's decisions: each choice under a new decision id, in the store with what the fresh ones were
+made from, told to the situation and counted, before any of them is given out (acknowledged means stored)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+
+from npcmind.decide.batch import Batch, Outcome, Situation, features
+from npcmind.decide.calls import Fell
+from npcmind.decide.ids import DecisionIds
+from npcmind.local.metrics import Metrics
+from npcmind.protocol.a2g import AIDecision, Decision, FallbackDecision
+from npcmind.shared.base import CachedChoice
+from npcmind.storage.base import DecisionFeatures, IssuedDecision, Store
+
+
+class Keeper:
+    """Issues, stores and counts the decisions of every batch of one service."""
+
+    def __init__(self, store: Store, ids: DecisionIds, metrics: Metrics, situation: Situation | None) -> None:
+        self.store = store
+        self.ids = ids
+        self.metrics = metrics
+        self.situation = situation
+        self._ai = metrics.decisions.labels("AI", "")
+        self._fallback = {
+            code: metrics.decisions.labels("FALLBACK", code)
+            for code in ("unavailable", "busy", "refused", "invalid_choice", "budget")
+        }
+
+    async def settle(self, batch: Batch, group: list[tuple[int, Outcome]]) -> list[Decision]:
+        """The decisions of entities whose outcome is final: each choice under a new decision id, kept in the store
+        (with what the fresh ones were made from) and told to the situation before any is given out: a decision
+        acknowledged is a decision stored. Shielded: a client that leaves meanwhile leaves nothing half-kept."""
+        group = sorted(group, key=lambda x: x[0])  # decision numbers in the request's order within a group
+        decisions, issued, learned = await self._issue(batch, group)
+        if issued:
+            keeping = asyncio.ensure_future(self._keep(batch, issued, learned))
+            keeping.add_done_callback(_retrieved)  # a client gone meanwhile: its failure is no one's to read
+            await asyncio.shield(keeping)
+        self.count(decisions)
+        ms = batch.ms()
+        for (i, _), d in zip(group, decisions, strict=True):
+            batch.decisions[i] = d
+            batch.sent_ms[d.id] = ms
+        return decisions
+
+    async def _issue(
+        self, batch: Batch, group: list[tuple[int, Outcome]]
+    ) -> tuple[list[Decision], list[IssuedDecision], list[DecisionFeatures]]:
+        """Each entity's decision: its fallback, or its choice under a new decision id; the rows to keep of the
+        choices, and the features of the fresh ones."""
+        session, req = batch.session, batch.req
+        manifest, sid = session.manifest, session.session_id
+        chosen = sum(isinstance(a, CachedChoice) for _, a in group)
+        seq = await self.store.decisions.allocate(chosen) if chosen else 0
+        dids = iter(self.ids.issue_many(seq, sid, chosen))
+        decisions: list[Decision] = []
+        issued: list[IssuedDecision] = []
+        learned: list[DecisionFeatures] = []
+        for i, a in group:
+            e = req.entities[i]
+            t = manifest.types[e.type]
+            if isinstance(a, Fell):
+                decisions.append(FallbackDecision(e.id, a.code, a.reason, t.ttl_ms))
+                continue
+            cached = i in batch.known  # an answer from the cache repeats one learnt already
+            did, label = next(dids), t.actions[a.action]
+            decisions.append(AIDecision(e.id, a.action, label, a.confidence, t.ttl_ms, did, cached))
+            issued.append(IssuedDecision(seq, did, sid, e.id, e.type, a.action, label, batch.now))
+            if not cached:
+                obs = t.fields.quantize(e.observation)
+                learned.append(
+                    DecisionFeatures(seq, e.type, e.profile, obs, e.trigger, e.legal_actions, a.action, a.confidence)
+                )
+            seq += 1
+        return decisions, issued, learned
+
+    async def _keep(self, batch: Batch, issued: list[IssuedDecision], learned: list[DecisionFeatures]) -> None:
+        """Record issued decisions with their features in one commit, then tell the situation (memory, scene)."""
+        made_from = features(batch.session, batch.req, batch.chain, batch.now, learned)
+        await self.store.decisions.record(issued, made_from)
+        if self.situation is not None:
+            self.situation.decided(batch.session, issued)
+
+    def count(self, decisions: list[Decision]) -> None:
+        """A group's decision metrics, all in one place: AI decisions, those from the cache, fallbacks by code."""
+        ai = [d for d in decisions if isinstance(d, AIDecision)]
+        hits = sum(d.cached for d in ai)
+        if hits:
+            self.metrics.cache_hits.inc(hits)
+        if ai:
+            self._ai.inc(len(ai))
+        for code, n in Counter(d.code for d in decisions if isinstance(d, FallbackDecision)).items():
+            self._fallback[code].inc(n)
+
+
+def _retrieved(task: asyncio.Future[None]) -> None:
+    """Read a shielded task's outcome, so that one nobody awaits any more is not logged as never retrieved."""
+    if not task.cancelled():
+        task.exception()
