@@ -193,6 +193,7 @@ def test_a_csharp_game_of_20_drones_at_60_hz_keeps_the_protocol_through_faults_a
     assert report["provider-fault"]["late_ai"] == 0, report["provider-fault"]
     assert report["service-stopped"]["late_ai"] == 0 and report["service-stopped"]["native"] > 0, report
     assert report["stats"]["errors"] > 0 and report["epoch"] >= 5, report
+    assert report["stats"]["streamed_decisions"] > 0, report["stats"]  # NDJSON over HttpClient, line by line
 
 
 # --- the cases fail when the C# scheduler is broken on purpose --------------------------------------------------

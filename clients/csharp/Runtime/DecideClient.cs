@@ -161,7 +161,9 @@ namespace NpcMind
         {
             foreach (var s in transport.Drain())
             {
-                if (s.Fail.HasValue) core.Fail(s.Ref, s.Fail.Value, now);
+                if (s.Chunk != null) core.Chunk(s.Ref, s.Chunk, now); // each line it completes is applied now
+                else if (s.Ended) core.End(s.Ref, now, s.Fail);
+                else if (s.Fail.HasValue) core.Fail(s.Ref, s.Fail.Value, now);
                 else core.Answer(s.Ref, s.Status, s.Body, s.Headers, now);
             }
         }

@@ -66,12 +66,41 @@ namespace NpcMind
                     if (response.Content != null)
                     {
                         foreach (var h in response.Content.Headers) result.Headers[h.Key.ToLowerInvariant()] = string.Join(", ", h.Value);
+                        string media = response.Content.Headers.ContentType != null ? response.Content.Headers.ContentType.MediaType : null;
                         using (var stream = await response.Content.ReadAsStreamAsync().ConfigureAwait(false))
+                        {
+                            if (call.OnChunk != null && result.Status == 200 && media == Transport.Ndjson)
+                                return await Chunks(stream, call.OnChunk, result, token).ConfigureAwait(false);
                             result.Body = await Capped(stream, call.MaxBytes, token).ConfigureAwait(false);
+                        }
                     }
                     return result;
                 }
             }
+        }
+
+        /// <summary>A streamed answer's bytes handed on as they arrive; broken off midway, the result says why (the
+        /// lines that came stand).</summary>
+        private static async Task<HttpResult> Chunks(Stream stream, Action<byte[]> onChunk, HttpResult result, CancellationToken token)
+        {
+            result.Streamed = true;
+            var buffer = new byte[8192];
+            try
+            {
+                int n;
+                while ((n = await stream.ReadAsync(buffer, 0, buffer.Length, token).ConfigureAwait(false)) > 0)
+                {
+                    var data = new byte[n];
+                    Array.Copy(buffer, data, n);
+                    onChunk(data);
+                }
+            }
+            catch (Exception exc)
+            {
+                result.Error = exc.Message;
+                result.TimedOut = exc is OperationCanceledException;
+            }
+            return result;
         }
 
         /// <summary>A body read no further than one byte past <paramref name="max"/>: the rest is never downloaded.</summary>

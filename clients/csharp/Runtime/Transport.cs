@@ -30,6 +30,11 @@ namespace NpcMind
         /// <summary>Read the answer's body no further than one byte past this (a policy is bounded; the rest is
         /// never downloaded).</summary>
         public int MaxBytes;
+        /// <summary>Set on a decide request whose answer is asked as a stream: a sender that can, hands on the bytes
+        /// of a 200 in <c>application/x-ndjson</c> here as they arrive, then calls <c>done</c> with
+        /// <see cref="HttpResult.Streamed"/> set (and <see cref="HttpResult.Error"/> when the stream broke off).
+        /// A sender that reads whole answers may ignore it: the transport splits a whole NDJSON body itself.</summary>
+        public Action<byte[]> OnChunk;
     }
 
     /// <summary>What came back for an <see cref="HttpCall"/>: a status (any, 4xx and 5xx included), or no answer.</summary>
@@ -42,6 +47,9 @@ namespace NpcMind
         public byte[] Body = new byte[0];
         public bool TimedOut;
         public string Error;
+        /// <summary>The body went to <see cref="HttpCall.OnChunk"/> (Status is the 200 it began with); an Error
+        /// here means the stream broke off after it began.</summary>
+        public bool Streamed;
 
         public static HttpResult Failed(bool timedOut, string error)
         {
@@ -58,9 +66,12 @@ namespace NpcMind
         void CancelAll();
     }
 
-    /// <summary>What became of one request: an answer (Status, Body, Headers) or why there was none (Fail).</summary>
+    /// <summary>What became of one request: an answer (Status, Body, Headers) or why there was none (Fail); for a
+    /// streamed answer, its bytes as they came (Chunk) and then its end (Ended, with Fail when it broke off).</summary>
     public sealed class Settled
     {
+        public byte[] Chunk;
+        public bool Ended;
         public string Ref;
         public int Status;
         /// <summary>The parsed JSON; a 200 of GET /v1/policy as its raw bytes (the cascade loads or refuses them).</summary>
@@ -77,6 +88,8 @@ namespace NpcMind
     {
         /// <summary>Bodies from this size are sent gzip-compressed (a large scene's telemetry).</summary>
         public const int GzipFrom = 16 * 1024;
+        /// <summary>The media type of a streamed decide answer.</summary>
+        public const string Ndjson = "application/x-ndjson";
         private static readonly Regex Awaited = new Regex(@"^Bearer @(\S+)$");
 
         private readonly string baseUrl;
@@ -238,6 +251,11 @@ namespace NpcMind
                 Method = r.Method, Url = baseUrl + r.Path, Headers = headers, Body = body,
                 TimeoutMs = timeoutMs(), MaxBytes = policy ? policyMaxBytes : int.MaxValue,
             };
+            if (r.Stream)
+            {
+                headers["accept"] = Ndjson;
+                call.OnChunk = data => Enqueue(new Settled { Ref = r.Ref, Chunk = data });
+            }
             try
             {
                 http.Send(call, result => done(Read(r, policy, result)));
@@ -248,8 +266,20 @@ namespace NpcMind
             }
         }
 
+        /// <summary>A streamed answer's bytes: queued for the game's next tick, the request still running.</summary>
+        private void Enqueue(Settled s)
+        {
+            lock (gate) if (!closed) queue.Add(s);
+        }
+
         private Settled Read(OutRequest r, bool policy, HttpResult result)
         {
+            if (result != null && result.Streamed)
+                return new Settled
+                {
+                    Ref = r.Ref, Ended = true, Error = result.Error,
+                    Fail = result.Error == null ? (FailKind?)null : result.TimedOut ? FailKind.Timeout : FailKind.Unreachable,
+                };
             if (result == null || result.Status == 0)
                 return new Settled
                 {
@@ -261,6 +291,14 @@ namespace NpcMind
             {
                 settled.Body = result.Body; // raw: the cascade loads them, or refuses them as too large
                 return settled;
+            }
+            string media;
+            if (r.Stream && result.Status == 200 && result.Headers != null && result.Headers.TryGetValue("content-type", out media)
+                && media.Split(';')[0].Trim().ToLowerInvariant() == Ndjson)
+            {
+                // a sender that read the stream whole: its lines all at once, then its end
+                Enqueue(new Settled { Ref = r.Ref, Chunk = result.Body ?? new byte[0] });
+                return new Settled { Ref = r.Ref, Ended = true };
             }
             settled.Body = Parse(result.Body);
             if (r.Path == "/v1/session")

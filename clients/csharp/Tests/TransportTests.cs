@@ -257,5 +257,88 @@ namespace NpcMind.Tests
             http.Calls.Single().Value(HttpResult.Failed(false, "refused"));
             Assert.IsNull(down.Result);
         }
+
+        // --- streamed answers --------------------------------------------------------------------------------
+
+        private const string LineB1 = "{\"id\":\"b1\",\"source\":\"AI\",\"action\":\"flee\",\"label\":\"Flee\",\"confidence\":0.9,"
+            + "\"ttl_ms\":12000,\"decision_id\":\"d-b1\",\"cached\":false}\n";
+        private const string LastLine = "{\"a2g\":\"0.1\",\"epoch\":0,\"latency_ms\":3}\n";
+
+        private static DecideClient Streaming(FakeHttp http, Func<double> clock)
+        {
+            var c = Client(http, clock);
+            c.Track("b1", "bee", new Dictionary<string, object>(), new List<string> { "chase", "flee" });
+            c.Track("b2", "bee", new Dictionary<string, object>(), new List<string> { "chase", "flee" });
+            c.Tick();
+            http.Answer("/v1/telemetry", 200, "{}");
+            return c;
+        }
+
+        [Test]
+        public void AStreamedDecisionIsUsableAtTheTickAfterItsLineCameBeforeTheStreamEnds()
+        {
+            var http = new FakeHttp();
+            double now = 0;
+            var c = Streaming(http, () => now);
+            var call = http.Calls.Single(k => k.Key.Url.EndsWith("/v1/decide"));
+            Assert.AreEqual(Transport.Ndjson, call.Key.Headers["accept"]);
+            Assert.IsNotNull(call.Key.OnChunk, "a streamed request the sender cannot stream");
+            call.Key.OnChunk(System.Text.Encoding.UTF8.GetBytes(LineB1.Substring(0, 40)));
+            now = 10;
+            c.Tick();
+            Assert.IsNull(c.Action("b1"), "half a line applied");
+            call.Key.OnChunk(System.Text.Encoding.UTF8.GetBytes(LineB1.Substring(40)));
+            Assert.IsNull(c.Action("b1"), "applied before the game's tick");
+            now = 20;
+            c.Tick();
+            Assert.AreEqual("flee", c.Action("b1").Action);
+            Assert.AreEqual(1, c.Stats.StreamedDecisions);
+            Assert.AreEqual(20, c.Stats.StreamedMsTotal); // from the tick that sent it (0) to the line (20)
+            call.Key.OnChunk(System.Text.Encoding.UTF8.GetBytes(LastLine));
+            call.Value(new HttpResult { Status = 200, Streamed = true });
+            now = 30;
+            c.Tick();
+            Assert.AreEqual(0, c.Stats.StreamsCut);
+            Assert.AreEqual("flee", c.Action("b1").Action);
+            Assert.IsNull(c.Action("b2"));
+        }
+
+        [Test]
+        public void AStreamThatBreaksOffKeepsItsLinesAndTheRestFallBack()
+        {
+            var http = new FakeHttp();
+            double now = 0;
+            var c = Streaming(http, () => now);
+            var call = http.Calls.Single(k => k.Key.Url.EndsWith("/v1/decide"));
+            call.Key.OnChunk(System.Text.Encoding.UTF8.GetBytes(LineB1));
+            call.Value(new HttpResult { Status = 200, Streamed = true, Error = "connection reset" });
+            now = 10;
+            c.Tick();
+            Assert.AreEqual("flee", c.Action("b1").Action);
+            Assert.IsNull(c.Action("b2"));
+            Assert.AreEqual(1, c.Stats.StreamsCut);
+            Assert.AreEqual(1, c.Stats.Fallbacks["unavailable"]);
+        }
+
+        [Test]
+        public void ASenderThatReadsAStreamWholeStillGivesItsLines()
+        {
+            // an engine's HTTP (UnityWebRequest) that ignores OnChunk: the transport splits the whole body itself
+            var http = new FakeHttp();
+            double now = 0;
+            var c = Streaming(http, () => now);
+            var call = http.Calls.Single(k => k.Key.Url.EndsWith("/v1/decide"));
+            http.Calls.Remove(call);
+            call.Value(new HttpResult
+            {
+                Status = 200, Body = System.Text.Encoding.UTF8.GetBytes(LineB1 + LastLine),
+                Headers = new Dictionary<string, string> { { "content-type", "application/x-ndjson; charset=utf-8" } },
+            });
+            now = 10;
+            c.Tick();
+            Assert.AreEqual("flee", c.Action("b1").Action);
+            Assert.AreEqual(1, c.Stats.StreamedDecisions);
+            Assert.AreEqual(0, c.Stats.StreamsCut);
+        }
     }
 }

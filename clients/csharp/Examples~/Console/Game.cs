@@ -146,6 +146,7 @@ public static class Game
         {
             { "requests", s.Requests }, { "ai", s.Ai }, { "errors", s.Errors }, { "illegal", s.Illegal },
             { "dropped_epoch", s.DroppedEpoch }, { "fallbacks", s.Fallbacks.ToDictionary(kv => kv.Key, kv => (object)kv.Value) },
+            { "streamed_decisions", s.StreamedDecisions }, { "streams_cut", s.StreamsCut },
         };
         output["epoch"] = client.Epoch;
         client.Close();
