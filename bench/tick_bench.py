@@ -1,4 +1,4 @@
-"""The SDK's own cost a frame: tick() with 1,000 tracked entities, in Python and in TypeScript, one table.
+"""The SDK's own cost a frame: tick() with 1,000 tracked entities, in Python, TypeScript and C#, one table.
 
 steady: a tick with nothing due (every entity decided, no refresh, no telemetry yet): what every frame costs.
 wave:   a tick where every entity is due at once (a refresh wave, or a new epoch): the scheduler sorts the
@@ -6,7 +6,8 @@ wave:   a tick where every entity is due at once (a refresh wave, or a new epoch
 Python: `DecideClient.tick()` for steady (the real client: transport outcomes drained, then the scheduler);
 the wave is the scheduler's tick plus the JSON encoding DecideClient does on the game's thread (the worker
 threads' HTTP is left out: it does not run on the game's thread). TypeScript: clients/typescript/bench/tick.mjs
-(run with node when it is there), which prints one JSON line of the same shape as the Python row.
+(run with node when it is there), which prints one JSON line of the same shape as the Python row. C#:
+clients/csharp/Examples~/Bench/Tick.cs, built by clients/csharp/build.sh and run with mono when they are there.
 
 Run: python bench/tick_bench.py [--ticks 5000]
 """
@@ -110,22 +111,43 @@ def typescript_row() -> dict[str, Any] | str:
     return dict(json.loads(lines[-1]))
 
 
+def csharp_row() -> dict[str, Any] | str:
+    """The C# bench's line (built here with build.sh), or why there is none."""
+    package = ROOT / "clients" / "csharp"
+    if shutil.which("mcs") is None or shutil.which("mono") is None:
+        return "not run: mcs or mono is missing (Debian: mono-devel)"
+    built = subprocess.run([str(package / "build.sh"), "build"], capture_output=True, text=True, timeout=600)
+    if built.returncode != 0:
+        return f"not run: build.sh failed ({built.stderr.strip()[-300:]})"
+    ran = subprocess.run(
+        ["mono", str(package / "build" / "NpcMindTickBench.exe")], capture_output=True, text=True, timeout=600
+    )
+    lines = [line for line in ran.stdout.splitlines() if line.startswith("{")]
+    if ran.returncode != 0 or not lines:
+        return f"not run: NpcMindTickBench.exe failed ({ran.stderr.strip()[-300:]})"
+    return dict(json.loads(lines[-1]))
+
+
 def main() -> None:
-    """Print the probe, then one table of both languages."""
+    """Print the probe, then one table of the three languages."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ticks", type=int, default=5000)
     args = parser.parse_args()
     print(cpu_probe())
-    rows: list[dict[str, Any] | str] = [python_row(args.ticks), typescript_row()]
+    rows: list[tuple[str, dict[str, Any] | str]] = [
+        ("python", python_row(args.ticks)),
+        ("typescript", typescript_row()),
+        ("csharp", csharp_row()),
+    ]
     print(f"tick() with {N} tracked entities (ms)")
     print(f"{'SDK':<12}{'steady p50':>12}{'steady p99':>12}{'wave p50':>12}{'wave p99':>12}")
-    for row in rows:
+    for lang, row in rows:
         if isinstance(row, str):
-            print(f"{'typescript':<12}{row}")
+            print(f"{lang:<12}{row}")
             continue
         cells = "".join(f"{row[k]:>12.3f}" for k in ("steady_p50_ms", "steady_p99_ms", "wave_p50_ms", "wave_p99_ms"))
         print(f"{row['lang']:<12}{cells}")
-    for row in rows:
+    for _, row in rows:
         if not isinstance(row, str):
             print(json.dumps(row))
 

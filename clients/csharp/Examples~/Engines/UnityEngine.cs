@@ -1,0 +1,27 @@
+// A stand-in of the few UnityEngine types the README's MonoBehaviour example touches, so that build.sh compiles
+// the example here (there is no Unity on this machine) and it cannot rot. Not Unity: only the shapes it uses.
+namespace UnityEngine
+{
+    public class Object { public string name = ""; }
+    public class Component : Object { public Transform transform = new Transform(); }
+    public class Behaviour : Component { }
+    public class MonoBehaviour : Behaviour { }
+    public class Transform { public Vector3 position; }
+
+    public struct Vector3
+    {
+        public float x, y, z;
+        public Vector3(float x, float y, float z) { this.x = x; this.y = y; this.z = z; }
+        public static Vector3 right { get { return new Vector3(1, 0, 0); } }
+        public static Vector3 back { get { return new Vector3(0, 0, -1); } }
+        public static Vector3 forward { get { return new Vector3(0, 0, 1); } }
+        public static Vector3 operator +(Vector3 a, Vector3 b) { return new Vector3(a.x + b.x, a.y + b.y, a.z + b.z); }
+        public static Vector3 operator *(Vector3 a, float d) { return new Vector3(a.x * d, a.y * d, a.z * d); }
+    }
+
+    public static class Time
+    {
+        public static float deltaTime = 1f / 60;
+        public static int frameCount;
+    }
+}

@@ -1,0 +1,342 @@
+// Executes the core's requests: the only I/O of the decision SDK. Answers are not applied here: they wait in a
+// queue that the game loop drains inside DecideClient.Tick(), so the network never blocks a frame and never
+// throws into it. HTTP itself is behind IHttpSender, one small seam: HttpClientSender (desktop, mobile, Godot,
+// MonoGame, Stride) ships here; a Unity game plugs UnityWebRequest into the same seam (README: it cannot be
+// compiled here, so it is not part of the core).
+
+using System;
+using System.Collections.Generic;
+using System.IO;
+using System.IO.Compression;
+using System.Linq;
+using System.Text;
+using System.Text.RegularExpressions;
+using System.Threading;
+using System.Threading.Tasks;
+
+namespace NpcMind
+{
+    /// <summary>One HTTP request for an <see cref="IHttpSender"/> to make.</summary>
+    public sealed class HttpCall
+    {
+        public string Method;
+        public string Url;
+        /// <summary>Lowercase names; content-type and content-encoding are set when there is a body.</summary>
+        public Dictionary<string, string> Headers;
+        /// <summary>The bytes to send (UTF-8 JSON, gzip-compressed from 16 KiB on), or null.</summary>
+        public byte[] Body;
+        /// <summary>Give up after this long (the sender reports it as <see cref="HttpResult.TimedOut"/>).</summary>
+        public double TimeoutMs;
+        /// <summary>Read the answer's body no further than one byte past this (a policy is bounded; the rest is
+        /// never downloaded).</summary>
+        public int MaxBytes;
+        /// <summary>Set on a decide request whose answer is asked as a stream: a sender that can, hands on the bytes
+        /// of a 200 in <c>application/x-ndjson</c> here as they arrive, then calls <c>done</c> with
+        /// <see cref="HttpResult.Streamed"/> set (and <see cref="HttpResult.Error"/> when the stream broke off).
+        /// A sender that reads whole answers may ignore it: the transport splits a whole NDJSON body itself.</summary>
+        public Action<byte[]> OnChunk;
+    }
+
+    /// <summary>What came back for an <see cref="HttpCall"/>: a status (any, 4xx and 5xx included), or no answer.</summary>
+    public sealed class HttpResult
+    {
+        /// <summary>0: no answer (see <see cref="Error"/>).</summary>
+        public int Status;
+        /// <summary>Lowercase names.</summary>
+        public Dictionary<string, string> Headers = new Dictionary<string, string>();
+        public byte[] Body = new byte[0];
+        public bool TimedOut;
+        public string Error;
+        /// <summary>The body went to <see cref="HttpCall.OnChunk"/> (Status is the 200 it began with); an Error
+        /// here means the stream broke off after it began.</summary>
+        public bool Streamed;
+
+        public static HttpResult Failed(bool timedOut, string error)
+        {
+            return new HttpResult { Status = 0, TimedOut = timedOut, Error = error };
+        }
+    }
+
+    /// <summary>The seam an engine's HTTP plugs into: make the call on any thread, and call <c>done</c> exactly
+    /// once, on any thread, with what came back (never throw from Send).</summary>
+    public interface IHttpSender
+    {
+        void Send(HttpCall call, Action<HttpResult> done);
+        /// <summary>Abort every call still running: a game that quits must not hang on a slow service.</summary>
+        void CancelAll();
+    }
+
+    /// <summary>What became of one request: an answer (Status, Body, Headers) or why there was none (Fail); for a
+    /// streamed answer, its bytes as they came (Chunk) and then its end (Ended, with Fail when it broke off).</summary>
+    public sealed class Settled
+    {
+        public byte[] Chunk;
+        public bool Ended;
+        public string Ref;
+        public int Status;
+        /// <summary>The parsed JSON; a 200 of GET /v1/policy as its raw bytes (the cascade loads or refuses them).</summary>
+        public object Body;
+        public Dictionary<string, string> Headers;
+        /// <summary>Set when there was no answer.</summary>
+        public FailKind? Fail;
+        public string Error;
+    }
+
+    /// <summary>Sends requests, each after those it waits for, and queues what became of them. Thread-safe: the
+    /// sender calls back on its own threads.</summary>
+    public sealed class Transport
+    {
+        /// <summary>Bodies from this size are sent gzip-compressed (a large scene's telemetry).</summary>
+        public const int GzipFrom = 16 * 1024;
+        /// <summary>The media type of a streamed decide answer.</summary>
+        public const string Ndjson = "application/x-ndjson";
+        private static readonly Regex Awaited = new Regex(@"^Bearer @(\S+)$");
+
+        private readonly string baseUrl;
+        private readonly IHttpSender http;
+        private readonly Func<double> timeoutMs;
+        private readonly int policyMaxBytes;
+        private readonly object gate = new object();
+        private readonly HashSet<string> running = new HashSet<string>(); // sent and not settled (waiting ones too)
+        private readonly List<OutRequest> waiting = new List<OutRequest>(); // until every ref in After settled
+        private List<Settled> queue = new List<Settled>();
+        private readonly Dictionary<string, string> tokens = new Dictionary<string, string>(); // session ref -> token
+        private readonly List<string> tokenOrder = new List<string>();
+        private bool closed;
+
+        public Transport(string baseUrl, IHttpSender http, Func<double> timeoutMs, int policyMaxBytes = Policy.MaxBytes)
+        {
+            this.baseUrl = baseUrl.TrimEnd('/');
+            this.http = http;
+            this.timeoutMs = timeoutMs;
+            this.policyMaxBytes = policyMaxBytes;
+        }
+
+        /// <summary>Start a request (or hold it until those it waits for settled); what becomes of it is queued.</summary>
+        public void Send(OutRequest request)
+        {
+            lock (gate)
+            {
+                if (closed) return;
+                running.Add(request.Ref);
+                if (request.After.Any(r => running.Contains(r)))
+                {
+                    waiting.Add(request);
+                    return;
+                }
+            }
+            Execute(request);
+        }
+
+        /// <summary>What came back since the last call, in the order it came.</summary>
+        public List<Settled> Drain()
+        {
+            lock (gate)
+            {
+                var output = queue;
+                queue = new List<Settled>();
+                return output;
+            }
+        }
+
+        /// <summary>Requests still running (or waiting for another).</summary>
+        public int InFlight
+        {
+            get { lock (gate) return running.Count; }
+        }
+
+        /// <summary>Block until every request sent so far has settled, or <paramref name="timeoutMs"/> passed; true
+        /// when none is left.</summary>
+        public bool WaitIdle(double timeoutMs)
+        {
+            var end = DateTime.UtcNow.AddMilliseconds(timeoutMs);
+            lock (gate)
+            {
+                while (running.Count > 0)
+                {
+                    var left = end - DateTime.UtcNow;
+                    if (left <= TimeSpan.Zero) return false;
+                    Monitor.Wait(gate, left);
+                }
+                return true;
+            }
+        }
+
+        /// <summary>One request outside the core (a debug view): its status and JSON body.</summary>
+        public Task<Settled> Call(string method, string path, Dictionary<string, string> headers)
+        {
+            var done = new TaskCompletionSource<Settled>();
+            var r = new OutRequest("call", method, path, headers, null, null, new List<string>());
+            Start(r, s => done.TrySetResult(s));
+            return done.Task;
+        }
+
+        /// <summary>Abort what runs and drop what would come.</summary>
+        public void Close()
+        {
+            lock (gate)
+            {
+                closed = true;
+                queue.Clear();
+                waiting.Clear();
+                running.Clear();
+                Monitor.PulseAll(gate);
+            }
+            http.CancelAll();
+        }
+
+        private void Execute(OutRequest r)
+        {
+            Start(r, Settle);
+        }
+
+        /// <summary>A request settled: queued for the game's next tick, and those waiting for it may go.</summary>
+        private void Settle(Settled s)
+        {
+            var ready = new List<OutRequest>();
+            lock (gate)
+            {
+                if (closed) return;
+                queue.Add(s);
+                running.Remove(s.Ref);
+                foreach (var w in waiting.ToList())
+                    if (!w.After.Any(a => running.Contains(a)))
+                    {
+                        waiting.Remove(w);
+                        ready.Add(w);
+                    }
+                Monitor.PulseAll(gate);
+            }
+            foreach (var w in ready) Execute(w);
+        }
+
+        private void Start(OutRequest r, Action<Settled> done)
+        {
+            var headers = new Dictionary<string, string>(r.Headers ?? new Dictionary<string, string>());
+            string auth;
+            if (headers.TryGetValue("authorization", out auth))
+            {
+                var m = Awaited.Match(auth);
+                if (m.Success)
+                {
+                    // a request made while its session was asked for: the token that answer brought, or a 401 of our own
+                    string token;
+                    lock (gate) tokens.TryGetValue(m.Groups[1].Value, out token);
+                    if (string.IsNullOrEmpty(token))
+                    {
+                        done(new Settled
+                        {
+                            Ref = r.Ref, Status = 401, Headers = new Dictionary<string, string>(),
+                            Body = Json.Parse("{\"error\":{\"code\":\"unauthorized\",\"message\":\"no session was opened\"}}"),
+                        });
+                        return;
+                    }
+                    headers["authorization"] = "Bearer " + token;
+                }
+            }
+            byte[] body = null;
+            if (r.Json != null)
+            {
+                headers["content-type"] = "application/json";
+                body = Encoding.UTF8.GetBytes(r.Json);
+                if (body.Length >= GzipFrom)
+                {
+                    body = Gzip(body);
+                    headers["content-encoding"] = "gzip";
+                }
+            }
+            bool policy = r.Path.StartsWith("/v1/policy", StringComparison.Ordinal);
+            var call = new HttpCall
+            {
+                Method = r.Method, Url = baseUrl + r.Path, Headers = headers, Body = body,
+                TimeoutMs = timeoutMs(), MaxBytes = policy ? policyMaxBytes : int.MaxValue,
+            };
+            if (r.Stream)
+            {
+                headers["accept"] = Ndjson;
+                call.OnChunk = data => Enqueue(new Settled { Ref = r.Ref, Chunk = data });
+            }
+            try
+            {
+                http.Send(call, result => done(Read(r, policy, result)));
+            }
+            catch (Exception exc)
+            {
+                done(new Settled { Ref = r.Ref, Fail = FailKind.Unreachable, Error = exc.Message });
+            }
+        }
+
+        /// <summary>A streamed answer's bytes: queued for the game's next tick, the request still running.</summary>
+        private void Enqueue(Settled s)
+        {
+            lock (gate) if (!closed) queue.Add(s);
+        }
+
+        private Settled Read(OutRequest r, bool policy, HttpResult result)
+        {
+            if (result != null && result.Streamed)
+                return new Settled
+                {
+                    Ref = r.Ref, Ended = true, Error = result.Error,
+                    Fail = result.Error == null ? (FailKind?)null : result.TimedOut ? FailKind.Timeout : FailKind.Unreachable,
+                };
+            if (result == null || result.Status == 0)
+                return new Settled
+                {
+                    Ref = r.Ref, Fail = result != null && result.TimedOut ? FailKind.Timeout : FailKind.Unreachable,
+                    Error = result != null ? result.Error : "no result",
+                };
+            var settled = new Settled { Ref = r.Ref, Status = result.Status, Headers = result.Headers ?? new Dictionary<string, string>() };
+            if (policy && result.Status == 200)
+            {
+                settled.Body = result.Body; // raw: the cascade loads them, or refuses them as too large
+                return settled;
+            }
+            string media;
+            if (r.Stream && result.Status == 200 && result.Headers != null && result.Headers.TryGetValue("content-type", out media)
+                && media.Split(';')[0].Trim().ToLowerInvariant() == Ndjson)
+            {
+                // a sender that read the stream whole: its lines all at once, then its end
+                Enqueue(new Settled { Ref = r.Ref, Chunk = result.Body ?? new byte[0] });
+                return new Settled { Ref = r.Ref, Ended = true };
+            }
+            settled.Body = Parse(result.Body);
+            if (r.Path == "/v1/session")
+                lock (gate)
+                {
+                    tokens[r.Ref] = Session.SessionToken(result.Status, settled.Body);
+                    tokenOrder.Add(r.Ref);
+                    if (tokenOrder.Count > 8) // old sessions
+                    {
+                        tokens.Remove(tokenOrder[0]);
+                        tokenOrder.RemoveAt(0);
+                    }
+                }
+            return settled;
+        }
+
+        /// <summary>An answer's JSON, or its text as an error message when it has none (a proxy's page).</summary>
+        private static object Parse(byte[] bytes)
+        {
+            string text = Encoding.UTF8.GetString(bytes ?? new byte[0]);
+            try
+            {
+                return Json.Parse(text);
+            }
+            catch (JsonException)
+            {
+                var error = new Dictionary<string, object> { { "message", text.Length > 200 ? text.Substring(0, 200) : text } };
+                return new Dictionary<string, object> { { "error", error } };
+            }
+        }
+
+        private static byte[] Gzip(byte[] raw)
+        {
+            using (var output = new MemoryStream())
+            {
+                using (var gz = new GZipStream(output, CompressionMode.Compress)) gz.Write(raw, 0, raw.Length);
+                return output.ToArray();
+            }
+        }
+    }
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Builds the SDK (Runtime/ -> build/NpcMind.Runtime.dll) and its tests with Mono's mcs at C# 7.0 (what Unity and
+# Godot 4 .NET compile), then runs the tests with NUnit 2.6's console: one command for a person or a test.
+# The result is build/TestResult.xml (NUnit's format; tests/test_csharp.py reads it). Exit status: nunit-console's.
+#   ./build.sh            build and test
+#   ./build.sh build      build only
+#   ./build.sh metas      write the .meta file of every file and folder Unity imports that has none
+set -euo pipefail
+cd "$(dirname "$0")"
+if [ "${1:-}" = "metas" ]; then
+  # Unity imports a package from a git URL read-only: every file and folder it sees needs its .meta, with a GUID
+  # that never changes (made from the path). Unity skips hidden names and names ending in ~ (Samples~, Examples~).
+  find . -mindepth 1 \( -name '.*' -o -name '*~' -o -path ./build \) -prune -o ! -name '*.meta' -print | sort |
+  while read -r path; do
+    meta="$path.meta"
+    [ -e "$meta" ] && continue
+    guid=$(printf 'npcmind-csharp:%s' "${path#./}" | md5sum | cut -c1-32)
+    if [ -d "$path" ]; then importer="folderAsset: yes
+DefaultImporter:"
+    else case "$path" in
+      *.cs) importer="MonoImporter:
+  serializedVersion: 2
+  defaultReferences: []
+  executionOrder: 0
+  icon: {instanceID: 0}" ;;
+      *.asmdef) importer="AssemblyDefinitionImporter:" ;;
+      *.json|*.md) importer="TextScriptImporter:" ;;
+      *) importer="DefaultImporter:" ;;
+    esac; fi
+    printf 'fileFormatVersion: 2\nguid: %s\n%s\n  externalObjects: {}\n  userData: \n  assetBundleName: \n  assetBundleVariant: \n' \
+      "$guid" "$importer" > "$meta"
+    echo "wrote $meta"
+  done
+  exit 0
+fi
+NUNIT=${NUNIT_FRAMEWORK:-$(ls /usr/lib/cli/nunit.framework-2.6*/nunit.framework.dll 2>/dev/null | head -n1 || true)}
+if [ -z "$NUNIT" ]; then
+  echo "nunit.framework.dll not found: apt-get install libnunit-framework2.6.3-cil (Debian), or set NUNIT_FRAMEWORK" >&2
+  exit 2
+fi
+mkdir -p build
+MCS=(mcs -langversion:7 -nologo -warnaserror+ -nowarn:1591)
+"${MCS[@]}" -target:library -out:build/NpcMind.Runtime.dll -doc:build/NpcMind.Runtime.xml \
+  -r:System.Net.Http.dll Runtime/*.cs
+"${MCS[@]}" -target:library -out:build/NpcMind.Tests.dll -r:build/NpcMind.Runtime.dll -r:"$NUNIT" \
+  -r:System.Net.Http.dll Tests/*.cs
+# the console programs of the live tests (tests/test_csharp.py)
+"${MCS[@]}" -target:exe -out:build/NpcMindGame.exe -r:build/NpcMind.Runtime.dll -r:System.Net.Http.dll 'Examples~/Console/Game.cs'
+"${MCS[@]}" -target:exe -out:build/NpcMindProbe.exe -r:build/NpcMind.Runtime.dll -r:System.Net.Http.dll 'Examples~/Console/Probe.cs'
+# the tick bench (bench/tick_bench.py runs it beside Python's and TypeScript's)
+"${MCS[@]}" -target:exe -out:build/NpcMindTickBench.exe -r:build/NpcMind.Runtime.dll 'Examples~/Bench/Tick.cs'
+# the README's engine examples, against stand-ins of the engine types they touch: they compile, so they cannot rot
+"${MCS[@]}" -target:library -out:build/Example.Unity.dll -r:build/NpcMind.Runtime.dll \
+  'Samples~/HelloNpc/BeeBrain.cs' 'Examples~/Engines/UnityEngine.cs'
+"${MCS[@]}" -target:library -out:build/Example.Godot.dll -r:build/NpcMind.Runtime.dll \
+  'Examples~/Godot/Bee.cs' 'Examples~/Engines/Godot.cs'
+cp "$NUNIT" build/
+[ "${1:-}" = "build" ] && exit 0
+cd build
+exec nunit-console NpcMind.Tests.dll -nologo -noshadow -xml=TestResult.xml

@@ -1,0 +1,283 @@
+"""The C# SDK (clients/csharp): build.sh compiles it with Mono's mcs at C# 7.0 (what Unity and Godot 4 .NET
+compile) and runs its NUnit tests; here every test must have passed, and the runner must have run every shared
+conformance case and policy vector (a C# runner that silently read fewer files would still be green). CI runs
+only pytest, so the C# checks run from here."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import Running
+from npcmind.testing.scripted import ScriptedServer
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "clients" / "csharp"
+CONFORMANCE = ROOT / "clients" / "conformance"
+TOOLS = ("mcs", "mono", "nunit-console")
+missing = [t for t in TOOLS if shutil.which(t) is None]
+pytestmark = pytest.mark.skipif(
+    bool(missing), reason=f"no {', '.join(missing)} here (Debian: mono-devel nunit-console)"
+)
+
+
+def conformance_names() -> list[str]:
+    """Every case of clients/conformance/*.json, as the C# runner names its tests."""
+    names = []
+    for path in sorted(CONFORMANCE.glob("*.json")):
+        data = json.loads(path.read_text())
+        names += [f"conformance {path.name}: {c['name']}" for c in (data if isinstance(data, list) else [data])]
+    return names
+
+
+def policy_names() -> list[str]:
+    """Every policy vector and every refused input of clients/conformance/policy/."""
+    blocks = json.loads((CONFORMANCE / "policy" / "cases.json").read_text())
+    refused = json.loads((CONFORMANCE / "policy" / "refused.json").read_text())
+    return [f"policy vector {b['policy']}: {c['name']}" for b in blocks for c in b["cases"]] + [
+        f"refused vector: {v['name']}" for v in refused
+    ]
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, str]:
+    """build.sh's NUnit results: test name (without the fixture's namespace) -> its result."""
+    xml = PACKAGE / "build" / "TestResult.xml"
+    xml.unlink(missing_ok=True)
+    r = subprocess.run(["./build.sh"], cwd=PACKAGE, capture_output=True, text=True, timeout=600)
+    assert xml.exists(), f"build.sh wrote no results (exit {r.returncode}):\n{r.stdout[-4000:]}{r.stderr[-4000:]}"
+    found = {}
+    for case in ET.parse(xml).iter("test-case"):
+        name = case.attrib["name"]
+        short = name.split(".", 3)[3] if name.startswith("NpcMind.Tests.") else name
+        failure = case.find("failure/message")
+        found[short] = case.attrib["result"] + (f": {failure.text}" if failure is not None else "")
+    assert r.returncode == 0, "\n".join(f"{n}: {v}" for n, v in found.items() if not v.startswith("Success"))[:8000]
+    return found
+
+
+def test_every_nunit_test_passed(results: dict[str, str]) -> None:
+    failed = {n: v for n, v in results.items() if v != "Success"}
+    assert not failed, failed
+    assert len(results) > 150
+
+
+def test_every_conformance_case_ran_in_csharp_and_passed(results: dict[str, str]) -> None:
+    expected = conformance_names()
+    ran = [n for n in results if n.startswith("conformance ")]
+    assert len(ran) == len(expected), sorted(set(expected) ^ set(ran))
+    assert sorted(ran) == sorted(expected)
+    assert all(results[n] == "Success" for n in expected)
+
+
+def test_every_policy_vector_ran_in_csharp_and_passed(results: dict[str, str]) -> None:
+    expected = policy_names()
+    ran = [n for n in results if n.startswith(("policy vector ", "refused vector: "))]
+    assert sorted(ran) == sorted(expected)
+    assert all(results[n] == "Success" for n in expected)
+
+
+def test_the_readme_shows_the_engine_examples_as_they_are() -> None:
+    """The README's MonoBehaviour and Godot node are the files build.sh compiles (against the engine stand-ins)."""
+    readme = (PACKAGE / "README.md").read_text()
+    shown = re.findall(
+        r"<!-- run by [^>]*\(the file (\S+), compiled by build.sh[^>]*-->\n```csharp\n(.*?)```", readme, re.S
+    )
+    assert [name for name, _ in shown] == ["Samples~/HelloNpc/BeeBrain.cs", "Examples~/Godot/Bee.cs"]
+    for name, block in shown:
+        assert block == (PACKAGE / name).read_text(), f"the README's {name} differs from the file"
+
+
+def test_every_file_unity_imports_has_its_meta_with_a_guid_of_its_own() -> None:
+    """A package added by git URL is read-only in Unity: a file without its .meta is not imported (and a GUID
+    given twice breaks references). Unity skips hidden names and names ending in ~; build/ is not committed."""
+    seen: dict[str, Path] = {}
+    for path in sorted(PACKAGE.rglob("*")):
+        parts = path.relative_to(PACKAGE).parts
+        if parts[0] == "build" or any(p.startswith(".") or p.endswith("~") for p in parts) or path.suffix == ".meta":
+            continue
+        meta = path.with_name(path.name + ".meta")
+        assert meta.exists(), f"{path.relative_to(PACKAGE)} has no .meta: run clients/csharp/build.sh metas"
+        guid = re.search(r"^guid: ([0-9a-f]{32})$", meta.read_text(), re.M)
+        assert guid is not None, meta
+        assert guid[1] not in seen, (path, seen.get(guid[1]))
+        seen[guid[1]] = path
+    for meta in PACKAGE.rglob("*.meta"):
+        assert meta.with_suffix("").exists() or meta.with_name(meta.name[: -len(".meta")]).exists(), meta
+
+
+# --- a C# game against a real service ------------------------------------------------------------------------
+
+DRONES = """\
+a2g: "0.1"
+world:
+  text: A warehouse at night, guarded by drones.
+defaults: {ttl_ms: 1500, refresh_ms: 500}
+types:
+  drone:
+    text: A guard drone on patrol.
+    fields:
+      battery: {type: number, min: 0, max: 1, quantum: 0.1, text: charge left}
+      sees_intruder: {type: boolean}
+      heat: {type: integer, min: 0, text: rotor heat}
+    actions:
+      patrol: Follow the patrol route
+      chase: Fly at the intruder
+      recharge: Return to the dock
+      hold: Hover in place
+"""
+PHASE_S = 4.0  # each phase; the game counts an AI choice as late after 2 s of a phase (the decisions' life is 1.5 s)
+
+
+def test_a_csharp_game_of_20_drones_at_60_hz_keeps_the_protocol_through_faults_and_a_stopped_service(
+    results: dict[str, str], scripted: ScriptedServer, tmp_path: Path
+) -> None:
+    """The console game (clients/csharp/Examples~/Console/Game.cs, built by build.sh) on a manifest of its own:
+    decisions from the model while the provider answers, the game's native AI (never an AI decision asked after
+    the fault began) while the provider fails and after the service stopped, and in every phase no illegal action,
+    no decision of an older epoch (it raises its epoch every 2 s), none past its expiry, and no exception. Its
+    Tick() times are printed (docs/bench.md: a bench figure, not asserted). The phases are the game's stated run
+    time, not waits for something: a phase begins after the fault (or the stop) is in place, decisions live
+    1.5 s, and an AI choice counts as late from 2 s into a phase."""
+    import time
+
+    from conftest import SCRIPTED_SVC, service_settings, serving
+
+    manifest = tmp_path / "drones.yaml"
+    manifest.write_text(DRONES)
+    with serving(service_settings(tmp_path, manifest, base_url=scripted.base_url, **SCRIPTED_SVC)) as running:
+        game = subprocess.Popen(
+            ["mono", str(PACKAGE / "build" / "NpcMindGame.exe"), running.server.url],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert game.stdin is not None and game.stdout is not None
+        assert game.stdout.readline().strip() == "ready", "the game did not run its first frame"  # mono started
+
+        def phase(name: str) -> None:
+            game.stdin.write(f"phase {name}\n")  # type: ignore[union-attr]
+            game.stdin.flush()  # type: ignore[union-attr]
+            time.sleep(PHASE_S)
+
+        try:
+            phase("ai")
+            scripted.set(status=500)
+            phase("provider-fault")
+            scripted.set()
+            phase("recovered")
+        except BaseException:
+            game.kill()
+            raise
+    phase("service-stopped")
+    out, err = game.communicate("end\n", timeout=60)
+    assert game.returncode == 0, err[-4000:]
+    assert out.strip(), f"the game printed no report:\n{err[-4000:]}"
+    report = json.loads(out.strip().splitlines()[-1])
+    print(json.dumps(report, indent=1))  # the Tick() figures, for docs/bench.md
+    for name in ["start", "ai", "provider-fault", "recovered", "service-stopped"]:
+        p = report[name]
+        assert (p["illegal"], p["old_epoch"], p["expired"], p["thrown"]) == (0, 0, 0, 0), (name, p)
+        assert p["frames"] > 0, (name, p)
+    assert report["ai"]["ai"] > 0 and report["recovered"]["ai"] > 0, report
+    assert report["provider-fault"]["late_ai"] == 0, report["provider-fault"]
+    assert report["service-stopped"]["late_ai"] == 0 and report["service-stopped"]["native"] > 0, report
+    assert report["stats"]["errors"] > 0 and report["epoch"] >= 5, report
+    assert report["stats"]["streamed_decisions"] > 0, report["stats"]  # NDJSON over HttpClient, line by line
+
+
+# --- the cases fail when the C# scheduler is broken on purpose --------------------------------------------------
+
+# (file, the text as it is, the text broken, a case or vector that must then fail)
+BREAKS = [
+    ("Scheduler.cs", "if (answer.Epoch != Roster.Epoch || s.Epoch != Roster.Epoch)", "if (answer.Epoch < -1)",
+     "conformance epoch-old-answer-dropped.json: "),
+    ("Roster.cs", "if (!legal.Contains(d.Action))", "if (legal == null)",
+     "conformance illegal-action-never-used.json: "),
+    ("Roster.cs", "if (now >= c.ExpiresAt)", "if (now < 0)", "conformance expiry.json: "),
+    ("Roster.cs", "public const double ReaskGapMs = 500;", "public const double ReaskGapMs = 0;",
+     "conformance population.json: "),
+    ("Outbox.cs", "if (status == 413 && items.Count > 1)", "if (status == 999)", "conformance telemetry.json: "),
+    ("Session.cs", "renewAt = Json.IsNumber(ttl) ? now + 0.9 *", "renewAt = Json.IsNumber(ttl) ? now + 2.0 *",
+     "conformance hosted.json: "),
+    ("Policy.cs", "if (p > bestP) { best = places[j];", "if (p >= bestP && p > 0) { best = places[j];",
+     "policy vector handmade.policy.json: a tie goes to the first action in the file's order"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("file,right,wrong,fails", BREAKS, ids=[f"{b[0]}: {b[2]}" for b in BREAKS])
+def test_the_shared_cases_fail_when_the_csharp_sdk_is_broken_on_purpose(
+    file: str, right: str, wrong: str, fails: str, tmp_path: Path
+) -> None:
+    """A runner that passed whatever the scheduler did would prove nothing: with one rule broken in a copy of the
+    package, build.sh's run fails, and it fails the case that pins that rule."""
+    copy = tmp_path / "csharp"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("build"))
+    source = copy / "Runtime" / file
+    text = source.read_text()
+    assert text.count(right) == 1, f"{file} no longer holds {right!r}: update BREAKS"
+    source.write_text(text.replace(right, wrong))
+    env = {**os.environ, "NPCMIND_CONFORMANCE": str(CONFORMANCE)}
+    r = subprocess.run(["./build.sh"], cwd=copy, capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode != 0, "every test passed with the rule broken"
+    failed = [
+        c.attrib["name"] for c in ET.parse(copy / "build" / "TestResult.xml").iter("test-case")
+        if c.attrib.get("success") == "False"
+    ]  # fmt: skip
+    assert any(fails in name for name in failed), failed
+
+
+# --- hosted sessions and the service's policy, over HttpClient ----------------------------------------------------
+
+
+def probe(*args: str) -> dict[str, Any]:
+    """Examples~/Console/Probe.cs (built by build.sh) run with these arguments: its JSON line."""
+    r = subprocess.run(
+        ["mono", str(PACKAGE / "build" / "NpcMindProbe.exe"), *args], capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0 and r.stdout.strip(), r.stderr[-4000:]
+    return dict(json.loads(r.stdout.strip().splitlines()[-1]))
+
+
+def test_a_hosted_csharp_game_opens_a_session_with_its_key_and_decides_with_the_token(
+    results: dict[str, str], start_service: Callable[..., Running], scripted: ScriptedServer, tmp_path: Path
+) -> None:
+    """The token of POST /v1/session is put by the transport into the requests made while it was asked for
+    (`Bearer @ref`), over a real HttpClient; a wrong key is said once, and the entity runs its native AI."""
+    from conftest import HOSTED, write_clients
+
+    clients, keys = write_clients(tmp_path)
+    hosted = start_service(clients=str(clients), base_url=scripted.base_url, **HOSTED)
+    out = probe(hosted.server.url, "hosted", "game-1", keys["game-1"])
+    assert out["decided"] and out["source"] == "AI", out
+    assert out["first"] == "POST /v1/session" and "POST /v1/decide" in out["seen"], out
+    assert out["refused_said"] and out["refused_action"] is None, out
+
+
+def test_the_services_distilled_policy_is_fetched_by_csharp_and_decides_locally(
+    results: dict[str, str], start_service: Callable[..., Running], scripted: ScriptedServer, tmp_path: Path
+) -> None:
+    """GET /v1/policy's body comes as bytes over HttpClient, is loaded for the manifest version the service runs,
+    and decides the entities it is sure of: source local, no decision id, nothing more asked of the service."""
+    from test_typescript import policy_store
+
+    service = start_service(
+        provider="openai", base_url=scripted.base_url, store=policy_store(tmp_path / "policy.db", "cs-policy")
+    )
+    scripted.set(choose={"p1": "chase", "p2": "chase"})
+    out = probe(service.server.url, "policy", "cs-policy")
+    assert out["fetched"] and out["before"] == "AI", out
+    for got in out["after"]:
+        assert got["source"] == "local" and got["action"] == "flee" and got["decision_id"] is None, out
+        assert got["confidence"] >= 0.8, out
+    assert (out["local"], out["asked_more"]) == (2, 0), out
