@@ -110,3 +110,23 @@ def test_a_real_model_streams_its_answer_entity_by_entity(model_url: str) -> Non
     assert {p.number: p.choice for p in picks if isinstance(p, Picked)} == final.choices
     for n, choice in final.choices.items():  # the grammar allows nothing but an option or a decline
         assert choice.refused or choice.action in dict(entities)[n], (n, choice)
+
+
+def test_a_real_model_streams_through_the_service_line_by_line(start_service: Any, model_url: str) -> None:
+    # the whole path with a model npcmind's authors did not write: the game asks for lines, the service streams
+    # the provider call, and each decision comes as its own line, then the last line
+    svc = start_service(provider="openai", base_url=model_url, model=ALIAS, deadline_ms=120_000)
+    body = json.loads((ROOT / "examples" / "decide.json").read_text())
+    legal = {e["id"]: e["legal_actions"] for e in body["entities"]}
+    accept = {"Accept": "application/x-ndjson"}
+    with svc.http.stream("POST", "/v1/decide", json=body, headers=accept, timeout=180) as r:
+        assert r.status_code == 200 and r.headers["content-type"].startswith("application/x-ndjson")
+        lines = [json.loads(line) for line in r.iter_lines() if line]
+    ds, last = lines[:-1], lines[-1]
+    assert sorted(d["id"] for d in ds) == sorted(legal) and legal_or_declined(ds, legal), lines
+    assert all("a2g" not in d for d in ds) and last["a2g"] == "0.1" and last["epoch"] == body["epoch"]
+    assert [d.get("cached") for d in ds if d["source"] == "AI"] == [False] * sum(d["source"] == "AI" for d in ds)
+    sent = [last["sent_ms"][d["id"]] for d in ds]
+    assert sent == sorted(sent)  # each line's time is when it was written, in the order written
+    seen = svc.http.get("/v1/prompt", params={"client_id": body["client_id"]}).json()
+    assert seen["reply"]["output_tokens"] > 0 and seen["reply"]["text"]
