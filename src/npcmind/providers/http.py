@@ -137,15 +137,16 @@ class Streamed:
                 chunk = await content.readany()  # whatever has come: often several events at once
                 if not chunk:
                     break
-                *lines, rest = (rest + chunk).split(b"\n")
-                events = [event for line in lines if (event := _sse_line(line.rstrip(b"\r"), data))]
+                events, rest = _sse_events(rest + chunk, data)
                 if events:
                     yield events
         except aiohttp.ClientError as e:
             raise ProviderError(f"the connection was lost mid-answer: {e.__class__.__name__}: {e}") from None
         finally:
             held.release()  # a connection goes back to the pool reading, however the answer ended
-        if event := _sse_line(rest.rstrip(b"\r"), data) or _sse_line(b"", data):  # a last event left unended
+        for line in rest.split(b"\n"):  # a last event left unended
+            _sse_line(line.rstrip(b"\r"), data)
+        if event := _sse_line(b"", data):
             yield [event]
 
 
@@ -188,6 +189,27 @@ class _Held:
         transport, self._paused = self._paused, None
         if transport is not None and not transport.is_closing() and not transport.is_reading():
             transport.resume_reading()
+
+
+def _sse_events(text: bytes, data: list[bytes]) -> tuple[list[bytes], bytes]:
+    """The data of the events complete in ``text``, and what is left of it for the next read. Providers send
+    one ``data:`` line an event, ended by a blank line: those are cut whole; anything else (other fields,
+    several data lines, carriage returns, an event begun in a read before) goes line by line."""
+    if data or b"\r" in text:
+        *lines, rest = text.split(b"\n")
+        return [event for line in lines if (event := _sse_line(line.rstrip(b"\r"), data))], rest
+    *blocks, rest = text.split(b"\n\n")
+    events: list[bytes] = []
+    for block in blocks:
+        if block.startswith(b"data: ") and b"\n" not in block:
+            if len(block) > 6:  # an empty event's data is left out, as _sse_line leaves it out
+                events.append(block[6:])
+            continue
+        for line in block.split(b"\n"):
+            _sse_line(line, data)
+        if event := _sse_line(b"", data):
+            events.append(event)
+    return events, rest
 
 
 def _sse_line(line: bytes, data: list[bytes]) -> bytes | None:
