@@ -538,7 +538,7 @@ def test_the_read_pace_waits_for_the_next_part_and_never_past_its_lag_or_the_dea
     assert pace.next_read(0.3) == 0.3  # nothing written: the first token is read as it comes
     pace.written = 2
     assert pace.next_read(0.3) == pytest.approx(0.3 + pace.lag(0.3))  # the rate unknown: the lag from now
-    assert pace.lag(0.3) == pytest.approx(0.025) and pace.lag(1.9) == pytest.approx(0.105)
+    assert pace.lag(0.3) == pytest.approx(0.025) and pace.lag(0.7) == pytest.approx(0.045) and pace.lag(1.9) == 0.05
     pace.written = 42  # 40 characters in 0.2 s: at the fastest 250 a second
     pace.completed(40)  # a part ended at 40: the next takes 10 characters at least, done at 50
     due = 0.5 + (50 - 42) / 250

@@ -8,10 +8,10 @@ model's rate: between two completions a read finds nothing to decide. So between
 (the kernel keeps the bytes; one read then takes all of them) until about when the next part can be complete.
 
 What a decision may lose to this is bounded by the lag, ``LAG_SHARE`` of the time since the call began plus
-``LAG_MIN_S`` (30 ms for a part written 0.4 s in, 105 ms at 1.9 s): before the rate of the model is known, and
-while a part is overdue, the socket is read every lag; else at the earliest a part can be complete (its fewest
-characters, at a quarter faster than the model has written so far) plus the lag. Never past the call's deadline
-(what was written by then is read in time). docs/streaming.md says so to the game.
+``LAG_MIN_S``, at most ``LAG_MAX_S`` (30 ms for a part written 0.4 s in, 50 ms from 0.8 s on): before the
+model's rate is known, and while a part is overdue, the socket is read every lag; else at the earliest a part
+can be complete (its fewest characters, at a quarter faster than the model has written so far) plus the lag.
+Never past the call's deadline (what was written by then is read in time). docs/streaming.md says so.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 LAG_SHARE = 0.05  # a decision written t seconds into the call may be read up to 5% of t late...
-LAG_MIN_S = 0.010  # ...plus 10 ms: the first entity at 0.4 s, 30 ms at most; the 16th at 1.9 s, 105 ms
+LAG_MIN_S = 0.010  # ...plus 10 ms: a part written at 0.4 s, 30 ms at most
+LAG_MAX_S = 0.050  # ...and 50 ms at most: the last entity is not to come much after the unstreamed answer would
 RATE_MARGIN = 1.25  # the model may write a quarter faster than it has so far: wake up early rather than late
 RATE_WINDOW_S = 0.1  # the rate is told from this much of the answer at least (a token brings 1 to 6 characters)
 MAX_LAGS = 3  # a wait for the next part is at most this many lags: a rate misjudged costs a few reads, not a part
@@ -48,7 +49,7 @@ class ReadPace:
 
     def lag(self, at: float) -> float:
         """How late a part complete at loop time ``at`` may be read."""
-        return LAG_SHARE * max(at - self.began, 0.0) + LAG_MIN_S
+        return min(LAG_SHARE * max(at - self.began, 0.0) + LAG_MIN_S, LAG_MAX_S)
 
     def next_read(self, now: float) -> float:
         """The loop time of the next read: now while nothing is written (the first token is read as it comes);
