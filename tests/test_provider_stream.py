@@ -19,6 +19,7 @@ from npcmind.providers.anthropic import AnthropicProvider, _Message
 from npcmind.providers.base import Picked, Provider, ProviderAnswer, ProviderCall, ProviderError, StreamPiece
 from npcmind.providers.http import JsonClient
 from npcmind.providers.openai import OpenAIProvider
+from npcmind.providers.pace import DEADLINE_MARGIN_S, MAX_LAGS, ReadPace
 from npcmind.providers.tokens import count, split
 from npcmind.testing.scripted import ScriptedServer
 
@@ -231,6 +232,27 @@ def test_the_partial_reader_skips_what_it_cannot_read_and_goes_on() -> None:
     assert prose.feed('Sure! {"E1":"flee"}') == []  # not begun as JSON: the whole parse decides at the end
 
 
+@pytest.mark.fast
+def test_the_deltas_of_one_read_pick_what_the_same_deltas_fed_one_by_one_pick() -> None:
+    cases = [
+        ['{"E1":"fl', 'ee","E2":"chase"', ',"E3":"idle"}'],
+        ['{"E1":"flee",', '"E2":"chase",<<not json', '"E3":"idle"}'],  # malformed: the parts before it stand
+        ['{"E1":"flee",', '"E3":"idle","E1":"idle"}'],  # a key written twice: its first value counts
+        ['{"E1":7,', '"E3":"idle","E1":"flee"}'],  # ... even when that value is not a string
+    ]
+    for deltas in cases:
+        one_by_one = answer.PartialAnswer("enum", ENTS)
+        alone = [pick for d in deltas for pick in one_by_one.feed(d)]
+        together = answer.PartialAnswer("enum", ENTS)
+        assert together.feed(deltas) == alone, deltas
+        assert together.parts_end == one_by_one.parts_end, deltas
+    numbered = answer.PartialAnswer("numbered", ENTS)
+    got = numbered.feed(['{"decisions":[{"entity":2,"choice":1},', '{"entity":1,"choice":2},{"ent'])
+    assert got == [(2, answer.Choice("chase")), (1, answer.Choice("flee"))]
+    assert numbered.text[: numbered.parts_end].endswith('{"entity":1,"choice":2}')  # where the next part begins
+    assert numbered.least_part == len('{"entity":1,"choice":0}') and answer.PartialAnswer("enum", ENTS).least_part == 11
+
+
 # ---- the adapters, over real HTTP against the scripted server
 
 
@@ -397,15 +419,17 @@ def test_an_error_status_before_the_stream_is_raised_as_decide_raises_it(server:
 def test_an_anthropic_error_event_fails_the_rest_of_the_stream(event: bytes) -> None:
     message = _Message()
     call = provider_call("numbered")
-    message.take(b'{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","input":{}}}', call)
+    start = b'{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","input":{}}}'
     delta = {
         "type": "content_block_delta",
         "index": 0,
         "delta": {"type": "input_json_delta", "partial_json": '{"decisions":[{"entity":1,"choice":2},{'},
     }
-    assert message.take(msgspec.json.encode(delta), call) == [(1, answer.Choice("flee"))]
-    with pytest.raises(ProviderError, match=r"Overloaded|not JSON"):
-        message.take(event, call)
+    more = {**delta, "delta": {"type": "input_json_delta", "partial_json": '"entity":2,"choice":1},{'}}
+    # one read brings the error after a delta: what the delta completed stands, what follows is not read
+    got, failed = message.take_all([start, msgspec.json.encode(delta), event, msgspec.json.encode(more)], call)
+    assert got == [(1, answer.Choice("flee"))]
+    assert failed is not None and re.search(r"Overloaded|not JSON", str(failed))
 
 
 def test_a_stream_without_usage_counts_the_tokens_the_server_sent(server: ScriptedServer) -> None:
@@ -459,12 +483,77 @@ def test_events_are_read_however_the_server_cuts_its_bytes() -> None:
         try:
             async with client.stream(f"{url}/x", {}, {}) as opened:
                 assert opened.whole is None
-                return [event async for event in opened.events()]
+                return [event async for events in opened.reads() for event in events]
         finally:
             await client.close()
             server.close()
 
     assert asyncio.run(read()) == [b'{"a":1}', b"one\ntwo", b"last"]
+
+
+def test_a_paced_read_takes_at_once_everything_that_came_while_the_socket_was_held() -> None:
+    # the server writes one event, then (once the reader holds its socket) five more, one write each: the read
+    # after the hold brings all five together; a pause that held the parser too would give one, then the rest
+    first, more = b"data: 0\n\n", [f"data: {k}\n\n".encode() for k in range(1, 6)]
+    holding = asyncio.Event()
+
+    class HoldOnce(ReadPace):
+        def next_read(self, now: float) -> float:
+            if not holding.is_set() and self.written:
+                holding.set()
+                return now + 0.3
+            return now
+
+    async def answer_one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n" + first)
+        await writer.drain()
+        await holding.wait()
+        for part in more:  # in the loop's next turns, long before the hold ends
+            writer.write(part)
+            await writer.drain()
+        writer.close()
+
+    async def read() -> list[list[bytes]]:
+        server = await asyncio.start_server(answer_one, "127.0.0.1", 0)
+        client = JsonClient()
+        pace = HoldOnce(asyncio.get_running_loop().time(), part=10)
+        reads: list[list[bytes]] = []
+        try:
+            async with client.stream(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/x", {}, {}) as opened:
+                async for events in opened.reads(pace):
+                    reads.append(events)
+                    pace.written += len(events)
+        finally:
+            await client.close()
+            server.close()
+        return reads
+
+    assert asyncio.run(read()) == [[b"0"], [b"1", b"2", b"3", b"4", b"5"]]
+
+
+@pytest.mark.fast
+def test_the_read_pace_waits_for_the_next_part_and_never_past_its_lag_or_the_deadline() -> None:
+    pace = ReadPace(began=0.0, part=10)
+    assert pace.next_read(0.3) == 0.3  # nothing written: the first token is read as it comes
+    pace.written = 2
+    assert pace.next_read(0.3) == pytest.approx(0.3 + pace.lag(0.3))  # the rate unknown: the lag from now
+    assert pace.lag(0.3) == pytest.approx(0.025) and pace.lag(0.7) == pytest.approx(0.045) and pace.lag(1.9) == 0.05
+    pace.written = 42  # 40 characters in 0.2 s: at the fastest 250 a second
+    pace.completed(40)  # a part ended at 40: the next takes 10 characters at least, done at 50
+    due = 0.5 + (50 - 42) / 250
+    assert pace.next_read(0.5) == pytest.approx(due + pace.lag(due))
+    pace.completed(42)
+    pace.written = 1000  # a burst: the part is overdue, read every lag
+    assert pace.next_read(0.6) == pytest.approx(0.6 + pace.lag(0.6))
+    slow = ReadPace(began=0.0, part=400)  # a part far ahead (or a rate misjudged): at most MAX_LAGS lags
+    slow.written = 1
+    slow.next_read(0.3)
+    slow.written = 2
+    assert slow.next_read(0.5) == pytest.approx(0.5 + MAX_LAGS * slow.lag(0.5))
+    bounded = ReadPace(began=0.0, part=10, read_by=0.31)
+    bounded.written = 2
+    assert bounded.next_read(0.3) == pytest.approx(0.31 - DEADLINE_MARGIN_S)  # what came is read by the deadline
 
 
 def chunk(content: str, tokens: list[tuple[str, float]] | None = None, finish: str | None = None) -> bytes:

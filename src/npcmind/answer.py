@@ -204,6 +204,7 @@ _OPENING_FENCE = re.compile(r"^```[a-zA-Z]*\s*")
 # form, begin the item that closes the one before, or close the document
 _MAY_CLOSE = {"enum": re.compile('"'), "numbered": re.compile("[{}]")}
 _ENUM_KEY = re.compile(r"E(\d+)")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')  # one JSON string, closed
 
 
 class PartialAnswer:
@@ -225,24 +226,36 @@ class PartialAnswer:
         self._starts: list[int] = []  # where each token begins in the text
         self._may_close = _MAY_CLOSE[mode]
         self._read_items = 0  # the items (numbered) or keys (enum) already taken: complete, read or skipped
+        # the fewest characters of an entity's part, however the model spaces it: what a streamed answer's
+        # reader may wait for after a part before the next can be complete (providers/pace.py)
+        self.least_part = min((_least_part(mode, n, opts) for n, opts in self.entities), default=1)
+        self.parts_end = 0  # where in the text the last part picked ends (the next part begins after it)
 
-    def feed(self, delta: str, tokens: Sequence[tuple[str, float]] = ()) -> list[tuple[int, Choice]]:
+    def feed(self, delta: str | Sequence[str], tokens: Sequence[tuple[str, float]] = ()) -> list[tuple[int, Choice]]:
         """Add what the model wrote next (with its tokens' log-probabilities, if any): the entities whose part
-        it completed, in the answer's order."""
+        it completed, in the answer's order. ``delta`` may be several deltas, as one read of the stream brought
+        them: read together, once; and only where that fails (malformed text among them), one after another,
+        so that the parts complete before it stand, as if each had been fed alone."""
+        deltas = [delta] if isinstance(delta, str) else delta
         for tok in tokens:
             self._starts.append(self._starts[-1] + len(self.tokens[-1][0]) if self.tokens else 0)
             self.tokens.append(tok)
-        self.text += delta
-        if not self._may_close.search(delta):
+        start = len(self.text)
+        self.text += "".join(deltas)
+        if not self._may_close.search(self.text, start):
             return []
-        body = self._body()
-        if body is None:
-            return []
-        try:
-            obj = jiter.from_json(body.encode(), partial_mode="on")  # "on": a string not yet closed is left out
-        except ValueError:  # malformed from here on: what was picked stands, the rest is parse()'s at the end
-            return []
-        got = self._numbered(obj, body) if self.mode == "numbered" else self._enum(obj)
+        got = self._read(self.text)
+        if got is None:
+            got = []
+            end = start
+            for d in deltas if len(deltas) > 1 else ():
+                end += len(d)
+                if self._may_close.search(d):
+                    for n, c in self._read(self.text[:end]) or ():
+                        self.picked[n] = c
+                        got.append((n, c))
+        if got:
+            self._ended([n for n, _ in got])
         if self.tokens and got:
             offsets = value_offsets(self.text, self.mode, [n for n, _ in got])
             for n, p in _at_tokens(offsets, self.tokens, self._starts).items():
@@ -250,26 +263,51 @@ class PartialAnswer:
         self.picked.update(got)
         return got
 
-    def _body(self) -> str | None:
+    def _ended(self, numbers: list[int]) -> None:
+        """Move ``parts_end`` past the parts of the entities just picked (a read may bring text past them; the
+        first mention of each counts)."""
+        ends: dict[int, int] = {}
+        for m in _ITEM[self.mode].finditer(self.text, self.parts_end):
+            n = int(m.group(1))
+            if n in numbers and n not in ends:
+                ends[n] = m.end()
+        self.parts_end = max(ends.values(), default=len(self.text))
+
+    def _read(self, text: str) -> list[tuple[int, Choice]] | None:
+        """The entities newly complete in the answer's text so far; None when it is malformed (what was picked
+        stands, the rest is parse()'s at the end)."""
+        body = self._body(text)
+        if body is None:
+            return []
+        try:
+            obj = jiter.from_json(body.encode(), partial_mode="on")  # "on": a string not yet closed is left out
+        except ValueError:
+            return None
+        return self._numbered(obj, body) if self.mode == "numbered" else self._enum(obj, body)
+
+    def _body(self, text: str) -> str | None:
         """The JSON of the answer so far, or None while nothing of it can be read yet: a ``<think>`` still
         open, or text that does not begin as a JSON object (prose, a fence's first backticks)."""
-        text = self.text
         if "think>" in text:
             text = _after_thinking(text)
         text = _OPENING_FENCE.sub("", text.lstrip())
         return text if text.startswith("{") else None
 
-    def _enum(self, obj: Any) -> list[tuple[int, Choice]]:
+    def _enum(self, obj: Any, body: str) -> list[tuple[int, Choice]]:
         """``{"E3":"attack",...}``: a value counts once its string is closed (partial mode leaves out the rest,
-        so every key it gives is complete, and only the keys past those read before are new)."""
+        so every key it gives is complete, and only the keys past those read before are new). A key written
+        twice keeps its first value (jiter keeps the last), as when the deltas came one by one."""
         out: list[tuple[int, Choice]] = []
         if not isinstance(obj, dict):
             return out
         for key in list(obj)[self._read_items :]:
             m = _ENUM_KEY.fullmatch(key)
             n = int(m.group(1)) if m else None
-            if n is not None and n in self._options and n not in self.picked and isinstance(obj[key], str):
-                out += from_object({key: obj[key]}, "enum", [(n, self._options[n])]).items()
+            if n is None or n not in self._options or n in self.picked:
+                continue
+            value = obj[key] if body.count(f'"{key}"') < 2 else _first_value(body, key)
+            if isinstance(value, str):
+                out += from_object({key: value}, "enum", [(n, self._options[n])]).items()
         self._read_items = max(self._read_items, len(obj))
         return out
 
@@ -288,6 +326,26 @@ class PartialAnswer:
                     out.append((n, c))
         self._read_items = max(self._read_items, closed)
         return out
+
+
+def _least_part(mode: AnswerMode, number: int, options: Sequence[str]) -> int:
+    """The characters of the shortest part an entity can have: ``{"entity":3,"choice":1}`` (a one-digit choice),
+    or ``"E3":"idle"`` (its shortest option, or the decline)."""
+    if mode == "numbered":
+        return len(f'{{"entity":{number},"choice":0}}')
+    return len(f'"E{number}":') + min(len(msgspec.json.encode(o)) for o in [*options, DECLINE])
+
+
+def _first_value(body: str, key: str) -> Any:
+    """The first value written for ``key`` when it is a complete string, else None."""
+    at = re.search(rf'"{re.escape(key)}"\s*:\s*', body)
+    value = _STRING.match(body, at.end()) if at is not None else None
+    if value is None:
+        return None
+    try:
+        return msgspec.json.decode(value.group())
+    except msgspec.DecodeError:
+        return None
 
 
 def load_partial(text: str) -> Any:

@@ -9,6 +9,7 @@ its entity's piece is there, and cancels the task when its client leaves.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import AsyncGenerator, Sequence
@@ -144,7 +145,8 @@ class ProviderCalls:
         t_call = time.perf_counter()
         written: list[Picked] = []
         try:
-            async with asyncio.timeout(self._deadline):
+            async with asyncio.timeout(self._deadline) as scope:
+                call = dataclasses.replace(call, read_by=scope.when())
                 answer = await self._pieces(call, streamed, out, written)
         except Exception as e:  # an answer the adapter could not read must not become a 5xx either
             reason = await self._failed(e, n - len(written), len(written))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from npcmind.providers.base import (
     usage_count,
 )
 from npcmind.providers.http import JsonClient, Streamed
+from npcmind.providers.pace import ReadPace
 from npcmind_client.params import error_text
 
 ANTHROPIC_URL = "https://api.anthropic.com/v1"
@@ -116,13 +118,22 @@ class AnthropicProvider:
         message_stop, or an error event, raises ProviderError after the pieces it gave."""
         message = _Message()
         given: dict[int, answer.Choice] = {}
+        least = answer.PartialAnswer(call.mode, call.entities).least_part
+        pace = ReadPace(asyncio.get_running_loop().time(), least, call.read_by)
         try:
-            async with contextlib.aclosing(opened.events()) as events:  # closed at once when left early
-                async for data in events:
-                    for number, choice in message.take(data, call):
+            async with contextlib.aclosing(opened.reads(pace)) as reads:  # closed at once when left early
+                async for events in reads:
+                    got, failed = message.take_all(events, call)
+                    before = len(given)
+                    for number, choice in got:
                         if number not in given:
                             given[number] = choice
                             yield Picked(number, choice)
+                    pace.written = message.written
+                    if len(given) > before:
+                        pace.completed(message.parts_end)
+                    if failed is not None:  # what came before the failure stands
+                        raise failed
                     if message.stopped:
                         break
         except ProviderError as e:
@@ -180,9 +191,44 @@ class _Message:
     stop_reason: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)
     stopped: bool = False
+    pending: list[str] = field(default_factory=list)  # the newest block's deltas not fed to its reader yet
+
+    def take_all(
+        self, events: list[bytes], call: ProviderCall
+    ) -> tuple[list[tuple[int, answer.Choice]], ProviderError | None]:
+        """The events of one read: the entities they complete (a block's deltas are read together), and the
+        error of an event that failed (the events before it stand; those after it are not read)."""
+        got: list[tuple[int, answer.Choice]] = []
+        try:
+            for data in events:
+                got += self.take(data, call)
+                if self.stopped:
+                    break
+        except ProviderError as e:
+            return got + self.flush(), e
+        return got + self.flush(), None
+
+    @property
+    def written(self) -> int:
+        """The characters of the answer so far, every block's."""
+        return sum(len(reader.text) for _, reader in self.blocks) + sum(map(len, self.pending))
+
+    @property
+    def parts_end(self) -> int:
+        """Where the last part picked ends, in characters of the whole answer (as ``written`` counts them)."""
+        reader = self.blocks[-1][1] if self.blocks else None
+        return self.written - (len(reader.text) - reader.parts_end if reader is not None else 0)
+
+    def flush(self) -> list[tuple[int, answer.Choice]]:
+        """Feed the newest block the deltas kept for it: the entities they complete."""
+        if not self.pending:
+            return []
+        got = self.blocks[-1][1].feed(self.pending)
+        self.pending = []
+        return got
 
     def take(self, data: bytes, call: ProviderCall) -> list[tuple[int, answer.Choice]]:
-        """One event: the entities it completes."""
+        """One event: the entities it completes (a delta is kept until ``flush``, or the next block's start)."""
         try:
             event = msgspec.json.decode(data)
         except (msgspec.DecodeError, RecursionError):
@@ -197,9 +243,11 @@ class _Message:
         elif kind == "content_block_start":
             block = event.get("content_block")
             typ = block.get("type") if isinstance(block, dict) else None
+            done = self.flush()  # the block before is complete
             self.blocks.append((str(typ), answer.PartialAnswer(call.mode, call.entities)))
+            return done
         elif kind == "content_block_delta" and self.blocks:
-            return self._delta(event.get("delta"))
+            self._delta(event.get("delta"))
         elif kind == "message_delta":
             delta, usage = event.get("delta"), event.get("usage")
             self.stop_reason = delta.get("stop_reason") if isinstance(delta, dict) else None
@@ -208,15 +256,17 @@ class _Message:
             self.stopped = True
         return []
 
-    def _delta(self, delta: Any) -> list[tuple[int, answer.Choice]]:
+    def _delta(self, delta: Any) -> None:
         """A content block's delta (the newest block's: Anthropic streams blocks one after another)."""
         if not isinstance(delta, dict):
-            return []
+            return
         text = delta.get("partial_json") if delta.get("type") == "input_json_delta" else delta.get("text")
-        return self.blocks[-1][1].feed(text) if isinstance(text, str) else []
+        if isinstance(text, str):
+            self.pending.append(text)
 
     def whole(self) -> dict[str, Any]:
         """The answer as an unstreamed message, for read_answer (the same reading as decide()'s)."""
+        self.flush()
         content: list[dict[str, Any]] = []
         for typ, reader in self.blocks:
             if typ == "tool_use":

@@ -20,6 +20,7 @@ class ProviderCall:
     mode: AnswerMode
     prefix_key: str
     max_output_tokens: int
+    read_by: float | None = None  # the event loop's time of the call's deadline: a paced stream reads by then
 
 
 @dataclass(slots=True)

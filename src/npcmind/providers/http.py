@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -12,8 +13,10 @@ import msgspec
 
 from npcmind.config import MAX_CONCURRENT_CALLS
 from npcmind.providers.base import ProviderError
+from npcmind.providers.pace import ReadPace
 from npcmind_client.params import error_text, is_html
 
+HOLD_MIN_S = 0.002  # a shorter pause would cost more than the reads it saves
 MAX_WAIT_S = 60.0  # a longer Retry-After is read as this: the game should not lose its model for minutes
 
 
@@ -117,21 +120,96 @@ class Streamed:
     whole: Any
     _resp: aiohttp.ClientResponse
 
-    async def events(self) -> AsyncGenerator[bytes, None]:
-        """The data of each server-sent event, as it arrives (the ``event:`` names are left out: every
-        provider's data says its own type). A connection lost mid-answer is a ProviderError."""
+    async def reads(self, pace: ReadPace | None = None) -> AsyncGenerator[list[bytes], None]:
+        """The data of the server-sent events each read of the socket brought, read by read (the ``event:`` names
+        are left out: every provider's data says its own type; a read that ends no event gives none). With a
+        ``pace``, the socket is read when it says (providers/pace.py): the reader handles each read's events
+        together. A connection lost mid-answer is a ProviderError."""
         data: list[bytes] = []
         rest = b""
+        content = self._resp.content
+        loop = asyncio.get_running_loop()
+        held = _Held(self._resp)
         try:
-            async for chunk in self._resp.content.iter_any():  # whatever has come: often several events at once
-                *lines, rest = (rest + chunk).split(b"\n")
-                for line in lines:
-                    if event := _sse_line(line.rstrip(b"\r"), data):
-                        yield event
+            while True:
+                if pace is not None:
+                    held.until(pace.next_read(loop.time()))
+                chunk = await content.readany()  # whatever has come: often several events at once
+                if not chunk:
+                    break
+                events, rest = _sse_events(rest + chunk, data)
+                if events:
+                    yield events
         except aiohttp.ClientError as e:
             raise ProviderError(f"the connection was lost mid-answer: {e.__class__.__name__}: {e}") from None
-        if event := _sse_line(rest.rstrip(b"\r"), data) or _sse_line(b"", data):  # a last event left unended
-            yield event
+        finally:
+            held.release()  # a connection goes back to the pool reading, however the answer ended
+        for line in rest.split(b"\n"):  # a last event left unended
+            _sse_line(line.rstrip(b"\r"), data)
+        if event := _sse_line(b"", data):
+            yield [event]
+
+
+class _Held:
+    """A response's socket left unread until a time: its transport paused, so the kernel keeps what comes and
+    the next read takes all of it at once (not woken, parsed and buffered token by token), then resumed by a
+    timer, so that the reader, waiting for data meanwhile, wakes once, when the bytes are there.
+
+    The transport's pause, not the protocol's: aiohttp's also pauses its parser, which would then hand over one
+    event of the next read and keep the rest for the read after."""
+
+    def __init__(self, resp: aiohttp.ClientResponse) -> None:
+        self._resp = resp
+        self._paused: asyncio.Transport | None = None  # the transport this paused, until resumed
+        self._wake: asyncio.TimerHandle | None = None
+
+    def until(self, when: float) -> None:
+        """Read nothing before the event loop's time ``when`` (at once if it is past or too near)."""
+        loop = asyncio.get_running_loop()
+        if self._wake is not None:
+            self._wake.cancel()
+            self._wake = None
+        if when - loop.time() < HOLD_MIN_S:
+            self.release()
+            return
+        if self._paused is None:
+            conn = self._resp.connection  # None once the answer is read whole: its connection is the pool's
+            transport = conn.transport if conn is not None else None
+            if transport is None or transport.is_closing() or not transport.is_reading():
+                return  # gone, or held by aiohttp's own flow control, which resumes it
+            transport.pause_reading()
+            self._paused = transport
+        self._wake = loop.call_at(when, self.release)
+
+    def release(self) -> None:
+        """Read again (what came meanwhile, in one read)."""
+        if self._wake is not None:
+            self._wake.cancel()
+            self._wake = None
+        transport, self._paused = self._paused, None
+        if transport is not None and not transport.is_closing() and not transport.is_reading():
+            transport.resume_reading()
+
+
+def _sse_events(text: bytes, data: list[bytes]) -> tuple[list[bytes], bytes]:
+    """The data of the events complete in ``text``, and what is left of it for the next read. Providers send
+    one ``data:`` line an event, ended by a blank line: those are cut whole; anything else (other fields,
+    several data lines, carriage returns, an event begun in a read before) goes line by line."""
+    if data or b"\r" in text:
+        *lines, rest = text.split(b"\n")
+        return [event for line in lines if (event := _sse_line(line.rstrip(b"\r"), data))], rest
+    *blocks, rest = text.split(b"\n\n")
+    events: list[bytes] = []
+    for block in blocks:
+        if block.startswith(b"data: ") and b"\n" not in block:
+            if len(block) > 6:  # an empty event's data is left out, as _sse_line leaves it out
+                events.append(block[6:])
+            continue
+        for line in block.split(b"\n"):
+            _sse_line(line, data)
+        if event := _sse_line(b"", data):
+            events.append(event)
+    return events, rest
 
 
 def _sse_line(line: bytes, data: list[bytes]) -> bytes | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import math
@@ -27,6 +28,7 @@ from npcmind.providers.base import (
     whole_answer,
 )
 from npcmind.providers.http import JsonClient, Streamed
+from npcmind.providers.pace import ReadPace
 from npcmind.providers.tokens import count_once, encoding_for
 from npcmind_client.params import error_text, first_not_refused, refused_parameter
 
@@ -225,15 +227,21 @@ class OpenAIProvider:
         after the pieces it gave."""
         reader = answer.PartialAnswer(call.mode, call.entities)
         chunks = _Chunks()
+        pace = ReadPace(asyncio.get_running_loop().time(), reader.least_part, call.read_by)
         try:
-            async with contextlib.aclosing(opened.events()) as events:  # closed at once when left early
-                async for data in events:
-                    if data == b"[DONE]":
-                        chunks.done = True
-                        break
-                    text, tokens = chunks.take(data)
-                    for number, choice in reader.feed(text, tokens):
+            async with contextlib.aclosing(opened.reads(pace)) as reads:  # closed at once when left early
+                async for events in reads:
+                    text, tokens, failed = chunks.take_all(events)
+                    got = reader.feed(text, tokens)  # once a read: its chunks' texts together
+                    pace.written = len(reader.text)
+                    if got:
+                        pace.completed(reader.parts_end)
+                    for number, choice in got:
                         yield Picked(number, choice)
+                    if failed is not None:  # what came before the failure stands
+                        raise failed
+                    if chunks.done:
+                        break
         except ProviderError as e:
             raise stream_cut(len(reader.picked), e) from None
         if not chunks.done and chunks.finish is None:
@@ -304,8 +312,63 @@ class _Chunks:
     # or malformed), no more tokens are kept, so a token's offset never points at the wrong text
     aligned: bool = True
 
+    def take_all(self, events: list[bytes]) -> tuple[list[str], list[tuple[str, float]], ProviderError | None]:
+        """The chunks of one read: the texts they add, their tokens, and the error of a chunk that failed (the
+        chunks before it stand; those after it are not read); ``[DONE]`` ends them."""
+        texts: list[str] = []
+        tokens: list[tuple[str, float]] = []
+        for data in events:
+            if data == b"[DONE]":
+                self.done = True
+                break
+            try:
+                text, toks = self.take(data)
+            except ProviderError as e:
+                return texts, tokens, e
+            if text:
+                texts.append(text)
+            tokens += toks
+        return texts, tokens, None
+
     def take(self, data: bytes) -> tuple[str, list[tuple[str, float]]]:
-        """One chunk: the text it adds and that text's tokens with their log-probabilities (none if not sent)."""
+        """One chunk: the text it adds and that text's tokens with their log-probabilities (none if not sent).
+        A chunk of the usual shape is decoded straight into it (a few dozen of them a batch); any other is read
+        field by field, as tolerant of each as an unstreamed answer."""
+        try:
+            chunk = _CHUNK.decode(data)
+        except msgspec.ValidationError:  # not the usual shape: read loosely, or said why not
+            return self._take_loose(data)
+        except (msgspec.DecodeError, RecursionError):
+            raise ProviderError(f"a streamed chunk is not JSON: {data[:100]!r}") from None
+        if chunk.error is not None:
+            return self._take_loose(data)  # the failure's text, as the loose reading says it
+        if chunk.usage:
+            self.usage = chunk.usage
+        choice = chunk.choices[0] if chunk.choices else None
+        if choice is None:
+            return "", []
+        self.finish = choice.finish_reason or self.finish
+        delta = choice.delta
+        if delta is None:
+            return "", []
+        if delta.refusal is not None:
+            self.refusal.append(delta.refusal)
+        text = delta.content
+        if text is None:
+            return "", []
+        if not self.aligned:
+            return text, []
+        sent = choice.logprobs.content if choice.logprobs is not None else None
+        tokens = [(t.token, t.logprob) for t in sent] if sent else []
+        if any(lp > 0 for _, lp in tokens):  # a probability is at most 1: none of them counts
+            tokens = []
+        if "".join(t for t, _ in tokens) != text:
+            self.aligned = False
+            tokens = []
+        return text, tokens
+
+    def _take_loose(self, data: bytes) -> tuple[str, list[tuple[str, float]]]:
+        """One chunk of any shape, each field checked on its own (``take``'s reading of the unusual ones)."""
         try:
             chunk = msgspec.json.decode(data)
         except (msgspec.DecodeError, RecursionError):
@@ -340,6 +403,46 @@ class _Chunks:
             "choices": [{"message": message, "finish_reason": self.finish, "logprobs": logprobs}],
             "usage": self.usage,
         }
+
+
+class _Token(msgspec.Struct):
+    """One token of a streamed chunk with its log-probability (its top alternatives are not read)."""
+
+    token: str
+    logprob: float
+
+
+class _Logprobs(msgspec.Struct):
+    """A streamed chunk's log-probabilities."""
+
+    content: list[_Token] | None = None
+
+
+class _Delta(msgspec.Struct):
+    """What a streamed chunk adds to the message."""
+
+    content: str | None = None
+    refusal: str | None = None
+
+
+class _ChunkChoice(msgspec.Struct):
+    """A streamed chunk's first choice."""
+
+    delta: _Delta | None = None
+    logprobs: _Logprobs | None = None
+    finish_reason: str | None = None
+
+
+class _Chunk(msgspec.Struct):
+    """A chat-completion chunk of the usual shape, decoded in one pass (the fields npcmind reads; the rest are
+    skipped)."""
+
+    choices: list[_ChunkChoice] | None = None
+    usage: Any = None
+    error: Any = None
+
+
+_CHUNK = msgspec.json.Decoder(_Chunk)
 
 
 def _logprob_tokens(choice: dict[str, Any]) -> list[tuple[str, float]]:
