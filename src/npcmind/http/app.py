@@ -385,7 +385,8 @@ DECIDE_LINES = Streamed(
     streamed=DECIDE_LINES,
 )
 async def decide(request: Request[Any, Any, Any]) -> Response[Any]:
-    streamed = wants_stream(request.headers.get("accept"))
+    # an Accept sent as several header lines is one list (RFC 9110, 5.3): a proxy may add a line of its own
+    streamed = wants_stream(", ".join(request.headers.getall("accept", [])))
     req, session = await read_session_body(request, DecideRequest, _decide_partial)
     pipeline: DecidePipeline = _service(request).pipeline
     if not streamed:
