@@ -70,6 +70,9 @@ JSON = "application/json"
 NDJSON = "application/x-ndjson"  # a streamed decide answer: one JSON document a line (docs/streaming.md)
 # a proxy must pass each line on as it comes (nginx buffers a response unless told not to)
 STREAM_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+# the media ranges of an Accept that are read: a browser sends under ten, and an Accept is read before any token is
+# checked; 800,000 of them (an 8 MB header, which uvicorn takes) held the event loop for a second a request
+MAX_RANGES = 64
 JSON_MEDIA = re.compile(r"application/(json|[a-z0-9][a-z0-9!#$&^_.+-]*\+json)")  # RFC 6838's names, lowercased
 # GET /: a page for a person that shows what the model saw; it holds no data, so it needs no token
 PAGE = (resources.files("npcmind.http") / "page.html").read_bytes()
@@ -333,10 +336,11 @@ async def read_session_body(
 
 def wants_stream(accept: str | None) -> bool:
     """Whether the request asks for a streamed decide answer: application/x-ndjson among the types its Accept
-    takes (with q above 0). Server-sent events are not offered (docs/streaming.md says why): an Accept that takes
-    only text/event-stream is a 406 that names the type to ask for, not a JSON answer it would not read."""
+    takes (with q above 0) in its first MAX_RANGES media ranges. Server-sent events are not offered
+    (docs/streaming.md says why): an Accept that takes only text/event-stream is a 406 that names the type to ask
+    for, not a JSON answer it would not read."""
     taken: set[str] = set()
-    for item in (accept or "").split(","):
+    for item in (accept or "").split(",", MAX_RANGES)[:MAX_RANGES]:
         media, *params = item.split(";")
         q = next((p.partition("=")[2].strip() for p in params if p.strip().lower().startswith("q=")), "1")
         try:
