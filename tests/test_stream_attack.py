@@ -180,3 +180,11 @@ def test_the_same_request_streamed_twice_at_once_is_two_whole_answers(svc: Runni
     reports = [{"decision_id": i, "outcome": "done"} for i in ids]
     r = svc.http.post("/v1/report", json={"client_id": "game-1", "reports": reports})
     assert [x["status"] for x in r.json()["results"]] == ["accepted"] * 10
+
+
+def test_a_request_without_a_token_is_a_401_whatever_it_accepts(shared_hosted: Hosted) -> None:
+    """Who is asking comes first: without a token, an Accept of text/event-stream was answered 406, and the Accept
+    (however long) was read before any token was checked."""
+    for accept in ("text/event-stream", NDJSON["accept"], "application/json"):
+        r = shared_hosted.http.post("/v1/decide", json=decide_body(bee("a")), headers={"accept": accept})
+        assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized", (accept, r.text)
