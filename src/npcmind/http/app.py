@@ -389,9 +389,9 @@ DECIDE_LINES = Streamed(
     streamed=DECIDE_LINES,
 )
 async def decide(request: Request[Any, Any, Any]) -> Response[Any]:
+    req, session = await read_session_body(request, DecideRequest, _decide_partial)  # who asks, first: a 401
     # an Accept sent as several header lines is one list (RFC 9110, 5.3): a proxy may add a line of its own
     streamed = wants_stream(", ".join(request.headers.getall("accept", [])))
-    req, session = await read_session_body(request, DecideRequest, _decide_partial)
     pipeline: DecidePipeline = _service(request).pipeline
     if not streamed:
         return json_response(await pipeline.decide(session, req))
