@@ -188,3 +188,16 @@ def test_a_request_without_a_token_is_a_401_whatever_it_accepts(shared_hosted: H
     for accept in ("text/event-stream", NDJSON["accept"], "application/json"):
         r = shared_hosted.http.post("/v1/decide", json=decide_body(bee("a")), headers={"accept": accept})
         assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized", (accept, r.text)
+
+
+def test_every_line_is_one_line_for_every_line_reader_the_docs_name(svc: Running) -> None:
+    """An entity id may hold U+2028, U+2029 or U+0085, which JSON writes raw but Python's splitlines (and so httpx's
+    iter_lines, which docs/streaming.md names) takes for line ends: the line of that entity and the last line came
+    apart in two broken halves."""
+    ids = ["a\u2028b", "c\u2029d", "e\u0085f", "plain"]
+    body = decide_body(*[bee(i) for i in ids])
+    with svc.http.stream("POST", "/v1/decide", json=body, headers=NDJSON) as r:
+        lines = [msgspec.json.decode(line) for line in r.iter_lines() if line]
+    *decided, end = lines
+    assert sorted(d["id"] for d in decided) == sorted(ids) and sorted(end["sent_ms"]) == sorted(ids)
+    assert "a\u2028b".encode() not in svc.decide(body, headers=NDJSON).content  # written as \u2028, still the id
