@@ -108,10 +108,13 @@ async def _drop_after_first_line(url: str, body: dict[str, Any]) -> dict[str, An
     raise AssertionError("no line came")
 
 
+@pytest.mark.parametrize("protocol", ["openai", "anthropic"])
 def test_fifty_clients_that_leave_after_the_first_line_free_their_slots_and_lose_nothing(
-    start_service: Any, scripted: Any
+    start_service: Any, scripted: Any, protocol: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    svc = start_service(base_url=scripted.base_url, provider="openai", model="scripted", max_concurrent_calls=64)
+    from test_stream import provider_service
+
+    svc = provider_service(start_service, scripted, protocol, monkeypatch, max_concurrent_calls=64)
     scripted.set(stream_tokens_per_s=20)  # each answer takes seconds: every client leaves while its call runs
     bodies = [fresh_body(f"c{k}_", 8, client_id=f"game-{k % 3}") for k in range(50)]
 
