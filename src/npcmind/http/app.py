@@ -70,6 +70,9 @@ JSON = "application/json"
 NDJSON = "application/x-ndjson"  # a streamed decide answer: one JSON document a line (docs/streaming.md)
 # a proxy must pass each line on as it comes (nginx buffers a response unless told not to)
 STREAM_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+# the media ranges of an Accept that are read: a browser sends under ten, and an Accept is read before any token is
+# checked; 800,000 of them (an 8 MB header, which uvicorn takes) held the event loop for a second a request
+MAX_RANGES = 64
 JSON_MEDIA = re.compile(r"application/(json|[a-z0-9][a-z0-9!#$&^_.+-]*\+json)")  # RFC 6838's names, lowercased
 # GET /: a page for a person that shows what the model saw; it holds no data, so it needs no token
 PAGE = (resources.files("npcmind.http") / "page.html").read_bytes()
@@ -333,10 +336,11 @@ async def read_session_body(
 
 def wants_stream(accept: str | None) -> bool:
     """Whether the request asks for a streamed decide answer: application/x-ndjson among the types its Accept
-    takes (with q above 0). Server-sent events are not offered (docs/streaming.md says why): an Accept that takes
-    only text/event-stream is a 406 that names the type to ask for, not a JSON answer it would not read."""
+    takes (with q above 0) in its first MAX_RANGES media ranges. Server-sent events are not offered
+    (docs/streaming.md says why): an Accept that takes only text/event-stream is a 406 that names the type to ask
+    for, not a JSON answer it would not read."""
     taken: set[str] = set()
-    for item in (accept or "").split(","):
+    for item in (accept or "").split(",", MAX_RANGES)[:MAX_RANGES]:
         media, *params = item.split(";")
         q = next((p.partition("=")[2].strip() for p in params if p.strip().lower().startswith("q=")), "1")
         try:
@@ -358,12 +362,24 @@ def wants_stream(accept: str | None) -> bool:
 
 
 _line = msgspec.json.Encoder().encode
+# characters JSON may write raw inside a string that Python's splitlines (so httpx's iter_lines) takes for a line end:
+# an entity id holding one split its line in two; escaped, the line is the same JSON document
+_LINE_ENDS = ((b"\xe2\x80\xa8", b"\\u2028"), (b"\xe2\x80\xa9", b"\\u2029"), (b"\xc2\x85", b"\\u0085"))
+
+
+def ndjson_line(obj: Decision | DecideEnd) -> bytes:
+    """One line of a streamed answer: its JSON with no character any line reader takes for a line end."""
+    line = _line(obj)
+    if b"\xe2\x80" in line or b"\xc2\x85" in line:  # rare: most lines pay two scans, no copy
+        for raw, escaped in _LINE_ENDS:
+            line = line.replace(raw, escaped)
+    return line + b"\n"
 
 
 async def ndjson_lines(lines: AsyncIterator[Decision | DecideEnd]) -> AsyncIterator[bytes]:
     """Each line of a streamed answer as it is made, flushed on its own."""
     async for line in lines:
-        yield _line(line) + b"\n"
+        yield ndjson_line(line)
 
 
 DECIDE_LINES = Streamed(
@@ -385,8 +401,9 @@ DECIDE_LINES = Streamed(
     streamed=DECIDE_LINES,
 )
 async def decide(request: Request[Any, Any, Any]) -> Response[Any]:
-    streamed = wants_stream(request.headers.get("accept"))
-    req, session = await read_session_body(request, DecideRequest, _decide_partial)
+    req, session = await read_session_body(request, DecideRequest, _decide_partial)  # who asks, first: a 401
+    # an Accept sent as several header lines is one list (RFC 9110, 5.3): a proxy may add a line of its own
+    streamed = wants_stream(", ".join(request.headers.getall("accept", [])))
     pipeline: DecidePipeline = _service(request).pipeline
     if not streamed:
         return json_response(await pipeline.decide(session, req))
