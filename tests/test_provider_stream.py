@@ -267,21 +267,22 @@ def provider(kind: str, server: ScriptedServer, mode: answer.AnswerMode = "enum"
     return OpenAIProvider(None, base_url=server.base_url, model="scripted", mode=mode)
 
 
+async def read_stream(p: Provider, call: ProviderCall) -> tuple[list[StreamPiece], ProviderError | None]:
+    """Everything a stream gives, and the error that ended it, if any; the provider is closed after."""
+    got: list[StreamPiece] = []
+    try:
+        async for piece in p.stream(call):
+            got.append(piece)
+    except ProviderError as e:
+        return got, e
+    finally:
+        await p.close()
+    return got, None
+
+
 def pieces(p: Provider, call: ProviderCall) -> tuple[list[StreamPiece], ProviderError | None]:
     """Everything a stream gives, and the error that ended it, if any."""
-
-    async def read() -> tuple[list[StreamPiece], ProviderError | None]:
-        got: list[StreamPiece] = []
-        try:
-            async for piece in p.stream(call):
-                got.append(piece)
-        except ProviderError as e:
-            return got, e
-        finally:
-            await p.close()
-        return got, None
-
-    return asyncio.run(read())
+    return asyncio.run(read_stream(p, call))
 
 
 def decided(p: Provider, call: ProviderCall) -> ProviderAnswer:
@@ -571,17 +572,10 @@ def stream_from(
 
     async def read() -> tuple[list[StreamPiece], ProviderError | None]:
         server, url = await raw_server(parts, kind)
-        p = OpenAIProvider(None, base_url=url, model="m", mode=call.mode)
-        got: list[StreamPiece] = []
         try:
-            async for piece in p.stream(call):
-                got.append(piece)
-        except ProviderError as e:
-            return got, e
+            return await read_stream(OpenAIProvider(None, base_url=url, model="m", mode=call.mode), call)
         finally:
-            await p.close()
             server.close()
-        return got, None
 
     return asyncio.run(read())
 
