@@ -612,9 +612,8 @@ def _anthropic_stream(m: ScriptedModel, body: dict[str, Any], said: Said, system
     return _streamed(s, first, tokens, tail)
 
 
-def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
-    """The scripted server as an ASGI app."""
-    m = model or ScriptedModel()
+def _model_routes(m: ScriptedModel) -> list[Any]:
+    """What a provider serves: chat completions, Anthropic's messages and the model list."""
 
     @post("/v1/chat/completions", status_code=200)
     async def chat(request: Request[Any, Any, Any]) -> Response[Any]:
@@ -649,6 +648,12 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
         }
         return _status_error(m.script) or _json(listed)
 
+    return [chat, messages, models]
+
+
+def _control_routes(m: ScriptedModel) -> list[Any]:
+    """What a test drives the server with: its script, and what it received."""
+
     @put("/_script")
     async def set_script(request: Request[Any, Any, Any]) -> Response[bytes]:
         try:  # the service's own reader: a mistyped field is named by path, with the fields there are
@@ -674,7 +679,13 @@ def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
         m.requests.clear()
         return _json({"cleared": True})
 
-    routes = [chat, messages, models, set_script, get_script, get_requests, get_calls, clear_requests]
+    return [set_script, get_script, get_requests, get_calls, clear_requests]
+
+
+def create_scripted_app(model: ScriptedModel | None = None) -> Litestar:
+    """The scripted server as an ASGI app."""
+    m = model or ScriptedModel()
+    routes = _model_routes(m) + _control_routes(m)
     server_log = logging.getLogger("uvicorn.error")
     if not any(isinstance(f, QuietCuts) for f in server_log.filters):
         server_log.addFilter(QuietCuts())
