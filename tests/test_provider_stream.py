@@ -501,8 +501,8 @@ def test_a_paced_read_takes_at_once_everything_that_came_while_the_socket_was_he
     class HoldOnce(ReadPace):
         def next_read(self, now: float) -> float:
             if not holding.is_set() and self.written:
-                holding.set()
-                return now + 0.3
+                holding.set()  # held 2 s: the five writes are the loop's next few turns, so only a stall of
+                return now + 2.0  # the whole process that long could end the hold before them
             return now
 
     async def answer_one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
