@@ -204,3 +204,30 @@ def test_every_line_is_one_line_for_every_line_reader_the_docs_name(svc: Running
     *decided, end = lines
     assert sorted(d["id"] for d in decided) == sorted(ids) and sorted(end["sent_ms"]) == sorted(ids)
     assert "a\u2028b".encode() not in svc.decide(body, headers=NDJSON).content  # written as \u2028, still the id
+
+
+def test_a_session_ended_mid_stream_gets_no_decision_after_its_end(hosted: Hosted, scripted: Any) -> None:
+    """DELETE /v1/session while its answer streams: every entity whose part the model writes after the end
+    falls back (issued to no one, kept nowhere), the stream still ends with its last line, and every decision it
+    gave before is in the store. The attack found the rest of the AI lines still given to the ended session."""
+    scripted.set(stream_hold_after=10)  # the answer stops after 10 tokens: two bees' parts at most
+    session = hosted.open("game-1")
+    auth = hosted.auth(session)
+    body = fresh_body("x", 8)
+    lines: list[dict[str, Any]] = []
+    with hosted.http.stream("POST", "/v1/decide", json=body, headers={**NDJSON, **auth}) as r:
+        assert r.status_code == 200
+        reading = r.iter_lines()
+        lines.append(msgspec.json.decode(next(line for line in reading if line)))  # under way: a bee decided
+        assert hosted.http.delete("/v1/session", headers=auth).status_code == 200
+        scripted.set()  # the model writes the rest of the answer, after the session's end
+        lines += [msgspec.json.decode(line) for line in reading if line]
+    *decided, end = lines
+    assert end["epoch"] == body["epoch"] and sorted(end["sent_ms"]) == sorted(e["id"] for e in body["entities"])
+    ended = [d for d in decided if d["source"] == "FALLBACK" and "session ended" in d["reason"]]
+    ai = [d for d in decided if d["source"] == "AI"]
+    assert len(decided) == 8 and len(ai) + len(ended) == 8
+    assert 1 <= len(ai) <= 2 and len(ended) >= 6  # nothing the model wrote after the end was issued
+    assert all(d["code"] == "unavailable" for d in ended)
+    kept = asyncio.run(hosted.running.service.store.decisions.of_session(session["session_id"], 100))
+    assert sorted(k.decision_id for k in kept) == sorted(d["decision_id"] for d in ai)  # given, kept; no more

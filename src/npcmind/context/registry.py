@@ -45,6 +45,11 @@ class SessionState:
     seen_version: int = -1
     shared: list[str] = field(default_factory=list)
     lines: dict[str, tuple[list[str], str | None]] = field(default_factory=dict)
+    ended: bool = False  # DELETE /v1/session (here, or learnt from another process): a stream under way stops
+
+    def is_ended(self) -> bool:
+        """Whether the session ended while a request of it was under way (SessionContext.ended asks this)."""
+        return self.ended
 
 
 class SessionRegistry:
@@ -98,11 +103,17 @@ class SessionRegistry:
         recently used."""
         st = await self.state(session_id)
         self._states[session_id] = self._states.pop(session_id, st)
-        return SessionContext(session_id, client_id, manifest, st.scopes)
+        return SessionContext(session_id, client_id, manifest, st.scopes, st.is_ended)
 
     def forget(self, session_id: str) -> None:
-        """Drop an ended session's soft state."""
+        """Drop a session's soft state (ended, or served by another process since)."""
         self._states.pop(session_id, None)
+
+    def end(self, session_id: str) -> None:
+        """Drop an ended session's soft state, and tell the requests of it under way that it ended."""
+        st = self._states.pop(session_id, None)
+        if st is not None:
+            st.ended = True
 
     @staticmethod
     def held(st: SessionState) -> int:

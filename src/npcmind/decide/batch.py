@@ -4,7 +4,7 @@ its decisions share, apart from both."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -17,6 +17,11 @@ from npcmind.shared.base import CachedChoice
 from npcmind.storage.base import DecisionFeatures, IssuedDecision, RequestFeatures
 
 
+def _never() -> bool:
+    """A session that cannot end while a request of it is under way (the local profile's)."""
+    return False
+
+
 @dataclass(slots=True)
 class SessionContext:
     """The session a request belongs to: who asks, with which manifest, and the scopes it added."""
@@ -25,6 +30,7 @@ class SessionContext:
     client_id: str
     manifest: Manifest
     scopes: Mapping[str, ScopeSpec]
+    ended: Callable[[], bool] = _never  # the session ended (DELETE /v1/session) since the request came
 
 
 class Situation(Protocol):

@@ -49,6 +49,8 @@ from npcmind.shared.memory import MemoryShared
 from npcmind.storage.base import Store, StoreError
 
 log = logging.getLogger("npcmind.decide")
+# the fallback of every entity still undecided when its session ended (DELETE /v1/session) during the answer
+ENDED = "the session ended (DELETE /v1/session) before this entity's part of the answer was written"
 
 
 @dataclass(slots=True)
@@ -153,6 +155,10 @@ class DecidePipeline:
                     yield d
             if task is not None:
                 async for group in self._answers(batch, pieces, call.max_output_tokens):
+                    if batch.session.ended():  # DELETE /v1/session meanwhile: no decision is issued to it any more
+                        for d in self._rest(batch, ENDED):
+                            yield d
+                        return  # the call is cancelled below
                     for d in await self.keeper.settle(batch, group):
                         yield d
                 if batch.keep:

@@ -129,7 +129,7 @@ class Guard:
         rec = self._sessions.get(session_id)
         if rec is not None:
             rec.ended = True
-        self.registry.forget(session_id)
+        self.registry.end(session_id)
 
     def _remember(self, rec: SessionRecord) -> None:
         """Keep a session's record at hand, for as many sessions as the registry holds (the store has them all)."""

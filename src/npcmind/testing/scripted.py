@@ -122,6 +122,9 @@ class Script(msgspec.Struct, forbid_unknown_fields=True):
     stream_tokens_per_s: Annotated[float, Meta(ge=0)] = 0
     # a streamed answer: close the connection abruptly after this many output tokens, no terminator (None: never)
     stream_cut_after: Annotated[int, Meta(ge=0)] | None = None
+    # a streamed answer: after this many output tokens, wait until a script without it is set (what a test does
+    # while the answer is under way, done while nothing more comes)
+    stream_hold_after: Annotated[int, Meta(ge=0)] | None = None
 
 
 KEEP_REQUESTS = 1000  # the newest request bodies that GET /_requests returns
@@ -208,6 +211,7 @@ class ScriptedModel:
         self.in_flight = 0  # calls received and not yet answered
         self.most_in_flight = 0
         self._held: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None  # what held calls wait on
+        self._held_streams: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None  # held answers, mid-way
         self._coin = random.Random()
 
     def apply(self, script: Script) -> None:
@@ -219,6 +223,10 @@ class ScriptedModel:
         if held is not None and not script.hold:
             self._held = None
             held[0].call_soon_threadsafe(held[1].set)
+        streams = self._held_streams
+        if streams is not None and script.stream_hold_after is None:
+            self._held_streams = None
+            streams[0].call_soon_threadsafe(streams[1].set)
 
     async def hold(self) -> None:
         """While the script says so, wait until a script that does not hold is set."""
@@ -227,6 +235,14 @@ class ScriptedModel:
         if self._held is None:
             self._held = (asyncio.get_running_loop(), asyncio.Event())
         await self._held[1].wait()
+
+    async def hold_stream(self) -> None:
+        """A streamed answer at its ``stream_hold_after`` token: wait until a script without it is set."""
+        if self.script.stream_hold_after is None:
+            return
+        if self._held_streams is None:
+            self._held_streams = (asyncio.get_running_loop(), asyncio.Event())
+        await self._held_streams[1].wait()
 
     def calls(self) -> dict[str, int]:
         """How many calls came, and how many were in flight at once: a client's own pool can cap them unseen."""
@@ -395,10 +411,13 @@ class QuietCuts(logging.Filter):
         return not (record.exc_info and _is_cut(record.exc_info[1]))
 
 
-async def _paced(s: Script, chunks: list[bytes]) -> AsyncIterator[bytes]:
-    """The chunks of a streamed answer, one token each, at the script's pace, up to where the script cuts."""
+async def _paced(m: ScriptedModel, s: Script, chunks: list[bytes]) -> AsyncIterator[bytes]:
+    """The chunks of a streamed answer, one token each, at the script's pace, up to where the script cuts (held
+    where it holds)."""
     began = time.monotonic()
     for i, chunk in enumerate(chunks[: s.stream_cut_after]):
+        if i == s.stream_hold_after:
+            await m.hold_stream()
         due = began + s.stream_ttft_ms / 1000 + (i / s.stream_tokens_per_s if s.stream_tokens_per_s else 0)
         if due > time.monotonic():
             await asyncio.sleep(due - time.monotonic())
@@ -506,17 +525,17 @@ def _openai_stream(m: ScriptedModel, body: dict[str, Any], said: Said, system: s
         usage = _openai_usage(m, system, prompt_tokens, len(tokens))
         tail.append(_sse({**head, "choices": [], "usage": usage}))
     tail.append(b"data: [DONE]\n\n")
-    return _streamed(s, chunks[:1], chunks[1:], tail)
+    return _streamed(m, s, chunks[:1], chunks[1:], tail)
 
 
-def _streamed(s: Script, first: list[bytes], tokens: list[bytes], tail: list[bytes]) -> Stream:
+def _streamed(m: ScriptedModel, s: Script, first: list[bytes], tokens: list[bytes], tail: list[bytes]) -> Stream:
     """A streamed answer: what comes before the first token at once, the tokens at the script's pace (cut
     where it says), then the rest."""
 
     async def body() -> AsyncIterator[bytes]:
         for chunk in first:
             yield chunk
-        async for chunk in _paced(s, tokens):
+        async for chunk in _paced(m, s, tokens):
             yield chunk
         if s.stream_cut_after is not None and s.stream_cut_after <= len(tokens):
             # uvicorn closes a connection whose app failed mid-body: no last chunk, no terminator
@@ -609,7 +628,7 @@ def _anthropic_stream(m: ScriptedModel, body: dict[str, Any], said: Said, system
     finish = {"type": "message_delta", "delta": stop, "usage": {"output_tokens": usage["output_tokens"]}}
     tail.append(_sse(finish, "message_delta"))
     tail.append(_sse({"type": "message_stop"}, "message_stop"))
-    return _streamed(s, first, tokens, tail)
+    return _streamed(m, s, first, tokens, tail)
 
 
 def _model_routes(m: ScriptedModel) -> list[Any]:
