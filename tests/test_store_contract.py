@@ -271,6 +271,26 @@ def test_the_features_of_fresh_decisions_come_back_with_their_outcomes_and_go_wi
 
 
 @pytest.mark.fast
+def test_the_features_of_decisions_recorded_one_by_one_are_kept_once_after_them(store_url: str) -> None:
+    """A streamed answer keeps each decision as it is made, and what they were made from once, with the last
+    (or on its own, when the last was a fallback): training reads each decision once, with its session."""
+
+    async def go() -> None:
+        s = await opened(store_url)
+        first = await s.decisions.allocate(3)
+        for i in range(3):
+            await s.decisions.record([_issued(first + i, "s1", f"e{i}", "chase", at=1001.0)])
+        await s.decisions.record([], _features("game-1", [first, first + 1, first + 2], 1001.0))
+        await s.decisions.record([], None)  # nothing at all: nothing written, nothing fails
+        await s.decisions.record([], _features("game-1", [], 1001.0))
+        rows = await s.policies.training("game-1", 0.0)
+        assert [(r.seq, r.session_id) for r in rows] == [(first + i, "s1") for i in range(3)]
+        await s.close()
+
+    run(go)
+
+
+@pytest.mark.fast
 def test_a_policy_is_kept_per_client_and_manifest_version_and_replaced(store_url: str) -> None:
     async def go() -> None:
         s = await opened(store_url)

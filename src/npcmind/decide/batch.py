@@ -74,6 +74,7 @@ class Batch:
     sent_ms: dict[str, int] = field(default_factory=dict)  # by entity id, in the order the lines went out
     reply: ModelReply | None = None
     keep: list[tuple[str, CachedChoice, int]] = field(default_factory=list)  # fresh legal choices, to cache
+    learned: list[DecisionFeatures] = field(default_factory=list)  # what the fresh ones were made from, to keep
 
     def ms(self) -> int:
         """Milliseconds since the request arrived."""

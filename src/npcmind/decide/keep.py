@@ -12,7 +12,7 @@ from npcmind.decide.ids import DecisionIds
 from npcmind.local.metrics import Metrics
 from npcmind.protocol.a2g import AIDecision, Decision, FallbackDecision
 from npcmind.shared.base import CachedChoice
-from npcmind.storage.base import DecisionFeatures, IssuedDecision, Store
+from npcmind.storage.base import DecisionFeatures, IssuedDecision, RequestFeatures, Store
 
 
 class Keeper:
@@ -31,15 +31,19 @@ class Keeper:
 
     async def settle(self, batch: Batch, group: list[tuple[int, Outcome]]) -> list[Decision]:
         """The decisions of entities whose outcome is final: each choice under a new decision id, kept in the store
-        (with what the fresh ones were made from) and told to the situation before any is given out: a decision
-        acknowledged is a decision stored. Shielded: a client that leaves meanwhile leaves nothing half-kept."""
+        and told to the situation before any is given out: a decision acknowledged is a decision stored. What the
+        fresh ones were made from is kept once a batch, with the group that completes it: a streamed batch
+        settles a group an entity, and a features row each cost it a compressed row and a statement per entity.
+        Shielded: a client that leaves meanwhile leaves nothing half-kept (nor the features of a batch it left)."""
         group = sorted(group, key=lambda x: x[0])  # decision numbers in the request's order within a group
         decisions, issued, learned = await self._issue(batch, group)
-        if issued:
-            keeping = asyncio.ensure_future(self._keep(batch, issued, learned))
+        batch.learned += learned
+        complete = len(batch.decisions) + len(group) >= len(batch.req.entities)
+        made_from = features(batch.session, batch.req, batch.chain, batch.now, batch.learned) if complete else None
+        if issued or made_from is not None:
+            keeping = asyncio.ensure_future(self._keep(batch, issued, made_from))
             keeping.add_done_callback(_retrieved)  # a client gone meanwhile: its failure is no one's to read
             await asyncio.shield(keeping)
-        self.count(decisions)
         ms = batch.ms()
         for (i, _), d in zip(group, decisions, strict=True):
             batch.decisions[i] = d
@@ -77,15 +81,16 @@ class Keeper:
             seq += 1
         return decisions, issued, learned
 
-    async def _keep(self, batch: Batch, issued: list[IssuedDecision], learned: list[DecisionFeatures]) -> None:
-        """Record issued decisions with their features in one commit, then tell the situation (memory, scene)."""
-        made_from = features(batch.session, batch.req, batch.chain, batch.now, learned)
+    async def _keep(self, batch: Batch, issued: list[IssuedDecision], made_from: RequestFeatures | None) -> None:
+        """Record issued decisions (with the batch's features, when given) in one commit, then tell the situation
+        (memory, scene)."""
         await self.store.decisions.record(issued, made_from)
-        if self.situation is not None:
+        if self.situation is not None and issued:
             self.situation.decided(batch.session, issued)
 
     def count(self, decisions: list[Decision]) -> None:
-        """A group's decision metrics, all in one place: AI decisions, those from the cache, fallbacks by code."""
+        """A batch's decision metrics, all in one place and once a batch (a streamed batch settles a group an
+        entity): AI decisions, those from the cache, fallbacks by code."""
         ai = [d for d in decisions if isinstance(d, AIDecision)]
         hits = sum(d.cached for d in ai)
         if hits:

@@ -166,6 +166,7 @@ class DecidePipeline:
         finally:
             if task is not None:
                 task.cancel()  # the client left before the answer: the call is no longer wanted
+            self.keeper.count(list(batch.decisions.values()))  # what was decided, whether or not it all went out
             self._remember(batch)
 
     async def streamed(self, batch: Batch) -> AsyncGenerator[Decision | DecideEnd, None]:
@@ -177,7 +178,9 @@ class DecidePipeline:
                 async for d in decisions:
                     yield d
         except Exception as e:
-            for d in self._rest(batch, self._broke(e)):
+            rest = self._rest(batch, self._broke(e))
+            self.keeper.count(rest)  # those stream() had not decided when it failed
+            for d in rest:
                 yield d
         yield DecideEnd(A2G_VERSION, batch.req.epoch, batch.ms(), batch.sent_ms)
 
@@ -200,7 +203,6 @@ class DecidePipeline:
                 d = batch.decisions[i] = FallbackDecision(e.id, "unavailable", reason, types[e.type].ttl_ms)
                 batch.sent_ms[e.id] = batch.ms()
                 out.append(d)
-        self.keeper.count(out)
         self._remember(batch)
         return out
 

@@ -220,7 +220,8 @@ class Decisions(Protocol):
 
     async def record(self, rows: list[IssuedDecision], features: RequestFeatures | None = None) -> None:
         """Keep issued decisions so that their reports can be checked later, and the features of the fresh ones
-        (in the same commit) so that a policy can learn from them."""
+        (in the same commit) so that a policy can learn from them; ``rows`` may be empty when the features are of
+        decisions recorded before (a streamed batch keeps them once, with its last group)."""
         ...
 
     async def get(self, seq: int) -> IssuedDecision | None:

@@ -44,7 +44,7 @@ class PgDecisions(PgPart):
         return first
 
     async def record(self, rows: list[IssuedDecision], features: RequestFeatures | None = None) -> None:
-        if not rows:
+        if not rows and (features is None or not features.decisions):
             return
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._pending.append((rows, features if features is not None and features.decisions else None, fut))
@@ -57,15 +57,16 @@ class PgDecisions(PgPart):
         await asyncio.sleep(0)  # the requests of this turn of the loop join the same commit
         while self._pending:
             batch, self._pending = self._pending, []
-            values = [batch_row(rows) for rows, _, _ in batch]
+            values = [batch_row(rows) for rows, _, _ in batch if rows]
             learned = [features_row(f) for _, f, _ in batch if f is not None]
             try:
                 async with self.db.pool.acquire() as db, db.transaction():
-                    await db.executemany(
-                        "INSERT INTO batches (first_seq, n, session_id, created_at, decisions)"
-                        " VALUES ($1, $2, $3, $4, $5)",
-                        values,
-                    )
+                    if values:
+                        await db.executemany(
+                            "INSERT INTO batches (first_seq, n, session_id, created_at, decisions)"
+                            " VALUES ($1, $2, $3, $4, $5)",
+                            values,
+                        )
                     if learned:
                         await db.executemany(
                             "INSERT INTO features (first_seq, client_id, created_at, data) VALUES ($1, $2, $3, $4)",

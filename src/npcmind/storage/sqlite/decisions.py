@@ -16,6 +16,10 @@ _decode = msgspec.json.Decoder(list[_Row]).decode
 PRUNE_CHUNK = 200  # batch rows deleted in one transaction: about a millisecond of the loop each
 
 
+_INSERT_BATCH = "INSERT INTO batches (first_seq, n, session_id, created_at, decisions) VALUES (?, ?, ?, ?, ?)"
+_INSERT_FEATURES = "INSERT INTO features (first_seq, client_id, created_at, data) VALUES (?, ?, ?, ?)"
+
+
 class SqliteDecisions(SqlitePart):
     """Decisions and outcomes in the shared file; numbers handed out by this process alone (one a file)."""
 
@@ -32,7 +36,7 @@ class SqliteDecisions(SqlitePart):
         return first
 
     async def record(self, rows: list[IssuedDecision], features: RequestFeatures | None = None) -> None:
-        if not rows:
+        if not rows and (features is None or not features.decisions):
             return
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[None] = loop.create_future()
@@ -48,19 +52,18 @@ class SqliteDecisions(SqlitePart):
         self._flush_scheduled = False
         if not batch:  # close() flushed them already
             return
-        values = [batch_row(rows) for rows, _, _ in batch]
+        values = [batch_row(rows) for rows, _, _ in batch if rows]
         learned = [features_row(f) for _, f, _ in batch if f is not None]
         try:
-            with self.db.conn:
-                self.db.conn.execute("BEGIN")
-                self.db.conn.executemany(
-                    "INSERT INTO batches (first_seq, n, session_id, created_at, decisions) VALUES (?, ?, ?, ?, ?)",
-                    values,
-                )
-                if learned:
-                    self.db.conn.executemany(
-                        "INSERT INTO features (first_seq, client_id, created_at, data) VALUES (?, ?, ?, ?)", learned
-                    )
+            if len(values) == 1 and not learned:  # one statement is its own transaction: no BEGIN, no COMMIT
+                self.db.conn.execute(_INSERT_BATCH, values[0])  # (a streamed answer commits an entity at a time)
+            else:
+                with self.db.conn:
+                    self.db.conn.execute("BEGIN")
+                    if values:
+                        self.db.conn.executemany(_INSERT_BATCH, values)
+                    if learned:
+                        self.db.conn.executemany(_INSERT_FEATURES, learned)
         except Exception as exc:  # disk full, file gone: every waiting request fails, none is answered as kept
             self.db.failures.failed(str(exc))
             for _, _, fut in batch:
