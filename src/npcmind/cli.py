@@ -7,6 +7,7 @@ import asyncio
 import functools
 import gc
 import importlib
+import importlib.util
 import logging
 import logging.handlers
 import os
@@ -76,12 +77,9 @@ def _serve(args: argparse.Namespace) -> int:
         rulesets=args.rulesets,
         distill_every_h=args.distill_every,
     )
-    if args.distill_every:
-        try:
-            import sklearn  # noqa: F401
-        except ImportError:
-            print("npcmind: --distill-every needs the distill extra: pip install 'npcmind[distill]'", file=sys.stderr)
-            return 2
+    if args.distill_every and not _has_distill():
+        print("npcmind: --distill-every needs the distill extra: pip install 'npcmind[distill]'", file=sys.stderr)
+        return 2
     return _run(settings)
 
 
@@ -402,11 +400,15 @@ def _distill_hours(text: str) -> float:
     return v
 
 
+def _has_distill() -> bool:
+    """Whether the distill extra is installed, found without importing it: scikit-learn takes seconds to import,
+    and a mistyped flag is said before (training imports it when it begins)."""
+    return importlib.util.find_spec("sklearn") is not None
+
+
 def _distill(args: argparse.Namespace) -> int:
     """`npcmind distill`: train the local policy from a store's decisions (the `distill` extra)."""
-    try:
-        import sklearn  # noqa: F401
-    except ImportError:
+    if not _has_distill():
         print("npcmind distill needs the distill extra: pip install 'npcmind[distill]'", file=sys.stderr)
         return 2
     from npcmind.distill.run import main as distill_main
