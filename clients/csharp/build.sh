@@ -41,7 +41,7 @@ fi
 mkdir -p build
 MCS=(mcs -langversion:7 -nologo -warnaserror+ -nowarn:1591)
 "${MCS[@]}" -target:library -out:build/NpcMind.Runtime.dll -doc:build/NpcMind.Runtime.xml \
-  -r:System.Net.Http.dll Runtime/*.cs
+  -r:System.Net.Http.dll -r:System.Numerics.dll Runtime/*.cs
 "${MCS[@]}" -target:library -out:build/NpcMind.Tests.dll -r:build/NpcMind.Runtime.dll -r:"$NUNIT" \
   -r:System.Net.Http.dll Tests/*.cs
 # the console programs of the live tests (tests/test_csharp.py)
