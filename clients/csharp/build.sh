@@ -46,6 +46,7 @@ MCS=(mcs -langversion:7 -nologo -warnaserror+ -nowarn:1591)
   -r:System.Net.Http.dll Tests/*.cs
 # the console programs of the live tests (tests/test_csharp.py)
 "${MCS[@]}" -target:exe -out:build/NpcMindGame.exe -r:build/NpcMind.Runtime.dll -r:System.Net.Http.dll 'Examples~/Console/Game.cs'
+"${MCS[@]}" -target:exe -out:build/NpcMindDialogue.exe -r:build/NpcMind.Runtime.dll -r:System.Net.Http.dll 'Examples~/Console/Dialogue.cs'
 "${MCS[@]}" -target:exe -out:build/NpcMindProbe.exe -r:build/NpcMind.Runtime.dll -r:System.Net.Http.dll 'Examples~/Console/Probe.cs'
 # the tick bench (bench/tick_bench.py runs it beside Python's and TypeScript's)
 "${MCS[@]}" -target:exe -out:build/NpcMindTickBench.exe -r:build/NpcMind.Runtime.dll 'Examples~/Bench/Tick.cs'
