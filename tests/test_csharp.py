@@ -92,7 +92,11 @@ def test_the_readme_shows_the_engine_examples_as_they_are() -> None:
     shown = re.findall(
         r"<!-- run by [^>]*\(the file (\S+), compiled by build.sh[^>]*-->\n```csharp\n(.*?)```", readme, re.S
     )
-    assert [name for name, _ in shown] == ["Samples~/HelloNpc/BeeBrain.cs", "Examples~/Godot/Bee.cs"]
+    assert [name for name, _ in shown] == [
+        "Samples~/HelloNpc/BeeBrain.cs",
+        "Examples~/Godot/Bee.cs",
+        "Samples~/HelloNpc/Innkeeper.cs",
+    ]
     for name, block in shown:
         assert block == (PACKAGE / name).read_text(), f"the README's {name} differs from the file"
 
@@ -301,6 +305,16 @@ def dialogue(*args: str) -> dict[str, Any]:
     return dict(json.loads(r.stdout.strip().splitlines()[-1]))
 
 
+def readme_server_check() -> Callable[[dict[str, Any], dict[str, str]], bool]:
+    """The README's Python block for a game server that checks what a C# game sent: its `checked` function."""
+    readme = (PACKAGE / "README.md").read_text()
+    block = re.search(r"<!-- run by test_csharp.py::test_a_csharp_dialogue[^>]*-->\n```python\n(.*?)```", readme, re.S)
+    assert block is not None, "the README shows no server check"
+    scope: dict[str, Any] = {}
+    exec(compile(block[1], "clients/csharp/README.md", "exec"), scope)
+    return scope["checked"]  # type: ignore[no-any-return]
+
+
 def test_a_csharp_dialogue_npc_gets_the_outcome_the_service_signed_and_its_server_can_check_it(
     results: dict[str, str], svc: Running, scripted: ScriptedServer
 ) -> None:
@@ -333,6 +347,9 @@ def test_a_csharp_dialogue_npc_gets_the_outcome_the_service_signed_and_its_serve
     changed = {**fin, "dialogue": fin["dialogue"] + " (and a free room)"}
     assert not verify(fin["signature"], signed_payload("mara", changed, tape), keys)
     assert not verify(fin["signature"], signed_payload("bob", fin, tape), keys)
+    checked = readme_server_check()  # the README's lines for a game server, on what C# handed on
+    assert checked(evidence, keys) and not checked({**evidence, "finalize": changed}, keys)
+    assert not checked({**evidence, "finalize": {**fin, "signature": None}}, keys)
 
     applied = out["applied"]
     assert applied["applied"] and applied["remembered"] == 3 and applied["state"]["turns"] == 1, applied

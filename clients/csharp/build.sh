@@ -52,7 +52,7 @@ MCS=(mcs -langversion:7 -nologo -warnaserror+ -nowarn:1591)
 "${MCS[@]}" -target:exe -out:build/NpcMindTickBench.exe -r:build/NpcMind.Runtime.dll 'Examples~/Bench/Tick.cs'
 # the README's engine examples, against stand-ins of the engine types they touch: they compile, so they cannot rot
 "${MCS[@]}" -target:library -out:build/Example.Unity.dll -r:build/NpcMind.Runtime.dll \
-  'Samples~/HelloNpc/BeeBrain.cs' 'Examples~/Engines/UnityEngine.cs'
+  'Samples~/HelloNpc/BeeBrain.cs' 'Samples~/HelloNpc/Innkeeper.cs' 'Examples~/Engines/UnityEngine.cs'
 "${MCS[@]}" -target:library -out:build/Example.Godot.dll -r:build/NpcMind.Runtime.dll \
   'Examples~/Godot/Bee.cs' 'Examples~/Engines/Godot.cs'
 cp "$NUNIT" build/
