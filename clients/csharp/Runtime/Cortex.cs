@@ -58,10 +58,12 @@ namespace NpcMind
             };
             var result = await http.Call(call).ConfigureAwait(false);
             if (result.Status == 0)
-                throw new CortexException("cannot reach the cortex: " + (result.TimedOut ? "no answer within " + timeoutMs + " ms" : result.Error), Url);
+                throw new CortexException("cannot reach the cortex: "
+                    + (result.TimedOut ? "no answer within " + timeoutMs + " ms" : result.Error), Url);
             string text = Encoding.UTF8.GetString(result.Body ?? new byte[0]);
             if (result.Status < 200 || result.Status > 299)
-                throw new CortexException("the cortex answered HTTP " + result.Status + ": " + (text.Length > 200 ? text.Substring(0, 200) : text), Url);
+                throw new CortexException("the cortex answered HTTP " + result.Status + ": "
+                    + (text.Length > 200 ? text.Substring(0, 200) : text), Url);
             IDictionary<string, object> said = null;
             try
             {

@@ -107,8 +107,8 @@ namespace NpcMind
                 int carry;
                 string digits = Round(exact, p, out carry).TrimEnd('0');
                 n = point + carry;
-                if (p >= 17 || Within(BigInteger.Parse(digits, CultureInfo.InvariantCulture), n - digits.Length, e2, low, high, m % 2 == 0))
-                    return digits;
+                var candidate = BigInteger.Parse(digits, CultureInfo.InvariantCulture);
+                if (p >= 17 || Within(candidate, n - digits.Length, e2, low, high, m % 2 == 0)) return digits;
             }
         }
 

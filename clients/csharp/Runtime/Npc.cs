@@ -156,8 +156,10 @@ namespace NpcMind
         public DialogueClient(string serviceUrl, ICortex cortex, INpcMemory memory, DialogueClientOptions options = null)
         {
             baseUrl = Urls.Http(serviceUrl, "serviceUrl");
-            if (cortex == null) throw new ArgumentNullException("cortex", "cortex: the game's inference is needed (an OpenAICortex or your own)");
-            if (memory == null) throw new ArgumentNullException("memory", "memory: the game's NPCs are needed (an InMemoryNpcs or your own)");
+            if (cortex == null)
+                throw new ArgumentNullException("cortex", "cortex: the game's inference is needed (an OpenAICortex or your own)");
+            if (memory == null)
+                throw new ArgumentNullException("memory", "memory: the game's NPCs are needed (an InMemoryNpcs or your own)");
             Cortex = cortex;
             Memory = memory;
             this.options = options ?? new DialogueClientOptions();
@@ -230,11 +232,13 @@ namespace NpcMind
         private async Task<IDictionary<string, object>> Result(NpcRecord rec, string kind, IDictionary<string, object> instruction)
         {
             if (kind == "IdentifyActor")
-                return new Dictionary<string, object>
+            {
+                var actor = new Dictionary<string, object>
                 {
-                    { "type", "IdentifyActorResult" },
-                    { "actor", new Dictionary<string, object> { { "npcId", rec.NpcId }, { "persona", rec.Persona }, { "data", rec.Data ?? new Dictionary<string, object>() } } },
+                    { "npcId", rec.NpcId }, { "persona", rec.Persona }, { "data", rec.Data ?? new Dictionary<string, object>() },
                 };
+                return new Dictionary<string, object> { { "type", "IdentifyActorResult" }, { "actor", actor } };
+            }
             if (kind == "QueryVector")
             {
                 object limit = Json.Get(instruction, "limit"), threshold = Json.Get(instruction, "threshold");
@@ -260,7 +264,8 @@ namespace NpcMind
         {
             var body = new Dictionary<string, object> { { "tape", tape }, { "lastResult", last } };
             var got = await Request("POST", "/npcs/" + Uri.EscapeDataString(npcId) + "/process", body).ConfigureAwait(false);
-            if (got.Key != 200) throw new ProtocolException("the service answered " + got.Key + ": " + Errors.ErrorLine(got.Value, ""));
+            if (got.Key != 200)
+                throw new ProtocolException("the service answered " + got.Key + ": " + Errors.ErrorLine(got.Value, ""));
             var instruction = Json.Get(got.Value, "instruction") as IDictionary<string, object>;
             var next = Json.Get(got.Value, "tape") as IDictionary<string, object>;
             if (instruction == null || next == null || !(Json.Get(instruction, "type") is string))
@@ -283,7 +288,8 @@ namespace NpcMind
             };
             if (!outcome.Valid) return outcome;
             outcome.Action = Json.Get(fin, "action") as IDictionary<string, object>;
-            outcome.StateTransform = Json.Get(fin, "stateTransform") as IDictionary<string, object> ?? new Dictionary<string, object>();
+            outcome.StateTransform = Json.Get(fin, "stateTransform") as IDictionary<string, object>
+                ?? new Dictionary<string, object>();
             var store = Json.Get(fin, "memoryStore") as IList<object> ?? new List<object>();
             outcome.Memories = store.OfType<IDictionary<string, object>>().Select(m => new NewMemory
             {

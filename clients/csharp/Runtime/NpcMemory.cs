@@ -21,7 +21,8 @@ namespace NpcMind
             IDictionary<string, object> state = null)
         {
             if (string.IsNullOrEmpty(npcId) || npcId.Contains("/"))
-                throw new ArgumentException("npcId: " + Errors.Quote(npcId ?? "null") + " must be non-empty text without '/'", "npcId");
+                throw new ArgumentException("npcId: " + Errors.Quote(npcId ?? "null") + " must be non-empty text without '/'",
+                    "npcId");
             if (persona == null) throw new ArgumentException("persona: must be text (who the NPC is), not null", "persona");
             var rec = new NpcRecord
             {
@@ -59,7 +60,8 @@ namespace NpcMind
             {
                 NpcRecord rec;
                 if (!npcs.TryGetValue(npcId, out rec)) throw new ArgumentException("unknown NPC " + Errors.Quote(npcId), "npcId");
-                rec.State = (IDictionary<string, object>)DialogueClient.MergePatch(rec.State, stateTransform ?? new Dictionary<string, object>());
+                var patch = stateTransform ?? new Dictionary<string, object>();
+                rec.State = (IDictionary<string, object>)DialogueClient.MergePatch(rec.State, patch);
                 List<NewMemory> list;
                 if (!memories.TryGetValue(npcId, out list)) memories[npcId] = list = new List<NewMemory>();
                 list.AddRange(kept ?? new List<NewMemory>());

@@ -319,6 +319,18 @@ namespace NpcMind.Tests
         }
 
         [Test]
+        public void ThePublicKeysAreReadByKidOrTheirAbsenceSaid()
+        {
+            var keys = Mind(c => AnsweringHttp.Ok(Json.Parse(@"{""keys"": [{""kid"": ""k1"", ""alg"": ""Ed25519"", ""public_key"": ""AAA""},
+                {""kid"": ""k2"", ""alg"": ""Ed25519"", ""public_key"": ""BBB""}]}"))).PublicKeys().Result;
+            Assert.AreEqual("AAA", keys["k1"]);
+            Assert.AreEqual("BBB", keys["k2"]);
+            var e = Assert.Throws<AggregateException>(() => Mind(c => AnsweringHttp.Ok(Json.Parse("{\"error\": {\"message\": \"nope\"}}"), 404))
+                .PublicKeys().Wait());
+            Assert.That(e.InnerException.Message, Is.StringContaining("GET /v1/keys answered 404 without keys: nope"));
+        }
+
+        [Test]
         public void MergePatchFollowsRfc7396()
         {
             // RFC 7396 Appendix A, a few of its examples
