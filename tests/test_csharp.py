@@ -6,6 +6,7 @@ only pytest, so the C# checks run from here."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -375,6 +376,34 @@ def test_a_csharp_game_that_changes_its_tape_is_refused_by_the_service_and_a_blo
     assert not first["valid"] and first["signature"] is None and first["signed_payload"] is None, first
     assert "Let us speak of other things" in first["dialogue"] and first["audit"]["preset"] == "rpg", first
     assert "applied" not in out and (out["memories"], out["state"]) == (0, {}), out
+
+
+def test_csharp_reads_every_number_as_python_does(results: dict[str, str]) -> None:
+    """Json.Parse gives the double nearest each literal (a tape goes back to the service as it came, or its step
+    token refuses it): 30,000 derandomized literals, the shortest form of random doubles (a third subnormal),
+    fractions, and decimals of up to 25 digits, against Python's float()."""
+    import random
+    import struct
+
+    rng = random.Random(32)
+    literals = []
+    for i in range(10_000):
+        bits = rng.getrandbits(64) & (0x800F_FFFF_FFFF_FFFF if i % 3 == 1 else 0xFFFF_FFFF_FFFF_FFFF)
+        x = struct.unpack(">d", bits.to_bytes(8, "big"))[0]
+        literals.append(repr(x) if math.isfinite(x) else "0.5")
+        literals.append(repr(rng.randint(0, 999) / rng.randint(1, 999)))
+        digits = str(rng.randint(1, 10 ** rng.randint(1, 25)))
+        literals.append(f"{digits[:1]}.{digits[1:] or 0}e{rng.randint(-330, 310)}")
+    r = subprocess.run(
+        ["mono", str(PACKAGE / "build" / "NpcMindDialogue.exe"), "read"],
+        input="\n".join(literals) + "\n", capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-4000:]
+    read = r.stdout.split()
+    assert len(read) == len(literals)
+    want = [struct.pack(">d", float(t)).hex() for t in literals]
+    differ = [(t, got, w) for t, got, w in zip(literals, read, want, strict=True) if got != w]
+    assert not differ, differ[:5]
 
 
 def test_csharp_writes_every_number_as_the_python_sdk_does(results: dict[str, str]) -> None:

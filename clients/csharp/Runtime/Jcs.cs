@@ -8,7 +8,6 @@ using System.Collections;
 using System.Collections.Generic;
 using System.Globalization;
 using System.Linq;
-using System.Numerics;
 using System.Security.Cryptography;
 using System.Text;
 
@@ -34,7 +33,6 @@ namespace NpcMind
     public static class Jcs
     {
         private const long SafeInteger = 9007199254740992; // 2^53: every integer up to it is one double
-        private const double SmallestNormal = 2.2250738585072014E-308;
 
         /// <summary>The canonical JSON text of a value (as <see cref="Json.Parse"/> gives, or a game's own).</summary>
         public static string Canonical(object value)
@@ -69,7 +67,7 @@ namespace NpcMind
             if (x == 0) return "0"; // -0 too
             if (x < 0) return "-" + Number(-x);
             int n;
-            string digits = Shortest(x, out n); // x = 0.digits × 10^n
+            string digits = Doubles.Shortest(x, out n); // x = 0.digits × 10^n
             int k = digits.Length;
             if (k <= n && n <= 21) return digits + new string('0', n - k);
             if (0 < n && n <= 21) return digits.Substring(0, n) + "." + digits.Substring(n);
@@ -77,70 +75,6 @@ namespace NpcMind
             int e = n - 1;
             string mantissa = k == 1 ? digits : digits[0] + "." + digits.Substring(1);
             return mantissa + "e" + (e >= 0 ? "+" : "-") + Math.Abs(e).ToString(CultureInfo.InvariantCulture);
-        }
-
-        /// <summary>The fewest significant digits that read back as <paramref name="x"/> (the closest of them),
-        /// without trailing zeros, and the decimal exponent <paramref name="n"/> with x = 0.digits × 10^n. Exact
-        /// integer arithmetic throughout: Mono's "E16" rounds twice past 17 digits, and its double.Parse misreads
-        /// some subnormals, so neither decides a digit here.</summary>
-        private static string Shortest(double x, out int n)
-        {
-            long bits = BitConverter.DoubleToInt64Bits(x);
-            int biased = (int)((bits >> 52) & 0x7FF);
-            long m = bits & 0xFFFFFFFFFFFFFL;
-            if (biased == 0) biased = 1; // subnormal
-            else m |= 1L << 52;
-            int e2 = biased - 1075; // x = m × 2^e2 = exact × 10^-shift
-            BigInteger exactValue = e2 >= 0 ? new BigInteger(m) << e2 : new BigInteger(m) * BigInteger.Pow(5, -e2);
-            string exact = exactValue.ToString(CultureInfo.InvariantCulture);
-            int point = exact.Length - (e2 >= 0 ? 0 : -e2);
-            // the doubles' rounding interval in quarters of x's unit: x is 4m, the next one up 4m+4, the next one
-            // down 4m-4 (4m-2 at a power of two, where the unit below is half); a decimal reads back as x strictly
-            // inside the halfway points, or on one when m is even (a tie goes to the even mantissa)
-            bool narrowBelow = m == 1L << 52 && biased > 1;
-            var high = new BigInteger(4 * m + 2);
-            var low = new BigInteger(4 * m - (narrowBelow ? 1 : 2));
-            // a normal double's 15 digits always read back when a shorter form does (DBL_DIG): its trailing zeros
-            // go; a subnormal holds fewer digits, so every length is tried (5e-324 is "5e-324")
-            for (int p = x < SmallestNormal ? 1 : 15; ; p++)
-            {
-                int carry;
-                string digits = Round(exact, p, out carry).TrimEnd('0');
-                n = point + carry;
-                var candidate = BigInteger.Parse(digits, CultureInfo.InvariantCulture);
-                if (p >= 17 || Within(candidate, n - digits.Length, e2, low, high, m % 2 == 0)) return digits;
-            }
-        }
-
-        /// <summary>Whether digits × 10^k, in quarters of 2^e2, lies between <paramref name="low"/> and
-        /// <paramref name="high"/> (on them too when <paramref name="even"/>).</summary>
-        private static bool Within(BigInteger digits, int k, int e2, BigInteger low, BigInteger high, bool even)
-        {
-            int twos = 2 - e2; // digits × 10^k × 2^(2 - e2), as num / den
-            BigInteger num = digits * BigInteger.Pow(10, Math.Max(k, 0)) * BigInteger.Pow(2, Math.Max(twos, 0));
-            BigInteger den = BigInteger.Pow(10, Math.Max(-k, 0)) * BigInteger.Pow(2, Math.Max(-twos, 0));
-            int above = num.CompareTo(low * den), below = num.CompareTo(high * den);
-            return even ? above >= 0 && below <= 0 : above > 0 && below < 0;
-        }
-
-        /// <summary>Decimal digits rounded to <paramref name="p"/> of them, to the closest (a tie to the even
-        /// one); <paramref name="carry"/> is 1 when 99.. rounded up to 100...</summary>
-        private static string Round(string digits, int p, out int carry)
-        {
-            carry = 0;
-            if (digits.Length <= p) return digits;
-            var kept = digits.Substring(0, p).ToCharArray();
-            string rest = digits.Substring(p);
-            bool half = rest[0] == '5' && rest.Substring(1).TrimEnd('0').Length == 0;
-            bool up = rest[0] > '5' || (rest[0] == '5' && !half) || (half && (kept[p - 1] - '0') % 2 == 1);
-            if (!up) return new string(kept);
-            for (int i = p - 1; i >= 0; i--)
-            {
-                if (kept[i] != '9') { kept[i]++; return new string(kept); }
-                kept[i] = '0';
-            }
-            carry = 1;
-            return "1" + new string(kept);
         }
 
         private static string Num(double x)

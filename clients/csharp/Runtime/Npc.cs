@@ -322,7 +322,16 @@ namespace NpcMind
             if (body != null)
             {
                 headers["content-type"] = "application/json";
-                call.Body = Encoding.UTF8.GetBytes(Json.Write(body));
+                try
+                {
+                    // canonical: numbers written from their exact digits, so a tape goes back as the service wrote it
+                    // (Mono's "R" misses by a unit now and then, and the step token would then refuse the tape)
+                    call.Body = Jcs.CanonicalBytes(body);
+                }
+                catch (NotCanonicalException e)
+                {
+                    throw new ProtocolException("the step cannot be sent: " + e.Message);
+                }
             }
             var result = await http.Call(call).ConfigureAwait(false);
             if (result.Status == 0)

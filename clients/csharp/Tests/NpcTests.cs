@@ -294,6 +294,36 @@ namespace NpcMind.Tests
         }
 
         [Test]
+        public void AContextJsonCannotCarryIsSaidByItsPathBeforeAnyCall()
+        {
+            int calls = 0;
+            var mind = Mind(c => { calls++; return HttpResult.Failed(false, "x"); });
+            var context = new Dictionary<string, object> { { "weather", new Dictionary<string, object> { { "rain", double.NaN } } } };
+            var e = Assert.Throws<AggregateException>(() => mind.Process("mara", "Hello.", context).Wait());
+            Assert.IsInstanceOf<ProtocolException>(e.InnerException);
+            Assert.That(e.InnerException.Message, Is.StringContaining("tape.context.weather.rain: NaN is not a JSON number"));
+            Assert.AreEqual(0, calls);
+        }
+
+        [Test]
+        public void ATapeGoesBackWithTheNumbersTheServiceWrote()
+        {
+            // Mono's double.Parse reads 0.1588785046728972 a unit off, and its "R" writes -974.4371102891851 as
+            // -974.437110289185: either would change the tape, and the service's step token would refuse it
+            const string state = "{\"a\":0.1588785046728972,\"b\":-974.4371102891851}";
+            var http = new AnsweringHttp(call =>
+            {
+                if (AnsweringHttp.Sent(call)["lastResult"] != null)
+                    return AnsweringHttp.Ok(Json.Parse("{\"instruction\": {\"type\": \"Finalize\", \"valid\": false}, \"tape\": {}}"));
+                string answer = "{\"instruction\":{\"type\":\"IdentifyActor\"},\"tape\":{\"npcState\":" + state + "}}";
+                return new HttpResult { Status = 200, Body = Encoding.UTF8.GetBytes(answer) };
+            });
+            var mind = new DialogueClient("http://svc:1", new TextCortex("Hm."), Mara(), new DialogueClientOptions { Http = http });
+            Assert.IsFalse(mind.Process("mara", "Hello.").Result.Valid);
+            StringAssert.Contains("\"tape\":{\"npcState\":" + state + "}", Encoding.UTF8.GetString(http.Calls[1].Body));
+        }
+
+        [Test]
         public void AnUnknownNpcOrABadIdIsSaidBeforeAnyCall()
         {
             int calls = 0;

@@ -3,6 +3,7 @@
 //   mono NpcMindDialogue.exe SERVICE CORTEX turn [RULESET]   Mara answers a traveller (twice: her state goes back)
 //   mono NpcMindDialogue.exe SERVICE CORTEX tamper           the game changes its tape after the prompt was built
 //   mono NpcMindDialogue.exe numbers SEED COUNT              Jcs.Number of random doubles (checked against Python)
+//   mono NpcMindDialogue.exe read < LITERALS                 Json.Parse of each line's number, as its bits in hex
 
 using System;
 using System.Collections.Generic;
@@ -58,6 +59,13 @@ public static class Dialogue
                 if (!double.IsNaN(x) && !double.IsInfinity(x))
                     Console.WriteLine(BitConverter.DoubleToInt64Bits(x).ToString("x16") + " " + Jcs.Number(x));
             }
+            return 0;
+        }
+        if (args[0] == "read")
+        {
+            string line;
+            while ((line = Console.ReadLine()) != null)
+                Console.WriteLine(BitConverter.DoubleToInt64Bits(Json.ToDouble(Json.Parse(line))).ToString("x16"));
             return 0;
         }
         string service = args[0], mode = args[2];
