@@ -219,7 +219,7 @@ BREAKS = [
      "policy vector handmade.policy.json: a tie goes to the first action in the file's order"),
     ("Jcs.cs", "keys.Sort(string.CompareOrdinal);", "keys.Sort(string.CompareOrdinal); keys.Reverse();",
      "jcs vector: RFC 8785 section 3.2.3 sorting by UTF-16 code units"),
-    ("Jcs.cs", "bool up = rest[0] > '5'", "bool up = rest[0] > '9'",
+    ("Json.cs", "bool up = rest[0] > '5'", "bool up = rest[0] > '9'",
      "NpcTests.EveryNumberOfRfc8785AppendixBIsWrittenAsEcmaScriptWritesIt"),
     ("Signing.cs", "{ \"tapeDigest\", Jcs.Digest(tape) },", "{ \"tapeDigest\", Jcs.Digest(verdict) },",
      "NpcTests.TheSignedPayloadIsTheBytesTheServiceSigned"),
