@@ -6,6 +6,7 @@ only pytest, so the C# checks run from here."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -92,7 +93,11 @@ def test_the_readme_shows_the_engine_examples_as_they_are() -> None:
     shown = re.findall(
         r"<!-- run by [^>]*\(the file (\S+), compiled by build.sh[^>]*-->\n```csharp\n(.*?)```", readme, re.S
     )
-    assert [name for name, _ in shown] == ["Samples~/HelloNpc/BeeBrain.cs", "Examples~/Godot/Bee.cs"]
+    assert [name for name, _ in shown] == [
+        "Samples~/HelloNpc/BeeBrain.cs",
+        "Examples~/Godot/Bee.cs",
+        "Samples~/HelloNpc/Innkeeper.cs",
+    ]
     for name, block in shown:
         assert block == (PACKAGE / name).read_text(), f"the README's {name} differs from the file"
 
@@ -212,6 +217,12 @@ BREAKS = [
      "conformance hosted.json: "),
     ("Policy.cs", "if (p > bestP) { best = places[j];", "if (p >= bestP && p > 0) { best = places[j];",
      "policy vector handmade.policy.json: a tie goes to the first action in the file's order"),
+    ("Jcs.cs", "keys.Sort(string.CompareOrdinal);", "keys.Sort(string.CompareOrdinal); keys.Reverse();",
+     "jcs vector: RFC 8785 section 3.2.3 sorting by UTF-16 code units"),
+    ("Json.cs", "bool up = rest[0] > '5'", "bool up = rest[0] > '9'",
+     "NpcTests.EveryNumberOfRfc8785AppendixBIsWrittenAsEcmaScriptWritesIt"),
+    ("Signing.cs", "{ \"tapeDigest\", Jcs.Digest(tape) },", "{ \"tapeDigest\", Jcs.Digest(verdict) },",
+     "NpcTests.TheSignedPayloadIsTheBytesTheServiceSigned"),
 ]  # fmt: skip
 
 
@@ -281,3 +292,138 @@ def test_the_services_distilled_policy_is_fetched_by_csharp_and_decides_locally(
         assert got["source"] == "local" and got["action"] == "flee" and got["decision_id"] is None, out
         assert got["confidence"] >= 0.8, out
     assert (out["local"], out["asked_more"]) == (2, 0), out
+
+
+# --- dialogue NPCs: DialogueClient against a real service -------------------------------------------------------
+
+
+def dialogue(*args: str) -> dict[str, Any]:
+    """Examples~/Console/Dialogue.cs (built by build.sh) run with these arguments: its JSON line."""
+    r = subprocess.run(
+        ["mono", str(PACKAGE / "build" / "NpcMindDialogue.exe"), *args], capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0 and r.stdout.strip(), r.stderr[-4000:]
+    return dict(json.loads(r.stdout.strip().splitlines()[-1]))
+
+
+def readme_server_check() -> Callable[[dict[str, Any], dict[str, str]], bool]:
+    """The README's Python block for a game server that checks what a C# game sent: its `checked` function."""
+    readme = (PACKAGE / "README.md").read_text()
+    block = re.search(r"<!-- run by test_csharp.py::test_a_csharp_dialogue[^>]*-->\n```python\n(.*?)```", readme, re.S)
+    assert block is not None, "the README shows no server check"
+    scope: dict[str, Any] = {}
+    exec(compile(block[1], "clients/csharp/README.md", "exec"), scope)
+    return scope["checked"]  # type: ignore[no-any-return]
+
+
+def test_a_csharp_dialogue_npc_gets_the_outcome_the_service_signed_and_its_server_can_check_it(
+    results: dict[str, str], svc: Running, scripted: ScriptedServer
+) -> None:
+    """Mara answers over HttpClient through the four steps, the scripted provider as her cortex. The C# SDK calls
+    nothing verified (it has no Ed25519) and applies nothing by itself; what it hands on for a game server is what
+    the service signed: Python's verify accepts it, its canonical bytes are the C# SDK's, and a changed line
+    fails. The game's state goes back in the next tape."""
+    from npcmind_client.signing import canonical, signed_payload, verify
+
+    scripted.set(
+        text='{"dialogue": "The old mine? Nobody goes there since the collapse.", "action": {"type": "TALK"}, '
+        '"remember": ["A traveller asked about the old mine."]}'
+    )
+    out = dialogue(svc.server.url, scripted.base_url, "turn")
+    first = out["first"]
+    assert first["steps"] == ["IdentifyActor", "QueryVector", "ExecuteInference", "Finalize"], out
+    assert first["valid"] and not first["verified"] and not first["applied"], first
+    assert first["dialogue"].startswith("The old mine?") and first["action"]["type"] == "TALK", first
+    assert first["state"] == {} and first["remembered"] == 0, first  # nothing applied by the SDK
+    prompt = scripted.requests[0]["messages"][0]["content"]
+    assert "afraid of the old mine" in prompt and '"gold": 12' in prompt, prompt
+
+    keys = {k["kid"]: k["public_key"] for k in svc.http.get("/v1/keys").json()["keys"]}
+    evidence = first["for_server"]
+    fin, tape = evidence["finalize"], evidence["tape"]
+    assert evidence["npcId"] == "mara" and fin["signature"] == first["signature"]
+    payload = signed_payload("mara", fin, tape)
+    assert verify(fin["signature"], payload, keys), "the service's signature does not verify on what C# handed on"
+    assert canonical(payload) == first["signed_payload"].encode(), "C#'s signed bytes are not the service's"
+    changed = {**fin, "dialogue": fin["dialogue"] + " (and a free room)"}
+    assert not verify(fin["signature"], signed_payload("mara", changed, tape), keys)
+    assert not verify(fin["signature"], signed_payload("bob", fin, tape), keys)
+    checked = readme_server_check()  # the README's lines for a game server, on what C# handed on
+    assert checked(evidence, keys) and not checked({**evidence, "finalize": changed}, keys)
+    assert not checked({**evidence, "finalize": {**fin, "signature": None}}, keys)
+
+    applied = out["applied"]
+    assert applied["applied"] and applied["remembered"] == 3 and applied["state"]["turns"] == 1, applied
+    assert out["second"]["for_server"]["tape"]["npcState"]["turns"] == 1, out["second"]  # the kept state went back
+    assert out["memories"] == 3 and out["state"]["turns"] == 1, out  # the second turn is not applied
+
+
+def test_a_csharp_game_that_changes_its_tape_is_refused_by_the_service_and_a_blocked_line_has_nothing_to_apply(
+    results: dict[str, str], svc: Running, scripted: ScriptedServer
+) -> None:
+    """A tape changed after the service returned it (Mara's state, after her prompt was built) is a 422 at
+    tape.stepToken, said by the C# SDK's ProtocolException; an output the ruleset blocks is her refusal line,
+    unsigned, and nothing is kept."""
+    scripted.set(text='{"dialogue": "Welcome."}')
+    out = dialogue(svc.server.url, scripted.base_url, "tamper")
+    assert "422" in out["refused"] and "tape.stepToken" in out["refused"], out
+    assert "changed after the service returned it" in out["refused"], out
+    assert (out["memories"], out["state"]) == (0, {}), out
+
+    scripted.set(text="I murder the innocent villager.")
+    out = dialogue(svc.server.url, scripted.base_url, "turn", "rpg")
+    first = out["first"]
+    assert not first["valid"] and first["signature"] is None and first["signed_payload"] is None, first
+    assert "Let us speak of other things" in first["dialogue"] and first["audit"]["preset"] == "rpg", first
+    assert "applied" not in out and (out["memories"], out["state"]) == (0, {}), out
+
+
+def test_csharp_reads_every_number_as_python_does(results: dict[str, str]) -> None:
+    """Json.Parse gives the double nearest each literal (a tape goes back to the service as it came, or its step
+    token refuses it): 30,000 derandomized literals, the shortest form of random doubles (a third subnormal),
+    fractions, and decimals of up to 25 digits, against Python's float()."""
+    import random
+    import struct
+
+    rng = random.Random(32)
+    literals = []
+    for i in range(10_000):
+        bits = rng.getrandbits(64) & (0x800F_FFFF_FFFF_FFFF if i % 3 == 1 else 0xFFFF_FFFF_FFFF_FFFF)
+        x = struct.unpack(">d", bits.to_bytes(8, "big"))[0]
+        literals.append(repr(x) if math.isfinite(x) else "0.5")
+        literals.append(repr(rng.randint(0, 999) / rng.randint(1, 999)))
+        digits = str(rng.randint(1, 10 ** rng.randint(1, 25)))
+        literals.append(f"{digits[:1]}.{digits[1:] or 0}e{rng.randint(-330, 310)}")
+    r = subprocess.run(
+        ["mono", str(PACKAGE / "build" / "NpcMindDialogue.exe"), "read"],
+        input="\n".join(literals) + "\n", capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-4000:]
+    read = r.stdout.split()
+    assert len(read) == len(literals)
+    want = [struct.pack(">d", float(t)).hex() for t in literals]
+    differ = [(t, got, w) for t, got, w in zip(literals, read, want, strict=True) if got != w]
+    assert not differ, differ[:5]
+
+
+def test_csharp_writes_every_number_as_the_python_sdk_does(results: dict[str, str]) -> None:
+    """The canonical form's numbers (what a signature covers) from C#'s exact digits, on 20,000 derandomized
+    doubles (a quarter subnormal, a quarter integers near 2^53), against the Python SDK's jcs.number."""
+    import struct
+
+    from npcmind_client.jcs import number
+
+    r = subprocess.run(
+        ["mono", str(PACKAGE / "build" / "NpcMindDialogue.exe"), "numbers", "32", "20000"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-4000:]
+    lines = r.stdout.split()
+    pairs = list(zip(lines[::2], lines[1::2], strict=True))
+    assert len(pairs) > 19000
+
+    def double(bits: str) -> float:
+        return float(struct.unpack(">d", bytes.fromhex(bits))[0])
+
+    differ = [(bits, text, number(double(bits))) for bits, text in pairs if number(double(bits)) != text]
+    assert not differ, differ[:5]

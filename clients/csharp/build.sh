@@ -41,17 +41,18 @@ fi
 mkdir -p build
 MCS=(mcs -langversion:7 -nologo -warnaserror+ -nowarn:1591)
 "${MCS[@]}" -target:library -out:build/NpcMind.Runtime.dll -doc:build/NpcMind.Runtime.xml \
-  -r:System.Net.Http.dll Runtime/*.cs
+  -r:System.Net.Http.dll -r:System.Numerics.dll Runtime/*.cs
 "${MCS[@]}" -target:library -out:build/NpcMind.Tests.dll -r:build/NpcMind.Runtime.dll -r:"$NUNIT" \
   -r:System.Net.Http.dll Tests/*.cs
 # the console programs of the live tests (tests/test_csharp.py)
 "${MCS[@]}" -target:exe -out:build/NpcMindGame.exe -r:build/NpcMind.Runtime.dll -r:System.Net.Http.dll 'Examples~/Console/Game.cs'
+"${MCS[@]}" -target:exe -out:build/NpcMindDialogue.exe -r:build/NpcMind.Runtime.dll -r:System.Net.Http.dll 'Examples~/Console/Dialogue.cs'
 "${MCS[@]}" -target:exe -out:build/NpcMindProbe.exe -r:build/NpcMind.Runtime.dll -r:System.Net.Http.dll 'Examples~/Console/Probe.cs'
 # the tick bench (bench/tick_bench.py runs it beside Python's and TypeScript's)
 "${MCS[@]}" -target:exe -out:build/NpcMindTickBench.exe -r:build/NpcMind.Runtime.dll 'Examples~/Bench/Tick.cs'
 # the README's engine examples, against stand-ins of the engine types they touch: they compile, so they cannot rot
 "${MCS[@]}" -target:library -out:build/Example.Unity.dll -r:build/NpcMind.Runtime.dll \
-  'Samples~/HelloNpc/BeeBrain.cs' 'Examples~/Engines/UnityEngine.cs'
+  'Samples~/HelloNpc/BeeBrain.cs' 'Samples~/HelloNpc/Innkeeper.cs' 'Examples~/Engines/UnityEngine.cs'
 "${MCS[@]}" -target:library -out:build/Example.Godot.dll -r:build/NpcMind.Runtime.dll \
   'Examples~/Godot/Bee.cs' 'Examples~/Engines/Godot.cs'
 cp "$NUNIT" build/

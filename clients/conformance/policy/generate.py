@@ -155,9 +155,25 @@ def _chain(depth: int) -> dict[str, list[Any]]:
     return tree
 
 
+ROUNDED = ["minus3", "minus2", "minus1", "zero", "plus1", "plus2", "plus3"]  # the "half" type's actions
+
+
+def _steps() -> dict[str, list[Any]]:
+    """A tree naming the integer its feature rounded to (-3 to 3): splits at -2.5, -1.5, ..., 2.5, each with the
+    leaf of one integer on its left and the next split on its right, the last split's right leaf 3."""
+    keys = ("feature", "threshold", "left", "right", "value")
+    rows: list[list[Any]] = []
+    for k, cut in enumerate([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5]):
+        i = len(rows)
+        rows += [[0, cut, i + 1, i + 2, []], [-1, 0.0, -1, -1, [float(j == k) for j in range(7)]]]
+    rows.append([-1, 0.0, -1, -1, [float(j == 6) for j in range(7)]])
+    return {key: [row[n] for row in rows] for n, key in enumerate(keys)}
+
+
 def edge() -> dict[str, Any]:
     """A policy at the edges of the rules: a quantum so small that a plain number overflows it, each encoding
-    fed values not of its kind, and a tree exactly as deep as the bound allows."""
+    fed values not of its kind, a tree exactly as deep as the bound allows, and values halfway between two
+    quanta (a tie goes to the even one)."""
     missing3 = {
         "feature": [0, -1, 0, -1, -1],
         "threshold": [-0.5, 0, 0, 0, 0],
@@ -184,6 +200,8 @@ def edge() -> dict[str, Any]:
                            "right": [2, 4, -1, -1, -1], "value": [[], [], [0, 1.0], [1.0, 0], [0, 1.0]]}),
             "deep": _type(["shallow", "deep"], [{"source": "observation", "field": "n", "encoding": "number"}],
                           _chain(MAX_DEPTH)),
+            "half": _type(ROUNDED, [{"source": "observation", "field": "n", "encoding": "number", "quantum": 1}],
+                          _steps()),
         },
     }  # fmt: skip
 
@@ -223,6 +241,12 @@ def _edge_inputs() -> list[dict[str, Any]]:
     for name, v, trigger, want in enums:
         out.append({"name": f"enum: {name}", "type": "mode", "observation": {"mode": v}, "trigger": trigger,
                     "legal_actions": ["off", "on"], "want": want})  # fmt: skip
+    # a tie rounds to the even quantum (Python's round, the service's cache key); half up (JavaScript's Math.round)
+    # or half away from zero (.NET's MidpointRounding.AwayFromZero, C's round) differ on some of these
+    for n, want in [(0.5, "zero"), (1.5, "plus2"), (2.5, "plus2"), (-0.5, "zero"), (-1.5, "minus2"),
+                    (-2.5, "minus2"), (2.5000000000000004, "plus3"), (0.49999999999999994, "zero")]:  # fmt: skip
+        out.append({"name": f"a tie to the even quantum: {n!r}", "type": "half", "observation": {"n": n},
+                    "legal_actions": ROUNDED, "want": want})  # fmt: skip
     out += [
         {"name": "an observation that is not an object: every field missing", "type": "tiny_quantum",
          "observation": [1, 2], "legal_actions": ["nonpositive", "positive", "missing"], "want": "missing"},

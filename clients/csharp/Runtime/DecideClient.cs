@@ -35,11 +35,7 @@ namespace NpcMind
 
         public DecideClient(string serviceUrl, string clientId, DecideClientOptions options = null)
         {
-            Uri uri;
-            if (serviceUrl == null || !Uri.TryCreate(serviceUrl, UriKind.Absolute, out uri)
-                || (uri.Scheme != "http" && uri.Scheme != "https") || string.IsNullOrEmpty(uri.Host))
-                throw new ArgumentException("serviceUrl: " + Errors.Quote(serviceUrl ?? "null")
-                    + " is not an http(s) URL (e.g. http://127.0.0.1:8080)", "serviceUrl");
+            Urls.Http(serviceUrl, "serviceUrl");
             if (string.IsNullOrEmpty(clientId))
                 throw new ArgumentException("clientId: must be a non-empty string (the game's name for itself)", "clientId");
             options = options ?? new DecideClientOptions();

@@ -5,11 +5,14 @@
 // number), List<object> (an array) and Dictionary<string, object> (an object). The writer also takes what a
 // game naturally passes: any integral or floating type, decimal, IDictionary with string keys, and any
 // IEnumerable. Every failure of Json.Parse and Json.Write is a JsonException: a game loop catches one type.
+// A number literal is read as the double nearest it, exactly (Doubles, at the end of this file; Jcs writes the
+// canonical form with it), not by the runtime's double.Parse, which on Mono misses by a unit now and then.
 
 using System;
 using System.Collections;
 using System.Collections.Generic;
 using System.Globalization;
+using System.Numerics;
 using System.Text;
 
 namespace NpcMind
@@ -224,20 +227,12 @@ namespace NpcMind
             }
         }
 
-        /// <summary>A JSON number's literal as a double: past the range it is an infinity (as in JavaScript and
-        /// Python); the .NET Framework and Mono throw OverflowException there instead.</summary>
+        /// <summary>A JSON number's literal as the nearest double, as JavaScript and Python read it: past the range
+        /// an infinity. Not the runtime's double.Parse: Mono's misses by a unit now and then, throws past the range,
+        /// and reads "-0.0" as +0.</summary>
         private static double ParseDouble(string literal)
         {
-            try
-            {
-                double d = double.Parse(literal, NumberStyles.Float, CultureInfo.InvariantCulture);
-                // Mono reads "-0.0" as +0: the sign is put back (the bits of -0, so no compiler folds it away)
-                return d == 0 && literal[0] == '-' ? BitConverter.Int64BitsToDouble(long.MinValue) : d;
-            }
-            catch (OverflowException)
-            {
-                return literal[0] == '-' ? double.NegativeInfinity : double.PositiveInfinity;
-            }
+            return Doubles.Read(literal);
         }
 
         // --- writing -----------------------------------------------------------------------------------
@@ -426,6 +421,200 @@ namespace NpcMind
             var o = v as IDictionary<string, object>;
             object found;
             return o != null && o.TryGetValue(key, out found) ? found : null;
+        }
+    }
+
+    // Decimal text and doubles, exactly: the shortest digits of a double (the canonical JSON a signature covers)
+    // and the double nearest a decimal literal (a tape read back as the service wrote it). Mono's own conversions
+    // miss both now and then by one unit in the last place ("E16" rounds twice past 17 digits; double.Parse
+    // misreads about one literal in 5,000, e.g. 0.1588785046728972, and a fifth of the subnormals), and one unit
+    // is enough to change a tape the service signs.
+    /// <summary>Exact conversions between doubles and decimal digits, in integer arithmetic.</summary>
+    internal static class Doubles
+    {
+        private const double SmallestNormal = 2.2250738585072014E-308;
+        private static readonly double[] ExactTens =
+        {
+            1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18,
+            1e19, 1e20, 1e21, 1e22,
+        };
+
+        /// <summary>The fewest significant digits that read back as <paramref name="x"/> (positive, finite), the
+        /// closest of them, without trailing zeros; <paramref name="n"/> with x = 0.digits × 10^n.</summary>
+        public static string Shortest(double x, out int n)
+        {
+            BigInteger exactValue;
+            int e2;
+            long m = Parts(x, out e2);
+            exactValue = e2 >= 0 ? new BigInteger(m) << e2 : new BigInteger(m) * BigInteger.Pow(5, -e2);
+            string exact = exactValue.ToString(CultureInfo.InvariantCulture); // x = exact × 10^-shift
+            int point = exact.Length - (e2 >= 0 ? 0 : -e2);
+            // a normal double's 15 digits always read back when a shorter form does (DBL_DIG): its trailing zeros
+            // go; a subnormal holds fewer digits, so every length is tried (5e-324 is "5e-324")
+            for (int p = x < SmallestNormal ? 1 : 15; ; p++)
+            {
+                int carry;
+                string digits = Round(exact, p, out carry).TrimEnd('0');
+                n = point + carry;
+                var candidate = BigInteger.Parse(digits, CultureInfo.InvariantCulture);
+                if (p >= 17 || Place(candidate, n - digits.Length, x) == 0) return digits;
+            }
+        }
+
+        /// <summary>The double nearest a JSON number's literal (ties to the even one), as JavaScript and Python
+        /// read it: past the range an infinity, below half the least double a zero of its sign.</summary>
+        public static double Read(string literal)
+        {
+            bool negative = literal[0] == '-';
+            double x = Fast(literal, negative ? 1 : 0);
+            if (double.IsNaN(x))
+            {
+                int k;
+                BigInteger digits = Digits(negative ? literal.Substring(1) : literal, out k);
+                string text = digits.ToString(CultureInfo.InvariantCulture);
+                if (digits.IsZero || text.Length + k < -324) x = 0; // below 1e-324, under half the least double
+                else if (text.Length + k > 310) x = double.PositiveInfinity; // from 1e309 up
+                else x = Corrected(digits, k, Guess(text, k));
+            }
+            if (!negative) return x;
+            return x == 0 ? BitConverter.Int64BitsToDouble(long.MinValue) : -x; // -0 by its bits: no folding
+        }
+
+        /// <summary>The common case without a big integer: at most 15 digits and a power of ten up to 22 are exact
+        /// doubles, and one IEEE operation on them rounds right. NaN when the literal is not that case.</summary>
+        private static double Fast(string literal, int from)
+        {
+            long digits = 0;
+            int count = 0, k = 0, i = from;
+            bool point = false;
+            for (; i < literal.Length; i++)
+            {
+                char c = literal[i];
+                if (c == '.') { point = true; continue; }
+                if (c < '0' || c > '9') break;
+                if (digits == 0 && c == '0') { if (point) k--; continue; } // leading zeros
+                if (++count > 15) return double.NaN;
+                digits = digits * 10 + (c - '0');
+                if (point) k--;
+            }
+            if (i < literal.Length) // the exponent
+            {
+                int e;
+                string exponent = literal.Substring(i + 1);
+                if (!int.TryParse(exponent, NumberStyles.AllowLeadingSign, CultureInfo.InvariantCulture, out e)
+                    || Math.Abs(e) > 400) return double.NaN;
+                k += e;
+            }
+            if (digits == 0) return 0;
+            if (k < -22 || k > 22) return double.NaN;
+            return k >= 0 ? digits * ExactTens[k] : digits / ExactTens[-k];
+        }
+
+        /// <summary>The runtime's reading of the first 19 digits: a unit or two from the nearest double.</summary>
+        private static double Guess(string digits, int k)
+        {
+            string head = digits.Length > 19 ? digits.Substring(0, 19) : digits;
+            string literal = head[0] + "." + head.Substring(1) + "E"
+                + (digits.Length - 1 + k).ToString(CultureInfo.InvariantCulture);
+            try
+            {
+                return double.Parse(literal, NumberStyles.Float, CultureInfo.InvariantCulture);
+            }
+            catch (OverflowException)
+            {
+                return double.MaxValue; // Mono throws past the range: the correction steps on from the largest
+            }
+        }
+
+        /// <summary>From <paramref name="x"/>, double by double, to the one whose rounding interval holds
+        /// digits × 10^k (or infinity past the largest).</summary>
+        private static double Corrected(BigInteger digits, int k, double x)
+        {
+            for (int step = 0; step < 64; step++) // a unit or two, in practice
+            {
+                int where = Place(digits, k, x);
+                if (where == 0) return x;
+                long bits = BitConverter.DoubleToInt64Bits(x) + where;
+                if (bits < 0) return 0;
+                x = BitConverter.Int64BitsToDouble(bits);
+                if (double.IsInfinity(x)) return x;
+            }
+            return x;
+        }
+
+        /// <summary>A double's bits as m × 2^e2 (m below 2^53; x positive or 0).</summary>
+        private static long Parts(double x, out int e2)
+        {
+            long bits = BitConverter.DoubleToInt64Bits(x);
+            int biased = (int)((bits >> 52) & 0x7FF);
+            long m = bits & 0xFFFFFFFFFFFFFL;
+            if (biased == 0) biased = 1; // subnormal
+            else m |= 1L << 52;
+            e2 = biased - 1075;
+            return m;
+        }
+
+        /// <summary>Where digits × 10^k lies from the doubles' rounding interval around <paramref name="x"/>
+        /// (positive or 0): -1 below it, 0 inside (it reads as x), 1 above.</summary>
+        private static int Place(BigInteger digits, int k, double x)
+        {
+            int e2;
+            long m = Parts(x, out e2);
+            // in quarters of 2^e2: x is 4m, the next double up 4m+4, the next down 4m-4 (4m-2 at a power of two,
+            // where the unit below is half); a decimal reads as x strictly inside the halfway points, or on one
+            // when m is even (a tie goes to the even mantissa)
+            bool narrowBelow = m == 1L << 52 && e2 > -1074;
+            var high = new BigInteger(4 * m + 2);
+            var low = new BigInteger(4 * m - (narrowBelow ? 1 : 2));
+            int twos = 2 - e2; // digits × 10^k × 2^(2 - e2), as num / den
+            BigInteger num = digits * BigInteger.Pow(10, Math.Max(k, 0)) * BigInteger.Pow(2, Math.Max(twos, 0));
+            BigInteger den = BigInteger.Pow(10, Math.Max(-k, 0)) * BigInteger.Pow(2, Math.Max(-twos, 0));
+            int above = num.CompareTo(low * den), below = num.CompareTo(high * den);
+            bool even = m % 2 == 0;
+            if (even ? above < 0 : above <= 0) return -1;
+            if (even ? below > 0 : below >= 0) return 1;
+            return 0;
+        }
+
+        /// <summary>A JSON number's digits as an integer, and <paramref name="k"/> with value = digits × 10^k.</summary>
+        private static BigInteger Digits(string unsigned, out int k)
+        {
+            int e = unsigned.IndexOfAny(new[] { 'e', 'E' });
+            string mantissa = e < 0 ? unsigned : unsigned.Substring(0, e);
+            int exponent = 0;
+            if (e >= 0)
+            {
+                string text = unsigned.Substring(e + 1).TrimStart('+');
+                // an exponent past int's range: clamped (the value is 0 or infinite long before)
+                long big;
+                if (!long.TryParse(text, NumberStyles.AllowLeadingSign, CultureInfo.InvariantCulture, out big))
+                    big = text.StartsWith("-", StringComparison.Ordinal) ? long.MinValue : long.MaxValue;
+                exponent = (int)Math.Max(-100000, Math.Min(100000, big));
+            }
+            int dot = mantissa.IndexOf('.');
+            string whole = dot < 0 ? mantissa : mantissa.Remove(dot, 1);
+            k = exponent - (dot < 0 ? 0 : mantissa.Length - dot - 1);
+            return BigInteger.Parse(whole, CultureInfo.InvariantCulture);
+        }
+
+        /// <summary>Decimal digits rounded to <paramref name="p"/> of them, to the closest (a tie to the even
+        /// one); <paramref name="carry"/> is 1 when 99.. rounded up to 100...</summary>
+        private static string Round(string digits, int p, out int carry)
+        {
+            carry = 0;
+            if (digits.Length <= p) return digits;
+            var kept = digits.Substring(0, p).ToCharArray();
+            string rest = digits.Substring(p);
+            bool half = rest[0] == '5' && rest.Substring(1).TrimEnd('0').Length == 0;
+            bool up = rest[0] > '5' || (rest[0] == '5' && !half) || (half && (kept[p - 1] - '0') % 2 == 1);
+            if (!up) return new string(kept);
+            for (int i = p - 1; i >= 0; i--)
+            {
+                if (kept[i] != '9') { kept[i]++; return new string(kept); }
+                kept[i] = '0';
+            }
+            carry = 1;
+            return "1" + new string(kept);
         }
     }
 }

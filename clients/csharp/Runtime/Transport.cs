@@ -66,6 +66,25 @@ namespace NpcMind
         void CancelAll();
     }
 
+    /// <summary>An <see cref="IHttpSender"/>'s call as a Task (dialogue NPCs and the cortex await theirs).</summary>
+    public static class HttpSenderCalls
+    {
+        /// <summary>What came back; never faults (a sender that throws gives status 0 and its message).</summary>
+        public static Task<HttpResult> Call(this IHttpSender http, HttpCall call)
+        {
+            var done = new TaskCompletionSource<HttpResult>(TaskCreationOptions.RunContinuationsAsynchronously);
+            try
+            {
+                http.Send(call, r => done.TrySetResult(r ?? HttpResult.Failed(false, "no result")));
+            }
+            catch (Exception exc)
+            {
+                done.TrySetResult(HttpResult.Failed(false, exc.Message));
+            }
+            return done.Task;
+        }
+    }
+
     /// <summary>What became of one request: an answer (Status, Body, Headers) or why there was none (Fail); for a
     /// streamed answer, its bytes as they came (Chunk) and then its end (Ended, with Fail when it broke off).</summary>
     public sealed class Settled

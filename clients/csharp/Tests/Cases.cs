@@ -33,6 +33,12 @@ namespace NpcMind.Tests
             }
         }
 
+        /// <summary>docs/signature-vectors.json: the service's own vectors of canonical JSON and signed outcomes.</summary>
+        public static string SignatureVectors
+        {
+            get { return Path.Combine(Path.Combine(Path.Combine(Path.Combine(Folder, ".."), ".."), "docs"), "signature-vectors.json"); }
+        }
+
         public static object Read(string path)
         {
             return Json.Parse(File.ReadAllText(path));

@@ -212,7 +212,8 @@ namespace NpcMind.Tests
         [Test]
         public void RoundingToAQuantumIsHalfToEven()
         {
-            // the shared vectors hold no exact tie, so this is checked here: the service's cache key rounds so
+            // the function itself, beside the shared vectors' ties (edge.policy.json, type half): the service's
+            // cache key rounds so
             Assert.AreEqual(0.0, Policy.RoundHalfEven(0.5));
             Assert.AreEqual(2.0, Policy.RoundHalfEven(1.5));
             Assert.AreEqual(2.0, Policy.RoundHalfEven(2.5));

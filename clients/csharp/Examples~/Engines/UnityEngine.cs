@@ -19,6 +19,11 @@ namespace UnityEngine
         public static Vector3 operator *(Vector3 a, float d) { return new Vector3(a.x * d, a.y * d, a.z * d); }
     }
 
+    public static class Debug
+    {
+        public static void LogWarning(object message) { System.Console.Error.WriteLine(message); }
+    }
+
     public static class Time
     {
         public static float deltaTime = 1f / 60;

@@ -1,0 +1,102 @@
+// One dialogue NPC through a real service, run by tests/test_csharp.py (the TypeScript SDK's npc tests are its
+// twins). Prints one JSON line: the outcome as a game gets it, and what its game server would check.
+//   mono NpcMindDialogue.exe SERVICE CORTEX turn [RULESET]   Mara answers a traveller (twice: her state goes back)
+//   mono NpcMindDialogue.exe SERVICE CORTEX tamper           the game changes its tape after the prompt was built
+//   mono NpcMindDialogue.exe numbers SEED COUNT              Jcs.Number of random doubles (checked against Python)
+//   mono NpcMindDialogue.exe read < LITERALS                 Json.Parse of each line's number, as its bits in hex
+
+using System;
+using System.Collections.Generic;
+using System.Text;
+using NpcMind;
+
+public static class Dialogue
+{
+    /// <summary>HttpClient, with the tape of the last step changed on the way out (the game lying about Mara's
+    /// state after the service built the prompt from it).</summary>
+    sealed class Tampering : IHttpSender
+    {
+        readonly HttpClientSender inner = new HttpClientSender();
+
+        public void Send(HttpCall call, Action<HttpResult> done)
+        {
+            var body = call.Body == null ? null : Json.Parse(Encoding.UTF8.GetString(call.Body)) as IDictionary<string, object>;
+            if (Json.Get(Json.Get(body, "lastResult"), "type") as string == "ExecuteInferenceResult")
+            {
+                var tape = (IDictionary<string, object>)body["tape"];
+                tape["npcState"] = new Dictionary<string, object> { { "turns", 99 }, { "gold", 1000000 } };
+                call.Body = Encoding.UTF8.GetBytes(Json.Write(body));
+            }
+            inner.Send(call, done);
+        }
+
+        public void CancelAll() { inner.CancelAll(); }
+    }
+
+    static Dictionary<string, object> Shown(NpcOutcome o)
+    {
+        return new Dictionary<string, object>
+        {
+            { "valid", o.Valid }, { "verified", o.Verified }, { "applied", o.Applied }, { "dialogue", o.Dialogue },
+            { "action", o.Action }, { "steps", o.Steps }, { "state", o.State }, { "remembered", o.Remembered },
+            { "signature", o.Signature }, { "signed_payload", o.SignedPayload }, { "for_server", Json.Parse(o.ForServer()) },
+            { "audit", o.Audit },
+        };
+    }
+
+    static int Main(string[] args)
+    {
+        if (args[0] == "numbers")
+        {
+            var random = new Random(int.Parse(args[1]));
+            var bytes = new byte[8];
+            for (int i = 0; i < int.Parse(args[2]); i++)
+            {
+                random.NextBytes(bytes);
+                if (i % 4 == 1) bytes[7] &= 0x80; // a subnormal (or a tiny normal)
+                if (i % 4 == 2) { bytes[6] = 0x43; bytes[7] = 0x3f; } // an integer around 2^53
+                double x = BitConverter.ToDouble(bytes, 0);
+                if (!double.IsNaN(x) && !double.IsInfinity(x))
+                    Console.WriteLine(BitConverter.DoubleToInt64Bits(x).ToString("x16") + " " + Jcs.Number(x));
+            }
+            return 0;
+        }
+        if (args[0] == "read")
+        {
+            string line;
+            while ((line = Console.ReadLine()) != null)
+                Console.WriteLine(BitConverter.DoubleToInt64Bits(Json.ToDouble(Json.Parse(line))).ToString("x16"));
+            return 0;
+        }
+        string service = args[0], mode = args[2];
+        var npcs = new InMemoryNpcs();
+        npcs.Register("mara", "Mara, the innkeeper of the Silver Stag. Warm, nosy, afraid of the old mine.",
+            new Dictionary<string, object> { { "inn", "Silver Stag" }, { "gold", 12 } });
+        var options = new DialogueClientOptions { Http = mode == "tamper" ? new Tampering() : null };
+        using (var mind = new DialogueClient(service, new OpenAICortex(args[1], "scripted"), npcs, options))
+        {
+            var report = new Dictionary<string, object>();
+            try
+            {
+                string ruleset = args.Length > 3 ? args[3] : null;
+                var first = mind.Process("mara", "A traveller with a lantern asks about the old mine.", null, ruleset).GetAwaiter().GetResult();
+                report["first"] = Shown(first);
+                if (first.Valid)
+                {
+                    mind.Apply(first); // no server in this game: applied as it came (not verified here)
+                    report["applied"] = Shown(first);
+                    var second = mind.Process("mara", "The traveller asks again about the mine.", null, ruleset).GetAwaiter().GetResult();
+                    report["second"] = Shown(second);
+                }
+            }
+            catch (ProtocolException e)
+            {
+                report["refused"] = e.Message;
+            }
+            report["memories"] = npcs.Remembered("mara").Count;
+            report["state"] = npcs.Get("mara").State;
+            Console.WriteLine(Json.Write(report));
+        }
+        return 0;
+    }
+}

@@ -1,0 +1,373 @@
+// Dialogue NPCs: the step loop of POST /npcs/{npcId}/process, the game supplying recall and inference. The
+// service is the mind (next step, prompt, judging, signing); the game is the body (state, memories, inference).
+//
+// Unlike the Python and TypeScript SDKs, this one does NOT verify the outcome's Ed25519 signature: .NET Standard
+// 2.0 has no Ed25519 and no hand-written cryptography goes in. So Process never applies an outcome by itself and
+// never calls one verified (NpcOutcome.Verified is false): it hands the game what a game server checks (the
+// signature, the exact signed bytes, the Finalize and tape as received), and the game applies the outcome with
+// DialogueClient.Apply when it chooses to (after its server checked it, or at once when it has none and says so).
+
+using System;
+using System.Collections.Generic;
+using System.Linq;
+using System.Text;
+using System.Threading.Tasks;
+
+namespace NpcMind
+{
+    /// <summary>A memory the game recalled for the observation, with how similar it is (0..1).</summary>
+    public sealed class RecalledMemory
+    {
+        public string Text;
+        /// <summary>observation, experience, knowledge, emotion, dialogue (docs/protocol.md).</summary>
+        public string Type;
+        public double Importance;
+        public double Similarity;
+    }
+
+    /// <summary>A memory the service asks the game to keep.</summary>
+    public sealed class NewMemory
+    {
+        public string Text;
+        public string Type;
+        public double Importance;
+    }
+
+    /// <summary>What the game knows of one NPC.</summary>
+    public sealed class NpcRecord
+    {
+        public string NpcId;
+        public string Persona;
+        public IDictionary<string, object> Data = new Dictionary<string, object>();
+        public IDictionary<string, object> State = new Dictionary<string, object>();
+    }
+
+    /// <summary>The game's memory of its NPCs: who they are, what they recall, and where an outcome is kept.
+    /// Called on the thread the awaited Process continues on (Unity's main thread inside a MonoBehaviour).</summary>
+    public interface INpcMemory
+    {
+        /// <summary>The NPC's record, or null for one the game does not know.</summary>
+        NpcRecord Get(string npcId);
+        /// <summary>At most <paramref name="limit"/> memories at or above <paramref name="threshold"/>, most
+        /// similar first.</summary>
+        IList<RecalledMemory> Recall(string npcId, string query, int limit, double threshold);
+        /// <summary>Keep the memories and merge the state patch (a JSON merge patch), both or neither; the new
+        /// state.</summary>
+        IDictionary<string, object> Apply(string npcId, IList<NewMemory> memories, IDictionary<string, object> stateTransform);
+    }
+
+    /// <summary>How the service asks the model to answer: <c>maxTokens</c>, <c>temperature</c>, <c>stop</c>.</summary>
+    public sealed class PromptConstraints
+    {
+        public int? MaxTokens;
+        public double? Temperature;
+        public IList<string> Stop = new List<string>();
+
+        /// <summary>The constraints of an ExecuteInference instruction (absent or odd fields: none).</summary>
+        public static PromptConstraints Read(object constraints)
+        {
+            var c = new PromptConstraints();
+            object max = Json.Get(constraints, "maxTokens"), temperature = Json.Get(constraints, "temperature");
+            if (Json.IsNumber(max)) c.MaxTokens = (int)Math.Min(int.MaxValue, Math.Max(0, Json.ToDouble(max)));
+            if (Json.IsNumber(temperature)) c.Temperature = Json.ToDouble(temperature);
+            var stop = Json.Get(constraints, "stop") as IList<object>;
+            if (stop != null) c.Stop = stop.OfType<string>().ToList();
+            return c;
+        }
+    }
+
+    /// <summary>Whatever runs inference on the game's side (a local model, a hosted API): the model's text.</summary>
+    public interface ICortex
+    {
+        Task<string> Complete(string prompt, PromptConstraints constraints);
+    }
+
+    /// <summary>The service refused a step, could not be reached, or the loop did not finish; nothing was applied.</summary>
+    public sealed class ProtocolException : Exception
+    {
+        public ProtocolException(string message) : base(message) { }
+    }
+
+    /// <summary>What the game gets back: the line, the action, the rules applied, and what a game server needs to
+    /// check the service's signature. Not verified here (<see cref="Verified"/>), and not applied until
+    /// <see cref="DialogueClient.Apply"/>.</summary>
+    public sealed class NpcOutcome
+    {
+        public string NpcId;
+        /// <summary>The ruleset let the output through; false: <see cref="Dialogue"/> is its refusal line, and
+        /// there is nothing to apply or check.</summary>
+        public bool Valid;
+        public string Dialogue;
+        /// <summary>The validated action (<c>type</c>, <c>target</c>, <c>reason</c>, <c>confidence</c>), or null.</summary>
+        public IDictionary<string, object> Action;
+        public IDictionary<string, object> Audit;
+        public List<string> Steps;
+        /// <summary>What the service asks the game to keep, and the merge patch of the NPC's state.</summary>
+        public List<NewMemory> Memories = new List<NewMemory>();
+        public IDictionary<string, object> StateTransform = new Dictionary<string, object>();
+        /// <summary>The NPC's state: as it was, until <see cref="DialogueClient.Apply"/> gives the merged one.</summary>
+        public IDictionary<string, object> State;
+        public bool Applied;
+        /// <summary>Memories kept by <see cref="DialogueClient.Apply"/>.</summary>
+        public int Remembered;
+        /// <summary><c>kid.base64url</c> of the service's Ed25519 signature; null for an invalid outcome.</summary>
+        public string Signature;
+        /// <summary>The canonical JSON (RFC 8785) the signature covers; its UTF-8 bytes are what was signed.</summary>
+        public string SignedPayload;
+        /// <summary>The Finalize instruction and the tape exactly as the service returned them.</summary>
+        public IDictionary<string, object> Finalize;
+        public IDictionary<string, object> Tape;
+
+        /// <summary>Always false: this SDK has no Ed25519 (README), so no outcome is verified here. A game server
+        /// with the Python or TypeScript SDK checks <see cref="ForServer"/>.</summary>
+        public bool Verified { get { return false; } }
+
+        /// <summary>The JSON a game server checks: <c>{"npcId", "finalize", "tape"}</c>, for
+        /// <c>verify(finalize["signature"], signed_payload(npcId, finalize, tape), keys)</c>.</summary>
+        public string ForServer()
+        {
+            return Json.Write(new Dictionary<string, object> { { "npcId", NpcId }, { "finalize", Finalize }, { "tape", Tape } });
+        }
+    }
+
+    /// <summary>How a DialogueClient reaches the service.</summary>
+    public sealed class DialogueClientOptions
+    {
+        /// <summary>A hosted service's session token.</summary>
+        public string Token;
+        /// <summary>The engine's HTTP (UnityWebRequest: README); an HttpClientSender otherwise.</summary>
+        public IHttpSender Http;
+        public double TimeoutMs = 30000;
+    }
+
+    /// <summary>Talks to an npcmind service for the dialogue NPCs of one game.</summary>
+    public sealed class DialogueClient : IDisposable
+    {
+        /// <summary>A full run takes four calls; the loop gives up after this many.</summary>
+        public const int MaxCalls = 8;
+
+        private readonly string baseUrl;
+        private readonly DialogueClientOptions options;
+        private readonly IHttpSender http;
+        private readonly bool ownHttp;
+        public readonly ICortex Cortex;
+        public readonly INpcMemory Memory;
+
+        public DialogueClient(string serviceUrl, ICortex cortex, INpcMemory memory, DialogueClientOptions options = null)
+        {
+            baseUrl = Urls.Http(serviceUrl, "serviceUrl");
+            if (cortex == null)
+                throw new ArgumentNullException("cortex", "cortex: the game's inference is needed (an OpenAICortex or your own)");
+            if (memory == null)
+                throw new ArgumentNullException("memory", "memory: the game's NPCs are needed (an InMemoryNpcs or your own)");
+            Cortex = cortex;
+            Memory = memory;
+            this.options = options ?? new DialogueClientOptions();
+            ownHttp = this.options.Http == null;
+            http = this.options.Http ?? new HttpClientSender();
+        }
+
+        /// <summary>Run the loop for one observation, up to Finalize. Throws <see cref="ProtocolException"/>
+        /// when the service refuses a step or cannot be reached; the cortex's own exception when it fails.
+        /// Nothing is applied: see <see cref="Apply"/>.</summary>
+        public async Task<NpcOutcome> Process(string npcId, string observation,
+            IDictionary<string, object> context = null, string ruleset = null)
+        {
+            if (string.IsNullOrEmpty(npcId) || npcId.Contains("/"))
+                throw new ProtocolException("npcId: " + Errors.Quote(npcId ?? "null") + " must be non-empty text without '/'");
+            if (observation == null) throw new ProtocolException("observation: must be text, not null");
+            var rec = Memory.Get(npcId);
+            if (rec == null)
+                throw new ProtocolException("unknown NPC " + Errors.Quote(npcId) + ": the game's memory has no record of it");
+            var tape = new Dictionary<string, object>
+            {
+                { "observation", observation }, { "npcState", rec.State ?? new Dictionary<string, object>() },
+                { "memories", new List<object>() }, { "context", context ?? new Dictionary<string, object>() },
+            };
+            if (!string.IsNullOrEmpty(ruleset)) tape["rulesetId"] = ruleset;
+            IDictionary<string, object> step = tape, last = null;
+            var steps = new List<string>();
+            for (int i = 0; i < MaxCalls; i++)
+            {
+                var answer = await Step(npcId, step, last).ConfigureAwait(true);
+                var instruction = answer.Key;
+                step = answer.Value; // sent back as received, unknown fields (the step token) included
+                string kind = (string)instruction["type"];
+                steps.Add(kind);
+                if (kind == "Finalize") return Finish(npcId, instruction, step, steps);
+                last = await Result(rec, kind, instruction).ConfigureAwait(true);
+            }
+            throw new ProtocolException("no Finalize after " + MaxCalls + " calls");
+        }
+
+        /// <summary>Keep a valid outcome's memories and merge its state: the game's call, made when it trusts the
+        /// outcome (this SDK verified nothing). Once per outcome; the NPC's new state.</summary>
+        public IDictionary<string, object> Apply(NpcOutcome outcome)
+        {
+            if (outcome == null) throw new ArgumentNullException("outcome");
+            if (!outcome.Valid) throw new InvalidOperationException("outcome: not valid (the ruleset refused it): nothing to apply");
+            if (outcome.Applied) throw new InvalidOperationException("outcome: applied already (its memories would be kept twice)");
+            outcome.State = Memory.Apply(outcome.NpcId, outcome.Memories, outcome.StateTransform);
+            outcome.Applied = true;
+            outcome.Remembered = outcome.Memories.Count;
+            return outcome.State;
+        }
+
+        /// <summary>The service's signing keys (kid -> base64url), from GET /v1/keys: for a game server.</summary>
+        public async Task<Dictionary<string, string>> PublicKeys()
+        {
+            var got = await Request("GET", "/v1/keys", null).ConfigureAwait(false);
+            var keys = Json.Get(got.Value, "keys") as IList<object>;
+            if (got.Key != 200 || keys == null)
+                throw new ProtocolException("GET /v1/keys answered " + got.Key + " without keys: " + Errors.ErrorLine(got.Value, ""));
+            return keys.OfType<IDictionary<string, object>>()
+                .ToDictionary(k => Errors.Text(Json.Get(k, "kid")), k => Errors.Text(Json.Get(k, "public_key")));
+        }
+
+        public void Dispose()
+        {
+            if (ownHttp) ((IDisposable)http).Dispose();
+        }
+
+        private async Task<IDictionary<string, object>> Result(NpcRecord rec, string kind, IDictionary<string, object> instruction)
+        {
+            if (kind == "IdentifyActor")
+            {
+                var actor = new Dictionary<string, object>
+                {
+                    { "npcId", rec.NpcId }, { "persona", rec.Persona }, { "data", rec.Data ?? new Dictionary<string, object>() },
+                };
+                return new Dictionary<string, object> { { "type", "IdentifyActorResult" }, { "actor", actor } };
+            }
+            if (kind == "QueryVector")
+            {
+                object limit = Json.Get(instruction, "limit"), threshold = Json.Get(instruction, "threshold");
+                var found = Memory.Recall(rec.NpcId, Errors.Text(Json.Get(instruction, "query")),
+                    Json.IsNumber(limit) ? (int)Json.ToDouble(limit) : 0, Json.IsNumber(threshold) ? Json.ToDouble(threshold) : 0);
+                var memories = (found ?? new List<RecalledMemory>()).Select(m => (object)new Dictionary<string, object>
+                {
+                    { "text", m.Text }, { "type", m.Type }, { "importance", m.Importance }, { "similarity", m.Similarity },
+                }).ToList();
+                return new Dictionary<string, object> { { "type", "QueryVectorResult" }, { "memories", memories } };
+            }
+            if (kind == "ExecuteInference")
+            {
+                string output = await Cortex.Complete(Errors.Text(Json.Get(instruction, "prompt")),
+                    PromptConstraints.Read(Json.Get(instruction, "constraints"))).ConfigureAwait(true);
+                return new Dictionary<string, object> { { "type", "ExecuteInferenceResult" }, { "generatedOutput", output ?? "" } };
+            }
+            throw new ProtocolException("unknown instruction " + Errors.Quote(kind));
+        }
+
+        private async Task<KeyValuePair<IDictionary<string, object>, IDictionary<string, object>>> Step(
+            string npcId, IDictionary<string, object> tape, IDictionary<string, object> last)
+        {
+            var body = new Dictionary<string, object> { { "tape", tape }, { "lastResult", last } };
+            var got = await Request("POST", "/npcs/" + Uri.EscapeDataString(npcId) + "/process", body).ConfigureAwait(false);
+            if (got.Key != 200)
+                throw new ProtocolException("the service answered " + got.Key + ": " + Errors.ErrorLine(got.Value, ""));
+            var instruction = Json.Get(got.Value, "instruction") as IDictionary<string, object>;
+            var next = Json.Get(got.Value, "tape") as IDictionary<string, object>;
+            if (instruction == null || next == null || !(Json.Get(instruction, "type") is string))
+            {
+                string text = Json.Write(got.Value);
+                throw new ProtocolException("the service answered 200 without an instruction and tape: "
+                    + (text.Length > 200 ? text.Substring(0, 200) : text));
+            }
+            return new KeyValuePair<IDictionary<string, object>, IDictionary<string, object>>(instruction, next);
+        }
+
+        private NpcOutcome Finish(string npcId, IDictionary<string, object> fin, IDictionary<string, object> tape, List<string> steps)
+        {
+            var rec = Memory.Get(npcId);
+            var outcome = new NpcOutcome
+            {
+                NpcId = npcId, Valid = Json.Get(fin, "valid") as bool? == true, Dialogue = Errors.Text(Json.Get(fin, "dialogue")),
+                Audit = Json.Get(fin, "ruleAudit") as IDictionary<string, object> ?? new Dictionary<string, object>(),
+                Steps = steps, State = rec != null ? rec.State : new Dictionary<string, object>(), Finalize = fin, Tape = tape,
+            };
+            if (!outcome.Valid) return outcome;
+            outcome.Action = Json.Get(fin, "action") as IDictionary<string, object>;
+            outcome.StateTransform = Json.Get(fin, "stateTransform") as IDictionary<string, object>
+                ?? new Dictionary<string, object>();
+            var store = Json.Get(fin, "memoryStore") as IList<object> ?? new List<object>();
+            outcome.Memories = store.OfType<IDictionary<string, object>>().Select(m => new NewMemory
+            {
+                Text = Errors.Text(Json.Get(m, "text")), Type = Errors.Text(Json.Get(m, "type")),
+                Importance = Json.IsNumber(Json.Get(m, "importance")) ? Json.ToDouble(Json.Get(m, "importance")) : 0,
+            }).ToList();
+            outcome.Signature = Json.Get(fin, "signature") as string;
+            if (string.IsNullOrEmpty(outcome.Signature))
+                throw new ProtocolException("the service sent a valid outcome without a signature: nothing can check it");
+            try
+            {
+                outcome.SignedPayload = Jcs.Canonical(Signing.SignedPayload(npcId, fin, tape));
+            }
+            catch (NotCanonicalException e)
+            {
+                throw new ProtocolException("the outcome cannot be checked: its tape has no canonical form (" + e.Message + ")");
+            }
+            return outcome;
+        }
+
+        /// <summary>One call: its status and JSON body (an error body of its text when it is not JSON).</summary>
+        private async Task<KeyValuePair<int, object>> Request(string method, string path, object body)
+        {
+            var headers = new Dictionary<string, string>();
+            if (!string.IsNullOrEmpty(options.Token)) headers["authorization"] = "Bearer " + options.Token;
+            var call = new HttpCall
+            {
+                Method = method, Url = baseUrl + path, Headers = headers, TimeoutMs = options.TimeoutMs, MaxBytes = int.MaxValue,
+            };
+            if (body != null)
+            {
+                headers["content-type"] = "application/json";
+                try
+                {
+                    // canonical: numbers written from their exact digits, so a tape goes back as the service wrote it
+                    // (Mono's "R" misses by a unit now and then, and the step token would then refuse the tape)
+                    call.Body = Jcs.CanonicalBytes(body);
+                }
+                catch (NotCanonicalException e)
+                {
+                    throw new ProtocolException("the step cannot be sent: " + e.Message);
+                }
+            }
+            var result = await http.Call(call).ConfigureAwait(false);
+            if (result.Status == 0)
+                throw new ProtocolException("cannot reach the npcmind service at " + baseUrl + ": "
+                    + (result.TimedOut ? "no answer within " + options.TimeoutMs + " ms" : result.Error)
+                    + " (is `npcmind serve` running there?)");
+            string text = Encoding.UTF8.GetString(result.Body ?? new byte[0]);
+            try
+            {
+                return new KeyValuePair<int, object>(result.Status, Json.Parse(text));
+            }
+            catch (JsonException)
+            {
+                var error = new Dictionary<string, object> { { "message", text.Length > 200 ? text.Substring(0, 200) : text } };
+                return new KeyValuePair<int, object>(result.Status, new Dictionary<string, object> { { "error", error } });
+            }
+        }
+
+        /// <summary>RFC 7396 JSON merge patch: how a Finalize's <c>stateTransform</c> changes the NPC's state.</summary>
+        public static object MergePatch(object target, object patch)
+        {
+            var p = patch as IDictionary<string, object>;
+            if (p == null) return patch;
+            var t = target as IDictionary<string, object>;
+            var output = t != null ? new Dictionary<string, object>(t) : new Dictionary<string, object>();
+            foreach (var kv in p)
+            {
+                if (kv.Value == null) output.Remove(kv.Key);
+                else
+                {
+                    object old;
+                    output.TryGetValue(kv.Key, out old);
+                    output[kv.Key] = MergePatch(old, kv.Value);
+                }
+            }
+            return output;
+        }
+    }
+}

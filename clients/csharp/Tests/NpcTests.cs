@@ -1,0 +1,421 @@
+// Dialogue NPCs: the canonical JSON and signed payload against the service's own vectors
+// (docs/signature-vectors.json), and DialogueClient's step loop over a sender that plays the service: the tape
+// sent back as received, what each instruction is answered with, nothing applied until the game applies it,
+// and every failure a ProtocolException that says what went wrong.
+
+using System;
+using System.Collections.Generic;
+using System.Globalization;
+using System.Linq;
+using System.Text;
+using System.Threading.Tasks;
+using NpcMind;
+using NUnit.Framework;
+
+namespace NpcMind.Tests
+{
+    /// <summary>An IHttpSender answering each call at once with what <c>answer</c> gives (a service in a test).</summary>
+    internal sealed class AnsweringHttp : IHttpSender
+    {
+        public readonly List<HttpCall> Calls = new List<HttpCall>();
+        private readonly Func<HttpCall, HttpResult> answer;
+
+        public AnsweringHttp(Func<HttpCall, HttpResult> answer) { this.answer = answer; }
+
+        public void Send(HttpCall call, Action<HttpResult> done)
+        {
+            lock (Calls) Calls.Add(call);
+            done(answer(call));
+        }
+
+        public void CancelAll() { }
+
+        public static HttpResult Ok(object json, int status = 200)
+        {
+            return new HttpResult { Status = status, Body = Encoding.UTF8.GetBytes(Json.Write(json)) };
+        }
+
+        public static IDictionary<string, object> Sent(HttpCall call)
+        {
+            return (IDictionary<string, object>)Json.Parse(Encoding.UTF8.GetString(call.Body));
+        }
+    }
+
+    /// <summary>A cortex that answers one text and keeps the prompts it was given.</summary>
+    internal sealed class TextCortex : ICortex
+    {
+        public readonly List<string> Prompts = new List<string>();
+        public PromptConstraints Last;
+        private readonly string text;
+
+        public TextCortex(string text) { this.text = text; }
+
+        public Task<string> Complete(string prompt, PromptConstraints constraints)
+        {
+            Prompts.Add(prompt);
+            Last = constraints;
+            return Task.FromResult(text);
+        }
+    }
+
+    [TestFixture]
+    public class NpcTests
+    {
+        private static IDictionary<string, object> Vectors()
+        {
+            return (IDictionary<string, object>)Cases.Read(Cases.SignatureVectors);
+        }
+
+        public static IEnumerable<TestCaseData> CanonicalVectors()
+        {
+            foreach (var v in (IList<object>)Vectors()["canonical"])
+                yield return new TestCaseData(v).SetName("jcs vector: " + Json.Get(v, "name"));
+        }
+
+        [TestCaseSource("CanonicalVectors")]
+        public void CanonicalFormAndDigestAsTheServiceMakesThem(object v)
+        {
+            var value = Json.Parse((string)Json.Get(v, "json"));
+            Assert.AreEqual(Json.Get(v, "canonical"), Jcs.Canonical(value));
+            Assert.AreEqual(Json.Get(v, "sha256"), Jcs.Digest(value));
+        }
+
+        [Test]
+        public void EveryNumberOfRfc8785AppendixBIsWrittenAsEcmaScriptWritesIt()
+        {
+            var numbers = (IList<object>)Vectors()["numbers"];
+            Assert.That(numbers.Count, Is.GreaterThan(20));
+            foreach (var n in numbers)
+            {
+                double x = BitConverter.Int64BitsToDouble(Convert.ToInt64((string)Json.Get(n, "ieee754"), 16));
+                Assert.AreEqual(Json.Get(n, "canonical"), Jcs.Number(x), "ieee754 " + Json.Get(n, "ieee754"));
+            }
+        }
+
+        [Test]
+        public void ANumberNoDoubleHoldsHasNoCanonicalFormAndItsPathIsSaid()
+        {
+            foreach (var v in (IList<object>)Vectors()["refused"])
+            {
+                var e = Assert.Throws<NotCanonicalException>(() => Jcs.Canonical(Json.Parse((string)Json.Get(v, "json"))));
+                Assert.AreEqual(Json.Get(v, "path"), e.Path, e.Message);
+            }
+            var nested = new Dictionary<string, object> { { "npcState", new Dictionary<string, object> { { "gold", double.NaN } } } };
+            Assert.AreEqual("npcState.gold", Assert.Throws<NotCanonicalException>(() => Jcs.Canonical(nested)).Path);
+            Assert.Throws<NotCanonicalException>(() => Jcs.Canonical(new object()));
+        }
+
+        [Test]
+        public void TheSignedPayloadIsTheBytesTheServiceSigned()
+        {
+            var s = (IDictionary<string, object>)((IList<object>)Vectors()["signatures"])[0];
+            var tape = Json.Parse((string)s["tapeJson"]);
+            Assert.AreEqual(s["tapeDigest"], Jcs.Digest(tape));
+            var payload = Signing.SignedPayload((string)s["npcId"], (IDictionary<string, object>)s["finalize"], tape);
+            Assert.AreEqual(s["payloadCanonical"], Jcs.Canonical(payload));
+            Assert.IsFalse(Jcs.Canonical(payload).Contains("\"signature\""), "the signature signs itself");
+        }
+
+        // --- the step loop ---------------------------------------------------------------------------------
+
+        private const string Sig = "kid1.c2lnbmVk";
+
+        /// <summary>The service's four steps: each answer's tape is the tape sent plus a step token, and the
+        /// Finalize carries <paramref name="finalize"/>.</summary>
+        private static AnsweringHttp Service(IDictionary<string, object> finalize)
+        {
+            return new AnsweringHttp(call =>
+            {
+                var body = AnsweringHttp.Sent(call);
+                var tape = new Dictionary<string, object>((IDictionary<string, object>)body["tape"]);
+                var last = body["lastResult"] as IDictionary<string, object>;
+                string kind = last == null ? "IdentifyActor" : (string)last["type"] == "IdentifyActorResult" ? "QueryVector"
+                    : (string)last["type"] == "QueryVectorResult" ? "ExecuteInference" : "Finalize";
+                tape["stepToken"] = "token-" + kind;
+                var instruction = new Dictionary<string, object> { { "type", kind } };
+                if (kind == "QueryVector")
+                {
+                    instruction["query"] = tape["observation"];
+                    instruction["limit"] = 5L;
+                    instruction["threshold"] = 0.1;
+                }
+                if (kind == "ExecuteInference")
+                {
+                    instruction["prompt"] = "You are Mara. " + tape["observation"];
+                    instruction["constraints"] = Json.Parse("{\"maxTokens\": 200, \"temperature\": 0.7, \"stop\": [\"\\n\\n\"]}");
+                }
+                if (kind == "Finalize") foreach (var kv in finalize) instruction[kv.Key] = kv.Value;
+                return AnsweringHttp.Ok(new Dictionary<string, object> { { "instruction", instruction }, { "tape", tape } });
+            });
+        }
+
+        private static IDictionary<string, object> Valid()
+        {
+            return (IDictionary<string, object>)Json.Parse(@"{""valid"": true, ""dialogue"": ""Rooms are two silver."",
+                ""action"": {""type"": ""TALK"", ""target"": null, ""reason"": null, ""confidence"": null},
+                ""memoryStore"": [{""text"": ""A traveller asks for a room."", ""type"": ""observation"", ""importance"": 0.4}],
+                ""stateTransform"": {""turns"": 1, ""lastDialogue"": ""Rooms are two silver."", ""mood"": null},
+                ""ruleAudit"": {""preset"": ""default"", ""appliedRules"": []}, ""signature"": """ + Sig + @"""}");
+        }
+
+        private static InMemoryNpcs Mara()
+        {
+            var npcs = new InMemoryNpcs();
+            npcs.Register("mara", "Mara, the innkeeper.", new Dictionary<string, object> { { "town", "Hollow" } },
+                new Dictionary<string, object> { { "mood", "calm" } });
+            npcs.Apply("mara", new List<NewMemory> { new NewMemory { Text = "A traveller asked for a room last spring.", Type = "experience", Importance = 0.5 } },
+                new Dictionary<string, object>());
+            return npcs;
+        }
+
+        [Test]
+        public void ATurnRunsTheStepsAndHandsBackWhatAServerChecksWithNothingApplied()
+        {
+            var http = Service(Valid());
+            var npcs = Mara();
+            var cortex = new TextCortex("{\"dialogue\": \"Rooms are two silver.\"}");
+            var mind = new DialogueClient("http://svc:1/", cortex, npcs, new DialogueClientOptions { Http = http, Token = "tok" });
+            var outcome = mind.Process("mara", "A traveller asks for a room.", new Dictionary<string, object> { { "hour", 21 } }).Result;
+
+            Assert.AreEqual(new[] { "IdentifyActor", "QueryVector", "ExecuteInference", "Finalize" }, outcome.Steps.ToArray());
+            Assert.AreEqual(4, http.Calls.Count);
+            Assert.AreEqual("http://svc:1/npcs/mara/process", http.Calls[0].Url);
+            Assert.AreEqual("Bearer tok", http.Calls[0].Headers["authorization"]);
+            var first = AnsweringHttp.Sent(http.Calls[0]);
+            Assert.IsNull(Cases.Differs(Json.Parse(@"{""tape"": {""observation"": ""A traveller asks for a room."",
+                ""npcState"": {""mood"": ""calm""}, ""memories"": [], ""context"": {""hour"": 21}}, ""lastResult"": null}"), first, "first"));
+            Assert.IsFalse(((IDictionary<string, object>)first["tape"]).ContainsKey("rulesetId"));
+            for (int i = 1; i < 4; i++) // the tape goes back as it came, the step token with it
+                Assert.AreEqual("token-" + outcome.Steps[i - 1], Json.Get(AnsweringHttp.Sent(http.Calls[i])["tape"], "stepToken"));
+            Assert.IsNull(Cases.Differs(Json.Parse(@"{""type"": ""IdentifyActorResult"", ""actor"": {""npcId"": ""mara"",
+                ""persona"": ""Mara, the innkeeper."", ""data"": {""town"": ""Hollow""}}}"), AnsweringHttp.Sent(http.Calls[1])["lastResult"], "identify"));
+            var recalled = (IList<object>)Json.Get(AnsweringHttp.Sent(http.Calls[2])["lastResult"], "memories");
+            Assert.AreEqual(1, recalled.Count, "the memory sharing 'a traveller asked for a room' is recalled");
+            Assert.AreEqual("experience", Json.Get(recalled[0], "type"));
+            Assert.That(Json.ToDouble(Json.Get(recalled[0], "similarity")), Is.GreaterThanOrEqualTo(0.1));
+            Assert.AreEqual("{\"dialogue\": \"Rooms are two silver.\"}", Json.Get(AnsweringHttp.Sent(http.Calls[3])["lastResult"], "generatedOutput"));
+            Assert.AreEqual("You are Mara. A traveller asks for a room.", cortex.Prompts.Single());
+            Assert.AreEqual(200, cortex.Last.MaxTokens);
+            Assert.AreEqual(0.7, cortex.Last.Temperature);
+            Assert.AreEqual(new[] { "\n\n" }, cortex.Last.Stop.ToArray());
+
+            Assert.IsTrue(outcome.Valid);
+            Assert.IsFalse(outcome.Verified, "this SDK verifies no signature");
+            Assert.IsFalse(outcome.Applied);
+            Assert.AreEqual("Rooms are two silver.", outcome.Dialogue);
+            Assert.AreEqual("TALK", outcome.Action["type"]);
+            Assert.AreEqual(Sig, outcome.Signature);
+            Assert.AreEqual(Jcs.Canonical(Signing.SignedPayload("mara", outcome.Finalize, outcome.Tape)), outcome.SignedPayload);
+            Assert.That(outcome.SignedPayload, Is.StringContaining("\"tapeDigest\":\"" + Jcs.Digest(outcome.Tape) + "\""));
+            var forServer = (IDictionary<string, object>)Json.Parse(outcome.ForServer());
+            Assert.AreEqual("mara", forServer["npcId"]);
+            Assert.AreEqual(Sig, Json.Get(forServer["finalize"], "signature"));
+            Assert.AreEqual("token-Finalize", Json.Get(forServer["tape"], "stepToken"));
+            Assert.AreEqual(1, npcs.Remembered("mara").Count, "applied before the game applied it");
+            Assert.AreEqual("calm", npcs.Get("mara").State["mood"]);
+
+            var state = mind.Apply(outcome);
+            Assert.IsTrue(outcome.Applied);
+            Assert.AreEqual(1, outcome.Remembered);
+            Assert.AreEqual(2, npcs.Remembered("mara").Count);
+            Assert.AreEqual(1L, state["turns"]);
+            Assert.IsFalse(state.ContainsKey("mood"), "a null in the merge patch removes the key");
+            Assert.Throws<InvalidOperationException>(() => mind.Apply(outcome), "applied twice");
+            Assert.AreEqual(2, npcs.Remembered("mara").Count);
+        }
+
+        [Test]
+        public void AnInvalidOutcomeHasNothingToApplyOrCheck()
+        {
+            var refused = (IDictionary<string, object>)Json.Parse(@"{""valid"": false, ""dialogue"": ""I'd rather not talk about that."",
+                ""action"": null, ""memoryStore"": [], ""stateTransform"": {}, ""signature"": null,
+                ""ruleAudit"": {""preset"": ""rpg"", ""appliedRules"": [{""ruleId"": ""blocked.harm"", ""verdict"": ""blocked""}]}}");
+            var npcs = Mara();
+            var mind = new DialogueClient("http://svc:1", new TextCortex("I murder them."), npcs, new DialogueClientOptions { Http = Service(refused) });
+            var outcome = mind.Process("mara", "Hello.", null, "rpg").Result;
+            Assert.IsFalse(outcome.Valid);
+            Assert.AreEqual("I'd rather not talk about that.", outcome.Dialogue);
+            Assert.IsNull(outcome.Signature);
+            Assert.IsNull(outcome.SignedPayload);
+            Assert.IsNull(outcome.Action);
+            Assert.AreEqual("rpg", outcome.Audit["preset"]);
+            Assert.AreEqual("calm", outcome.State["mood"]);
+            Assert.Throws<InvalidOperationException>(() => mind.Apply(outcome));
+            Assert.AreEqual(1, npcs.Remembered("mara").Count);
+        }
+
+        private static ProtocolException Refused(DialogueClient mind, string npcId = "mara")
+        {
+            var e = Assert.Throws<AggregateException>(() => mind.Process(npcId, "Hello.").Wait());
+            Assert.IsInstanceOf<ProtocolException>(e.InnerException, e.ToString());
+            return (ProtocolException)e.InnerException;
+        }
+
+        private static DialogueClient Mind(Func<HttpCall, HttpResult> answer, InMemoryNpcs npcs = null)
+        {
+            return new DialogueClient("http://svc:1", new TextCortex("Hm."), npcs ?? Mara(), new DialogueClientOptions { Http = new AnsweringHttp(answer) });
+        }
+
+        [Test]
+        public void AValidOutcomeWithoutASignatureIsRefused()
+        {
+            var unsigned = Valid();
+            unsigned["signature"] = null;
+            var npcs = Mara();
+            var e = Refused(new DialogueClient("http://svc:1", new TextCortex("Hm."), npcs, new DialogueClientOptions { Http = Service(unsigned) }));
+            Assert.That(e.Message, Is.StringContaining("without a signature"));
+        }
+
+        [Test]
+        public void ARefusedStepSaysTheStatusAndTheProblemByPath()
+        {
+            var e = Refused(Mind(c => AnsweringHttp.Ok(Json.Parse(@"{""error"": {""code"": ""invalid"", ""message"": ""bad"",
+                ""details"": [{""path"": ""tape.stepToken"", ""message"": ""changed after the service returned it""}]}}"), 422)));
+            Assert.That(e.Message, Is.StringContaining("422").And.StringContaining("tape.stepToken: changed after the service returned it"));
+            e = Refused(Mind(c => new HttpResult { Status = 502, Body = Encoding.UTF8.GetBytes("<html>Bad gateway</html>") }));
+            Assert.That(e.Message, Is.StringContaining("502").And.StringContaining("Bad gateway"));
+        }
+
+        [Test]
+        public void AServiceThatCannotBeReachedOrAnswersNonsenseIsAProtocolException()
+        {
+            var e = Refused(Mind(c => HttpResult.Failed(false, "connection refused")));
+            Assert.That(e.Message, Is.StringContaining("cannot reach the npcmind service at http://svc:1").And.StringContaining("connection refused"));
+            e = Refused(Mind(c => { throw new InvalidOperationException("the sender broke"); }));
+            Assert.That(e.Message, Is.StringContaining("the sender broke"));
+            e = Refused(Mind(c => AnsweringHttp.Ok(Json.Parse("{\"ok\": true}"))));
+            Assert.That(e.Message, Is.StringContaining("without an instruction and tape"));
+            e = Refused(Mind(c => AnsweringHttp.Ok(Json.Parse("{\"instruction\": {\"type\": \"Dance\"}, \"tape\": {}}"))));
+            Assert.That(e.Message, Is.StringContaining("unknown instruction \"Dance\""));
+            int calls = 0;
+            e = Refused(Mind(c => { calls++; return AnsweringHttp.Ok(Json.Parse("{\"instruction\": {\"type\": \"IdentifyActor\"}, \"tape\": {}}")); }));
+            Assert.That(e.Message, Is.StringContaining("no Finalize after 8 calls"));
+            Assert.AreEqual(DialogueClient.MaxCalls, calls);
+        }
+
+        [Test]
+        public void AContextJsonCannotCarryIsSaidByItsPathBeforeAnyCall()
+        {
+            int calls = 0;
+            var mind = Mind(c => { calls++; return HttpResult.Failed(false, "x"); });
+            var context = new Dictionary<string, object> { { "weather", new Dictionary<string, object> { { "rain", double.NaN } } } };
+            var e = Assert.Throws<AggregateException>(() => mind.Process("mara", "Hello.", context).Wait());
+            Assert.IsInstanceOf<ProtocolException>(e.InnerException);
+            Assert.That(e.InnerException.Message, Is.StringContaining("tape.context.weather.rain: NaN is not a JSON number"));
+            Assert.AreEqual(0, calls);
+        }
+
+        [Test]
+        public void ATapeGoesBackWithTheNumbersTheServiceWrote()
+        {
+            // Mono's double.Parse reads 0.1588785046728972 a unit off, and its "R" writes -974.4371102891851 as
+            // -974.437110289185: either would change the tape, and the service's step token would refuse it
+            const string state = "{\"a\":0.1588785046728972,\"b\":-974.4371102891851}";
+            var http = new AnsweringHttp(call =>
+            {
+                if (AnsweringHttp.Sent(call)["lastResult"] != null)
+                    return AnsweringHttp.Ok(Json.Parse("{\"instruction\": {\"type\": \"Finalize\", \"valid\": false}, \"tape\": {}}"));
+                string answer = "{\"instruction\":{\"type\":\"IdentifyActor\"},\"tape\":{\"npcState\":" + state + "}}";
+                return new HttpResult { Status = 200, Body = Encoding.UTF8.GetBytes(answer) };
+            });
+            var mind = new DialogueClient("http://svc:1", new TextCortex("Hm."), Mara(), new DialogueClientOptions { Http = http });
+            Assert.IsFalse(mind.Process("mara", "Hello.").Result.Valid);
+            StringAssert.Contains("\"tape\":{\"npcState\":" + state + "}", Encoding.UTF8.GetString(http.Calls[1].Body));
+        }
+
+        [Test]
+        public void AnUnknownNpcOrABadIdIsSaidBeforeAnyCall()
+        {
+            int calls = 0;
+            var mind = Mind(c => { calls++; return HttpResult.Failed(false, "x"); });
+            Assert.That(Refused(mind, "nobody").Message, Is.StringContaining("unknown NPC \"nobody\""));
+            Assert.That(Refused(mind, "a/b").Message, Is.StringContaining("npcId: \"a/b\" must be non-empty text without '/'"));
+            Assert.That(Refused(mind, "").Message, Is.StringContaining("npcId"));
+            Assert.AreEqual(0, calls);
+            Assert.Throws<ArgumentException>(() => new DialogueClient("localhost:8080", new TextCortex(""), Mara()));
+            Assert.Throws<ArgumentException>(() => new InMemoryNpcs().Register("a/b", "x"));
+        }
+
+        [Test]
+        public void AnNpcIdTravelsEscapedInThePath()
+        {
+            var npcs = new InMemoryNpcs();
+            npcs.Register("guard #2", "A guard.");
+            var http = Service(Valid());
+            var outcome = new DialogueClient("http://svc:1", new TextCortex("Halt."), npcs, new DialogueClientOptions { Http = http })
+                .Process("guard #2", "Halt!").Result;
+            Assert.AreEqual("http://svc:1/npcs/guard%20%232/process", http.Calls[0].Url);
+            Assert.That(outcome.SignedPayload, Is.StringContaining("\"npcId\":\"guard #2\""));
+        }
+
+        [Test]
+        public void ThePublicKeysAreReadByKidOrTheirAbsenceSaid()
+        {
+            var keys = Mind(c => AnsweringHttp.Ok(Json.Parse(@"{""keys"": [{""kid"": ""k1"", ""alg"": ""Ed25519"", ""public_key"": ""AAA""},
+                {""kid"": ""k2"", ""alg"": ""Ed25519"", ""public_key"": ""BBB""}]}"))).PublicKeys().Result;
+            Assert.AreEqual("AAA", keys["k1"]);
+            Assert.AreEqual("BBB", keys["k2"]);
+            var e = Assert.Throws<AggregateException>(() => Mind(c => AnsweringHttp.Ok(Json.Parse("{\"error\": {\"message\": \"nope\"}}"), 404))
+                .PublicKeys().Wait());
+            Assert.That(e.InnerException.Message, Is.StringContaining("GET /v1/keys answered 404 without keys: nope"));
+        }
+
+        [Test]
+        public void MergePatchFollowsRfc7396()
+        {
+            // RFC 7396 Appendix A, a few of its examples
+            Func<string, string, string> merge = (t, p) => Json.Write(DialogueClient.MergePatch(Json.Parse(t), Json.Parse(p)));
+            Assert.AreEqual("{\"a\":\"c\"}", merge("{\"a\":\"b\"}", "{\"a\":\"c\"}"));
+            Assert.AreEqual("{}", merge("{\"a\":\"b\"}", "{\"a\":null}"));
+            Assert.AreEqual("{\"a\":{\"b\":\"d\"}}", merge("{\"a\":{\"b\":\"c\"}}", "{\"a\":{\"b\":\"d\",\"c\":null}}"));
+            Assert.AreEqual("[\"c\"]", merge("{\"a\":\"b\"}", "[\"c\"]"));
+            Assert.AreEqual("{\"a\":{\"bb\":{}}}", merge("{}", "{\"a\":{\"bb\":{\"ccc\":null}}}"));
+        }
+
+        [Test]
+        public void InMemoryRecallIsByWordsSharedMostSimilarFirstWithinTheLimit()
+        {
+            var npcs = new InMemoryNpcs();
+            npcs.Register("mara", "Mara.");
+            npcs.Apply("mara", new List<NewMemory>
+            {
+                new NewMemory { Text = "Bread is two coppers.", Type = "knowledge", Importance = 0.7 },
+                new NewMemory { Text = "The old mine collapsed.", Type = "knowledge", Importance = 0.7 },
+                new NewMemory { Text = "A traveller asked about the old mine.", Type = "experience", Importance = 0.5 },
+            }, new Dictionary<string, object>());
+            var found = npcs.Recall("mara", "Where is the old mine?", 2, 0.1);
+            Assert.AreEqual(new[] { "The old mine collapsed.", "A traveller asked about the old mine." }, found.Select(m => m.Text).ToArray());
+            Assert.That(found[0].Similarity, Is.GreaterThan(found[1].Similarity));
+            Assert.AreEqual(1, npcs.Recall("mara", "Where is the old mine?", 1, 0.1).Count);
+            Assert.AreEqual(0, npcs.Recall("mara", "Where is the old mine?", 5, 0.9).Count);
+            Assert.AreEqual(0, npcs.Recall("nobody", "mine", 5, 0).Count);
+        }
+
+        [Test]
+        public void TheCortexAsksWithTheConstraintsAndSaysWhereItFailed()
+        {
+            var http = new AnsweringHttp(c => AnsweringHttp.Ok(Json.Parse("{\"choices\": [{\"message\": {\"content\": \"Well met.\"}}]}")));
+            var cortex = new OpenAICortex("http://llm:9/v1/", "qwen3:4b", "key", http);
+            var constraints = new PromptConstraints { MaxTokens = 50, Temperature = 0.2, Stop = new List<string> { "END" } };
+            Assert.AreEqual("Well met.", cortex.Complete("Say hi.", constraints).Result);
+            Assert.AreEqual("http://llm:9/v1/chat/completions", http.Calls[0].Url);
+            Assert.AreEqual("Bearer key", http.Calls[0].Headers["authorization"]);
+            Assert.IsNull(Cases.Differs(Json.Parse(@"{""model"": ""qwen3:4b"", ""messages"": [{""role"": ""user"", ""content"": ""Say hi.""}],
+                ""max_tokens"": 50, ""temperature"": 0.2, ""stop"": [""END""]}"), AnsweringHttp.Sent(http.Calls[0]), "body"));
+
+            Func<Func<HttpCall, HttpResult>, CortexException> fails = answer =>
+            {
+                var e = Assert.Throws<AggregateException>(() => new OpenAICortex("http://llm:9/v1", "m", null, new AnsweringHttp(answer))
+                    .Complete("p", new PromptConstraints()).Wait());
+                Assert.IsInstanceOf<CortexException>(e.InnerException);
+                return (CortexException)e.InnerException;
+            };
+            var down = fails(c => HttpResult.Failed(false, "connection refused"));
+            Assert.AreEqual("http://llm:9/v1/chat/completions", down.Url);
+            Assert.That(down.Message, Is.StringContaining("cannot reach the cortex").And.StringContaining("(http://llm:9/v1/chat/completions)"));
+            Assert.That(fails(c => AnsweringHttp.Ok(Json.Parse("{\"error\": \"model not found\"}"), 404)).Message,
+                Is.StringContaining("HTTP 404").And.StringContaining("model not found"));
+            Assert.That(fails(c => AnsweringHttp.Ok(Json.Parse("{\"choices\": []}"))).Message, Is.StringContaining("choices[0].message.content"));
+        }
+    }
+}
