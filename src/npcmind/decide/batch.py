@@ -68,6 +68,7 @@ class Batch:
     sent_ms: dict[str, int] = field(default_factory=dict)  # by entity id, in the order the lines went out
     reply: ModelReply | None = None
     keep: list[tuple[str, CachedChoice, int]] = field(default_factory=list)  # fresh legal choices, to cache
+    read_at: int = 0  # the first decision number of the features row that keeps what the call read
 
     def ms(self) -> int:
         """Milliseconds since the request arrived."""

@@ -9,6 +9,7 @@ from collections import Counter
 from npcmind.decide.batch import Batch, Outcome, Situation, features
 from npcmind.decide.calls import Fell
 from npcmind.decide.ids import DecisionIds
+from npcmind.decide.read import Manifests, read_of
 from npcmind.local.metrics import Metrics
 from npcmind.protocol.a2g import AIDecision, Decision, FallbackDecision
 from npcmind.shared.base import CachedChoice
@@ -23,6 +24,7 @@ class Keeper:
         self.ids = ids
         self.metrics = metrics
         self.situation = situation
+        self.manifests = Manifests()
         self._ai = metrics.decisions.labels("AI", "")
         self._fallback = {
             code: metrics.decisions.labels("FALLBACK", code)
@@ -80,7 +82,15 @@ class Keeper:
     async def _keep(self, batch: Batch, issued: list[IssuedDecision], learned: list[DecisionFeatures]) -> None:
         """Record issued decisions with their features in one commit, then tell the situation (memory, scene)."""
         made_from = features(batch.session, batch.req, batch.chain, batch.now, learned)
-        await self.store.decisions.record(issued, made_from)
+        if made_from is not None:  # and what the model read, for replay (docs/replay.md)
+            made_from.read = read_of(batch, issued, made_from)
+            made_from.manifest = self.manifests.due(batch.session.manifest)
+        try:
+            await self.store.decisions.record(issued, made_from)
+        except BaseException:
+            if made_from is not None and made_from.manifest is not None:
+                self.manifests.lost(batch.session.manifest)
+            raise
         if self.situation is not None:
             self.situation.decided(batch.session, issued)
 

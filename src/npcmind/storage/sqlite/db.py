@@ -42,8 +42,9 @@ CREATE TABLE IF NOT EXISTS outcomes (
 CREATE INDEX IF NOT EXISTS outcomes_by_session ON outcomes (session_id, seq);
 CREATE INDEX IF NOT EXISTS sessions_by_client ON sessions (client_id, expires_at);
 CREATE TABLE IF NOT EXISTS features (
-  first_seq INTEGER PRIMARY KEY, client_id TEXT NOT NULL, created_at REAL NOT NULL, data BLOB NOT NULL);
+  first_seq INTEGER PRIMARY KEY, client_id TEXT NOT NULL, created_at REAL NOT NULL, data BLOB NOT NULL, prompt BLOB);
 CREATE INDEX IF NOT EXISTS features_by_client ON features (client_id, first_seq);
+CREATE TABLE IF NOT EXISTS manifests (version TEXT PRIMARY KEY, used_at REAL NOT NULL, data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS policies (
   client_id TEXT NOT NULL, manifest_version TEXT NOT NULL, created_at REAL NOT NULL, data BLOB NOT NULL,
   PRIMARY KEY (client_id, manifest_version));
@@ -159,6 +160,8 @@ class SqliteDb:
         row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         check_version(read_version(row[0] if row else None, self.path), self.path)
         _migrate(db)
+        if not any(col[1] == "prompt" for col in db.execute("PRAGMA table_info(features)")):  # a version-3 store
+            db.execute("ALTER TABLE features ADD COLUMN prompt BLOB")
         db.execute(  # an older store gains the new tables above and says so: an older npcmind then refuses it
             "INSERT INTO meta (key, value) VALUES ('schema_version', ?)"
             " ON CONFLICT (key) DO UPDATE SET value = excluded.value",

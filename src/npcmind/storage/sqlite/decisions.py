@@ -7,7 +7,14 @@ import asyncio
 
 import msgspec
 
-from npcmind.storage.base import IssuedDecision, RequestFeatures, batch_row, features_row
+from npcmind.storage.base import (
+    MANIFEST_EVERY_S,
+    IssuedDecision,
+    RequestFeatures,
+    batch_row,
+    features_row,
+    manifest_rows,
+)
 from npcmind.storage.sqlite.db import SqliteDb, SqlitePart, failure, kept
 
 # one batch row holds a request's decisions as JSON: [[decision_id, entity_id, type, action, label], ...]
@@ -50,6 +57,7 @@ class SqliteDecisions(SqlitePart):
             return
         values = [batch_row(rows) for rows, _, _ in batch]
         learned = [features_row(f) for _, f, _ in batch if f is not None]
+        manifests = manifest_rows(f for _, f, _ in batch if f is not None)
         try:
             with self.db.conn:
                 self.db.conn.execute("BEGIN")
@@ -59,7 +67,14 @@ class SqliteDecisions(SqlitePart):
                 )
                 if learned:
                     self.db.conn.executemany(
-                        "INSERT INTO features (first_seq, client_id, created_at, data) VALUES (?, ?, ?, ?)", learned
+                        "INSERT INTO features (first_seq, client_id, created_at, data, prompt) VALUES (?, ?, ?, ?, ?)",
+                        learned,
+                    )
+                if manifests:
+                    self.db.conn.executemany(
+                        "INSERT INTO manifests (version, used_at, data) VALUES (?, ?, ?) ON CONFLICT (version)"
+                        " DO UPDATE SET used_at = max(used_at, excluded.used_at)",
+                        manifests,
                     )
         except Exception as exc:  # disk full, file gone: every waiting request fails, none is answered as kept
             self.db.failures.failed(str(exc))
@@ -160,4 +175,6 @@ class SqliteDecisions(SqlitePart):
             if old < len(rows):
                 break
             await asyncio.sleep(0)
+        # a manifest a row still kept was rendered with was kept again at most MANIFEST_EVERY_S before that row
+        self.db.write("DELETE FROM manifests WHERE used_at < ?", (before - MANIFEST_EVERY_S,))
         return decisions
