@@ -1,0 +1,277 @@
+"""`npcmind replay` (issue 33): decisions recorded through the real service with the scripted provider following
+rules A, replayed as a user runs the command against the scripted provider following rules B, another manifest,
+or a published policy; the report must find what truly changed, and nothing else."""
+
+from __future__ import annotations
+
+import json
+import random
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import yaml
+
+from conftest import BEE_OBS, FOREST, SCRIPTED_SVC, bee, cli, decide_body, queen, service_settings, serving
+from npcmind.decide.read import ReadCall, decode_read
+from npcmind.storage import open_store
+from npcmind.testing.scripted import ScriptedServer
+from stores import opened, run
+
+RULES_A: list[dict[str, Any]] = [
+    {"type": "bee", "when": {"sees_player": True}, "choose": "chase"},
+    {"type": "bee", "choose": "wander"},
+    {"type": "boss", "when": {"hp_fraction": {"lt": 0.5}}, "choose": "flee"},
+    {"type": "boss", "choose": "chase"},
+]
+# B differs from A for bees alone, in the situations where a bee is low and sees the player: it flees
+CHANGED = {"type": "bee", "when": {"hp_fraction": {"lt": 0.3}, "sees_player": True}, "choose": "flee"}
+RULES_B = [CHANGED, *RULES_A]
+REQUESTS, BEES = 100, 9  # and a queen a request: 1,000 decisions
+
+
+@dataclass
+class Recorded:
+    """A store of 1,000 fresh decisions made by rules A, what the bees were, and the provider that made them."""
+
+    store: str
+    bees: list[dict[str, Any]]
+    queens: int
+    a: ScriptedServer
+    calls_to_a: int
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
+    """Rules A decide 100 requests of 9 bees and a queen through the service (no cache: every one is fresh)."""
+    tmp = tmp_path_factory.mktemp("replay")
+    rng = random.Random(33)
+    bees: list[dict[str, Any]] = []
+    with ScriptedServer() as a:
+        a.set(rules=RULES_A)
+        settings = service_settings(tmp, base_url=a.base_url, cache_entries=0, **SCRIPTED_SVC)
+        with serving(settings) as svc:
+            for r in range(REQUESTS):
+                batch = [
+                    bee(
+                        f"b{r}-{i}",
+                        observation={
+                            "hp_fraction": rng.choice([0.1, 0.5, 0.9]),
+                            "distance_to_player": rng.choice([50.0, 300.0]),
+                            "sees_player": rng.random() < 0.5,
+                            "current_action": rng.choice(["idle", "chase"]),
+                        },
+                    )
+                    for i in range(BEES)
+                ]
+                boss = {**queen(f"q{r}")["observation"], "hp_fraction": rng.choice([0.2, 0.8])}
+                got = svc.decide(decide_body(*batch, queen(f"q{r}", observation=boss)))
+                assert got.status_code == 200 and all(d["source"] == "AI" for d in got.json()["decisions"]), got.text
+                bees += [b["observation"] for b in batch]
+        yield Recorded(f"sqlite:///{tmp}/npcmind.db", bees, REQUESTS, a, len(a.requests))
+
+
+def replay(out: Path, *args: str) -> dict[str, Any]:
+    """`npcmind replay` as a user runs it; its report."""
+    r = cli("replay", *args, "--rate", "1000", "--in-flight", "8", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert f"report in {out}" in r.stderr, r.stderr
+    report: dict[str, Any] = json.loads(out.read_text())
+    return report
+
+
+def test_rules_that_differ_for_one_type_in_stated_situations_are_found_exactly(
+    recorded: Recorded, tmp_path: Path
+) -> None:
+    with ScriptedServer() as b:
+        b.set(rules=RULES_B)
+        target = ("--provider", "openai", "--base-url", b.base_url, "--model", "scripted")
+        report = replay(tmp_path / "r.json", "--store", recorded.store, "--client", "game-1", *target)
+        sent_to_b = b.requests
+    assert report["decisions"] == 1000 and report["calls"] == REQUESTS and report["left_out"] == {}
+    assert len(recorded.a.requests) == recorded.calls_to_a  # nothing went to the provider not named
+    assert len(sent_to_b) == REQUESTS
+
+    # the very prompts: what B read is what A read, call for call
+    def prompts(bodies: list[dict[str, Any]]) -> list[list[str]]:
+        return sorted([m["content"] for m in body["messages"]] for body in bodies)
+
+    assert prompts(sent_to_b) == prompts(recorded.a.requests[: recorded.calls_to_a])
+
+    types = report["types"]
+    assert types["boss"]["agreement"] == 1.0 and types["boss"]["decisions"] == REQUESTS
+    truth = sum(o["hp_fraction"] < 0.3 and o["sees_player"] for o in recorded.bees) / len(recorded.bees)
+    assert 0.05 < truth < 0.5  # the changed situations are a real part of the traffic
+    assert abs((1 - types["bee"]["agreement"]) - truth) <= 0.02
+    assert types["bee"]["confusion"]["chase"]["flee"] == round(truth * len(recorded.bees))
+
+    # exactly the stated situations: low bees that see the player, each of their four (distance, action) pairs
+    differ = report["differ"]
+    assert report["situations_differing"] == len(differ) == 4
+    found = set()
+    for s in differ:
+        assert s["type"] == "bee" and s["differ"] == s["decisions"], s
+        assert "hp_fraction=0.10 " in s["prompt_before"] and "sees_player=true" in s["prompt_before"], s
+        assert s["decided"] == {"chase": s["decisions"]} and s["replayed"] == {"flee": s["decisions"]}
+        assert s["prompt_after"] == s["prompt_before"]  # the same prompt, another model
+        found.add((_field(s["prompt_before"], "distance_to_player"), _field(s["prompt_before"], "current_action")))
+    assert found == {("50", '"idle"'), ("50", '"chase"'), ("300", '"idle"'), ("300", '"chase"')}
+    assert report["tokens"]["in"] > 0 and report["tokens"]["out"] > 0
+    assert report["latency_ms"]["calls"] == REQUESTS and report["latency_ms"]["p50"] <= report["latency_ms"]["p99"]
+    assert report["fallbacks"] == {} and report["cost"] is None
+
+
+def _field(text: str, name: str) -> str:
+    return text.split(f"{name}=", 1)[1].split()[0]
+
+
+def test_another_manifest_changes_only_the_prompts_that_carry_the_changed_type(
+    recorded: Recorded, tmp_path: Path
+) -> None:
+    data = yaml.safe_load(FOREST.read_text())
+    data["types"]["boss"]["actions"]["chase"] = "Charge the player, wings roaring"
+    changed = tmp_path / "new.yaml"
+    changed.write_text(yaml.safe_dump(data, sort_keys=False))  # the order of actions is what options show
+    with ScriptedServer() as a2:
+        a2.set(rules=RULES_A)
+        target = ("--provider", "openai", "--base-url", a2.base_url, "--model", "scripted", "--manifest", str(changed))
+        report = replay(tmp_path / "r.json", "--store", recorded.store, "--client", "game-1", *target)
+        sent = a2.requests
+    types = report["types"]
+    assert types["boss"]["prompts_changed"] == types["boss"]["decisions"] == REQUESTS
+    assert types["bee"]["prompts_changed"] == 0 and types["bee"]["decisions"] == REQUESTS * BEES
+    assert report["target"]["kind"] == "manifest" and report["target"]["manifest"] == str(changed)
+    assert all("Charge the player, wings roaring" in body["messages"][0]["content"] for body in sent)
+    assert report["agreement"] == 1.0  # rules A read no action's text: the same choices
+
+
+def test_the_published_policy_is_replayed_without_sending_anything(recorded: Recorded, tmp_path: Path) -> None:
+    from npcmind.storage.base import StoredPolicy
+
+    async def publish() -> str:
+        s = await opened(recorded.store)  # the service stopped: the store is free
+        rows = await s.policies.training("game-1", 0.0)
+        version = rows[0].manifest_version
+        leaf = {"feature": [-1], "threshold": [0.0], "left": [-1], "right": [-1], "value": [[1.0, 0.0]]}
+        policy = {
+            "format": "npcmind-policy",
+            "format_version": 1,
+            "manifest_version": version,
+            "types": {"bee": {"actions": ["chase", "wander"], "features": [], "trees": [leaf]}},
+        }
+        await s.policies.put(StoredPolicy("game-1", version, 1.0, json.dumps(policy).encode()))
+        await s.close()
+        return version
+
+    run(publish)
+    before = len(recorded.a.requests)
+    report = replay(tmp_path / "r.json", "--store", recorded.store, "--client", "game-1", "--policy", "--type", "bee")
+    assert len(recorded.a.requests) == before
+    chased = sum(o["sees_player"] for o in recorded.bees)
+    assert report["types"]["bee"]["agreed"] == chased and list(report["types"]) == ["bee"]
+    assert report["fallbacks"] == {} and report["tokens"] == {"in": 0, "out": 0}
+    assert report["latency_ms"]["calls"] == 0 and report["target"]["kind"] == "policy"
+
+
+def test_a_sample_and_since_bound_the_replay_and_the_price_gives_a_cost(recorded: Recorded, tmp_path: Path) -> None:
+    with ScriptedServer() as b:
+        b.set(rules=RULES_A)
+        target = ("--provider", "openai", "--base-url", b.base_url, "--model", "scripted")
+        report = replay(
+            tmp_path / "r.json",
+            *("--store", recorded.store, "--client", "game-1", "--sample", "95", "--since", "2h"),
+            *(*target, "--price-in", "0.15", "--price-out", "0.6"),
+        )
+        assert len(b.requests) == report["calls"] == 10  # whole calls of ten until 95 decisions are in
+    assert report["decisions"] == 100 and report["agreement"] == 1.0
+    cost = report["cost"]
+    expected = report["tokens"]["in"] * 0.15 / 1e6 + report["tokens"]["out"] * 0.6 / 1e6
+    assert cost["total"] == pytest.approx(expected, abs=1e-6) and cost["total"] > 0
+
+
+def test_what_is_kept_is_the_call_once_and_each_decision_by_its_number(recorded: Recorded) -> None:
+    """The rows of a call: the first keeps the situation; each decision is named by its number in the prompt."""
+
+    async def read() -> list[tuple[int, Any]]:
+        s = await opened(recorded.store)
+        got = [(seq, decode_read(zlib.decompress(blob))) for seq, blob in await s.policies.reads("game-1", 0.0)]
+        await s.close()
+        return got
+
+    reads = run(read)
+    assert len(reads) == REQUESTS  # a JSON answer is one group: one row a call
+    first, r = reads[0]
+    assert isinstance(r.call, ReadCall) and len(r.call.entities) == BEES + 1
+    assert [n for _, n in r.numbers] == sorted(n for _, n in r.numbers) and r.numbers[0][0] >= first
+    assert r.call.world == {"player_hp_fraction": 0.4, "repellent": False} and r.call.scope == "forest_boss"
+    assert msgspec.json.encode(r.call.entities[0].entity)  # the entity as the game sent it
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        ((), "--provider: say what to replay against"),
+        (("--provider", "openai"), "--model: name the openai model"),
+        (
+            ("--policy", "--model", "x"),
+            "--policy replays the published learned policy and sends nothing: leave out --model",
+        ),
+        (("--policy", "--rate", "0"), "argument --rate: must be above 0, not 0"),
+        (("--policy", "--since", "2x"), "argument --since: '2x' is not a duration"),
+        (("--policy", "--sample", "0"), "argument --sample: must be 1 or more, not 0"),
+        (("--policy", "--price-in", "-1"), "argument --price-in: a price is 0 or more, not -1"),
+        (("--provider", "openai", "--model", "m", "--manifest", "/nonexistent.yaml"), "--manifest /nonexistent.yaml"),
+        (("--provider", "anthropic", "--model", "m", "--api-key-env", "NPCMIND_NO_SUCH_KEY"), "no API key in"),
+    ],
+)
+def test_a_bad_flag_is_one_line_that_names_it(tmp_path: Path, args: tuple[str, ...], said: str) -> None:
+    r = cli("replay", "--store", f"sqlite:///{tmp_path}/none.db", "--client", "game-1", *args)
+    assert r.returncode == 2, r.stderr
+    assert any(said in line for line in r.stderr.splitlines()) and "Traceback" not in r.stderr, r.stderr
+
+
+@pytest.mark.fast
+def test_a_store_without_kept_calls_says_so(tmp_path: Path) -> None:
+    r = cli("replay", "--store", f"sqlite:///{tmp_path}/none.db", "--client", "game-1", "--policy")
+    assert r.returncode == 2 and "does not exist" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_a_streamed_answer_kept_a_group_a_row_is_replayed_whole(
+    svc: Any, scripted: ScriptedServer, tmp_path: Path
+) -> None:
+    """A streamed answer keeps each group as it is written: the call once, the later rows pointing at it; replay
+    (beside the running service) finds every decision and sends the very prompt again."""
+    scripted.set(rules=RULES_A, stream_tokens_per_s=100)  # an entity every ~60 ms: a group each, or nearly
+    for r in range(3):
+        batch = [bee(f"s{r}-{i}", observation={**BEE_OBS, "hp_fraction": 0.05 * (r * 4 + i)}) for i in range(4)]
+        got = svc.decide(decide_body(*batch), headers={"accept": "application/x-ndjson"})
+        assert got.status_code == 200 and got.text.count('"source":"AI"') == 4, got.text
+    store = svc.service.settings.store
+    assert store is not None
+
+    async def rows() -> list[Any]:
+        s = open_store(store, read_only=True)
+        await s.open()
+        got = [decode_read(zlib.decompress(blob)) for _, blob in await s.policies.reads("game-1", 0.0)]
+        await s.close()
+        return got
+
+    kept = run(rows)
+    calls = [r for r in kept if isinstance(r.call, ReadCall)]
+    assert len(calls) == 3 and len(kept) > 3, kept  # a row a group, the call in the first
+    assert sum(len(r.numbers) for r in kept) == 12
+    with ScriptedServer() as b:
+        b.set(rules=RULES_A)
+        target = ("--provider", "openai", "--base-url", b.base_url, "--model", "scripted")
+        report = replay(tmp_path / "r.json", "--store", store, "--client", "game-1", *target)
+        again = b.requests
+    assert report["decisions"] == 12 and report["left_out"] == {} and report["agreement"] == 1.0
+    sent = scripted.requests
+    assert sorted(m["content"] for body in again for m in body["messages"]) == sorted(
+        m["content"] for body in sent for m in body["messages"]
+    )
