@@ -71,7 +71,11 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
                 boss = {**queen(f"q{r}")["observation"], "hp_fraction": rng.choice([0.2, 0.8])}
                 got = svc.decide(decide_body(*batch, queen(f"q{r}", observation=boss)))
                 assert got.status_code == 200 and all(d["source"] == "AI" for d in got.json()["decisions"]), got.text
-                bees += [b["observation"] for b in batch]
+                failed = [d["decision_id"] for d in got.json()["decisions"][:BEES:3]]  # a third of the bees failed
+                reports = [{"decision_id": d, "outcome": "failed"} for d in failed]
+                told = svc.http.post("/v1/report", json={"client_id": "game-1", "reports": reports})
+                assert told.status_code == 200 and told.text.count('"accepted"') == len(failed), told.text
+                bees += [{**b["observation"], "failed": i % 3 == 0} for i, b in enumerate(batch)]
         yield Recorded(f"sqlite:///{tmp}/npcmind.db", bees, REQUESTS, a, len(a.requests))
 
 
@@ -108,6 +112,11 @@ def test_rules_that_differ_for_one_type_in_stated_situations_are_found_exactly(
     assert 0.05 < truth < 0.5  # the changed situations are a real part of the traffic
     assert abs((1 - types["bee"]["agreement"]) - truth) <= 0.02
     assert types["bee"]["confusion"]["chase"]["flee"] == round(truth * len(recorded.bees))
+    # where the game reported the decision failed: how often the replay chose otherwise
+    failed = [o for o in recorded.bees if o["failed"]]
+    assert types["bee"]["failed"] == len(failed) == REQUESTS * 3
+    assert types["bee"]["failed_changed"] == sum(o["hp_fraction"] < 0.3 and o["sees_player"] for o in failed) > 0
+    assert types["boss"]["failed"] == 0 and types["boss"]["failed_changed_share"] is None
 
     # exactly the stated situations: low bees that see the player, each of their four (distance, action) pairs
     differ = report["differ"]
