@@ -5,6 +5,7 @@ or a published policy; the report must find what truly changed, and nothing else
 from __future__ import annotations
 
 import json
+import os
 import random
 import zlib
 from collections.abc import Iterator
@@ -16,7 +17,8 @@ import msgspec
 import pytest
 import yaml
 
-from conftest import BEE_OBS, FOREST, SCRIPTED_SVC, bee, cli, decide_body, queen, service_settings, serving
+from cdp import CHROMIUM, Browser
+from conftest import BEE_OBS, FOREST, ROOT, SCRIPTED_SVC, bee, cli, decide_body, queen, service_settings, serving
 from npcmind.decide.read import ReadCall, decode_read
 from npcmind.storage import open_store
 from npcmind.testing.scripted import ScriptedServer
@@ -88,14 +90,30 @@ def replay(out: Path, *args: str) -> dict[str, Any]:
     return report
 
 
-def test_rules_that_differ_for_one_type_in_stated_situations_are_found_exactly(
-    recorded: Recorded, tmp_path: Path
-) -> None:
+@dataclass
+class AgainstB:
+    """The known truth's replay: its report, where it was written, and what rules B were sent."""
+
+    report: dict[str, Any]
+    path: Path
+    sent: list[dict[str, Any]]
+
+
+@pytest.fixture(scope="module")
+def against_b(recorded: Recorded, tmp_path_factory: pytest.TempPathFactory) -> AgainstB:
+    """Rules A's store replayed against the scripted provider following rules B, as a user runs it."""
+    out = tmp_path_factory.mktemp("against-b") / "report.json"
     with ScriptedServer() as b:
         b.set(rules=RULES_B)
         target = ("--provider", "openai", "--base-url", b.base_url, "--model", "scripted")
-        report = replay(tmp_path / "r.json", "--store", recorded.store, "--client", "game-1", *target)
-        sent_to_b = b.requests
+        report = replay(out, "--store", recorded.store, "--client", "game-1", *target, "--price-in", "0.15")
+        return AgainstB(report, out, b.requests)
+
+
+def test_rules_that_differ_for_one_type_in_stated_situations_are_found_exactly(
+    recorded: Recorded, against_b: AgainstB
+) -> None:
+    report, sent_to_b = against_b.report, against_b.sent
     assert report["decisions"] == 1000 and report["calls"] == REQUESTS and report["left_out"] == {}
     assert len(recorded.a.requests) == recorded.calls_to_a  # nothing went to the provider not named
     assert len(sent_to_b) == REQUESTS
@@ -129,9 +147,9 @@ def test_rules_that_differ_for_one_type_in_stated_situations_are_found_exactly(
         assert s["prompt_after"] == s["prompt_before"]  # the same prompt, another model
         found.add((_field(s["prompt_before"], "distance_to_player"), _field(s["prompt_before"], "current_action")))
     assert found == {("50", '"idle"'), ("50", '"chase"'), ("300", '"idle"'), ("300", '"chase"')}
-    assert report["tokens"]["in"] > 0 and report["tokens"]["out"] > 0
+    assert report["tokens"]["in"] > 0 and report["tokens"]["out"] > 0 and report["cost"]["out"] == 0
     assert report["latency_ms"]["calls"] == REQUESTS and report["latency_ms"]["p50"] <= report["latency_ms"]["p99"]
-    assert report["fallbacks"] == {} and report["cost"] is None
+    assert report["fallbacks"] == {} and report["cost"]["total"] == round(report["tokens"]["in"] * 0.15 / 1e6, 6)
 
 
 def _field(text: str, name: str) -> str:
@@ -284,3 +302,46 @@ def test_a_streamed_answer_kept_a_group_a_row_is_replayed_whole(
     assert sorted(m["content"] for body in again for m in body["messages"]) == sorted(
         m["content"] for body in sent for m in body["messages"]
     )
+
+
+needs_browser = pytest.mark.skipif(CHROMIUM is None, reason="no chromium here (apt-get install chromium)")
+REPLAY_PNG = ROOT / "docs" / "replay.png"
+
+
+@needs_browser
+def test_the_page_beside_the_inspector_shows_a_report_opened_from_a_file(
+    against_b: AgainstB, shared_svc: Any, tmp_path: Path
+) -> None:
+    """GET /replay in Chromium: the report file chosen as a person chooses it; the numbers, the confusion table
+    and the situations that differ are the report's. The screenshot in docs/ is this test's
+    (NPCMIND_WRITE_SCREENSHOT=1 writes it there; a plain run leaves the checkout as it was)."""
+    with Browser(tmp_path / "profile", size=(1280, 1500)) as browser:
+        browser.open(shared_svc.server.url + "/replay")
+        assert browser.js("document.getElementById('status').dataset.state") == "idle"
+        root = browser.call("DOM.getDocument")["root"]["nodeId"]
+        node = browser.call("DOM.querySelector", nodeId=root, selector="#file")["nodeId"]
+        browser.call("DOM.setFileInputFiles", nodeId=node, files=[str(against_b.path)])
+        browser.wait_for("document.getElementById('status').dataset.state === 'shown'", deadline_s=60)
+        shown = browser.js(
+            """(() => ({
+              types: [...document.querySelectorAll('#types tr')].map(r => [...r.cells].map(c => c.textContent)),
+              differ: [...document.querySelectorAll('#differ h3')].map(h => h.textContent),
+              pre: [...document.querySelectorAll('#differ pre')].map(p => p.textContent),
+              other: [...document.querySelectorAll('#confusion td.other')].map(c => c.textContent),
+              facts: document.getElementById('facts').textContent,
+            }))()"""
+        )
+        report = against_b.report
+        bee, boss = report["types"]["bee"], report["types"]["boss"]
+        assert shown["types"][0][:3] == ["bee", "900", f"{100 * bee['agreement']:.1f}%"], shown
+        assert shown["types"][1][:3] == ["boss", "100", "100.0%"], shown
+        assert shown["other"] == [str(bee["confusion"]["chase"]["flee"])]  # the one cell off the diagonal
+        assert len(shown["differ"]) == 4 and all(h.startswith(tuple("1234")) and "bee" in h for h in shown["differ"])
+        assert shown["pre"][0] == report["differ"][0]["prompt_before"]  # both entity parts, as text
+        assert "1000 decisions in 100 calls" in shown["facts"] and "cost" in shown["facts"], shown["facts"]
+        assert not browser.errors, browser.errors
+        shot = REPLAY_PNG if os.environ.get("NPCMIND_WRITE_SCREENSHOT") == "1" else tmp_path / "replay.png"
+        browser.screenshot(shot)
+    png = shot.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and (int.from_bytes(png[16:20]), int.from_bytes(png[20:24])) == (1280, 1500)
+    assert boss["agreement"] == 1.0
