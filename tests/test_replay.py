@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import sys
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,7 +20,9 @@ import yaml
 
 from cdp import CHROMIUM, Browser
 from conftest import BEE_OBS, FOREST, ROOT, SCRIPTED_SVC, bee, cli, decide_body, queen, service_settings, serving
+from docblocks import bash, run_by
 from npcmind.decide.read import ReadCall, decode_read
+from npcmind.http.server import free_port
 from npcmind.storage import open_store
 from npcmind.testing.scripted import ScriptedServer
 from stores import opened, run
@@ -345,3 +348,24 @@ def test_the_page_beside_the_inspector_shows_a_report_opened_from_a_file(
     png = shot.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and (int.from_bytes(png[16:20]), int.from_bytes(png[20:24])) == (1280, 1500)
     assert boss["agreement"] == 1.0
+
+
+def test_the_docs_example_finds_the_one_rule_that_differs(tmp_path: Path) -> None:
+    """docs/replay.md's example, pasted whole (ports, store and report moved into this test's folder): the report
+    finds the bee that flees under rules B, and the queen that agrees."""
+    (block,) = run_by(ROOT / "docs" / "replay.md", "test_the_docs_example_finds_the_one_rule_that_differs")
+    ports = {p: str(free_port()) for p in ("9201", "9202", "8082")}
+    script = block.text.replace(".venv/bin/", f"{Path(sys.executable).parent}/")
+    for old, new in ports.items():
+        script = script.replace(old, new)
+    script = script.replace("sqlite:///replay-demo.db", f"sqlite:///{tmp_path}/replay-demo.db")
+    script = script.replace("--out report.json", f"--out {tmp_path}/report.json")
+    assert bash(script, ROOT, tmp_path / "out") == 0, (tmp_path / "out").read_text()[-3000:]
+    out = (tmp_path / "out").read_text()
+    assert "replay: 1/1 calls, 2 decisions, 0 fallbacks" in out, out[-3000:]
+    assert "replay: 2 decisions in 1 calls, agreement 50.0%, 1 situations differ; report in" in out, out[-3000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["types"]["bee"]["confusion"] == {"chase": {"flee": 1}}
+    assert report["types"]["boss"]["agreement"] == 1.0
+    (s,) = report["differ"]
+    assert s["decided"] == {"chase": 1} and s["replayed"] == {"flee": 1} and "hp_fraction=0.35 " in s["prompt_before"]
