@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import sys
 import zlib
 from collections.abc import Iterator
@@ -86,9 +87,12 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
 
 def replay(out: Path, *args: str) -> dict[str, Any]:
     """`npcmind replay` as a user runs it; its report."""
-    r = cli("replay", *args, "--rate", "1000", "--in-flight", "8", "--out", str(out))
+    r = cli("replay", "--rate", "1000", "--in-flight", "8", *args, "--out", str(out))  # a flag given twice: the last
     assert r.returncode == 0, r.stderr
     assert f"report in {out}" in r.stderr, r.stderr
+    assert re.search(r"^replay: (\d+)/\1 calls, \d+ decisions, \d+ fallbacks, [\d.]+ calls/s$", r.stderr, re.M), (
+        r.stderr
+    )
     report: dict[str, Any] = json.loads(out.read_text())
     return report
 
@@ -209,14 +213,15 @@ def test_the_published_policy_is_replayed_without_sending_anything(recorded: Rec
 
 def test_a_sample_and_since_bound_the_replay_and_the_price_gives_a_cost(recorded: Recorded, tmp_path: Path) -> None:
     with ScriptedServer() as b:
-        b.set(rules=RULES_A)
-        target = ("--provider", "openai", "--base-url", b.base_url, "--model", "scripted")
+        b.set(rules=RULES_A, delay_ms=50)  # calls overlap: the bound on calls at once is what holds them
+        target = ("--provider", "openai", "--base-url", b.base_url, "--model", "scripted", "--in-flight", "2")
         report = replay(
             tmp_path / "r.json",
             *("--store", recorded.store, "--client", "game-1", "--sample", "95", "--since", "2h"),
             *(*target, "--price-in", "0.15", "--price-out", "0.6"),
         )
         assert len(b.requests) == report["calls"] == 10  # whole calls of ten until 95 decisions are in
+        assert 1 <= b.model.most_in_flight <= 2
     assert report["decisions"] == 100 and report["agreement"] == 1.0
     cost = report["cost"]
     expected = report["tokens"]["in"] * 0.15 / 1e6 + report["tokens"]["out"] * 0.6 / 1e6
@@ -369,3 +374,16 @@ def test_the_docs_example_finds_the_one_rule_that_differs(tmp_path: Path) -> Non
     assert report["types"]["boss"]["agreement"] == 1.0
     (s,) = report["differ"]
     assert s["decided"] == {"chase": 1} and s["replayed"] == {"flee": 1} and "hp_fraction=0.35 " in s["prompt_before"]
+
+
+@pytest.mark.fast
+def test_a_store_that_kept_nothing_to_replay_says_so_in_one_line(tmp_path: Path) -> None:
+    from npcmind.storage.sqlite import SqliteStore
+
+    run(lambda: SqliteStore(tmp_path / "empty.db").close())
+    r = cli("replay", "--store", f"sqlite:///{tmp_path}/empty.db", "--client", "game-1", "--policy", "--type", "guard")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.strip() == (
+        f"npcmind replay: --client game-1: no kept decision of type guard to replay in sqlite:///{tmp_path}/empty.db "
+        "(no call was kept there: npcmind keeps what the model read since schema version 4)"
+    )

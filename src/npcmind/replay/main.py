@@ -78,36 +78,43 @@ def _manifest(path: str) -> Manifest:
 
 
 async def _replay(args: argparse.Namespace, manifest: Manifest | None, provider: Provider | None) -> int:
+    try:
+        report_out = await _report(args, manifest, provider)
+    finally:
+        if provider is not None:
+            await provider.close()
+    text = msgspec.json.format(msgspec.json.encode(report_out), indent=2)
+    if args.out:
+        with open(args.out, "wb") as f:
+            f.write(text + b"\n")
+        print(_summary(report_out, args.out), file=sys.stderr)
+    else:
+        sys.stdout.buffer.write(text + b"\n")
+    return 0
+
+
+async def _report(args: argparse.Namespace, manifest: Manifest | None, provider: Provider | None) -> dict[str, Any]:
+    """The kept calls read, replayed against the target, and the report of it."""
     since = time.time() - args.since * 3600 if args.since else 0.0
     store = open_store(args.store, read_only=True)
     await store.open()
     try:
         loaded = await load(store, args.client, since, args.type, args.sample)
+        calls, left_out = _renderable(loaded)
+        if not calls:
+            what = f" of type {args.type}" if args.type else ""
+            where = f"--client {args.client}: no kept decision{what} to replay in {args.store}"
+            raise FlagError(where + _why(left_out))
         target: Target = (
-            ProviderTarget(provider, manifest, args.timeout) if provider is not None else await _policy(store, args)
+            ProviderTarget(provider, manifest, args.timeout)
+            if provider is not None
+            else await _policy(store, args.client, list(loaded.manifests))
         )
-        desc = _describe(args, provider, manifest)
     finally:
         await store.close()
-    calls, left_out = _renderable(loaded)
-    if not calls:
-        what = f" of type {args.type}" if args.type else ""
-        raise FlagError(f"--client {args.client}: no kept decision{what} to replay in {args.store}" + _why(left_out))
     progress = Progress(len(calls))
-    try:
-        results = await replay_all(calls, target, args.rate, args.in_flight, progress.add)
-    finally:
-        if provider is not None:
-            await provider.close()
-    out = report.build(desc, results, left_out, args.price_in, args.price_out)
-    text = msgspec.json.format(msgspec.json.encode(out), indent=2)
-    if args.out:
-        with open(args.out, "wb") as f:
-            f.write(text + b"\n")
-        print(_summary(out, args.out), file=sys.stderr)
-    else:
-        sys.stdout.buffer.write(text + b"\n")
-    return 0
+    results = await replay_all(calls, target, args.rate, args.in_flight, progress.add)
+    return report.build(_describe(args, provider, manifest), results, left_out, args.price_in, args.price_out)
 
 
 def _renderable(loaded: Loaded) -> tuple[list[tuple[Any, Manifest]], dict[str, int]]:
@@ -129,19 +136,17 @@ def _why(left_out: dict[str, int]) -> str:
     return " (left out: " + ", ".join(f"{n} {why}" for why, n in sorted(left_out.items())) + ")"
 
 
-async def _policy(store: Store, args: argparse.Namespace) -> PolicyTarget:
+async def _policy(store: Store, client: str, versions: list[str]) -> PolicyTarget:
     """The policy published for each manifest version the calls were rendered with (none: `no_policy`)."""
     policies: dict[str, Policy | None] = {}
-    for version in {r.manifest_version for r in await store.policies.training(args.client, 0.0)}:
-        kept = await store.policies.get(args.client, version)
+    for version in versions:
+        kept = await store.policies.get(client, version)
         try:
             policies[version] = Policy.load(kept.data, version) if kept is not None else None
         except PolicyError:
             policies[version] = None
     if not any(policies.values()):
-        raise FlagError(
-            f"--policy: no learned policy is published for client {args.client} (npcmind distill --publish)"
-        )
+        raise FlagError(f"--policy: no learned policy is published for client {client} (npcmind distill --publish)")
     return PolicyTarget(policies)
 
 
