@@ -387,3 +387,33 @@ def test_a_store_that_kept_nothing_to_replay_says_so_in_one_line(tmp_path: Path)
         f"npcmind replay: --client game-1: no kept decision of type guard to replay in sqlite:///{tmp_path}/empty.db "
         "(no call was kept there: npcmind keeps what the model read since schema version 4)"
     )
+
+
+def test_a_session_scope_neighbours_and_memory_are_sent_again_as_the_model_read_them(
+    svc: Any, scripted: ScriptedServer, tmp_path: Path
+) -> None:
+    """What the service adds to a prompt from what it knows: a scope the session added (with its state), the
+    neighbours of an entity with a position, and its memory with an age; replayed, each prompt is the one sent."""
+    scripted.set(rules=RULES_A)
+    scope = {"cave_7": {"parent": "forest", "text": "A damp cave.", "fields": {"depth": {"type": "integer", "min": 0}}}}
+    assert svc.http.post("/v1/context", json={"client_id": "game-1", "scopes": scope}).status_code == 200
+    for r in range(3):
+        swarm = [
+            bee(f"m{i}", position=[100.0 + 30 * i, 200.0], observation={**BEE_OBS, "hp_fraction": 0.1 * (r + 1)})
+            for i in range(3)
+        ]
+        got = svc.decide(decide_body(*swarm, scope="cave_7", scope_state={"depth": r}))
+        assert got.status_code == 200 and all(d["source"] == "AI" for d in got.json()["decisions"]), got.text
+        first = got.json()["decisions"][0]["decision_id"]
+        told = svc.http.post(
+            "/v1/report", json={"client_id": "game-1", "reports": [{"decision_id": first, "outcome": "failed"}]}
+        )
+        assert told.status_code == 200
+    sent = [[m["content"] for m in body["messages"]] for body in scripted.requests]
+    assert len(sent) == 3 and "SCOPE cave_7" in sent[0][0] and "nearby:" in sent[0][1] and "failed" in sent[2][1]
+    with ScriptedServer() as b:
+        b.set(rules=RULES_A)
+        target = ("--provider", "openai", "--base-url", b.base_url, "--model", "scripted")
+        report = replay(tmp_path / "r.json", "--store", str(svc.service.settings.store), "--client", "game-1", *target)
+        again = [[m["content"] for m in body["messages"]] for body in b.requests]
+    assert sorted(again) == sorted(sent) and report["decisions"] == 9 and report["agreement"] == 1.0

@@ -61,7 +61,7 @@ def read_of(batch: Batch, issued: list[IssuedDecision], features: RequestFeature
     a reference to that row after it."""
     number = {ep.entity.id: ep.number for _, ep, _ in batch.asked}
     entity = {d.seq: d.entity_id for d in issued}
-    numbers = [(f.seq, number[entity[f.seq]]) for f in features.decisions]
+    numbers = [(f.seq, n) for f in features.decisions if (n := number.get(entity.get(f.seq, ""), 0))]
     if batch.read_at:
         return encode_read(Read(batch.read_at, numbers))
     batch.read_at = features.decisions[0].seq
