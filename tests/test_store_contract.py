@@ -312,6 +312,59 @@ def test_what_the_model_read_and_its_manifest_come_back_and_go_with_pruning(stor
     run(go)
 
 
+def _sql(url: str, *statements: str) -> None:
+    """Statements run on a closed store as another tool would, on either backend (its schema named)."""
+    if url.startswith("sqlite"):
+        import sqlite3
+
+        db = sqlite3.connect(url[len("sqlite:///") :])
+        for st in statements:
+            db.execute(st.format(""))
+        db.commit()
+        db.close()
+        return
+    _, schema = postgres_store.parse_url(url)
+
+    async def go(db: Any) -> None:
+        for st in statements:
+            await db.execute(st.format(f'"{schema}".'))
+
+    run(_pg(go))
+
+
+@pytest.mark.fast
+def test_a_store_of_version_3_gains_what_the_model_read_and_keeps_its_rows(store_url: str) -> None:
+    """Schema 4 adds a column to features and the manifests table, as `serve` opens a version-3 store: its rows
+    stay readable for distill, keep nothing to replay, and new rows keep what the model read."""
+    import zlib
+
+    async def older() -> None:
+        s = await opened(store_url)
+        first = await s.decisions.allocate(1)
+        await s.decisions.record([_issued(first, "s1", "e0", at=1001.0)], _features("game-1", [first], 1001.0))
+        await s.close()
+
+    run(older)
+    _sql(store_url, "ALTER TABLE {}features DROP COLUMN prompt", "DROP TABLE {}manifests")
+    _set_version(store_url, b"3")
+
+    async def newer() -> None:
+        s = await opened(store_url)
+        rows = await s.policies.training("game-1", 0.0)  # distill reads the older row as it did
+        assert len(rows) == 1 and rows[0].action == "chase" and rows[0].session_id == "s1"
+        assert await s.policies.reads("game-1", 0.0) == []  # kept before replay: nothing to replay
+        late = await s.decisions.allocate(1)
+        f = _features("game-1", [late], 1002.0)
+        f.read, f.manifest = b'{"call":1}', b"{}"
+        await s.decisions.record([_issued(late, "s1", "e1", at=1002.0)], f)
+        assert [(q, zlib.decompress(b)) for q, b in await s.policies.reads("game-1", 0.0)] == [(late, b'{"call":1}')]
+        assert await s.policies.manifest("sha256:m1") is not None
+        await s.close()
+
+    run(newer)
+    assert _version(store_url) == str(SCHEMA_VERSION).encode()
+
+
 @pytest.mark.fast
 def test_a_policy_is_kept_per_client_and_manifest_version_and_replaced(store_url: str) -> None:
     async def go() -> None:
