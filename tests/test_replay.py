@@ -417,3 +417,68 @@ def test_a_session_scope_neighbours_and_memory_are_sent_again_as_the_model_read_
         report = replay(tmp_path / "r.json", "--store", str(svc.service.settings.store), "--client", "game-1", *target)
         again = [[m["content"] for m in body["messages"]] for body in b.requests]
     assert sorted(again) == sorted(sent) and report["decisions"] == 9 and report["agreement"] == 1.0
+
+
+@pytest.mark.fast
+def test_a_kept_call_renders_as_the_pipeline_renders_and_the_report_tallies_it() -> None:
+    """In-process, no service: a kept call rendered again is the pipeline's builder's prompt; the view of an entity
+    leaves other types' lines out; the policy target chooses from the kept situation; the report tallies it."""
+    import asyncio
+    import io
+
+    from npcmind.decide.prompt import PromptBuilder
+    from npcmind.decide.read import ReadEntity
+    from npcmind.manifest import load
+    from npcmind.protocol.a2g import DecideEntity
+    from npcmind.replay import report
+    from npcmind.replay.kept import Kept, KeptCall
+    from npcmind.replay.render import Renderer, view
+    from npcmind.replay.run import PolicyTarget, Progress
+    from npcmind_client.policy import Policy
+
+    m = load(FOREST)
+    e = DecideEntity("b1", "bee", dict(BEE_OBS), ["idle", "chase"])
+    call = ReadCall(
+        "enum",
+        None,
+        {},
+        [],
+        {"player_hp_fraction": 0.4, "repellent": False},
+        None,
+        ["POPULATION: x"],
+        [ReadEntity(1, e, ["nearby: nobody"], ["parent decided 2 s ago"])],
+    )
+    rendered = Renderer().render(call, m, "enum")
+    (ep,) = rendered.prompt.entities
+    assert rendered.left_out == []
+    assert ep.text.startswith('E1 "b1" bee\n') and "  nearby: nobody\n  parent decided 2 s ago\nQ1:" in ep.text
+    assert rendered.prompt.static == PromptBuilder(m, "enum").static([], [])
+    seen = view(m, rendered.prompt, ep)
+    assert "- bee:" in seen and "- boss:" not in seen and "- swarm:" not in seen and seen.endswith(ep.text)
+
+    leaf = {"feature": [-1], "threshold": [0.0], "left": [-1], "right": [-1], "value": [[1.0, 0.0]]}
+    data = {
+        "format": "npcmind-policy",
+        "format_version": 1,
+        "manifest_version": m.version,
+        "types": {"bee": {"actions": ["chase", "idle"], "features": [], "trees": [leaf]}},
+    }
+    kept = KeptCall(m.version, 1.0, call, [Kept(7, 1, "bee", "idle", "failed")])
+    result = asyncio.run(PolicyTarget({m.version: Policy.load(data)}).replay(kept, m))
+    out = io.StringIO()
+    Progress(1, out).add(result)
+    assert out.getvalue().startswith("replay: 1/1 calls, 1 decisions, 0 fallbacks, ")
+    r = report.build({"kind": "policy"}, [result], {}, None, None)
+    assert r["types"]["bee"] | {"confusion": None} == {
+        "decisions": 1,
+        "agreed": 0,
+        "agreement": 0.0,
+        "failed": 1,
+        "failed_changed": 1,
+        "failed_changed_share": 1.0,
+        "prompts_changed": 0,
+        "fallbacks": 0,
+        "confusion": None,
+    }
+    assert r["types"]["bee"]["confusion"] == {"idle": {"chase": 1}} and r["situations_differing"] == 1
+    assert r["differ"][0]["prompt_before"] == ep.text and r["differ"][0]["prompt_after"] == ""
