@@ -221,7 +221,9 @@ def _not_routed(status: int, request: Request[Any, Any, Any]) -> str:
     paths = sorted(API.paths)
     if path.startswith("/npcs/") and path.endswith("/process") and path.count("/") > 3:
         return f"no route {method} {path}: an npcId cannot hold '/', not even as %2F"
-    return f"no route {method} {path}{choices(path, paths, 'routes', _likely_route(path, paths))}"
+    # the API's routes are listed (the pages for a person are found by the hint): a list longer than 16 is cut
+    api = [p for p in paths if any(r.media not in ("text/html", "text/javascript") for r in API.routes if r.path == p)]
+    return f"no route {method} {path}{choices(path, api, 'routes', _likely_route(path, paths))}"
 
 
 def _likely_route(path: str, paths: list[str]) -> str | None:
