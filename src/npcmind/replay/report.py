@@ -162,12 +162,14 @@ class _Situation:
     replayed: Counter[str] = field(default_factory=Counter)
 
     def add(self, decided: str, replayed: str) -> None:
+        """One decision of this situation: what was decided, and the replay's action or ``(code)``."""
         self.decisions += 1
         self.differ += decided != replayed
         self.decided[decided] += 1
         self.replayed[replayed] += 1
 
     def shown(self) -> dict[str, Any]:
+        """The situation as the report shows it."""
         return {
             "type": self.type,
             "decisions": self.decisions,

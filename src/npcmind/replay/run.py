@@ -66,6 +66,7 @@ class ProviderTarget:
         self.renderer = Renderer()
 
     async def replay(self, call: KeptCall, manifest: Manifest) -> CallResult:
+        """The call sent as one provider call; a failed call is every entity's ``unavailable``."""
         before = self.renderer.render(call.read, manifest, _mode(call.read.mode))
         new = self.manifest or manifest
         after = self.renderer.render(call.read, new, self.provider.mode)
@@ -120,6 +121,7 @@ class PolicyTarget:
         self.renderer = Renderer()
 
     async def replay(self, call: KeptCall, manifest: Manifest) -> CallResult:
+        """Each kept decision chosen by the policy of its manifest version, from the kept situation."""
         rendered = self.renderer.render(call.read, manifest, _mode(call.read.mode))
         policy = self.policies.get(call.manifest_version)
         r = call.read
@@ -190,6 +192,7 @@ async def replay_all(
     t0 = time.monotonic()
 
     async def one(i: int, call: KeptCall, manifest: Manifest) -> CallResult:
+        """The i-th call, begun no sooner than its place at the rate allows."""
         async with slots:
             wait = t0 + i / rate - time.monotonic()
             if wait > 0:
