@@ -482,3 +482,30 @@ def test_a_kept_call_renders_as_the_pipeline_renders_and_the_report_tallies_it()
     }
     assert r["types"]["bee"]["confusion"] == {"idle": {"chase": 1}} and r["situations_differing"] == 1
     assert r["differ"][0]["prompt_before"] == ep.text and r["differ"][0]["prompt_after"] == ""
+
+
+def test_a_provider_of_the_other_answer_form_reads_every_prompt_in_its_own(
+    recorded: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kept calls were asked in the enum form; Anthropic reads the numbered one: replay renders each prompt in
+    it (so each reads differently, and the report says so) and the choices, by the same rules, agree."""
+    monkeypatch.setenv("REPLAY_CLAUDE_KEY", "sk-ant-test")  # the scripted server takes any key
+    with ScriptedServer() as b:
+        b.set(rules=RULES_A)
+        target = ("--provider", "anthropic", "--base-url", b.base_url, "--model", "claude-haiku-4-5")
+        report = replay(
+            tmp_path / "r.json",
+            *("--store", recorded.store, "--client", "game-1", "--sample", "50", *target),
+            *("--api-key-env", "REPLAY_CLAUDE_KEY"),
+        )
+        sent = b.requests
+    assert len(sent) == report["calls"] == 5 and all("tools" in body for body in sent)  # Anthropic's form
+    assert report["agreement"] == 1.0 and report["target"]["provider"] == "anthropic"
+    assert all(t["prompts_changed"] == t["decisions"] for t in report["types"].values())
+    assert "Options: 1 idle, 2 wander, 3 chase, 4 flee" in report_prompt(sent[0])
+
+
+def report_prompt(body: dict[str, Any]) -> str:
+    """The user part of an Anthropic request the scripted server received."""
+    content = body["messages"][0]["content"]
+    return content if isinstance(content, str) else "".join(c.get("text", "") for c in content)
