@@ -509,3 +509,25 @@ def report_prompt(body: dict[str, Any]) -> str:
     """The user part of an Anthropic request the scripted server received."""
     content = body["messages"][0]["content"]
     return content if isinstance(content, str) else "".join(c.get("text", "") for c in content)
+
+
+def test_a_postgresql_store_is_replayed_as_a_sqlite_one(
+    start_service: Any, scripted: ScriptedServer, postgres_url: str, tmp_path: Path
+) -> None:
+    """The service on PostgreSQL keeps what the model read there; replay reads it beside the running service."""
+    scripted.set(rules=RULES_A)
+    svc = start_service(store=postgres_url, base_url=scripted.base_url, **SCRIPTED_SVC)
+    for r in range(4):
+        batch = [bee(f"p{r}-{i}", observation={**BEE_OBS, "hp_fraction": 0.05 * (4 * r + i)}) for i in range(4)]
+        assert svc.decide(decide_body(*batch, queen(f"q{r}"))).status_code == 200
+    with ScriptedServer() as b:
+        b.set(rules=RULES_B)
+        target = ("--provider", "openai", "--base-url", b.base_url, "--model", "scripted")
+        report = replay(tmp_path / "r.json", "--store", postgres_url, "--client", "game-1", *target)
+        again = sorted([m["content"] for m in body["messages"]] for body in b.requests)
+    assert again == sorted([m["content"] for m in body["messages"]] for body in scripted.requests)
+    low = sum(0.05 * k < 0.3 for k in range(16))  # the bees that see the player (all do) and are low: B flees
+    assert report["decisions"] == 20 and report["types"]["bee"]["confusion"]["chase"] == {
+        "chase": 16 - low,
+        "flee": low,
+    }
