@@ -531,3 +531,23 @@ def test_a_postgresql_store_is_replayed_as_a_sqlite_one(
         "chase": 16 - low,
         "flee": low,
     }
+
+
+def test_a_manifest_without_a_type_leaves_its_entities_out_and_says_so(recorded: Recorded, tmp_path: Path) -> None:
+    data = yaml.safe_load(FOREST.read_text())
+    del data["types"]["boss"], data["profiles"]
+    smaller = tmp_path / "no-boss.yaml"
+    smaller.write_text(yaml.safe_dump(data, sort_keys=False))
+    with ScriptedServer() as a2:
+        a2.set(rules=RULES_A)
+        target = ("--provider", "openai", "--base-url", a2.base_url, "--model", "scripted", "--manifest", str(smaller))
+        report = replay(
+            tmp_path / "r.json", "--store", recorded.store, "--client", "game-1", "--sample", "100", *target
+        )
+        sent = a2.requests
+    boss = report["types"]["boss"]
+    assert report["fallbacks"] == {"left_out": 10} and boss["decisions"] == boss["fallbacks"] == 10
+    assert {col for row in boss["confusion"].values() for col in row} == {"(left_out)"}
+    assert report["types"]["bee"]["agreement"] == 1.0 and not any(
+        '"q' in body["messages"][1]["content"] for body in sent
+    )
