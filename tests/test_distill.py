@@ -359,7 +359,10 @@ def test_a_bad_client_or_row_stops_no_round_and_an_unchanged_policy_is_not_kept_
     for client in ("game-0", "game-1", "game-2"):
         _fill(tmp_path / "s.db", good, client)
     db = sqlite3.connect(tmp_path / "s.db")
-    db.execute("INSERT INTO features VALUES (?, ?, ?, ?)", (10**9, "game-1", 5000.0, b"not zlib at all"))
+    db.execute(
+        "INSERT INTO features (first_seq, client_id, created_at, data) VALUES (?, ?, ?, ?)",
+        (10**9, "game-1", 5000.0, b"not zlib at all"),
+    )
     db.commit()
     db.close()
     manifest = load(FOREST)

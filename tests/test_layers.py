@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("local",),  # per-process state (metrics): any owner above may keep its state here
     ("storage", "shared", "providers"),  # durable and shared soft state; the model APIs
     ("decide", "distill"),  # one batch's decision; the model trained from stored decisions
-    ("context",),  # a session's scene and memory, feeding the pipeline
+    ("context", "replay"),  # a session's scene and memory, feeding the pipeline; the kept calls replayed offline
     ("sessions", "npc"),  # who is asking (tokens, rates); the dialogue NPCs
     ("service",),  # one process's parts, wired together
     ("http",),  # the routes and the server

@@ -291,6 +291,101 @@ def test_the_features_of_decisions_recorded_one_by_one_are_kept_once_after_them(
 
 
 @pytest.mark.fast
+def test_what_the_model_read_and_its_manifest_come_back_and_go_with_pruning(store_url: str) -> None:
+    """Replay's rows: each features row's Read comes back by its first number (compressed, as kept), the manifest
+    once per version, used again later; prune forgets the reads with their decisions and a manifest unused since."""
+    import zlib
+
+    from npcmind.storage.base import MANIFEST_EVERY_S
+
+    async def go() -> None:
+        s = await opened(store_url)
+        first = await s.decisions.allocate(2)
+        f = _features("game-1", [first, first + 1], 1001.0)
+        f.read, f.manifest = b'{"call":1}', b'{"manifest":"one"}'
+        await s.decisions.record([_issued(first + i, "s1", f"e{i}", at=1001.0) for i in range(2)], f)
+        late = await s.decisions.allocate(1)
+        g = _features("game-1", [late], 1001.0 + 2 * MANIFEST_EVERY_S)
+        g.read, g.manifest = b'{"call":2}', b'{"manifest":"one"}'  # the same version, used again
+        await s.decisions.record([_issued(late, "s1", "e9", at=g.created_at)], g)
+        bare = await s.decisions.allocate(1)  # a row without a read (a store written before replay) is no read
+        await s.decisions.record(
+            [_issued(bare, "s1", "e8", at=g.created_at)], _features("game-1", [bare], g.created_at)
+        )
+        await s.close()
+        s = await opened(store_url)  # a restart: all of it survived
+        reads = await s.policies.reads("game-1", 0.0)
+        assert [(seq, zlib.decompress(data)) for seq, data in reads] == [(first, b'{"call":1}'), (late, b'{"call":2}')]
+        assert [seq for seq, _ in await s.policies.reads("game-1", 1002.0)] == [late]  # --since
+        assert await s.policies.reads("game-2", 0.0) == []
+        kept = await s.policies.manifest("sha256:m1")
+        assert kept is not None and zlib.decompress(kept) == b'{"manifest":"one"}'
+        assert await s.policies.manifest("sha256:none") is None
+        await s.prune(1002.0)  # the first row goes; the manifest was used again later: it stays
+        assert [seq for seq, _ in await s.policies.reads("game-1", 0.0)] == [late]
+        assert await s.policies.manifest("sha256:m1") is not None
+        await s.prune(g.created_at + 2 * MANIFEST_EVERY_S)  # every row gone, the manifest unused for longer
+        assert await s.policies.reads("game-1", 0.0) == []
+        assert await s.policies.manifest("sha256:m1") is None
+        await s.close()
+
+    run(go)
+
+
+def _sql(url: str, *statements: str) -> None:
+    """Statements run on a closed store as another tool would, on either backend (its schema named)."""
+    if url.startswith("sqlite"):
+        import sqlite3
+
+        db = sqlite3.connect(url[len("sqlite:///") :])
+        for st in statements:
+            db.execute(st.format(""))
+        db.commit()
+        db.close()
+        return
+    _, schema = postgres_store.parse_url(url)
+
+    async def go(db: Any) -> None:
+        for st in statements:
+            await db.execute(st.format(f'"{schema}".'))
+
+    run(_pg(go))
+
+
+@pytest.mark.fast
+def test_a_store_of_version_3_gains_what_the_model_read_and_keeps_its_rows(store_url: str) -> None:
+    """Schema 4 adds a column to features and the manifests table, as `serve` opens a version-3 store: its rows
+    stay readable for distill, keep nothing to replay, and new rows keep what the model read."""
+    import zlib
+
+    async def older() -> None:
+        s = await opened(store_url)
+        first = await s.decisions.allocate(1)
+        await s.decisions.record([_issued(first, "s1", "e0", at=1001.0)], _features("game-1", [first], 1001.0))
+        await s.close()
+
+    run(older)
+    _sql(store_url, "ALTER TABLE {}features DROP COLUMN prompt", "DROP TABLE {}manifests")
+    _set_version(store_url, b"3")
+
+    async def newer() -> None:
+        s = await opened(store_url)
+        rows = await s.policies.training("game-1", 0.0)  # distill reads the older row as it did
+        assert len(rows) == 1 and rows[0].action == "chase" and rows[0].session_id == "s1"
+        assert await s.policies.reads("game-1", 0.0) == []  # kept before replay: nothing to replay
+        late = await s.decisions.allocate(1)
+        f = _features("game-1", [late], 1002.0)
+        f.read, f.manifest = b'{"call":1}', b"{}"
+        await s.decisions.record([_issued(late, "s1", "e1", at=1002.0)], f)
+        assert [(q, zlib.decompress(b)) for q, b in await s.policies.reads("game-1", 0.0)] == [(late, b'{"call":1}')]
+        assert await s.policies.manifest("sha256:m1") is not None
+        await s.close()
+
+    run(newer)
+    assert _version(store_url) == str(SCHEMA_VERSION).encode()
+
+
+@pytest.mark.fast
 def test_a_policy_is_kept_per_client_and_manifest_version_and_replaced(store_url: str) -> None:
     async def go() -> None:
         s = await opened(store_url)

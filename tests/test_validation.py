@@ -346,7 +346,9 @@ def test_unknown_route_and_method_are_json_and_say_what_there_is(shared_svc: Run
     assert r.status_code == 404 and message.startswith(
         "no route POST /v1/decisions; did you mean '/v1/decide'? (routes: "
     )
-    assert "/v1/telemetry" in message
+    assert "/v1/telemetry" in message and "in all" not in message  # every API route, the pages left to the hint
+    r = shared_svc.http.get("/replya")
+    assert r.status_code == 404 and "did you mean '/replay'?" in r.json()["error"]["message"]
     r = shared_svc.http.get("/v1/decide")
     assert r.status_code == 405 and r.json()["error"] == {
         "code": "method_not_allowed",

@@ -637,12 +637,50 @@ def _add_scripted(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     t.set_defaults(func=_scripted)
 
 
+def _replay(args: argparse.Namespace) -> int:
+    """`npcmind replay`: the kept decisions replayed against another model, manifest or the learned policy."""
+    from npcmind.replay.main import main as replay_main
+
+    return replay_main(args)
+
+
+def _add_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`npcmind replay`'s flags (docs/replay.md)."""
+    from npcmind.replay.flags import count, duration_hours, positive, price
+
+    r = sub.add_parser(
+        "replay",
+        help="what another model, manifest or the learned policy would have decided on the kept traffic",
+        description="Replay the decisions a store kept (what the model read for each) against one target: "
+        "--provider and --model (the same prompts), with --manifest FILE (the prompts rendered again with it), or "
+        "--policy (the published learned policy; nothing is sent). Only the provider named is sent anything.",
+    )
+    r.add_argument("--store", required=True, metavar="URL", help="the service's store (read only; it may be running)")
+    r.add_argument("--client", required=True, metavar="CLIENT_ID", help="the client (game) whose decisions to replay")
+    r.add_argument("--since", type=duration_hours, metavar="DURATION", help="only decisions of the last 2h, 30m, 7d")
+    r.add_argument("--type", metavar="TYPE", help="only the decisions of this entity type")
+    r.add_argument("--sample", type=count, metavar="N", help="about N decisions, whole calls drawn at random (seed 0)")
+    r.add_argument("--provider", choices=["openai", "anthropic"], help="the provider to replay against")
+    r.add_argument("--model", metavar="NAME", help="its model")
+    r.add_argument("--base-url", metavar="URL", help="an OpenAI-compatible server (vLLM, llama.cpp, Ollama)")
+    r.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the provider's API key")
+    r.add_argument("--manifest", metavar="FILE", help="render the prompts again with this manifest")
+    r.add_argument("--policy", action="store_true", help="replay against the published learned policy")
+    r.add_argument("--rate", type=positive, default=2.0, metavar="CALLS_PER_S", help="calls begun a second (2)")
+    r.add_argument("--in-flight", type=count, default=4, metavar="N", help="calls in flight at once (4)")
+    r.add_argument("--timeout", type=positive, default=30.0, metavar="S", help="seconds a call may take (30)")
+    r.add_argument("--price-in", type=price, metavar="PRICE", help="per million input tokens: the report's cost")
+    r.add_argument("--price-out", type=price, metavar="PRICE", help="per million output tokens")
+    r.add_argument("--out", metavar="FILE", help="write the report (JSON) here (default: stdout)")
+    r.set_defaults(func=_replay)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for the docs and the tests)."""
     p = argparse.ArgumentParser(prog="npcmind", description="Language-model decisions for game characters.")
     p.add_argument("--version", action="version", version=f"npcmind {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    for add in (_add_serve, _add_distill, _add_demo, _add_tools, _add_chat, _add_cluster, _add_scripted):
+    for add in (_add_serve, _add_distill, _add_replay, _add_demo, _add_tools, _add_chat, _add_cluster, _add_scripted):
         add(sub)
     return p
 

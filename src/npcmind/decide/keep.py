@@ -9,6 +9,7 @@ from collections import Counter
 from npcmind.decide.batch import Batch, Outcome, Situation, features
 from npcmind.decide.calls import Fell
 from npcmind.decide.ids import DecisionIds
+from npcmind.decide.read import Manifests, read_of
 from npcmind.local.metrics import Metrics
 from npcmind.protocol.a2g import AIDecision, Decision, FallbackDecision
 from npcmind.shared.base import CachedChoice
@@ -23,6 +24,7 @@ class Keeper:
         self.ids = ids
         self.metrics = metrics
         self.situation = situation
+        self.manifests = Manifests()
         self._ai = metrics.decisions.labels("AI", "")
         self._fallback = {
             code: metrics.decisions.labels("FALLBACK", code)
@@ -38,6 +40,7 @@ class Keeper:
         group = sorted(group, key=lambda x: x[0])  # decision numbers in the request's order within a group
         decisions, issued, learned = await self._issue(batch, group)
         batch.learned += learned
+        batch.entity_of.update((d.seq, d.entity_id) for d in issued)
         complete = len(batch.decisions) + len(group) >= len(batch.req.entities)
         made_from = features(batch.session, batch.req, batch.chain, batch.now, batch.learned) if complete else None
         if issued or made_from is not None:
@@ -82,9 +85,17 @@ class Keeper:
         return decisions, issued, learned
 
     async def _keep(self, batch: Batch, issued: list[IssuedDecision], made_from: RequestFeatures | None) -> None:
-        """Record issued decisions (with the batch's features, when given) in one commit, then tell the situation
-        (memory, scene)."""
-        await self.store.decisions.record(issued, made_from)
+        """Record issued decisions (with the batch's features and what the model read, when given) in one commit,
+        then tell the situation (memory, scene)."""
+        if made_from is not None:  # what the model read, for replay (docs/replay.md)
+            made_from.read = read_of(batch, made_from)
+            made_from.manifest = self.manifests.due(batch.session.manifest)
+        try:
+            await self.store.decisions.record(issued, made_from)
+        except BaseException:
+            if made_from is not None and made_from.manifest is not None:
+                self.manifests.lost(batch.session.manifest)
+            raise
         if self.situation is not None and issued:
             self.situation.decided(batch.session, issued)
 

@@ -227,6 +227,7 @@ class DecidePipeline:
             shared=b.shared(req, chain, situation_lines),
             entities=[b.entity(k + 1, e, contexts.get(e.id)) for k, e in enumerate(entities)],
             mode=self.mode,
+            situation=situation_lines,
         )
 
     async def _sort(

@@ -52,6 +52,7 @@ class EntityPrompt:
     text: str
     key_text: str
     private: bool = False
+    ctx: EntityContext | None = None  # the lines it was rendered with: kept for `npcmind replay`
 
 
 @dataclass(slots=True)
@@ -62,6 +63,7 @@ class Prompt:
     shared: str
     entities: list[EntityPrompt]
     mode: AnswerMode
+    situation: list[str] = field(default_factory=list)  # part 5's lines: kept for `npcmind replay`
 
     def user_text(self, asked: list[EntityPrompt]) -> str:
         """The dynamic tail sent for the entities that go to the provider."""
@@ -93,16 +95,22 @@ def _catalogue(manifest: Manifest) -> str:
     if wf:
         out.append("WORLD FIELDS: " + "; ".join(f"{n}: {f.text}" if f.text else n for n, f in wf.items()))
     out.append("TYPES:")
-    for name, t in manifest.types.items():
-        line = f"- {name}: {t.spec.text}".rstrip()
-        if t.spec.fields:
-            line += " Fields: " + ", ".join(f"{n} ({f.text})" if f.text else n for n, f in t.spec.fields.items()) + "."
-        if t.actions:
-            line += " Actions: " + "; ".join(f"{a}: {d}" for a, d in t.actions.items()) + "."
-        else:
-            line += " Observe-only."
-        out.append(line)
+    out += [type_line(manifest, name) for name in manifest.types]
     return "\n".join(out) + "\n"
+
+
+def type_line(manifest: Manifest, name: str) -> str:
+    """Part 1's line of one type: what the model reads of a type beyond its entities' own parts (replay compares
+    it between two manifests)."""
+    t = manifest.types[name]
+    line = f"- {name}: {t.spec.text}".rstrip()
+    if t.spec.fields:
+        line += " Fields: " + ", ".join(f"{n} ({f.text})" if f.text else n for n, f in t.spec.fields.items()) + "."
+    if t.actions:
+        line += " Actions: " + "; ".join(f"{a}: {d}" for a, d in t.actions.items()) + "."
+    else:
+        line += " Observe-only."
+    return line
 
 
 def _least(spec: FieldSpec) -> object:
@@ -201,4 +209,4 @@ class PromptBuilder:
             keyed = "".join([f"  {key}\n" for _, key in ctx.timed_lines if key is not None])
         text = f"E{number} {quote(e.id)} {body}{shown}Q{number}: {ask}\n"
         private = ctx is not None and any(key is None for _, key in ctx.timed_lines)
-        return EntityPrompt(number, e, options, text, f"{body}{keyed}{ask}", private)
+        return EntityPrompt(number, e, options, text, f"{body}{keyed}{ask}", private, ctx)

@@ -76,6 +76,12 @@ MAX_RANGES = 64
 JSON_MEDIA = re.compile(r"application/(json|[a-z0-9][a-z0-9!#$&^_.+-]*\+json)")  # RFC 6838's names, lowercased
 # GET /: a page for a person that shows what the model saw; it holds no data, so it needs no token
 PAGE = (resources.files("npcmind.http") / "page.html").read_bytes()
+REPLAY_PAGE = (resources.files("npcmind.http") / "replay.html").read_bytes()  # shows a report file: docs/replay.md
+# the replay page fetches nothing: the report it shows, opened from a file, cannot leave the browser
+REPLAY_HEADERS = {
+    "content-security-policy": "default-src 'none'; img-src data:; script-src 'unsafe-inline'; "
+    "style-src 'unsafe-inline'"
+}
 PAGE_HEADERS = {"content-security-policy": "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'"}
 # GET /demo: the demo game's built page and script, package data of npcmind.demo, read here and not imported
 # (the demo's command starts the scripted model server, a layer above this one)
@@ -215,7 +221,9 @@ def _not_routed(status: int, request: Request[Any, Any, Any]) -> str:
     paths = sorted(API.paths)
     if path.startswith("/npcs/") and path.endswith("/process") and path.count("/") > 3:
         return f"no route {method} {path}: an npcId cannot hold '/', not even as %2F"
-    return f"no route {method} {path}{choices(path, paths, 'routes', _likely_route(path, paths))}"
+    # the API's routes are listed (the pages for a person are found by the hint): a list longer than 16 is cut
+    api = [p for p in paths if any(r.media not in ("text/html", "text/javascript") for r in API.routes if r.path == p)]
+    return f"no route {method} {path}{choices(path, api, 'routes', _likely_route(path, paths))}"
 
 
 def _likely_route(path: str, paths: list[str]) -> str | None:
@@ -620,6 +628,17 @@ async def openapi(request: Request[Any, Any, Any]) -> Response[bytes]:
 @API.route("get", "/", "A page for a person: what the model saw, from GET /v1/prompt", media="text/html", public=True)
 async def page() -> Response[bytes]:
     return Response(content=PAGE, media_type="text/html", headers=PAGE_HEADERS)  # Litestar adds the charset
+
+
+@API.route(
+    "get",
+    "/replay",
+    "A page for a person: a report of `npcmind replay`, opened from a file",
+    media="text/html",
+    public=True,
+)
+async def replay_page() -> Response[bytes]:
+    return Response(content=REPLAY_PAGE, media_type="text/html", headers=REPLAY_HEADERS)
 
 
 @API.route(

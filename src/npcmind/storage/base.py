@@ -14,8 +14,10 @@ import msgspec
 
 log = logging.getLogger("npcmind.storage")
 
-SCHEMA_VERSION = 3  # 1: a row a decision (moved over at start); 2: a row a request, outcomes apart;
-# 3: the features of fresh decisions (a row a request) and the distilled policies
+SCHEMA_VERSION = 4  # 1: a row a decision (moved over at start); 2: a row a request, outcomes apart;
+# 3: the features of fresh decisions (a row a request) and the distilled policies; 4: what the model read (a
+# features row's prompt) and the manifests it was rendered with
+MANIFEST_EVERY_S = 3600.0  # a process keeps its manifest again this often: prune forgets one unused for longer
 
 
 def check_version(found: int | None, where: str) -> None:
@@ -49,7 +51,7 @@ def check_beside(found: int | None, where: str) -> None:
     if found < SCHEMA_VERSION:
         raise ValueError(
             f"the store {where} was written by an older npcmind (schema version {found}; this npcmind reads "
-            f"{SCHEMA_VERSION}) and keeps no decision features yet: start `npcmind serve` on it once"
+            f"{SCHEMA_VERSION}) and lacks what this one reads: start `npcmind serve` on it once"
         )
 
 
@@ -109,6 +111,8 @@ class RequestFeatures:
     world: dict[str, Any]
     scope_state: dict[str, Any] | None
     decisions: list[DecisionFeatures]
+    read: bytes | None = None  # what the model read (decide/read.py's Read, JSON): kept compressed for replay
+    manifest: bytes | None = None  # the manifest (JSON), when this process has not kept its version lately
 
 
 @dataclass(slots=True)
@@ -147,17 +151,24 @@ _Features = tuple[str, dict[str, Any], dict[str, Any] | None, list[_Entry]]
 _decode_features = msgspec.json.Decoder(_Features).decode
 
 
-def features_row(f: RequestFeatures) -> tuple[int, str, float, bytes]:
+def features_row(f: RequestFeatures) -> tuple[int, str, float, bytes, bytes | None]:
     """A request's features as the one row every store keeps of them: the first number, the client, the time
     and [manifest version, world, scope state, [[seq, type, profile, observation, trigger, legal, action,
     confidence], ...]] as JSON, zlib-compressed: the field names repeat in every entry, and compressed a
-    request of 16 took 389 bytes instead of 2,768 (20 us at level 1; docs/policy.md)."""
+    request of 16 took 389 bytes instead of 2,768 (20 us at level 1; docs/policy.md); and what the model read,
+    compressed apart (training never reads it; docs/replay.md)."""
     entries = [
         (d.seq, d.type, d.profile, d.observation, d.trigger, d.legal_actions, d.action, d.confidence)
         for d in f.decisions
     ]
     data = zlib.compress(_encode((f.manifest_version, f.world, f.scope_state, entries)), 1)
-    return f.decisions[0].seq, f.client_id, f.created_at, data
+    read = zlib.compress(f.read, 1) if f.read is not None else None
+    return f.decisions[0].seq, f.client_id, f.created_at, data, read
+
+
+def manifest_rows(features: Iterable[RequestFeatures]) -> list[tuple[str, float, bytes]]:
+    """The manifests the rows carry, as kept: version, when last used, the manifest's JSON compressed."""
+    return [(f.manifest_version, f.created_at, zlib.compress(f.manifest, 1)) for f in features if f.manifest]
 
 
 def training_rows(created_at: float, data: bytes) -> list[TrainingRow]:
@@ -286,11 +297,21 @@ class Sessions(Protocol):
 
 
 class Policies(Protocol):
-    """What a policy learns from (the features of fresh decisions, with outcomes) and the distilled policies."""
+    """What a policy learns from (the features of fresh decisions, with outcomes), what the model read for them
+    (for replay) and the distilled policies."""
 
     async def training(self, client_id: str, since: float) -> list[TrainingRow]:
         """The features of this client's fresh decisions issued at or after ``since``, oldest first, each with
         its reported outcome: what ``npcmind distill`` learns from."""
+        ...
+
+    async def reads(self, client_id: str, since: float) -> list[tuple[int, bytes]]:
+        """What the model read for this client's fresh decisions issued at or after ``since``, a row (its first
+        decision number, the kept Read compressed) a features row that holds one: what ``npcmind replay`` sends."""
+        ...
+
+    async def manifest(self, version: str) -> bytes | None:
+        """A manifest version a prompt was rendered with (its JSON, compressed), if it is kept."""
         ...
 
     async def training_clients(self, since: float) -> list[str]:

@@ -43,7 +43,10 @@ CREATE INDEX IF NOT EXISTS outcomes_by_session ON outcomes (session_id, seq);
 CREATE INDEX IF NOT EXISTS outcomes_by_time ON outcomes (decided_at);
 CREATE SEQUENCE IF NOT EXISTS decision_blocks;
 CREATE TABLE IF NOT EXISTS features (
-  first_seq BIGINT PRIMARY KEY, client_id TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL, data BYTEA NOT NULL);
+  first_seq BIGINT PRIMARY KEY, client_id TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL, data BYTEA NOT NULL,
+  prompt BYTEA);
+ALTER TABLE features ADD COLUMN IF NOT EXISTS prompt BYTEA;
+CREATE TABLE IF NOT EXISTS manifests (version TEXT PRIMARY KEY, used_at DOUBLE PRECISION NOT NULL, data BYTEA NOT NULL);
 CREATE INDEX IF NOT EXISTS features_by_client ON features (client_id, created_at);
 CREATE INDEX IF NOT EXISTS features_by_time ON features (created_at);
 CREATE TABLE IF NOT EXISTS policies (

@@ -12,7 +12,15 @@ import asyncio
 
 import msgspec
 
-from npcmind.storage.base import IssuedDecision, RequestFeatures, StoreError, batch_row, features_row
+from npcmind.storage.base import (
+    MANIFEST_EVERY_S,
+    IssuedDecision,
+    RequestFeatures,
+    StoreError,
+    batch_row,
+    features_row,
+    manifest_rows,
+)
 from npcmind.storage.postgres.db import PgDb, PgPart, errors, kept
 
 BLOCK = 1024  # decision numbers a process takes from the sequence at once
@@ -59,6 +67,7 @@ class PgDecisions(PgPart):
             batch, self._pending = self._pending, []
             values = [batch_row(rows) for rows, _, _ in batch if rows]
             learned = [features_row(f) for _, f, _ in batch if f is not None]
+            manifests = manifest_rows(f for _, f, _ in batch if f is not None)
             try:
                 async with self.db.pool.acquire() as db, db.transaction():
                     if values:
@@ -69,8 +78,15 @@ class PgDecisions(PgPart):
                         )
                     if learned:
                         await db.executemany(
-                            "INSERT INTO features (first_seq, client_id, created_at, data) VALUES ($1, $2, $3, $4)",
+                            "INSERT INTO features (first_seq, client_id, created_at, data, prompt)"
+                            " VALUES ($1, $2, $3, $4, $5)",
                             learned,
+                        )
+                    if manifests:
+                        await db.executemany(
+                            "INSERT INTO manifests (version, used_at, data) VALUES ($1, $2, $3) ON CONFLICT (version)"
+                            " DO UPDATE SET used_at = greatest(manifests.used_at, excluded.used_at)",
+                            manifests,
                         )
             except errors() as e:  # every waiting request fails; none is answered as kept
                 self.db.failures.failed(str(e) or e.__class__.__name__)
@@ -157,6 +173,8 @@ class PgDecisions(PgPart):
             await asyncio.sleep(0)
         await self.db.pool.execute("DELETE FROM outcomes WHERE decided_at < $1", before)
         await self.db.pool.execute("DELETE FROM features WHERE created_at < $1", before)
+        # a manifest a row still kept was rendered with was kept again at most MANIFEST_EVERY_S before that row
+        await self.db.pool.execute("DELETE FROM manifests WHERE used_at < $1", before - MANIFEST_EVERY_S)
         return decisions
 
     async def close(self) -> None:

@@ -34,6 +34,21 @@ class PgPolicies(PgPart):
         return out
 
     @kept
+    async def reads(self, client_id: str, since: float) -> list[tuple[int, bytes]]:
+        rows = await self.db.pool.fetch(
+            "SELECT first_seq, prompt FROM features WHERE client_id = $1 AND created_at >= $2 AND prompt IS NOT NULL"
+            " ORDER BY first_seq",
+            client_id,
+            since,
+        )
+        return [(seq, bytes(prompt)) for seq, prompt in rows]
+
+    @kept
+    async def manifest(self, version: str) -> bytes | None:
+        data = await self.db.pool.fetchval("SELECT data FROM manifests WHERE version = $1", version)
+        return bytes(data) if data is not None else None
+
+    @kept
     async def training_clients(self, since: float) -> list[str]:
         rows = await self.db.pool.fetch("SELECT DISTINCT client_id FROM features WHERE created_at >= $1", since)
         return sorted(r[0] for r in rows)

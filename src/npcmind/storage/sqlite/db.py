@@ -42,8 +42,9 @@ CREATE TABLE IF NOT EXISTS outcomes (
 CREATE INDEX IF NOT EXISTS outcomes_by_session ON outcomes (session_id, seq);
 CREATE INDEX IF NOT EXISTS sessions_by_client ON sessions (client_id, expires_at);
 CREATE TABLE IF NOT EXISTS features (
-  first_seq INTEGER PRIMARY KEY, client_id TEXT NOT NULL, created_at REAL NOT NULL, data BLOB NOT NULL);
+  first_seq INTEGER PRIMARY KEY, client_id TEXT NOT NULL, created_at REAL NOT NULL, data BLOB NOT NULL, prompt BLOB);
 CREATE INDEX IF NOT EXISTS features_by_client ON features (client_id, first_seq);
+CREATE TABLE IF NOT EXISTS manifests (version TEXT PRIMARY KEY, used_at REAL NOT NULL, data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS policies (
   client_id TEXT NOT NULL, manifest_version TEXT NOT NULL, created_at REAL NOT NULL, data BLOB NOT NULL,
   PRIMARY KEY (client_id, manifest_version));
@@ -159,6 +160,8 @@ class SqliteDb:
         row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         check_version(read_version(row[0] if row else None, self.path), self.path)
         _migrate(db)
+        if not any(col[1] == "prompt" for col in db.execute("PRAGMA table_info(features)")):  # a version-3 store
+            db.execute("ALTER TABLE features ADD COLUMN prompt BLOB")
         db.execute(  # an older store gains the new tables above and says so: an older npcmind then refuses it
             "INSERT INTO meta (key, value) VALUES ('schema_version', ?)"
             " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -193,11 +196,14 @@ class SqliteDb:
     def _checkpoint(self) -> None:
         """Copy the WAL into the database file on a thread, with its own connection (PASSIVE: it never
         blocks the loop's writes), then finish on the loop, so the WAL does not grow without bound."""
-        if self.path == ":memory:" or (self._checkpointing is not None and self._checkpointing.is_alive()):
+        # one at a time, its last part on the loop included: a thread begun before the last one's finish ran held
+        # the checkpoint lock, so that finish copied nothing and the WAL did not start over (seen under load)
+        if self.path == ":memory:" or self._checkpointing is not None:
             return
         loop = asyncio.get_running_loop()
 
         def run() -> None:
+            ok = True
             try:
                 db = sqlite3.connect(self.path, isolation_level=None)
                 try:
@@ -211,19 +217,20 @@ class SqliteDb:
                     db.close()
             except sqlite3.Error as e:  # the next checkpoint tries again
                 log.warning("store: checkpoint failed: %s", e)
-                return
+                ok = False
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: close() checkpoints anyway
-                loop.call_soon_threadsafe(self._finish_checkpoint)
+                loop.call_soon_threadsafe(self._finish_checkpoint, ok)
 
         self._checkpointing = threading.Thread(target=run, name="npcmind-checkpoint", daemon=True)
         self._checkpointing.start()
 
-    def _finish_checkpoint(self) -> None:
+    def _finish_checkpoint(self, copied: bool) -> None:
         """Copy what was committed while the thread copied the rest. SQLite starts the WAL over only after a
         checkpoint that copied all of it, which a thread never does while the loop commits all the time: under
         steady load the WAL grew by every commit (300 MB in 30 s here). On the loop no commit comes in between;
         most pages are copied already, so this holds the loop 2-3 ms here (bench/store_bench.py)."""
-        if self._closed:
+        self._checkpointing = None  # the next checkpoint may begin
+        if self._closed or not copied:
             return
         try:
             self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")

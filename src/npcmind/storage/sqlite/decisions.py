@@ -7,7 +7,14 @@ import asyncio
 
 import msgspec
 
-from npcmind.storage.base import IssuedDecision, RequestFeatures, batch_row, features_row
+from npcmind.storage.base import (
+    MANIFEST_EVERY_S,
+    IssuedDecision,
+    RequestFeatures,
+    batch_row,
+    features_row,
+    manifest_rows,
+)
 from npcmind.storage.sqlite.db import SqliteDb, SqlitePart, failure, kept
 
 # one batch row holds a request's decisions as JSON: [[decision_id, entity_id, type, action, label], ...]
@@ -17,7 +24,11 @@ PRUNE_CHUNK = 200  # batch rows deleted in one transaction: about a millisecond 
 
 
 _INSERT_BATCH = "INSERT INTO batches (first_seq, n, session_id, created_at, decisions) VALUES (?, ?, ?, ?, ?)"
-_INSERT_FEATURES = "INSERT INTO features (first_seq, client_id, created_at, data) VALUES (?, ?, ?, ?)"
+_INSERT_FEATURES = "INSERT INTO features (first_seq, client_id, created_at, data, prompt) VALUES (?, ?, ?, ?, ?)"
+_INSERT_MANIFEST = (
+    "INSERT INTO manifests (version, used_at, data) VALUES (?, ?, ?) ON CONFLICT (version)"
+    " DO UPDATE SET used_at = max(used_at, excluded.used_at)"
+)
 
 
 class SqliteDecisions(SqlitePart):
@@ -54,8 +65,9 @@ class SqliteDecisions(SqlitePart):
             return
         values = [batch_row(rows) for rows, _, _ in batch if rows]
         learned = [features_row(f) for _, f, _ in batch if f is not None]
+        manifests = manifest_rows(f for _, f, _ in batch if f is not None)
         try:
-            if len(values) == 1 and not learned:  # one statement is its own transaction: no BEGIN, no COMMIT
+            if len(values) == 1 and not learned and not manifests:  # one statement is its own transaction
                 self.db.conn.execute(_INSERT_BATCH, values[0])  # (a streamed answer commits an entity at a time)
             else:
                 with self.db.conn:
@@ -64,6 +76,8 @@ class SqliteDecisions(SqlitePart):
                         self.db.conn.executemany(_INSERT_BATCH, values)
                     if learned:
                         self.db.conn.executemany(_INSERT_FEATURES, learned)
+                    if manifests:
+                        self.db.conn.executemany(_INSERT_MANIFEST, manifests)
         except Exception as exc:  # disk full, file gone: every waiting request fails, none is answered as kept
             self.db.failures.failed(str(exc))
             for _, _, fut in batch:
@@ -163,4 +177,6 @@ class SqliteDecisions(SqlitePart):
             if old < len(rows):
                 break
             await asyncio.sleep(0)
+        # a manifest a row still kept was rendered with was kept again at most MANIFEST_EVERY_S before that row
+        self.db.write("DELETE FROM manifests WHERE used_at < ?", (before - MANIFEST_EVERY_S,))
         return decisions

@@ -34,6 +34,20 @@ class SqlitePolicies(SqlitePart):
         return out
 
     @kept
+    async def reads(self, client_id: str, since: float) -> list[tuple[int, bytes]]:
+        rows = self.db.conn.execute(
+            "SELECT first_seq, prompt FROM features WHERE client_id = ? AND created_at >= ? AND prompt IS NOT NULL"
+            " ORDER BY first_seq",
+            (client_id, since),
+        )
+        return [(seq, bytes(prompt)) for seq, prompt in rows]
+
+    @kept
+    async def manifest(self, version: str) -> bytes | None:
+        row = self.db.conn.execute("SELECT data FROM manifests WHERE version = ?", (version,)).fetchone()
+        return bytes(row[0]) if row else None
+
+    @kept
     async def training_clients(self, since: float) -> list[str]:
         rows = self.db.conn.execute("SELECT DISTINCT client_id FROM features WHERE created_at >= ?", (since,))
         return sorted(r[0] for r in rows)

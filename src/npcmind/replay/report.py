@@ -1,0 +1,181 @@
+"""The replay report: per type, how often the target chose what was decided (and where the game reported the
+decision ``failed``), the confusion table of actions, tokens, cost, latency, fallbacks by code and the situations
+that differ most. One JSON object (`--out`), which the page at GET /replay shows (docs/replay.md).
+
+``Tally`` takes one decision at a time (its type, what was decided, what the other side chose or its fallback
+code, the reported outcome): the agreement figures do not depend on where the second choice came from.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from npcmind.replay.run import CallResult
+
+FORMAT = "npcmind-replay-report"
+SHOWN_SITUATIONS = 20  # the situations that differ most, in the report
+
+
+def fallback_label(code: str) -> str:
+    """How a fallback stands in the confusion table's columns, beside the actions."""
+    return f"({code})"
+
+
+@dataclass(slots=True)
+class _TypeTally:
+    decisions: int = 0
+    agreed: int = 0
+    failed: int = 0
+    failed_changed: int = 0
+    prompts_changed: int = 0
+    fallbacks: int = 0
+    confusion: defaultdict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+
+
+class Tally:
+    """Agreement figures per type, a decision at a time."""
+
+    def __init__(self) -> None:
+        self.types: dict[str, _TypeTally] = {}
+
+    def add(
+        self, type_name: str, decided: str, choice: str | None, code: str | None, outcome: str | None, changed: bool
+    ) -> None:
+        """One decision: ``choice`` the other side's action, or None with its fallback ``code``."""
+        t = self.types.get(type_name)
+        if t is None:
+            t = self.types[type_name] = _TypeTally()
+        t.decisions += 1
+        t.agreed += choice == decided
+        t.fallbacks += choice is None
+        t.prompts_changed += changed
+        if outcome == "failed":
+            t.failed += 1
+            t.failed_changed += choice != decided
+        t.confusion[decided][choice if choice is not None else fallback_label(code or "unknown")] += 1
+
+    def figures(self) -> dict[str, Any]:
+        """Per type, sorted by name: decisions, agreement, where it failed, prompts changed and the table."""
+        out: dict[str, Any] = {}
+        for name in sorted(self.types):
+            t = self.types[name]
+            out[name] = {
+                "decisions": t.decisions,
+                "agreed": t.agreed,
+                "agreement": _share(t.agreed, t.decisions),
+                "failed": t.failed,
+                "failed_changed": t.failed_changed,
+                "failed_changed_share": _share(t.failed_changed, t.failed),
+                "prompts_changed": t.prompts_changed,
+                "fallbacks": t.fallbacks,
+                "confusion": {a: dict(sorted(row.items())) for a, row in sorted(t.confusion.items())},
+            }
+        return out
+
+    def agreement(self) -> float | None:
+        """Over every type."""
+        return _share(sum(t.agreed for t in self.types.values()), sum(t.decisions for t in self.types.values()))
+
+
+def _share(k: int, n: int) -> float | None:
+    return round(k / n, 4) if n else None
+
+
+def percentile(values: list[float], p: float) -> float | None:
+    """The nearest-rank percentile (p in 0-100) of the values; None for none."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)], 1)
+
+
+def build(
+    target: dict[str, Any],
+    results: list[CallResult],
+    left_out: dict[str, int],
+    price_in: float | None,
+    price_out: float | None,
+) -> dict[str, Any]:
+    """The report of a replay's results (prices in currency units per million tokens)."""
+    tally = Tally()
+    fallbacks: Counter[str] = Counter()
+    situations: dict[str, _Situation] = {}
+    for r in results:
+        for d in r.decisions:
+            k = d.kept
+            tally.add(k.type, k.action, d.choice, d.code, k.outcome, d.changed)
+            if d.code is not None:
+                fallbacks[d.code] += 1
+            s = situations.get(d.situation)
+            if s is None:
+                s = situations[d.situation] = _Situation(k.type, d.before, d.after)
+            s.add(k.action, d.choice if d.choice is not None else fallback_label(d.code or "unknown"))
+    tokens_in = sum(r.tokens_in for r in results)
+    tokens_out = sum(r.tokens_out for r in results)
+    latencies = [r.latency_ms for r in results if r.latency_ms is not None]
+    differ = sorted((s for s in situations.values() if s.differ), key=lambda s: (-s.differ, -s.decisions, s.before))
+    return {
+        "format": FORMAT,
+        "target": target,
+        "calls": len(results),
+        "decisions": sum(len(r.decisions) for r in results),
+        "left_out": dict(sorted(left_out.items())),
+        "agreement": tally.agreement(),
+        "types": tally.figures(),
+        "tokens": {"in": tokens_in, "out": tokens_out},
+        "cost": _cost(tokens_in, tokens_out, price_in, price_out),
+        "latency_ms": {"p50": percentile(latencies, 50), "p99": percentile(latencies, 99), "calls": len(latencies)},
+        "fallbacks": dict(sorted(fallbacks.items())),
+        "situations_differing": len(differ),
+        "differ": [s.shown() for s in differ[:SHOWN_SITUATIONS]],
+    }
+
+
+def _cost(tokens_in: int, tokens_out: int, price_in: float | None, price_out: float | None) -> dict[str, Any] | None:
+    if price_in is None and price_out is None:
+        return None
+    cin = tokens_in * (price_in or 0.0) / 1e6
+    cout = tokens_out * (price_out or 0.0) / 1e6
+    return {
+        "price_in": price_in,
+        "price_out": price_out,
+        "in": round(cin, 6),
+        "out": round(cout, 6),
+        "total": round(cin + cout, 6),
+    }
+
+
+@dataclass(slots=True)
+class _Situation:
+    """The decisions of one situation: what was decided and what the target chose, with an example of each
+    entity part (the first seen)."""
+
+    type: str
+    before: str
+    after: str
+    decisions: int = 0
+    differ: int = 0
+    decided: Counter[str] = field(default_factory=Counter)
+    replayed: Counter[str] = field(default_factory=Counter)
+
+    def add(self, decided: str, replayed: str) -> None:
+        """One decision of this situation: what was decided, and the replay's action or ``(code)``."""
+        self.decisions += 1
+        self.differ += decided != replayed
+        self.decided[decided] += 1
+        self.replayed[replayed] += 1
+
+    def shown(self) -> dict[str, Any]:
+        """The situation as the report shows it."""
+        return {
+            "type": self.type,
+            "decisions": self.decisions,
+            "differ": self.differ,
+            "prompt_before": self.before,
+            "prompt_after": self.after,
+            "decided": dict(self.decided.most_common()),
+            "replayed": dict(self.replayed.most_common()),
+        }
