@@ -76,7 +76,6 @@ class Batch:
     keep: list[tuple[str, CachedChoice, int]] = field(default_factory=list)  # fresh legal choices, to cache
     learned: list[DecisionFeatures] = field(default_factory=list)  # what the fresh ones were made from, to keep
     entity_of: dict[int, str] = field(default_factory=dict)  # each decision number issued so far: its entity's id
-    read_at: int = 0  # the first decision number of the features row that keeps what the call read
 
     def ms(self) -> int:
         """Milliseconds since the request arrived."""

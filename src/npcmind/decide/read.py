@@ -45,10 +45,10 @@ class ReadCall(msgspec.Struct, array_like=True):
 
 
 class Read(msgspec.Struct, array_like=True):
-    """What one features row keeps of what the model read: the call, or the first decision number of the row of
-    the same call that holds it (rows of an earlier layout); and each decision's entity number."""
+    """What one features row keeps of what the model read: the call (a batch keeps one features row, with the
+    group that completes it: Keeper.settle), and each decision's entity number."""
 
-    call: ReadCall | int
+    call: ReadCall
     numbers: list[tuple[int, int]]  # (decision number, entity number in the call)
 
 
@@ -57,14 +57,10 @@ decode_read = msgspec.json.Decoder(Read).decode
 
 
 def read_of(batch: Batch, features: RequestFeatures) -> bytes:
-    """The row's Read, as JSON (the store compresses it with the features): the call for the batch's first row,
-    a reference to that row after it (a batch keeps one features row today: Keeper.settle)."""
+    """The batch's Read, as JSON (the store compresses it with the features)."""
     number = {ep.entity.id: ep.number for _, ep, _ in batch.asked}
     entity = batch.entity_of
     numbers = [(f.seq, n) for f in features.decisions if (n := number.get(entity.get(f.seq, ""), 0))]
-    if batch.read_at:
-        return encode_read(Read(batch.read_at, numbers))
-    batch.read_at = features.decisions[0].seq
     req, scopes = batch.req, batch.session.manifest.file.scopes
     call = ReadCall(
         batch.prompt.mode,

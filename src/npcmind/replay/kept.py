@@ -59,16 +59,11 @@ async def load(store: Store, client: str, since: float, only_type: str | None, s
         except (zlib.error, msgspec.DecodeError, ValueError):
             left_out["a damaged row"] += 1
             continue
-        call = calls.get(read.call) if isinstance(read.call, int) else None
-        if isinstance(read.call, ReadCall):
-            r0 = rows.get(first)
-            if r0 is None:
-                left_out["a row without its features"] += 1
-                continue
-            call = calls[first] = KeptCall(r0.manifest_version, r0.created_at, read.call)
-        if call is None:  # its call's first row is older than --since, or pruned
-            left_out["decisions whose call began before --since"] += len(read.numbers)
+        r0 = rows.get(first)
+        if r0 is None:
+            left_out["a row without its features"] += 1
             continue
+        call = calls[first] = KeptCall(r0.manifest_version, r0.created_at, read.call)
         for seq, number in read.numbers:
             r = rows.get(seq)
             if r is not None:
