@@ -16,7 +16,12 @@ Rows: NPCMIND_MAX_CONCURRENT_CALLS=32 (the default before) and the default, 1,02
 adds the same service on asyncio's event loop (bench/capacity_app.py under uvicorn's command line), which
 accepts every waiting connection at each turn where uvloop accepts one.
 
-Run: python bench/capacity_bench.py [--seconds 10] [--connections 1000 ...] [--loops uvloop asyncio]   (needs wrk)
+With --shadow SHARE, each row runs twice in turn, without and with shadow mode (a second scripted provider
+--shadow-slower times slower, sent SHARE of the calls after the game's answer): the game's p99 and busy with
+shadow over without, in the same run, and the shadow calls dropped (the service's /metrics).
+
+Run: python bench/capacity_bench.py [--seconds 10] [--connections 1000 ...] [--loops uvloop asyncio]
+     [--shadow 0.05 --shadow-slower 10]   (needs wrk)
 """
 
 from __future__ import annotations
@@ -134,11 +139,14 @@ def _wrk(url: str, script: Path, conns: int, seconds: int) -> dict[str, float]:
     return {"n": n, "rps": rps, "p50": ms("50"), "p99": ms("99")}
 
 
-def _service(loop: str, purl: str, calls: int, env: dict[str, str], store: str) -> tuple[subprocess.Popen[str], str]:
+def _service(
+    loop: str, purl: str, calls: int, env: dict[str, str], store: str, shadow: list[str]
+) -> tuple[subprocess.Popen[str], str]:
     """`npcmind serve` (uvloop), or the same app under uvicorn's command line on another event loop."""
     env = {**env, "NPCMIND_MAX_CONCURRENT_CALLS": str(calls), "NPCMIND_ACTIVITY_S": "0"}
     if loop == "uvloop":
         argv = ["--manifest", str(FOREST), "--store", store, "--provider", "openai", "--base-url", f"{purl}/v1"]
+        argv += shadow
         served = ServiceProcess([*argv, "--model", "scripted"], env=env)
         return served.proc, served.url
     port = free_port()
@@ -156,15 +164,24 @@ def _service(loop: str, purl: str, calls: int, env: dict[str, str], store: str) 
 
 
 def _row(
-    loop: str, calls: int, conns: int, args: argparse.Namespace, env: dict[str, str], tmp: Path
+    loop: str, calls: int, conns: int, args: argparse.Namespace, env: dict[str, str], tmp: Path, shadow: bool = False
 ) -> dict[str, float]:
-    """One service with ``calls`` slots and its own provider, ``conns`` requests in flight for ``args.seconds``."""
+    """One service with ``calls`` slots and its own provider, ``conns`` requests in flight for ``args.seconds``;
+    with ``shadow``, shadow mode on a second provider ``args.shadow_slower`` times slower."""
     provider, purl = _provider(env)
+    second: subprocess.Popen[bytes] | None = None
     service: subprocess.Popen[str] | None = None
     try:
         httpx.put(f"{purl}/_script", json={"delay_ms": args.delay_ms}).raise_for_status()
-        name = f"{loop}-{calls}-{conns}"
-        service, url = _service(loop, purl, calls, env, f"sqlite:///{tmp}/{name}.db")
+        flags: list[str] = []
+        if shadow:
+            second, surl = _provider(env)
+            delay = round(args.delay_ms * args.shadow_slower)
+            httpx.put(f"{surl}/_script", json={"delay_ms": delay}).raise_for_status()
+            flags = ["--shadow-provider", "openai", "--shadow-model", "scripted", "--shadow-base-url", f"{surl}/v1"]
+            flags += ["--shadow-share", str(args.shadow)]
+        name = f"{loop}-{calls}-{conns}-{'shadow' if shadow else 'plain'}"
+        service, url = _service(loop, purl, calls, env, f"sqlite:///{tmp}/{name}.db", flags)
         script = tmp / f"{name}.lua"
         script.write_text(LUA.replace("ROW", name))
         before = _decisions(httpx.get(f"{url}/metrics").text)
@@ -173,14 +190,17 @@ def _row(
         r = _wrk(f"{url}/v1/decide", script, conns, args.seconds)
         wall = time.monotonic() - t0
         cpu1 = cpu_seconds(service.pid), cpu_seconds(provider.pid)
-        after = _decisions(httpx.get(f"{url}/metrics").text)
+        metrics = httpx.get(f"{url}/metrics").text
+        after = _decisions(metrics)
         most = httpx.get(f"{purl}/_calls").json()["most_in_flight"]
     finally:
         if service is not None:
             service.terminate()
             service.wait(timeout=15)
-        provider.terminate()
-        provider.wait(timeout=10)
+        for p in (provider, second):
+            if p is not None:
+                p.terminate()
+                p.wait(timeout=10)
     got = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
     total = sum(got.values()) or 1.0
     return {
@@ -192,7 +212,16 @@ def _row(
         "cpu_core": (cpu1[0] - cpu0[0]) / wall,
         "provider_us": (cpu1[1] - cpu0[1]) / max(r["n"], 1) * 1e6,
         "provider_core": (cpu1[1] - cpu0[1]) / wall,
+        "shadowed": _counter(metrics, "npcmind_shadow_calls_total"),
+        "dropped": _counter(metrics, "npcmind_shadow_dropped_total"),
     }
+
+
+def _counter(metrics: str, name: str) -> float:
+    """A counter of the service's /metrics, summed over its labels (0 when it is not there)."""
+    return sum(
+        float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines() if line.startswith((name + " ", name + "{"))
+    )
 
 
 def main() -> int:
@@ -202,6 +231,9 @@ def main() -> int:
     ap.add_argument("--delay-ms", type=int, default=300)
     ap.add_argument("--calls", type=int, nargs="+", default=[32, 1024], help="NPCMIND_MAX_CONCURRENT_CALLS rows")
     ap.add_argument("--loops", nargs="+", default=["uvloop"], choices=["uvloop", "asyncio"], help="event loops")
+    ap.add_argument("--shadow", type=float, help="each row without and with shadow mode on this share of the calls")
+    ap.add_argument("--shadow-slower", type=float, default=10.0, help="the shadow provider's delay over the main's")
+    ap.add_argument("--rounds", type=int, default=1, help="with --shadow: rounds of the pair, alternated")
     args = ap.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit("the bench needs wrk: apt-get install wrk")
@@ -249,7 +281,42 @@ def main() -> int:
                 shown = {**r, "loop": loop, "calls": calls, "conns": conns, "wave": wave, "met": met}
                 print(" ".join(fmt.format(shown[key]).rjust(len(h)) for h, key, fmt in columns))
     print(f"target: under 1% busy and p99 within {target} ms (the provider's {args.delay_ms} ms + 100)")
+    if args.shadow:
+        _shadow_rows(args, env, tmp)
     return 0
+
+
+def _median(rows: list[dict[str, float]], key: str) -> float:
+    values = sorted(r[key] for r in rows)
+    return values[len(values) // 2]
+
+
+def _shadow_rows(args: argparse.Namespace, env: dict[str, str], tmp: Path) -> None:
+    """Each row without and with shadow mode, alternated for ``args.rounds``: the ratios of one run."""
+    print(
+        f"\nshadow mode: share {args.shadow}, the shadow provider {args.shadow_slower:g}x slower "
+        f"({args.delay_ms * args.shadow_slower:.0f} ms a call); uvloop, {args.rounds} round(s) a pair"
+    )
+    print("in flight calls round shadow req/s busy % p50 ms p99 ms shadow done dropped")
+    for conns in args.connections:
+        for calls in args.calls:
+            got: dict[bool, list[dict[str, float]]] = {False: [], True: []}
+            for rnd in range(args.rounds):
+                for on in (False, True) if rnd % 2 == 0 else (True, False):
+                    r = _row("uvloop", calls, conns, args, env, tmp, shadow=on)
+                    got[on].append(r)
+                    print(
+                        f"{conns:9d} {calls:5d} {rnd + 1:5d} {'on' if on else 'off':>6} {r['rps']:5.0f} "
+                        f"{r['busy']:6.1f} {r['p50']:6.0f} {r['p99']:6.0f} {r['shadowed']:11.0f} {r['dropped']:7.0f}"
+                    )
+
+            p99 = _median(got[True], "p99") / _median(got[False], "p99")
+            busy_on, busy_off = _median(got[True], "busy"), _median(got[False], "busy")
+            print(
+                f"{conns} in flight, {calls} calls: p99 with/without shadow {p99:.2f}x (medians), busy "
+                f"{busy_on:.1f}% / {busy_off:.1f}%, shadow calls done {_median(got[True], 'shadowed'):.0f}, "
+                f"dropped {_median(got[True], 'dropped'):.0f} (medians)"
+            )
 
 
 if __name__ == "__main__":

@@ -76,11 +76,18 @@ def _serve(args: argparse.Namespace) -> int:
         clients=args.clients,
         rulesets=args.rulesets,
         distill_every_h=args.distill_every,
+        **_shadow_settings(args),
     )
     if args.distill_every and not _has_distill():
         print("npcmind: --distill-every needs the distill extra: pip install 'npcmind[distill]'", file=sys.stderr)
         return 2
     return _run(settings)
+
+
+def _shadow_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The --shadow-* flags as Settings values (only those given: a default stays the Settings' own)."""
+    names = ("provider", "model", "base_url", "api_key_env", "share", "calls")
+    return {f"shadow_{n}": v for n in names if (v := getattr(args, f"shadow_{n}")) is not None}
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -505,7 +512,25 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="retrain each client's local policy (GET /v1/policy) this often, in the background, the first time a "
         "minute after start (at least 0.05; the distill extra)",
     )
+    _add_shadow(s)
     s.set_defaults(func=_serve)
+
+
+def _add_shadow(s: argparse.ArgumentParser) -> None:
+    """serve's --shadow-* flags (docs/replay.md, shadow mode)."""
+    from npcmind.replay.flags import count, share
+
+    g = s.add_argument_group(
+        "shadow mode",
+        "a share of the model calls sent again to a second model after the game has its answer; the agreement is "
+        "at GET /v1/shadow (docs/replay.md)",
+    )
+    g.add_argument("--shadow-provider", choices=["openai", "anthropic"], help="the second model's provider")
+    g.add_argument("--shadow-model", metavar="NAME", help="the second model")
+    g.add_argument("--shadow-base-url", metavar="URL", help="its OpenAI-compatible server (vLLM, llama.cpp, Ollama)")
+    g.add_argument("--shadow-api-key-env", metavar="VAR", help="environment variable holding its API key")
+    g.add_argument("--shadow-share", type=share, metavar="SHARE", help="share of the model calls shadowed (0.05)")
+    g.add_argument("--shadow-calls", type=count, metavar="N", help="shadow calls in flight at once (8)")
 
 
 def _add_distill(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -137,6 +137,7 @@ TUNING: tuple[tuple[str, str, Reader], ...] = (
     ("NPCMIND_MAX_CONNECTIONS", "max_connections", _int()),
     ("NPCMIND_ACTIVITY_S", "activity_s", _int(least=0)),
     ("NPCMIND_RETENTION_H", "retention_h", _float()),
+    ("NPCMIND_SHADOW_QUEUE", "shadow_queue", _int()),
 )
 
 
@@ -178,6 +179,14 @@ class Settings:
     activity_s: int = 10
     retention_h: float = 24.0
     distill_every_h: float | None = None  # retrain every client's local policy this often (the distill extra)
+    # shadow mode (docs/replay.md): a share of the model calls sent again to a second model, after the game's answer
+    shadow_provider: str | None = None
+    shadow_model: str | None = None
+    shadow_base_url: str | None = None
+    shadow_api_key_env: str | None = None
+    shadow_share: float = 0.05
+    shadow_calls: int = 8  # shadow calls in flight at once
+    shadow_queue: int = 256  # answered batches waiting for the shadow model; past it one is dropped, with a count
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **values: Any) -> Settings:

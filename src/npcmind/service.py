@@ -24,6 +24,7 @@ from npcmind.npc.steps import NpcProcessor
 from npcmind.providers import tokens
 from npcmind.providers.base import Provider, ProviderError
 from npcmind.providers.select import describe, make_provider
+from npcmind.replay.shadow import Shadow
 from npcmind.sessions.clients import Client, load_clients
 from npcmind.sessions.guard import Guard
 from npcmind.sessions.tokens import TokenSigner
@@ -135,6 +136,40 @@ class Chores:
             before, since = after, now
 
 
+def shadow_provider(settings: Settings) -> Provider | None:
+    """The second model of shadow mode (--shadow-provider), or None; a ValueError naming the flag when it cannot be
+    used (the service does not start with a shadow that would only ever fail)."""
+    s = settings
+    given = [f for f, v in (("--shadow-model", s.shadow_model), ("--shadow-base-url", s.shadow_base_url)) if v]
+    if s.shadow_provider is None:
+        if given:
+            raise ValueError(f"{given[0]} belongs to shadow mode: name its provider with --shadow-provider")
+        return None
+    if not s.shadow_model:
+        raise ValueError(f"--shadow-model: name the {s.shadow_provider} model to shadow with (none is picked for you)")
+    if not 0 < s.shadow_share <= 1:
+        raise ValueError(f"--shadow-share is above 0 and at most 1, not {s.shadow_share}")
+    if s.shadow_calls < 1 or s.shadow_queue < 1:
+        raise ValueError("--shadow-calls and NPCMIND_SHADOW_QUEUE are 1 or more")
+    flags = Settings(
+        provider=s.shadow_provider,
+        base_url=s.shadow_base_url,
+        model=s.shadow_model,
+        api_key_env=s.shadow_api_key_env,
+        max_concurrent_calls=s.shadow_calls,
+    )
+    try:
+        provider = make_provider(flags)
+    except ValueError as e:
+        raise ValueError(
+            str(e).replace("--base-url", "--shadow-base-url").replace("--provider", "--shadow-provider")
+        ) from None
+    if not provider.ready:
+        var = s.shadow_api_key_env or ("OPENAI_API_KEY" if s.shadow_provider == "openai" else "ANTHROPIC_API_KEY")
+        raise ValueError(f"--shadow-provider {s.shadow_provider}: no API key in {var} (--shadow-api-key-env: another)")
+    return provider
+
+
 class Service:
     """One running npcmind: what every route handler needs."""
 
@@ -157,6 +192,8 @@ class Service:
             raise ValueError("a manifest is required (--manifest FILE)")
         self.rulesets = load_rulesets(settings.rulesets)
         self.provider: Provider = make_provider(settings)
+        self.shadow_provider: Provider | None = shadow_provider(settings)
+        self.shadow: Shadow | None = None
         self.store: Store = open_store(settings.store)
         self.shared: Shared = open_shared(settings.redis, settings.cache_entries, settings.redis_timeout_ms)
         self.metrics = Metrics()
@@ -179,8 +216,22 @@ class Service:
             self.store, self.settings.max_session_entities, self.settings.max_sessions, self.settings.max_entities
         )
         self._hub = ContextHub(self.store, ids, sessions)
+        if self.shadow_provider is not None:
+            s = self.settings
+            self.shadow = Shadow(
+                self.shadow_provider, s.shadow_share, s.shadow_calls, s.deadline_ms / 1000, self.metrics, s.shadow_queue
+            )
+            self.shadow.start()
+            log.info("shadow: %.3g of the model calls also go to %s", s.shadow_share, describe(self.shadow_provider))
         self._pipeline = DecidePipeline(
-            self.provider, self.store, ids, self.settings, self.metrics, SceneSituation(sessions), self.shared
+            self.provider,
+            self.store,
+            ids,
+            self.settings,
+            self.metrics,
+            SceneSituation(sessions),
+            self.shared,
+            self.shadow,
         )
         signer = TokenSigner(await self.store.secrets.get("session_tokens"))
         self._guard = Guard(
@@ -263,6 +314,10 @@ class Service:
         if self._chores is not None:
             self._chores.stop()
         await self.provider.close()
+        if self.shadow is not None:
+            await self.shadow.stop()
+        elif self.shadow_provider is not None:
+            await self.shadow_provider.close()
         await self.shared.close()
         await self.store.close()
         if self._run is not None:  # a clean stop says so, with what the run did: a kill -9 would say nothing

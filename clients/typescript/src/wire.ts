@@ -175,6 +175,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/shadow": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Shadow mode's agreement figures for the client, in this process (hosted profile: with the client API key) */
+        get: operations["get_v1_shadow"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/health": {
         parameters: {
             query?: never;
@@ -1054,6 +1071,47 @@ export interface components {
             created_at: string | null;
             /** @description Per entity type: actions, features and trees (docs/policy.md). */
             types: Record<string, never>;
+        };
+        /**
+         * ShadowReport
+         * @description GET /v1/shadow: this process's shadow figures for the client, in the replay report's form (docs/replay.md).
+         */
+        ShadowReport: {
+            /**
+             * @description The replay report's format.
+             * @enum {unknown}
+             */
+            format: "npcmind-replay-report";
+            /** @description kind shadow; the client, shadow provider and model, share, dropped and failed calls. */
+            target: Record<string, never>;
+            /** @description Calls the shadow model answered or failed. */
+            calls: number;
+            /** @description The game's decisions compared. */
+            decisions: number;
+            /** @description Always empty for shadow figures. */
+            left_out: {
+                [key: string]: number;
+            };
+            /** @description Share of decisions where the shadow chose the same. */
+            agreement: number | null;
+            /** @description Per type: agreement, the confusion table, fallbacks. */
+            types: Record<string, never>;
+            /** @description The shadow model's input and output tokens. */
+            tokens: {
+                [key: string]: number;
+            };
+            /** @description Always null for shadow figures (no prices given). */
+            cost: Record<string, never> | null;
+            /** @description The shadow calls' p50 and p99 (the newest calls). */
+            latency_ms: Record<string, never>;
+            /** @description The shadow's fallbacks, by code. */
+            fallbacks: {
+                [key: string]: number;
+            };
+            /** @description Situations where a choice differed. */
+            situations_differing: number;
+            /** @description The situations that differ most, both entity parts. */
+            differ: Record<string, never>[];
         };
         /**
          * HealthResponse
@@ -2002,6 +2060,74 @@ export interface operations {
             };
             /** @description Over the client's request rate */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    get_v1_shadow: {
+        parameters: {
+            query?: {
+                /** @description The client whose shadow figures to show (hosted: the API key's client) */
+                client_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ShadowReport"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Token of another client */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unknown id or route */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A Host that does not name this machine (local profile; NPCMIND_ALLOWED_HOSTS) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Well-formed but invalid: every problem by path */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -51,6 +51,14 @@ class Situation(Protocol):
         ...
 
 
+class AfterAnswer(Protocol):
+    """What is told of each batch the model answered, once the game has every decision of it (shadow mode)."""
+
+    def offer(self, batch: Batch) -> None:
+        """Take the batch, or not, without waiting: the game's answer must never wait for it."""
+        ...
+
+
 Asked = tuple[int, EntityPrompt, str]  # an entity sent to the provider: its index, its prompt, its cache key
 Outcome = CachedChoice | Fell  # what becomes of one entity: its legal choice, or why it falls back
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from npcmind import A2G_VERSION
 from npcmind.answer import AnswerMode
 from npcmind.config import Settings
-from npcmind.decide.batch import Asked, Batch, Outcome, SessionContext, Situation
+from npcmind.decide.batch import AfterAnswer, Asked, Batch, Outcome, SessionContext, Situation
 from npcmind.decide.calls import Fell, Piece, ProviderCalls, map_choices, picked
 from npcmind.decide.ids import DecisionIds
 from npcmind.decide.keep import Keeper
@@ -86,8 +86,10 @@ class DecidePipeline:
         metrics: Metrics,
         situation: Situation | None = None,
         shared: Shared | None = None,
+        after: AfterAnswer | None = None,
     ) -> None:
         self.provider = provider
+        self.after = after  # shadow mode, told of each answered batch once the game has it
         self.store = store
         self.ids = ids
         self.settings = settings
@@ -163,6 +165,8 @@ class DecidePipeline:
                         yield d
                 if batch.keep:
                     await self.shared.cache(batch.session.client_id, batch.keep)
+                if self.after is not None and batch.reply is not None and batch.reply.error is None:
+                    self.after.offer(batch)
         finally:
             if task is not None:
                 task.cancel()  # the client left before the answer: the call is no longer wanted

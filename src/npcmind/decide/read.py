@@ -61,8 +61,13 @@ def read_of(batch: Batch, features: RequestFeatures) -> bytes:
     number = {ep.entity.id: ep.number for _, ep, _ in batch.asked}
     entity = batch.entity_of
     numbers = [(f.seq, n) for f in features.decisions if (n := number.get(entity.get(f.seq, ""), 0))]
+    return encode_read(Read(read_call(batch), numbers))
+
+
+def read_call(batch: Batch) -> ReadCall:
+    """The situation the batch's provider call was rendered from (what replay and shadow mode render again)."""
     req, scopes = batch.req, batch.session.manifest.file.scopes
-    call = ReadCall(
+    return ReadCall(
         batch.prompt.mode,
         req.scope,
         {name: spec for name, spec in batch.chain if name not in scopes},
@@ -72,7 +77,6 @@ def read_of(batch: Batch, features: RequestFeatures) -> bytes:
         batch.prompt.situation,
         [_entity(ep.number, ep.entity, ep.ctx) for _, ep, _ in batch.asked],
     )
-    return encode_read(Read(call, numbers))
 
 
 def _entity(number: int, e: DecideEntity, ctx: Any) -> ReadEntity:

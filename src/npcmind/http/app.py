@@ -53,6 +53,7 @@ from npcmind.protocol.a2g import (
     ScopeDefinition,
     SessionRequest,
     SessionResponse,
+    ShadowReport,
     TelemetryEntity,
     TelemetryRequest,
     TelemetryResponse,
@@ -62,6 +63,7 @@ from npcmind.protocol.npc import KeysResponse, NPCProcessRequest, NPCProcessResp
 from npcmind.protocol.validate import decode_loosely, parse, well_shaped
 from npcmind.providers.select import describe
 from npcmind.service import Service
+from npcmind.sessions.guard import key_holder
 from npcmind.sessions.tokens import TokenClaims
 from npcmind.storage import StoreError
 
@@ -578,6 +580,40 @@ async def policy(request: Request[Any, Any, Any], client_id: ClientIdQuery = Non
     if etag in given or "*" in given:  # `*`: any current representation (RFC 9110, 13.1.2), and one exists
         return Response(content=b"", status_code=304, headers={"etag": etag})
     return Response(content=found.data, status_code=200, media_type=JSON, headers={"etag": etag})
+
+
+ShadowClientQuery = Annotated[
+    str | None, Parameter(description="The client whose shadow figures to show (hosted: the API key's client)")
+]
+
+
+@API.route(
+    "get",
+    "/v1/shadow",
+    "Shadow mode's agreement figures for the client, in this process (hosted profile: with the client API key)",
+    None,
+    ShadowReport,
+    errors=(401, 403, 404, 422),
+)
+async def shadow(request: Request[Any, Any, Any], client_id: ShadowClientQuery = None) -> Response[bytes]:
+    service = _service(request)
+    _utf8_query(request)
+    if not client_id:
+        raise ApiError.invalid([Problem("client_id", "is required (a query parameter)")])
+    if len(client_id) > MAX_ID:
+        raise ApiError.invalid([Problem("client_id", f"has {len(client_id)} characters, at most {MAX_ID} allowed")])
+    if service.clients is not None:  # the game's owner, by its API key: a session's token must not read the
+        key_holder(service.clients, _auth(request), client_id)  # other sessions' prompts shown here
+    if service.shadow is None:
+        raise ApiError(
+            404,
+            "not_found",
+            "shadow mode is off: `serve --shadow-provider P --shadow-model M` starts it (docs/replay.md)",
+        )
+    figures = service.shadow.report(client_id)
+    if figures is None:
+        raise ApiError(404, "not_found", f"no call of {client_id!r} shadowed yet in this process")
+    return json_response(figures)
 
 
 @API.route(

@@ -30,6 +30,15 @@ class Metrics:
         )
         self.tokens_out = Counter("npcmind_output_tokens_total", "Output tokens the provider reported", registry=r)
         self.cache_hits = Counter("npcmind_decision_cache_hits_total", "Decisions served from the cache", registry=r)
+        self.shadow_calls = Counter(
+            "npcmind_shadow_calls_total",
+            "Calls to the shadow model (--shadow-provider), by outcome",
+            ["outcome"],
+            registry=r,
+        )
+        self.shadow_dropped = Counter(
+            "npcmind_shadow_dropped_total", "Answered batches not shadowed: the shadow queue was full", registry=r
+        )
 
     def render(self) -> bytes:
         """The text exposition format."""

@@ -368,6 +368,27 @@ class PolicyDocument(msgspec.Struct):
     types: Annotated[dict[str, Any], Meta(description="Per entity type: actions, features and trees (docs/policy.md).")]
 
 
+class ShadowReport(msgspec.Struct):
+    """GET /v1/shadow: this process's shadow figures for the client, in the replay report's form (docs/replay.md)."""
+
+    format: Annotated[Literal["npcmind-replay-report"], Meta(description="The replay report's format.")]
+    target: Annotated[
+        dict[str, Any],
+        Meta(description="kind shadow; the client, shadow provider and model, share, dropped and failed calls."),
+    ]
+    calls: Annotated[int, Meta(description="Calls the shadow model answered or failed.")]
+    decisions: Annotated[int, Meta(description="The game's decisions compared.")]
+    left_out: Annotated[dict[str, int], Meta(description="Always empty for shadow figures.")]
+    agreement: Annotated[float | None, Meta(description="Share of decisions where the shadow chose the same.")]
+    types: Annotated[dict[str, Any], Meta(description="Per type: agreement, the confusion table, fallbacks.")]
+    tokens: Annotated[dict[str, int], Meta(description="The shadow model's input and output tokens.")]
+    cost: Annotated[dict[str, Any] | None, Meta(description="Always null for shadow figures (no prices given).")]
+    latency_ms: Annotated[dict[str, Any], Meta(description="The shadow calls' p50 and p99 (the newest calls).")]
+    fallbacks: Annotated[dict[str, int], Meta(description="The shadow's fallbacks, by code.")]
+    situations_differing: Annotated[int, Meta(description="Situations where a choice differed.")]
+    differ: Annotated[list[dict[str, Any]], Meta(description="The situations that differ most, both entity parts.")]
+
+
 class HealthResponse(msgspec.Struct):
     """GET /v1/health: whether the service is up and what it will do with a decide request."""
 

@@ -53,3 +53,14 @@ def count(text: str) -> int:
     if v < 1:
         raise argparse.ArgumentTypeError(f"must be 1 or more, not {text}")
     return v
+
+
+def share(text: str) -> float:
+    """--shadow-share: above 0, at most 1."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a share (0.05 is one call in twenty)") from None
+    if not 0 < v <= 1:
+        raise argparse.ArgumentTypeError(f"a share is above 0 and at most 1, not {text}")
+    return v

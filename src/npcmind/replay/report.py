@@ -92,6 +92,75 @@ def percentile(values: list[float], p: float) -> float | None:
     return round(ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)], 1)
 
 
+class Report:
+    """A report's figures, a call's results at a time: what replay builds at its end and shadow mode keeps while
+    it runs. ``max_situations`` bounds the situations told apart (a long shadow run must not grow without end):
+    past it, a new situation's decisions are counted in the figures, not shown among those that differ."""
+
+    def __init__(self, max_situations: int | None = None) -> None:
+        self.max_situations = max_situations
+        self.tally = Tally()
+        self.fallbacks: Counter[str] = Counter()
+        self.situations: dict[str, _Situation] = {}
+        self.calls = 0
+        self.decisions = 0
+        self.tokens_in = 0
+        self.tokens_out = 0
+        self.latencies: list[float] = []
+
+    def add(self, r: CallResult) -> None:
+        """One call's results."""
+        self.calls += 1
+        self.decisions += len(r.decisions)
+        self.tokens_in += r.tokens_in
+        self.tokens_out += r.tokens_out
+        if r.latency_ms is not None:
+            self.latencies.append(r.latency_ms)
+            if self.max_situations is not None and len(self.latencies) > 2 * self.max_situations:
+                del self.latencies[: self.max_situations]  # the newest calls' latencies
+        for d in r.decisions:
+            k = d.kept
+            self.tally.add(k.type, k.action, d.choice, d.code, k.outcome, d.changed)
+            if d.code is not None:
+                self.fallbacks[d.code] += 1
+            s = self.situations.get(d.situation)
+            if s is None:
+                if self.max_situations is not None and len(self.situations) >= self.max_situations:
+                    continue
+                s = self.situations[d.situation] = _Situation(k.type, d.before, d.after)
+            s.add(k.action, d.choice if d.choice is not None else fallback_label(d.code or "unknown"))
+
+    def figures(
+        self,
+        target: dict[str, Any],
+        left_out: dict[str, int],
+        price_in: float | None = None,
+        price_out: float | None = None,
+    ) -> dict[str, Any]:
+        """The report (prices in currency units per million tokens)."""
+        situations = self.situations.values()
+        differ = sorted((s for s in situations if s.differ), key=lambda s: (-s.differ, -s.decisions, s.before))
+        return {
+            "format": FORMAT,
+            "target": target,
+            "calls": self.calls,
+            "decisions": self.decisions,
+            "left_out": dict(sorted(left_out.items())),
+            "agreement": self.tally.agreement(),
+            "types": self.tally.figures(),
+            "tokens": {"in": self.tokens_in, "out": self.tokens_out},
+            "cost": _cost(self.tokens_in, self.tokens_out, price_in, price_out),
+            "latency_ms": {
+                "p50": percentile(self.latencies, 50),
+                "p99": percentile(self.latencies, 99),
+                "calls": len(self.latencies),
+            },
+            "fallbacks": dict(sorted(self.fallbacks.items())),
+            "situations_differing": len(differ),
+            "differ": [s.shown() for s in differ[:SHOWN_SITUATIONS]],
+        }
+
+
 def build(
     target: dict[str, Any],
     results: list[CallResult],
@@ -100,38 +169,10 @@ def build(
     price_out: float | None,
 ) -> dict[str, Any]:
     """The report of a replay's results (prices in currency units per million tokens)."""
-    tally = Tally()
-    fallbacks: Counter[str] = Counter()
-    situations: dict[str, _Situation] = {}
+    report = Report()
     for r in results:
-        for d in r.decisions:
-            k = d.kept
-            tally.add(k.type, k.action, d.choice, d.code, k.outcome, d.changed)
-            if d.code is not None:
-                fallbacks[d.code] += 1
-            s = situations.get(d.situation)
-            if s is None:
-                s = situations[d.situation] = _Situation(k.type, d.before, d.after)
-            s.add(k.action, d.choice if d.choice is not None else fallback_label(d.code or "unknown"))
-    tokens_in = sum(r.tokens_in for r in results)
-    tokens_out = sum(r.tokens_out for r in results)
-    latencies = [r.latency_ms for r in results if r.latency_ms is not None]
-    differ = sorted((s for s in situations.values() if s.differ), key=lambda s: (-s.differ, -s.decisions, s.before))
-    return {
-        "format": FORMAT,
-        "target": target,
-        "calls": len(results),
-        "decisions": sum(len(r.decisions) for r in results),
-        "left_out": dict(sorted(left_out.items())),
-        "agreement": tally.agreement(),
-        "types": tally.figures(),
-        "tokens": {"in": tokens_in, "out": tokens_out},
-        "cost": _cost(tokens_in, tokens_out, price_in, price_out),
-        "latency_ms": {"p50": percentile(latencies, 50), "p99": percentile(latencies, 99), "calls": len(latencies)},
-        "fallbacks": dict(sorted(fallbacks.items())),
-        "situations_differing": len(differ),
-        "differ": [s.shown() for s in differ[:SHOWN_SITUATIONS]],
-    }
+        report.add(r)
+    return report.figures(target, left_out, price_in, price_out)
 
 
 def _cost(tokens_in: int, tokens_out: int, price_in: float | None, price_out: float | None) -> dict[str, Any] | None:

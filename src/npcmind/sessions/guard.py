@@ -35,6 +35,19 @@ def bearer(authorization: str | None, missing: str) -> str:
     return value.strip()
 
 
+def key_holder(clients: dict[str, Client], authorization: str | None, client_id: str) -> Client:
+    """The client whose API key the request carries, which must be ``client_id`` (401 unknown key, 403 another's):
+    what only the game's owner holds, never a session (a player's copy of the game) by its token."""
+    key = bearer(authorization, "missing Authorization: Bearer <client API key>")
+    owner = next((c for c in clients.values() if c.key_matches(key)), None)
+    if owner is None:
+        raise ApiError(401, "unauthorized", "unknown API key")
+    client = clients.get(client_id)
+    if client is None or owner.client_id != client_id:
+        raise ApiError(403, "forbidden", f"this API key is not a key of client {client_id!r}")
+    return client
+
+
 class Guard:
     """Turns a request's credentials and body client_id into the session it belongs to."""
 
@@ -184,13 +197,7 @@ class Guard:
         """POST /v1/session: the client's API key opens a session within its limit."""
         if self.clients is None:
             raise ApiError(404, "not_found", "sessions exist only in the hosted profile; the local profile needs none")
-        key = bearer(authorization, "missing Authorization: Bearer <client API key>")
-        client = self.clients.get(client_id)
-        owner = next((c for c in self.clients.values() if c.key_matches(key)), None)
-        if owner is None:
-            raise ApiError(401, "unauthorized", "unknown API key")
-        if client is None or owner.client_id != client_id:
-            raise ApiError(403, "forbidden", f"this API key is not a key of client {client_id!r}")
+        client = key_holder(self.clients, authorization, client_id)
         now = time.time()
         ttl = client.spec.session_ttl_s
         sid = "s_" + os.urandom(12).hex()
