@@ -36,6 +36,12 @@ FLAGS = {  # the Settings fields the command line's flags set; every other field
     "clients",
     "rulesets",
     "distill_every_h",
+    "shadow_provider",
+    "shadow_model",
+    "shadow_base_url",
+    "shadow_api_key_env",
+    "shadow_share",
+    "shadow_calls",
 }
 
 

@@ -292,3 +292,44 @@ def test_the_docs_shadow_example_finds_the_bee_that_would_flee(tmp_path: Path) -
     assert '"action":"chase"' in out, out[-3000:]  # what the game got
     report = json.loads((tmp_path / "shadow.json").read_text())
     assert report["target"]["kind"] == "shadow" and report["types"]["bee"]["confusion"] == {"chase": {"flee": 1}}
+
+
+def test_the_report_page_shows_shadow_figures_saved_from_the_route(tmp_path: Path) -> None:
+    """GET /v1/shadow saved to a file and opened at GET /replay in Chromium, as docs/replay.md says: the page
+    names the shadow and shows its figures."""
+    import json
+
+    from cdp import CHROMIUM, Browser
+
+    if CHROMIUM is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    with ScriptedServer() as a, ScriptedServer() as b:
+        a.set(rules=RULES_A)
+        b.set(rules=RULES_B)
+        settings = service_settings(
+            tmp_path,
+            base_url=a.base_url,
+            cache_entries=0,
+            shadow_provider="openai",
+            shadow_model="scripted",
+            shadow_base_url=b.base_url,
+            shadow_share=1.0,
+            **SCRIPTED_SVC,
+        )
+        low = {"hp_fraction": 0.1, "distance_to_player": 50.0, "sees_player": True, "current_action": "idle"}
+        with serving(settings) as svc:
+            assert svc.decide(decide_body(bee("p1", observation=low), queen("q"))).status_code == 200
+            report = _shadowed(svc.http, "game-1", 2)
+            saved = tmp_path / "shadow.json"
+            saved.write_text(json.dumps(report))
+            with Browser(tmp_path / "profile", size=(1280, 900)) as browser:
+                browser.open(svc.server.url + "/replay")
+                root = browser.call("DOM.getDocument")["root"]["nodeId"]
+                node = browser.call("DOM.querySelector", nodeId=root, selector="#file")["nodeId"]
+                browser.call("DOM.setFileInputFiles", nodeId=node, files=[str(saved)])
+                browser.wait_for("document.getElementById('status').dataset.state === 'shown'", deadline_s=60)
+                target = browser.js("document.getElementById('target').textContent")
+                other = browser.js("[...document.querySelectorAll('#confusion td.other')].map(c => c.textContent)")
+                assert not browser.errors, browser.errors
+    assert "shadowed by openai model scripted" in target and "0 calls dropped" in target, target
+    assert other == ["1"]  # the bee's chase against the shadow's flee

@@ -22,6 +22,7 @@ from npcmind.decide.calls import Fell, map_choices
 from npcmind.decide.pipeline import provider_call
 from npcmind.decide.prompt import EntityPrompt, Prompt
 from npcmind.decide.read import ReadCall, read_call
+from npcmind.failures import FailureLog
 from npcmind.local.metrics import Metrics
 from npcmind.manifest import Manifest
 from npcmind.protocol.a2g import AIDecision, FallbackDecision
@@ -84,6 +85,7 @@ class Shadow:
         self._clients: OrderedDict[str, _Client] = OrderedDict()
         self._workers: list[asyncio.Task[None]] = []
         self._unread: set[type[Exception]] = set()
+        self.failures = FailureLog(log, "shadow call")  # a shadow that fails is said at a rate, never per call
 
     def start(self) -> None:
         """Start the workers (inside the event loop)."""
@@ -178,9 +180,11 @@ class Shadow:
             outcome = "timeout" if isinstance(e, TimeoutError) else "error"
             self.metrics.shadow_calls.labels(outcome).inc()
             self._client(job.client_id).failed += 1
+            self.failures.failed(f"{self.provider.name} model {self.provider.model}: {e or 'timed out'}")
             choices: list[CachedChoice | Fell] = [Fell("unavailable", str(e))] * len(asked)
         else:
             self.metrics.shadow_calls.labels("ok").inc()
+            self.failures.succeeded()
             out.latency_ms = (time.perf_counter() - t0) * 1000
             out.tokens_in, out.tokens_out = answer.input_tokens, answer.output_tokens
             choices = map_choices(answer, asked, call.max_output_tokens)
