@@ -58,22 +58,28 @@ def _metric(http: httpx.Client, name: str) -> float:
     return float(m.group(1)) if m else 0.0
 
 
+def _settings(tmp: Path, a: ScriptedServer, b: ScriptedServer, **over: Any) -> Any:
+    """A service on the scripted model ``a`` (no decision cache: every call fresh) shadowed on every call by ``b``."""
+    values: dict[str, Any] = {
+        "base_url": a.base_url,
+        "cache_entries": 0,
+        "shadow_provider": "openai",
+        "shadow_model": "scripted",
+        "shadow_base_url": b.base_url,
+        "shadow_share": 1.0,
+        **SCRIPTED_SVC,
+        **over,
+    }
+    return service_settings(tmp, **values)
+
+
 def test_the_shadow_finds_exactly_where_the_second_model_differs_and_the_game_gets_the_first(tmp_path: Path) -> None:
     """Rules A decide, rules B shadow every call: the game gets A's choices; the figures find B's one change."""
     rng = random.Random(33)
     with ScriptedServer() as a, ScriptedServer() as b:
         a.set(rules=RULES_A)
         b.set(rules=RULES_B)
-        settings = service_settings(
-            tmp_path,
-            base_url=a.base_url,
-            cache_entries=0,
-            shadow_provider="openai",
-            shadow_model="scripted",
-            shadow_base_url=b.base_url,
-            shadow_share=1.0,
-            **SCRIPTED_SVC,
-        )
+        settings = _settings(tmp_path, a, b)
         bees: list[dict[str, Any]] = []
         with serving(settings) as svc:
             for r in range(30):
@@ -111,18 +117,7 @@ def test_a_held_shadow_never_delays_the_game_and_a_full_queue_drops_with_a_count
     with ScriptedServer() as a, ScriptedServer() as b:
         a.set(rules=RULES_A)
         b.set(rules=RULES_B, hold=True)
-        settings = service_settings(
-            tmp_path,
-            base_url=a.base_url,
-            cache_entries=0,
-            shadow_provider="openai",
-            shadow_model="scripted",
-            shadow_base_url=b.base_url,
-            shadow_share=1.0,
-            shadow_calls=1,
-            shadow_queue=2,
-            **SCRIPTED_SVC,
-        )
+        settings = _settings(tmp_path, a, b, shadow_calls=1, shadow_queue=2)
         with serving(settings) as svc:
             until(lambda: httpx.get(f"{_root(b)}/_calls").status_code == 200, "the shadow model up")
             for r in range(8):
@@ -141,16 +136,7 @@ def test_a_failing_shadow_costs_the_game_nothing_and_is_counted(tmp_path: Path) 
     with ScriptedServer() as a, ScriptedServer() as b:
         a.set(rules=RULES_A)
         b.set(status=500)
-        settings = service_settings(
-            tmp_path,
-            base_url=a.base_url,
-            cache_entries=0,
-            shadow_provider="openai",
-            shadow_model="scripted",
-            shadow_base_url=b.base_url,
-            shadow_share=1.0,
-            **SCRIPTED_SVC,
-        )
+        settings = _settings(tmp_path, a, b)
         with serving(settings) as svc:
             for r in range(4):
                 got = svc.decide(decide_body(bee(f"f{r}"), bee(f"g{r}")))
@@ -172,17 +158,13 @@ def test_a_shadow_of_the_other_answer_form_reads_each_prompt_in_its_own(
     with ScriptedServer() as a, ScriptedServer() as b:
         a.set(rules=RULES_A)
         b.set(rules=RULES_A)
-        settings = service_settings(
+        settings = _settings(
             tmp_path,
-            base_url=a.base_url,
-            cache_entries=0,
+            a,
+            b,
             answer_format="enum",
             shadow_provider="anthropic",
-            shadow_model="scripted",
-            shadow_base_url=b.base_url,
             shadow_api_key_env="NPCMIND_TEST_SHADOW_KEY",
-            shadow_share=1.0,
-            **SCRIPTED_SVC,
         )
         rng = random.Random(5)
         with serving(settings) as svc:
@@ -306,16 +288,7 @@ def test_the_report_page_shows_shadow_figures_saved_from_the_route(tmp_path: Pat
     with ScriptedServer() as a, ScriptedServer() as b:
         a.set(rules=RULES_A)
         b.set(rules=RULES_B)
-        settings = service_settings(
-            tmp_path,
-            base_url=a.base_url,
-            cache_entries=0,
-            shadow_provider="openai",
-            shadow_model="scripted",
-            shadow_base_url=b.base_url,
-            shadow_share=1.0,
-            **SCRIPTED_SVC,
-        )
+        settings = _settings(tmp_path, a, b)
         low = {"hp_fraction": 0.1, "distance_to_player": 50.0, "sees_player": True, "current_action": "idle"}
         with serving(settings) as svc:
             assert svc.decide(decide_body(bee("p1", observation=low), queen("q"))).status_code == 200
