@@ -206,6 +206,7 @@ def test_only_the_games_api_key_reads_its_shadow_figures(tmp_path: Path) -> None
                 "/v1/shadow", params={"client_id": "game-2"}, headers={"authorization": f"Bearer {keys['game-1']}"}
             )
             none = svc.http.get("/v1/shadow", params={"client_id": "game-1"})
+            bare = svc.http.get("/v1/shadow")  # no key and no client: the 401 first, nothing else said
 
             def own() -> httpx.Response | None:
                 r = svc.http.get(
@@ -214,10 +215,13 @@ def test_only_the_games_api_key_reads_its_shadow_figures(tmp_path: Path) -> None
                 return r if r.status_code == 200 else None
 
             mine = until(own, "game-1's figures")
+            keyed = svc.http.get("/v1/shadow", headers={"authorization": f"Bearer {keys['game-1']}"})
     assert by_token.status_code == 401 and "API key" in by_token.text
     assert other.status_code == 403 and "game-2" in other.text
     assert none.status_code == 401
+    assert bare.status_code == 401 and "client_id" not in bare.text, bare.text
     assert mine.json()["decisions"] == 1
+    assert keyed.status_code == 200 and keyed.json() == mine.json()  # the key names its client: no query needed
 
 
 def test_without_shadow_mode_the_route_says_how_to_start_it(tmp_path: Path) -> None:

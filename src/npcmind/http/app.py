@@ -63,7 +63,7 @@ from npcmind.protocol.npc import KeysResponse, NPCProcessRequest, NPCProcessResp
 from npcmind.protocol.validate import decode_loosely, parse, well_shaped
 from npcmind.providers.select import describe
 from npcmind.service import Service
-from npcmind.sessions.guard import key_holder
+from npcmind.sessions.guard import key_holder, key_owner
 from npcmind.sessions.tokens import TokenClaims
 from npcmind.storage import StoreError
 
@@ -598,12 +598,15 @@ ShadowClientQuery = Annotated[
 async def shadow(request: Request[Any, Any, Any], client_id: ShadowClientQuery = None) -> Response[bytes]:
     service = _service(request)
     _utf8_query(request)
+    if service.clients is not None:  # the game's owner, by its API key, first (a 401 before any 422): a session's
+        owner = key_owner(service.clients, _auth(request))  # token must not read the other sessions' prompts here
+        client_id = client_id or owner.client_id  # the key names its client: the query may leave it out
     if not client_id:
         raise ApiError.invalid([Problem("client_id", "is required (a query parameter)")])
     if len(client_id) > MAX_ID:
         raise ApiError.invalid([Problem("client_id", f"has {len(client_id)} characters, at most {MAX_ID} allowed")])
-    if service.clients is not None:  # the game's owner, by its API key: a session's token must not read the
-        key_holder(service.clients, _auth(request), client_id)  # other sessions' prompts shown here
+    if service.clients is not None:
+        key_holder(service.clients, _auth(request), client_id)  # 403: the key of another client
     if service.shadow is None:
         raise ApiError(
             404,

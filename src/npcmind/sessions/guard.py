@@ -35,13 +35,20 @@ def bearer(authorization: str | None, missing: str) -> str:
     return value.strip()
 
 
-def key_holder(clients: dict[str, Client], authorization: str | None, client_id: str) -> Client:
-    """The client whose API key the request carries, which must be ``client_id`` (401 unknown key, 403 another's):
-    what only the game's owner holds, never a session (a player's copy of the game) by its token."""
+def key_owner(clients: dict[str, Client], authorization: str | None) -> Client:
+    """The client whose API key the request carries (401 missing or unknown): asked before anything else of a
+    request, so one without a key learns nothing of what else it got wrong."""
     key = bearer(authorization, "missing Authorization: Bearer <client API key>")
     owner = next((c for c in clients.values() if c.key_matches(key)), None)
     if owner is None:
         raise ApiError(401, "unauthorized", "unknown API key")
+    return owner
+
+
+def key_holder(clients: dict[str, Client], authorization: str | None, client_id: str) -> Client:
+    """The client whose API key the request carries, which must be ``client_id`` (401 unknown key, 403 another's):
+    what only the game's owner holds, never a session (a player's copy of the game) by its token."""
+    owner = key_owner(clients, authorization)
     client = clients.get(client_id)
     if client is None or owner.client_id != client_id:
         raise ApiError(403, "forbidden", f"this API key is not a key of client {client_id!r}")
