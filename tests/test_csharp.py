@@ -140,7 +140,9 @@ types:
       recharge: Return to the dock
       hold: Hover in place
 """
-PHASE_S = 4.0  # each phase; the game counts an AI choice as late after 2 s of a phase (the decisions' life is 1.5 s)
+# each phase, 4 s; the game counts an AI choice as late after 2 s of a phase (the decisions' life is 1.5 s). Longer
+# phases only for bench/game_bench.py, whose Tick() percentiles want more frames than a test needs
+PHASE_S = float(os.environ.get("NPCMIND_GAME_PHASE_S", "4"))
 
 
 def test_a_csharp_game_of_20_drones_at_60_hz_keeps_the_protocol_through_faults_and_a_stopped_service(
@@ -189,7 +191,7 @@ def test_a_csharp_game_of_20_drones_at_60_hz_keeps_the_protocol_through_faults_a
     assert game.returncode == 0, err[-4000:]
     assert out.strip(), f"the game printed no report:\n{err[-4000:]}"
     report = json.loads(out.strip().splitlines()[-1])
-    print(json.dumps(report, indent=1))  # the Tick() figures, for docs/bench.md
+    print("game report: " + json.dumps(report))  # the Tick() figures: bench/game_bench.py reads this line
     for name in ["start", "ai", "provider-fault", "recovered", "service-stopped"]:
         p = report[name]
         assert (p["illegal"], p["old_epoch"], p["expired"], p["thrown"]) == (0, 0, 0, 0), (name, p)
@@ -223,6 +225,11 @@ BREAKS = [
      "NpcTests.EveryNumberOfRfc8785AppendixBIsWrittenAsEcmaScriptWritesIt"),
     ("Signing.cs", "{ \"tapeDigest\", Jcs.Digest(tape) },", "{ \"tapeDigest\", Jcs.Digest(verdict) },",
      "NpcTests.TheSignedPayloadIsTheBytesTheServiceSigned"),
+    ("Signing.cs", "if (sigRaw == null || keyRaw == null || B64(sigRaw) != sig)", "if (sigRaw == null || keyRaw == null)",
+     "NpcTests.ASignedOutcomeVerifiesAndAnyChangedByteFails"),
+    ("Npc.cs", "throw new ProtocolException(\"the outcome's signature does not verify",
+     "if (outcome.Verified) throw new ProtocolException(\"the outcome's signature does not verify",
+     "NpcTests.ProcessVerifiesTheOutcomeAndRefusesOneThatDoesNotVerify"),
 ]  # fmt: skip
 
 
@@ -319,10 +326,10 @@ def readme_server_check() -> Callable[[dict[str, Any], dict[str, str]], bool]:
 def test_a_csharp_dialogue_npc_gets_the_outcome_the_service_signed_and_its_server_can_check_it(
     results: dict[str, str], svc: Running, scripted: ScriptedServer
 ) -> None:
-    """Mara answers over HttpClient through the four steps, the scripted provider as her cortex. The C# SDK calls
-    nothing verified (it has no Ed25519) and applies nothing by itself; what it hands on for a game server is what
-    the service signed: Python's verify accepts it, its canonical bytes are the C# SDK's, and a changed line
-    fails. The game's state goes back in the next tape."""
+    """Mara answers over HttpClient through the four steps, the scripted provider as her cortex. The C# SDK checks
+    the service's signature with libsodium (Debian's libsodium23 here) and applies nothing by itself; what it hands
+    on for a game server is what the service signed: Python's verify accepts it, its canonical bytes are the C#
+    SDK's, and a changed line fails. The game's state goes back in the next tape."""
     from npcmind_client.signing import canonical, signed_payload, verify
 
     scripted.set(
@@ -332,7 +339,8 @@ def test_a_csharp_dialogue_npc_gets_the_outcome_the_service_signed_and_its_serve
     out = dialogue(svc.server.url, scripted.base_url, "turn")
     first = out["first"]
     assert first["steps"] == ["IdentifyActor", "QueryVector", "ExecuteInference", "Finalize"], out
-    assert first["valid"] and not first["verified"] and not first["applied"], first
+    assert out["library"] in ("libsodium", "libsodium.so.23"), out  # Debian's runtime package has only the second
+    assert first["valid"] and first["verified"] and not first["applied"], first
     assert first["dialogue"].startswith("The old mine?") and first["action"]["type"] == "TALK", first
     assert first["state"] == {} and first["remembered"] == 0, first  # nothing applied by the SDK
     prompt = scripted.requests[0]["messages"][0]["content"]
@@ -356,6 +364,17 @@ def test_a_csharp_dialogue_npc_gets_the_outcome_the_service_signed_and_its_serve
     assert applied["applied"] and applied["remembered"] == 3 and applied["state"]["turns"] == 1, applied
     assert out["second"]["for_server"]["tape"]["npcState"]["turns"] == 1, out["second"]  # the kept state went back
     assert out["memories"] == 3 and out["state"]["turns"] == 1, out  # the second turn is not applied
+
+
+def test_a_csharp_game_refuses_a_signed_line_changed_on_its_way(
+    results: dict[str, str], svc: Running, scripted: ScriptedServer
+) -> None:
+    """Between the service and the game, Mara's signed line is changed: libsodium finds the signature no longer
+    covers it, the C# SDK refuses the outcome, and nothing is kept."""
+    scripted.set(text='{"dialogue": "Rooms are two silver.", "remember": ["A traveller asked for a room."]}')
+    out = dialogue(svc.server.url, scripted.base_url, "forge")
+    assert "signature does not verify" in out.get("refused", ""), out
+    assert (out["memories"], out["state"]) == (0, {}), out
 
 
 def test_a_csharp_game_that_changes_its_tape_is_refused_by_the_service_and_a_blocked_line_has_nothing_to_apply(

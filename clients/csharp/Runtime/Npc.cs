@@ -1,11 +1,12 @@
 // Dialogue NPCs: the step loop of POST /npcs/{npcId}/process, the game supplying recall and inference. The
 // service is the mind (next step, prompt, judging, signing); the game is the body (state, memories, inference).
 //
-// Unlike the Python and TypeScript SDKs, this one does NOT verify the outcome's Ed25519 signature: .NET Standard
-// 2.0 has no Ed25519 and no hand-written cryptography goes in. So Process never applies an outcome by itself and
-// never calls one verified (NpcOutcome.Verified is false): it hands the game what a game server checks (the
-// signature, the exact signed bytes, the Finalize and tape as received), and the game applies the outcome with
-// DialogueClient.Apply when it chooses to (after its server checked it, or at once when it has none and says so).
+// The outcome's Ed25519 signature is checked by libsodium where one loads (Ed25519.cs: .NET Standard 2.0 has no
+// Ed25519, and no hand-written cryptography goes in): Process then refuses an outcome whose signature does not
+// verify, and NpcOutcome.Verified says it was checked. Where none loads (or DialogueClientOptions.CheckSignatures
+// is false), nothing is called verified: the game gets what a game server checks (the signature, the exact signed
+// bytes, the Finalize and tape as received). Either way Process applies nothing: the game applies an outcome with
+// DialogueClient.Apply when it chooses to.
 
 using System;
 using System.Collections.Generic;
@@ -88,8 +89,8 @@ namespace NpcMind
         public ProtocolException(string message) : base(message) { }
     }
 
-    /// <summary>What the game gets back: the line, the action, the rules applied, and what a game server needs to
-    /// check the service's signature. Not verified here (<see cref="Verified"/>), and not applied until
+    /// <summary>What the game gets back: the line, the action, the rules applied, whether the service's signature
+    /// was checked here (<see cref="Verified"/>), and what a game server needs to check it; not applied until
     /// <see cref="DialogueClient.Apply"/>.</summary>
     public sealed class NpcOutcome
     {
@@ -118,9 +119,10 @@ namespace NpcMind
         public IDictionary<string, object> Finalize;
         public IDictionary<string, object> Tape;
 
-        /// <summary>Always false: this SDK has no Ed25519 (README), so no outcome is verified here. A game server
-        /// with the Python or TypeScript SDK checks <see cref="ForServer"/>.</summary>
-        public bool Verified { get { return false; } }
+        /// <summary>True when libsodium checked the service's signature here (<see cref="DialogueClient.ChecksSignatures"/>);
+        /// false when nothing checked it here: a game server with the Python or TypeScript SDK checks
+        /// <see cref="ForServer"/>.</summary>
+        public bool Verified { get; internal set; }
 
         /// <summary>The JSON a game server checks: <c>{"npcId", "finalize", "tape"}</c>, for
         /// <c>verify(finalize["signature"], signed_payload(npcId, finalize, tape), keys)</c>.</summary>
@@ -138,6 +140,10 @@ namespace NpcMind
         /// <summary>The engine's HTTP (UnityWebRequest: README); an HttpClientSender otherwise.</summary>
         public IHttpSender Http;
         public double TimeoutMs = 30000;
+        /// <summary>Check each valid outcome's signature with libsodium: null (the default) when libsodium loads,
+        /// true always (the constructor throws when it does not load, saying how to install it), false never (a game
+        /// server checks).</summary>
+        public bool? CheckSignatures;
     }
 
     /// <summary>Talks to an npcmind service for the dialogue NPCs of one game.</summary>
@@ -152,6 +158,9 @@ namespace NpcMind
         private readonly bool ownHttp;
         public readonly ICortex Cortex;
         public readonly INpcMemory Memory;
+        /// <summary>Whether outcomes are checked here (libsodium, <see cref="DialogueClientOptions.CheckSignatures"/>).</summary>
+        public readonly bool ChecksSignatures;
+        private Dictionary<string, string> keys; // GET /v1/keys, fetched at the first outcome, again for a new kid
 
         public DialogueClient(string serviceUrl, ICortex cortex, INpcMemory memory, DialogueClientOptions options = null)
         {
@@ -165,6 +174,9 @@ namespace NpcMind
             this.options = options ?? new DialogueClientOptions();
             ownHttp = this.options.Http == null;
             http = this.options.Http ?? new HttpClientSender();
+            ChecksSignatures = this.options.CheckSignatures ?? Ed25519.Available;
+            if (ChecksSignatures && !Ed25519.Available)
+                throw new InvalidOperationException("CheckSignatures: " + Ed25519.Unavailable);
         }
 
         /// <summary>Run the loop for one observation, up to Finalize. Throws <see cref="ProtocolException"/>
@@ -194,14 +206,14 @@ namespace NpcMind
                 step = answer.Value; // sent back as received, unknown fields (the step token) included
                 string kind = (string)instruction["type"];
                 steps.Add(kind);
-                if (kind == "Finalize") return Finish(npcId, instruction, step, steps);
+                if (kind == "Finalize") return await Checked(Finish(npcId, instruction, step, steps)).ConfigureAwait(true);
                 last = await Result(rec, kind, instruction).ConfigureAwait(true);
             }
             throw new ProtocolException("no Finalize after " + MaxCalls + " calls");
         }
 
         /// <summary>Keep a valid outcome's memories and merge its state: the game's call, made when it trusts the
-        /// outcome (this SDK verified nothing). Once per outcome; the NPC's new state.</summary>
+        /// outcome (<see cref="NpcOutcome.Verified"/>, or its server's word). Once per outcome; the NPC's new state.</summary>
         public IDictionary<string, object> Apply(NpcOutcome outcome)
         {
             if (outcome == null) throw new ArgumentNullException("outcome");
@@ -213,7 +225,7 @@ namespace NpcMind
             return outcome.State;
         }
 
-        /// <summary>The service's signing keys (kid -> base64url), from GET /v1/keys: for a game server.</summary>
+        /// <summary>The service's signing keys (kid -> base64url), from GET /v1/keys: what outcomes are checked with.</summary>
         public async Task<Dictionary<string, string>> PublicKeys()
         {
             var got = await Request("GET", "/v1/keys", null).ConfigureAwait(false);
@@ -275,6 +287,20 @@ namespace NpcMind
                     + (text.Length > 200 ? text.Substring(0, 200) : text));
             }
             return new KeyValuePair<IDictionary<string, object>, IDictionary<string, object>>(instruction, next);
+        }
+
+        /// <summary>A valid outcome's signature checked with the service's keys (fetched again once, for a key
+        /// rotated since); one that does not verify is refused, nothing applied.</summary>
+        private async Task<NpcOutcome> Checked(NpcOutcome outcome)
+        {
+            if (!outcome.Valid || !ChecksSignatures) return outcome;
+            if (keys == null) keys = await PublicKeys().ConfigureAwait(true);
+            if (!Signing.Verify(outcome.Signature, outcome.SignedPayload, keys))
+                keys = await PublicKeys().ConfigureAwait(true); // as the other SDKs: asked again once
+            if (!Signing.Verify(outcome.Signature, outcome.SignedPayload, keys))
+                throw new ProtocolException("the outcome's signature does not verify with the service's keys (GET /v1/keys): nothing was applied");
+            outcome.Verified = true;
+            return outcome;
         }
 
         private NpcOutcome Finish(string npcId, IDictionary<string, object> fin, IDictionary<string, object> tape, List<string> steps)

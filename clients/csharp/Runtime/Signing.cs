@@ -1,8 +1,10 @@
-// What an outcome's Ed25519 signature covers, rebuilt exactly as the service signs it, so that a game server
-// checks it (README): this SDK checks no signature itself. The base class library of .NET Standard 2.0 has no
-// Ed25519, and no hand-written cryptography goes into this SDK; SHA-256 (the tape digest) is the library's.
+// What an outcome's Ed25519 signature covers, rebuilt exactly as the service signs it, and its check: by libsodium
+// (Ed25519.cs) where one loads, else by a game server (README). No cryptography is written in this SDK; SHA-256
+// (the tape digest) is the base class library's.
 
+using System;
 using System.Collections.Generic;
+using System.Text;
 
 namespace NpcMind
 {
@@ -29,6 +31,43 @@ namespace NpcMind
                 { "tapeDigest", Jcs.Digest(tape) },
                 { "rulesetVerdict", verdict },
             };
+        }
+
+        /// <summary>Whether <paramref name="signature"/> (<c>kid.base64url</c>) is a valid signature of the canonical
+        /// payload by the key of its kid (kid -> base64url, as GET /v1/keys lists them), as the Python and TypeScript
+        /// SDKs' <c>verify</c>: one encoding per signature, an unknown kid is false. Needs libsodium
+        /// (<see cref="Ed25519.Available"/>).</summary>
+        public static bool Verify(string signature, string payloadCanonical, IDictionary<string, string> keys)
+        {
+            if (string.IsNullOrEmpty(signature) || payloadCanonical == null || keys == null) return false;
+            int dot = signature.IndexOf('.');
+            if (dot < 0) return false;
+            string kid = signature.Substring(0, dot), sig = signature.Substring(dot + 1), key;
+            if (sig.Length == 0 || !keys.TryGetValue(kid, out key) || key == null) return false;
+            byte[] sigRaw = Unb64(sig), keyRaw = Unb64(key);
+            if (sigRaw == null || keyRaw == null || B64(sigRaw) != sig) return false; // no malleable padding bits
+            return Ed25519.Verify(sigRaw, Encoding.UTF8.GetBytes(payloadCanonical), keyRaw);
+        }
+
+        /// <summary>Base64url without padding: the form of keys and signatures on the wire.</summary>
+        public static string B64(byte[] raw)
+        {
+            return Convert.ToBase64String(raw).TrimEnd('=').Replace('+', '-').Replace('/', '_');
+        }
+
+        /// <summary>The bytes of a base64url text without padding; null when it is not one.</summary>
+        public static byte[] Unb64(string text)
+        {
+            if (text == null || text.IndexOfAny(new[] { '+', '/', '=' }) >= 0 || text.Length % 4 == 1) return null;
+            string b = text.Replace('-', '+').Replace('_', '/');
+            try
+            {
+                return Convert.FromBase64String(b + new string('=', (4 - b.Length % 4) % 4));
+            }
+            catch (FormatException)
+            {
+                return null;
+            }
         }
     }
 }

@@ -116,6 +116,104 @@ namespace NpcMind.Tests
             Assert.IsFalse(Jcs.Canonical(payload).Contains("\"signature\""), "the signature signs itself");
         }
 
+        // --- the signature, checked by libsodium ------------------------------------------------------------
+
+        [Test]
+        public void LibsodiumLoadsHere()
+        {
+            // the checks below need it: CI installs Debian's libsodium23, whose only name is libsodium.so.23
+            Assert.IsTrue(Ed25519.Available, Ed25519.Unavailable);
+            Assert.IsNotNull(Ed25519.Library);
+        }
+
+        [Test]
+        public void ASignedOutcomeVerifiesAndAnyChangedByteFails()
+        {
+            var vectors = (IList<object>)Vectors()["signatures"];
+            Assert.That(vectors.Count, Is.GreaterThan(0));
+            foreach (IDictionary<string, object> v in vectors)
+            {
+                var keys = new Dictionary<string, string> { { (string)v["kid"], (string)v["publicKey"] } };
+                var fin = (IDictionary<string, object>)v["finalize"];
+                var tape = Json.Parse((string)v["tapeJson"]);
+                string sig = (string)fin["signature"], name = (string)v["name"];
+                Func<string, IDictionary<string, object>, object, string> payload = (npc, f, t) => Jcs.Canonical(Signing.SignedPayload(npc, f, t));
+                Assert.IsTrue(Signing.Verify(sig, payload((string)v["npcId"], fin, tape), keys), name);
+                var forged = new Dictionary<string, object>(fin) { ["dialogue"] = "Something else." };
+                Assert.IsFalse(Signing.Verify(sig, payload((string)v["npcId"], forged, tape), keys), name + ": another line");
+                Assert.IsFalse(Signing.Verify(sig, payload("other", fin, tape), keys), name + ": another NPC");
+                var richer = (IDictionary<string, object>)Json.Parse((string)v["tapeJson"]);
+                richer["observation"] = "Hi.";
+                Assert.IsFalse(Signing.Verify(sig, payload((string)v["npcId"], fin, richer), keys), name + ": another tape");
+                Assert.IsFalse(Signing.Verify(sig, payload((string)v["npcId"], fin, tape),
+                    new Dictionary<string, string> { { "other-kid", (string)v["publicKey"] } }), name + ": an unknown kid");
+                // the last character with its lowest bit flipped: the same 64 bytes (a padding bit), another text
+                const string Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+                char last = Alphabet[Alphabet.IndexOf(sig[sig.Length - 1]) ^ 1];
+                string padded = sig.Substring(0, sig.Length - 1) + last;
+                Assert.AreEqual(Signing.Unb64(sig.Split('.')[1]), Signing.Unb64(padded.Split('.')[1]), "the same bytes");
+                Assert.IsFalse(Signing.Verify(padded, payload((string)v["npcId"], fin, tape), keys), name + ": one encoding a signature");
+                foreach (var odd in new[] { "", ".", sig.Split('.')[0], sig + "=", sig.Replace('-', '+'), sig + " " })
+                    Assert.IsFalse(Signing.Verify(odd, payload((string)v["npcId"], fin, tape), keys), "odd signature \"" + odd + "\"");
+            }
+        }
+
+        [Test]
+        public void Base64UrlIsReadStrictly()
+        {
+            Assert.AreEqual(new byte[] { 0xfb, 0xff }, Signing.Unb64("-_8"));
+            Assert.AreEqual("-_8", Signing.B64(new byte[] { 0xfb, 0xff }));
+            foreach (var odd in new[] { "+/8", "-_8=", "a", "ab$d", null })
+                Assert.IsNull(Signing.Unb64(odd), odd ?? "null");
+            Assert.IsFalse(Ed25519.Verify(new byte[63], new byte[0], new byte[32]), "a signature of 63 bytes");
+            Assert.IsFalse(Ed25519.Verify(new byte[64], new byte[0], new byte[31]), "a key of 31 bytes");
+        }
+
+        /// <summary>A service whose first step is the signature vector's Finalize over its tape, and whose keys are
+        /// <paramref name="keys"/> (a list of answers: the next one at each GET /v1/keys).</summary>
+        private static AnsweringHttp Signed(IDictionary<string, object> v, params string[] keys)
+        {
+            int asked = 0;
+            return new AnsweringHttp(call =>
+            {
+                if (call.Url.EndsWith("/v1/keys", StringComparison.Ordinal))
+                {
+                    string key = keys[Math.Min(asked++, keys.Length - 1)];
+                    return AnsweringHttp.Ok(Json.Parse("{\"keys\": [{\"kid\": \"" + v["kid"] + "\", \"alg\": \"Ed25519\", \"public_key\": \"" + key + "\"}]}"));
+                }
+                return AnsweringHttp.Ok(new Dictionary<string, object> { { "instruction", v["finalize"] }, { "tape", Json.Parse((string)v["tapeJson"]) } });
+            });
+        }
+
+        [Test]
+        public void ProcessVerifiesTheOutcomeAndRefusesOneThatDoesNotVerify()
+        {
+            var v = (IDictionary<string, object>)((IList<object>)Vectors()["signatures"])[0];
+            string right = (string)v["publicKey"], wrong = Signing.B64(new byte[32]);
+            Func<AnsweringHttp, DialogueClient> mind = http =>
+            {
+                var npcs = new InMemoryNpcs();
+                npcs.Register((string)v["npcId"], "Mara.");
+                return new DialogueClient("http://svc:1", new TextCortex("Hm."), npcs, new DialogueClientOptions { Http = http });
+            };
+            var good = Signed(v, right);
+            var checking = mind(good);
+            Assert.IsTrue(checking.ChecksSignatures, "libsodium loads here: checked by default");
+            var outcome = checking.Process((string)v["npcId"], "A traveller asks for a room.").Result;
+            Assert.IsTrue(outcome.Valid && outcome.Verified && !outcome.Applied);
+            checking.Process((string)v["npcId"], "Again.").Wait();
+            Assert.AreEqual(1, good.Calls.Count(c => c.Url.EndsWith("/v1/keys", StringComparison.Ordinal)), "the keys are kept");
+
+            var rotated = Signed(v, wrong, right); // the keys it got do not verify: asked again once (a key rotated)
+            Assert.IsTrue(mind(rotated).Process((string)v["npcId"], "Hello.").Result.Verified);
+            Assert.AreEqual(2, rotated.Calls.Count(c => c.Url.EndsWith("/v1/keys", StringComparison.Ordinal)));
+
+            var forged = Signed(v, wrong);
+            var e = Assert.Throws<AggregateException>(() => mind(forged).Process((string)v["npcId"], "Hello.").Wait());
+            Assert.IsInstanceOf<ProtocolException>(e.InnerException);
+            Assert.That(e.InnerException.Message, Is.StringContaining("does not verify").And.StringContaining("nothing was applied"));
+        }
+
         // --- the step loop ---------------------------------------------------------------------------------
 
         private const string Sig = "kid1.c2lnbmVk";
@@ -174,7 +272,8 @@ namespace NpcMind.Tests
             var http = Service(Valid());
             var npcs = Mara();
             var cortex = new TextCortex("{\"dialogue\": \"Rooms are two silver.\"}");
-            var mind = new DialogueClient("http://svc:1/", cortex, npcs, new DialogueClientOptions { Http = http, Token = "tok" });
+            var options = new DialogueClientOptions { Http = http, Token = "tok", CheckSignatures = false }; // a game server checks
+            var mind = new DialogueClient("http://svc:1/", cortex, npcs, options);
             var outcome = mind.Process("mara", "A traveller asks for a room.", new Dictionary<string, object> { { "hour", 21 } }).Result;
 
             Assert.AreEqual(new[] { "IdentifyActor", "QueryVector", "ExecuteInference", "Finalize" }, outcome.Steps.ToArray());
@@ -200,7 +299,8 @@ namespace NpcMind.Tests
             Assert.AreEqual(new[] { "\n\n" }, cortex.Last.Stop.ToArray());
 
             Assert.IsTrue(outcome.Valid);
-            Assert.IsFalse(outcome.Verified, "this SDK verifies no signature");
+            Assert.IsFalse(outcome.Verified, "CheckSignatures = false: nothing checked it here");
+            Assert.IsFalse(mind.ChecksSignatures);
             Assert.IsFalse(outcome.Applied);
             Assert.AreEqual("Rooms are two silver.", outcome.Dialogue);
             Assert.AreEqual("TALK", outcome.Action["type"]);
@@ -342,7 +442,7 @@ namespace NpcMind.Tests
             var npcs = new InMemoryNpcs();
             npcs.Register("guard #2", "A guard.");
             var http = Service(Valid());
-            var outcome = new DialogueClient("http://svc:1", new TextCortex("Halt."), npcs, new DialogueClientOptions { Http = http })
+            var outcome = new DialogueClient("http://svc:1", new TextCortex("Halt."), npcs, new DialogueClientOptions { Http = http, CheckSignatures = false })
                 .Process("guard #2", "Halt!").Result;
             Assert.AreEqual("http://svc:1/npcs/guard%20%232/process", http.Calls[0].Url);
             Assert.That(outcome.SignedPayload, Is.StringContaining("\"npcId\":\"guard #2\""));

@@ -2,6 +2,7 @@
 // twins). Prints one JSON line: the outcome as a game gets it, and what its game server would check.
 //   mono NpcMindDialogue.exe SERVICE CORTEX turn [RULESET]   Mara answers a traveller (twice: her state goes back)
 //   mono NpcMindDialogue.exe SERVICE CORTEX tamper           the game changes its tape after the prompt was built
+//   mono NpcMindDialogue.exe SERVICE CORTEX forge            Mara's signed line changed on its way to the game
 //   mono NpcMindDialogue.exe numbers SEED COUNT              Jcs.Number of random doubles (checked against Python)
 //   mono NpcMindDialogue.exe read < LITERALS                 Json.Parse of each line's number, as its bits in hex
 
@@ -28,6 +29,30 @@ public static class Dialogue
                 call.Body = Encoding.UTF8.GetBytes(Json.Write(body));
             }
             inner.Send(call, done);
+        }
+
+        public void CancelAll() { inner.CancelAll(); }
+    }
+
+    /// <summary>HttpClient, with the Finalize's line changed on its way back (a proxy between the service and the
+    /// game): its signature no longer covers it.</summary>
+    sealed class Forging : IHttpSender
+    {
+        readonly HttpClientSender inner = new HttpClientSender();
+
+        public void Send(HttpCall call, Action<HttpResult> done)
+        {
+            inner.Send(call, got =>
+            {
+                var body = got.Body == null || got.Status != 200 ? null : Json.Parse(Encoding.UTF8.GetString(got.Body)) as IDictionary<string, object>;
+                var instruction = Json.Get(body, "instruction") as IDictionary<string, object>;
+                if (instruction != null && instruction["type"] as string == "Finalize" && instruction["valid"] as bool? == true)
+                {
+                    instruction["dialogue"] = instruction["dialogue"] + " And the room is free.";
+                    got.Body = Encoding.UTF8.GetBytes(Json.Write(body));
+                }
+                done(got);
+            });
         }
 
         public void CancelAll() { inner.CancelAll(); }
@@ -72,10 +97,14 @@ public static class Dialogue
         var npcs = new InMemoryNpcs();
         npcs.Register("mara", "Mara, the innkeeper of the Silver Stag. Warm, nosy, afraid of the old mine.",
             new Dictionary<string, object> { { "inn", "Silver Stag" }, { "gold", 12 } });
-        var options = new DialogueClientOptions { Http = mode == "tamper" ? new Tampering() : null };
+        var options = new DialogueClientOptions
+        {
+            Http = mode == "tamper" ? new Tampering() : mode == "forge" ? (IHttpSender)new Forging() : null,
+            CheckSignatures = true, // libsodium: the test machine has it, and a game that ships it says so
+        };
         using (var mind = new DialogueClient(service, new OpenAICortex(args[1], "scripted"), npcs, options))
         {
-            var report = new Dictionary<string, object>();
+            var report = new Dictionary<string, object> { { "library", Ed25519.Library } };
             try
             {
                 string ruleset = args.Length > 3 ? args[3] : null;
@@ -83,7 +112,7 @@ public static class Dialogue
                 report["first"] = Shown(first);
                 if (first.Valid)
                 {
-                    mind.Apply(first); // no server in this game: applied as it came (not verified here)
+                    mind.Apply(first); // verified here (libsodium): applied
                     report["applied"] = Shown(first);
                     var second = mind.Process("mara", "The traveller asks again about the mine.", null, ruleset).GetAwaiter().GetResult();
                     report["second"] = Shown(second);
