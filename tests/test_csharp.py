@@ -100,6 +100,10 @@ def test_the_readme_shows_the_engine_examples_as_they_are() -> None:
     ]
     for name, block in shown:
         assert block == (PACKAGE / name).read_text(), f"the README's {name} differs from the file"
+    top = re.findall(r"<!-- run by test_csharp.py::[^>]*\(the file (\S+), compiled[^>]*-->\n```csharp\n(.*?)```",
+                     (ROOT / "README.md").read_text(), re.S)  # fmt: skip
+    assert [name for name, _ in top] == ["Samples~/HelloNpc/BeeBrain.cs"], "the project's README shows no C#"
+    assert top[0][1] == (PACKAGE / top[0][0]).read_text(), "the project's README's bee differs from the file"
 
 
 def test_every_file_unity_imports_has_its_meta_with_a_guid_of_its_own() -> None:
@@ -225,7 +229,8 @@ BREAKS = [
      "NpcTests.EveryNumberOfRfc8785AppendixBIsWrittenAsEcmaScriptWritesIt"),
     ("Signing.cs", "{ \"tapeDigest\", Jcs.Digest(tape) },", "{ \"tapeDigest\", Jcs.Digest(verdict) },",
      "NpcTests.TheSignedPayloadIsTheBytesTheServiceSigned"),
-    ("Signing.cs", "if (sigRaw == null || keyRaw == null || B64(sigRaw) != sig)", "if (sigRaw == null || keyRaw == null)",
+    ("Signing.cs", "if (sigRaw == null || keyRaw == null || B64(sigRaw) != sig)",
+     "if (sigRaw == null || keyRaw == null)",
      "NpcTests.ASignedOutcomeVerifiesAndAnyChangedByteFails"),
     ("Npc.cs", "throw new ProtocolException(\"the outcome's signature does not verify",
      "if (outcome.Verified) throw new ProtocolException(\"the outcome's signature does not verify",

@@ -1,10 +1,12 @@
 // Ed25519 signature checks by libsodium (https://libsodium.org: kept since 2013, audited), called through P/Invoke.
 // No cryptography is written here: .NET Standard 2.0 has no Ed25519, and this SDK carries none of its own. The
-// native library is the system's or the game's: Debian and Ubuntu `libsodium23`, Fedora `libsodium`, macOS
-// `brew install libsodium`, Windows `libsodium.dll` beside the game; in Unity, libsodium's build for each player
-// platform as a native plugin named libsodium. Where none loads, nothing is verified here (README).
+// native library is the system's or the game's: Debian and Ubuntu `libsodium23`, macOS `brew install libsodium`,
+// Windows `libsodium.dll` beside the game; in Unity, libsodium's build for each player platform as a native plugin
+// named libsodium (linked statically on iOS and WebGL: `__Internal`). Only the Linux names are tried on this
+// project's machines. Where none loads, nothing is verified here (README).
 
 using System;
+using System.Collections.Generic;
 using System.Runtime.InteropServices;
 
 namespace NpcMind
@@ -23,11 +25,35 @@ namespace NpcMind
             public static extern int crypto_sign_verify_detached(byte[] sig, byte[] m, ulong mlen, byte[] pk);
         }
 
-        /// <summary>Debian's and Ubuntu's runtime package, which ships only the versioned name.</summary>
-        private static class Debian
+        /// <summary>The runtime package of libsodium 1.0.19 and later, which ships only the versioned name.</summary>
+        private static class So26
+        {
+            [DllImport("libsodium.so.26", CallingConvention = C)] public static extern int sodium_init();
+            [DllImport("libsodium.so.26", CallingConvention = C)]
+            public static extern int crypto_sign_verify_detached(byte[] sig, byte[] m, ulong mlen, byte[] pk);
+        }
+
+        /// <summary>Debian 12's and Ubuntu's runtime package (libsodium23), which ships only the versioned name.</summary>
+        private static class So23
         {
             [DllImport("libsodium.so.23", CallingConvention = C)] public static extern int sodium_init();
             [DllImport("libsodium.so.23", CallingConvention = C)]
+            public static extern int crypto_sign_verify_detached(byte[] sig, byte[] m, ulong mlen, byte[] pk);
+        }
+
+        /// <summary>Homebrew on Apple silicon, outside the default search of the loader.</summary>
+        private static class Homebrew
+        {
+            [DllImport("/opt/homebrew/lib/libsodium.dylib", CallingConvention = C)] public static extern int sodium_init();
+            [DllImport("/opt/homebrew/lib/libsodium.dylib", CallingConvention = C)]
+            public static extern int crypto_sign_verify_detached(byte[] sig, byte[] m, ulong mlen, byte[] pk);
+        }
+
+        /// <summary>A libsodium linked into the player itself: Unity's iOS and WebGL plugins (IL2CPP).</summary>
+        private static class Static
+        {
+            [DllImport("__Internal", CallingConvention = C)] public static extern int sodium_init();
+            [DllImport("__Internal", CallingConvention = C)]
             public static extern int crypto_sign_verify_detached(byte[] sig, byte[] m, ulong mlen, byte[] pk);
         }
 
@@ -73,33 +99,57 @@ namespace NpcMind
             lock (Gate)
             {
                 if (tried) return;
-                tried = true;
-                var why = new System.Collections.Generic.List<string>();
-                if (Start("libsodium", Plain.sodium_init, why)) verify = Plain.crypto_sign_verify_detached;
-                else if (Start("libsodium.so.23", Debian.sodium_init, why)) verify = Debian.crypto_sign_verify_detached;
+                var why = new List<string>();
+                var candidates = new List<KeyValuePair<string, KeyValuePair<Func<int>, VerifyDetached>>>
+                {
+                    Candidate("libsodium", Plain.sodium_init, Plain.crypto_sign_verify_detached),
+                    Candidate("libsodium.so.26", So26.sodium_init, So26.crypto_sign_verify_detached),
+                    Candidate("libsodium.so.23", So23.sodium_init, So23.crypto_sign_verify_detached),
+                    Candidate("/opt/homebrew/lib/libsodium.dylib", Homebrew.sodium_init, Homebrew.crypto_sign_verify_detached),
+                    Candidate("__Internal", Static.sodium_init, Static.crypto_sign_verify_detached),
+                };
+                foreach (var c in candidates)
+                    if (Start(c.Key, c.Value.Key, c.Value.Value, why))
+                    {
+                        verify = c.Value.Value;
+                        library = c.Key;
+                        break;
+                    }
                 unavailable = verify != null ? null : "libsodium did not load (" + string.Join("; ", why)
                     + "): install it (Debian/Ubuntu: apt-get install libsodium23; macOS: brew install libsodium; "
-                    + "Windows: libsodium.dll beside the game; Unity: a libsodium native plugin)";
+                    + "Windows: libsodium.dll beside the game; Unity: libsodium's build for each player platform as a "
+                    + "native plugin named libsodium, linked statically on iOS and WebGL), or leave the check to a game "
+                    + "server (CheckSignatures = false)";
+                tried = true;
             }
         }
 
-        /// <summary>sodium_init of one name: 0 started, 1 started before; a missing library or entry is said.</summary>
-        private static bool Start(string name, Func<int> init, System.Collections.Generic.List<string> why)
+        private static KeyValuePair<string, KeyValuePair<Func<int>, VerifyDetached>> Candidate(string name, Func<int> init, VerifyDetached check)
+        {
+            return new KeyValuePair<string, KeyValuePair<Func<int>, VerifyDetached>>(name, new KeyValuePair<Func<int>, VerifyDetached>(init, check));
+        }
+
+        /// <summary>One name: sodium_init (0 started, 1 started before), then a check that must fail (the zero key
+        /// is refused), so that both entry points are resolved now, not at the first outcome.</summary>
+        private static bool Start(string name, Func<int> init, VerifyDetached check, List<string> why)
         {
             try
             {
-                int r = init();
-                if (r < 0)
+                if (init() < 0)
                 {
                     why.Add(name + ": sodium_init failed");
                     return false;
                 }
-                library = name;
+                if (check(new byte[64], new byte[0], 0, new byte[32]) == 0)
+                {
+                    why.Add(name + ": verified a signature of the zero key (not libsodium)");
+                    return false;
+                }
                 return true;
             }
-            catch (Exception e) when (e is DllNotFoundException || e is EntryPointNotFoundException || e is BadImageFormatException)
+            catch (Exception e)
             {
-                why.Add(name + ": " + e.GetType().Name);
+                why.Add(name + ": " + e.GetType().Name + (string.IsNullOrEmpty(e.Message) ? "" : " (" + e.Message + ")"));
                 return false;
             }
         }

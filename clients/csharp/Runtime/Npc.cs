@@ -144,6 +144,11 @@ namespace NpcMind
         /// true always (the constructor throws when it does not load, saying how to install it), false never (a game
         /// server checks).</summary>
         public bool? CheckSignatures;
+        /// <summary>The service's public keys (kid -> base64url, as GET /v1/keys lists them), pinned: the check then
+        /// trusts these alone. Null: fetched from the service, which is worth what the connection is (https).</summary>
+        public IDictionary<string, string> Keys;
+        /// <summary>Where the one warning goes (no libsodium, so nothing checked here); Console.Error by default.</summary>
+        public Logger Log;
     }
 
     /// <summary>Talks to an npcmind service for the dialogue NPCs of one game.</summary>
@@ -177,6 +182,10 @@ namespace NpcMind
             ChecksSignatures = this.options.CheckSignatures ?? Ed25519.Available;
             if (ChecksSignatures && !Ed25519.Available)
                 throw new InvalidOperationException("CheckSignatures: " + Ed25519.Unavailable);
+            if (this.options.CheckSignatures == null && !ChecksSignatures)
+                (this.options.Log ?? (m => Console.Error.WriteLine("npcmind: " + m)))(
+                    "dialogue outcomes are NOT verified here: " + Ed25519.Unavailable);
+            if (this.options.Keys != null) keys = new Dictionary<string, string>(this.options.Keys);
         }
 
         /// <summary>Run the loop for one observation, up to Finalize. Throws <see cref="ProtocolException"/>
@@ -232,8 +241,10 @@ namespace NpcMind
             var keys = Json.Get(got.Value, "keys") as IList<object>;
             if (got.Key != 200 || keys == null)
                 throw new ProtocolException("GET /v1/keys answered " + got.Key + " without keys: " + Errors.ErrorLine(got.Value, ""));
-            return keys.OfType<IDictionary<string, object>>()
-                .ToDictionary(k => Errors.Text(Json.Get(k, "kid")), k => Errors.Text(Json.Get(k, "public_key")));
+            var byKid = new Dictionary<string, string>();
+            foreach (var k in keys.OfType<IDictionary<string, object>>()) // a kid listed twice: the last, as the other SDKs
+                byKid[Errors.Text(Json.Get(k, "kid"))] = Errors.Text(Json.Get(k, "public_key"));
+            return byKid;
         }
 
         public void Dispose()
@@ -295,8 +306,8 @@ namespace NpcMind
         {
             if (!outcome.Valid || !ChecksSignatures) return outcome;
             if (keys == null) keys = await PublicKeys().ConfigureAwait(true);
-            if (!Signing.Verify(outcome.Signature, outcome.SignedPayload, keys))
-                keys = await PublicKeys().ConfigureAwait(true); // as the other SDKs: asked again once
+            if (!Signing.Verify(outcome.Signature, outcome.SignedPayload, keys) && options.Keys == null)
+                keys = await PublicKeys().ConfigureAwait(true); // as the other SDKs: asked again once (a key rotated)
             if (!Signing.Verify(outcome.Signature, outcome.SignedPayload, keys))
                 throw new ProtocolException("the outcome's signature does not verify with the service's keys (GET /v1/keys): nothing was applied");
             outcome.Verified = true;

@@ -41,8 +41,8 @@ namespace NpcMind
         /// <summary>The version of that manifest: the service's policy is fetched for it.</summary>
         public string ManifestVersion;
         /// <summary>Decide answers asked as a stream of lines (docs/streaming.md): each entity's decision is usable
-        /// as its line arrives. On by default, as in the other SDKs; a transport that reads whole answers only
-        /// (this SDK's, for now) gets today's single answer, which the scheduler reads as ever.</summary>
+        /// as its line arrives. On by default, as in the other SDKs (HttpClientSender reads the lines as they come);
+        /// a sender that reads whole answers only gets today's single answer, which the scheduler reads as ever.</summary>
         public bool Stream = true;
         public Logger Log;
     }

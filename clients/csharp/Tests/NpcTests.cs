@@ -214,6 +214,35 @@ namespace NpcMind.Tests
             Assert.That(e.InnerException.Message, Is.StringContaining("does not verify").And.StringContaining("nothing was applied"));
         }
 
+        [Test]
+        public void PinnedKeysAloneAreTrustedAndNoneIsFetched()
+        {
+            var v = (IDictionary<string, object>)((IList<object>)Vectors()["signatures"])[0];
+            string kid = (string)v["kid"], right = (string)v["publicKey"], wrong = Signing.B64(new byte[32]);
+            Func<string, AnsweringHttp, DialogueClient> mind = (pinned, http) =>
+            {
+                var npcs = new InMemoryNpcs();
+                npcs.Register((string)v["npcId"], "Mara.");
+                var keys = new Dictionary<string, string> { { kid, pinned } };
+                return new DialogueClient("http://svc:1", new TextCortex("Hm."), npcs, new DialogueClientOptions { Http = http, Keys = keys });
+            };
+            var good = Signed(v, wrong); // the service's /v1/keys would lie: never asked
+            Assert.IsTrue(mind(right, good).Process((string)v["npcId"], "Hello.").Result.Verified);
+            var bad = Signed(v, right); // a proxy's key pinned by mistake: refused, the service's not asked either
+            var e = Assert.Throws<AggregateException>(() => mind(wrong, bad).Process((string)v["npcId"], "Hello.").Wait());
+            Assert.That(e.InnerException.Message, Is.StringContaining("does not verify"));
+            foreach (var http in new[] { good, bad })
+                Assert.AreEqual(0, http.Calls.Count(c => c.Url.EndsWith("/v1/keys", StringComparison.Ordinal)));
+        }
+
+        [Test]
+        public void AKidListedTwiceIsItsLastKeyAsInTheOtherSdks()
+        {
+            var keys = Mind(c => AnsweringHttp.Ok(Json.Parse(@"{""keys"": [{""kid"": ""k1"", ""public_key"": ""AAA""},
+                {""kid"": ""k1"", ""public_key"": ""BBB""}]}"))).PublicKeys().Result;
+            Assert.AreEqual("BBB", keys["k1"]);
+        }
+
         // --- the step loop ---------------------------------------------------------------------------------
 
         private const string Sig = "kid1.c2lnbmVk";
