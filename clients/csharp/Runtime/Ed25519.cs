@@ -2,8 +2,8 @@
 // No cryptography is written here: .NET Standard 2.0 has no Ed25519, and this SDK carries none of its own. The
 // native library is the system's or the game's: Debian and Ubuntu `libsodium23`, macOS `brew install libsodium`,
 // Windows `libsodium.dll` beside the game; in Unity, libsodium's build for each player platform as a native plugin
-// named libsodium (linked statically on iOS and WebGL: `__Internal`). Only the Linux names are tried on this
-// project's machines. Where none loads, nothing is verified here (README).
+// named libsodium (linked statically on iOS and WebGL: `__Internal`, with the scripting define
+// NPCMIND_SODIUM_INTERNAL). Only the Linux names are tried on this project's machines. Where none loads, nothing is verified here (README).
 
 using System;
 using System.Collections.Generic;
@@ -49,13 +49,17 @@ namespace NpcMind
             public static extern int crypto_sign_verify_detached(byte[] sig, byte[] m, ulong mlen, byte[] pk);
         }
 
-        /// <summary>A libsodium linked into the player itself: Unity's iOS and WebGL plugins (IL2CPP).</summary>
+#if NPCMIND_SODIUM_INTERNAL
+        /// <summary>A libsodium linked into the player itself: Unity's iOS and WebGL players (IL2CPP) reach a static
+        /// plugin as __Internal. Behind a define the game sets once it links one: IL2CPP resolves __Internal when it
+        /// links the player, so without libsodium in it the player would not build.</summary>
         private static class Static
         {
             [DllImport("__Internal", CallingConvention = C)] public static extern int sodium_init();
             [DllImport("__Internal", CallingConvention = C)]
             public static extern int crypto_sign_verify_detached(byte[] sig, byte[] m, ulong mlen, byte[] pk);
         }
+#endif
 
         private delegate int VerifyDetached(byte[] sig, byte[] m, ulong mlen, byte[] pk);
 
@@ -106,8 +110,10 @@ namespace NpcMind
                     Candidate("libsodium.so.26", So26.sodium_init, So26.crypto_sign_verify_detached),
                     Candidate("libsodium.so.23", So23.sodium_init, So23.crypto_sign_verify_detached),
                     Candidate("/opt/homebrew/lib/libsodium.dylib", Homebrew.sodium_init, Homebrew.crypto_sign_verify_detached),
-                    Candidate("__Internal", Static.sodium_init, Static.crypto_sign_verify_detached),
                 };
+#if NPCMIND_SODIUM_INTERNAL
+                candidates.Add(Candidate("__Internal", Static.sodium_init, Static.crypto_sign_verify_detached));
+#endif
                 foreach (var c in candidates)
                     if (Start(c.Key, c.Value.Key, c.Value.Value, why))
                     {
@@ -118,7 +124,8 @@ namespace NpcMind
                 unavailable = verify != null ? null : "libsodium did not load (" + string.Join("; ", why)
                     + "): install it (Debian/Ubuntu: apt-get install libsodium23; macOS: brew install libsodium; "
                     + "Windows: libsodium.dll beside the game; Unity: libsodium's build for each player platform as a "
-                    + "native plugin named libsodium, linked statically on iOS and WebGL), or leave the check to a game "
+                    + "native plugin named libsodium; on iOS and WebGL linked statically, with the scripting define "
+                    + "NPCMIND_SODIUM_INTERNAL), or leave the check to a game "
                     + "server (CheckSignatures = false)";
                 tried = true;
             }
