@@ -5,6 +5,7 @@ only pytest, so the C# checks run from here."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import math
 import os
@@ -25,9 +26,22 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "clients" / "csharp"
 CONFORMANCE = ROOT / "clients" / "conformance"
 TOOLS = ("mcs", "mono", "nunit-console")
-missing = [t for t in TOOLS if shutil.which(t) is None]
+
+
+def _libsodium() -> bool:
+    """Whether libsodium loads by a name the C# SDK tries on Linux (its signature checks need it)."""
+    for name in ("libsodium.so", "libsodium.so.26", "libsodium.so.23"):
+        try:
+            ctypes.CDLL(name)
+        except OSError:
+            continue
+        return True
+    return False
+
+
+missing = [t for t in TOOLS if shutil.which(t) is None] + ([] if _libsodium() else ["libsodium"])
 pytestmark = pytest.mark.skipif(
-    bool(missing), reason=f"no {', '.join(missing)} here (Debian: mono-devel nunit-console)"
+    bool(missing), reason=f"no {', '.join(missing)} here (Debian: mono-devel nunit-console libsodium23)"
 )
 
 
