@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.server
 import json
 import math
@@ -560,12 +561,20 @@ def test_a_base_url_without_its_scheme_stops_serve(tmp_path: Any) -> None:
     assert "--base-url must start with http:// or https://, as in http://127.0.0.1:11434/v1" in r.stderr
 
 
+HUGE = 9 * 1024 * 1024  # past what the service reads of an answer (providers/http.py: MAX_ANSWER_BYTES, 8 MiB)
+
+
 class _Pages(http.server.BaseHTTPRequestHandler):
     """A web server that is not an API: an HTML 404 page (or, on /json and /text, other error bodies; under
-    /ok, the same page with a 200; under /deep, a 200 of JSON nested 100,000 deep)."""
+    /ok, the same page with a 200; under /deep, a 200 of JSON nested 100,000 deep). Under /huge a 200 of 9 MiB
+    that says its length, under /unsized one that does not (read to the close), under /sse 9 MiB of server-sent
+    events, and /huge404 a 404 of 9 MiB."""
 
     def _answer(self) -> None:
         self.rfile.read(int(self.headers.get("content-length") or 0))  # unread, it resets the connection
+        if self.path.startswith(("/huge", "/unsized", "/sse")):
+            self._huge()
+            return
         page = b"<!DOCTYPE HTML>\n<html>\n  <body><h1>Not Found</h1></body>\n</html>\n"
         if self.path == "/json":
             page = b'{"error": {"message": "The model `gpt-9` does not exist", "type": "invalid_request_error"}}'
@@ -577,6 +586,17 @@ class _Pages(http.server.BaseHTTPRequestHandler):
         self.send_header("content-length", str(len(page)))
         self.end_headers()
         self.wfile.write(page)
+
+    def _huge(self) -> None:
+        event = b"data: " + b'{"choices":[{"delta":{"content":"  "}}]}' + b"\n\n"
+        body = event * (HUGE // len(event) + 1) if self.path.startswith("/sse") else b" " * HUGE
+        self.send_response(404 if self.path.startswith("/huge404") else 200)
+        self.send_header("content-type", "text/event-stream" if self.path.startswith("/sse") else "application/json")
+        if self.path.startswith("/huge"):
+            self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the service stopped reading: the point
+            self.wfile.write(body)
 
     do_GET = do_POST = _answer
 
@@ -613,6 +633,50 @@ def test_an_html_error_page_is_named_as_such_not_pasted(web_site: str) -> None:
     )
     assert api == "provider answered HTTP 404: The model `gpt-9` does not exist"
     assert text == "provider answered HTTP 404: upstream connect error"
+
+
+@pytest.mark.fast
+def test_an_answer_past_eight_mib_is_not_read_further_and_says_so(web_site: str) -> None:
+    """A provider gone wrong (or a shadow model's) must not fill the service's memory: an answer past 8 MiB,
+    whether it says its length, does not, or streams, is a ProviderError naming the bound; an error answer
+    that long is read only as far as is needed to say what it was."""
+    from npcmind.providers.http import MAX_ANSWER_BYTES
+
+    async def reasons() -> list[str]:
+        client, out = JsonClient(), []
+        for path in ("/huge/chat/completions", "/unsized/chat/completions", "/huge404/chat/completions"):
+            with pytest.raises(ProviderError) as e:
+                await client.post(web_site + path, {"model": "m"}, {})
+            out.append(str(e.value))
+        with pytest.raises(ProviderError) as e:
+            async with client.stream(web_site + "/sse/chat/completions", {"model": "m"}, {}) as streamed:
+                assert streamed.whole is None
+                async for _ in streamed.reads():
+                    pass
+        out.append(str(e.value))
+        await client.close()
+        return out
+
+    sized, unsized, error, stream = asyncio.run(reasons())
+    assert MAX_ANSWER_BYTES < HUGE
+    assert sized == unsized == "the provider's answer passed 8,388,608 bytes: not read further"
+    assert error.startswith("provider answered HTTP 404"), error
+    assert stream == "the provider's stream passed 8,388,608 bytes: not read further"
+
+
+@pytest.mark.fast
+def test_an_answer_with_a_long_run_of_spaces_is_read_in_one_pass() -> None:
+    """A regular expression that stripped a code fence rescanned a run of spaces from each of its spaces: 40 KB
+    held the event loop 2.8 s, and these 4 MB would hold it for hours (the suite's timeout would end this test)."""
+    entities = [(1, ["idle", "flee"]), (2, ["idle", "chase"])]
+    for gap in (" ", "\n", "\t "):
+        text = '{"E1": "flee",' + gap * 2_000_000 + '"E2": "chase"}'
+        got = answer.parse(text, "enum", entities)
+        assert (got[1].action, got[2].action) == ("flee", "chase"), gap
+        fenced = answer.parse("```json" + gap * 2_000_000 + text + gap * 2_000_000 + "```", "enum", entities)
+        assert (fenced[1].action, fenced[2].action) == ("flee", "chase"), gap
+    cut = answer.parse('{"E1": "flee",' + " " * 2_000_000, "enum", entities, cut=True)  # salvaged, one pass
+    assert cut[1].action == "flee" and 2 not in cut
 
 
 def test_a_200_that_is_a_page_or_json_nested_too_deep_is_one_clear_reason(web_site: str, tmp_path: Any) -> None:

@@ -243,6 +243,20 @@ def test_without_shadow_mode_the_route_says_how_to_start_it(tmp_path: Path) -> N
             ("--shadow-provider", "anthropic", "--shadow-model", "m", "--shadow-base-url", "ftp://x"),
             "--shadow-base-url",
         ),
+        # what the attack on shadow mode found taken in silence: flags without shadow mode, and URLs that were
+        # accepted only to fail each call (or, empty, to send the shadow's calls to api.openai.com)
+        (("--shadow-share", "0.5"), "--shadow-share belongs to shadow mode"),
+        (("--shadow-calls", "4"), "--shadow-calls belongs to shadow mode"),
+        (("--shadow-api-key-env", "MY_KEY"), "--shadow-api-key-env belongs to shadow mode"),
+        (("--shadow-provider", "anthropic", "--shadow-model", "m", "--shadow-base-url", ""), "--shadow-base-url"),
+        (("--shadow-provider", "anthropic", "--shadow-model", "m", "--shadow-base-url", "http://[::1"), "not a URL"),
+        (
+            ("--shadow-provider", "anthropic", "--shadow-model", "m", "--shadow-base-url", "http://h:99999/v1"),
+            "Port out of range",
+        ),
+        (("--shadow-provider", "anthropic", "--shadow-model", "m", "--shadow-base-url", "http://a b/v1"), "no host"),
+        (("--shadow-provider", "anthropic", "--shadow-model", "m", "--shadow-calls", "100000"), "--shadow-calls is 1"),
+        (("--base-url", ""), "--base-url must start with http:// or https://"),
     ],
 )
 def test_a_shadow_flag_that_cannot_be_used_stops_the_start_in_one_line(
@@ -255,6 +269,21 @@ def test_a_shadow_flag_that_cannot_be_used_stops_the_start_in_one_line(
     got = cli("serve", "--manifest", str(FOREST), "--store", f"sqlite:///{tmp_path}/s.db", "--port", "0", *args)
     assert got.returncode == 2, got
     assert said in got.stderr and "Traceback" not in got.stderr, got.stderr
+    assert said in got.stderr.strip().splitlines()[-1], got.stderr  # the last line says it (argparse: after usage)
+
+
+def test_a_shadow_queue_past_its_bound_stops_the_start_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NPCMIND_SHADOW_QUEUE=99999999999 was taken: a queue that bounds nothing."""
+    from conftest import FOREST
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    monkeypatch.setenv("NPCMIND_SHADOW_QUEUE", "99999999999")
+    args = ("--shadow-provider", "anthropic", "--shadow-model", "m")
+    got = cli("serve", "--manifest", str(FOREST), "--store", f"sqlite:///{tmp_path}/s.db", *args)
+    assert got.returncode == 2 and "NPCMIND_SHADOW_QUEUE 1 to 100000" in got.stderr, got.stderr
+    assert "Traceback" not in got.stderr
 
 
 def test_the_docs_shadow_example_finds_the_bee_that_would_flee(tmp_path: Path) -> None:
@@ -310,3 +339,15 @@ def test_the_report_page_shows_shadow_figures_saved_from_the_route(tmp_path: Pat
                 assert not browser.errors, browser.errors
     assert "shadowed by openai model scripted" in target and "0 calls dropped" in target, target
     assert other == ["1"]  # the bee's chase against the shadow's flee
+
+
+@pytest.mark.fast
+def test_what_the_figures_keep_is_bounded_in_bytes_not_only_in_count() -> None:
+    """The attack measured 1.5 MB a client at 2,000 situations of 170-character prompts, so 1.5 GB at the old 1,000
+    clients, which in the local profile anyone may name: now 100 clients, 500 situations, texts cut to show."""
+    from npcmind.replay import shadow
+
+    assert shadow.MAX_CLIENTS * shadow.MAX_SITUATIONS * 2 * shadow.MAX_TEXT <= 100_000_000
+    long = "x" * 5000
+    assert len(shadow._cut(long)) == shadow.MAX_TEXT and shadow._cut(long).endswith("…")
+    assert shadow._cut("a bee at 40 m") == "a bee at 40 m"

@@ -73,7 +73,6 @@ def schema(mode: AnswerMode, entities: Sequence[tuple[int, list[str]]]) -> dict[
     return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
 
 
-_FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
 # one complete item of each form, wherever the answer was cut after it
 _ITEM = {
     "numbered": re.compile(r'\{\s*"entity"\s*:\s*(\d+)\s*,\s*"choice"\s*:\s*(\d+)\s*\}'),
@@ -89,8 +88,25 @@ def _after_thinking(text: str) -> str:
     return "" if "<think>" in text else text
 
 
+def _unfenced(text: str) -> str:
+    r"""The text inside the Markdown fence a model may wrap its JSON in (```json ... ```), in one pass: a regular
+    expression with an unanchored ``\s*```$`` rescanned a run of spaces from each of its spaces (a 40 KB answer
+    of spaces held the event loop for 2.8 s)."""
+    if text.startswith("```"):
+        lang = 3
+        while lang < len(text) and text[lang] in _LETTERS:
+            lang += 1
+        text = text[lang:].lstrip()
+    if text.endswith("```"):
+        text = text[:-3].rstrip()
+    return text
+
+
+_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
 def _load(text: str) -> Any:
-    text = _FENCE.sub("", _after_thinking(text).strip())
+    text = _unfenced(_after_thinking(text).strip())
     try:
         return msgspec.json.decode(text)
     except RecursionError:  # brackets nested hundreds deep: a model in a loop wrote no answer

@@ -136,11 +136,26 @@ class Chores:
             before, since = after, now
 
 
+MAX_SHADOW_CALLS = 256  # shadow calls in flight at most (each may hold an answer of up to 8 MiB)
+MAX_SHADOW_QUEUE = 100_000  # batches waiting for the shadow at most: past it the queue bounds nothing
+
+
 def shadow_provider(settings: Settings) -> Provider | None:
     """The second model of shadow mode (--shadow-provider), or None; a ValueError naming the flag when it cannot be
     used (the service does not start with a shadow that would only ever fail)."""
-    s = settings
-    given = [f for f, v in (("--shadow-model", s.shadow_model), ("--shadow-base-url", s.shadow_base_url)) if v]
+    s, default = settings, Settings()
+    given = [
+        flag
+        for flag, v in (
+            ("--shadow-model", s.shadow_model is not None),
+            ("--shadow-base-url", s.shadow_base_url is not None),
+            ("--shadow-api-key-env", s.shadow_api_key_env is not None),
+            ("--shadow-share", s.shadow_share != default.shadow_share),
+            ("--shadow-calls", s.shadow_calls != default.shadow_calls),
+            ("NPCMIND_SHADOW_QUEUE", s.shadow_queue != default.shadow_queue),
+        )
+        if v
+    ]
     if s.shadow_provider is None:
         if given:
             raise ValueError(f"{given[0]} belongs to shadow mode: name its provider with --shadow-provider")
@@ -149,8 +164,11 @@ def shadow_provider(settings: Settings) -> Provider | None:
         raise ValueError(f"--shadow-model: name the {s.shadow_provider} model to shadow with (none is picked for you)")
     if not 0 < s.shadow_share <= 1:
         raise ValueError(f"--shadow-share is above 0 and at most 1, not {s.shadow_share}")
-    if s.shadow_calls < 1 or s.shadow_queue < 1:
-        raise ValueError("--shadow-calls and NPCMIND_SHADOW_QUEUE are 1 or more")
+    if not (1 <= s.shadow_calls <= MAX_SHADOW_CALLS and 1 <= s.shadow_queue <= MAX_SHADOW_QUEUE):
+        raise ValueError(
+            f"--shadow-calls is 1 to {MAX_SHADOW_CALLS} and NPCMIND_SHADOW_QUEUE 1 to {MAX_SHADOW_QUEUE}, "
+            f"not {s.shadow_calls} and {s.shadow_queue}: the shadow is soft state, bounded"
+        )
     flags = Settings(
         provider=s.shadow_provider,
         base_url=s.shadow_base_url,

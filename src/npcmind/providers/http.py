@@ -18,6 +18,10 @@ from npcmind_client.params import error_text, is_html
 
 HOLD_MIN_S = 0.002  # a shorter pause would cost more than the reads it saves
 MAX_WAIT_S = 60.0  # a longer Retry-After is read as this: the game should not lose its model for minutes
+# an answer past this is no model's answer to a batch (a streamed one of 4,096 tokens, each in its own event of
+# about 250 bytes, is 1 MB): read no further, so a provider gone wrong cannot fill the service's memory
+MAX_ANSWER_BYTES = 8 * 1024 * 1024
+MAX_ERROR_BYTES = 64 * 1024  # of an error answer, what is read to say what it was
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:
@@ -62,8 +66,8 @@ class JsonClient:
             async with self._get().post(
                 url, data=data, headers={"content-type": "application/json", **headers}
             ) as resp:
-                raw = await resp.read()
                 status = resp.status
+                raw = await _capped(resp, MAX_ANSWER_BYTES if status < 400 else MAX_ERROR_BYTES, status < 400)
                 wait = retry_after(resp.headers) if status in (429, 503, 529) else None  # 529: Anthropic overloaded
         except aiohttp.ClientError as e:
             raise ProviderError(f"cannot reach provider: {e.__class__.__name__}: {e}") from None
@@ -83,9 +87,9 @@ class JsonClient:
             ) as resp:
                 if resp.status >= 400:
                     wait = retry_after(resp.headers) if resp.status in (429, 503, 529) else None
-                    raise _status_error(resp.status, await resp.read(), wait)
+                    raise _status_error(resp.status, await _capped(resp, MAX_ERROR_BYTES, False), wait)
                 if resp.content_type in ("application/json", "text/html"):  # it did not stream (or is no API)
-                    yield Streamed(_decoded(await resp.read()), resp)
+                    yield Streamed(_decoded(await _capped(resp, MAX_ANSWER_BYTES, True)), resp)
                 else:  # text/event-stream, or whatever a proxy calls it
                     yield Streamed(None, resp)
         except aiohttp.ClientError as e:
@@ -96,7 +100,7 @@ class JsonClient:
         page says the URL is not an API's); a ProviderError when the server cannot be reached."""
         try:
             async with self._get().get(url, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
-                raw = await resp.read()
+                raw = await _capped(resp, MAX_ERROR_BYTES, False)
                 status = resp.status
         except (aiohttp.ClientError, TimeoutError) as e:
             raise ProviderError(f"cannot reach provider: {e.__class__.__name__}: {e}") from None
@@ -130,6 +134,7 @@ class Streamed:
         content = self._resp.content
         loop = asyncio.get_running_loop()
         held = _Held(self._resp)
+        size = 0
         try:
             while True:
                 if pace is not None:
@@ -137,6 +142,9 @@ class Streamed:
                 chunk = await content.readany()  # whatever has come: often several events at once
                 if not chunk:
                     break
+                size += len(chunk)
+                if size > MAX_ANSWER_BYTES:
+                    raise ProviderError(f"the provider's stream passed {MAX_ANSWER_BYTES:,} bytes: not read further")
                 events, rest = _sse_events(rest + chunk, data)
                 if events:
                     yield events
@@ -222,6 +230,22 @@ def _sse_line(line: bytes, data: list[bytes]) -> bytes | None:
     if line.startswith(b"data:"):
         data.append(line[5:].removeprefix(b" "))
     return None
+
+
+async def _capped(resp: aiohttp.ClientResponse, limit: int, strict: bool) -> bytes:
+    """The body, read up to ``limit`` bytes: past it, a ProviderError (``strict``: an answer) or the bytes so far
+    (an error answer, read only to say what it was)."""
+    too_long = ProviderError(f"the provider's answer passed {limit:,} bytes: not read further")
+    if strict and resp.content_length is not None and resp.content_length > limit:
+        raise too_long
+    body = bytearray()
+    async for chunk in resp.content.iter_chunked(64 * 1024):
+        body += chunk
+        if len(body) > limit:
+            if strict:
+                raise too_long
+            return bytes(body[:limit])
+    return bytes(body)
 
 
 def _status_error(status: int, raw: bytes, wait: float | None) -> ProviderError:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+import yarl
+
 from npcmind.config import Settings
 from npcmind.providers.anthropic import ANTHROPIC_URL, AnthropicProvider
 from npcmind.providers.base import NoProvider, Provider
@@ -21,8 +23,8 @@ def make_provider(settings: Settings, env: Mapping[str, str] | None = None) -> P
     kind = settings.provider
     if kind not in CHOICES:
         raise ValueError(f"--provider must be one of {', '.join(CHOICES)}, not {kind!r}")
-    if settings.base_url:
-        http_url(settings.base_url, "--base-url", "http://127.0.0.1:11434/v1")
+    if settings.base_url is not None:  # given empty is a mistake, not the provider's own URL
+        base_url(settings.base_url)
     if kind == "auto":
         if env.get(settings.api_key_env or "OPENAI_API_KEY") or settings.base_url:
             kind = "openai"
@@ -48,6 +50,21 @@ def make_provider(settings: Settings, env: Mapping[str, str] | None = None) -> P
             calls=settings.max_concurrent_calls,
         )
     return NoProvider()
+
+
+def base_url(url: str, example: str = "http://127.0.0.1:11434/v1") -> str:
+    """--base-url checked whole at start (a ValueError naming the flag): a URL aiohttp could not reach would only
+    fail each call, later and unsaid."""
+    url = http_url(url, "--base-url", example)
+    try:
+        parsed = yarl.URL(url)
+        parsed.port  # noqa: B018  # read: a port out of range is a ValueError only then
+    except ValueError as e:
+        raise ValueError(f"--base-url {url!r} is not a URL: {e}, as in {example}") from None
+    host = parsed.host or ""
+    if not host or any(c.isspace() for c in host):
+        raise ValueError(f"--base-url {url!r} names no host, as in {example}")
+    return url
 
 
 def describe(p: Provider) -> str:

@@ -10,6 +10,7 @@ a replay of the store (`npcmind replay`) can always make again.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import random
 import time
@@ -36,8 +37,11 @@ from npcmind.shared.base import CachedChoice
 log = logging.getLogger("npcmind.shadow")
 
 QUEUE = 256  # batches waiting for the shadow model; past it a batch is dropped (and counted), never waited for
-MAX_CLIENTS = 1000  # clients whose figures are kept (the least recently shadowed goes first)
-MAX_SITUATIONS = 2000  # situations told apart a client (its figures go on counting past it)
+# bounds in bytes as well as counts: any client id may be shadowed in the local profile, and a situation keeps
+# both entity texts to show; at most 100 x 500 x (2 x 1,000 characters + its key): about 100 MB at the very most
+MAX_CLIENTS = 100  # clients whose figures are kept (the least recently shadowed goes first)
+MAX_SITUATIONS = 500  # situations told apart a client (its figures go on counting past it)
+MAX_TEXT = 1000  # characters of an entity's text kept to show (a situation is told apart by its whole digest)
 
 
 @dataclass(slots=True)
@@ -197,6 +201,12 @@ class Shadow:
             kept = Kept(0, ep.number, ep.entity.type, decided, None)
             choice, code = (o.action, None) if isinstance(o, CachedChoice) else (None, o.code)
             situation = self._renderer.situation(job.manifest, job.prompt.mode, was)
+            key = hashlib.blake2b(situation.encode(), digest_size=16).hexdigest()
             changed = job.read is not None
-            out.decisions.append(Replayed(kept, choice, code, situation, was.text, ep.text, changed))
+            out.decisions.append(Replayed(kept, choice, code, key, _cut(was.text), _cut(ep.text), changed))
         self._client(job.client_id).report.add(out)
+
+
+def _cut(text: str) -> str:
+    """An entity's text as kept to show: at most MAX_TEXT characters, the cut said."""
+    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
