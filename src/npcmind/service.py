@@ -152,8 +152,7 @@ def shadow_provider(settings: Settings) -> Provider | None:
             ("--shadow-api-key-env", s.shadow_api_key_env is not None),
             ("--shadow-share", s.shadow_share != default.shadow_share),
             ("--shadow-calls", s.shadow_calls != default.shadow_calls),
-            ("NPCMIND_SHADOW_QUEUE", s.shadow_queue != default.shadow_queue),
-        )
+        )  # not NPCMIND_SHADOW_QUEUE: a deployment's environment may carry it with shadow mode off
         if v
     ]
     if s.shadow_provider is None:
