@@ -104,21 +104,21 @@ namespace NpcMind
             {
                 if (tried) return;
                 var why = new List<string>();
-                var candidates = new List<KeyValuePair<string, KeyValuePair<Func<int>, VerifyDetached>>>
+                var candidates = new List<Candidate>
                 {
-                    Candidate("libsodium", Plain.sodium_init, Plain.crypto_sign_verify_detached),
-                    Candidate("libsodium.so.26", So26.sodium_init, So26.crypto_sign_verify_detached),
-                    Candidate("libsodium.so.23", So23.sodium_init, So23.crypto_sign_verify_detached),
-                    Candidate("/opt/homebrew/lib/libsodium.dylib", Homebrew.sodium_init, Homebrew.crypto_sign_verify_detached),
+                    new Candidate("libsodium", Plain.sodium_init, Plain.crypto_sign_verify_detached),
+                    new Candidate("libsodium.so.26", So26.sodium_init, So26.crypto_sign_verify_detached),
+                    new Candidate("libsodium.so.23", So23.sodium_init, So23.crypto_sign_verify_detached),
+                    new Candidate("/opt/homebrew/lib/libsodium.dylib", Homebrew.sodium_init, Homebrew.crypto_sign_verify_detached),
                 };
 #if NPCMIND_SODIUM_INTERNAL
-                candidates.Add(Candidate("__Internal", Static.sodium_init, Static.crypto_sign_verify_detached));
+                candidates.Add(new Candidate("__Internal", Static.sodium_init, Static.crypto_sign_verify_detached));
 #endif
                 foreach (var c in candidates)
-                    if (Start(c.Key, c.Value.Key, c.Value.Value, why))
+                    if (Start(c, why))
                     {
-                        verify = c.Value.Value;
-                        library = c.Key;
+                        verify = c.Check;
+                        library = c.Name;
                         break;
                     }
                 unavailable = verify != null ? null : "libsodium did not load (" + string.Join("; ", why)
@@ -131,32 +131,42 @@ namespace NpcMind
             }
         }
 
-        private static KeyValuePair<string, KeyValuePair<Func<int>, VerifyDetached>> Candidate(string name, Func<int> init, VerifyDetached check)
+        /// <summary>One name libsodium may load by, and its two entry points under that name.</summary>
+        private sealed class Candidate
         {
-            return new KeyValuePair<string, KeyValuePair<Func<int>, VerifyDetached>>(name, new KeyValuePair<Func<int>, VerifyDetached>(init, check));
+            public readonly string Name;
+            public readonly Func<int> Init;
+            public readonly VerifyDetached Check;
+
+            public Candidate(string name, Func<int> init, VerifyDetached check)
+            {
+                Name = name;
+                Init = init;
+                Check = check;
+            }
         }
 
         /// <summary>One name: sodium_init (0 started, 1 started before), then a check that must fail (the zero key
         /// is refused), so that both entry points are resolved now, not at the first outcome.</summary>
-        private static bool Start(string name, Func<int> init, VerifyDetached check, List<string> why)
+        private static bool Start(Candidate c, List<string> why)
         {
             try
             {
-                if (init() < 0)
+                if (c.Init() < 0)
                 {
-                    why.Add(name + ": sodium_init failed");
+                    why.Add(c.Name + ": sodium_init failed");
                     return false;
                 }
-                if (check(new byte[64], new byte[0], 0, new byte[32]) == 0)
+                if (c.Check(new byte[64], new byte[0], 0, new byte[32]) == 0)
                 {
-                    why.Add(name + ": verified a signature of the zero key (not libsodium)");
+                    why.Add(c.Name + ": verified a signature of the zero key (not libsodium)");
                     return false;
                 }
                 return true;
             }
             catch (Exception e)
             {
-                why.Add(name + ": " + e.GetType().Name + (string.IsNullOrEmpty(e.Message) ? "" : " (" + e.Message + ")"));
+                why.Add(c.Name + ": " + e.GetType().Name + (string.IsNullOrEmpty(e.Message) ? "" : " (" + e.Message + ")"));
                 return false;
             }
         }
