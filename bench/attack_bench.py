@@ -122,7 +122,8 @@ async def chain(seconds: float) -> None:
             purl_proc.terminate()
     print(f"chain: honest session, {len(honest)} cached decides at 20 a second beside the hostile one")
     print(
-        f"  p50 {_pct(honest, 0.5) * 1000:.1f} ms, p99 {_pct(honest, 0.99) * 1000:.1f} ms, worst {max(honest) * 1000:.1f} ms"
+        f"  p50 {_pct(honest, 0.5) * 1000:.1f} ms, p99 {_pct(honest, 0.99) * 1000:.1f} ms, "
+        f"worst {max(honest) * 1000:.1f} ms"
     )
     print(
         f"  hostile: {len(hostile)} decides of 16 scopes / 256 fields, each after a rename: p50 "

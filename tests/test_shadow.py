@@ -160,7 +160,7 @@ def test_a_failing_shadow_costs_the_game_nothing_and_is_counted(tmp_path: Path) 
 
             again = until(tried_again, "the shadow tried again after its rest")
     assert report["target"]["failed"] == 1 and report["fallbacks"] == {"unavailable": 2} and sent == 1
-    assert rested["target"]["dropped"] >= 3 - (rested["calls"] - 1) and rested["calls"] + rested["target"]["dropped"] == 4
+    assert rested["calls"] + rested["target"]["dropped"] == 4
     assert errors == 1 and rested["agreement"] == 0.0
     assert again["decisions"] > 2 and again["agreement"] > 0
 
