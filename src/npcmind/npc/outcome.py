@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from npcmind.npc.rulesets import Ruleset
-from npcmind.npc.words import tokens
+from npcmind.npc.words import misdirection, renderings, tokens
 from npcmind.protocol.npc import GenericAction, MemoryStoreInstruction, RuleVerdict
 
 MAX_REMEMBER = 3
@@ -206,10 +206,13 @@ def _signed_text(out: Outcome) -> str:
 
 
 def _blocked(said: str, signed: str, ruleset: Ruleset, audit: list[RuleVerdict]) -> bool:
-    """Apply every blocked rule to the model's output and to the text as signed; whether any tripped."""
+    """Apply every blocked rule to the model's output and to the text as signed, each in every way a player may
+    be shown it, and refuse misleading directional formatting in either; whether anything tripped."""
     texts = [
-        (toks, frozenset(t.stem for t in toks), where)
-        for toks, where in ((tokens(said), ""), (tokens(signed), " in the text as signed"))
+        (toks, frozenset(t.stem for t in toks), how + where)
+        for text, where in ((said, ""), (signed, " in the text as signed"))
+        for how, shown in renderings(text)
+        for toks in (tokens(shown),)
     ]
     tripped = False
     for rule in ruleset.rules:
@@ -220,7 +223,20 @@ def _blocked(said: str, signed: str, ruleset: Ruleset, audit: list[RuleVerdict])
             if why is None
             else RuleVerdict(f"blocked.{rule.id}", "blocked", f"found {why}")
         )
-    return tripped
+    wrong = next(
+        (
+            f"{why}{where}"
+            for text, where in ((said, ""), (signed, " in the text as signed"))
+            if (why := misdirection(text))
+        ),
+        None,
+    )
+    audit.append(
+        RuleVerdict("bidi", "pass", "no override; every embedding and isolate closed in its line")
+        if wrong is None
+        else RuleVerdict("bidi", "blocked", wrong)
+    )
+    return tripped or wrong is not None
 
 
 def finalize(tape: dict[str, Any], ruleset: Ruleset) -> Outcome:
