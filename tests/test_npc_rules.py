@@ -363,3 +363,26 @@ def test_a_text_is_judged_in_a_bounded_number_of_renderings_none_longer_than_it(
     shown = renderings(hostile)
     assert 1 < len(shown) <= RENDERINGS and all(len(text) <= len(hostile) for _, text in shown)
     assert renderings("A plain line of talk.") == [("", "A plain line of talk.")]  # nothing to reorder or join
+
+
+def test_an_output_past_the_cap_is_refused_unread_naming_the_field_and_the_limit() -> None:
+    """Every rule reads the output in up to six renderings: its cost is bounded by the output's cap."""
+    from npcmind.npc.outcome import MAX_OUTPUT_CHARS
+
+    line = ("Good day, traveller. " * (MAX_OUTPUT_CHARS // 20))[: MAX_OUTPUT_CHARS - len('{"dialogue": ""}')]
+    at_cap = json.dumps({"dialogue": line})
+    assert len(at_cap) == MAX_OUTPUT_CHARS
+    tape = {"observation": "x", "npcState": {}, "memories": []}
+    assert finalize({**tape, "generatedOutput": at_cap}, RULESETS["default"]).valid is True
+    out = finalize({**tape, "generatedOutput": at_cap + " "}, RULESETS["default"])
+    assert out.valid is False and out.dialogue == RULESETS["default"].spec.refusal
+    assert [(a.ruleId, a.verdict) for a in out.audit] == [("max_output_chars", "blocked")], out.audit
+    assert out.audit[0].reason == f"generatedOutput is {MAX_OUTPUT_CHARS + 1} characters; Finalize reads at most 32768"
+
+
+def test_a_line_ends_where_unicode_says_one_does() -> None:
+    """Lines are split with str.splitlines for speed: its boundaries must be UAX #9's B and UAX #14's breaks."""
+    from npcmind.npc.words import LINE_BREAK
+
+    every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    assert set(LINE_BREAK.findall(every)) == {c for c in every if len(f"a{c}b".splitlines()) == 2}

@@ -14,6 +14,8 @@ from npcmind.npc.words import misdirection, renderings, tokens
 from npcmind.protocol.npc import GenericAction, MemoryStoreInstruction, RuleVerdict
 
 MAX_REMEMBER = 3
+# the longest model output Finalize reads: past it the outcome is refused unread (docs/npc.md says why 32,768)
+MAX_OUTPUT_CHARS = 32_768
 _FENCE = re.compile(r"```[a-zA-Z]*")
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _EMOTIONS = {
@@ -246,7 +248,11 @@ def finalize(tape: dict[str, Any], ruleset: Ruleset) -> Outcome:
     exactly the text that would be signed.
     """
     spec = ruleset.spec
-    parsed = parse_output(str(tape.get("generatedOutput") or ""))
+    output = str(tape.get("generatedOutput") or "")
+    if len(output) > MAX_OUTPUT_CHARS:  # every rule reads it in up to six ways: its cost is capped here
+        why = f"generatedOutput is {len(output)} characters; Finalize reads at most {MAX_OUTPUT_CHARS}"
+        return Outcome(False, spec.refusal, None, audit=[RuleVerdict("max_output_chars", "blocked", why)])
+    parsed = parse_output(output)
     audit = [RuleVerdict("format", "pass" if parsed.form == "json" else "repaired", f"read as {parsed.form}")]
     action = _action(parsed, ruleset, audit)
     dialogue = clip(parsed.dialogue, spec.max_dialogue_chars)

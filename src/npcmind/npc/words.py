@@ -45,8 +45,9 @@ _DROP = regex.compile(r"[\p{Cf}\p{Default_Ignorable_Code_Point}\p{Cn}\p{Co}\p{Cs
 _MARKS = regex.compile(r"[\p{Mn}\p{Me}]+")
 _TOKEN = regex.compile(r"[^\W_]+|[.!?;:]")  # a word (letters and digits, not "_"), or a clause mark
 _SMALL_CAPITAL = "LATIN LETTER SMALL CAPITAL "
-# a line ends at a paragraph separator of UAX #9 (Bidi_Class B) or a mandatory break of UAX #14 (BK, CR, LF, NL)
-_LINE_BREAK = regex.compile(r"[\p{Bidi_Class=B}\p{Line_Break=BK}\p{Line_Break=CR}\p{Line_Break=LF}\p{Line_Break=NL}]+")
+# a line ends at a paragraph separator of UAX #9 (Bidi_Class B) or a mandatory break of UAX #14 (BK, CR, LF,
+# NL): str.splitlines' boundaries are exactly those (a test holds them to it), and it splits at C speed
+LINE_BREAK = regex.compile(r"[\p{Bidi_Class=B}\p{Line_Break=BK}\p{Line_Break=CR}\p{Line_Break=LF}\p{Line_Break=NL}]")
 _OPENS = ("LRE", "RLE", "LRO", "RLO", "LRI", "RLI", "FSI")
 _EXPLICIT = regex.compile("[" + "".join(rf"\p{{Bidi_Class={c}}}" for c in (*_OPENS, "PDF", "PDI")) + "]")
 # a line without any of these shows its letters in the order they are written, whatever the line's direction
@@ -117,14 +118,13 @@ def renderings(text: str) -> list[tuple[str, str]]:
     A renderer with no bidi support shows the text as written; a browser or a UI toolkit shows UAX #9's visual
     order, on a line whose direction the game may set either way; a word split by a line break is read whole.
     """
-    lines = _LINE_BREAK.split(text)
+    lines = text.splitlines() or [text]
     found = [("", text)]
-    if len(lines) == 1 and not _REORDERS.search(text):
-        return found
-    for how, base in ((" as shown left to right", "L"), (" as shown right to left", "R")):
-        shown = _visual(lines, base) if _REORDERS.search(text) else text
-        if shown not in (t for _, t in found):
-            found.append((how, shown))
+    if _REORDERS.search(text):
+        for how, base in ((" as shown left to right", "L"), (" as shown right to left", "R")):
+            shown = _visual(lines, base)
+            if shown not in (t for _, t in found):
+                found.append((how, shown))
     if len(lines) > 1:
         found += [(f"{how or ' as written'} with its lines joined", _joined(t)) for how, t in list(found)]
     return found
@@ -132,13 +132,13 @@ def renderings(text: str) -> list[tuple[str, str]]:
 
 def _joined(text: str) -> str:
     """A text with each line break, and the spaces around it (a wrapped line shows none), taken out."""
-    return "".join(line.strip() for line in _LINE_BREAK.split(text))
+    return "".join(line.strip() for line in text.splitlines())
 
 
 def misdirection(text: str) -> str | None:
     """Why a text's explicit directional formatting is refused, or None: an override shows letters out of their
     order, and an embedding or isolate left open in its line reorders whatever the game shows after it."""
-    for line in _LINE_BREAK.split(text):
+    for line in text.splitlines():
         opened: list[str] = []
         for m in _EXPLICIT.finditer(line):
             char = m.group()
