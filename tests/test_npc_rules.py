@@ -386,3 +386,28 @@ def test_a_line_ends_where_unicode_says_one_does() -> None:
 
     every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
     assert set(LINE_BREAK.findall(every)) == {c for c in every if len(f"a{c}b".splitlines()) == 2}
+
+
+BIDI_PIECES = ["ki", "ll", "llik", "la", " ", ". ", "\n", "\u2028", "\u202e", "\u202c", "\u2067", "\u2069", "\u200f"]
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.sampled_from(BIDI_PIECES), max_size=120), st.integers(min_value=1, max_value=60))
+def test_a_valid_outcome_shows_no_blocked_word_in_any_rendering(pieces: list[str], limit: int) -> None:
+    """Wherever the cuts fall among directional controls and line breaks, what is signed shows no blocked word."""
+    from npcmind.npc.words import misdirection, renderings
+
+    ruleset = RULESETS["default"]
+    small = replace(ruleset, spec=msgspec.structs.replace(ruleset.spec, max_dialogue_chars=limit))
+    tape = {
+        "observation": "x",
+        "npcState": {},
+        "memories": [],
+        "generatedOutput": json.dumps({"dialogue": "".join(pieces)}),
+    }
+    out = finalize(tape, small)
+    if not out.valid:
+        return
+    signed = [out.dialogue, str(out.state.get("lastDialogue") or ""), *(m.text for m in out.memory)]
+    shown = {stem(w) for text in signed for _, view in renderings(text) for w in words(view)}
+    assert stem("kill") not in shown and all(misdirection(t) is None for t in signed), (out.dialogue, out.state)

@@ -209,7 +209,7 @@ def _signed_text(out: Outcome) -> str:
 
 def _blocked(said: str, signed: str, ruleset: Ruleset, audit: list[RuleVerdict]) -> bool:
     """Apply every blocked rule to the model's output and to the text as signed, each in every way a player may
-    be shown it, and refuse misleading directional formatting in either; whether anything tripped."""
+    be shown it, then check their directions; whether anything tripped."""
     texts = [
         (toks, frozenset(t.stem for t in toks), how + where)
         for text, where in ((said, ""), (signed, " in the text as signed"))
@@ -225,20 +225,19 @@ def _blocked(said: str, signed: str, ruleset: Ruleset, audit: list[RuleVerdict])
             if why is None
             else RuleVerdict(f"blocked.{rule.id}", "blocked", f"found {why}")
         )
-    wrong = next(
-        (
-            f"{why}{where}"
-            for text, where in ((said, ""), (signed, " in the text as signed"))
-            if (why := misdirection(text))
-        ),
-        None,
-    )
+    return _directions(said, signed, audit) or tripped
+
+
+def _directions(said: str, signed: str, audit: list[RuleVerdict]) -> bool:
+    """Refuse an override, or an embedding or isolate left open, in the output or the text as signed."""
+    texts = ((said, ""), (signed, " in the text as signed"))
+    wrong = next((f"{why}{where}" for text, where in texts if (why := misdirection(text))), None)
     audit.append(
         RuleVerdict("bidi", "pass", "no override; every embedding and isolate closed in its line")
         if wrong is None
         else RuleVerdict("bidi", "blocked", wrong)
     )
-    return tripped or wrong is not None
+    return wrong is not None
 
 
 def finalize(tape: dict[str, Any], ruleset: Ruleset) -> Outcome:
