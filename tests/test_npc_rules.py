@@ -377,7 +377,7 @@ def test_an_output_past_the_cap_is_refused_unread_naming_the_field_and_the_limit
     out = finalize({**tape, "generatedOutput": at_cap + " "}, RULESETS["default"])
     assert out.valid is False and out.dialogue == RULESETS["default"].spec.refusal
     assert [(a.ruleId, a.verdict) for a in out.audit] == [("max_output_chars", "blocked")], out.audit
-    assert out.audit[0].reason == f"generatedOutput is {MAX_OUTPUT_CHARS + 1} characters; Finalize reads at most 32768"
+    assert out.audit[0].reason == f"generatedOutput is {MAX_OUTPUT_CHARS + 1} characters; Finalize reads at most 16384"
 
 
 def test_a_line_ends_where_unicode_says_one_does() -> None:

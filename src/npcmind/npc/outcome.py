@@ -14,8 +14,8 @@ from npcmind.npc.words import misdirection, renderings, tokens
 from npcmind.protocol.npc import GenericAction, MemoryStoreInstruction, RuleVerdict
 
 MAX_REMEMBER = 3
-# the longest model output Finalize reads: past it the outcome is refused unread (docs/npc.md says why 32,768)
-MAX_OUTPUT_CHARS = 32_768
+# the longest model output Finalize reads: past it the outcome is refused unread (docs/npc.md says why 16,384)
+MAX_OUTPUT_CHARS = 16_384
 _FENCE = re.compile(r"```[a-zA-Z]*")
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _EMOTIONS = {
