@@ -113,7 +113,7 @@ def _visual(lines: list[str], base: str) -> str:
 
 
 def renderings(text: str) -> list[tuple[str, str]]:
-    """What a player may be shown of a text, each with how (\"\" as written): every one is judged, each is linear.
+    """What a player may be shown of a text, each with how (empty: as written): all are judged, each is linear.
 
     A renderer with no bidi support shows the text as written; a browser or a UI toolkit shows UAX #9's visual
     order, on a line whose direction the game may set either way; a word split by a line break is read whole.
