@@ -27,9 +27,12 @@ namespace NpcMind
         public byte[] Body;
         /// <summary>Give up after this long (the sender reports it as <see cref="HttpResult.TimedOut"/>).</summary>
         public double TimeoutMs;
-        /// <summary>Read the answer's body no further than one byte past this (a policy is bounded; the rest is
-        /// never downloaded).</summary>
+        /// <summary>Read the answer's body no further than one byte past this (the rest is never downloaded); a
+        /// streamed answer (<see cref="OnChunk"/>) no further than this in all. 0: no cap of the call's own.</summary>
         public int MaxBytes;
+        /// <summary>The body of a 4xx or 5xx no further than one byte past this (when below MaxBytes): an error is
+        /// read to say what it was.</summary>
+        public int MaxErrorBytes = Limits.MaxErrorBytes;
         /// <summary>Set on a decide request whose answer is asked as a stream: a sender that can, hands on the bytes
         /// of a 200 in <c>application/x-ndjson</c> here as they arrive, then calls <c>done</c> with
         /// <see cref="HttpResult.Streamed"/> set (and <see cref="HttpResult.Error"/> when the stream broke off).
@@ -50,6 +53,9 @@ namespace NpcMind
         /// <summary>The body went to <see cref="HttpCall.OnChunk"/> (Status is the 200 it began with); an Error
         /// here means the stream broke off after it began.</summary>
         public bool Streamed;
+        /// <summary>The sender stopped reading at the call's MaxBytes (a stream; a whole body is read one byte past
+        /// it, which says as much).</summary>
+        public bool TooLarge;
 
         public static HttpResult Failed(bool timedOut, string error)
         {
@@ -93,7 +99,8 @@ namespace NpcMind
         public bool Ended;
         public string Ref;
         public int Status;
-        /// <summary>The parsed JSON; a 200 of GET /v1/policy as its raw bytes (the cascade loads or refuses them).</summary>
+        /// <summary>The parsed JSON; a 200 of GET /v1/policy as the <see cref="Policy"/> loaded from it, or the
+        /// <see cref="PolicyException"/> that refused it (loaded on the sender's thread, never in the game's frame).</summary>
         public object Body;
         public Dictionary<string, string> Headers;
         /// <summary>Set when there was no answer.</summary>
@@ -102,7 +109,8 @@ namespace NpcMind
     }
 
     /// <summary>Sends requests, each after those it waits for, and queues what became of them. Thread-safe: the
-    /// sender calls back on its own threads.</summary>
+    /// sender calls back on its own threads, where every body is read within its cap (<see cref="Limits"/>) and
+    /// parsed (a policy loaded), so that the game's Tick() only applies what came.</summary>
     public sealed class Transport
     {
         /// <summary>Bodies from this size are sent gzip-compressed (a large scene's telemetry).</summary>
@@ -156,6 +164,35 @@ namespace NpcMind
                 queue = new List<Settled>();
                 return output;
             }
+        }
+
+        /// <summary>What came back, in order, up to <paramref name="streamBytes"/> bytes of streamed answers (one
+        /// piece at least): the rest stays queued for the next call, so one frame reads a bounded share.</summary>
+        public List<Settled> Drain(int streamBytes)
+        {
+            lock (gate)
+            {
+                int taken = 0, bytes = 0;
+                while (taken < queue.Count)
+                {
+                    var chunk = queue[taken].Chunk;
+                    if (chunk != null)
+                    {
+                        if (bytes > 0 && bytes + chunk.Length > streamBytes) break;
+                        bytes += chunk.Length;
+                    }
+                    taken++;
+                }
+                var output = queue.GetRange(0, taken);
+                queue.RemoveRange(0, taken);
+                return output;
+            }
+        }
+
+        /// <summary>Whether something came back that <see cref="Drain(int)"/> left for a later call.</summary>
+        public int Queued
+        {
+            get { lock (gate) return queue.Count; }
         }
 
         /// <summary>Requests still running (or waiting for another).</summary>
@@ -268,16 +305,25 @@ namespace NpcMind
             var call = new HttpCall
             {
                 Method = r.Method, Url = baseUrl + r.Path, Headers = headers, Body = body,
-                TimeoutMs = timeoutMs(), MaxBytes = policy ? policyMaxBytes : int.MaxValue,
+                TimeoutMs = timeoutMs(), MaxBytes = policy ? policyMaxBytes : Limits.MaxAnswerBytes,
             };
+            long streamed = 0; // bytes of a streamed answer handed on so far
             if (r.Stream)
             {
                 headers["accept"] = Ndjson;
-                call.OnChunk = data => Enqueue(new Settled { Ref = r.Ref, Chunk = data });
+                call.MaxBytes = Math.Max(Limits.MaxAnswerBytes, Limits.MaxStreamBytes);
+                call.OnChunk = data =>
+                {
+                    // past the cap nothing more is queued, and the sender is told to stop reading (it catches this)
+                    if (data == null) return;
+                    streamed += data.Length;
+                    if (streamed > Limits.MaxStreamBytes) throw new InvalidDataException(StreamTooLarge); // a sender of the game's
+                    EnqueueChunk(r.Ref, data, 0, data.Length);
+                };
             }
             try
             {
-                http.Send(call, result => done(Read(r, policy, result)));
+                http.Send(call, result => done(Read(r, policy, result, streamed > Limits.MaxStreamBytes)));
             }
             catch (Exception exc)
             {
@@ -291,14 +337,34 @@ namespace NpcMind
             lock (gate) if (!closed) queue.Add(s);
         }
 
-        private Settled Read(OutRequest r, bool policy, HttpResult result)
+        /// <summary>A streamed answer's bytes queued in pieces of at most Limits.StreamPiece: what a Tick() reads
+        /// is counted in pieces.</summary>
+        private void EnqueueChunk(string reference, byte[] data, int from, int count)
+        {
+            for (int at = from; at < from + count; at += Limits.StreamPiece)
+            {
+                int n = Math.Min(Limits.StreamPiece, from + count - at);
+                var piece = new byte[n];
+                Array.Copy(data, at, piece, 0, n);
+                Enqueue(new Settled { Ref = reference, Chunk = piece });
+            }
+        }
+
+        private static readonly string StreamTooLarge = "the decision stream is larger than "
+            + Limits.Bytes(Limits.MaxStreamBytes) + " bytes (Limits.MaxStreamBytes), not read past that";
+
+        private Settled Read(OutRequest r, bool policy, HttpResult result, bool overCap)
         {
             if (result != null && result.Streamed)
+            {
+                if (overCap || result.TooLarge)
+                    return new Settled { Ref = r.Ref, Ended = true, Error = StreamTooLarge, Fail = FailKind.TooLarge };
                 return new Settled
                 {
                     Ref = r.Ref, Ended = true, Error = result.Error,
                     Fail = result.Error == null ? (FailKind?)null : result.TimedOut ? FailKind.Timeout : FailKind.Unreachable,
                 };
+            }
             if (result == null || result.Status == 0)
                 return new Settled
                 {
@@ -306,20 +372,32 @@ namespace NpcMind
                     Error = result != null ? result.Error : "no result",
                 };
             var settled = new Settled { Ref = r.Ref, Status = result.Status, Headers = result.Headers ?? new Dictionary<string, string>() };
+            var bytes = result.Body ?? new byte[0];
             if (policy && result.Status == 200)
             {
-                settled.Body = result.Body; // raw: the cascade loads them, or refuses them as too large
+                settled.Body = LoadPolicy(bytes); // here, on the sender's thread: never in the game's frame
                 return settled;
             }
             string media;
             if (r.Stream && result.Status == 200 && result.Headers != null && result.Headers.TryGetValue("content-type", out media)
                 && media.Split(';')[0].Trim().ToLowerInvariant() == Ndjson)
             {
-                // a sender that read the stream whole: its lines all at once, then its end
-                Enqueue(new Settled { Ref = r.Ref, Chunk = result.Body ?? new byte[0] });
-                return new Settled { Ref = r.Ref, Ended = true };
+                // a sender that read the stream whole: its lines (within the stream's cap), then its end
+                bool over = bytes.Length > Limits.MaxStreamBytes;
+                EnqueueChunk(r.Ref, bytes, 0, Math.Min(bytes.Length, Limits.MaxStreamBytes));
+                return new Settled
+                {
+                    Ref = r.Ref, Ended = true, Fail = over ? FailKind.TooLarge : (FailKind?)null, Error = over ? StreamTooLarge : null,
+                };
             }
-            settled.Body = Parse(result.Body);
+            int cap = Limits.For(result.Status, policy ? policyMaxBytes : Limits.MaxAnswerBytes, Limits.MaxErrorBytes);
+            if (bytes.Length > cap)
+            {
+                string name = Limits.Name(result.Status, cap + 1, policy ? "policyMaxBytes" : "Limits.MaxAnswerBytes");
+                settled.Body = TooLarge(Limits.TooLarge(r.Method + " " + r.Path.Split('?')[0] + " answered " + result.Status, cap, name));
+                return settled;
+            }
+            settled.Body = Parse(bytes);
             if (r.Path == "/v1/session")
                 lock (gate)
                 {
@@ -334,17 +412,43 @@ namespace NpcMind
             return settled;
         }
 
+        /// <summary>GET /v1/policy's 200, loaded (the cascade checks its manifest version), or why it was refused.</summary>
+        private object LoadPolicy(byte[] bytes)
+        {
+            try
+            {
+                if (bytes.Length > policyMaxBytes)
+                    throw new PolicyException("GET /v1/policy: the body is larger than " + Limits.Bytes(policyMaxBytes)
+                        + " bytes (policyMaxBytes), not read past that");
+                return Policy.Load(bytes, null, policyMaxBytes);
+            }
+            catch (Exception e)
+            {
+                return e as PolicyException ?? new PolicyException(e.Message); // a file this SDK cannot read at all
+            }
+        }
+
+        /// <summary>The error answer of a body past its cap: the game is told which cap, as for any error.</summary>
+        internal static Dictionary<string, object> TooLarge(string message)
+        {
+            var error = new Dictionary<string, object> { { "code", "too_large" }, { "message", message } };
+            return new Dictionary<string, object> { { "error", error } };
+        }
+
         /// <summary>An answer's JSON, or its text as an error message when it has none (a proxy's page).</summary>
-        private static object Parse(byte[] bytes)
+        internal static object Parse(byte[] bytes)
         {
             string text = Encoding.UTF8.GetString(bytes ?? new byte[0]);
             try
             {
                 return Json.Parse(text);
             }
-            catch (JsonException)
+            catch (JsonException e)
             {
-                var error = new Dictionary<string, object> { { "message", text.Length > 200 ? text.Substring(0, 200) : text } };
+                string shown = text.Length > 200 ? text.Substring(0, 200) : text;
+                string start = text.TrimStart();
+                bool json = start.StartsWith("{", StringComparison.Ordinal) || start.StartsWith("[", StringComparison.Ordinal);
+                var error = new Dictionary<string, object> { { "message", json ? "not JSON (" + e.Message + "): " + shown : shown } };
                 return new Dictionary<string, object> { { "error", error } };
             }
         }
