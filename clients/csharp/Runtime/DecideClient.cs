@@ -109,13 +109,13 @@ namespace NpcMind
         public Choice Action(string id, IList<string> legalNow = null) { return core.Roster.Action(id, legalNow, clock()); }
 
         /// <summary>Apply the answers that came in, then send what is due. Never blocks, never throws for the
-        /// network, and reads a bounded share: answers come parsed (a policy loaded) off the frame, and at most
-        /// Limits.StreamBytesPerTick bytes of streamed lines are read a frame (the rest on the next).</summary>
+        /// network, and parses nothing: answers, streamed lines and the policy come read (within their caps,
+        /// <see cref="Limits"/>) on the sender's threads.</summary>
         public void Tick(double? now = null)
         {
             if (closed) return; // a frame after Close(): nothing to send, nothing to throw
             double at = now ?? clock();
-            Apply(transport.Drain(Limits.StreamBytesPerTick), at);
+            Apply(transport.Drain(), at);
             foreach (var r in core.Tick(at)) transport.Send(r);
         }
 
@@ -127,7 +127,7 @@ namespace NpcMind
             if (!closed) foreach (var r in core.FlushReports()) transport.Send(r);
             transport.WaitIdle(timeoutMs);
             Apply(transport.Drain(), clock());
-            return transport.InFlight == 0 && core.InFlight == 0 && transport.Queued == 0;
+            return transport.InFlight == 0 && core.InFlight == 0;
         }
 
         /// <summary>What the model saw in this client's last decide request and what it answered (GET /v1/prompt),
@@ -158,7 +158,8 @@ namespace NpcMind
         {
             foreach (var s in came)
             {
-                if (s.Chunk != null) core.Chunk(s.Ref, s.Chunk, now); // each line it completes is applied now
+                if (s.IsLine) core.Line(s.Ref, s.Line, s.Problem, now); // read off the frame, applied now
+                else if (s.Chunk != null) core.Chunk(s.Ref, s.Chunk, now); // each line it completes is applied now
                 else if (s.Ended) core.End(s.Ref, now, s.Fail, s.Error);
                 else if (s.Fail.HasValue) core.Fail(s.Ref, s.Fail.Value, now);
                 else core.Answer(s.Ref, s.Status, s.Body, s.Headers, now);

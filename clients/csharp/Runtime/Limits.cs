@@ -21,11 +21,6 @@ namespace NpcMind
         /// <summary>Lines of one streamed decide answer: 16 decisions and the last line, four times over; past it the
         /// stream is ended as cut (an endless stream of lines for ids never asked).</summary>
         public const int MaxStreamLines = 4 * Scheduler.Batch + 1;
-        /// <summary>Bytes of streamed answers one Tick() reads: the rest waits for the next frame, so no stream holds
-        /// one.</summary>
-        public const int StreamBytesPerTick = 64 * 1024;
-        /// <summary>A piece of stream bytes queued for Tick(): what one Tick() takes at least.</summary>
-        public const int StreamPiece = 16 * 1024;
         /// <summary>One answer of the dialogue loop (POST /npcs/{id}/process: the tape comes back whole).</summary>
         public const int MaxStepBytes = 4 * 1024 * 1024;
         /// <summary>GET /v1/keys: a few public keys.</summary>

@@ -289,18 +289,38 @@ namespace NpcMind
         /// request that is not a decide request in flight are ignored (a game loop must not crash on them).</summary>
         public void Chunk(string reference, byte[] data, double now)
         {
+            var s = Streaming(reference);
+            if (s == null) return;
+            foreach (var line in s.Lines.Feed(data))
+            {
+                string problem;
+                var got = NpcMind.Answer.ReadStreamLine(line, out problem);
+                StreamLine(reference, s, got, problem, now);
+                if (!sent.ContainsKey(reference)) return; // ended at its cap: the rest of the chunk is not read
+            }
+        }
+
+        /// <summary>One line of request <paramref name="reference"/>'s streamed answer, read already (the SDK's
+        /// transport reads them on the sender's thread, off the frame): what <see cref="Answer.ReadStreamLine"/>
+        /// gave, applied as <see cref="Chunk"/> applies a line.</summary>
+        public void Line(string reference, object got, string problem, double now)
+        {
+            var s = Streaming(reference);
+            if (s != null) StreamLine(reference, s, got, problem, now);
+        }
+
+        /// <summary>The decide request in flight a streamed answer is for (its first bytes: the service took every
+        /// entity of it), or null.</summary>
+        private Sent Streaming(string reference)
+        {
             Sent s;
-            if (!sent.TryGetValue(reference, out s) || s.Kind != Kind.Decide) return;
+            if (!sent.TryGetValue(reference, out s) || s.Kind != Kind.Decide) return null;
             if (s.Lines == null) // the 200: the service took every entity of it
             {
                 s.Lines = new Lines();
                 foreach (var p in s.Legal) refusals.Alone.Remove(p.Key);
             }
-            foreach (var line in s.Lines.Feed(data))
-            {
-                StreamLine(reference, s, line, now);
-                if (!sent.ContainsKey(reference)) return; // ended at its cap: the rest of the chunk is not read
-            }
+            return s;
         }
 
         /// <summary>Request <paramref name="reference"/>'s streamed answer ended (a partial line is discarded): cut
@@ -338,7 +358,7 @@ namespace NpcMind
         /// <summary>One line of a decide request's stream, under the rules of a whole answer: a line for an entity
         /// no longer tracked (or not asked, or answered already) is dropped, a stream for an older epoch is dropped
         /// whole, and a decision's action is checked against the legal actions sent (the roster's Use).</summary>
-        private void StreamLine(string reference, Sent s, string line, double now)
+        private void StreamLine(string reference, Sent s, object got, string problem, double now)
         {
             if (s.Whole) return; // nothing counts after the last line
             if (++s.LinesRead > Limits.MaxStreamLines) // lines for ids never asked, without end: no more read
@@ -350,8 +370,6 @@ namespace NpcMind
                 Ended(s, now);
                 return;
             }
-            string problem;
-            var got = NpcMind.Answer.ReadStreamLine(line, out problem);
             if (got == null) // that entity is left without a line: it falls back if the stream is cut
             {
                 Stats.Errors++;

@@ -92,10 +92,18 @@ namespace NpcMind
     }
 
     /// <summary>What became of one request: an answer (Status, Body, Headers) or why there was none (Fail); for a
-    /// streamed answer, its bytes as they came (Chunk) and then its end (Ended, with Fail when it broke off).</summary>
+    /// streamed answer, its lines read as they came (Line; an empty Chunk first: the stream began) and then its end
+    /// (Ended, with Fail when it broke off or passed a cap).</summary>
     public sealed class Settled
     {
+        /// <summary>Bytes of a streamed answer (the transport gives an empty one when the stream begins; a game's
+        /// own transport may give the bytes as they came).</summary>
         public byte[] Chunk;
+        /// <summary>One line of a streamed answer, read on the sender's thread: a <see cref="Decision"/>, a
+        /// <see cref="StreamEnd"/>, or null with <see cref="Problem"/> (<see cref="Answer.ReadStreamLine"/>).</summary>
+        public bool IsLine;
+        public object Line;
+        public string Problem;
         public bool Ended;
         public string Ref;
         public int Status;
@@ -164,35 +172,6 @@ namespace NpcMind
                 queue = new List<Settled>();
                 return output;
             }
-        }
-
-        /// <summary>What came back, in order, up to <paramref name="streamBytes"/> bytes of streamed answers (one
-        /// piece at least): the rest stays queued for the next call, so one frame reads a bounded share.</summary>
-        public List<Settled> Drain(int streamBytes)
-        {
-            lock (gate)
-            {
-                int taken = 0, bytes = 0;
-                while (taken < queue.Count)
-                {
-                    var chunk = queue[taken].Chunk;
-                    if (chunk != null)
-                    {
-                        if (bytes > 0 && bytes + chunk.Length > streamBytes) break;
-                        bytes += chunk.Length;
-                    }
-                    taken++;
-                }
-                var output = queue.GetRange(0, taken);
-                queue.RemoveRange(0, taken);
-                return output;
-            }
-        }
-
-        /// <summary>Whether something came back that <see cref="Drain(int)"/> left for a later call.</summary>
-        public int Queued
-        {
-            get { lock (gate) return queue.Count; }
         }
 
         /// <summary>Requests still running (or waiting for another).</summary>
@@ -307,23 +286,16 @@ namespace NpcMind
                 Method = r.Method, Url = baseUrl + r.Path, Headers = headers, Body = body,
                 TimeoutMs = timeoutMs(), MaxBytes = policy ? policyMaxBytes : Limits.MaxAnswerBytes,
             };
-            long streamed = 0; // bytes of a streamed answer handed on so far
+            var stream = r.Stream ? new StreamRead(r.Ref) : null;
             if (r.Stream)
             {
                 headers["accept"] = Ndjson;
                 call.MaxBytes = Math.Max(Limits.MaxAnswerBytes, Limits.MaxStreamBytes);
-                call.OnChunk = data =>
-                {
-                    // past the cap nothing more is queued, and the sender is told to stop reading (it catches this)
-                    if (data == null) return;
-                    streamed += data.Length;
-                    if (streamed > Limits.MaxStreamBytes) throw new InvalidDataException(StreamTooLarge); // a sender of the game's
-                    EnqueueChunk(r.Ref, data, 0, data.Length);
-                };
+                call.OnChunk = data => ReadStream(stream, data); // past a cap it throws: the sender stops reading
             }
             try
             {
-                http.Send(call, result => done(Read(r, policy, result, streamed > Limits.MaxStreamBytes)));
+                http.Send(call, result => done(Read(r, policy, result, stream)));
             }
             catch (Exception exc)
             {
@@ -337,28 +309,68 @@ namespace NpcMind
             lock (gate) if (!closed) queue.Add(s);
         }
 
-        /// <summary>A streamed answer's bytes queued in pieces of at most Limits.StreamPiece: what a Tick() reads
-        /// is counted in pieces.</summary>
-        private void EnqueueChunk(string reference, byte[] data, int from, int count)
+        /// <summary>What is known of one streamed answer as its bytes come: its lines so far, and the cap it passed.</summary>
+        private sealed class StreamRead
         {
-            for (int at = from; at < from + count; at += Limits.StreamPiece)
+            public readonly string Ref;
+            public readonly Lines Lines = new Lines();
+            public long Bytes;
+            public int Count;
+            public bool Begun;
+            /// <summary>Set when the stream passed a cap: what is said, and nothing more is read.</summary>
+            public string Over;
+
+            public StreamRead(string reference) { Ref = reference; }
+        }
+
+        /// <summary>A streamed answer's bytes, on the sender's thread: each line they complete is read here (never in
+        /// the game's frame) and queued for the next tick; past Limits.MaxStreamBytes or Limits.MaxStreamLines
+        /// nothing more is queued, and this throws so that the sender stops reading.</summary>
+        private void ReadStream(StreamRead st, byte[] data)
+        {
+            if (data == null) return;
+            if (st.Over != null) throw new InvalidDataException(st.Over);
+            if (!st.Begun) // the 200 began: the scheduler takes it that the service took every entity of it
             {
-                int n = Math.Min(Limits.StreamPiece, from + count - at);
-                var piece = new byte[n];
-                Array.Copy(data, at, piece, 0, n);
-                Enqueue(new Settled { Ref = reference, Chunk = piece });
+                st.Begun = true;
+                Enqueue(new Settled { Ref = st.Ref, Chunk = new byte[0] });
             }
+            long room = Math.Max(0, Limits.MaxStreamBytes - st.Bytes); // bytes past the cap are not read
+            st.Bytes += data.Length;
+            if (room < data.Length)
+            {
+                var part = new byte[room];
+                Array.Copy(data, part, (int)room);
+                data = part;
+            }
+            foreach (var line in st.Lines.Feed(data))
+            {
+                if (++st.Count > Limits.MaxStreamLines)
+                {
+                    st.Over = "the decision stream passed " + Limits.MaxStreamLines
+                        + " lines (Limits.MaxStreamLines): ended there, the rest not read";
+                    break;
+                }
+                string problem;
+                var got = Answer.ReadStreamLine(line, out problem);
+                Enqueue(new Settled { Ref = st.Ref, IsLine = true, Line = got, Problem = problem });
+            }
+            if (st.Over == null && st.Bytes > Limits.MaxStreamBytes) st.Over = StreamTooLarge;
+            if (st.Over != null) throw new InvalidDataException(st.Over);
         }
 
         private static readonly string StreamTooLarge = "the decision stream is larger than "
             + Limits.Bytes(Limits.MaxStreamBytes) + " bytes (Limits.MaxStreamBytes), not read past that";
 
-        private Settled Read(OutRequest r, bool policy, HttpResult result, bool overCap)
+        private Settled Read(OutRequest r, bool policy, HttpResult result, StreamRead stream)
         {
             if (result != null && result.Streamed)
             {
-                if (overCap || result.TooLarge)
-                    return new Settled { Ref = r.Ref, Ended = true, Error = StreamTooLarge, Fail = FailKind.TooLarge };
+                if ((stream != null && stream.Over != null) || result.TooLarge)
+                {
+                    string why = stream != null && stream.Over != null ? stream.Over : StreamTooLarge;
+                    return new Settled { Ref = r.Ref, Ended = true, Error = why, Fail = FailKind.TooLarge };
+                }
                 return new Settled
                 {
                     Ref = r.Ref, Ended = true, Error = result.Error,
@@ -382,12 +394,18 @@ namespace NpcMind
             if (r.Stream && result.Status == 200 && result.Headers != null && result.Headers.TryGetValue("content-type", out media)
                 && media.Split(';')[0].Trim().ToLowerInvariant() == Ndjson)
             {
-                // a sender that read the stream whole: its lines (within the stream's cap), then its end
-                bool over = bytes.Length > Limits.MaxStreamBytes;
-                EnqueueChunk(r.Ref, bytes, 0, Math.Min(bytes.Length, Limits.MaxStreamBytes));
+                // a sender that read the stream whole: its lines (within the stream's caps), then its end
+                var whole = stream ?? new StreamRead(r.Ref);
+                try
+                {
+                    ReadStream(whole, bytes);
+                }
+                catch (InvalidDataException)
+                {
+                }
                 return new Settled
                 {
-                    Ref = r.Ref, Ended = true, Fail = over ? FailKind.TooLarge : (FailKind?)null, Error = over ? StreamTooLarge : null,
+                    Ref = r.Ref, Ended = true, Fail = whole.Over != null ? FailKind.TooLarge : (FailKind?)null, Error = whole.Over,
                 };
             }
             int cap = Limits.For(result.Status, policy ? policyMaxBytes : Limits.MaxAnswerBytes, Limits.MaxErrorBytes);

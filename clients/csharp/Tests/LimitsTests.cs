@@ -1,6 +1,6 @@
 // Every cap of Limits.cs, asserted by what is read and what is refused (no timing): a number's significant digits
-// kept, each body read no further than one byte past its cap (over a real HttpClient too), a policy loaded off the
-// frame, a stream ended past its lines or bytes, and one Tick() reading a bounded share of what streamed in.
+// kept, each body read no further than one byte past its cap (over a real HttpClient too), a policy loaded and
+// stream lines read where they are read (never in Tick()), and a stream stopped past its lines or bytes.
 
 using System;
 using System.Collections.Generic;
@@ -198,25 +198,69 @@ namespace NpcMind.Tests
 
         private static byte[] Utf8(string s) { return Encoding.UTF8.GetBytes(s); }
 
+        private const string Nobody = "{\"id\":\"nobody\",\"source\":\"AI\",\"action\":\"flee\",\"label\":\"Flee\","
+            + "\"confidence\":0.9,\"ttl_ms\":12000,\"decision_id\":\"d\",\"cached\":false}\n";
+
         [Test]
-        public void AnEndlessStreamOfLinesForIdsNeverAskedIsEndedAtItsLineCap()
+        public void AnEndlessStreamOfLinesForIdsNeverAskedIsStoppedAtItsLineCap()
         {
             var http = new FakeHttp();
             double now = 0;
             var said = new List<string>();
             var c = Streaming(http, () => now, said);
-            var call = http.Calls.Single(k => k.Key.Url.EndsWith("/v1/decide")).Key;
-            string line = "{\"id\":\"nobody\",\"source\":\"AI\",\"action\":\"flee\",\"label\":\"Flee\",\"confidence\":0.9,"
-                + "\"ttl_ms\":12000,\"decision_id\":\"d\",\"cached\":false}\n";
-            for (int i = 0; i < 10; i++)
+            var call = http.Calls.Single(k => k.Key.Url.EndsWith("/v1/decide"));
+            int handed = 0;
+            var e = Assert.Throws<InvalidDataException>(() => // the sender stops reading at the throw
             {
-                call.OnChunk(Utf8(string.Concat(Enumerable.Repeat(line, 20))));
-                now += 16;
-                c.Tick();
-            }
+                for (; handed < 1000; handed++)
+                {
+                    call.Key.OnChunk(Utf8(string.Concat(Enumerable.Repeat(Nobody, 20))));
+                    now += 16;
+                    c.Tick();
+                }
+            });
+            Assert.AreEqual(Limits.MaxStreamLines / 20, handed, "read on past the line cap");
+            StringAssert.Contains("passed " + Limits.MaxStreamLines + " lines (Limits.MaxStreamLines)", e.Message);
+            call.Value(new HttpResult { Status = 200, Streamed = true, Error = e.Message });
+            now += 16;
+            c.Tick();
             Assert.AreEqual(1, c.Stats.StreamsCut, "the stream was not ended");
             Assert.AreEqual(1, c.Stats.Fallbacks["unavailable"], "b1, never answered, falls back");
-            Assert.IsTrue(said.Any(m => m.Contains("passed " + Limits.MaxStreamLines + " lines (Limits.MaxStreamLines)")), string.Join("\n", said));
+            Assert.IsTrue(said.Any(m => m.Contains("(Limits.MaxStreamLines)")), string.Join("\n", said));
+        }
+
+        [Test]
+        public void AGamesOwnTransportsBytesAreEndedAtTheLineCapToo()
+        {
+            var said = new List<string>();
+            var s = new Scheduler(new SchedulerOptions
+            {
+                Manifest = Json.AsObject(Json.Parse("{\"types\":{\"bee\":{\"refresh_ms\":4000,\"ttl_ms\":12000}}}")),
+                TimeoutMs = 5000, Log = m => said.Add(m),
+            });
+            s.Roster.Track("b1", "bee", new Dictionary<string, object>(), new List<string> { "flee" }, null, 0);
+            var decide = s.Tick(0).Single(r => r.Path == "/v1/decide");
+            s.Chunk(decide.Ref, Utf8(string.Concat(Enumerable.Repeat(Nobody, 1000))), 10);
+            Assert.AreEqual(1, s.Stats.StreamsCut);
+            Assert.AreEqual(0, s.InFlight, "the stream was not ended");
+            Assert.IsTrue(said.Any(m => m.Contains("(Limits.MaxStreamLines)")), string.Join("\n", said));
+        }
+
+        [Test]
+        public void TheTransportReadsStreamLinesOffTheFrame()
+        {
+            var http = new FakeHttp();
+            var t = new Transport("http://svc:1", http, () => 1000);
+            t.Send(Req("r1", "/v1/decide", true));
+            var call = http.Calls.Single().Key;
+            call.OnChunk(Utf8(Nobody + "not json\n{\"a2g"));
+            var s = t.Drain();
+            Assert.AreEqual(3, s.Count);
+            Assert.IsTrue(s[0].Chunk != null && s[0].Chunk.Length == 0, "the stream began");
+            Assert.IsTrue(s[1].IsLine);
+            Assert.AreEqual("nobody", ((Decision)s[1].Line).Id, "Tick() gets the line read");
+            Assert.IsTrue(s[2].IsLine && s[2].Line == null);
+            StringAssert.Contains("not JSON", s[2].Problem);
         }
 
         [Test]
@@ -230,73 +274,33 @@ namespace NpcMind.Tests
             int taken = 0;
             Assert.Throws<InvalidDataException>(() =>
             {
-                while (taken < 100) { call.OnChunk(piece); taken++; } // a sender stops at the throw
+                for (; taken < 100; taken++) call.OnChunk(piece); // a sender stops at the throw
             });
             Assert.AreEqual(Limits.MaxStreamBytes / 65536, taken);
             http.Calls.Single().Value(new HttpResult { Status = 200, Streamed = true, Error = "stopped" });
-            var s = t.Drain();
-            Assert.AreEqual(Limits.MaxStreamBytes, s.Where(x => x.Chunk != null).Sum(x => x.Chunk.Length));
-            Assert.IsTrue(s.Where(x => x.Chunk != null).All(x => x.Chunk.Length <= Limits.StreamPiece));
-            var end = s.Last();
+            var end = t.Drain().Last();
             Assert.IsTrue(end.Ended);
             Assert.AreEqual(FailKind.TooLarge, end.Fail);
             StringAssert.Contains("larger than 1,048,576 bytes (Limits.MaxStreamBytes)", end.Error);
         }
 
         [Test]
-        public void AStreamReadWholeByTheGamesSenderIsCutAtItsByteCap()
+        public void AStreamReadWholeByTheGamesSenderIsCutAtItsCaps()
         {
             var http = new FakeHttp();
             var t = new Transport("http://svc:1", http, () => 1000);
+            var ndjson = new Dictionary<string, string> { { "content-type", Transport.Ndjson } };
             t.Send(Req("r1", "/v1/decide", true));
-            http.Calls.Single().Value(new HttpResult
-            {
-                Status = 200, Body = Utf8(Repeat(' ', Limits.MaxStreamBytes + 10)),
-                Headers = new Dictionary<string, string> { { "content-type", Transport.Ndjson } },
-            });
+            t.Send(Req("r2", "/v1/decide", true));
+            http.Calls[0].Value(new HttpResult { Status = 200, Body = Utf8(Repeat(' ', Limits.MaxStreamBytes + 10)), Headers = ndjson });
+            http.Calls[1].Value(new HttpResult { Status = 200, Body = Utf8(string.Concat(Enumerable.Repeat(Nobody, 1000))), Headers = ndjson });
             var s = t.Drain();
-            Assert.AreEqual(Limits.MaxStreamBytes, s.Where(x => x.Chunk != null).Sum(x => x.Chunk.Length));
-            Assert.AreEqual(FailKind.TooLarge, s.Last().Fail);
-        }
-
-        [Test]
-        public void OneTickReadsABoundedShareOfWhatStreamedIn()
-        {
-            var http = new FakeHttp();
-            double now = 0;
-            var said = new List<string>();
-            var c = Streaming(http, () => now, said);
-            var call = http.Calls.Single(k => k.Key.Url.EndsWith("/v1/decide")).Key;
-            // ten lines of 20 kB that are no decision: each one read counts an error
-            string line = "{\"pad\":\"" + Repeat('a', 20000) + "\"}\n";
-            call.OnChunk(Utf8(string.Concat(Enumerable.Repeat(line, 10))));
-            now = 16;
-            c.Tick();
-            int first = c.Stats.Errors;
-            Assert.LessOrEqual(first, Limits.StreamBytesPerTick / 20000 + 1, "one Tick() read it all");
-            Assert.Greater(first, 0);
-            for (int i = 0; i < 10; i++)
-            {
-                now += 16;
-                c.Tick();
-            }
-            Assert.AreEqual(10, c.Stats.Errors, "the rest is read on the next frames");
-        }
-
-        [Test]
-        public void TransportDrainTakesAtLeastOnePieceAndNoMoreThanItsShare()
-        {
-            var http = new FakeHttp();
-            var t = new Transport("http://svc:1", http, () => 1000);
-            t.Send(Req("r1", "/v1/decide", true));
-            var call = http.Calls.Single().Key;
-            call.OnChunk(Utf8(Repeat('a', 100000)));
-            var got = t.Drain(10);
-            Assert.AreEqual(1, got.Count, "at least one piece, whatever the share");
-            Assert.AreEqual(Limits.StreamPiece, got[0].Chunk.Length);
-            got = t.Drain(Limits.StreamBytesPerTick);
-            Assert.AreEqual(Limits.StreamBytesPerTick, got.Sum(x => x.Chunk.Length));
-            Assert.AreEqual(100000 - Limits.StreamPiece - Limits.StreamBytesPerTick, t.Drain().Sum(x => x.Chunk.Length));
+            var ends = s.Where(x => x.Ended).ToDictionary(x => x.Ref);
+            Assert.AreEqual(FailKind.TooLarge, ends["r1"].Fail);
+            StringAssert.Contains("(Limits.MaxStreamBytes)", ends["r1"].Error);
+            Assert.AreEqual(FailKind.TooLarge, ends["r2"].Fail);
+            StringAssert.Contains("(Limits.MaxStreamLines)", ends["r2"].Error);
+            Assert.AreEqual(Limits.MaxStreamLines, s.Count(x => x.Ref == "r2" && x.IsLine));
         }
 
         // --- dialogue and the cortex -----------------------------------------------------------------------------

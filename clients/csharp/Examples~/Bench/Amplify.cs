@@ -1,0 +1,218 @@
+// The C# SDK's reads fed one hostile input of size n (bench/amplify/sdk_csharp.py compiles this with the SDK's
+// sources into a temp dir and runs it once a size): the read is timed in here, after a small warm-up of the same
+// path (the JIT), and one JSON line says what it cost and whether the input was refused or cut at a cap
+// ("capped").
+//   mono Amplify.exe number N        Json.Parse of one number of N digits
+//   mono Amplify.exe policy N        Policy.Load of a policy file of about N bytes (one threshold of N digits)
+//   mono Amplify.exe error N         HttpClientSender reading a 500 whose body is N bytes
+//   mono Amplify.exe stream N        DecideClient ticking over a stream of N lines for ids it never asked
+//   mono Amplify.exe confidence N    DecideClient ticking over a stream of 16 lines with N-digit confidences
+
+using System;
+using System.Collections.Generic;
+using System.Diagnostics;
+using System.IO;
+using System.Linq;
+using System.Net;
+using System.Net.Http;
+using System.Text;
+using System.Threading;
+using System.Threading.Tasks;
+using NpcMind;
+
+public static class Amplify
+{
+    private const string PolicyText = @"{""format"": ""npcmind-policy"", ""format_version"": 1, ""manifest_version"": ""v1"",
+ ""types"": {""bee"": {""actions"": [""idle"", ""chase""], ""features"": [{""source"": ""observation"", ""field"": ""hp"",
+ ""encoding"": ""number"", ""missing"": 0}], ""trees"": [{""feature"": [0, -1, -1], ""threshold"": [THRESHOLD, 0, 0],
+ ""left"": [1, -1, -1], ""right"": [2, -1, -1], ""value"": [[], [0.9, 0.1], [0.1, 0.9]]}]}}}";
+
+    private static bool capped; // the input was refused, or reading it stopped at a cap
+
+    public static int Main(string[] args)
+    {
+        string mode = args[0];
+        int n = int.Parse(args[1]);
+        Func<int, string> run;
+        switch (mode)
+        {
+            case "number": run = Number; break;
+            case "policy": run = LoadPolicy; break;
+            case "error": run = ErrorBody; break;
+            case "stream": run = n2 => Stream(n2, false); break;
+            case "confidence": run = n2 => Stream(n2, true); break;
+            default: Console.Error.WriteLine("unknown mode " + mode); return 2;
+        }
+        run(Math.Min(n, 100)); // the JIT, on the same path
+        capped = false;
+        var watch = Stopwatch.StartNew();
+        string note = run(n);
+        double seconds = watch.Elapsed.TotalSeconds;
+        Console.WriteLine(Json.Write(new Dictionary<string, object> { { "seconds", seconds }, { "note", note }, { "capped", capped } }));
+        return 0;
+    }
+
+    private static string Digits(int n)
+    {
+        var sb = new StringBuilder(n);
+        for (int i = 0; i < n; i++) sb.Append((char)('1' + i % 9));
+        return sb.ToString();
+    }
+
+    private static string Number(int n)
+    {
+        double x = (double)Json.Parse("0." + Digits(n));
+        return "read " + x.ToString("R");
+    }
+
+    private static string LoadPolicy(int n)
+    {
+        var bytes = Encoding.UTF8.GetBytes(PolicyText.Replace("THRESHOLD", "0." + Digits(n)));
+        try
+        {
+            Policy.Load(bytes);
+            return "loaded, " + bytes.Length + " bytes";
+        }
+        catch (PolicyException e)
+        {
+            capped = true;
+            return "refused: " + e.Message;
+        }
+    }
+
+    /// <summary>A body of a given length, made as it is read (nothing of it is held but what the SDK keeps).</summary>
+    private sealed class Body : Stream
+    {
+        private readonly long length;
+        public long Given;
+
+        public Body(long length) { this.length = length; }
+
+        public override int Read(byte[] buffer, int offset, int count)
+        {
+            int n = (int)Math.Min(count, length - Given);
+            for (int i = 0; i < n; i++) buffer[offset + i] = (byte)'x';
+            Given += n;
+            return n;
+        }
+
+        public override bool CanRead { get { return true; } }
+        public override bool CanSeek { get { return false; } }
+        public override bool CanWrite { get { return false; } }
+        public override long Length { get { return length; } }
+        public override long Position { get { return Given; } set { throw new NotSupportedException(); } }
+        public override void Flush() { }
+        public override long Seek(long offset, SeekOrigin origin) { throw new NotSupportedException(); }
+        public override void SetLength(long value) { throw new NotSupportedException(); }
+        public override void Write(byte[] buffer, int offset, int count) { throw new NotSupportedException(); }
+    }
+
+    private sealed class Handler : HttpMessageHandler
+    {
+        public Body Last;
+        private readonly long length;
+
+        public Handler(long length) { this.length = length; }
+
+        protected override Task<HttpResponseMessage> SendAsync(HttpRequestMessage request, CancellationToken token)
+        {
+            Last = new Body(length);
+            var content = new StreamContent(Last);
+            content.Headers.TryAddWithoutValidation("content-type", "text/html");
+            return Task.FromResult(new HttpResponseMessage(HttpStatusCode.InternalServerError) { Content = content });
+        }
+    }
+
+    private static string ErrorBody(int n)
+    {
+        var handler = new Handler(n);
+        var sender = new HttpClientSender(new HttpClient(handler));
+        var t = new Transport("http://svc:1", sender, () => 60000);
+        t.Send(new OutRequest("r1", "POST", "/v1/decide", new Dictionary<string, string>(), null, "{}", new List<string>()));
+        t.WaitIdle(60000);
+        var s = t.Drain().Single();
+        string message = Errors.ReadError(s.Body).Message;
+        capped = handler.Last.Given < n;
+        return "read " + handler.Last.Given + " of " + n + " bytes: " + (message.Length > 90 ? message.Substring(0, 90) : message);
+    }
+
+    /// <summary>A sender that answers a decide request with a stream it feeds in 8 kB chunks, as HttpClientSender
+    /// hands them on (it stops when OnChunk throws).</summary>
+    private sealed class Streaming : IHttpSender
+    {
+        private readonly Func<HttpCall, IEnumerable<string>> lines;
+
+        public Streaming(Func<HttpCall, IEnumerable<string>> lines) { this.lines = lines; }
+
+        public void Send(HttpCall call, Action<HttpResult> done)
+        {
+            if (call.OnChunk == null) { done(new HttpResult { Status = 200, Body = Encoding.UTF8.GetBytes("{}") }); return; }
+            Task.Run(() => Feed(call, done)); // on its own thread, as a network's
+        }
+
+        private void Feed(HttpCall call, Action<HttpResult> done)
+        {
+            var result = new HttpResult { Status = 200, Streamed = true };
+            var buffer = new MemoryStream();
+            try
+            {
+                foreach (var line in lines(call))
+                {
+                    var b = Encoding.UTF8.GetBytes(line + "\n");
+                    buffer.Write(b, 0, b.Length);
+                    if (buffer.Length < 8192) continue;
+                    call.OnChunk(buffer.ToArray());
+                    buffer.SetLength(0);
+                }
+                if (buffer.Length > 0) call.OnChunk(buffer.ToArray());
+            }
+            catch (Exception e)
+            {
+                result.Error = e.Message;
+            }
+            done(result);
+        }
+
+        public void CancelAll() { }
+    }
+
+    private static string Stream(int n, bool confidence)
+    {
+        Func<HttpCall, IEnumerable<string>> lines = call =>
+        {
+            if (confidence)
+            {
+                var asked = (IList<object>)Json.Get(Json.Parse(Encoding.UTF8.GetString(call.Body)), "entities");
+                string c = "0." + Digits(n);
+                return asked.Select(e => "{\"id\":\"" + Json.Get(e, "id") + "\",\"source\":\"AI\",\"action\":\"chase\",\"label\":\"Chase\","
+                    + "\"confidence\":" + c + ",\"ttl_ms\":60000,\"decision_id\":\"d\",\"cached\":false}").ToList();
+            }
+            return Enumerable.Range(0, n).Select(i => "{\"id\":\"nobody-" + i + "\",\"source\":\"AI\",\"action\":\"chase\","
+                + "\"label\":\"Chase\",\"confidence\":0.9,\"ttl_ms\":60000,\"decision_id\":\"d\",\"cached\":false}");
+        };
+        var options = new DecideClientOptions { Http = new Streaming(lines) };
+        options.Scheduler.Manifest = Json.AsObject(Json.Parse("{\"types\":{\"bee\":{\"refresh_ms\":60000,\"ttl_ms\":60000}}}"));
+        options.Scheduler.TimeoutMs = 60000;
+        options.Scheduler.FetchPolicy = false;
+        var said = new List<string>();
+        options.Scheduler.Log = m => { lock (said) said.Add(m); };
+        double now = 0;
+        options.Clock = () => now;
+        var client = new DecideClient("http://svc:1", "amplify", options);
+        for (int i = 0; i < 16; i++) client.Track("b" + i, "bee", new Dictionary<string, object>(), new List<string> { "idle", "chase" });
+        double worst = 0;
+        int ticks = 0;
+        for (; ticks < 100000 && client.Stats.StreamsCut == 0; ticks++) // no last line comes: every stream ends cut
+        {
+            var t = Stopwatch.StartNew();
+            client.Tick(now);
+            worst = Math.Max(worst, t.Elapsed.TotalMilliseconds);
+            now += 16;
+            Thread.Sleep(1);
+        }
+        var s = client.Stats;
+        lock (said) capped = said.Any(m => m.Contains("(Limits."));
+        return "ticks " + ticks + ", longest " + worst.ToString("0.0") + " ms, decisions " + s.StreamedDecisions
+            + ", streams cut " + s.StreamsCut + ", errors " + s.Errors;
+    }
+}
