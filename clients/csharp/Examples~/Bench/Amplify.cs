@@ -1,7 +1,7 @@
 // The C# SDK's reads fed one hostile input of size n (bench/amplify/sdk_csharp.py compiles this with the SDK's
 // sources into a temp dir and runs it once a size): the read is timed in here, after a small warm-up of the same
-// path (the JIT), and one JSON line says what it cost and whether the input was refused or cut at a cap
-// ("capped").
+// path (the JIT), and one JSON line says what it cost, whether the input was refused or cut at a cap ("capped"),
+// and for a stream the longest Tick() of the game loop that read it ("hold").
 //   mono Amplify.exe number N        Json.Parse of one number of N digits
 //   mono Amplify.exe policy N        Policy.Load of a policy file of about N bytes (one threshold of N digits)
 //   mono Amplify.exe error N         HttpClientSender reading a 500 whose body is N bytes
@@ -28,27 +28,31 @@ public static class Amplify
  ""left"": [1, -1, -1], ""right"": [2, -1, -1], ""value"": [[], [0.9, 0.1], [0.1, 0.9]]}]}}}";
 
     private static bool capped; // the input was refused, or reading it stopped at a cap
+    private static double hold = -1; // a stream's: the longest Tick() (s), the frame it held
 
     public static int Main(string[] args)
     {
         string mode = args[0];
         int n = int.Parse(args[1]);
-        Func<int, string> run;
+        Func<int, Func<string>> prepare; // the input made, then the read that is timed
         switch (mode)
         {
-            case "number": run = Number; break;
-            case "policy": run = LoadPolicy; break;
-            case "error": run = ErrorBody; break;
-            case "stream": run = n2 => Stream(n2, false); break;
-            case "confidence": run = n2 => Stream(n2, true); break;
+            case "number": prepare = Number; break;
+            case "policy": prepare = LoadPolicy; break;
+            case "error": prepare = n2 => () => ErrorBody(n2); break;
+            case "stream": prepare = n2 => () => Stream(n2, false); break;
+            case "confidence": prepare = n2 => () => Stream(n2, true); break;
             default: Console.Error.WriteLine("unknown mode " + mode); return 2;
         }
-        run(Math.Min(n, 100)); // the JIT, on the same path
+        prepare(Math.Min(n, 100))(); // the JIT, on the same path
         capped = false;
+        var read = prepare(n);
         var watch = Stopwatch.StartNew();
-        string note = run(n);
+        string note = read();
         double seconds = watch.Elapsed.TotalSeconds;
-        Console.WriteLine(Json.Write(new Dictionary<string, object> { { "seconds", seconds }, { "note", note }, { "capped", capped } }));
+        var said = new Dictionary<string, object> { { "seconds", seconds }, { "note", note }, { "capped", capped } };
+        if (hold >= 0) said["hold"] = hold;
+        Console.WriteLine(Json.Write(said));
         return 0;
     }
 
@@ -59,25 +63,28 @@ public static class Amplify
         return sb.ToString();
     }
 
-    private static string Number(int n)
+    private static Func<string> Number(int n)
     {
-        double x = (double)Json.Parse("0." + Digits(n));
-        return "read " + x.ToString("R");
+        string text = "0." + Digits(n);
+        return () => "read " + ((double)Json.Parse(text)).ToString("R");
     }
 
-    private static string LoadPolicy(int n)
+    private static Func<string> LoadPolicy(int n)
     {
         var bytes = Encoding.UTF8.GetBytes(PolicyText.Replace("THRESHOLD", "0." + Digits(n)));
-        try
+        return () =>
         {
-            Policy.Load(bytes);
-            return "loaded, " + bytes.Length + " bytes";
-        }
-        catch (PolicyException e)
-        {
-            capped = true;
-            return "refused: " + e.Message;
-        }
+            try
+            {
+                Policy.Load(bytes);
+                return "loaded, " + bytes.Length + " bytes";
+            }
+            catch (PolicyException e)
+            {
+                capped = true;
+                return "refused: " + e.Message;
+            }
+        };
     }
 
     /// <summary>A body of a given length, made as it is read (nothing of it is held but what the SDK keeps).</summary>
@@ -211,6 +218,7 @@ public static class Amplify
             Thread.Sleep(1);
         }
         var s = client.Stats;
+        hold = worst / 1000;
         lock (said) capped = said.Any(m => m.Contains("(Limits."));
         return "ticks " + ticks + ", longest " + worst.ToString("0.0") + " ms, decisions " + s.StreamedDecisions
             + ", streams cut " + s.StreamsCut + ", errors " + s.Errors;

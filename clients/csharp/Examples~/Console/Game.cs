@@ -3,7 +3,9 @@
 // the protocol: no action outside the legal ones, no decision of an older epoch, none past its expiry. It raises
 // its epoch every 2 s. Phases come on stdin ("phase NAME", then "end"); at the end it prints one JSON line: per
 // phase the frames, the AI and native choices, the violations, and the Tick() times ("ready" after the first frame).
-//   mono NpcMindGame.exe http://127.0.0.1:8080
+// With policy-every-ms=N it also fetches the service's policy every N ms (bench/amplify/sdk_csharp.py --tick: a
+// hostile server's policy must not hold a frame).
+//   mono NpcMindGame.exe http://127.0.0.1:8080 [policy-every-ms=N]
 
 using System;
 using System.Collections.Generic;
@@ -30,6 +32,12 @@ public static class Game
         var options = new DecideClientOptions { Clock = clock };
         options.Scheduler.Log = m => Console.Error.WriteLine("npcmind: " + m);
         options.Scheduler.FetchPolicy = false;
+        foreach (var arg in args.Skip(1))
+            if (arg.StartsWith("policy-every-ms=", StringComparison.Ordinal))
+            {
+                options.Scheduler.FetchPolicy = true;
+                options.Scheduler.PolicyRefreshMs = double.Parse(arg.Substring(16), System.Globalization.CultureInfo.InvariantCulture);
+            }
         var client = new DecideClient(args[0], "csharp-game", options);
         var phases = new Dictionary<string, Phase>();
         var order = new List<string>();
