@@ -549,6 +549,17 @@ namespace NpcMind
             return x;
         }
 
+        private static readonly object[] Tens = new object[2048]; // 10^k, boxed: a reference is published whole
+
+        /// <summary>10^k, each computed once (every number read past 15 digits needs one or two).</summary>
+        private static BigInteger Ten(int k)
+        {
+            if (k >= Tens.Length) return BigInteger.Pow(10, k);
+            object known = Tens[k];
+            if (known == null) Tens[k] = known = BigInteger.Pow(10, k);
+            return (BigInteger)known;
+        }
+
         /// <summary>A double's bits as m × 2^e2 (m below 2^53; x positive or 0).</summary>
         private static long Parts(double x, out int e2)
         {
@@ -574,8 +585,8 @@ namespace NpcMind
             var high = new BigInteger(4 * m + 2);
             var low = new BigInteger(4 * m - (narrowBelow ? 1 : 2));
             int twos = 2 - e2; // digits × 10^k × 2^(2 - e2), as num / den
-            BigInteger num = digits * BigInteger.Pow(10, Math.Max(k, 0)) * BigInteger.Pow(2, Math.Max(twos, 0));
-            BigInteger den = BigInteger.Pow(10, Math.Max(-k, 0)) * BigInteger.Pow(2, Math.Max(-twos, 0));
+            BigInteger num = (digits * Ten(Math.Max(k, 0))) << Math.Max(twos, 0);
+            BigInteger den = Ten(Math.Max(-k, 0)) << Math.Max(-twos, 0);
             int above = num.CompareTo(low * den), below = num.CompareTo(high * den);
             bool even = m % 2 == 0;
             if (even ? above < 0 : above <= 0) return -1;
@@ -622,7 +633,22 @@ namespace NpcMind
                 scale--;
             }
             k = (int)Math.Max(-1000000, Math.Min(1000000, scale)); // 0 or infinite long before either bound
-            return kept.Length == 0 ? BigInteger.Zero : BigInteger.Parse(kept.ToString(), CultureInfo.InvariantCulture);
+            return FromDigits(kept);
+        }
+
+        /// <summary>Decimal digits as an integer, 18 at a time (a few multiplications: BigInteger.Parse costs more
+        /// on Mono than the rest of a reading together).</summary>
+        private static BigInteger FromDigits(StringBuilder digits)
+        {
+            BigInteger value = BigInteger.Zero;
+            for (int start = 0; start < digits.Length; start += 18)
+            {
+                int length = Math.Min(18, digits.Length - start);
+                long chunk = 0;
+                for (int i = start; i < start + length; i++) chunk = chunk * 10 + (digits[i] - '0');
+                value = start == 0 ? new BigInteger(chunk) : value * Ten(length) + chunk;
+            }
+            return value;
         }
 
         /// <summary>Decimal digits rounded to <paramref name="p"/> of them, to the closest (a tie to the even
