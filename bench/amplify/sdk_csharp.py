@@ -229,27 +229,27 @@ class Hostile(BaseHTTPRequestHandler):
         yield json.dumps({"a2g": "0.1", "epoch": epoch, "latency_ms": 1}).encode() + b"\n"
 
 
-def game_exe(into: Path) -> Path:
-    """The console game of tests/test_csharp.py compiled with the SDK's sources into ``into``."""
+def game_exe(into: Path, runtime: Path) -> Path:
+    """The console game of tests/test_csharp.py compiled with the SDK's sources (``runtime``) into ``into``."""
     exe = into / "Game.exe"
     cmd = ["mcs", "-langversion:7", "-nologo", "-nowarn:1591", "-target:exe", f"-out:{exe}"]
-    cmd += ["-r:System.Net.Http.dll", "-r:System.Numerics.dll", *map(str, sorted(PACKAGE.glob("Runtime/*.cs")))]
+    cmd += ["-r:System.Net.Http.dll", "-r:System.Numerics.dll", *map(str, sorted(runtime.glob("*.cs")))]
     subprocess.run([*cmd, str(PACKAGE / "Examples~" / "Console" / "Game.cs")], check=True, capture_output=True)
     return exe
 
 
-def tick_run(phase_s: float) -> dict[str, Any]:
-    """The game's report of one run through PHASES against the hostile server (its peak memory added)."""
+def tick_run(phase_s: float, phases: list[str], runtime: Path) -> dict[str, Any]:
+    """The game's report of one run through ``phases`` against the hostile server (its peak memory added)."""
     server = HostileServer()
     threading.Thread(target=server.serve_forever, daemon=True).start()
     with tempfile.TemporaryDirectory(prefix="npcmind-tick-cs-") as tmp:
-        exe = game_exe(Path(tmp))
+        exe = game_exe(Path(tmp), runtime)
         cmd = ["mono", str(exe), server.url, "policy-every-ms=500"]
         game = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert game.stdin is not None and game.stdout is not None
         try:
             assert game.stdout.readline().strip() == "ready", "the game did not run its first frame"
-            for phase in PHASES:
+            for phase in phases:
                 server.phase = phase
                 game.stdin.write(f"phase {phase}\n")
                 game.stdin.flush()
@@ -268,7 +268,7 @@ def tick_run(phase_s: float) -> dict[str, Any]:
         raise RuntimeError(f"the game failed (exit {game.returncode}):\n{err[-3000:]}")
     report: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     report["peak_mb"] = usage.ru_maxrss / 1024
-    report["said"] = sorted({line for line in err.splitlines() if "Limits." in line or "policy" in line})
+    report["said"] = sorted({line for line in err.splitlines() if line.startswith("npcmind: ")})
     return report
 
 
@@ -277,16 +277,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description="Tick() of the C# console game against a hostile server")
     ap.add_argument("--tick", action="store_true", help="run the hostile server and the game (the only mode)")
     ap.add_argument("--phase-s", type=float, default=10.0, help="seconds a phase")
+    ap.add_argument("--phases", default=",".join(PHASES), help="which phases, in order (comma-separated)")
+    ap.add_argument("--runtime", type=Path, default=PACKAGE / "Runtime", help="the SDK's sources (another checkout's)")
     args = ap.parse_args()
     if not args.tick:
         ap.error("--tick: the surfaces run from bench/amplification_bench.py --only 'c# sdk'")
-    report = tick_run(args.phase_s)
+    phases = args.phases.split(",")
+    report = tick_run(args.phase_s, phases, args.runtime)
     print(f"Tick() of the C# console game, 20 drones at 60 Hz, against a hostile server; phases of {args.phase_s:g} s")
-    print(f"{'phase':<14}{'frames':>7}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'AI':>6}{'native':>8}{'thrown':>8}")
-    for name in PHASES:
+    head = zip(["frames", "p50 ms", "p99 ms", "max ms", "AI", "native", "thrown"], [7, 9, 9, 9, 6, 8, 8], strict=True)
+    print(f"{'phase':<14}" + "".join(f"{h:>{w}}" for h, w in head) + "  policy")
+    for name in phases:
         p, t = report[name], report[name]["tick_ms"]
         print(f"{name:<14}{p['frames']:>7}{t['p50']:>9.3f}{t['p99']:>9.3f}{t['max']:>9.3f}{p['ai']:>6}{p['native']:>8}"
-              f"{p['thrown']:>8}")  # fmt: skip
+              f"{p['thrown']:>8}  {'in use' if p.get('service_policy') else '-'}")  # fmt: skip
     print(f"peak resident memory of the game: {report['peak_mb']:.0f} MB; stats {json.dumps(report['stats'])}")
     for line in report["said"]:
         print(f"  said: {line[:200]}")

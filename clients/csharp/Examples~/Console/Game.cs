@@ -21,6 +21,7 @@ public static class Game
     private sealed class Phase
     {
         public int Frames, Ai, Cached, Native, Local, Illegal, OldEpoch, Expired, LateAi, Thrown;
+        public bool ServicePolicy; // the service's policy was in use at some frame of the phase
         public List<double> TickMs = new List<double>();
         public Stopwatch Since = Stopwatch.StartNew();
     }
@@ -129,6 +130,7 @@ public static class Game
                 Console.Error.WriteLine(e);
             }
             p.TickMs.Add(t.Elapsed.TotalMilliseconds);
+            p.ServicePolicy |= client.ServicePolicy != null;
             if (frame == 0) Console.WriteLine("ready"); // the first frame ran: the phases may begin
             p.Frames++;
             frame++;
@@ -145,7 +147,7 @@ public static class Game
             {
                 { "frames", p.Frames }, { "ai", p.Ai }, { "cached", p.Cached }, { "native", p.Native },
                 { "local", p.Local }, { "late_ai", p.LateAi }, { "illegal", p.Illegal }, { "old_epoch", p.OldEpoch },
-                { "expired", p.Expired }, { "thrown", p.Thrown },
+                { "expired", p.Expired }, { "thrown", p.Thrown }, { "service_policy", p.ServicePolicy },
                 { "tick_ms", new Dictionary<string, object> { { "p50", at(0.5) }, { "p99", at(0.99) }, { "max", sorted.LastOrDefault() } } },
             };
         }
