@@ -408,10 +408,10 @@ namespace NpcMind
                     Ref = r.Ref, Ended = true, Fail = whole.Over != null ? FailKind.TooLarge : (FailKind?)null, Error = whole.Over,
                 };
             }
-            int cap = Limits.For(result.Status, policy ? policyMaxBytes : Limits.MaxAnswerBytes, Limits.MaxErrorBytes);
-            if (bytes.Length > cap)
+            int max = policy ? policyMaxBytes : Limits.MaxAnswerBytes, cap = Limits.For(result.Status, max, Limits.MaxErrorBytes);
+            if (bytes.Length > cap) // a sender of the game's read past it: refused all the same
             {
-                string name = Limits.Name(result.Status, cap + 1, policy ? "policyMaxBytes" : "Limits.MaxAnswerBytes");
+                string name = Limits.Name(result.Status, max, policy ? "policyMaxBytes" : "Limits.MaxAnswerBytes");
                 settled.Body = TooLarge(Limits.TooLarge(r.Method + " " + r.Path.Split('?')[0] + " answered " + result.Status, cap, name));
                 return settled;
             }

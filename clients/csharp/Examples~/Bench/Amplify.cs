@@ -72,7 +72,13 @@ public static class Amplify
 
     private static Func<string> LoadPolicy(int n)
     {
-        var bytes = Encoding.UTF8.GetBytes(PolicyText.Replace("THRESHOLD", "0." + Digits(n)));
+        // made as bytes: the input's own strings would outweigh what the SDK holds of it
+        int at = PolicyText.IndexOf("THRESHOLD", StringComparison.Ordinal);
+        byte[] head = Encoding.UTF8.GetBytes(PolicyText.Substring(0, at) + "0."), tail = Encoding.UTF8.GetBytes(PolicyText.Substring(at + 9));
+        var bytes = new byte[head.Length + n + tail.Length];
+        head.CopyTo(bytes, 0);
+        for (int i = 0; i < n; i++) bytes[head.Length + i] = (byte)('1' + i % 9);
+        tail.CopyTo(bytes, head.Length + n);
         return () =>
         {
             try
