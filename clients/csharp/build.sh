@@ -42,7 +42,7 @@ mkdir -p build
 MCS=(mcs -langversion:7 -nologo -warnaserror+ -nowarn:1591)
 "${MCS[@]}" -target:library -out:build/NpcMind.Runtime.dll -doc:build/NpcMind.Runtime.xml \
   -r:System.Net.Http.dll -r:System.Numerics.dll Runtime/*.cs
-"${MCS[@]}" -target:library -out:build/NpcMind.Tests.dll -r:build/NpcMind.Runtime.dll -r:"$NUNIT" \
+"${MCS[@]}" -target:library -out:build/NpcMind.Tests.dll -r:build/NpcMind.Runtime.dll -r:"$NUNIT" -r:System.Numerics.dll \
   -r:System.Net.Http.dll Tests/*.cs
 # the console programs of the live tests (tests/test_csharp.py)
 "${MCS[@]}" -target:exe -out:build/NpcMindGame.exe -r:build/NpcMind.Runtime.dll -r:System.Net.Http.dll 'Examples~/Console/Game.cs'

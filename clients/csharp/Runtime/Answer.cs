@@ -89,9 +89,9 @@ namespace NpcMind
             {
                 d = Json.Parse(line);
             }
-            catch (JsonException)
+            catch (JsonException e)
             {
-                problem = "a line is not JSON: " + Errors.Quote(line.Length > 60 ? line.Substring(0, 60) : line);
+                problem = "a line is not JSON (" + e.Message + "): " + Errors.Quote(line.Length > 60 ? line.Substring(0, 60) : line);
                 return null;
             }
             var o = d as IDictionary<string, object>;

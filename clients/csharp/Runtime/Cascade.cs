@@ -108,9 +108,10 @@ namespace NpcMind
             return "/v1/policy?client_id=" + Uri.EscapeDataString(clientId);
         }
 
-        /// <summary>Take the answer to GET /v1/policy: <paramref name="body"/> is the raw bytes as the SDK's
-        /// transport reads them (at most one byte past MaxBytes), or a parsed object (a game's own HTTP); false for
-        /// an answer the scheduler deals with (401, 429, 5xx).</summary>
+        /// <summary>Take the answer to GET /v1/policy: <paramref name="body"/> is the <see cref="Policy"/> the SDK's
+        /// transport loaded off the frame (or the <see cref="PolicyException"/> that refused it), raw bytes (at most
+        /// one byte past MaxBytes: loaded here), or a parsed object (a game's own HTTP); false for an answer the
+        /// scheduler deals with (401, 429, 5xx).</summary>
         public bool Answered(int status, object body, IDictionary<string, string> headers)
         {
             asking = false;
@@ -123,14 +124,17 @@ namespace NpcMind
             if (status != 200) return false;
             var bytes = body as byte[];
             var doc = body as IDictionary<string, object>;
-            Policy loaded = null;
+            Policy loaded = body as Policy;
             try
             {
-                if (bytes != null && bytes.Length > MaxBytes)
-                    throw new PolicyException("GET /v1/policy: the body is larger than "
-                        + MaxBytes.ToString("#,0", System.Globalization.CultureInfo.InvariantCulture)
-                        + " bytes (policyMaxBytes), not read past that");
-                loaded = bytes != null ? Policy.Load(bytes, null, MaxBytes) : Policy.Load(doc ?? new Dictionary<string, object>());
+                if (body is Exception) throw (Exception)body; // refused by the transport, off the frame
+                if (loaded == null)
+                {
+                    if (bytes != null && bytes.Length > MaxBytes)
+                        throw new PolicyException("GET /v1/policy: the body is larger than " + Limits.Bytes(MaxBytes)
+                            + " bytes (policyMaxBytes), not read past that");
+                    loaded = bytes != null ? Policy.Load(bytes, null, MaxBytes) : Policy.Load(doc ?? new Dictionary<string, object>());
+                }
                 if (ManifestVersion != null) loaded.Check(ManifestVersion);
                 Fetched = loaded;
                 string tag;

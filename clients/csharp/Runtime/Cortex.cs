@@ -54,13 +54,18 @@ namespace NpcMind
             var call = new HttpCall
             {
                 Method = "POST", Url = Url, Headers = headers, Body = Encoding.UTF8.GetBytes(Json.Write(body)),
-                TimeoutMs = timeoutMs, MaxBytes = int.MaxValue,
+                TimeoutMs = timeoutMs, MaxBytes = Limits.MaxCortexBytes,
             };
             var result = await http.Call(call).ConfigureAwait(false);
             if (result.Status == 0)
                 throw new CortexException("cannot reach the cortex: "
                     + (result.TimedOut ? "no answer within " + timeoutMs + " ms" : result.Error), Url);
-            string text = Encoding.UTF8.GetString(result.Body ?? new byte[0]);
+            var bytes = result.Body ?? new byte[0];
+            int cap = Limits.For(result.Status, Limits.MaxCortexBytes, Limits.MaxErrorBytes);
+            if (bytes.Length > cap)
+                throw new CortexException(Limits.TooLarge("the cortex answered HTTP " + result.Status, cap,
+                    Limits.Name(result.Status, Limits.MaxCortexBytes, "Limits.MaxCortexBytes")), Url);
+            string text = Encoding.UTF8.GetString(bytes);
             if (result.Status < 200 || result.Status > 299)
                 throw new CortexException("the cortex answered HTTP " + result.Status + ": "
                     + (text.Length > 200 ? text.Substring(0, 200) : text), Url);

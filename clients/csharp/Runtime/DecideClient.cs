@@ -109,12 +109,13 @@ namespace NpcMind
         public Choice Action(string id, IList<string> legalNow = null) { return core.Roster.Action(id, legalNow, clock()); }
 
         /// <summary>Apply the answers that came in, then send what is due. Never blocks, never throws for the
-        /// network.</summary>
+        /// network, and parses nothing: answers, streamed lines and the policy come read (within their caps,
+        /// <see cref="Limits"/>) on the sender's threads.</summary>
         public void Tick(double? now = null)
         {
             if (closed) return; // a frame after Close(): nothing to send, nothing to throw
             double at = now ?? clock();
-            Apply(at);
+            Apply(transport.Drain(), at);
             foreach (var r in core.Tick(at)) transport.Send(r);
         }
 
@@ -125,7 +126,7 @@ namespace NpcMind
         {
             if (!closed) foreach (var r in core.FlushReports()) transport.Send(r);
             transport.WaitIdle(timeoutMs);
-            Apply(clock());
+            Apply(transport.Drain(), clock());
             return transport.InFlight == 0 && core.InFlight == 0;
         }
 
@@ -153,12 +154,13 @@ namespace NpcMind
 
         public void Dispose() { Close(); }
 
-        private void Apply(double now)
+        private void Apply(List<Settled> came, double now)
         {
-            foreach (var s in transport.Drain())
+            foreach (var s in came)
             {
-                if (s.Chunk != null) core.Chunk(s.Ref, s.Chunk, now); // each line it completes is applied now
-                else if (s.Ended) core.End(s.Ref, now, s.Fail);
+                if (s.IsLine) core.Line(s.Ref, s.Line, s.Problem, now); // read off the frame, applied now
+                else if (s.Chunk != null) core.Chunk(s.Ref, s.Chunk, now); // each line it completes is applied now
+                else if (s.Ended) core.End(s.Ref, now, s.Fail, s.Error);
                 else if (s.Fail.HasValue) core.Fail(s.Ref, s.Fail.Value, now);
                 else core.Answer(s.Ref, s.Status, s.Body, s.Headers, now);
             }

@@ -70,8 +70,9 @@ namespace NpcMind
                         using (var stream = await response.Content.ReadAsStreamAsync().ConfigureAwait(false))
                         {
                             if (call.OnChunk != null && result.Status == 200 && media == Transport.Ndjson)
-                                return await Chunks(stream, call.OnChunk, result, token).ConfigureAwait(false);
-                            result.Body = await Capped(stream, call.MaxBytes, token).ConfigureAwait(false);
+                                return await Chunks(stream, call, result, token).ConfigureAwait(false);
+                            int cap = Limits.For(result.Status, call.MaxBytes, call.MaxErrorBytes);
+                            result.Body = await Capped(stream, cap, token).ConfigureAwait(false);
                         }
                     }
                     return result;
@@ -79,20 +80,29 @@ namespace NpcMind
             }
         }
 
-        /// <summary>A streamed answer's bytes handed on as they arrive; broken off midway, the result says why (the
-        /// lines that came stand).</summary>
-        private static async Task<HttpResult> Chunks(Stream stream, Action<byte[]> onChunk, HttpResult result, CancellationToken token)
+        /// <summary>A streamed answer's bytes handed on as they arrive, no further than the call's MaxBytes in all;
+        /// broken off midway (or by OnChunk throwing: the transport's way to stop it), the result says why (the lines
+        /// that came stand).</summary>
+        private static async Task<HttpResult> Chunks(Stream stream, HttpCall call, HttpResult result, CancellationToken token)
         {
             result.Streamed = true;
             var buffer = new byte[8192];
+            long total = 0, max = call.MaxBytes > 0 ? call.MaxBytes : long.MaxValue;
             try
             {
                 int n;
                 while ((n = await stream.ReadAsync(buffer, 0, buffer.Length, token).ConfigureAwait(false)) > 0)
                 {
+                    total += n;
+                    if (total > max)
+                    {
+                        result.Error = "the stream is larger than " + Limits.Bytes(max) + " bytes (MaxBytes), not read past that";
+                        result.TooLarge = true;
+                        break;
+                    }
                     var data = new byte[n];
                     Array.Copy(buffer, data, n);
-                    onChunk(data);
+                    call.OnChunk(data);
                 }
             }
             catch (Exception exc)

@@ -6,7 +6,9 @@
 // game naturally passes: any integral or floating type, decimal, IDictionary with string keys, and any
 // IEnumerable. Every failure of Json.Parse and Json.Write is a JsonException: a game loop catches one type.
 // A number literal is read as the double nearest it, exactly (Doubles, at the end of this file; Jcs writes the
-// canonical form with it), not by the runtime's double.Parse, which on Mono misses by a unit now and then.
+// canonical form with it), not by the runtime's double.Parse, which on Mono misses by a unit now and then. Its work
+// is linear in the literal's length: past Doubles.KeptDigits significant digits the rest only say whether one of
+// them is not 0 (the reading stays exact), so no big integer grows with a hostile number.
 
 using System;
 using System.Collections;
@@ -432,6 +434,11 @@ namespace NpcMind
     /// <summary>Exact conversions between doubles and decimal digits, in integer arithmetic.</summary>
     internal static class Doubles
     {
+        /// <summary>Significant digits read exactly: a halfway point between two doubles has at most 767, so past
+        /// 800 the other digits only count as "one of them is not 0" (a sticky digit). The reading stays the nearest
+        /// double, and its big integers stay of a bounded size however long the literal (linear time).</summary>
+        public const int KeptDigits = 800;
+
         private const double SmallestNormal = 2.2250738585072014E-308;
         private static readonly double[] ExactTens =
         {
@@ -542,6 +549,17 @@ namespace NpcMind
             return x;
         }
 
+        private static readonly object[] Tens = new object[2048]; // 10^k, boxed: a reference is published whole
+
+        /// <summary>10^k, each computed once (every number read past 15 digits needs one or two).</summary>
+        private static BigInteger Ten(int k)
+        {
+            if (k >= Tens.Length) return BigInteger.Pow(10, k);
+            object known = Tens[k];
+            if (known == null) Tens[k] = known = BigInteger.Pow(10, k);
+            return (BigInteger)known;
+        }
+
         /// <summary>A double's bits as m × 2^e2 (m below 2^53; x positive or 0).</summary>
         private static long Parts(double x, out int e2)
         {
@@ -567,8 +585,8 @@ namespace NpcMind
             var high = new BigInteger(4 * m + 2);
             var low = new BigInteger(4 * m - (narrowBelow ? 1 : 2));
             int twos = 2 - e2; // digits × 10^k × 2^(2 - e2), as num / den
-            BigInteger num = digits * BigInteger.Pow(10, Math.Max(k, 0)) * BigInteger.Pow(2, Math.Max(twos, 0));
-            BigInteger den = BigInteger.Pow(10, Math.Max(-k, 0)) * BigInteger.Pow(2, Math.Max(-twos, 0));
+            BigInteger num = (digits * Ten(Math.Max(k, 0))) << Math.Max(twos, 0);
+            BigInteger den = Ten(Math.Max(-k, 0)) << Math.Max(-twos, 0);
             int above = num.CompareTo(low * den), below = num.CompareTo(high * den);
             bool even = m % 2 == 0;
             if (even ? above < 0 : above <= 0) return -1;
@@ -576,25 +594,61 @@ namespace NpcMind
             return 0;
         }
 
-        /// <summary>A JSON number's digits as an integer, and <paramref name="k"/> with value = digits × 10^k.</summary>
-        private static BigInteger Digits(string unsigned, out int k)
+        /// <summary>A JSON number's significant digits as an integer (at most KeptDigits and a sticky one), and
+        /// <paramref name="k"/> with value = digits × 10^k: exact for rounding to a double, in one pass.</summary>
+        internal static BigInteger Digits(string unsigned, out int k)
         {
             int e = unsigned.IndexOfAny(new[] { 'e', 'E' });
-            string mantissa = e < 0 ? unsigned : unsigned.Substring(0, e);
-            int exponent = 0;
+            int end = e < 0 ? unsigned.Length : e;
+            long exponent = 0;
             if (e >= 0)
             {
                 string text = unsigned.Substring(e + 1).TrimStart('+');
-                // an exponent past int's range: clamped (the value is 0 or infinite long before)
+                // an exponent past long's range: clamped (the value is 0 or infinite long before)
                 long big;
                 if (!long.TryParse(text, NumberStyles.AllowLeadingSign, CultureInfo.InvariantCulture, out big))
                     big = text.StartsWith("-", StringComparison.Ordinal) ? long.MinValue : long.MaxValue;
-                exponent = (int)Math.Max(-100000, Math.Min(100000, big));
+                exponent = Math.Max(-(1L << 53), Math.Min(1L << 53, big)); // far past any literal's length
             }
-            int dot = mantissa.IndexOf('.');
-            string whole = dot < 0 ? mantissa : mantissa.Remove(dot, 1);
-            k = exponent - (dot < 0 ? 0 : mantissa.Length - dot - 1);
-            return BigInteger.Parse(whole, CultureInfo.InvariantCulture);
+            var kept = new StringBuilder();
+            long fraction = 0, dropped = 0; // digits after the point; significant digits past KeptDigits
+            bool point = false, sticky = false;
+            for (int i = 0; i < end; i++)
+            {
+                char c = unsigned[i];
+                if (c == '.') { point = true; continue; }
+                if (point) fraction++;
+                if (kept.Length == 0 && c == '0') continue; // a leading zero
+                if (kept.Length < KeptDigits) kept.Append(c);
+                else
+                {
+                    dropped++;
+                    if (c != '0') sticky = true;
+                }
+            }
+            long scale = exponent - fraction + dropped;
+            if (sticky) // some digit past those kept is not 0: a 1 one place further stands for them all
+            {
+                kept.Append('1');
+                scale--;
+            }
+            k = (int)Math.Max(-1000000, Math.Min(1000000, scale)); // 0 or infinite long before either bound
+            return FromDigits(kept);
+        }
+
+        /// <summary>Decimal digits as an integer, 18 at a time (a few multiplications: BigInteger.Parse costs more
+        /// on Mono than the rest of a reading together).</summary>
+        private static BigInteger FromDigits(StringBuilder digits)
+        {
+            BigInteger value = BigInteger.Zero;
+            for (int start = 0; start < digits.Length; start += 18)
+            {
+                int length = Math.Min(18, digits.Length - start);
+                long chunk = 0;
+                for (int i = start; i < start + length; i++) chunk = chunk * 10 + (digits[i] - '0');
+                value = start == 0 ? new BigInteger(chunk) : value * Ten(length) + chunk;
+            }
+            return value;
         }
 
         /// <summary>Decimal digits rounded to <paramref name="p"/> of them, to the closest (a tie to the even

@@ -237,7 +237,7 @@ namespace NpcMind
         /// <summary>The service's signing keys (kid -> base64url), from GET /v1/keys: what outcomes are checked with.</summary>
         public async Task<Dictionary<string, string>> PublicKeys()
         {
-            var got = await Request("GET", "/v1/keys", null).ConfigureAwait(false);
+            var got = await Request("GET", "/v1/keys", null, Limits.MaxKeysBytes, "Limits.MaxKeysBytes").ConfigureAwait(false);
             var keys = Json.Get(got.Value, "keys") as IList<object>;
             if (got.Key != 200 || keys == null)
                 throw new ProtocolException("GET /v1/keys answered " + got.Key + " without keys: " + Errors.ErrorLine(got.Value, ""));
@@ -286,7 +286,8 @@ namespace NpcMind
             string npcId, IDictionary<string, object> tape, IDictionary<string, object> last)
         {
             var body = new Dictionary<string, object> { { "tape", tape }, { "lastResult", last } };
-            var got = await Request("POST", "/npcs/" + Uri.EscapeDataString(npcId) + "/process", body).ConfigureAwait(false);
+            var got = await Request("POST", "/npcs/" + Uri.EscapeDataString(npcId) + "/process", body, Limits.MaxStepBytes,
+                "Limits.MaxStepBytes").ConfigureAwait(false);
             if (got.Key != 200)
                 throw new ProtocolException("the service answered " + got.Key + ": " + Errors.ErrorLine(got.Value, ""));
             var instruction = Json.Get(got.Value, "instruction") as IDictionary<string, object>;
@@ -347,14 +348,16 @@ namespace NpcMind
             return outcome;
         }
 
-        /// <summary>One call: its status and JSON body (an error body of its text when it is not JSON).</summary>
-        private async Task<KeyValuePair<int, object>> Request(string method, string path, object body)
+        /// <summary>One call: its status and JSON body (an error body of its text when it is not JSON), the body
+        /// read no further than one byte past <paramref name="max"/> (an error's past Limits.MaxErrorBytes), and
+        /// parsed off the game's thread.</summary>
+        private async Task<KeyValuePair<int, object>> Request(string method, string path, object body, int max, string capName)
         {
             var headers = new Dictionary<string, string>();
             if (!string.IsNullOrEmpty(options.Token)) headers["authorization"] = "Bearer " + options.Token;
             var call = new HttpCall
             {
-                Method = method, Url = baseUrl + path, Headers = headers, TimeoutMs = options.TimeoutMs, MaxBytes = int.MaxValue,
+                Method = method, Url = baseUrl + path, Headers = headers, TimeoutMs = options.TimeoutMs, MaxBytes = max,
             };
             if (body != null)
             {
@@ -375,16 +378,12 @@ namespace NpcMind
                 throw new ProtocolException("cannot reach the npcmind service at " + baseUrl + ": "
                     + (result.TimedOut ? "no answer within " + options.TimeoutMs + " ms" : result.Error)
                     + " (is `npcmind serve` running there?)");
-            string text = Encoding.UTF8.GetString(result.Body ?? new byte[0]);
-            try
-            {
-                return new KeyValuePair<int, object>(result.Status, Json.Parse(text));
-            }
-            catch (JsonException)
-            {
-                var error = new Dictionary<string, object> { { "message", text.Length > 200 ? text.Substring(0, 200) : text } };
-                return new KeyValuePair<int, object>(result.Status, new Dictionary<string, object> { { "error", error } });
-            }
+            var bytes = result.Body ?? new byte[0];
+            int cap = Limits.For(result.Status, max, Limits.MaxErrorBytes);
+            if (bytes.Length > cap)
+                throw new ProtocolException(Limits.TooLarge(method + " " + path + " answered " + result.Status, cap,
+                    Limits.Name(result.Status, max, capName)));
+            return new KeyValuePair<int, object>(result.Status, Transport.Parse(bytes));
         }
 
         /// <summary>RFC 7396 JSON merge patch: how a Finalize's <c>stateTransform</c> changes the NPC's state.</summary>

@@ -76,6 +76,8 @@ namespace NpcMind
             public Lines Lines;
             /// <summary>Its stream's last line came.</summary>
             public bool Whole;
+            /// <summary>Lines of its stream read so far (at most Limits.MaxStreamLines, then it is ended).</summary>
+            public int LinesRead;
         }
 
         public readonly Stats Stats = new Stats();
@@ -287,26 +289,56 @@ namespace NpcMind
         /// request that is not a decide request in flight are ignored (a game loop must not crash on them).</summary>
         public void Chunk(string reference, byte[] data, double now)
         {
+            var s = Streaming(reference);
+            if (s == null) return;
+            foreach (var line in s.Lines.Feed(data))
+            {
+                string problem;
+                var got = NpcMind.Answer.ReadStreamLine(line, out problem);
+                StreamLine(reference, s, got, problem, now);
+                if (!sent.ContainsKey(reference)) return; // ended at its cap: the rest of the chunk is not read
+            }
+        }
+
+        /// <summary>One line of request <paramref name="reference"/>'s streamed answer, read already (the SDK's
+        /// transport reads them on the sender's thread, off the frame): what <see cref="Answer.ReadStreamLine"/>
+        /// gave, applied as <see cref="Chunk"/> applies a line.</summary>
+        public void Line(string reference, object got, string problem, double now)
+        {
+            var s = Streaming(reference);
+            if (s != null) StreamLine(reference, s, got, problem, now);
+        }
+
+        /// <summary>The decide request in flight a streamed answer is for (its first bytes: the service took every
+        /// entity of it), or null.</summary>
+        private Sent Streaming(string reference)
+        {
             Sent s;
-            if (!sent.TryGetValue(reference, out s) || s.Kind != Kind.Decide) return;
+            if (!sent.TryGetValue(reference, out s) || s.Kind != Kind.Decide) return null;
             if (s.Lines == null) // the 200: the service took every entity of it
             {
                 s.Lines = new Lines();
                 foreach (var p in s.Legal) refusals.Alone.Remove(p.Key);
             }
-            foreach (var line in s.Lines.Feed(data)) StreamLine(s, line, now);
+            return s;
         }
 
         /// <summary>Request <paramref name="reference"/>'s streamed answer ended (a partial line is discarded): cut
         /// before its last line, the lines received stand and every entity of it without one falls back
         /// (<c>unavailable</c>, <see cref="Cut"/>). <paramref name="failed"/>: the transport ended it (no line
         /// within the timeout, the connection lost), said as Fail says it.</summary>
-        public void End(string reference, double now, FailKind? failed = null)
+        public void End(string reference, double now, FailKind? failed = null, string error = null)
         {
             var s = Take(reference);
             if (s == null || s.Kind != Kind.Decide) return;
             decidesInFlight--;
-            if (failed.HasValue) Failed(failed.Value);
+            if (failed.HasValue) Failed(failed.Value, error);
+            Ended(s, now);
+        }
+
+        /// <summary>A stream that ended: cut before its last line, its entities without a line fall back.</summary>
+        private void Ended(Sent s, double now)
+        {
             if (s.Whole)
             {
                 Roster.Release(s.Legal.Select(p => p.Key).ToList(), null); // one the stream did not name: on its refresh
@@ -326,11 +358,18 @@ namespace NpcMind
         /// <summary>One line of a decide request's stream, under the rules of a whole answer: a line for an entity
         /// no longer tracked (or not asked, or answered already) is dropped, a stream for an older epoch is dropped
         /// whole, and a decision's action is checked against the legal actions sent (the roster's Use).</summary>
-        private void StreamLine(Sent s, string line, double now)
+        private void StreamLine(string reference, Sent s, object got, string problem, double now)
         {
             if (s.Whole) return; // nothing counts after the last line
-            string problem;
-            var got = NpcMind.Answer.ReadStreamLine(line, out problem);
+            if (++s.LinesRead > Limits.MaxStreamLines) // lines for ids never asked, without end: no more read
+            {
+                Take(reference);
+                decidesInFlight--;
+                Warn("stream-lines", "the decision stream passed " + Limits.MaxStreamLines
+                    + " lines (Limits.MaxStreamLines): ended there, the rest not read", true);
+                Ended(s, now);
+                return;
+            }
             if (got == null) // that entity is left without a line: it falls back if the stream is cut
             {
                 Stats.Errors++;
@@ -505,6 +544,7 @@ namespace NpcMind
             var answer = NpcMind.Answer.ReadDecideResponse(body, out problem);
             if (answer == null)
             {
+                problem = Errors.ErrorLine(body, problem); // a body past its cap, or not JSON: why
                 Stats.Errors++;
                 Warn("malformed", "the answer to /v1/decide could not be read: " + problem, true);
                 Roster.Release(ids, null);
@@ -570,9 +610,11 @@ namespace NpcMind
             refusals.Said(status, body, session != null);
         }
 
-        private void Failed(FailKind kind)
+        private void Failed(FailKind kind, string error = null)
         {
-            if (kind == FailKind.Timeout)
+            if (kind == FailKind.TooLarge)
+                Warn("too-large:" + Refusals.Number.Replace(error ?? "", "#"), error ?? "an answer passed one of the SDK's caps", true);
+            else if (kind == FailKind.Timeout)
             {
                 string why = timeoutGiven
                     ? "its model may take up to NPCMIND_DEADLINE_MS: leave TimeoutMs out to follow it"

@@ -27,9 +27,12 @@ namespace NpcMind
         public byte[] Body;
         /// <summary>Give up after this long (the sender reports it as <see cref="HttpResult.TimedOut"/>).</summary>
         public double TimeoutMs;
-        /// <summary>Read the answer's body no further than one byte past this (a policy is bounded; the rest is
-        /// never downloaded).</summary>
+        /// <summary>Read the answer's body no further than one byte past this (the rest is never downloaded); a
+        /// streamed answer (<see cref="OnChunk"/>) no further than this in all. 0: no cap of the call's own.</summary>
         public int MaxBytes;
+        /// <summary>The body of a 4xx or 5xx no further than one byte past this (when below MaxBytes): an error is
+        /// read to say what it was.</summary>
+        public int MaxErrorBytes = Limits.MaxErrorBytes;
         /// <summary>Set on a decide request whose answer is asked as a stream: a sender that can, hands on the bytes
         /// of a 200 in <c>application/x-ndjson</c> here as they arrive, then calls <c>done</c> with
         /// <see cref="HttpResult.Streamed"/> set (and <see cref="HttpResult.Error"/> when the stream broke off).
@@ -50,6 +53,9 @@ namespace NpcMind
         /// <summary>The body went to <see cref="HttpCall.OnChunk"/> (Status is the 200 it began with); an Error
         /// here means the stream broke off after it began.</summary>
         public bool Streamed;
+        /// <summary>The sender stopped reading at the call's MaxBytes (a stream; a whole body is read one byte past
+        /// it, which says as much).</summary>
+        public bool TooLarge;
 
         public static HttpResult Failed(bool timedOut, string error)
         {
@@ -86,14 +92,23 @@ namespace NpcMind
     }
 
     /// <summary>What became of one request: an answer (Status, Body, Headers) or why there was none (Fail); for a
-    /// streamed answer, its bytes as they came (Chunk) and then its end (Ended, with Fail when it broke off).</summary>
+    /// streamed answer, its lines read as they came (Line; an empty Chunk first: the stream began) and then its end
+    /// (Ended, with Fail when it broke off or passed a cap).</summary>
     public sealed class Settled
     {
+        /// <summary>Bytes of a streamed answer (the transport gives an empty one when the stream begins; a game's
+        /// own transport may give the bytes as they came).</summary>
         public byte[] Chunk;
+        /// <summary>One line of a streamed answer, read on the sender's thread: a <see cref="Decision"/>, a
+        /// <see cref="StreamEnd"/>, or null with <see cref="Problem"/> (<see cref="Answer.ReadStreamLine"/>).</summary>
+        public bool IsLine;
+        public object Line;
+        public string Problem;
         public bool Ended;
         public string Ref;
         public int Status;
-        /// <summary>The parsed JSON; a 200 of GET /v1/policy as its raw bytes (the cascade loads or refuses them).</summary>
+        /// <summary>The parsed JSON; a 200 of GET /v1/policy as the <see cref="Policy"/> loaded from it, or the
+        /// <see cref="PolicyException"/> that refused it (loaded on the sender's thread, never in the game's frame).</summary>
         public object Body;
         public Dictionary<string, string> Headers;
         /// <summary>Set when there was no answer.</summary>
@@ -102,7 +117,8 @@ namespace NpcMind
     }
 
     /// <summary>Sends requests, each after those it waits for, and queues what became of them. Thread-safe: the
-    /// sender calls back on its own threads.</summary>
+    /// sender calls back on its own threads, where every body is read within its cap (<see cref="Limits"/>) and
+    /// parsed (a policy loaded), so that the game's Tick() only applies what came.</summary>
     public sealed class Transport
     {
         /// <summary>Bodies from this size are sent gzip-compressed (a large scene's telemetry).</summary>
@@ -268,16 +284,18 @@ namespace NpcMind
             var call = new HttpCall
             {
                 Method = r.Method, Url = baseUrl + r.Path, Headers = headers, Body = body,
-                TimeoutMs = timeoutMs(), MaxBytes = policy ? policyMaxBytes : int.MaxValue,
+                TimeoutMs = timeoutMs(), MaxBytes = policy ? policyMaxBytes : Limits.MaxAnswerBytes,
             };
+            var stream = r.Stream ? new StreamRead(r.Ref) : null;
             if (r.Stream)
             {
                 headers["accept"] = Ndjson;
-                call.OnChunk = data => Enqueue(new Settled { Ref = r.Ref, Chunk = data });
+                call.MaxBytes = Math.Max(Limits.MaxAnswerBytes, Limits.MaxStreamBytes);
+                call.OnChunk = data => ReadStream(stream, data); // past a cap it throws: the sender stops reading
             }
             try
             {
-                http.Send(call, result => done(Read(r, policy, result)));
+                http.Send(call, result => done(Read(r, policy, result, stream)));
             }
             catch (Exception exc)
             {
@@ -291,14 +309,74 @@ namespace NpcMind
             lock (gate) if (!closed) queue.Add(s);
         }
 
-        private Settled Read(OutRequest r, bool policy, HttpResult result)
+        /// <summary>What is known of one streamed answer as its bytes come: its lines so far, and the cap it passed.</summary>
+        private sealed class StreamRead
+        {
+            public readonly string Ref;
+            public readonly Lines Lines = new Lines();
+            public long Bytes;
+            public int Count;
+            public bool Begun;
+            /// <summary>Set when the stream passed a cap: what is said, and nothing more is read.</summary>
+            public string Over;
+
+            public StreamRead(string reference) { Ref = reference; }
+        }
+
+        /// <summary>A streamed answer's bytes, on the sender's thread: each line they complete is read here (never in
+        /// the game's frame) and queued for the next tick; past Limits.MaxStreamBytes or Limits.MaxStreamLines
+        /// nothing more is queued, and this throws so that the sender stops reading.</summary>
+        private void ReadStream(StreamRead st, byte[] data)
+        {
+            if (data == null) return;
+            if (st.Over != null) throw new InvalidDataException(st.Over);
+            if (!st.Begun) // the 200 began: the scheduler takes it that the service took every entity of it
+            {
+                st.Begun = true;
+                Enqueue(new Settled { Ref = st.Ref, Chunk = new byte[0] });
+            }
+            long room = Math.Max(0, Limits.MaxStreamBytes - st.Bytes); // bytes past the cap are not read
+            st.Bytes += data.Length;
+            if (room < data.Length)
+            {
+                var part = new byte[room];
+                Array.Copy(data, part, (int)room);
+                data = part;
+            }
+            foreach (var line in st.Lines.Feed(data))
+            {
+                if (++st.Count > Limits.MaxStreamLines)
+                {
+                    st.Over = "the decision stream passed " + Limits.MaxStreamLines
+                        + " lines (Limits.MaxStreamLines): ended there, the rest not read";
+                    break;
+                }
+                string problem;
+                var got = Answer.ReadStreamLine(line, out problem);
+                Enqueue(new Settled { Ref = st.Ref, IsLine = true, Line = got, Problem = problem });
+            }
+            if (st.Over == null && st.Bytes > Limits.MaxStreamBytes) st.Over = StreamTooLarge;
+            if (st.Over != null) throw new InvalidDataException(st.Over);
+        }
+
+        private static readonly string StreamTooLarge = "the decision stream is larger than "
+            + Limits.Bytes(Limits.MaxStreamBytes) + " bytes (Limits.MaxStreamBytes), not read past that";
+
+        private Settled Read(OutRequest r, bool policy, HttpResult result, StreamRead stream)
         {
             if (result != null && result.Streamed)
+            {
+                if ((stream != null && stream.Over != null) || result.TooLarge)
+                {
+                    string why = stream != null && stream.Over != null ? stream.Over : StreamTooLarge;
+                    return new Settled { Ref = r.Ref, Ended = true, Error = why, Fail = FailKind.TooLarge };
+                }
                 return new Settled
                 {
                     Ref = r.Ref, Ended = true, Error = result.Error,
                     Fail = result.Error == null ? (FailKind?)null : result.TimedOut ? FailKind.Timeout : FailKind.Unreachable,
                 };
+            }
             if (result == null || result.Status == 0)
                 return new Settled
                 {
@@ -306,20 +384,38 @@ namespace NpcMind
                     Error = result != null ? result.Error : "no result",
                 };
             var settled = new Settled { Ref = r.Ref, Status = result.Status, Headers = result.Headers ?? new Dictionary<string, string>() };
+            var bytes = result.Body ?? new byte[0];
             if (policy && result.Status == 200)
             {
-                settled.Body = result.Body; // raw: the cascade loads them, or refuses them as too large
+                settled.Body = LoadPolicy(bytes); // here, on the sender's thread: never in the game's frame
                 return settled;
             }
             string media;
             if (r.Stream && result.Status == 200 && result.Headers != null && result.Headers.TryGetValue("content-type", out media)
                 && media.Split(';')[0].Trim().ToLowerInvariant() == Ndjson)
             {
-                // a sender that read the stream whole: its lines all at once, then its end
-                Enqueue(new Settled { Ref = r.Ref, Chunk = result.Body ?? new byte[0] });
-                return new Settled { Ref = r.Ref, Ended = true };
+                // a sender that read the stream whole: its lines (within the stream's caps), then its end
+                var whole = stream ?? new StreamRead(r.Ref);
+                try
+                {
+                    ReadStream(whole, bytes);
+                }
+                catch (InvalidDataException)
+                {
+                }
+                return new Settled
+                {
+                    Ref = r.Ref, Ended = true, Fail = whole.Over != null ? FailKind.TooLarge : (FailKind?)null, Error = whole.Over,
+                };
             }
-            settled.Body = Parse(result.Body);
+            int max = policy ? policyMaxBytes : Limits.MaxAnswerBytes, cap = Limits.For(result.Status, max, Limits.MaxErrorBytes);
+            if (bytes.Length > cap) // a sender of the game's read past it: refused all the same
+            {
+                string name = Limits.Name(result.Status, max, policy ? "policyMaxBytes" : "Limits.MaxAnswerBytes");
+                settled.Body = TooLarge(Limits.TooLarge(r.Method + " " + r.Path.Split('?')[0] + " answered " + result.Status, cap, name));
+                return settled;
+            }
+            settled.Body = Parse(bytes);
             if (r.Path == "/v1/session")
                 lock (gate)
                 {
@@ -334,17 +430,43 @@ namespace NpcMind
             return settled;
         }
 
+        /// <summary>GET /v1/policy's 200, loaded (the cascade checks its manifest version), or why it was refused.</summary>
+        private object LoadPolicy(byte[] bytes)
+        {
+            try
+            {
+                if (bytes.Length > policyMaxBytes)
+                    throw new PolicyException("GET /v1/policy: the body is larger than " + Limits.Bytes(policyMaxBytes)
+                        + " bytes (policyMaxBytes), not read past that");
+                return Policy.Load(bytes, null, policyMaxBytes);
+            }
+            catch (Exception e)
+            {
+                return e as PolicyException ?? new PolicyException(e.Message); // a file this SDK cannot read at all
+            }
+        }
+
+        /// <summary>The error answer of a body past its cap: the game is told which cap, as for any error.</summary>
+        internal static Dictionary<string, object> TooLarge(string message)
+        {
+            var error = new Dictionary<string, object> { { "code", "too_large" }, { "message", message } };
+            return new Dictionary<string, object> { { "error", error } };
+        }
+
         /// <summary>An answer's JSON, or its text as an error message when it has none (a proxy's page).</summary>
-        private static object Parse(byte[] bytes)
+        internal static object Parse(byte[] bytes)
         {
             string text = Encoding.UTF8.GetString(bytes ?? new byte[0]);
             try
             {
                 return Json.Parse(text);
             }
-            catch (JsonException)
+            catch (JsonException e)
             {
-                var error = new Dictionary<string, object> { { "message", text.Length > 200 ? text.Substring(0, 200) : text } };
+                string shown = text.Length > 200 ? text.Substring(0, 200) : text;
+                string start = text.TrimStart();
+                bool json = start.StartsWith("{", StringComparison.Ordinal) || start.StartsWith("[", StringComparison.Ordinal);
+                var error = new Dictionary<string, object> { { "message", json ? "not JSON (" + e.Message + "): " + shown : shown } };
                 return new Dictionary<string, object> { { "error", error } };
             }
         }

@@ -150,6 +150,8 @@ namespace NpcMind
     {
         Timeout,
         Unreachable,
+        /// <summary>The answer passed one of the SDK's caps (<see cref="Limits"/>): not read past it.</summary>
+        TooLarge,
     }
 
     /// <summary>Where the SDK says a problem (once: a game loop would repeat it every frame).</summary>

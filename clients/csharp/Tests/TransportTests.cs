@@ -120,7 +120,7 @@ namespace NpcMind.Tests
         }
 
         [Test]
-        public void APolicyComesAsItsBytesBoundedAndOtherAnswersAsJson()
+        public void APolicyComesLoadedWithinItsBoundAndOtherAnswersAsJson()
         {
             var http = new FakeHttp();
             var t = new Transport("http://svc:1", http, () => 1000, 1234);
@@ -128,10 +128,10 @@ namespace NpcMind.Tests
             Assert.AreEqual(1234, http.Calls[0].Key.MaxBytes);
             http.Answer("/v1/policy", 200, "{\"format\":1}");
             t.Send(Req("r2", "/v1/manifest", null));
-            Assert.AreEqual(int.MaxValue, http.Calls[0].Key.MaxBytes);
+            Assert.AreEqual(Limits.MaxAnswerBytes, http.Calls[0].Key.MaxBytes);
             http.Answer("/v1/manifest", 502, "<html>bad gateway</html>");
             var s = t.Drain();
-            Assert.IsInstanceOf<byte[]>(s[0].Body);
+            Assert.IsInstanceOf<PolicyException>(s[0].Body, "loaded (here refused) where it was read, not in Tick()");
             Assert.AreEqual("<html>bad gateway</html>", Errors.ReadError(s[1].Body).Message, "a page that is not JSON");
         }
 

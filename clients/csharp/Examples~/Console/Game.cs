@@ -3,7 +3,9 @@
 // the protocol: no action outside the legal ones, no decision of an older epoch, none past its expiry. It raises
 // its epoch every 2 s. Phases come on stdin ("phase NAME", then "end"); at the end it prints one JSON line: per
 // phase the frames, the AI and native choices, the violations, and the Tick() times ("ready" after the first frame).
-//   mono NpcMindGame.exe http://127.0.0.1:8080
+// With policy-every-ms=N it also fetches the service's policy every N ms (bench/amplify/sdk_csharp.py --tick: a
+// hostile server's policy must not hold a frame).
+//   mono NpcMindGame.exe http://127.0.0.1:8080 [policy-every-ms=N]
 
 using System;
 using System.Collections.Generic;
@@ -19,6 +21,7 @@ public static class Game
     private sealed class Phase
     {
         public int Frames, Ai, Cached, Native, Local, Illegal, OldEpoch, Expired, LateAi, Thrown;
+        public bool ServicePolicy; // the service's policy was in use at some frame of the phase
         public List<double> TickMs = new List<double>();
         public Stopwatch Since = Stopwatch.StartNew();
     }
@@ -30,6 +33,12 @@ public static class Game
         var options = new DecideClientOptions { Clock = clock };
         options.Scheduler.Log = m => Console.Error.WriteLine("npcmind: " + m);
         options.Scheduler.FetchPolicy = false;
+        foreach (var arg in args.Skip(1))
+            if (arg.StartsWith("policy-every-ms=", StringComparison.Ordinal))
+            {
+                options.Scheduler.FetchPolicy = true;
+                options.Scheduler.PolicyRefreshMs = double.Parse(arg.Substring(16), System.Globalization.CultureInfo.InvariantCulture);
+            }
         var client = new DecideClient(args[0], "csharp-game", options);
         var phases = new Dictionary<string, Phase>();
         var order = new List<string>();
@@ -121,6 +130,7 @@ public static class Game
                 Console.Error.WriteLine(e);
             }
             p.TickMs.Add(t.Elapsed.TotalMilliseconds);
+            p.ServicePolicy |= client.ServicePolicy != null;
             if (frame == 0) Console.WriteLine("ready"); // the first frame ran: the phases may begin
             p.Frames++;
             frame++;
@@ -137,7 +147,7 @@ public static class Game
             {
                 { "frames", p.Frames }, { "ai", p.Ai }, { "cached", p.Cached }, { "native", p.Native },
                 { "local", p.Local }, { "late_ai", p.LateAi }, { "illegal", p.Illegal }, { "old_epoch", p.OldEpoch },
-                { "expired", p.Expired }, { "thrown", p.Thrown },
+                { "expired", p.Expired }, { "thrown", p.Thrown }, { "service_policy", p.ServicePolicy },
                 { "tick_ms", new Dictionary<string, object> { { "p50", at(0.5) }, { "p99", at(0.99) }, { "max", sorted.LastOrDefault() } } },
             };
         }
