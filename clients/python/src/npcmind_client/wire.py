@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from npcmind_client.limits import MAX_STRAY_LINES
+
 Outcome = Literal["done", "failed", "interrupted", "rejected"]
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
 
@@ -104,12 +106,21 @@ def read_stream_line(line: str) -> AIDecision | FallbackDecision | StreamEnd:
     return _decision(d, "$")
 
 
-def read_decide_answer(body: Any) -> DecideAnswer:
-    """The answer's epoch and decisions, or Malformed naming the first problem."""
+def read_decide_answer(body: Any, asked: int | None = None) -> DecideAnswer:
+    """The answer's epoch and decisions, or Malformed naming the first problem; ``asked``: the entities the
+    request carried, one decision each, and MAX_STRAY_LINES more at most (ids not asked, repeats): an answer
+    with more is refused before any is read (bounded work in the game's tick)."""
     if not isinstance(body, dict):
         raise Malformed("expected an object")
+    if "a2g" not in body and isinstance(error := body.get("error"), dict):  # the transport's cap, a proxy's page
+        raise Malformed(str(error.get("message") or "an error, with a 200"))
     _field(body, "a2g", str, "$")
     _field(body, "latency_ms", int, "$")
     epoch = _field(body, "epoch", int, "$")
     decisions = _field(body, "decisions", list, "$")
+    if asked is not None and len(decisions) > asked + MAX_STRAY_LINES:
+        raise Malformed(
+            f"$.decisions: {len(decisions):,} decisions for {asked} entities asked (one each, and at most "
+            f"{MAX_STRAY_LINES} more: MAX_STRAY_LINES)"
+        )
     return DecideAnswer(epoch, [_decision(d, f"decisions[{i}]") for i, d in enumerate(decisions)])

@@ -1,0 +1,42 @@
+"""What the SDK reads of the service at most, in one place (README "Limits"): a hostile or broken server (a
+proxy's page, a 600 MB error, an endless stream) costs the game a bounded read and a clear error, never its
+memory or its frame. Every body is read in chunks and counted: a Content-Length is never trusted alone."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+MAX_ANSWER_BYTES = 1024 * 1024  # a JSON answer: a decide answer of 16 decisions is ~10 kB, a manifest less
+MAX_ERROR_BYTES = 64 * 1024  # an error answer (any status but 2xx and 304): only its message is read
+MAX_STREAM_BYTES = 2 * 1024 * 1024  # a streamed decide answer as a whole: 17 lines of at most 64 KiB each
+MAX_STRAY_LINES = 16  # lines of a stream that answer no entity it asked (unknown ids, repeats, malformed)
+MAX_PROMPT_BYTES = 4 * 1024 * 1024  # GET /v1/prompt (last_prompt): the prompt and the model's answer
+MAX_STEP_BYTES = 4 * 1024 * 1024  # a dialogue step (POST /npcs/{id}/process): its tape and instruction
+MAX_KEYS_BYTES = 64 * 1024  # GET /v1/keys: a few public keys
+TICK_STREAM_BYTES = 256 * 1024  # streamed bytes a tick() applies at most; the rest waits for the next frame
+TOO_LARGE = "answer_too_large"  # the error code of an answer the SDK stopped reading at its cap
+
+
+class TooLarge(ValueError):
+    """A body past its cap: reading stopped there (the message names the cap)."""
+
+
+def too_large(what: str, cap: int, name: str) -> str:
+    """The message of a body read no further than its cap."""
+    return f"{what}: the answer passed {cap:,} bytes ({name}, the SDK's cap): not read past that"
+
+
+def capped(chunks: Iterable[bytes], cap: int, what: str, name: str) -> bytes:
+    """The bytes of a body read chunk by chunk, or TooLarge once they pass ``cap`` (read no further)."""
+    data = bytearray()
+    for chunk in chunks:
+        data += chunk
+        if len(data) > cap:
+            raise TooLarge(too_large(what, cap, name))
+    return bytes(data)
+
+
+def too_large_body(message: str) -> dict[str, Any]:
+    """The service's error shape for an answer the SDK stopped reading: every reader of errors says it."""
+    return {"error": {"code": TOO_LARGE, "message": message}}
