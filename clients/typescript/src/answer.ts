@@ -1,6 +1,7 @@
 /** Reading a /v1/decide answer: checked against the protocol before anything of it reaches the game. */
 
 import { isObject } from "./errors.js";
+import { MAX_STRAY_LINES } from "./limits.js";
 import type { components } from "./wire.js";
 
 export type AIDecision = components["schemas"]["AIDecision"];
@@ -35,12 +36,21 @@ function decisionProblem(d: unknown, at: string): string | null {
   return `${at}.source: must be AI or FALLBACK`;
 }
 
-/** The answer, or what is wrong with it (not npcmind, or another protocol version: never into the game). */
-export function readDecideResponse(body: unknown): DecideResponse | string {
+/** The answer, or what is wrong with it (not npcmind, or another protocol version: never into the game).
+ * `asked`: the entities the request carried, one decision each, and MAX_STRAY_LINES more at most (ids not
+ * asked, repeats): an answer with more is refused before any is read (bounded work in the game's tick). */
+export function readDecideResponse(body: unknown, asked: number | null = null): DecideResponse | string {
   if (!isObject(body)) return "not a JSON object";
+  const error = body["error"];
+  if (!("epoch" in body) && isObject(error)) return String(error["message"] ?? "an error, with a 200");
   if (typeof body["epoch"] !== "number") return "epoch: must be a number";
   const decisions = body["decisions"];
   if (!Array.isArray(decisions)) return "decisions: must be an array";
+  if (asked !== null && decisions.length > asked + MAX_STRAY_LINES)
+    return (
+      `decisions: ${decisions.length.toLocaleString("en-US")} decisions for ${asked} entities asked (one each, ` +
+      `and at most ${MAX_STRAY_LINES} more: MAX_STRAY_LINES)`
+    );
   for (let i = 0; i < decisions.length; i++) {
     const problem = decisionProblem(decisions[i], `decisions[${i}]`);
     if (problem !== null) return problem;
