@@ -286,3 +286,17 @@ def test_a_response_with_an_error_and_a_200_is_said_by_its_message() -> None:
 
     with pytest.raises(Malformed, match="the answer passed"):
         read_decide_answer({"error": {"code": "answer_too_large", "message": "the answer passed 1 bytes"}})
+
+
+def test_a_cortex_answer_is_read_no_further_than_its_cap(hostile: Hostile) -> None:
+    from npcmind_client.cortex import CortexError
+    from npcmind_client.npc_wire import PromptConstraints
+
+    hostile.routes["/v1/chat/completions"] = lambda h: h.endless(200, b" " * 65536, head=b'{"choices":[')
+    cortex = OpenAICortex(f"{hostile.url}/v1", "m", timeout_s=60)
+    try:
+        with pytest.raises(CortexError, match=r"passed 8,388,608 bytes \(MAX_MODEL_BYTES"):
+            cortex.complete("Hello?", PromptConstraints())
+        assert hostile.until_closed("/v1/chat/completions") < READ_PAST
+    finally:
+        cortex.close()

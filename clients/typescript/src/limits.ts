@@ -17,6 +17,8 @@ export const MAX_PROMPT_BYTES = 4 * 1024 * 1024;
 export const MAX_STEP_BYTES = 4 * 1024 * 1024;
 /** GET /v1/keys: a few public keys. */
 export const MAX_KEYS_BYTES = 64 * 1024;
+/** A cortex's (the game's local model's) answer: as the service's providers read theirs. */
+export const MAX_MODEL_BYTES = 8 * 1024 * 1024;
 /** Streamed bytes a `tick()` applies at most; the rest waits for the next frame. */
 export const TICK_STREAM_BYTES = 256 * 1024;
 /** The error code of an answer the SDK stopped reading at its cap. */

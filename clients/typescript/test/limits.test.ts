@@ -265,3 +265,15 @@ test("a dialogue step and the keys are read no further than their caps", async (
   assert.ok((await h.closed("/npcs/mara/process")) < READ_PAST);
   assert.ok((await h.closed("/v1/keys")) < READ_PAST);
 });
+
+test("a cortex answer is read no further than its cap", async (ctx) => {
+  const h = await hostile();
+  ctx.after(h.close);
+  h.routes.set("/v1/chat/completions", endless(200, " ".repeat(65536), "application/json", '{"choices":['));
+  const cortex = new OpenAICortex(`${h.url}/v1`, "m");
+  await assert.rejects(cortex.complete("Hello?", { maxTokens: null, temperature: null, stop: null }), (e: unknown) => {
+    assert.ok(String(e).includes("passed 8,388,608 bytes (MAX_MODEL_BYTES"), String(e));
+    return true;
+  });
+  assert.ok((await h.closed("/v1/chat/completions")) < READ_PAST);
+});

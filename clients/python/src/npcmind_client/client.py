@@ -12,11 +12,10 @@ import msgspec
 
 from npcmind_client.cortex import Cortex
 from npcmind_client.errors import error_line
-from npcmind_client.limits import MAX_ERROR_BYTES, MAX_KEYS_BYTES, MAX_STEP_BYTES, TooLarge
+from npcmind_client.limits import IDENTITY, MAX_ERROR_BYTES, MAX_KEYS_BYTES, MAX_STEP_BYTES, TooLarge, body_bytes
 from npcmind_client.npc_wire import NPCInstruction, PromptConstraints
 from npcmind_client.signing import NotCanonical, signed_payload, verify
 from npcmind_client.store import NpcStore
-from npcmind_client.transport import body_bytes
 from npcmind_client.urls import http_url
 
 MAX_CALLS = 8
@@ -82,8 +81,7 @@ class NpcMind:
         if self._http.is_closed:
             raise ProtocolError("this NpcMind was closed: make a new one")
         try:
-            headers = {"accept-encoding": "identity"}
-            with self._http.stream(method, path, json=body, headers=headers) as r:
+            with self._http.stream(method, path, json=body, headers=IDENTITY) as r:
                 limit, label = (cap, name) if r.status_code == 200 else (MAX_ERROR_BYTES, "MAX_ERROR_BYTES")
                 return r.status_code, body_bytes(r, limit, f"{method} {path}", label)
         except TooLarge as e:

@@ -11,7 +11,6 @@ import json
 import math
 import queue
 import zlib
-from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -19,11 +18,13 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from npcmind_client.limits import (
+    IDENTITY,
     MAX_ANSWER_BYTES,
     MAX_ERROR_BYTES,
     MAX_STREAM_BYTES,
     TooLarge,
-    capped,
+    body_bytes,
+    pieces,
     too_large,
     too_large_body,
 )
@@ -40,7 +41,6 @@ TIMEOUT_MARGIN_S = 5.0
 NDJSON = "application/x-ndjson"  # the media type of a streamed decide answer
 
 Answer = tuple[int, Any, dict[str, str]]
-IDENTITY = {"accept-encoding": "identity"}  # the service never compresses; a body read is counted as sent
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,37 +103,6 @@ def _payload(data: bytes) -> Any:
         return json.loads(data)
     except (ValueError, RecursionError):
         return {"error": {"message": data[:200].decode("utf-8", "replace")}}
-
-
-def body_bytes(r: httpx.Response, cap: int, what: str, name: str) -> bytes:
-    """A response's body read chunk by chunk and counted, TooLarge past ``cap`` (read no further)."""
-    return capped(pieces(r), cap, what, name)
-
-
-def pieces(r: httpx.Response) -> Iterator[bytes]:
-    """A body's pieces as they arrive, as sent or decompressed here in pieces of at most 64 KiB, so a gzip
-    bomb is counted as it unpacks, not after; ValueError for an encoding the SDK does not read."""
-    if r.is_stream_consumed:  # a response made whole (a game's httpx.MockTransport): in memory already
-        return iter([r.content])
-    coding = r.headers.get("content-encoding", "identity").strip().lower()
-    if coding in ("", "identity"):
-        return r.iter_raw()
-    if coding not in ("gzip", "deflate"):
-        raise ValueError(f"the answer is {coding}-encoded, which the SDK does not read (it asks for identity)")
-    return _inflate(r.iter_raw(), 47 if coding == "gzip" else 15)
-
-
-def _inflate(raw: Iterator[bytes], wbits: int) -> Iterator[bytes]:
-    """Decompressed pieces of at most 64 KiB each, however much one compressed chunk unpacks to."""
-    unpack = zlib.decompressobj(wbits=wbits)
-    for chunk in raw:
-        data = chunk
-        while True:
-            piece = unpack.decompress(data, 64 * 1024)
-            yield piece
-            data = unpack.unconsumed_tail
-            if not data and len(piece) < 64 * 1024:
-                break
 
 
 def read_answer(r: httpx.Response, what: str, cap: int = MAX_ANSWER_BYTES, name: str = "MAX_ANSWER_BYTES") -> Answer:
