@@ -300,3 +300,10 @@ def test_a_cortex_answer_is_read_no_further_than_its_cap(hostile: Hostile) -> No
         assert hostile.until_closed("/v1/chat/completions") < READ_PAST
     finally:
         cortex.close()
+
+
+def test_last_prompt_is_read_no_further_than_its_cap(hostile: Hostile) -> None:
+    hostile.routes["/v1/prompt"] = lambda h: h.endless(200, b" " * 65536, head=b'{"prompt":')
+    with client(hostile.url) as c:
+        assert c.last_prompt() is None  # past MAX_PROMPT_BYTES: a debug view gets nothing, the game goes on
+        assert hostile.until_closed("/v1/prompt") < READ_PAST

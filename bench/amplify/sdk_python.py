@@ -205,22 +205,25 @@ class Hostile(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
-def serve(port: int) -> None:
-    """Run the hostile server on ``port`` until killed (its own process: its CPU is not the game's)."""
+def serve(port: int, digits: int) -> None:
+    """Run the hostile server on ``port`` until killed (its own process: its CPU is not the game's); its policy
+    holds eight numbers of ``digits`` digits."""
+    Hostile.POLICY = policy_of(digits)
     server = ThreadingHTTPServer(("127.0.0.1", port), Hostile)
     server.daemon_threads = True
     print(f"listening on {port}", flush=True)
     server.serve_forever()
 
 
-def start_hostile() -> tuple[subprocess.Popen[bytes], str]:
-    """The hostile server in a child process, and its URL."""
+def start_hostile(digits: int = 100_000) -> tuple[subprocess.Popen[bytes], str]:
+    """The hostile server in a child process (its policy: eight numbers of ``digits`` digits), and its URL."""
     import socket
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, __file__, "--serve", str(port)], stdout=subprocess.PIPE)
+    cmd = [sys.executable, __file__, "--serve", str(port), "--digits", str(digits)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE)
     assert proc.stdout is not None
     proc.stdout.readline()
     return proc, f"http://127.0.0.1:{port}"
@@ -237,21 +240,27 @@ def tick_bench(url: str, seconds: float) -> dict[str, Any]:
     handler.emit = lambda record: said.append(record.getMessage()[:90])  # type: ignore[method-assign]
     logging.getLogger("npcmind_client").addHandler(handler)
     samples: list[float] = []
+    gaps: list[float] = []  # from one frame's start to the next: what holds the game between its ticks too
     end = time.monotonic() + seconds
+    last = time.perf_counter()
     while time.monotonic() < end:
         t0 = time.perf_counter()
+        gaps.append(t0 - last)
+        last = t0
         c.tick()
         samples.append(time.perf_counter() - t0)
         time.sleep(max(0.0, 1 / 60 - samples[-1]))
     s = c.stats
     c.close()
-    ordered = sorted(samples)
+    ordered, apart = sorted(samples), sorted(gaps[1:])
     return {
         "sdk": "python",
         "ticks": len(samples),
         "p50_ms": round(statistics.median(ordered) * 1000, 3),
         "p99_ms": round(ordered[int(len(ordered) * 0.99) - 1] * 1000, 3),
         "max_ms": round(ordered[-1] * 1000, 3),
+        "frame_p99_ms": round(apart[int(len(apart) * 0.99) - 1] * 1000, 3),
+        "frame_max_ms": round(apart[-1] * 1000, 3),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "streams_cut": s.streams_cut,
         "requests": s.requests,
@@ -265,11 +274,12 @@ def main() -> None:
     ap.add_argument("--serve", type=int)
     ap.add_argument("--tick", action="store_true")
     ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--digits", type=int, default=100_000, help="of each of the policy's eight numbers")
     args = ap.parse_args()
     if args.serve:
-        serve(args.serve)
+        serve(args.serve, args.digits)
         return
-    proc, url = start_hostile()
+    proc, url = start_hostile(args.digits)
     try:
         print(json.dumps(tick_bench(url, args.seconds)))
     finally:

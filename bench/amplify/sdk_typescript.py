@@ -81,11 +81,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tick", action="store_true", required=True)
     ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--digits", type=int, default=100_000, help="of each of the policy's eight numbers")
     args = ap.parse_args()
     from amplify.sdk_python import start_hostile
 
     build()
-    proc, url = start_hostile()
+    proc, url = start_hostile(args.digits)
     try:
         out = subprocess.run(
             ["node", "bench/hostile.mjs", url, str(args.seconds)], cwd=TS, check=True, capture_output=True

@@ -7,7 +7,7 @@
 import type { LocalPolicy } from "./cascade.js";
 import { type Policy, POLICY_MAX_BYTES } from "./policy.js";
 import { Scheduler, type SchedulerOptions } from "./scheduler.js";
-import { MAX_PROMPT_BYTES, TICK_STREAM_BYTES } from "./limits.js";
+import { isTooLarge, MAX_PROMPT_BYTES, TICK_STREAM_BYTES } from "./limits.js";
 import { type Settled, Transport } from "./transport.js";
 import type { Choice, Logger, OutRequest, Outcome, Stats, TrackOptions } from "./types.js";
 
@@ -153,6 +153,7 @@ export class DecideClient {
     const path = `/v1/prompt?client_id=${encodeURIComponent(this.core.clientId)}`;
     const got = await this.transport.call("GET", path, this.core.headers(), MAX_PROMPT_BYTES, "MAX_PROMPT_BYTES");
     if ("fail" in got || got.status !== 200 || typeof got.body !== "object" || got.body === null) return null;
+    if (isTooLarge(got.body)) return null; // past MAX_PROMPT_BYTES: not read further
     return got.body as Record<string, unknown>;
   }
 

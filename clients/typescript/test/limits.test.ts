@@ -277,3 +277,13 @@ test("a cortex answer is read no further than its cap", async (ctx) => {
   });
   assert.ok((await h.closed("/v1/chat/completions")) < READ_PAST);
 });
+
+test("lastPrompt is read no further than its cap", async (ctx) => {
+  const h = await hostile();
+  ctx.after(h.close);
+  h.routes.set("/v1/prompt", endless(200, " ".repeat(65536), "application/json", '{"prompt":'));
+  const c = client(h.url, () => {});
+  ctx.after(() => c.close());
+  assert.equal(await c.lastPrompt(), null); // past MAX_PROMPT_BYTES: a debug view gets nothing
+  assert.ok((await h.closed("/v1/prompt")) < READ_PAST);
+});

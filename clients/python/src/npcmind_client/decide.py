@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 import httpx
 
 from npcmind_client.limits import MAX_PROMPT_BYTES, TICK_STREAM_BYTES
+from npcmind_client.limits import is_too_large as too_large
 from npcmind_client.options import DecideOptions, options_of
 from npcmind_client.policy import Policy, PolicyError
 from npcmind_client.say import log
@@ -236,7 +237,10 @@ class DecideClient:
         except Exception as e:  # the service is down: a debug view must not break the game
             log.debug("last_prompt: %s", e)
             return None
-        return payload if status == 200 and isinstance(payload, dict) else None
+        if status != 200 or not isinstance(payload, dict) or too_large(payload):
+            log.debug("last_prompt: %s %s", status, str(payload)[:300])  # past MAX_PROMPT_BYTES, or none yet
+            return None
+        return payload
 
     def close(self) -> None:
         """Stop the workers and close the connection, without waiting for answers (a game that quits must

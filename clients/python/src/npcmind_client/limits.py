@@ -42,6 +42,12 @@ def capped(chunks: Iterable[bytes], cap: int, what: str, name: str) -> bytes:
     return bytes(data)
 
 
+def is_too_large(body: Any) -> bool:
+    """Whether an answer is the error shape of a body read no further than its cap."""
+    error = body.get("error") if isinstance(body, dict) else None
+    return isinstance(error, dict) and error.get("code") == TOO_LARGE
+
+
 def too_large_body(message: str) -> dict[str, Any]:
     """The service's error shape for an answer the SDK stopped reading: every reader of errors says it."""
     return {"error": {"code": TOO_LARGE, "message": message}}

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from npcmind_client.cascade import Cascade, LocalPolicy, PolicyFunction
-from npcmind_client.limits import MAX_STRAY_LINES, TOO_LARGE
+from npcmind_client.limits import MAX_STRAY_LINES
+from npcmind_client.limits import is_too_large as _too_large
 from npcmind_client.lines import Lines
 from npcmind_client.options import DecideOptions, options_of
 from npcmind_client.outbox import Outbox
@@ -448,12 +449,6 @@ def _decided(s: Scheduler, sent: _Sent, answered: Answered, now: float) -> None:
         if e is not None and d.id in sent.legal:  # else untracked meanwhile, or not asked
             s.roster.use(e, d, sent.legal[d.id], now)
     s.roster.release(sent.legal, None)
-
-
-def _too_large(body: Any) -> bool:
-    """Whether an answer is the transport's error for a body past its cap (read no further than that)."""
-    error = body.get("error") if isinstance(body, dict) else None
-    return isinstance(error, dict) and error.get("code") == TOO_LARGE
 
 
 def _say_failed(s: Scheduler, kind: FailKind, detail: str) -> None:
