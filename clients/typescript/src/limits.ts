@@ -5,6 +5,8 @@
 
 /** A JSON answer: a decide answer of 16 decisions is ~10 kB, a manifest less. */
 export const MAX_ANSWER_BYTES = 1024 * 1024;
+/** GET /v1/manifest: the operator's whole manifest (64 types of 64 fields). */
+export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
 /** An error answer (any status but 2xx and 304): only its message is read. */
 export const MAX_ERROR_BYTES = 64 * 1024;
 /** A streamed decide answer as a whole: 17 lines of at most 64 KiB each. */

@@ -5,6 +5,7 @@
 
 import {
   MAX_ANSWER_BYTES,
+  MAX_MANIFEST_BYTES,
   MAX_STREAM_BYTES,
   textCapped,
   tooLarge,
@@ -222,7 +223,8 @@ export class Transport {
       }
       if (r.path.startsWith("/v1/policy"))
         return { ref: r.ref, status: res.status, body: await this.policy(res), headers: answered };
-      const answer = await this.read(res, what, cap, name);
+      const [limit, label] = r.path === "/v1/manifest" ? [MAX_MANIFEST_BYTES, "MAX_MANIFEST_BYTES"] : [cap, name];
+      const answer = await this.read(res, what, limit, label);
       if (r.path === "/v1/session") {
         this.tokens.set(r.ref, sessionToken(res.status, answer));
         if (this.tokens.size > 8) this.tokens.delete(this.tokens.keys().next().value as string); // old sessions

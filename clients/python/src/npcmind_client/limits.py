@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 
 MAX_ANSWER_BYTES = 1024 * 1024  # a JSON answer: a decide answer of 16 decisions is ~10 kB, a manifest less
+MAX_MANIFEST_BYTES = 4 * 1024 * 1024  # GET /v1/manifest: the operator's whole manifest (64 types of 64 fields)
 MAX_ERROR_BYTES = 64 * 1024  # an error answer (any status but 2xx and 304): only its message is read
 MAX_STREAM_BYTES = 2 * 1024 * 1024  # a streamed decide answer as a whole: 17 lines of at most 64 KiB each
 MAX_STRAY_LINES = 16  # lines of a stream that answer no entity it asked (unknown ids, repeats, malformed)

@@ -21,6 +21,7 @@ from npcmind_client.limits import (
     IDENTITY,
     MAX_ANSWER_BYTES,
     MAX_ERROR_BYTES,
+    MAX_MANIFEST_BYTES,
     MAX_STREAM_BYTES,
     TooLarge,
     body_bytes,
@@ -180,6 +181,7 @@ class Transport:
                 out.append(item)
                 continue
             ref = item
+            self._stopped.discard(ref)  # its worker is done: a stop that came after is forgotten
             future = self._futures.pop(ref, None)
             if future is None or future.cancelled():
                 continue
@@ -248,8 +250,9 @@ class Transport:
             return self._policy(method, path, headers)
         if stream is not None:
             return self._stream(stream, method, path, body, headers)
+        cap, name = (MAX_MANIFEST_BYTES, "MAX_MANIFEST_BYTES") if path == "/v1/manifest" else (MAX_ANSWER_BYTES, "")
         with self._http.stream(method, path, content=body, headers=headers, timeout=self.timeout_s) as r:
-            answer = read_answer(r, f"{method} {path}")
+            answer = read_answer(r, f"{method} {path}", cap, name or "MAX_ANSWER_BYTES")
         if path == "/v1/health" and not self._given:
             deadline = deadline_timeout(answer[0], answer[1])
             if deadline is not None:  # before the decide requests that wait for it start
