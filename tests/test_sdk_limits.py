@@ -307,3 +307,32 @@ def test_last_prompt_is_read_no_further_than_its_cap(hostile: Hostile) -> None:
     with client(hostile.url) as c:
         assert c.last_prompt() is None  # past MAX_PROMPT_BYTES: a debug view gets nothing, the game goes on
         assert hostile.until_closed("/v1/prompt") < READ_PAST
+
+
+def test_a_trickle_of_one_byte_chunks_counts_each_as_a_kibibyte() -> None:
+    import httpx
+
+    from npcmind_client.limits import MIN_CHUNK_BYTES
+    from npcmind_client.transport import Chunk, End
+
+    pulled = [0]
+
+    def trickle() -> Iterator[bytes]:
+        for _ in range(10**6):  # a million chunks of one byte, if read to the end
+            pulled[0] += 1
+            yield b"\n"
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": NDJSON}, content=trickle())
+
+    t = Transport("http://hostile.test", 60, 1, transport=httpx.MockTransport(handler))
+    try:
+        t.send("r1", "POST", "/v1/decide", b"{}", {}, [], stream=True)
+        t.wait(60)
+        came = t.outcomes()
+    finally:
+        t.close()
+    chunks = [o for o in came if isinstance(o, Chunk)]
+    end = [o for o in came if isinstance(o, End)]
+    assert len(chunks) == MAX_STREAM_BYTES // MIN_CHUNK_BYTES and pulled[0] <= len(chunks) + 2
+    assert len(end) == 1 and "MAX_STREAM_BYTES" in end[0].why

@@ -7,7 +7,7 @@
 import type { LocalPolicy } from "./cascade.js";
 import { type Policy, POLICY_MAX_BYTES } from "./policy.js";
 import { Scheduler, type SchedulerOptions } from "./scheduler.js";
-import { isTooLarge, MAX_PROMPT_BYTES, TICK_STREAM_BYTES } from "./limits.js";
+import { isTooLarge, MAX_PROMPT_BYTES, MIN_CHUNK_BYTES, TICK_STREAM_BYTES } from "./limits.js";
 import { type Settled, Transport } from "./transport.js";
 import type { Choice, Logger, OutRequest, Outcome, Stats, TrackOptions } from "./types.js";
 
@@ -178,7 +178,7 @@ export class DecideClient {
       }
       if ("fail" in s) this.core.fail(s.ref, s.fail, now);
       else if ("chunk" in s) {
-        room -= s.chunk.length;
+        room -= Math.max(s.chunk.length, MIN_CHUNK_BYTES);
         if (!this.core.chunk(s.ref, s.chunk, now)) {
           this.stopped.add(s.ref);
           this.transport.stop(s.ref);

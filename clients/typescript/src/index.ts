@@ -36,6 +36,7 @@ export {
   MAX_STEP_BYTES,
   MAX_STREAM_BYTES,
   MAX_STRAY_LINES,
+  MIN_CHUNK_BYTES,
   TICK_STREAM_BYTES,
   TooLargeError,
 } from "./limits.js";

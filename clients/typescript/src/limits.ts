@@ -23,6 +23,8 @@ export const MAX_KEYS_BYTES = 64 * 1024;
 export const MAX_MODEL_BYTES = 8 * 1024 * 1024;
 /** Streamed bytes a `tick()` applies at most; the rest waits for the next frame. */
 export const TICK_STREAM_BYTES = 256 * 1024;
+/** What a chunk of a stream counts for at least: a trickle of tiny chunks is bounded too. */
+export const MIN_CHUNK_BYTES = 1024;
 /** The error code of an answer the SDK stopped reading at its cap. */
 export const TOO_LARGE = "answer_too_large";
 

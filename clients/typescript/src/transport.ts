@@ -7,6 +7,7 @@ import {
   MAX_ANSWER_BYTES,
   MAX_MANIFEST_BYTES,
   MAX_STREAM_BYTES,
+  MIN_CHUNK_BYTES,
   textCapped,
   tooLarge,
   TooLargeError,
@@ -129,7 +130,7 @@ export class Transport {
         const { done, value } = await reader.read();
         if (done) break;
         timer.arm(); // the timeout runs between chunks: a long answer that keeps coming is not cut
-        size += value.length;
+        size += Math.max(value.length, MIN_CHUNK_BYTES); // at most 2,048 chunks however small
         if (size > MAX_STREAM_BYTES) {
           error = tooLarge(`${what}, a stream`, MAX_STREAM_BYTES, "MAX_STREAM_BYTES");
           await reader.cancel().catch(() => undefined); // no further: the rest is never downloaded

@@ -13,6 +13,7 @@ import {
   MAX_ERROR_BYTES,
   MAX_STREAM_BYTES,
   MAX_STRAY_LINES,
+  MIN_CHUNK_BYTES,
   NpcMind,
   OpenAICortex,
   PolicyError,
@@ -286,4 +287,26 @@ test("lastPrompt is read no further than its cap", async (ctx) => {
   ctx.after(() => c.close());
   assert.equal(await c.lastPrompt(), null); // past MAX_PROMPT_BYTES: a debug view gets nothing
   assert.ok((await h.closed("/v1/prompt")) < READ_PAST);
+});
+
+test("a trickle of one-byte chunks counts each as a kibibyte: the stream ends after 2,048", async () => {
+  let pulled = 0;
+  const trickle = new ReadableStream<Uint8Array>({
+    pull(c) {
+      pulled++;
+      c.enqueue(new Uint8Array([10]));
+    },
+  });
+  const headers = { "content-type": NDJSON };
+  const fetch = async (): Promise<Response> => new Response(trickle, { status: 200, headers });
+  const t = new Transport({ baseUrl: "http://hostile.test", timeoutMs: () => 60_000, fetch });
+  t.send({ ref: "r1", method: "POST", path: "/v1/decide", headers: {}, body: {}, json: "{}", after: [], stream: true });
+  await t.idle();
+  const came = t.drain();
+  const chunks = came.filter((s) => "chunk" in s);
+  const ends = came.filter((s) => "end" in s);
+  assert.equal(chunks.length, MAX_STREAM_BYTES / MIN_CHUNK_BYTES);
+  assert.ok(pulled <= chunks.length + 4, `pulled ${pulled}`);
+  assert.equal(ends.length, 1);
+  assert.ok(JSON.stringify(ends[0]).includes("MAX_STREAM_BYTES"));
 });

@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 
 import httpx
 
-from npcmind_client.limits import MAX_PROMPT_BYTES, TICK_STREAM_BYTES
+from npcmind_client.limits import MAX_PROMPT_BYTES, MIN_CHUNK_BYTES, TICK_STREAM_BYTES
 from npcmind_client.limits import is_too_large as too_large
 from npcmind_client.options import DecideOptions, options_of
 from npcmind_client.policy import Policy, PolicyError
@@ -268,7 +268,7 @@ class DecideClient:
                     self._stopped.discard(done.ref)
                 continue
             if isinstance(done, Chunk):  # a streamed answer's bytes: each line they complete is applied now
-                room -= len(done.data)
+                room -= max(len(done.data), MIN_CHUNK_BYTES)
                 if not self._scheduler.chunk(done.ref, done.data, now_ms):
                     self._stopped.add(done.ref)
                     self._transport.stop(done.ref)

@@ -20,6 +20,7 @@ MAX_STEP_BYTES = 4 * 1024 * 1024  # a dialogue step (POST /npcs/{id}/process): i
 MAX_KEYS_BYTES = 64 * 1024  # GET /v1/keys: a few public keys
 MAX_MODEL_BYTES = 8 * 1024 * 1024  # a cortex's (the game's local model's) answer: as the service's providers
 TICK_STREAM_BYTES = 256 * 1024  # streamed bytes a tick() applies at most; the rest waits for the next frame
+MIN_CHUNK_BYTES = 1024  # what a chunk of a stream counts for at least: a trickle of tiny chunks is bounded too
 TOO_LARGE = "answer_too_large"  # the error code of an answer the SDK stopped reading at its cap
 IDENTITY = {"accept-encoding": "identity"}  # npcmind never compresses an answer: a body is counted as sent
 

@@ -23,6 +23,7 @@ from npcmind_client.limits import (
     MAX_ERROR_BYTES,
     MAX_MANIFEST_BYTES,
     MAX_STREAM_BYTES,
+    MIN_CHUNK_BYTES,
     TooLarge,
     body_bytes,
     pieces,
@@ -276,7 +277,7 @@ class Transport:
                 for data in pieces(r):
                     if ref in self._stopped:
                         break
-                    size += len(data)
+                    size += max(len(data), MIN_CHUNK_BYTES)  # at most 2,048 chunks however small
                     if size > MAX_STREAM_BYTES:
                         why = too_large(f"{method} {path}, a stream", MAX_STREAM_BYTES, "MAX_STREAM_BYTES")
                         break
