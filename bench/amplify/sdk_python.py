@@ -38,7 +38,7 @@ import httpx  # noqa: E402
 from amplify.core import Cost, Surface, in_process, simple  # noqa: E402
 from npcmind_client import DecideClient  # noqa: E402
 from npcmind_client.limits import MAX_ERROR_BYTES, MAX_STRAY_LINES  # noqa: E402
-from npcmind_client.policy import MAX_BYTES, PolicyError  # noqa: E402
+from npcmind_client.policy import MAX_BYTES  # noqa: E402
 from npcmind_client.transport import Transport  # noqa: E402
 from npcmind_client.wire import Malformed, read_stream_line  # noqa: E402
 
@@ -155,7 +155,6 @@ SURFACES: list[Surface] = [
     Surface("Python SDK: a decide stream of n lines for ids never asked", "lines", 1_000,
             f"{MAX_STRAY_LINES} stray lines (MAX_STRAY_LINES)", simple(_strays), cap_at=MAX_STRAY_LINES),
 ]  # fmt: skip
-assert PolicyError  # the policy surface's refusal is a PolicyError handed to the scheduler
 
 
 # --- the hostile server, and a game's tick() against it --------------------------------------------------

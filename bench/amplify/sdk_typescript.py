@@ -4,7 +4,8 @@ Each feed runs ``clients/typescript/bench/amplify.mjs`` in Node (``child``): a d
 has n digits (JSON.parse is linear; the answer is read no further than 1 MiB), GET /v1/policy of n bytes (read
 no further than 16 MiB, loaded in the transport), an error body of n bytes (read no further than 64 KiB), and a
 stream of n lines for ids never asked (ended after 16). The script reports the CPU of the read itself; the same
-surface fed a tiny input is subtracted, and so is that run's peak memory.
+surface fed a tiny input is subtracted, and so is the resident memory that run added (the script's own: a
+child's peak from wait4 also counts the harness's pages at spawn).
 
 ``python bench/amplify/sdk_typescript.py --tick`` measures ``tick()`` of a game in Node against the hostile
 server of ``sdk_python.py`` (its own process): ``clients/typescript/bench/hostile.mjs`` prints the frame time's
@@ -37,11 +38,12 @@ def build() -> None:
         subprocess.run(["npx", "tsc", "-p", "tsconfig.json"], cwd=TS, check=True)
 
 
-def _run(surface: str, n: int) -> tuple[dict[str, object], int]:
+def _run(surface: str, n: int) -> dict[str, object]:
     ran = child(["node", "bench/amplify.mjs", surface, str(n)], cwd=str(TS))
     if ran.code != 0:
         raise RuntimeError(f"amplify.mjs {surface} {n}: exit {ran.code}: {ran.out[-300:].decode(errors='replace')}")
-    return json.loads(ran.out.decode().strip().splitlines()[-1]), ran.peak_bytes
+    out: dict[str, object] = json.loads(ran.out.decode().strip().splitlines()[-1])
+    return out
 
 
 def start(surface: str) -> Callable[[], AbstractContextManager[Feed]]:
@@ -52,12 +54,13 @@ def start(surface: str) -> Callable[[], AbstractContextManager[Feed]]:
         if shutil.which("node") is None:
             raise RuntimeError("node is not installed: the TypeScript SDK's surfaces need Node 20")
         build()
-        base, base_peak = _run(surface, TINY[surface])
+        base = _run(surface, TINY[surface])
 
         def feed(n: int) -> Cost:
-            out, peak = _run(surface, n)
+            out = _run(surface, n)
             seconds = max(0.0, float(out["seconds"]) - float(base["seconds"]))  # type: ignore[arg-type]
-            return Cost(seconds, max(0, peak - base_peak), bool(out["refused"]), str(out["note"]))
+            grown = max(0, int(out["bytes"]) - int(base["bytes"]))  # type: ignore[call-overload]
+            return Cost(seconds, grown, bool(out["refused"]), str(out["note"]))
 
         yield feed
 

@@ -1,7 +1,7 @@
 // One hostile input of size n fed to the TypeScript SDK's own reading code, for bench/amplify/sdk_typescript.py
 // (the harness of issue 39). Bodies come from an injected fetch as a stream of 64 KiB chunks made as read, so the
-// SDK's counting reader is what is measured. Prints one JSON line: the CPU seconds of the read, whether it was
-// refused (read no further than its cap, or refused whole), and what happened.
+// SDK's counting reader is what is measured. Prints one JSON line: the CPU seconds of the read, the resident
+// memory it added, whether it was refused (read no further than its cap, or refused whole), and what happened.
 // Surfaces: number (a decide answer whose confidence has n digits), policy (GET /v1/policy of n bytes of long
 // numbers), error (a 500 of n bytes), strays (a decide stream of n lines for ids never asked).
 // Run: npm run build && node bench/amplify.mjs <surface> <n>
@@ -105,7 +105,10 @@ const feeds = {
 
 const feed = feeds[surface];
 if (feed === undefined) throw new Error(`no surface ${surface}: one of ${Object.keys(feeds).join(", ")}`);
+// memory: the resident set grown by the read (a child's peak from wait4 also counts its parent's pages at spawn)
+const rss = process.memoryUsage().rss;
 const before = process.cpuUsage();
 const out = await feed(size);
 const used = process.cpuUsage(before);
-console.log(JSON.stringify({ seconds: (used.user + used.system) / 1e6, ...out, note: out.note.slice(0, 120) }));
+const bytes = Math.max(0, process.memoryUsage().rss - rss);
+console.log(JSON.stringify({ seconds: (used.user + used.system) / 1e6, bytes, ...out, note: out.note.slice(0, 120) }));
