@@ -336,3 +336,19 @@ def test_a_trickle_of_one_byte_chunks_counts_each_as_a_kibibyte() -> None:
     end = [o for o in came if isinstance(o, End)]
     assert len(chunks) == MAX_STREAM_BYTES // MIN_CHUNK_BYTES and pulled[0] <= len(chunks) + 2
     assert len(end) == 1 and "MAX_STREAM_BYTES" in end[0].why
+
+
+def test_a_manifest_of_numbers_no_int_can_hold_never_raises_into_tick(
+    hostile: Hostile, caplog: pytest.LogCaptureFixture
+) -> None:
+    types = f'{{"bee":{{"refresh_ms":"{"9" * 5000}","ttl_ms":1e400}},"wasp":{{"refresh_ms":"x","ttl_ms":NaN}}}}'
+    hostile.routes["/v1/manifest"] = lambda h: h.whole(200, f'{{"manifest":{{"types":{types}}}}}'.encode())
+    hostile.routes["/v1/health"] = lambda h: h.whole(200, f'{{"deadline_ms":{"9" * 4000}}}'.encode())
+    with DecideClient(hostile.url, "game-1", epoch=1, fetch_policy=False) as c:
+        c.track("b0", "bee", {"hp": 1}, LEGAL)
+        settle(c)  # neither int("9" * 5000), int(inf) nor int(nan) in the game's tick: the defaults hold
+        assert c._scheduler.timings.of("bee") == (4000.0, 12000.0) and c._scheduler.timings.of("wasp") == (
+            4000.0,
+            12000.0,
+        )
+        assert c.timeout_s == 15.0  # a deadline of 4,000 digits is none

@@ -310,3 +310,24 @@ test("a trickle of one-byte chunks counts each as a kibibyte: the stream ends af
   assert.equal(ends.length, 1);
   assert.ok(JSON.stringify(ends[0]).includes("MAX_STREAM_BYTES"));
 });
+
+test("a manifest's refresh that is no number keeps the default refresh, never one that is never due", async (ctx) => {
+  const h = await hostile();
+  ctx.after(h.close);
+  let asked = 0;
+  h.routes.set("/v1/manifest", whole(200, '{"manifest":{"types":{"bee":{"refresh_ms":"x","ttl_ms":1e400}}}}'));
+  h.routes.set("/v1/decide", (res) => {
+    asked++;
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(`{"a2g":"0.1","epoch":0,"latency_ms":1,"decisions":[${ai("b0").trim()}]}`);
+  });
+  let now = 0;
+  const c = new DecideClient(h.url, "g1", { fetchPolicy: false, stream: false, clock: () => now, log: () => {} });
+  ctx.after(() => c.close());
+  c.track("b0", "bee", { hp: 1 }, LEGAL);
+  await settle(c);
+  assert.equal(asked, 1);
+  now = 5000; // past the default refresh (4 s): asked again
+  await settle(c);
+  assert.equal(asked, 2);
+});
