@@ -352,3 +352,27 @@ def test_a_manifest_of_numbers_no_int_can_hold_never_raises_into_tick(
             12000.0,
         )
         assert c.timeout_s == 15.0  # a deadline of 4,000 digits is none
+
+
+def test_numbers_past_a_float_in_decisions_and_refusals_never_raise_into_tick(
+    hostile: Hostile, caplog: pytest.LogCaptureFixture
+) -> None:
+    big = "9" * 400  # an integer Python parses, and no float holds
+    hostile.routes["/v1/decide"] = lambda h: h.whole(200, ai("b0", confidence=big) + ai("b1", ttl=big), NDJSON)
+    with caplog.at_level(logging.WARNING, "npcmind_client"), client(hostile.url) as c:
+        settle(c)  # float(10**400) and now + 10**400 raise OverflowError: each line refused, never raised
+        assert c.action("b0") is None and c.action("b1") is None and c.stats.errors == 3  # two lines, one cut
+    assert "$.confidence: out of range" in caplog.text  # said once: the ttl line is the same kind of problem
+    refusal = {"error": {"code": "invalid", "message": "no", "details": [{"path": f"entities[{'9' * 5000}]"}]}}
+    hostile.routes["/v1/decide"] = lambda h: h.whole(422, json.dumps(refusal).encode())
+    with client(hostile.url) as c:
+        settle(c)  # int() of a 5,000-digit index raised ValueError: now no entity's index, a refusal of the whole
+        assert c.action("b0") is None and c.stats.refused == 0
+
+
+def test_a_session_that_lasts_past_a_float_never_raises_into_tick() -> None:
+    from npcmind_client.session import Session
+
+    s = Session("g", "key")
+    assert s.answered(200, {"session_token": "t", "expires_in_s": 10**400}, 0.0) is None
+    assert s.token == "t" and s.renew_at == float("inf")  # kept, never renewed on a time no float holds

@@ -331,3 +331,16 @@ test("a manifest's refresh that is no number keeps the default refresh, never on
   await settle(c);
   assert.equal(asked, 2);
 });
+
+test("a confidence or a ttl_ms that parses as Infinity is refused: no decision that never expires", async (ctx) => {
+  const h = await hostile();
+  ctx.after(h.close);
+  h.routes.set("/v1/decide", whole(200, ai("b0", "1e400") + ai("b1", "0.5", "1e400"), NDJSON));
+  const said: string[] = [];
+  const c = client(h.url, (m) => said.push(m));
+  ctx.after(() => c.close());
+  await settle(c);
+  assert.equal(c.action("b0"), null);
+  assert.equal(c.action("b1"), null);
+  assert.ok(said.some((m) => m.includes("line.confidence: must be a finite number")), said.join("\n"));
+});

@@ -9,7 +9,7 @@ from typing import Any
 
 from npcmind_client.errors import error_line, read_error
 
-_ENTITY_PATH = re.compile(r"entities\[(\d+)\]\.?")
+_ENTITY_PATH = re.compile(r"entities\[(\d{1,9})\]\.?")  # a request has 16: more digits are no entity's index
 NUMBER = re.compile(r"\d+(?:\.\d+)?")  # the figures in a reason (seconds left, sizes): not a new kind of reason
 
 

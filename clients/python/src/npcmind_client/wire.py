@@ -4,6 +4,7 @@ that is not npcmind's (another protocol version, a proxy) must never reach the g
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -55,14 +56,38 @@ def _field(d: dict[str, Any], key: str, kind: type | tuple[type, ...], where: st
     return value
 
 
+MAX_INTEGER = 2**53 - 1  # the protocol's bound on ttl_ms and the like: a float holds every integer up to it
+
+
+def _ttl(d: dict[str, Any], where: str) -> int:
+    """A decision's ttl_ms: an integer within the protocol's bound (10**400 ms would overflow the clock's sum)."""
+    ttl: int = _field(d, "ttl_ms", int, where)
+    if not -MAX_INTEGER <= ttl <= MAX_INTEGER:
+        raise Malformed(f"{where}.ttl_ms: out of range (at most {MAX_INTEGER:,})")
+    return ttl
+
+
+def _confidence(value: Any, where: str) -> float | None:
+    """A confidence as a finite float, or None: an integer of 400 digits is no float (OverflowError)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise Malformed(f"{where}.confidence: expected a number or null")
+    try:
+        x = float(value)
+    except OverflowError:
+        raise Malformed(f"{where}.confidence: out of range") from None
+    if not math.isfinite(x):
+        raise Malformed(f"{where}.confidence: out of range")
+    return x
+
+
 def _decision(d: Any, where: str) -> AIDecision | FallbackDecision:
     if not isinstance(d, dict):
         raise Malformed(f"{where}: expected an object")
     source = d.get("source")
     if source == "AI":
-        confidence = d.get("confidence")
-        if confidence is not None and (isinstance(confidence, bool) or not isinstance(confidence, (int, float))):
-            raise Malformed(f"{where}.confidence: expected a number or null")
+        confidence = _confidence(d.get("confidence"), where)
         cached = d.get("cached")
         if not isinstance(cached, bool):
             raise Malformed(f"{where}.cached: expected a boolean")
@@ -70,8 +95,8 @@ def _decision(d: Any, where: str) -> AIDecision | FallbackDecision:
             _field(d, "id", str, where),
             _field(d, "action", str, where),
             _field(d, "label", str, where),
-            None if confidence is None else float(confidence),
-            _field(d, "ttl_ms", int, where),
+            confidence,
+            _ttl(d, where),
             _field(d, "decision_id", str, where),
             cached,
         )
@@ -80,7 +105,7 @@ def _decision(d: Any, where: str) -> AIDecision | FallbackDecision:
             _field(d, "id", str, where),
             _field(d, "code", str, where),
             _field(d, "reason", str, where),
-            _field(d, "ttl_ms", int, where),
+            _ttl(d, where),
         )
     raise Malformed(f"{where}.source: expected 'AI' or 'FALLBACK', got {source!r:.60}")
 
