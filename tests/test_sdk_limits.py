@@ -376,3 +376,10 @@ def test_a_session_that_lasts_past_a_float_never_raises_into_tick() -> None:
     s = Session("g", "key")
     assert s.answered(200, {"session_token": "t", "expires_in_s": 10**400}, 0.0) is None
     assert s.token == "t" and s.renew_at == float("inf")  # kept, never renewed on a time no float holds
+
+
+def test_a_retry_after_of_5000_digits_waits_an_hour_not_forever() -> None:
+    from npcmind_client.refusals import MAX_RETRY_AFTER_S, retry_after_ms
+
+    assert retry_after_ms({"retry-after": "9" * 5000}) == MAX_RETRY_AFTER_S * 1000 == 3_600_000
+    assert retry_after_ms({"retry-after": "2.5"}) == 2500

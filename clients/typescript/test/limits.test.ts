@@ -21,6 +21,7 @@ import {
   TICK_STREAM_BYTES,
   Transport,
 } from "../src/index.js";
+import { retryAfterMs } from "../src/refusals.js";
 import { until } from "./live.js";
 
 const MANIFEST = { types: { bee: { refresh_ms: 600_000, ttl_ms: 60_000 } } };
@@ -343,4 +344,9 @@ test("a confidence or a ttl_ms that parses as Infinity is refused: no decision t
   assert.equal(c.action("b0"), null);
   assert.equal(c.action("b1"), null);
   assert.ok(said.some((m) => m.includes("line.confidence: must be a finite number")), said.join("\n"));
+});
+
+test("a Retry-After of 5,000 digits waits an hour, not forever", () => {
+  assert.equal(retryAfterMs({ "retry-after": "9".repeat(5000) }), 3_600_000);
+  assert.equal(retryAfterMs({ "retry-after": "2.5" }), 2500);
 });
