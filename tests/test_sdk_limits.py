@@ -383,3 +383,14 @@ def test_a_retry_after_of_5000_digits_waits_an_hour_not_forever() -> None:
 
     assert retry_after_ms({"retry-after": "9" * 5000}) == MAX_RETRY_AFTER_S * 1000 == 3_600_000
     assert retry_after_ms({"retry-after": "2.5"}) == 2500
+
+
+def test_a_problem_is_remembered_and_logged_in_bounded_text(caplog: pytest.LogCaptureFixture) -> None:
+    from npcmind_client.say import MAX_KEY, MAX_MESSAGE, SayOnce
+
+    say = SayOnce()
+    with caplog.at_level(logging.WARNING, "npcmind_client"):
+        for i in range(3):  # three error bodies of 60 kB, alike in their first 300 characters
+            say("500:" + "x" * 60_000 + str(i), "y" * 60_000)
+    assert len(caplog.records) == 1 and len(caplog.records[0].getMessage()) < MAX_MESSAGE + 100
+    assert max(len(k) for k in say._said) <= MAX_KEY

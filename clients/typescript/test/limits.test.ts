@@ -22,6 +22,7 @@ import {
   Transport,
 } from "../src/index.js";
 import { retryAfterMs } from "../src/refusals.js";
+import { SayOnce } from "../src/say.js";
 import { until } from "./live.js";
 
 const MANIFEST = { types: { bee: { refresh_ms: 600_000, ttl_ms: 60_000 } } };
@@ -349,4 +350,12 @@ test("a confidence or a ttl_ms that parses as Infinity is refused: no decision t
 test("a Retry-After of 5,000 digits waits an hour, not forever", () => {
   assert.equal(retryAfterMs({ "retry-after": "9".repeat(5000) }), 3_600_000);
   assert.equal(retryAfterMs({ "retry-after": "2.5" }), 2500);
+});
+
+test("a problem is remembered and logged in bounded text", () => {
+  const said: string[] = [];
+  const once = new SayOnce((m) => said.push(m));
+  for (let i = 0; i < 3; i++) once.say(`500:${"x".repeat(60_000)}${i}`, "y".repeat(60_000));
+  assert.equal(said.length, 1);
+  assert.ok((said[0] ?? "").length < 2100);
 });
