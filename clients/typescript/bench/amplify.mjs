@@ -97,8 +97,12 @@ const feeds = {
     const c = client(() => new Response(body("", ghosts, total), { status: 200, headers }), {
       log: (m) => said.push(m),
     });
-    c.tick();
-    await c.wait(60_000);
+    for (;;) {
+      c.tick(); // as a game does, a frame at a time: the stream ends at the tick that reads its 17th stray line
+      if (c.stats.streamsCut > 0) break;
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    c.close();
     return { refused: said.some((m) => m.includes("MAX_STRAY_LINES")), note: `streams cut ${c.stats.streamsCut}` };
   },
 };

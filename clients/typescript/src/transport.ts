@@ -51,6 +51,7 @@ export class Transport {
   private readonly running = new Map<string, Promise<void>>();
   private readonly controllers = new Set<AbortController>();
   private readonly streams = new Map<string, AbortController>(); // a streamed request's, to stop reading it
+  private readonly stopped = new Set<string>(); // streams the scheduler ended: read no further
   private queue: Settled[] = [];
   private readonly tokens = new Map<string, string | null>(); // session request ref -> the token it brought
   private closed = false;
@@ -102,9 +103,13 @@ export class Transport {
     return got ?? { ref: "call", fail: "unreachable", error: "a stream where one answer was expected" };
   }
 
-  /** Read no more of request `ref`'s stream (the scheduler ended it): its connection is aborted. */
+  /** Read no more of request `ref`'s stream (the scheduler ended it): its connection is aborted, and its reader
+   * cancelled at its next chunk (a game's own `fetch` may not heed the abort). */
   stop(ref: string): void {
-    this.streams.get(ref)?.abort();
+    const controller = this.streams.get(ref);
+    if (controller === undefined) return; // over already
+    this.stopped.add(ref);
+    controller.abort();
   }
 
   /** Abort what runs and drop what would come: a game that quits must not hang on a slow service. */
@@ -130,6 +135,10 @@ export class Transport {
         const { done, value } = await reader.read();
         if (done) break;
         timer.arm(); // the timeout runs between chunks: a long answer that keeps coming is not cut
+        if (this.stopped.has(ref)) {
+          await reader.cancel().catch(() => undefined);
+          break;
+        }
         size += Math.max(value.length, MIN_CHUNK_BYTES); // at most 2,048 chunks however small
         if (size > MAX_STREAM_BYTES) {
           error = tooLarge(`${what}, a stream`, MAX_STREAM_BYTES, "MAX_STREAM_BYTES");
@@ -142,6 +151,7 @@ export class Transport {
       failed = timer.fired ? "timeout" : "unreachable";
       error = String(exc);
     }
+    this.stopped.delete(ref);
     this.push({ ref, end: true, failed, error });
   }
 
