@@ -353,10 +353,14 @@ def test_a_fetched_policy_is_read_no_further_than_its_bound_and_refused_clearly(
         status, body, headers = t.call("GET", "/v1/policy?client_id=g", {})
     finally:
         t.close()
-    assert status == 200 and isinstance(body, bytes) and len(body) == 100_001
+    assert status == 200 and isinstance(body, PolicyError)  # refused on the worker, never loaded in a tick
     assert sent[0] <= 3  # stopped at the bound: two chunks of 64 KiB hold 100,001 bytes
     cascade = Cascade("g", None, None, 60_000, SayOnce(), "sha256:1", max_bytes=100_000)
     assert cascade.answered(200, body, headers) and cascade.fetched is None
+    assert "larger than 100,000 bytes (policy_max_bytes), not read past that" in caplog.text
+    caplog.clear()
+    own = Cascade("g", None, None, 60_000, SayOnce(), "sha256:1", max_bytes=100_000)  # a game's own HTTP's bytes
+    assert own.answered(200, b" " * 100_001, {}) and own.fetched is None
     assert "larger than 100,000 bytes (policy_max_bytes), not read past that" in caplog.text
     small = json.dumps(json.loads(HANDMADE.read_text())).encode()  # raw bytes within the bound: loaded
     version = json.loads(small)["manifest_version"]

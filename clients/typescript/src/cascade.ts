@@ -103,18 +103,28 @@ export class Cascade {
       return true;
     }
     if (status !== 200) return false;
-    const isDoc = typeof body === "object" && body !== null && !Array.isArray(body) && !(body instanceof Uint8Array);
+    const isDoc =
+      typeof body === "object" &&
+      body !== null &&
+      !Array.isArray(body) &&
+      !(body instanceof Uint8Array) &&
+      !(body instanceof Policy) &&
+      !(body instanceof PolicyError);
     const doc = isDoc ? (body as Record<string, unknown>) : {};
     let loaded: Policy | null = null;
     try {
-      // raw bytes as the SDK's transport gives them (at most one byte past maxBytes, read no further), or a
-      // parsed object (a game's own HTTP)
+      // loaded already by the SDK's transport, out of tick() (or why it could not be); raw bytes (at most one
+      // byte past maxBytes, read no further) or a parsed object, from a game's own HTTP
+      if (body instanceof PolicyError) throw body;
       if (body instanceof Uint8Array && body.length > this.maxBytes)
         throw new PolicyError(
           `GET /v1/policy: the body is larger than ${this.maxBytes.toLocaleString("en-US")} bytes ` +
             "(policyMaxBytes), not read past that",
         );
-      loaded = Policy.load(body instanceof Uint8Array ? body : doc, { maxBytes: this.maxBytes });
+      loaded =
+        body instanceof Policy
+          ? body
+          : Policy.load(body instanceof Uint8Array ? body : doc, { maxBytes: this.maxBytes });
       if (this.manifestVersion !== null) loaded.check(this.manifestVersion);
       this.fetched = loaded;
       this.etag = headers["etag"] ?? null;

@@ -1,5 +1,6 @@
 /** A Cortex on any OpenAI-compatible chat server (llama.cpp, Ollama, vLLM, LM Studio, hosted APIs), with fetch. */
 
+import { MAX_MODEL_BYTES, textCapped, TooLargeError } from "./limits.js";
 import type { Cortex, PromptConstraints } from "./npc.js";
 
 /** Inference failed: the server is down, answered an error, or nothing usable; the message and `url` name the
@@ -50,7 +51,13 @@ export class OpenAICortex implements Cortex {
     } catch (e) {
       throw new CortexError(`cannot reach the cortex: ${String(e)}`, this.url);
     }
-    const text = await res.text();
+    let text: string;
+    try {
+      text = await textCapped(res, MAX_MODEL_BYTES, "POST /chat/completions", "MAX_MODEL_BYTES");
+    } catch (e) {
+      const why = e instanceof TooLargeError ? e.message : `the cortex's answer broke off: ${String(e)}`;
+      throw new CortexError(why, this.url);
+    }
     if (!res.ok) throw new CortexError(`the cortex answered HTTP ${res.status}: ${text.slice(0, 200)}`, this.url);
     try {
       return String(JSON.parse(text).choices[0].message.content ?? "");

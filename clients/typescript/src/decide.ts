@@ -7,7 +7,8 @@
 import type { LocalPolicy } from "./cascade.js";
 import { type Policy, POLICY_MAX_BYTES } from "./policy.js";
 import { Scheduler, type SchedulerOptions } from "./scheduler.js";
-import { Transport } from "./transport.js";
+import { isTooLarge, MAX_PROMPT_BYTES, MIN_CHUNK_BYTES, TICK_STREAM_BYTES } from "./limits.js";
+import { type Settled, Transport } from "./transport.js";
 import type { Choice, Logger, OutRequest, Outcome, Stats, TrackOptions } from "./types.js";
 
 /** How a DecideClient is set up: the scheduler's options, and where its time and HTTP come from. */
@@ -26,6 +27,8 @@ export class DecideClient {
   private readonly transport: Transport;
   private readonly clock: () => number;
   private closed = false;
+  private backlog: Settled[] = []; // what came and waits for a tick with room (TICK_STREAM_BYTES)
+  private readonly stopped = new Set<string>(); // streams the scheduler ended: what still comes of them is dropped
 
   constructor(serviceUrl: string, clientId: string, options: DecideClientOptions = {}) {
     if (!/^https?:\/\/[^/]/.test(serviceUrl)) {
@@ -140,7 +143,7 @@ export class DecideClient {
     const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
     await Promise.race([this.transport.idle(), late]);
     clearTimeout(timer);
-    this.apply(this.clock());
+    this.apply(this.clock(), Number.POSITIVE_INFINITY); // a blocking call: what came is applied whole
     return this.transport.inFlight === 0 && this.core.inFlight === 0;
   }
 
@@ -148,8 +151,9 @@ export class DecideClient {
    * debug overlay; null when there is nothing yet or the service cannot say. It never throws. */
   async lastPrompt(): Promise<Record<string, unknown> | null> {
     const path = `/v1/prompt?client_id=${encodeURIComponent(this.core.clientId)}`;
-    const got = await this.transport.call("GET", path, this.core.headers());
+    const got = await this.transport.call("GET", path, this.core.headers(), MAX_PROMPT_BYTES, "MAX_PROMPT_BYTES");
     if ("fail" in got || got.status !== 200 || typeof got.body !== "object" || got.body === null) return null;
+    if (isTooLarge(got.body)) return null; // past MAX_PROMPT_BYTES: not read further
     return got.body as Record<string, unknown>;
   }
 
@@ -159,13 +163,30 @@ export class DecideClient {
     this.transport.close();
   }
 
-  private apply(now: number): void {
-    for (const s of this.transport.drain()) {
+  /** Apply what came, in order, up to TICK_STREAM_BYTES of streamed bytes a tick (the rest waits for the next
+   * frame, so a flood of lines never holds one); what comes of a stream the scheduler ended is dropped. */
+  private apply(now: number, room = TICK_STREAM_BYTES): void {
+    for (const s of this.transport.drain()) this.backlog.push(s);
+    let at = 0;
+    for (; at < this.backlog.length && room > 0; at++) {
+      const s = this.backlog[at] as Settled;
+      if ("chunk" in s || "end" in s) {
+        if (this.stopped.has(s.ref)) {
+          if ("end" in s) this.stopped.delete(s.ref);
+          continue;
+        }
+      }
       if ("fail" in s) this.core.fail(s.ref, s.fail, now);
-      else if ("chunk" in s) this.core.chunk(s.ref, s.chunk, now);
-      else if ("end" in s) this.core.end(s.ref, now, s.failed);
+      else if ("chunk" in s) {
+        room -= Math.max(s.chunk.length, MIN_CHUNK_BYTES);
+        if (!this.core.chunk(s.ref, s.chunk, now)) {
+          this.stopped.add(s.ref);
+          this.transport.stop(s.ref);
+        }
+      } else if ("end" in s) this.core.end(s.ref, now, s.failed, s.failed === null ? s.error : "");
       else this.core.answer(s.ref, s.status, s.body, s.headers, now);
     }
+    this.backlog = this.backlog.slice(at);
   }
 
   private send(requests: OutRequest[]): void {

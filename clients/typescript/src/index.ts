@@ -26,6 +26,20 @@ export {
   PolicyError,
 } from "./policy.js";
 export { DEFAULT_POLICY_REFRESH_MS, type LocalPolicy } from "./cascade.js";
+export {
+  MAX_ANSWER_BYTES,
+  MAX_ERROR_BYTES,
+  MAX_KEYS_BYTES,
+  MAX_MANIFEST_BYTES,
+  MAX_MODEL_BYTES,
+  MAX_PROMPT_BYTES,
+  MAX_STEP_BYTES,
+  MAX_STREAM_BYTES,
+  MAX_STRAY_LINES,
+  MIN_CHUNK_BYTES,
+  TICK_STREAM_BYTES,
+  TooLargeError,
+} from "./limits.js";
 export { OUTCOMES } from "./types.js";
 export {
   NpcMind,

@@ -3,6 +3,7 @@
  * inference). Nothing of an outcome is applied before its Ed25519 signature verified with WebCrypto. */
 
 import { errorLine, isObject } from "./errors.js";
+import { MAX_KEYS_BYTES, MAX_STEP_BYTES, textCapped, TooLargeError } from "./limits.js";
 import { NotCanonical } from "./jcs.js";
 import { signedPayload, verify } from "./signing.js";
 import type { components } from "./wire.js";
@@ -98,7 +99,7 @@ export class NpcMind {
   /** The service's signing keys (kid -> base64url), fetched once from GET /v1/keys. */
   async publicKeys(refresh = false): Promise<ReadonlyMap<string, string>> {
     if (!refresh && this.keys.size > 0) return this.keys;
-    const { status, body } = await this.request("GET", "/v1/keys");
+    const { status, body } = await this.request("GET", "/v1/keys", undefined, MAX_KEYS_BYTES, "MAX_KEYS_BYTES");
     const keys = isObject(body) && Array.isArray(body["keys"]) ? body["keys"] : null;
     if (status !== 200 || keys === null)
       throw new ProtocolError(`GET /v1/keys answered ${status} without keys: ${errorLine(body, "")}`);
@@ -163,7 +164,7 @@ export class NpcMind {
     const { status, body } = await this.request("POST", `/npcs/${encodeURIComponent(npcId)}/process`, {
       tape,
       lastResult: last,
-    });
+    }, MAX_STEP_BYTES, "MAX_STEP_BYTES");
     if (status !== 200) throw new ProtocolError(`the service answered ${status}: ${errorLine(body, "")}`);
     const instruction = isObject(body) ? body["instruction"] : null;
     const next = isObject(body) ? body["tape"] : null;
@@ -205,10 +206,14 @@ export class NpcMind {
     return { valid: true, dialogue, action, state, remembered: memories.length, audit, steps };
   }
 
+  /** One call to the service: its status and JSON, read no further than `cap` (an error's than
+   * MAX_ERROR_BYTES); a body past its cap, or a service that cannot be reached, is a ProtocolError. */
   private async request(
     method: "GET" | "POST",
     path: string,
-    body?: unknown,
+    body: unknown,
+    cap: number,
+    name: string,
   ): Promise<{ status: number; body: unknown }> {
     const headers: Record<string, string> = { "content-type": "application/json" };
     if (this.options.token) headers["authorization"] = `Bearer ${this.options.token}`;
@@ -222,7 +227,12 @@ export class NpcMind {
         `cannot reach the npcmind service at ${this.base}: ${String(e)} (is \`npcmind serve\` running there?)`,
       );
     }
-    const text = await res.text();
+    let text: string;
+    try {
+      text = await textCapped(res, cap, `${method} ${path}`, name);
+    } catch (e) {
+      throw new ProtocolError(e instanceof TooLargeError ? e.message : `${method} ${path}: ${String(e)}`);
+    }
     try {
       return { status: res.status, body: JSON.parse(text) };
     } catch {

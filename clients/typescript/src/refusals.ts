@@ -42,10 +42,14 @@ export class Refusals {
   }
 }
 
-/** How long a 429 or 5xx asks us to wait (its Retry-After in seconds), in ms; else a second. */
+/** A Retry-After past an hour waits an hour: 1e400 seconds would be never again. */
+export const MAX_RETRY_AFTER_S = 3600;
+
+/** How long a 429 or 5xx asks us to wait (its Retry-After in seconds, at most MAX_RETRY_AFTER_S), in ms; else a
+ * second. */
 export function retryAfterMs(headers: Record<string, string>): number {
   const retry = headers["retry-after"];
-  return retry !== undefined && /^\d+(\.\d+)?$/.test(retry) ? Number(retry) * 1000 : 1000;
+  return retry !== undefined && /^\d+(\.\d+)?$/.test(retry) ? Math.min(Number(retry), MAX_RETRY_AFTER_S) * 1000 : 1000;
 }
 
 /** The entities of a 422 whose every problem lies in one of the request's entities (`sent`: their ids in the

@@ -13,6 +13,7 @@
  * This is a port of the Python SDK's scheduler: the same rules, checked by the same conformance cases. */
 
 import { readDecideResponse } from "./answer.js";
+import { isTooLarge } from "./limits.js";
 import { Cascade, DEFAULT_POLICY_REFRESH_MS, type LocalPolicy } from "./cascade.js";
 import { isObject } from "./errors.js";
 import { Outbox, type OutboxHost } from "./outbox.js";
@@ -242,6 +243,8 @@ export class Scheduler {
 
   /** An answer came back for `ref`: applied by the request's kind (`ANSWERED`; telemetry and reports: the outbox). */
   answer(ref: string, status: number, body: unknown, headers: Record<string, string>, now: number): void {
+    if (status >= 200 && status < 300 && isTooLarge(body) && this.sent.get(ref)?.kind !== "decide")
+      this.warn(`too-large:${ref.replace(/\d+/g, "#")}`, body.error.message); // a decide answer says it itself
     if (this.outbox.owns(ref)) {
       if (this.outbox.answer(ref, status, body)) this.refused(status, body, headers, now);
       return;
@@ -252,25 +255,29 @@ export class Scheduler {
 
   /** Bytes of a streamed decide answer arrived (200, application/x-ndjson; a string: its UTF-8): the lines they
    * complete are applied now, so an entity's decision is usable before the stream ends. */
-  chunk(ref: string, data: Uint8Array | string, now: number): void {
+  chunk(ref: string, data: Uint8Array | string, now: number): boolean {
     const s = this.sent.get(ref);
-    if (s?.kind !== "decide") return; // not a decide request in flight: nothing of it is read
+    if (s?.kind !== "decide") return false; // not a decide request in flight: nothing of it is read
     if (s.stream === null) {
       for (const id of s.legal.keys()) this.refusals.alone.delete(id); // taken: it may go with the others again
       s.stream = new DecisionStream(this.streamHost(), s.legal, s.epoch, s.at);
     }
-    s.stream.feed(data, now);
+    if (s.stream.feed(data, now)) return true;
+    this.take(ref); // ended here (MAX_STRAY_LINES): what still comes of it is not read
+    this.decidesInFlight--;
+    return false;
   }
 
   /** A streamed decide answer's connection closed: without its last line it was cut, and the entities of it
    * without a line fall back (`unavailable`), while the lines received stand. `failed`: the transport ended it
    * (no line within the timeout, the connection lost), said as `fail` says it. */
-  end(ref: string, now: number, failed: FailKind | null = null): void {
+  end(ref: string, now: number, failed: FailKind | null = null, detail = ""): void {
     const s = this.sent.get(ref);
     if (s?.kind !== "decide") return;
     this.take(ref);
     this.decidesInFlight--;
     if (failed !== null) this.failed(failed);
+    else if (detail !== "") this.warn(`stream-end:${detail.replace(/\d+/g, "#")}`, detail); // stopped at its cap
     (s.stream ?? new DecisionStream(this.streamHost(), s.legal, s.epoch, s.at)).end(now);
   }
 
@@ -410,7 +417,7 @@ export class Scheduler {
       return this.roster.release(s.legal.keys(), status === 401 && this.session !== null ? now : null);
     }
     for (const id of s.legal.keys()) this.refusals.alone.delete(id); // taken: it may go with the others again
-    const answer = readDecideResponse(body);
+    const answer = readDecideResponse(body, s.legal.size);
     if (typeof answer === "string") {
       this.stats.errors++;
       this.warn("malformed", `the answer to /v1/decide could not be read: ${answer}`);

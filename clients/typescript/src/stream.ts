@@ -3,6 +3,7 @@
  * from the line's arrival), so an entity's decision reaches the game the moment the model wrote it. */
 
 import { type AIDecision, type FallbackDecision, readStreamLine } from "./answer.js";
+import { MAX_STRAY_LINES } from "./limits.js";
 import { Lines } from "./lines.js";
 import type { Roster } from "./roster.js";
 import type { Stats } from "./types.js";
@@ -24,6 +25,8 @@ export class DecisionStream {
   /** The entities of the request still without a decision line, with the legal actions sent for each. */
   private readonly pending: Map<string, readonly string[]>;
   private last = false;
+  /** Lines that answered no entity the request asked (ids not asked, repeats, lines not read). */
+  private strays = 0;
 
   constructor(
     private readonly host: StreamHost,
@@ -34,9 +37,21 @@ export class DecisionStream {
     this.pending = new Map(legal);
   }
 
-  /** Bytes of the body arrived: every line they complete is applied now. */
-  feed(data: Uint8Array | string, now: number): void {
-    for (const line of this.lines.feed(data)) this.line(line, now);
+  /** Bytes of the body arrived: every line they complete is applied now. False when the stream ended here:
+   * more than MAX_STRAY_LINES of its lines answered no entity it asked (the caller reads no more of it). */
+  feed(data: Uint8Array | string, now: number): boolean {
+    for (const line of this.lines.feed(data)) {
+      if (!this.line(line, now)) this.strays++;
+      if (this.strays + this.lines.overlong > MAX_STRAY_LINES) break;
+    }
+    if (this.strays + this.lines.overlong <= MAX_STRAY_LINES) return true;
+    this.host.warn(
+      "stray-lines",
+      `a decision stream sent more than ${MAX_STRAY_LINES} lines that answer no entity it asked (ids not asked, ` +
+        "repeats, lines that are not decisions): ended there (MAX_STRAY_LINES), the rest fall back",
+    );
+    this.end(now);
+    return false;
   }
 
   /** The connection closed (a partial line is discarded). After the last line, an entity the stream did not
@@ -59,39 +74,42 @@ export class DecisionStream {
     this.host.cut(now);
   }
 
-  private line(text: string, now: number): void {
-    if (this.last) return; // nothing counts after the last line
+  /** One line applied; false for a line that answers no entity the request asked (a stray). */
+  private line(text: string, now: number): boolean {
+    if (this.last) return false; // nothing counts after the last line
     const got = readStreamLine(text);
     if (typeof got === "string") {
       this.host.stats.errors++;
       this.host.warn("malformed-line", `a line of the decision stream could not be read: ${got}`);
-      return; // its entity, if any, is left without a line: it falls back if the stream is cut
+      return false; // its entity, if any, is left without a line: it falls back if the stream is cut
     }
     if ("end" in got) {
       this.last = true;
-      return;
+      return true;
     }
-    this.decision(got.decision, now);
+    return this.decision(got.decision, now);
   }
 
-  private decision(d: AIDecision | FallbackDecision, now: number): void {
+  private decision(d: AIDecision | FallbackDecision, now: number): boolean {
     if (this.epoch !== this.host.roster.epoch) return this.stale(now); // asked for a state the game has left
     const legal = this.pending.get(d.id);
-    if (legal === undefined) return; // not asked in this request, or its line came already
+    if (legal === undefined) return false; // not asked in this request, or its line came already
     this.pending.delete(d.id);
     const e = this.host.roster.entities.get(d.id);
-    if (e === undefined) return; // untracked meanwhile: dropped
+    if (e === undefined) return true; // untracked meanwhile: dropped
     this.host.stats.streamedDecisions++;
     this.host.stats.streamedMsTotal += now - this.sentAt;
     this.host.roster.use(e, d, legal, now); // expiry counted from this line's arrival
+    return true;
   }
 
   /** The game's epoch changed since the request was sent: the rest of the stream is dropped (counted once)
    * and its entities are asked again at once, for the epoch of now. */
-  private stale(now: number): void {
-    if (this.pending.size === 0) return;
+  private stale(now: number): boolean {
+    if (this.pending.size === 0) return false;
     this.host.stats.droppedEpoch++;
     this.host.roster.release(this.pending.keys(), now);
     this.pending.clear();
+    return true;
   }
 }

@@ -54,18 +54,27 @@ export class Timings {
     const defaults = isObject(data["defaults"]) ? data["defaults"] : {};
     const types = isObject(data["types"]) ? data["types"] : {};
     this.types = new Map();
+    const refresh = ms(defaults["refresh_ms"], DEFAULT_REFRESH_MS);
+    const ttl = ms(defaults["ttl_ms"], DEFAULT_TTL_MS);
     for (const [name, t] of Object.entries(types)) {
       const one = isObject(t) ? t : {};
-      const refresh = Number(one["refresh_ms"] || defaults["refresh_ms"] || DEFAULT_REFRESH_MS);
-      const ttl = Number(one["ttl_ms"] || defaults["ttl_ms"] || DEFAULT_TTL_MS);
-      this.types.set(name, [refresh, ttl]);
+      this.types.set(name, [ms(one["refresh_ms"], refresh), ms(one["ttl_ms"], ttl)]);
     }
   }
+}
+
+/** The manifest's bound on ttl_ms and the like (every integer up to it is exact in a double). */
+const MAX_MS = 2 ** 53 - 1;
+
+/** A positive whole number of ms from the manifest, else `fallback`: a string, NaN or an infinity from a broken
+ * or hostile service never becomes a refresh that is never due (Python: `_ms`, the same). */
+function ms(value: unknown, fallback: number): number {
+  return typeof value === "number" && value > 0 && value <= MAX_MS ? Math.trunc(value) : fallback;
 }
 
 /** The service's provider deadline in ms, from a GET /v1/health answer, or null (an older service). Python:
  * `deadline_timeout`, in seconds. */
 export function deadlineTimeoutMs(status: number, body: unknown): number | null {
   const deadline = status === 200 && isObject(body) ? body["deadline_ms"] : null;
-  return typeof deadline === "number" && deadline > 0 ? deadline : null;
+  return typeof deadline === "number" && deadline > 0 && deadline <= MAX_MS ? deadline : null;
 }

@@ -3,7 +3,17 @@
  * decide answer (docs/streaming.md) is queued chunk by chunk as it arrives, so each line reaches the game at
  * the next frame rather than with the whole answer. */
 
-import { POLICY_MAX_BYTES } from "./policy.js";
+import {
+  MAX_ANSWER_BYTES,
+  MAX_MANIFEST_BYTES,
+  MAX_STREAM_BYTES,
+  MIN_CHUNK_BYTES,
+  textCapped,
+  tooLarge,
+  TooLargeError,
+  tooLargeBody,
+} from "./limits.js";
+import { Policy, POLICY_MAX_BYTES, PolicyError } from "./policy.js";
 import { sessionToken } from "./session.js";
 import type { FailKind, OutRequest } from "./types.js";
 
@@ -40,6 +50,8 @@ export class Transport {
   private readonly fetchFn: typeof fetch;
   private readonly running = new Map<string, Promise<void>>();
   private readonly controllers = new Set<AbortController>();
+  private readonly streams = new Map<string, AbortController>(); // a streamed request's, to stop reading it
+  private readonly stopped = new Set<string>(); // streams the scheduler ended: read no further
   private queue: Settled[] = [];
   private readonly tokens = new Map<string, string | null>(); // session request ref -> the token it brought
   private closed = false;
@@ -78,10 +90,26 @@ export class Transport {
     while (this.running.size > 0) await Promise.allSettled([...this.running.values()]);
   }
 
-  /** One request outside the core (a debug view): its status and JSON body. */
-  async call(method: "GET" | "POST", path: string, headers: Record<string, string>): Promise<Reply> {
-    const got = await this.execute({ ref: "call", method, path, headers, body: null, json: null, after: [] });
+  /** One request outside the core (a debug view): its status and JSON body, read within `cap`. */
+  async call(
+    method: "GET" | "POST",
+    path: string,
+    headers: Record<string, string>,
+    cap = MAX_ANSWER_BYTES,
+    name = "MAX_ANSWER_BYTES",
+  ): Promise<Reply> {
+    const request = { ref: "call", method, path, headers, body: null, json: null, after: [] };
+    const got = await this.execute(request, cap, name);
     return got ?? { ref: "call", fail: "unreachable", error: "a stream where one answer was expected" };
+  }
+
+  /** Read no more of request `ref`'s stream (the scheduler ended it): its connection is aborted, and its reader
+   * cancelled at its next chunk (a game's own `fetch` may not heed the abort). */
+  stop(ref: string): void {
+    const controller = this.streams.get(ref);
+    if (controller === undefined) return; // over already
+    this.stopped.add(ref);
+    controller.abort();
   }
 
   /** Abort what runs and drop what would come: a game that quits must not hang on a slow service. */
@@ -97,22 +125,64 @@ export class Transport {
 
   /** A streamed answer's bytes queued as they arrive, then its end; a connection lost in the middle, or no
    * bytes within the timeout, ends it too: the scheduler keeps the lines received, the rest fall back. */
-  private async stream(ref: string, body: ReadableStream<Uint8Array>, timer: Timer): Promise<void> {
+  private async stream(ref: string, body: ReadableStream<Uint8Array>, timer: Timer, what: string): Promise<void> {
     const reader = body.getReader();
     let failed: FailKind | null = null;
     let error = "";
+    let size = 0;
     try {
       for (;;) {
         const { done, value } = await reader.read();
         if (done) break;
         timer.arm(); // the timeout runs between chunks: a long answer that keeps coming is not cut
+        if (this.stopped.has(ref)) {
+          await reader.cancel().catch(() => undefined);
+          break;
+        }
+        size += Math.max(value.length, MIN_CHUNK_BYTES); // at most 2,048 chunks however small
+        if (size > MAX_STREAM_BYTES) {
+          error = tooLarge(`${what}, a stream`, MAX_STREAM_BYTES, "MAX_STREAM_BYTES");
+          await reader.cancel().catch(() => undefined); // no further: the rest is never downloaded
+          break;
+        }
         if (value.length > 0) this.push({ ref, chunk: value });
       }
     } catch (exc) {
       failed = timer.fired ? "timeout" : "unreachable";
       error = String(exc);
     }
+    this.stopped.delete(ref);
     this.push({ ref, end: true, failed, error });
+  }
+
+  /** GET /v1/policy's answer: a 200 read no further than one byte past `policyMaxBytes` and loaded here, out
+   * of the game's `tick()` (the `Policy`, or the `PolicyError` saying why it cannot be used); any other
+   * status its JSON, within MAX_ERROR_BYTES. */
+  private async policy(res: Response): Promise<unknown> {
+    if (res.status !== 200) return this.read(res, "GET /v1/policy", MAX_ANSWER_BYTES, "MAX_ANSWER_BYTES");
+    const max = this.options.policyMaxBytes ?? POLICY_MAX_BYTES;
+    const bytes = await capped(res, max);
+    if (bytes.length > max)
+      return new PolicyError(
+        `GET /v1/policy: the body is larger than ${max.toLocaleString("en-US")} bytes (policyMaxBytes), ` +
+          "not read past that",
+      );
+    try {
+      return Policy.load(bytes, { maxBytes: max });
+    } catch (e) {
+      return e instanceof PolicyError ? e : new PolicyError(String(e));
+    }
+  }
+
+  /** A whole answer's JSON read within `cap` (an error's within MAX_ERROR_BYTES); past it, the error shape
+   * naming the cap, so every reader of errors says it. */
+  private async read(res: Response, what: string, cap: number, name: string): Promise<unknown> {
+    try {
+      return parse(await textCapped(res, cap, what, name));
+    } catch (e) {
+      if (e instanceof TooLargeError) return tooLargeBody(e.message);
+      throw e;
+    }
   }
 
   /** The request's headers, with the token of the session it waited for (`Bearer @<ref>`); null when that
@@ -128,9 +198,10 @@ export class Transport {
   }
 
   /** The request's answer, or null when it came as a stream (queued piece by piece meanwhile). */
-  private async execute(r: OutRequest): Promise<Reply | null> {
+  private async execute(r: OutRequest, cap = MAX_ANSWER_BYTES, name = "MAX_ANSWER_BYTES"): Promise<Reply | null> {
     const controller = new AbortController();
     this.controllers.add(controller);
+    if (r.stream === true) this.streams.set(r.ref, controller);
     const timer = new Timer(this.options.timeoutMs(), () => controller.abort());
     try {
       const headers = this.authorized(r.headers);
@@ -148,6 +219,7 @@ export class Transport {
         if (typeof body !== "string") headers["content-encoding"] = "gzip";
       }
       if (r.stream === true) headers["accept"] = NDJSON;
+      const what = `${r.method} ${r.path.split("?")[0] ?? r.path}`;
       const res = await this.fetchFn(this.base + r.path, {
         method: r.method,
         headers,
@@ -157,16 +229,13 @@ export class Transport {
       const answered: Record<string, string> = {};
       res.headers.forEach((v, k) => (answered[k.toLowerCase()] = v));
       if (r.stream === true && res.status === 200 && res.body !== null && isNdjson(answered["content-type"])) {
-        await this.stream(r.ref, res.body, timer);
+        await this.stream(r.ref, res.body, timer, what);
         return null;
       }
-      if (r.path.startsWith("/v1/policy")) {
-        const bytes = await capped(res, this.options.policyMaxBytes ?? POLICY_MAX_BYTES);
-        const body = res.status === 200 ? bytes : parse(new TextDecoder().decode(bytes));
-        return { ref: r.ref, status: res.status, body, headers: answered };
-      }
-      const text = await res.text();
-      const answer = parse(text);
+      if (r.path.startsWith("/v1/policy"))
+        return { ref: r.ref, status: res.status, body: await this.policy(res), headers: answered };
+      const [limit, label] = r.path === "/v1/manifest" ? [MAX_MANIFEST_BYTES, "MAX_MANIFEST_BYTES"] : [cap, name];
+      const answer = await this.read(res, what, limit, label);
       if (r.path === "/v1/session") {
         this.tokens.set(r.ref, sessionToken(res.status, answer));
         if (this.tokens.size > 8) this.tokens.delete(this.tokens.keys().next().value as string); // old sessions
@@ -177,6 +246,7 @@ export class Transport {
     } finally {
       timer.stop();
       this.controllers.delete(controller);
+      this.streams.delete(r.ref);
     }
   }
 }

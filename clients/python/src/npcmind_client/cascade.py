@@ -118,8 +118,13 @@ class Cascade:
         return True
 
     def _load(self, body: Any) -> Policy:
-        """The policy of a 200: its raw bytes (as the SDK's transport gives them: at most one byte past
-        ``max_bytes``, read no further) or a parsed object (a game's own HTTP)."""
+        """The policy of a 200: loaded already (the SDK's transport loads it on its worker thread, so a large
+        file never holds ``tick()``), or why it could not be; its raw bytes (at most one byte past
+        ``max_bytes``) or a parsed object, from a game's own HTTP."""
+        if isinstance(body, Policy):  # the SDK's transport loads it on its worker, off the game's frame
+            return body
+        if isinstance(body, PolicyError):
+            raise body
         if isinstance(body, bytes | bytearray) and len(body) > self.max_bytes:
             raise PolicyError(
                 f"GET /v1/policy: the body is larger than {self.max_bytes:,} bytes (policy_max_bytes), "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -11,12 +12,18 @@ import msgspec
 
 from npcmind_client.cortex import Cortex
 from npcmind_client.errors import error_line
+from npcmind_client.limits import IDENTITY, MAX_ERROR_BYTES, MAX_KEYS_BYTES, MAX_STEP_BYTES, TooLarge, body_bytes
 from npcmind_client.npc_wire import NPCInstruction, PromptConstraints
 from npcmind_client.signing import NotCanonical, signed_payload, verify
 from npcmind_client.store import NpcStore
 from npcmind_client.urls import http_url
 
 MAX_CALLS = 8
+
+
+def _text(data: bytes) -> str:
+    """The start of a body, as text for a message."""
+    return data[:200].decode("utf-8", "replace")
 
 
 class ProtocolError(Exception):
@@ -58,21 +65,27 @@ class NpcMind:
     def public_keys(self, refresh: bool = False) -> dict[str, str]:
         """The service's signing keys (kid → base64url), fetched once from GET /v1/keys."""
         if refresh or not self._keys:
-            r = self._request("GET", "/v1/keys")
-            if r.status_code != 200:
-                raise ProtocolError(f"GET /v1/keys answered {r.status_code}")
+            status, data = self._request("GET", "/v1/keys", None, MAX_KEYS_BYTES, "MAX_KEYS_BYTES")
+            if status != 200:
+                raise ProtocolError(f"GET /v1/keys answered {status}")
             try:
-                self._keys = {k["kid"]: k["public_key"] for k in r.json()["keys"]}
+                self._keys = {k["kid"]: k["public_key"] for k in json.loads(data)["keys"]}
             except (ValueError, KeyError, TypeError, RecursionError):
-                raise ProtocolError(f"GET /v1/keys answered without keys: {r.text[:200]}") from None
+                raise ProtocolError(f"GET /v1/keys answered without keys: {_text(data)}") from None
         return self._keys
 
-    def _request(self, method: str, path: str, body: Any = None) -> httpx.Response:
-        """One call to the service; a service that cannot be reached is a ProtocolError that says where."""
+    def _request(self, method: str, path: str, body: Any, cap: int, name: str) -> tuple[int, bytes]:
+        """One call to the service: its status and body, read no further than ``cap`` (an error's than
+        MAX_ERROR_BYTES); a service that cannot be reached, or a body past its cap, is a ProtocolError that
+        says where."""
         if self._http.is_closed:
             raise ProtocolError("this NpcMind was closed: make a new one")
         try:
-            return self._http.request(method, path, json=body)
+            with self._http.stream(method, path, json=body, headers=IDENTITY) as r:
+                limit, label = (cap, name) if r.status_code == 200 else (MAX_ERROR_BYTES, "MAX_ERROR_BYTES")
+                return r.status_code, body_bytes(r, limit, f"{method} {path}", label)
+        except TooLarge as e:
+            raise ProtocolError(str(e)) from None
         except httpx.HTTPError as e:
             raise ProtocolError(
                 f"cannot reach the npcmind service at {self._http.base_url}: {e or e.__class__.__name__} "
@@ -84,24 +97,25 @@ class NpcMind:
     def _step(
         self, npc_id: str, tape: dict[str, Any], last: dict[str, Any] | None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        r = self._request("POST", f"/npcs/{quote(npc_id, safe='')}/process", {"tape": tape, "lastResult": last})
-        if r.status_code != 200:
+        path = f"/npcs/{quote(npc_id, safe='')}/process"
+        status, data = self._request("POST", path, {"tape": tape, "lastResult": last}, MAX_STEP_BYTES, "MAX_STEP_BYTES")
+        if status != 200:
             try:
-                payload = r.json()
+                payload = json.loads(data)
             except (ValueError, RecursionError):
                 payload = None
-            raise ProtocolError(f"the service answered {r.status_code}: {error_line(payload, r.text[:200])}")
+            raise ProtocolError(f"the service answered {status}: {error_line(payload, _text(data))}")
         try:
-            body = r.json()
+            body = json.loads(data)
             instruction, tape = body["instruction"], body["tape"]
         except (ValueError, KeyError, TypeError, RecursionError):
-            raise ProtocolError(f"the service answered 200 without an instruction and tape: {r.text[:200]}") from None
+            raise ProtocolError(f"the service answered 200 without an instruction and tape: {_text(data)}") from None
         try:  # checked against the protocol, used as sent (a Finalize is verified over its own bytes' values)
             msgspec.convert(instruction, NPCInstruction)
         except msgspec.ValidationError as e:
-            raise ProtocolError(f"the service's instruction is not one this SDK knows ({e}): {r.text[:200]}") from None
+            raise ProtocolError(f"the service's instruction is not one this SDK knows ({e}): {_text(data)}") from None
         if not isinstance(tape, dict):
-            raise ProtocolError(f"the service's tape is not an object: {r.text[:200]}")
+            raise ProtocolError(f"the service's tape is not an object: {_text(data)}")
         return instruction, tape
 
     def process(

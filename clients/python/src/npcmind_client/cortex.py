@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Protocol
 
 import httpx
 
+from npcmind_client.limits import IDENTITY, MAX_ERROR_BYTES, MAX_MODEL_BYTES, TooLarge, body_bytes
 from npcmind_client.npc_wire import PromptConstraints
 from npcmind_client.params import error_text, first_not_refused, refused_parameter
 from npcmind_client.urls import http_url
@@ -71,27 +73,35 @@ class OpenAICortex:
             body = self._body(prompt, constraints)
             if self._http.is_closed:
                 raise CortexError("this cortex was closed: make a new one", self.url)
-            try:
-                r = self._http.post("/chat/completions", json=body)
-            except httpx.HTTPError as e:
-                raise CortexError(f"cannot reach the cortex: {e}", self.url) from None
-            if r.status_code < 400:
+            status, data = self._post(body)
+            if status < 400:
                 break
             try:
-                answer: object = r.json()
+                answer: object = json.loads(data)
             except (ValueError, RecursionError):
                 answer = None
-            name = refused_parameter(r.status_code, answer, body, OPTIONAL)
+            name = refused_parameter(status, answer, body, OPTIONAL)
             if name is None:
-                raise CortexError(
-                    f"the cortex answered HTTP {r.status_code}: {error_text(r.content, answer)}", self.url
-                )
+                raise CortexError(f"the cortex answered HTTP {status}: {error_text(data, answer)}", self.url)
             self.refused.add(name)
-            log.warning("the cortex model %s refused %r; it is no longer sent: %s", self.model, name, r.text[:200])
+            text = data[:200].decode("utf-8", "replace")
+            log.warning("the cortex model %s refused %r; it is no longer sent: %s", self.model, name, text)
         try:
-            return str(r.json()["choices"][0]["message"]["content"] or "")
+            return str(json.loads(data)["choices"][0]["message"]["content"] or "")
         except (ValueError, KeyError, IndexError, TypeError, RecursionError):  # RecursionError: nested too deep
             raise CortexError("the cortex answered without choices[0].message.content", self.url) from None
+
+    def _post(self, body: dict[str, object]) -> tuple[int, bytes]:
+        """POST /chat/completions: its status and body, read no further than MAX_MODEL_BYTES (an error's than
+        MAX_ERROR_BYTES): a CortexError past that, or when the model cannot be reached."""
+        try:
+            with self._http.stream("POST", "/chat/completions", json=body, headers=IDENTITY) as r:
+                cap, name = (MAX_MODEL_BYTES, "MAX_MODEL_BYTES") if r.status_code < 400 else (MAX_ERROR_BYTES, "")
+                return r.status_code, body_bytes(r, cap, "POST /chat/completions", name or "MAX_ERROR_BYTES")
+        except TooLarge as e:
+            raise CortexError(str(e), self.url) from None
+        except httpx.HTTPError as e:
+            raise CortexError(f"cannot reach the cortex: {e}", self.url) from None
 
     def close(self) -> None:
         """Close connections."""

@@ -11,17 +11,21 @@ applied at the first ``tick()`` after its line arrived (docs/streaming.md).
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
 import httpx
 
+from npcmind_client.limits import MAX_PROMPT_BYTES, MIN_CHUNK_BYTES, TICK_STREAM_BYTES
+from npcmind_client.limits import is_too_large as too_large
 from npcmind_client.options import DecideOptions, options_of
 from npcmind_client.policy import Policy, PolicyError
 from npcmind_client.say import log
 from npcmind_client.scheduler import Choice, Entity, LocalPolicy, PolicyFunction, Request, Scheduler, Stats
 from npcmind_client.transport import Chunk, End, Transport, encode
+from npcmind_client.transport import Outcome as Came
 from npcmind_client.urls import http_url
 from npcmind_client.wire import Outcome
 
@@ -63,6 +67,8 @@ class DecideClient:
         self._transport = Transport(base, o.timeout_s, o.workers, o.policy_max_bytes, transport)
         self._clock = clock
         self._closed = False
+        self._backlog: deque[Came] = deque()  # what came and waits for a tick with room (TICK_STREAM_BYTES)
+        self._stopped: set[str] = set()  # streams the scheduler ended: what still comes of them is dropped
 
     @property
     def world(self) -> dict[str, Any]:
@@ -215,6 +221,8 @@ class DecideClient:
                 self._send(request)
         self._transport.wait(timeout_s)
         self._apply(self._now())
+        while self._backlog:  # a blocking call: what came is applied whole, past a tick's room
+            self._apply(self._now())
         return self._scheduler.in_flight() == 0
 
     def last_prompt(self) -> dict[str, Any] | None:
@@ -223,11 +231,16 @@ class DecideClient:
         frame. None when there is nothing yet or the service cannot say; it never raises."""
         path = f"/v1/prompt?{urlencode({'client_id': self.client_id})}"
         try:
-            status, payload, _ = self._transport.call("GET", path, self._scheduler.headers())
+            status, payload, _ = self._transport.call(
+                "GET", path, self._scheduler.headers(), MAX_PROMPT_BYTES, "MAX_PROMPT_BYTES"
+            )
         except Exception as e:  # the service is down: a debug view must not break the game
             log.debug("last_prompt: %s", e)
             return None
-        return payload if status == 200 and isinstance(payload, dict) else None
+        if status != 200 or not isinstance(payload, dict) or too_large(payload):
+            log.debug("last_prompt: %s %s", status, str(payload)[:300])  # past MAX_PROMPT_BYTES, or none yet
+            return None
+        return payload
 
     def close(self) -> None:
         """Stop the workers and close the connection, without waiting for answers (a game that quits must
@@ -244,9 +257,21 @@ class DecideClient:
     # --- between the scheduler and the transport ----------------------------------------------------
 
     def _apply(self, now_ms: float) -> None:
-        for done in self._transport.outcomes():
+        """Apply what came, in order, up to TICK_STREAM_BYTES of streamed bytes a tick (the rest waits for the
+        next frame, so a flood of lines never holds one); what comes of a stream the scheduler ended is dropped."""
+        self._backlog.extend(self._transport.outcomes())
+        room = TICK_STREAM_BYTES
+        while self._backlog and room > 0:
+            done = self._backlog.popleft()
+            if isinstance(done, Chunk | End) and done.ref in self._stopped:
+                if isinstance(done, End):
+                    self._stopped.discard(done.ref)
+                continue
             if isinstance(done, Chunk):  # a streamed answer's bytes: each line they complete is applied now
-                self._scheduler.chunk(done.ref, done.data, now_ms)
+                room -= max(len(done.data), MIN_CHUNK_BYTES)
+                if not self._scheduler.chunk(done.ref, done.data, now_ms):
+                    self._stopped.add(done.ref)
+                    self._transport.stop(done.ref)
             elif isinstance(done, End):
                 self._scheduler.end(done.ref, now_ms, done.failed, done.why)
             elif done.answer is not None:

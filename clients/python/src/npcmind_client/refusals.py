@@ -9,7 +9,7 @@ from typing import Any
 
 from npcmind_client.errors import error_line, read_error
 
-_ENTITY_PATH = re.compile(r"entities\[(\d+)\]\.?")
+_ENTITY_PATH = re.compile(r"entities\[(\d{1,9})\]\.?")  # a request has 16: more digits are no entity's index
 NUMBER = re.compile(r"\d+(?:\.\d+)?")  # the figures in a reason (seconds left, sizes): not a new kind of reason
 
 
@@ -52,7 +52,13 @@ class Refusals:
         self._say(f"{status}:{NUMBER.sub('#', msg)}", msg, True)
 
 
+MAX_RETRY_AFTER_S = 3600.0  # a Retry-After past an hour waits an hour: 10**400 s would be never again
+
+
 def retry_after_ms(headers: dict[str, str]) -> float:
-    """How long a 429 or 5xx asks us to wait (its Retry-After in seconds), else a second."""
+    """How long a 429 or 5xx asks us to wait (its Retry-After in seconds, at most MAX_RETRY_AFTER_S), else a
+    second."""
     retry = headers.get("retry-after")
-    return float(retry) * 1000 if retry and retry.replace(".", "", 1).isdigit() else 1000.0
+    if not (retry and retry.replace(".", "", 1).isdigit()):
+        return 1000.0
+    return min(float(retry), MAX_RETRY_AFTER_S) * 1000

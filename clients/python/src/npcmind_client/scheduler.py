@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from npcmind_client.cascade import Cascade, LocalPolicy, PolicyFunction
+from npcmind_client.limits import MAX_STRAY_LINES
+from npcmind_client.limits import is_too_large as _too_large
 from npcmind_client.lines import Lines
 from npcmind_client.options import DecideOptions, options_of
 from npcmind_client.outbox import Outbox
@@ -103,6 +105,7 @@ class _Sent:
     at: float = 0.0  # when it was sent (ms): a line's latency counts from here
     lines: Lines | None = None  # its streamed answer's lines, from the first chunk on
     whole: bool = False  # its stream's last line came
+    strays: int = 0  # lines of its stream that answered no entity it asked (past MAX_STRAY_LINES: ended)
 
 
 # over 15 methods: the whole contract between the game, the transport and the service (TS: Scheduler, the same)
@@ -308,11 +311,15 @@ class Scheduler:
     def answer(self, ref: str, status: int, body: Any, headers: dict[str, str], now: float) -> None:
         """Apply the answer to request ``ref`` (headers with lowercase names), by its kind (``ANSWERED``)."""
         sent = self._take(ref)
+        if 200 <= status < 300 and sent.kind != "decide" and _too_large(body):  # a decide answer says it itself
+            self.say(f"too-large:{sent.kind}", str(body["error"]["message"]))
         ANSWERED[sent.kind](self, sent, Answered(status, body, headers), now)
 
-    def chunk(self, ref: str, data: bytes | str, now: float) -> None:
+    def chunk(self, ref: str, data: bytes | str, now: float) -> bool:
         """Bytes of request ``ref``'s streamed answer (a 200 in NDJSON; ``str``: its UTF-8): each line they
-        complete is applied at once, so an entity's decision is usable before the stream ends."""
+        complete is applied at once, so an entity's decision is usable before the stream ends. False when the
+        stream ended here: more than MAX_STRAY_LINES of its lines answered no entity it asked (the caller
+        reads no more of it)."""
         sent = self._open.get(ref)
         if sent is None or sent.kind != "decide":
             raise KeyError(f"no decide request {ref!r} is waiting for an answer")
@@ -321,7 +328,18 @@ class Scheduler:
             for eid in sent.legal:
                 self.refusals.alone.pop(eid, None)
         for line in sent.lines.feed(data):
-            _stream_line(self, sent, line, now)
+            sent.strays += not _stream_line(self, sent, line, now)
+            if sent.strays + sent.lines.overlong > MAX_STRAY_LINES:
+                break
+        if sent.strays + sent.lines.overlong <= MAX_STRAY_LINES:
+            return True
+        self.say(
+            "stray-lines",
+            f"a decision stream sent more than {MAX_STRAY_LINES} lines that answer no entity it asked (ids not "
+            "asked, repeats, lines that are not decisions): ended there (MAX_STRAY_LINES), the rest fall back",
+        )
+        self.end(ref, now)
+        return False
 
     def end(self, ref: str, now: float, failed: FailKind | None = None, detail: str = "") -> None:
         """Request ``ref``'s streamed answer ended (a partial line is discarded): cut before its last line, the
@@ -331,6 +349,8 @@ class Scheduler:
         sent = self._take(ref)
         if failed is not None:
             _say_failed(self, failed, detail)
+        elif detail:  # the transport stopped reading it at its cap
+            self.say(f"stream-end:{NUMBER.sub('#', detail)}", detail)
         if sent.whole:
             self.roster.release(sent.legal, None)  # one the stream did not name: asked on its refresh, as today
             return
@@ -414,7 +434,7 @@ def _decided(s: Scheduler, sent: _Sent, answered: Answered, now: float) -> None:
     for eid in sent.legal:
         s.refusals.alone.pop(eid, None)  # taken: it may go with the others again
     try:
-        answer = read_decide_answer(body)
+        answer = read_decide_answer(body, len(sent.legal))
     except Malformed as exc:  # not npcmind, or another protocol version: never into the game
         s.stats.errors += 1
         s.say("malformed", f"the answer to /v1/decide could not be read: {exc}")
@@ -444,34 +464,39 @@ def _say_failed(s: Scheduler, kind: FailKind, detail: str) -> None:
         s.say("transport", f"npcmind is unreachable: {detail or kind}")
 
 
-def _stream_line(s: Scheduler, sent: _Sent, line: str, now: float) -> None:
+def _stream_line(s: Scheduler, sent: _Sent, line: str, now: float) -> bool:
     """One line of a decide request's stream, under the rules of a whole answer: a line for an entity no longer
     tracked (or not asked, or answered already) is dropped, a stream for an older epoch is dropped whole, and a
-    decision's action is checked against the legal actions sent (the roster's ``use``)."""
+    decision's action is checked against the legal actions sent (the roster's ``use``). False for a line that
+    answers no entity the request asked (a stray: the stream ends past MAX_STRAY_LINES of them)."""
     if sent.whole:
-        return  # nothing counts after the last line
+        return False  # nothing counts after the last line
     try:
         got = read_stream_line(line)
     except Malformed as exc:  # that entity is left without a line: it falls back if the stream is cut
         s.stats.errors += 1
         s.say("malformed-line", f"a line of the decision stream could not be read: {exc}")
-        return
+        return False
     if isinstance(got, StreamEnd):
         sent.whole = True
-        return
+        return True
     if sent.epoch != s.roster.epoch:  # asked for a state the game has left: every line is stale
         if sent.legal:
             s.stats.dropped_epoch += 1
             s.roster.release(sent.legal, now)  # asked again at once, for the epoch of now
             sent.legal = {}
-        return
+            return True
+        return False
     legal = sent.legal.pop(got.id, None)
+    if legal is None:
+        return False
     e = s.entities.get(got.id)
-    if legal is None or e is None:
-        return
+    if e is None:
+        return True  # untracked meanwhile: asked, and answered
     s.roster.use(e, got, legal, now)
     s.stats.streamed_decisions += 1
     s.stats.streamed_ms_total += now - sent.at
+    return True
 
 
 def _session_answered(s: Scheduler, sent: _Sent, a: Answered, now: float) -> None:

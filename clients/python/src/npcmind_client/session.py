@@ -58,7 +58,7 @@ class Session:
         token = session_token(status, body)
         if token is not None:
             ttl = body.get("expires_in_s")
-            ok = isinstance(ttl, (int, float)) and not isinstance(ttl, bool)
+            ok = isinstance(ttl, (int, float)) and not isinstance(ttl, bool) and 0 < ttl <= 2**53  # not NaN or 10**400
             self.token, self.renew_at = token, now + 0.9 * ttl * 1000 if ok else float("inf")
             return None
         self.failed(now)

@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 DEFAULT_REFRESH_MS = 4000
 DEFAULT_TTL_MS = 12000
+MAX_MS = 2**53 - 1  # the manifest's bound on ttl_ms and the like (every integer up to it is exact in a double)
 
 
 class Asked(Protocol):
@@ -49,18 +50,24 @@ class Timings:
     def _load(self, data: dict[str, Any]) -> None:
         defaults: dict[str, Any] = d if isinstance(d := data.get("defaults"), dict) else {}
         types: dict[str, Any] = t if isinstance(t := data.get("types"), dict) else {}
+        refresh, ttl = _ms(defaults.get("refresh_ms"), DEFAULT_REFRESH_MS), _ms(defaults.get("ttl_ms"), DEFAULT_TTL_MS)
         for name, given in types.items():
             one: dict[str, Any] = given if isinstance(given, dict) else {}
-            self._types[name] = (
-                int(one.get("refresh_ms") or defaults.get("refresh_ms") or DEFAULT_REFRESH_MS),
-                int(one.get("ttl_ms") or defaults.get("ttl_ms") or DEFAULT_TTL_MS),
-            )
+            self._types[name] = (_ms(one.get("refresh_ms"), refresh), _ms(one.get("ttl_ms"), ttl))
         self.known = True
+
+
+def _ms(value: Any, fallback: int) -> int:
+    """A positive whole number of ms from the manifest, else ``fallback``: a string, NaN, an infinity or a
+    number past 2**53 from a broken or hostile service never reaches ``int()`` in the game's tick."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_MS:
+        return fallback
+    return int(value)
 
 
 def deadline_timeout(status: int, body: Any) -> float | None:
     """The service's provider deadline in seconds, from a GET /v1/health answer, or None (an older service)."""
     deadline = body.get("deadline_ms") if status == 200 and isinstance(body, dict) else None
-    if isinstance(deadline, int) and not isinstance(deadline, bool) and deadline > 0:
+    if isinstance(deadline, int) and not isinstance(deadline, bool) and 0 < deadline <= MAX_MS:
         return deadline / 1000
     return None

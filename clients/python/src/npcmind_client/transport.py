@@ -10,13 +10,27 @@ import gzip
 import json
 import math
 import queue
+import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from npcmind_client.policy import MAX_BYTES
+from npcmind_client.limits import (
+    IDENTITY,
+    MAX_ANSWER_BYTES,
+    MAX_ERROR_BYTES,
+    MAX_MANIFEST_BYTES,
+    MAX_STREAM_BYTES,
+    MIN_CHUNK_BYTES,
+    TooLarge,
+    body_bytes,
+    pieces,
+    too_large,
+    too_large_body,
+)
+from npcmind_client.policy import MAX_BYTES, Policy, PolicyError
 from npcmind_client.session import session_token
 from npcmind_client.timings import deadline_timeout
 
@@ -84,12 +98,27 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def _payload(r: httpx.Response) -> Any:
-    """An answer's JSON, or its text as an error message when it has none (a proxy's page)."""
+def _payload(data: bytes) -> Any:
+    """An answer's JSON, or its text as an error message when it has none (a proxy's page; an integer of more
+    than 4,300 digits, which Python's JSON refuses in linear time)."""
     try:
-        return r.json()
+        return json.loads(data)
     except (ValueError, RecursionError):
-        return {"error": {"message": r.text[:200]}}
+        return {"error": {"message": data[:200].decode("utf-8", "replace")}}
+
+
+def read_answer(r: httpx.Response, what: str, cap: int = MAX_ANSWER_BYTES, name: str = "MAX_ANSWER_BYTES") -> Answer:
+    """A whole answer: its status, its JSON read within its cap (an error's within MAX_ERROR_BYTES), its
+    headers; a body past its cap is the error shape naming the cap, so every reader of errors says it."""
+    if not 200 <= r.status_code < 300:
+        cap, name = MAX_ERROR_BYTES, "MAX_ERROR_BYTES"
+    try:
+        payload = _payload(body_bytes(r, cap, what, name))
+    except TooLarge as e:
+        payload = too_large_body(str(e))
+    except (ValueError, zlib.error) as e:
+        payload = {"error": {"message": f"{what}: the answer cannot be read ({e})"}}
+    return r.status_code, payload, dict(r.headers)
 
 
 def _session_token(future: Future[Answer | None] | None) -> str | None:
@@ -122,6 +151,7 @@ class Transport:
         self._futures: dict[str, Future[Answer | None]] = {}
         # a request's ref once it is done; a streamed answer's chunks and end as they come, before that ref
         self._done: queue.SimpleQueue[str | Chunk | End] = queue.SimpleQueue()
+        self._stopped: set[str] = set()  # streams the scheduler ended: their workers read no more
 
     def send(
         self,
@@ -152,6 +182,7 @@ class Transport:
                 out.append(item)
                 continue
             ref = item
+            self._stopped.discard(ref)  # its worker is done: a stop that came after is forgotten
             future = self._futures.pop(ref, None)
             if future is None or future.cancelled():
                 continue
@@ -173,11 +204,20 @@ class Transport:
             with contextlib.suppress(Exception):  # a failure is an outcome like an answer
                 f.result(timeout=max(0.0, deadline - time.monotonic()))
 
-    def call(self, method: str, path: str, headers: dict[str, str]) -> Answer:
-        """One request on the caller's thread (a debug view's, on demand)."""
-        answer = self._call(method, path, None, headers, {})
-        assert answer is not None  # only a streamed request answers None
-        return answer
+    def call(
+        self, method: str, path: str, headers: dict[str, str], cap: int = MAX_ANSWER_BYTES, name: str = ""
+    ) -> Answer:
+        """One request on the caller's thread (a debug view's, on demand), its answer read within ``cap``."""
+        headers = {**headers, **IDENTITY}
+        if path.startswith("/v1/policy"):
+            return self._policy(method, path, headers)
+        with self._http.stream(method, path, headers=headers, timeout=self.timeout_s) as r:
+            return read_answer(r, f"{method} {path.split('?')[0]}", cap, name or "MAX_ANSWER_BYTES")
+
+    def stop(self, ref: str) -> None:
+        """Read no more of request ``ref``'s stream (the scheduler ended it): its worker closes the connection
+        at its next chunk."""
+        self._stopped.add(ref)
 
     def _call(
         self,
@@ -190,7 +230,8 @@ class Transport:
     ) -> Answer | None:
         """On a worker: wait for the requests this one follows (a decide request waits for the telemetry sent
         before it, so its prompt shows the scene as the game last told it), then send it. ``stream``: the
-        ref of a decide request whose answer is asked as a stream (None when it came as one: ``_stream``)."""
+        ref of a decide request whose answer is asked as a stream (None when it came as one: ``_stream``).
+        Every answer is read within its cap (``npcmind_client.limits``), here, off the game's thread."""
         for f in after.values():
             with contextlib.suppress(Exception):
                 f.result(timeout=self.timeout_s)
@@ -200,6 +241,7 @@ class Transport:
             if token is None:
                 return 401, {"error": {"code": "no_session", "message": "no session could be opened"}}, {}
             headers["authorization"] = f"Bearer {token}"
+        headers.update(IDENTITY)
         if body is not None:
             headers["content-type"] = "application/json"
             if len(body) >= GZIP_FROM:  # a large scene's telemetry: about a tenth of the bytes, for about 1 ms
@@ -209,8 +251,9 @@ class Transport:
             return self._policy(method, path, headers)
         if stream is not None:
             return self._stream(stream, method, path, body, headers)
-        r = self._http.request(method, path, content=body, headers=headers, timeout=self.timeout_s)
-        answer = r.status_code, _payload(r), dict(r.headers)
+        cap, name = (MAX_MANIFEST_BYTES, "MAX_MANIFEST_BYTES") if path == "/v1/manifest" else (MAX_ANSWER_BYTES, "")
+        with self._http.stream(method, path, content=body, headers=headers, timeout=self.timeout_s) as r:
+            answer = read_answer(r, f"{method} {path}", cap, name or "MAX_ANSWER_BYTES")
         if path == "/v1/health" and not self._given:
             deadline = deadline_timeout(answer[0], answer[1])
             if deadline is not None:  # before the decide requests that wait for it start
@@ -220,18 +263,24 @@ class Transport:
     def _stream(self, ref: str, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> Answer | None:
         """A decide request asking for NDJSON: a 200 in it is handed on chunk by chunk as the bytes arrive, then
         its ``End`` (also when the connection is lost midway: the scheduler keeps the lines, the rest fall
-        back), and None; any other answer (an older service's JSON, an error status) is today's answer."""
+        back), and None; any other answer (an older service's JSON, an error status) is today's answer. The
+        stream is read no further than MAX_STREAM_BYTES, nor once the scheduler ended it (``stop``)."""
         headers["accept"] = NDJSON
-        streaming, why = False, ""
+        streaming, why, size = False, "", 0
         failed: FailKind | None = None
         try:
             with self._http.stream(method, path, content=body, headers=headers, timeout=self.timeout_s) as r:
                 media = r.headers.get("content-type", "").split(";")[0].strip().lower()
                 if r.status_code != 200 or media != NDJSON:
-                    r.read()
-                    return r.status_code, _payload(r), dict(r.headers)
+                    return read_answer(r, f"{method} {path}")
                 streaming = True
-                for data in r.iter_bytes():
+                for data in pieces(r):
+                    if ref in self._stopped:
+                        break
+                    size += max(len(data), MIN_CHUNK_BYTES)  # at most 2,048 chunks however small
+                    if size > MAX_STREAM_BYTES:
+                        why = too_large(f"{method} {path}, a stream", MAX_STREAM_BYTES, "MAX_STREAM_BYTES")
+                        break
                     if data:
                         self._done.put(Chunk(ref, data))
         except Exception as exc:  # a reset, a timeout between lines, the service killed: the stream is cut
@@ -239,27 +288,32 @@ class Transport:
                 raise  # no answer at all: a failure, as today
             failed = "timeout" if isinstance(exc, httpx.TimeoutException) else "unreachable"
             why = str(exc) or type(exc).__name__
+        self._stopped.discard(ref)
         self._done.put(End(ref, failed, why))
         return None
 
     def _policy(self, method: str, path: str, headers: dict[str, str]) -> Answer:
         """GET /v1/policy, its body streamed and read no further than one byte past ``policy_max_bytes`` (after
-        decompression): a 200 answers those raw bytes, for the cascade to load or refuse as too large; any other
-        status its JSON, as every answer."""
+        decompression), and loaded here, on the worker, not in the game's ``tick()``: a 200 answers the loaded
+        ``Policy``, or the ``PolicyError`` saying why it cannot be used; any other status its JSON."""
         with self._http.stream(method, path, headers=headers, timeout=self.timeout_s) as r:
-            data = bytearray()
-            for chunk in r.iter_bytes():
-                data += chunk
-                if len(data) > self.policy_max_bytes:
-                    del data[self.policy_max_bytes + 1 :]
-                    break
-        if r.status_code == 200:
-            return r.status_code, bytes(data), dict(r.headers)
+            if r.status_code != 200:
+                return read_answer(r, f"{method} /v1/policy")
+            try:
+                data = body_bytes(r, self.policy_max_bytes, "GET /v1/policy", "policy_max_bytes")
+            except TooLarge:
+                error = PolicyError(
+                    f"GET /v1/policy: the body is larger than {self.policy_max_bytes:,} bytes (policy_max_bytes), "
+                    "not read past that"
+                )
+                return r.status_code, error, dict(r.headers)
+            except (ValueError, zlib.error) as e:
+                return r.status_code, PolicyError(f"GET /v1/policy: the body cannot be read ({e})"), dict(r.headers)
         try:
-            payload = json.loads(data)
-        except (ValueError, RecursionError):
-            payload = {"error": {"message": data[:200].decode("utf-8", "replace")}}
-        return r.status_code, payload, dict(r.headers)
+            loaded: Policy | PolicyError = Policy.load(data, max_bytes=self.policy_max_bytes)
+        except PolicyError as e:
+            loaded = e
+        return r.status_code, loaded, dict(r.headers)
 
     def close(self) -> None:
         """Stop the workers and close the connection, without waiting for answers."""

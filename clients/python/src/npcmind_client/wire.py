@@ -4,8 +4,11 @@ that is not npcmind's (another protocol version, a proxy) must never reach the g
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
+
+from npcmind_client.limits import MAX_STRAY_LINES
 
 Outcome = Literal["done", "failed", "interrupted", "rejected"]
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
@@ -53,14 +56,38 @@ def _field(d: dict[str, Any], key: str, kind: type | tuple[type, ...], where: st
     return value
 
 
+MAX_INTEGER = 2**53 - 1  # the protocol's bound on ttl_ms and the like: a float holds every integer up to it
+
+
+def _ttl(d: dict[str, Any], where: str) -> int:
+    """A decision's ttl_ms: an integer within the protocol's bound (10**400 ms would overflow the clock's sum)."""
+    ttl: int = _field(d, "ttl_ms", int, where)
+    if not -MAX_INTEGER <= ttl <= MAX_INTEGER:
+        raise Malformed(f"{where}.ttl_ms: out of range (at most {MAX_INTEGER:,})")
+    return ttl
+
+
+def _confidence(value: Any, where: str) -> float | None:
+    """A confidence as a finite float, or None: an integer of 400 digits is no float (OverflowError)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise Malformed(f"{where}.confidence: expected a number or null")
+    try:
+        x = float(value)
+    except OverflowError:
+        raise Malformed(f"{where}.confidence: out of range") from None
+    if not math.isfinite(x):
+        raise Malformed(f"{where}.confidence: out of range")
+    return x
+
+
 def _decision(d: Any, where: str) -> AIDecision | FallbackDecision:
     if not isinstance(d, dict):
         raise Malformed(f"{where}: expected an object")
     source = d.get("source")
     if source == "AI":
-        confidence = d.get("confidence")
-        if confidence is not None and (isinstance(confidence, bool) or not isinstance(confidence, (int, float))):
-            raise Malformed(f"{where}.confidence: expected a number or null")
+        confidence = _confidence(d.get("confidence"), where)
         cached = d.get("cached")
         if not isinstance(cached, bool):
             raise Malformed(f"{where}.cached: expected a boolean")
@@ -68,8 +95,8 @@ def _decision(d: Any, where: str) -> AIDecision | FallbackDecision:
             _field(d, "id", str, where),
             _field(d, "action", str, where),
             _field(d, "label", str, where),
-            None if confidence is None else float(confidence),
-            _field(d, "ttl_ms", int, where),
+            confidence,
+            _ttl(d, where),
             _field(d, "decision_id", str, where),
             cached,
         )
@@ -78,7 +105,7 @@ def _decision(d: Any, where: str) -> AIDecision | FallbackDecision:
             _field(d, "id", str, where),
             _field(d, "code", str, where),
             _field(d, "reason", str, where),
-            _field(d, "ttl_ms", int, where),
+            _ttl(d, where),
         )
     raise Malformed(f"{where}.source: expected 'AI' or 'FALLBACK', got {source!r:.60}")
 
@@ -104,12 +131,21 @@ def read_stream_line(line: str) -> AIDecision | FallbackDecision | StreamEnd:
     return _decision(d, "$")
 
 
-def read_decide_answer(body: Any) -> DecideAnswer:
-    """The answer's epoch and decisions, or Malformed naming the first problem."""
+def read_decide_answer(body: Any, asked: int | None = None) -> DecideAnswer:
+    """The answer's epoch and decisions, or Malformed naming the first problem; ``asked``: the entities the
+    request carried, one decision each, and MAX_STRAY_LINES more at most (ids not asked, repeats): an answer
+    with more is refused before any is read (bounded work in the game's tick)."""
     if not isinstance(body, dict):
         raise Malformed("expected an object")
+    if "a2g" not in body and isinstance(error := body.get("error"), dict):  # the transport's cap, a proxy's page
+        raise Malformed(str(error.get("message") or "an error, with a 200"))
     _field(body, "a2g", str, "$")
     _field(body, "latency_ms", int, "$")
     epoch = _field(body, "epoch", int, "$")
     decisions = _field(body, "decisions", list, "$")
+    if asked is not None and len(decisions) > asked + MAX_STRAY_LINES:
+        raise Malformed(
+            f"$.decisions: {len(decisions):,} decisions for {asked} entities asked (one each, and at most "
+            f"{MAX_STRAY_LINES} more: MAX_STRAY_LINES)"
+        )
     return DecideAnswer(epoch, [_decision(d, f"decisions[{i}]") for i, d in enumerate(decisions)])
