@@ -7,7 +7,8 @@ each size, the growth of the last step (8 is linear), and a flag:
 
 - `SUPERLINEAR`: the last step grew more than 2.5x faster than its input (time or memory), above a noise floor;
 - `NOT REFUSED`: an input past the surface's stated cap was read anyway;
-- `HOLDS`: one input held the process (the event loop, the game's frame) for more than 250 ms.
+- `HOLDS`: one input held the process (the event loop, the game's frame) for more than 250 ms; a surface whose
+  cost is spread over many turns of the loop (a stream read as it comes) is judged on its growth alone.
 
 Run it before every stop that touches an input path; its table goes to docs/bench.md.
 
@@ -66,7 +67,7 @@ def flags(surface: Surface, rows: list[tuple[int, Cost]]) -> list[str]:
         out.append("SUPERLINEAR memory")
     if surface.cap_at is not None and any(n > surface.cap_at and not c.refused for n, c in rows):
         out.append("NOT REFUSED")
-    if any(c.seconds > HOLD_S for _, c in rows):
+    if not surface.spread and any(c.seconds > HOLD_S for _, c in rows):
         out.append("HOLDS")
     return out
 

@@ -347,6 +347,26 @@ def test_haproxy_cuts_a_request_head_that_trickles_in(tmp_path: Path) -> None:
             pass
 
 
+@pytest.mark.timeout(600)
+def test_a_late_body_through_haproxy_is_a_408_as_it_is_direct(tmp_path: Path) -> None:
+    """Issue 39, 7: a body that stopped coming got a 502 at 5 s through HAProxy (the process closed the
+    connection without an answer) where a direct client saw its connection closed: a 408 in both now."""
+    if shutil.which("haproxy") is None:
+        pytest.skip("no haproxy here (apt-get install haproxy)")
+    serve = ["--manifest", str(FOREST), "--store", f"sqlite:///{tmp_path}/c.db", "--provider", "none"]
+    with Cluster(serve, 1, workdir=str(tmp_path)) as c, socket.create_connection(("127.0.0.1", c.port)) as s:
+        s.sendall(
+            b"POST /v1/decide HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+            b'content-length: 500\r\n\r\n{"client_id": '
+        )
+        s.settimeout(HANG_S)
+        said = b""
+        while chunk := s.recv(65536):
+            said += chunk
+    assert said.startswith(b"HTTP/1.1 408"), said
+    assert b"request_timeout" in said and b"NPCMIND_READ_TIMEOUT_S" in said, said
+
+
 @pytest.mark.fast
 def test_a_child_that_keeps_dying_is_started_again_at_most_every_30_s_and_at_once_after_a_long_run() -> None:
     """The backoff doubles from 1 s while a child keeps dying (or failing to start), is capped at 30 s, and

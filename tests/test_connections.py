@@ -91,11 +91,15 @@ def test_a_head_sent_a_byte_at_a_time_is_closed_and_others_are_answered(server: 
     assert said == b"" or error_of(said)[0] == "HTTP/1.1 408 Request Timeout"
 
 
-def test_a_body_that_stops_coming_is_closed(server: BackgroundServer) -> None:
+def test_a_body_that_stops_coming_is_answered_408_and_closed(server: BackgroundServer) -> None:
+    """Issue 39, 7: a late body ended with the connection closed and no answer, which HAProxy in front turns
+    into a 502 (a late head was a 408 in both): now a 408 that says why, as long as no answer has begun."""
     with connect(server.port) as slow:
         slow.sendall(HEAD + b'content-length: 50\r\n\r\n{"a"')
         answer = until_closed(slow)
     assert b"HTTP/1.1 2" not in answer  # closed, never answered as if the body had come
+    status, error = error_of(answer)
+    assert status == "HTTP/1.1 408 Request Timeout" and error["code"] == "request_timeout", answer
 
 
 def test_a_kept_alive_connection_has_the_same_deadline_for_its_next_request(server: BackgroundServer) -> None:

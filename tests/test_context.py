@@ -392,6 +392,109 @@ def test_a_sessions_scopes_hold_a_bounded_memory(svc: Running) -> None:
     assert post(big(3)).json() == {"scopes": ["room_0", "room_1", "room_2", "room_3"]}
 
 
+def test_a_scope_chain_is_bounded_in_scopes_and_fields(svc: Running, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39's first finding: a chain of 280 session scopes of 64 fields each, asked at its end with every
+    field in scope_state, held the event loop 10 s a decide (the chain's fields compiled into one expression).
+    A chain holds at most 16 scopes and 256 state fields: past either, the post is a 422 that names the bound."""
+
+    def post(scopes: dict[str, Any]) -> Any:
+        return svc.http.post("/v1/context", json={"client_id": "game-1", "scopes": scopes})
+
+    def booleans(prefix: str, n: int = 64) -> dict[str, Any]:
+        return {f"{prefix}_{i}": {"type": "boolean"} for i in range(n)}
+
+    def chain(prefix: str, n: int, fields: int = 0) -> dict[str, Any]:
+        return {
+            f"{prefix}{k}": {
+                "parent": f"{prefix}{k - 1}" if k else "forest",
+                "text": "x",
+                "fields": booleans(f"{prefix}{k}f", fields) if fields else {},
+            }
+            for k in range(n)
+        }
+
+    # the attack's first eight scopes (it posted 280, eight a request, within the body's 256 KiB)
+    r = post(chain("s", 8, fields=64))
+    assert r.status_code == 422, r.text
+    details = {d["path"]: d["message"] for d in r.json()["error"]["details"]}
+    assert details["scopes.s4.fields"] == (
+        "makes 320 state fields along its chain; at most 256 (scope_state holds every field of the chain)"
+    )
+    assert set(details) == {f"scopes.s{k}.fields" for k in range(4, 8)}, details
+    r = post(chain("d", 18))
+    assert r.status_code == 422, r.text
+    details = {d["path"]: d["message"] for d in r.json()["error"]["details"]}
+    assert details == {
+        "scopes.d15.parent": "makes a chain of 17 scopes; at most 16",
+        "scopes.d16.parent": "makes a chain of 18 scopes; at most 16",
+        "scopes.d17.parent": "makes a chain of 19 scopes; at most 16",
+    }
+    # within the bounds: 15 scopes under the forest (16 in all), 4 of 64 fields (256)
+    within = chain("c", 15)
+    within.update({f"c{k}": {**within[f"c{k}"], "fields": booleans(f"g{k}")} for k in range(4)})
+    assert post(within).status_code == 200
+    state = {f"g{k}_{i}": True for k in range(4) for i in range(64)}
+    assert svc.decide(decide_body(bee("a"), scope="c14", scope_state=state)).status_code == 200
+    # a scope the session holds already, taken past the bound by a post above it, is told at the posted one
+    r = post({"c0": {"parent": "forest", "text": "x", "fields": booleans("g0", 65)}})
+    assert r.status_code == 422, r.text
+    assert {
+        "path": "scopes.c0",
+        "message": "would give scope 'c3' a chain that makes 257 state fields along its "
+        "chain; at most 256 (scope_state holds every field of the chain)",
+    } in r.json()["error"]["details"]
+    # a store kept from before the bound may hold a longer chain: its decides are refused, naming the bound
+    from npcmind.decide import validate
+
+    monkeypatch.setattr(validate, "MAX_CHAIN_SCOPES", 8)
+    r = svc.decide(decide_body(bee("a"), scope="c14", scope_state=state))
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["details"] == [
+        {
+            "path": "scope",
+            "message": "scope 'c14' has a chain of 16 scopes declaring 256 state fields; at most 8 scopes and 256 "
+            "fields: post its scopes again within those bounds",
+        }
+    ]
+
+
+@pytest.mark.fast
+def test_a_sessions_chain_is_read_not_compiled() -> None:
+    """Compiling a chain's fields costs about 80 µs a field and grows faster than the fields: a session that renames
+    one field before every decide must not make each decide pay it. The manifest's chains are compiled, once."""
+    import builtins
+
+    from npcmind.manifest.load import load
+    from npcmind.manifest.model import FieldSpec, ScopeSpec
+
+    m = load(FOREST)
+    compiled: list[str] = []
+    real = builtins.compile
+
+    def counting(*args: Any, **kw: Any) -> Any:
+        compiled.append(str(args[1]))
+        return real(*args, **kw)
+
+    builtins.compile = counting  # type: ignore[assignment]
+    try:
+        for k in range(3):  # a new definition each time, as a rename makes
+            spec = ScopeSpec(
+                text="x", parent="forest", fields={f"f{k}_{i}": FieldSpec(type="integer") for i in range(64)}
+            )
+            fields = m.chain_fields(m.scope_chain("room", {"room": spec}))
+            values = {f"f{k}_{i}": i for i in range(64)}
+            assert fields.problems(values, "scope_state") == []
+            assert fields.render(values).startswith(f"f{k}_0=0 f{k}_1=1 ")
+            assert [p.message for p in fields.problems({**values, f"f{k}_0": True}, "s")] == [
+                "must be an integer, not boolean"
+            ]
+        assert "<fields>" not in compiled
+        m.chain_fields(m.scope_chain("forest_boss"))
+        assert "<fields>" in compiled  # the manifest's own chain is compiled
+    finally:
+        builtins.compile = real  # type: ignore[assignment]
+
+
 @pytest.mark.parametrize("n", [100, 1000])
 def test_situation_for_big_scenes_stays_bounded(svc: Running, scripted: Any, n: int) -> None:
     ents = [{"id": f"e{i}", "type": "bee", "position": [(i % 100) * 20, (i // 100) * 20]} for i in range(n)]

@@ -277,3 +277,137 @@ def test_a_valid_outcome_never_signs_a_blocked_word(pieces: list[str], limit: in
     out = finalize(tape, small)
     blocked = {stem(w) for w in ("kill", "killer", "murder", "slaughter", "massacre")}
     assert not (out.valid and blocked & _signed_stems(out)), (out.dialogue, out.state)
+
+
+# Issue 39, item 6: the rules judged the bytes, not what a player is shown. Each was signed valid by `default`:
+# a right-to-left override shows "llik" as "kill" (Chromium, any UAX #9 renderer), left open or closed; a line
+# break or a line separator splits the word where a game wraps it; an isolate with a right-to-left mark (no
+# override at all) shows "ll", the mark, "ki" as "ki", "ll"; a paragraph a right-to-left mark starts does too.
+SHOWN_AS_KILL: list[tuple[str, str]] = [
+    ("an override", "Take one more step and I will \u202ellik\u202c you."),
+    ("an override left open", "Take one more step and I will \u202ellik you."),
+    ("an override in an embedding", "I will \u202b\u202ellik\u202c\u202c you."),
+    ("a line feed", "Take one more step and I will ki\nll you."),
+    ("CR LF", "Take one more step and I will ki\r\nll you."),
+    ("a line separator", "Take one more step and I will ki\u2028ll you."),
+    ("a paragraph separator", "Take one more step and I will ki\u2029ll you."),
+    ("a next-line control", "Take one more step and I will ki\u0085ll you."),
+    ("spaces at a line break", "Take one more step and I will ki \n ll you."),
+    ("an isolate and a right-to-left mark", "Take one more step and I will \u2067ll\u200fki\u2069 you."),
+    ("a paragraph a right-to-left mark starts", "\u200fll\u200fki"),
+    ("a soft hyphen", "Take one more step and I will ki\u00adll you."),
+    ("a zero-width joiner", "Take one more step and I will ki\u200dll you."),
+]
+# Hebrew and Arabic as a model writes them, alone, with right-to-left or left-to-right marks, an Arabic letter
+# mark, and in English text inside a closed isolate or embedding: all valid, signed exactly as written.
+RIGHT_TO_LEFT: list[str] = [
+    "שלום, אורח. ברוך הבא לפונדק של מרה!",
+    "\u200fשלום, אורח.\u200f ברוך הבא!",
+    "مرحبا بك في الحانة يا صديقي. هل تريد شيئا؟",
+    "\u061cمرحبا\u061c بك، 3 دنانير فقط.",
+    "The sign over the door says \u2067ברוך הבא\u2069, traveller.",
+    "The sign says \u202bمرحبا بكم\u202c in the old tongue.",
+    "Mara said שלום\u200e and smiled.",
+]
+
+
+@pytest.mark.parametrize(("how", "dialogue"), SHOWN_AS_KILL, ids=[h for h, _ in SHOWN_AS_KILL])
+def test_a_word_shown_as_kill_is_refused_however_its_code_points_are_ordered(how: str, dialogue: str) -> None:
+    out = judge("default", dialogue)
+    assert out.valid is False and "blocked.violence" in tripped(out), (how, out.audit)
+    assert out.dialogue == RULESETS["default"].spec.refusal and out.memory == [] and out.state == {}
+
+
+@pytest.mark.parametrize("dialogue", RIGHT_TO_LEFT)
+def test_right_to_left_text_stays_valid_and_is_signed_as_written(dialogue: str) -> None:
+    out = judge("default", dialogue)
+    assert out.valid is True and tripped(out) == set(), out.audit
+    assert out.dialogue == dialogue and out.state["lastDialogue"] == dialogue  # no mark stripped or added
+    assert [a.verdict for a in out.audit if a.ruleId == "bidi"] == ["pass"], out.audit
+
+
+@pytest.mark.parametrize(
+    ("dialogue", "said"),
+    [
+        ("I will \u202ellik\u202c you.", "U+202E RIGHT-TO-LEFT OVERRIDE"),
+        ("Good \u202dday\u202c to you.", "U+202D LEFT-TO-RIGHT OVERRIDE"),  # an override that moves nothing yet
+        ("Good day \u2067to you.", "U+2067 RIGHT-TO-LEFT ISOLATE is not closed"),
+        ("Good day \u202bto you.", "U+202B RIGHT-TO-LEFT EMBEDDING is not closed"),
+        ("Good day\u2069 to you.", "U+2069 POP DIRECTIONAL ISOLATE closes nothing"),
+        ("Good \u202bday\u2069\u202c to you.", "U+2069 POP DIRECTIONAL ISOLATE closes nothing"),
+        ("Good \u2067day\nto\u2069 you.", "U+2067 RIGHT-TO-LEFT ISOLATE is not closed"),  # not within its line
+    ],
+)
+def test_an_override_or_an_unbalanced_direction_is_refused_by_name(dialogue: str, said: str) -> None:
+    """An override shows letters out of their order; an unclosed embedding or isolate reorders what the game shows
+    after the line (its name tag, the next line of a log), which no judge of the line alone can see."""
+    out = judge("default", dialogue)
+    assert out.valid is False and "bidi" in tripped(out), out.audit
+    assert any(said in a.reason for a in out.audit if a.ruleId == "bidi"), out.audit
+
+
+def test_the_text_as_signed_is_judged_for_its_directions_too() -> None:
+    """A closed isolate whose end falls past the cut is signed open: the signed text, not the whole, is refused."""
+    dialogue = "\u2067" + "la " * 150 + "\u2069 done."
+    assert len(dialogue) > RULESETS["default"].spec.max_dialogue_chars
+    out = judge("default", dialogue)
+    assert out.valid is False and tripped(out) == {"bidi"}, out.audit
+    assert next(a.reason for a in out.audit if a.ruleId == "bidi").endswith("in the text as signed"), out.audit
+
+
+def test_a_text_is_judged_in_a_bounded_number_of_renderings_none_longer_than_it() -> None:
+    """What is shown costs at most a fixed number of readings of the text: linear in its length."""
+    from npcmind.npc.words import RENDERINGS, renderings
+
+    hostile = ("\u202e\u2067ki\n\u200fll\u2028\u00ad\u2069\u202c\u05d0 " * 500)[:4000]
+    shown = renderings(hostile)
+    assert 1 < len(shown) <= RENDERINGS and all(len(text) <= len(hostile) for _, text in shown)
+    assert renderings("A plain line of talk.") == [("", "A plain line of talk.")]  # nothing to reorder or join
+
+
+def test_an_output_past_the_cap_is_refused_unread_naming_the_field_and_the_limit() -> None:
+    """Every rule reads the output in up to six renderings: its cost is bounded by the output's cap."""
+    from npcmind.npc.outcome import MAX_OUTPUT_CHARS
+
+    line = ("Good day, traveller. " * (MAX_OUTPUT_CHARS // 20))[: MAX_OUTPUT_CHARS - len('{"dialogue": ""}')]
+    at_cap = json.dumps({"dialogue": line})
+    assert len(at_cap) == MAX_OUTPUT_CHARS
+    tape = {"observation": "x", "npcState": {}, "memories": []}
+    assert finalize({**tape, "generatedOutput": at_cap}, RULESETS["default"]).valid is True
+    out = finalize({**tape, "generatedOutput": at_cap + " "}, RULESETS["default"])
+    assert out.valid is False and out.dialogue == RULESETS["default"].spec.refusal
+    assert [(a.ruleId, a.verdict) for a in out.audit] == [("max_output_chars", "blocked")], out.audit
+    assert out.audit[0].reason == f"generatedOutput is {MAX_OUTPUT_CHARS + 1} characters; Finalize reads at most 16384"
+
+
+def test_a_line_ends_where_unicode_says_one_does() -> None:
+    """Lines are split with str.splitlines for speed: its boundaries must be UAX #9's B and UAX #14's breaks."""
+    from npcmind.npc.words import LINE_BREAK
+
+    every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    assert set(LINE_BREAK.findall(every)) == {c for c in every if len(f"a{c}b".splitlines()) == 2}
+
+
+BIDI_PIECES = ["ki", "ll", "llik", "la", " ", ". ", "\n", "\u2028", "\u202e", "\u202c", "\u2067", "\u2069", "\u200f"]
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.sampled_from(BIDI_PIECES), max_size=120), st.integers(min_value=1, max_value=60))
+def test_a_valid_outcome_shows_no_blocked_word_in_any_rendering(pieces: list[str], limit: int) -> None:
+    """Wherever the cuts fall among directional controls and line breaks, what is signed shows no blocked word."""
+    from npcmind.npc.words import misdirection, renderings
+
+    ruleset = RULESETS["default"]
+    small = replace(ruleset, spec=msgspec.structs.replace(ruleset.spec, max_dialogue_chars=limit))
+    tape = {
+        "observation": "x",
+        "npcState": {},
+        "memories": [],
+        "generatedOutput": json.dumps({"dialogue": "".join(pieces)}),
+    }
+    out = finalize(tape, small)
+    if not out.valid:
+        return
+    signed = [out.dialogue, str(out.state.get("lastDialogue") or ""), *(m.text for m in out.memory)]
+    shown = {stem(w) for text in signed for _, view in renderings(text) for w in words(view)}
+    assert stem("kill") not in shown and all(misdirection(t) is None for t in signed), (out.dialogue, out.state)

@@ -9,6 +9,7 @@ process for long.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import reprlib
 import subprocess
@@ -45,6 +46,7 @@ class Surface:
     start: Callable[[], AbstractContextManager[Feed]]  # sets up what the feed needs (a service, a store)
     cap_at: int | None = None  # the size past which the input must be refused; None when nothing is refused
     steps: Sequence[int] = field(default=(1, 8, 64))
+    spread: bool = False  # the cost is spread over many turns of the loop (a stream's reads): no one input holds it
 
 
 def simple(feed: Feed) -> Callable[[], AbstractContextManager[Feed]]:
@@ -58,20 +60,22 @@ def simple(feed: Feed) -> Callable[[], AbstractContextManager[Feed]]:
 
 
 def in_process(fn: Callable[[], Any], refused: Callable[[BaseException], bool] | None = None) -> Cost:
-    """The CPU and peak Python memory of one call in this process; an exception the surface calls a refusal
-    is one, any other propagates (it is a finding)."""
-    tracemalloc.start()
-    t0 = time.process_time()
+    """The CPU and peak Python memory of one call in this process: timed untraced (tracing slows Python several
+    times), then run again traced for its memory. An exception the surface calls a refusal is one, any other
+    propagates (it is a finding)."""
     note, was_refused = "", False
+    t0 = time.process_time()
     try:
         out = fn()
         note = "" if out is None else reprlib.repr(out)[:80]
     except Exception as exc:
         if refused is None or not refused(exc):
-            tracemalloc.stop()
             raise
         was_refused, note = True, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:120]
     seconds = time.process_time() - t0
+    tracemalloc.start()
+    with contextlib.suppress(Exception):  # the same input: refused again, as above
+        fn()
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     return Cost(seconds, peak, was_refused, note)

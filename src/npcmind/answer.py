@@ -154,7 +154,26 @@ def parse(
     """Parse the model's text answer; malformed JSON answers nothing (every entity is invalid_choice), unless
     the answer was ``cut`` at the output limit: then the entities it had finished still count."""
     out = from_object(_load(text), mode, entities)
+    if mode == "enum":
+        _first_of_twice(text, out, dict(entities))
     return _salvage(text, mode, entities) if cut and not out else out
+
+
+def _first_of_twice(text: str, out: dict[int, Choice], options: dict[int, list[str]]) -> None:
+    """An entity the answer gives twice keeps its first value, as the streamed reader (which cannot take back a
+    line it sent) keeps it: one rule for both. JSON decoding keeps the last; the keys are found in one pass."""
+    seen: set[int] = set()
+    twice: set[int] = set()
+    for m in _ENUM_KEY_AT.finditer(text):
+        n = int(m.group(1))
+        (twice if n in seen else seen).add(n)
+    body = _unfenced(_after_thinking(text).strip()) if twice else ""
+    for n in twice & options.keys():
+        first = from_object({f"E{n}": _first_value(body, f"E{n}")}, "enum", [(n, options[n])])
+        if n in first:
+            out[n] = first[n]
+        else:  # its first value is no choice: the entity has none, whatever came after
+            out.pop(n, None)
 
 
 def _salvage(text: str, mode: AnswerMode, entities: Sequence[tuple[int, list[str]]]) -> dict[int, Choice]:
@@ -172,6 +191,7 @@ def _salvage(text: str, mode: AnswerMode, entities: Sequence[tuple[int, list[str
     return from_object(obj, mode, entities)
 
 
+_ENUM_KEY_AT = re.compile(r'"E(\d+)"\s*:')
 _VALUE_AT = {
     "numbered": re.compile(r'"entity"\s*:\s*(\d+)\s*,\s*"choice"\s*:\s*'),
     "enum": re.compile(r'"E(\d+)"\s*:\s*"'),
@@ -218,6 +238,7 @@ def _at_tokens(offsets: dict[int, int], tokens: Sequence[tuple[str, float]], sta
 _OPENING_FENCE = re.compile(r"^```[a-zA-Z]*\s*")
 # a delta without one of these cannot complete a part: in the enum form, close a value's string; in the numbered
 # form, begin the item that closes the one before, or close the document
+READ_ALWAYS = 16 * 1024  # characters of a streamed answer read again at every delta that may close a part
 _MAY_CLOSE = {"enum": re.compile('"'), "numbered": re.compile("[{}]")}
 _ENUM_KEY = re.compile(r"E(\d+)")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')  # one JSON string, closed
@@ -246,6 +267,15 @@ class PartialAnswer:
         # reader may wait for after a part before the next can be complete (providers/pace.py)
         self.least_part = min((_least_part(mode, n, opts) for n, opts in self.entities), default=1)
         self.parts_end = 0  # where in the text the last part picked ends (the next part begins after it)
+        self._read_at = 0  # the text's length when it was last read
+
+    def _worth_reading(self) -> bool:
+        """Whether to read the text again now. Each read parses it whole: an answer within READ_ALWAYS (every
+        model's: 16 entities are about 400 characters) is read at every delta that may close a part; a longer
+        one only once it has grown by a quarter since the last read, so that reading a stream of any length
+        costs a few times its length, never its square (what comes meanwhile is picked at the next read or
+        by the whole answer's parse at the end)."""
+        return len(self.text) <= READ_ALWAYS or len(self.text) >= self._read_at * 5 // 4
 
     def feed(self, delta: str | Sequence[str], tokens: Sequence[tuple[str, float]] = ()) -> list[tuple[int, Choice]]:
         """Add what the model wrote next (with its tokens' log-probabilities, if any): the entities whose part
@@ -258,13 +288,14 @@ class PartialAnswer:
             self.tokens.append(tok)
         start = len(self.text)
         self.text += "".join(deltas)
-        if not self._may_close.search(self.text, start):
+        if not self._may_close.search(self.text, start) or not self._worth_reading():
             return []
+        self._read_at = len(self.text)
         got = self._read(self.text)
         if got is None:
             got = []
             end = start
-            for d in deltas if len(deltas) > 1 else ():
+            for d in deltas if len(deltas) > 1 and len(self.text) <= READ_ALWAYS else ():
                 end += len(d)
                 if self._may_close.search(d):
                     for n, c in self._read(self.text[:end]) or ():

@@ -71,6 +71,26 @@ def scope_problems(
             fields = msgspec.convert(d.fields, dict[str, FieldSpec])
             specs[name] = ScopeSpec(text=d.text, parent=d.parent, fields=fields)
     file = msgspec.structs.replace(m.file, scopes={**m.file.scopes, **session_scopes, **specs, **stand_ins})
-    rules = [p for p in check_manifest_refs(file) if any(p.path.startswith(f"scopes.{n}.") for n in defs)]
+    found = check_manifest_refs(file)
+    rules = [p for p in found if any(p.path.startswith(f"scopes.{n}.") for n in defs)]
     problems += untold(rules, {p.path for p in problems})
+    problems += _chains_passed_below(found, defs, m, file.scopes)
     return problems, specs
+
+
+def _chains_passed_below(
+    found: list[Problem], defs: Mapping[str, ScopeDefinition], m: Manifest, scopes: Mapping[str, ScopeSpec]
+) -> list[Problem]:
+    """A posted scope that would take a scope below it past a chain's bounds (a root given more fields, say),
+    told at the posted scope, once: the scope below is the session's already and was not in the request."""
+    out: list[Problem] = []
+    told: set[str] = set()
+    for p in found:
+        name = p.path.split(".")[1]
+        if name in defs or not p.message.startswith("makes "):
+            continue
+        posted = next((n for n, _ in m.scope_chain(name, scopes) if n in defs and n not in told), None)
+        if posted is not None:
+            told.add(posted)
+            out.append(Problem(f"scopes.{posted}", f"would give scope {name!r} a chain that {p.message}"))
+    return out

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from npcmind.manifest import Manifest
-from npcmind.manifest.load import ResolvedType
+from npcmind.manifest.load import MAX_CHAIN_FIELDS, MAX_CHAIN_SCOPES, ResolvedType
 from npcmind.manifest.model import ScopeSpec
 from npcmind.protocol.a2g import MAX_ENTITIES, DecideEntity, DecideRequest
 from npcmind.protocol.errors import Problem, choices
@@ -33,6 +33,16 @@ def check_scope(
     if not chain:
         known = [*manifest.file.scopes, *(session_scopes or ())]
         return [Problem("scope", f"unknown scope {scope!r}{choices(scope, known, 'scopes')}")]
+    if len(chain) > MAX_CHAIN_SCOPES or sum(len(spec.fields) for _, spec in chain) > MAX_CHAIN_FIELDS:
+        # POST /v1/context refuses such a chain; a store kept from before that rule may still hold one
+        return [
+            Problem(
+                "scope",
+                f"scope {scope!r} has a chain of {len(chain)} scopes declaring "
+                f"{sum(len(spec.fields) for _, spec in chain)} state fields; at most {MAX_CHAIN_SCOPES} scopes "
+                f"and {MAX_CHAIN_FIELDS} fields: post its scopes again within those bounds",
+            )
+        ]
     declared = manifest.chain_fields(chain)
     if declared.fields:
         if state is None:

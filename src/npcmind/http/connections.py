@@ -97,7 +97,8 @@ class Deadlines:
             f"closed a connection whose request {what} did not arrive within {self.read_timeout_s:g} s "
             "(NPCMIND_READ_TIMEOUT_S)"
         )
-        if head:  # nothing of this request reached the app: it can be told why
+        if head or not self.cycle.response_started:  # nothing of an answer was sent: the client is told why, and
+            # a load balancer in front relays the 408 (a connection closed without an answer is its 502)
             message = f"the request did not arrive whole within {self.read_timeout_s:g} s (NPCMIND_READ_TIMEOUT_S)"
             self.transport.write(_answer("408 Request Timeout", "request_timeout", message))
         self.transport.close()

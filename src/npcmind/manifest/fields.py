@@ -139,16 +139,30 @@ def _render_expr(spec: FieldSpec, v: str, i: int, ns: dict[str, Any]) -> str:
     return f"_fmt({v})"
 
 
+def _render_one(spec: FieldSpec) -> Callable[[Any], str]:
+    """How one (checked) value of the field renders, as the compiled rendering does."""
+    if spec.type == "boolean":
+        return lambda v: "true" if v else "false"
+    if spec.type in ("enum", "string"):
+        return quote
+    if spec.quantum:
+        q, decimals = spec.quantum, _decimals(spec.quantum)
+        return lambda v: quantized(v, q, decimals)
+    return fmt_number
+
+
 class FieldSet:
-    """Declared fields compiled once into two plain functions, a check for the common valid case and the
-    prompt rendering: they run for every entity of every request, where a loop of per-field closures cost
-    three times as much."""
+    """Declared fields made into two plain functions, a check for the common valid case and the prompt
+    rendering: they run for every entity of every request. The manifest's are compiled once (a loop of
+    per-field closures cost three times as much); a session's scope chains are not, as compiling costs
+    about 80 µs a field and more than linear, and a session may post new definitions before every decide."""
 
-    __slots__ = ("_names", "_ok", "_partial", "_quanta", "_render", "fields", "owner")
+    __slots__ = ("_compiled", "_names", "_ok", "_partial", "_quanta", "_render", "fields", "owner")
 
-    def __init__(self, fields: Mapping[str, FieldSpec], owner: str) -> None:
+    def __init__(self, fields: Mapping[str, FieldSpec], owner: str, compiled: bool = True) -> None:
         self.fields = dict(fields)
         self.owner = owner
+        self._compiled = compiled
         self._names = frozenset(fields)
         self._partial: dict[frozenset[str], FieldSet] = {}
         self._quanta = [
@@ -156,6 +170,12 @@ class FieldSet:
             for name, spec in self.fields.items()
             if spec.quantum and spec.type in ("number", "integer")
         ]
+        if compiled:
+            self._ok, self._render = self._compile()
+        else:
+            self._ok, self._render = self._interpret()
+
+    def _compile(self) -> tuple[Callable[[dict[str, Any]], bool], Callable[[Mapping[str, Any]], str]]:
         ns: dict[str, Any] = {
             "_quote": quote,
             "_quantized": quantized,
@@ -169,8 +189,24 @@ class FieldSet:
             parts.append(f"{{_p{i}}}{{{_render_expr(spec, f'v[_k{i}]', i, ns)}}}")
         source = f"def ok(v):\n    return {' and '.join(checks)}\ndef render(v):\n    return f{' '.join(parts)!r}\n"
         exec(compile(source, "<fields>", "exec"), ns)  # our own source, built above from constants
-        self._ok: Callable[[dict[str, Any]], bool] = ns["ok"]
-        self._render: Callable[[Mapping[str, Any]], str] = ns["render"]
+        return ns["ok"], ns["render"]
+
+    def _interpret(self) -> tuple[Callable[[dict[str, Any]], bool], Callable[[Mapping[str, Any]], str]]:
+        specs = list(self.fields.items())
+        renders = [(f"{name}=", name, _render_one(spec)) for name, spec in specs]
+
+        def ok(v: dict[str, Any]) -> bool:
+            out: list[Problem] = []
+            for name, spec in specs:
+                check_value(v[name], spec, "", out)
+                if out:
+                    return False
+            return True
+
+        def render(v: Mapping[str, Any]) -> str:
+            return " ".join([prefix + fn(v[name]) for prefix, name, fn in renders])
+
+        return ok, render
 
     def problems(self, values: Any, path: str) -> list[Problem]:
         """Every problem of an object that must hold exactly these fields."""
@@ -196,5 +232,6 @@ class FieldSet:
         present = self._names.intersection(values)  # a part of the fields: rare, compiled once per part
         part = self._partial.get(present)
         if part is None:
-            part = self._partial[present] = FieldSet({n: f for n, f in self.fields.items() if n in present}, self.owner)
+            fields = {n: f for n, f in self.fields.items() if n in present}
+            part = self._partial[present] = FieldSet(fields, self.owner, self._compiled)
         return part._render(values)

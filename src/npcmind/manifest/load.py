@@ -73,7 +73,8 @@ class Manifest:
         }
         self.world = FieldSet(file.world.fields, "the world")
         self._chain_sets: dict[tuple[str, ...], FieldSet] = {}
-        self._session_sets: dict[tuple[str, bytes], FieldSet] = {}
+        # a chain through a session's scopes, read as it is, by the identity of its specs (kept alive with it)
+        self._session_sets: dict[tuple[int, ...], tuple[list[tuple[str, ScopeSpec]], FieldSet]] = {}
         self._chains: dict[str, list[tuple[str, ScopeSpec]]] = {}
         # a digest of each chain through a session's scopes, by the identity of its specs (kept alive with it)
         self._chain_keys: dict[tuple[int, ...], tuple[list[tuple[str, ScopeSpec]], str]] = {}
@@ -132,8 +133,9 @@ class Manifest:
         return found[1]
 
     def chain_fields(self, chain: list[tuple[str, ScopeSpec]]) -> FieldSet:
-        """Every state field declared along a scope chain, compiled once: per chain for the manifest's own
-        scopes, per content for chains through a session's scopes (which a session may replace)."""
+        """Every state field declared along a scope chain: compiled once per chain for the manifest's own scopes,
+        read as they are for chains through a session's scopes (which a session may replace before each
+        decide: a cache by content is defeated by renaming one field, and compiling is the cost)."""
         key = tuple(name for name, _ in chain)
         manifest_only = all(name in self.file.scopes for name in key)
         found = self._chain_sets.get(key) if manifest_only else None
@@ -146,13 +148,13 @@ class Manifest:
         if manifest_only:
             compiled = self._chain_sets[key] = FieldSet(out, owner)
             return compiled
-        content = (owner, msgspec.json.encode(out))
-        kept = self._session_sets.get(content)
-        if kept is None:
+        ident = tuple([id(spec) for _, spec in chain])
+        kept = self._session_sets.get(ident)
+        if kept is None:  # linear in the chain's fields: a new definition costs its size, never a compile
             if len(self._session_sets) >= 1024:
                 self._session_sets.clear()
-            kept = self._session_sets[content] = FieldSet(out, owner)
-        return kept
+            kept = self._session_sets[ident] = (chain, FieldSet(out, owner, compiled=False))
+        return kept[1]
 
 
 def _field_problems(fields: Mapping[str, FieldSpec], path: str) -> list[Problem]:
@@ -193,23 +195,51 @@ def check(file: ManifestFile) -> list[Problem]:
         if sc.parent is not None and sc.parent not in file.scopes:
             known = choices(sc.parent, [n for n in file.scopes if n != name], "scopes")  # not its own parent
             out.append(Problem(f"scopes.{name}.parent", f"unknown scope {sc.parent!r}{known}"))
-    out += _cycles(file.scopes)
+    out += _chains(file.scopes)
     return out
 
 
-def _cycles(scopes: Mapping[str, ScopeSpec]) -> list[Problem]:
+MAX_CHAIN_SCOPES = 16  # scopes along one chain, root to leaf: the model reads each one's text in every prompt
+MAX_CHAIN_FIELDS = 256  # state fields declared along one chain: scope_state holds them all in every decide
+
+
+def _chains(scopes: Mapping[str, ScopeSpec]) -> list[Problem]:
+    """Cycles, and chains past their bounds, in one walk of each scope up to a scope already worked out: linear
+    in the scopes however long the chains (each scope is walked from once), where walking every chain from
+    every scope grew with the square of a chain's length."""
     out: list[Problem] = []
+    done: dict[str, tuple[int, int]] = {}  # scope: (scopes, fields) of its chain; a cycle's members count 0
     for start in scopes:
-        seen = [start]
-        cur = scopes[start].parent
-        while cur is not None and cur in scopes:
-            if cur == start:
-                out.append(Problem(f"scopes.{start}.parent", "forms a cycle: " + " -> ".join([*seen, start])))
-                break
-            if cur in seen:
-                break
-            seen.append(cur)
+        path: list[str] = []
+        on_path: dict[str, int] = {}
+        cur: str | None = start
+        while cur is not None and cur in scopes and cur not in done and cur not in on_path:
+            on_path[cur] = len(path)
+            path.append(cur)
             cur = scopes[cur].parent
+        depth, fields = done.get(cur, (0, 0)) if cur is not None else (0, 0)
+        if cur is not None and cur in on_path:  # the walk closed a cycle: each member says so, as before
+            ring = path[on_path[cur] :]
+            for i, member in enumerate(ring):
+                turn = [*ring[i:], *ring[:i], member]
+                out.append(Problem(f"scopes.{member}.parent", "forms a cycle: " + " -> ".join(turn)))
+                done[member] = (0, 0)
+            path = path[: on_path[cur]]
+        for name in reversed(path):
+            depth, fields = depth + 1, fields + len(scopes[name].fields)
+            done[name] = (depth, fields)
+            if depth > MAX_CHAIN_SCOPES:
+                out.append(
+                    Problem(f"scopes.{name}.parent", f"makes a chain of {depth} scopes; at most {MAX_CHAIN_SCOPES}")
+                )
+            if fields > MAX_CHAIN_FIELDS:
+                out.append(
+                    Problem(
+                        f"scopes.{name}.fields",
+                        f"makes {fields} state fields along its chain; at most {MAX_CHAIN_FIELDS} "
+                        "(scope_state holds every field of the chain)",
+                    )
+                )
     return out
 
 

@@ -10,10 +10,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from npcmind.npc.rulesets import Ruleset
-from npcmind.npc.words import tokens
+from npcmind.npc.words import misdirection, renderings, tokens
 from npcmind.protocol.npc import GenericAction, MemoryStoreInstruction, RuleVerdict
 
 MAX_REMEMBER = 3
+# the longest model output Finalize reads: past it the outcome is refused unread (docs/npc.md says why 16,384)
+MAX_OUTPUT_CHARS = 16_384
 _FENCE = re.compile(r"```[a-zA-Z]*")
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _EMOTIONS = {
@@ -206,10 +208,13 @@ def _signed_text(out: Outcome) -> str:
 
 
 def _blocked(said: str, signed: str, ruleset: Ruleset, audit: list[RuleVerdict]) -> bool:
-    """Apply every blocked rule to the model's output and to the text as signed; whether any tripped."""
+    """Apply every blocked rule to the model's output and to the text as signed, each in every way a player may
+    be shown it, then check their directions; whether anything tripped."""
     texts = [
-        (toks, frozenset(t.stem for t in toks), where)
-        for toks, where in ((tokens(said), ""), (tokens(signed), " in the text as signed"))
+        (toks, frozenset(t.stem for t in toks), how + where)
+        for text, where in ((said, ""), (signed, " in the text as signed"))
+        for how, shown in renderings(text)
+        for toks in (tokens(shown),)
     ]
     tripped = False
     for rule in ruleset.rules:
@@ -220,7 +225,19 @@ def _blocked(said: str, signed: str, ruleset: Ruleset, audit: list[RuleVerdict])
             if why is None
             else RuleVerdict(f"blocked.{rule.id}", "blocked", f"found {why}")
         )
-    return tripped
+    return _directions(said, signed, audit) or tripped
+
+
+def _directions(said: str, signed: str, audit: list[RuleVerdict]) -> bool:
+    """Refuse an override, or an embedding or isolate left open, in the output or the text as signed."""
+    texts = ((said, ""), (signed, " in the text as signed"))
+    wrong = next((f"{why}{where}" for text, where in texts if (why := misdirection(text))), None)
+    audit.append(
+        RuleVerdict("bidi", "pass", "no override; every embedding and isolate closed in its line")
+        if wrong is None
+        else RuleVerdict("bidi", "blocked", wrong)
+    )
+    return wrong is not None
 
 
 def finalize(tape: dict[str, Any], ruleset: Ruleset) -> Outcome:
@@ -230,7 +247,11 @@ def finalize(tape: dict[str, Any], ruleset: Ruleset) -> Outcome:
     exactly the text that would be signed.
     """
     spec = ruleset.spec
-    parsed = parse_output(str(tape.get("generatedOutput") or ""))
+    output = str(tape.get("generatedOutput") or "")
+    if len(output) > MAX_OUTPUT_CHARS:  # every rule reads it in up to six ways: its cost is capped here
+        why = f"generatedOutput is {len(output)} characters; Finalize reads at most {MAX_OUTPUT_CHARS}"
+        return Outcome(False, spec.refusal, None, audit=[RuleVerdict("max_output_chars", "blocked", why)])
+    parsed = parse_output(output)
     audit = [RuleVerdict("format", "pass" if parsed.form == "json" else "repaired", f"read as {parsed.form}")]
     action = _action(parsed, ruleset, audit)
     dialogue = clip(parsed.dialogue, spec.max_dialogue_chars)

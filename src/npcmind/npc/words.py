@@ -20,6 +20,11 @@ through the same steps, every one driven by Unicode's own data or a kept library
 
 A word never matches inside another (the Scunthorpe problem): "skill", "killjoy" and "overkill" have stems
 of their own and do not trip `kill`.
+
+The rules judge what a player is shown, not only the code points (`renderings`): the text as written, its
+visual order by the Unicode Bidirectional Algorithm (UAX #9, `python-bidi`) on a left-to-right and on a
+right-to-left line, and each with its line breaks joined ("ki\nll" wrapped is "kill"). `misdirection` says
+why a text's explicit directional formatting is refused (an override; an embedding or isolate not closed).
 """
 
 from __future__ import annotations
@@ -33,12 +38,21 @@ from typing import NamedTuple
 
 import regex
 import snowballstemmer
+from bidi import get_display
 
 GAP = 3  # other words allowed between two words of a term, within one clause (docs/protocol.md says why)
 _DROP = regex.compile(r"[\p{Cf}\p{Default_Ignorable_Code_Point}\p{Cn}\p{Co}\p{Cs}]+")
 _MARKS = regex.compile(r"[\p{Mn}\p{Me}]+")
 _TOKEN = regex.compile(r"[^\W_]+|[.!?;:]")  # a word (letters and digits, not "_"), or a clause mark
 _SMALL_CAPITAL = "LATIN LETTER SMALL CAPITAL "
+# a line ends at a paragraph separator of UAX #9 (Bidi_Class B) or a mandatory break of UAX #14 (BK, CR, LF,
+# NL): str.splitlines' boundaries are exactly those (a test holds them to it), and it splits at C speed
+LINE_BREAK = regex.compile(r"[\p{Bidi_Class=B}\p{Line_Break=BK}\p{Line_Break=CR}\p{Line_Break=LF}\p{Line_Break=NL}]")
+_OPENS = ("LRE", "RLE", "LRO", "RLO", "LRI", "RLI", "FSI")
+_EXPLICIT = regex.compile("[" + "".join(rf"\p{{Bidi_Class={c}}}" for c in (*_OPENS, "PDF", "PDI")) + "]")
+# a line without any of these shows its letters in the order they are written, whatever the line's direction
+_REORDERS = regex.compile(r"[\p{Bidi_Class=R}\p{Bidi_Class=AL}\p{Bidi_Class=AN}]|" + _EXPLICIT.pattern)
+RENDERINGS = 6  # at most: as written, visual on a left-to-right and a right-to-left line, each with lines joined
 _STEMMER = snowballstemmer.stemmer("english")
 
 
@@ -91,6 +105,59 @@ def fold(text: str) -> str:
 def stem(word: str) -> str:
     """A folded word's Snowball English stem: the one form every inflection and derivation of it shares."""
     return str(_STEMMER.stemWord(word))
+
+
+def _visual(lines: list[str], base: str) -> str:
+    """The lines in the order UAX #9 shows them on a line of direction `base` ("L" or "R"), each on its own."""
+    return "\n".join(str(get_display(line, base_dir=base)) if _REORDERS.search(line) else line for line in lines)
+
+
+def renderings(text: str) -> list[tuple[str, str]]:
+    """What a player may be shown of a text, each with how (empty: as written): all are judged, each is linear.
+
+    A renderer with no bidi support shows the text as written; a browser or a UI toolkit shows UAX #9's visual
+    order, on a line whose direction the game may set either way; a word split by a line break is read whole.
+    """
+    lines = text.splitlines() or [text]
+    found = [("", text)]
+    if _REORDERS.search(text):
+        for how, base in ((" as shown left to right", "L"), (" as shown right to left", "R")):
+            shown = _visual(lines, base)
+            if shown not in (t for _, t in found):
+                found.append((how, shown))
+    if len(lines) > 1:
+        found += [(f"{how or ' as written'} with its lines joined", _joined(t)) for how, t in list(found)]
+    return found
+
+
+def _joined(text: str) -> str:
+    """A text with each line break, and the spaces around it (a wrapped line shows none), taken out."""
+    return "".join(line.strip() for line in text.splitlines())
+
+
+def misdirection(text: str) -> str | None:
+    """Why a text's explicit directional formatting is refused, or None: an override shows letters out of their
+    order, and an embedding or isolate left open in its line reorders whatever the game shows after it."""
+    for line in text.splitlines():
+        opened: list[str] = []
+        for m in _EXPLICIT.finditer(line):
+            char = m.group()
+            kind = unicodedata.bidirectional(char)
+            if kind in ("LRO", "RLO"):
+                return f"{_named(char)}: an override shows letters in an order other than their own"
+            if kind in _OPENS:
+                opened.append(char)
+            elif opened and (kind == "PDI") == (unicodedata.bidirectional(opened[-1]) in ("LRI", "RLI", "FSI")):
+                opened.pop()
+            else:
+                return f"{_named(char)} closes nothing"
+        if opened:
+            return f"{_named(opened[-1])} is not closed within its line"
+    return None
+
+
+def _named(char: str) -> str:
+    return f"U+{ord(char):04X} {unicodedata.name(char, '')}"
 
 
 class Token(NamedTuple):

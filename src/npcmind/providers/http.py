@@ -21,6 +21,8 @@ MAX_WAIT_S = 60.0  # a longer Retry-After is read as this: the game should not l
 # an answer past this is no model's answer to a batch (a streamed one of 4,096 tokens, each in its own event of
 # about 250 bytes, is 1 MB): read no further, so a provider gone wrong cannot fill the service's memory
 MAX_ANSWER_BYTES = 8 * 1024 * 1024
+MAX_EVENT_BYTES = 256 * 1024  # of one server-sent event, or one line of the stream: a model's is about 250 bytes
+MAX_EVENT_LINES = 4096  # data lines of one server-sent event (a model's has one)
 MAX_ERROR_BYTES = 64 * 1024  # of an error answer, what is read to say what it was
 
 
@@ -130,7 +132,7 @@ class Streamed:
         ``pace``, the socket is read when it says (providers/pace.py): the reader handles each read's events
         together. A connection lost mid-answer is a ProviderError."""
         data: list[bytes] = []
-        rest = b""
+        partial = bytearray()  # the last line, not yet ended: nothing before it is ever read again
         content = self._resp.content
         loop = asyncio.get_running_loop()
         held = _Held(self._resp)
@@ -145,17 +147,34 @@ class Streamed:
                 size += len(chunk)
                 if size > MAX_ANSWER_BYTES:
                     raise ProviderError(f"the provider's stream passed {MAX_ANSWER_BYTES:,} bytes: not read further")
-                events, rest = _sse_events(rest + chunk, data)
+                end = chunk.rfind(b"\n")
+                if end < 0:
+                    partial += chunk
+                    _event_fits(len(partial), data)
+                    continue
+                lines = bytes(partial) + chunk[:end] if partial else chunk[:end]
+                partial = bytearray(chunk[end + 1 :])
+                events = _sse_events(lines, data)
+                _event_fits(len(partial), data)
                 if events:
                     yield events
         except aiohttp.ClientError as e:
             raise ProviderError(f"the connection was lost mid-answer: {e.__class__.__name__}: {e}") from None
         finally:
             held.release()  # a connection goes back to the pool reading, however the answer ended
-        for line in rest.split(b"\n"):  # a last event left unended
-            _sse_line(line.rstrip(b"\r"), data)
+        _sse_line(bytes(partial).rstrip(b"\r"), data)  # a last line, or event, left unended
         if event := _sse_line(b"", data):
             yield [event]
+
+
+def _event_fits(partial: int, data: list[bytes]) -> None:
+    """A ProviderError when one event passes its bound: a model's event is a token or a few (about 250 bytes),
+    and an unended one would otherwise be held, and its lines looked at again, at every read."""
+    if partial > MAX_EVENT_BYTES or len(data) > MAX_EVENT_LINES or sum(map(len, data)) > MAX_EVENT_BYTES:
+        raise ProviderError(
+            f"an event of the provider's stream passed {MAX_EVENT_BYTES:,} bytes or {MAX_EVENT_LINES:,} lines: "
+            "not read further"
+        )
 
 
 class _Held:
@@ -199,14 +218,14 @@ class _Held:
             transport.resume_reading()
 
 
-def _sse_events(text: bytes, data: list[bytes]) -> tuple[list[bytes], bytes]:
-    """The data of the events complete in ``text``, and what is left of it for the next read. Providers send
-    one ``data:`` line an event, ended by a blank line: those are cut whole; anything else (other fields,
-    several data lines, carriage returns, an event begun in a read before) goes line by line."""
+def _sse_events(text: bytes, data: list[bytes]) -> list[bytes]:
+    """The data of the events ``text`` ends: whole lines (the last one's line break cut off), each read once;
+    the lines of an event not yet ended are kept in ``data``. Providers send one ``data:`` line an event, ended
+    by a blank line: those are cut whole; anything else (other fields, several data lines, carriage returns,
+    an event begun in a read before) goes line by line."""
     if data or b"\r" in text:
-        *lines, rest = text.split(b"\n")
-        return [event for line in lines if (event := _sse_line(line.rstrip(b"\r"), data))], rest
-    *blocks, rest = text.split(b"\n\n")
+        return [event for line in text.split(b"\n") if (event := _sse_line(line.rstrip(b"\r"), data))]
+    *blocks, tail = text.split(b"\n\n")
     events: list[bytes] = []
     for block in blocks:
         if block.startswith(b"data: ") and b"\n" not in block:
@@ -217,7 +236,10 @@ def _sse_events(text: bytes, data: list[bytes]) -> tuple[list[bytes], bytes]:
             _sse_line(line, data)
         if event := _sse_line(b"", data):
             events.append(event)
-    return events, rest
+    for line in tail.split(b"\n"):  # whole lines of the event after the last blank line: it may end here
+        if event := _sse_line(line, data):
+            events.append(event)
+    return events
 
 
 def _sse_line(line: bytes, data: list[bytes]) -> bytes | None:
@@ -238,14 +260,16 @@ async def _capped(resp: aiohttp.ClientResponse, limit: int, strict: bool) -> byt
     too_long = ProviderError(f"the provider's answer passed {limit:,} bytes: not read further")
     if strict and resp.content_length is not None and resp.content_length > limit:
         raise too_long
-    body = bytearray()
+    chunks: list[bytes] = []  # joined once at the end: a growing buffer reallocates, and glibc keeps what it grew
+    size = 0
     async for chunk in resp.content.iter_chunked(64 * 1024):
-        body += chunk
-        if len(body) > limit:
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
             if strict:
                 raise too_long
-            return bytes(body[:limit])
-    return bytes(body)
+            return b"".join(chunks)[:limit]
+    return b"".join(chunks)
 
 
 def _status_error(status: int, raw: bytes, wait: float | None) -> ProviderError:

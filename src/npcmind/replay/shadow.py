@@ -42,6 +42,7 @@ QUEUE = 256  # batches waiting for the shadow model; past it a batch is dropped 
 MAX_CLIENTS = 100  # clients whose figures are kept (the least recently shadowed goes first)
 MAX_SITUATIONS = 500  # situations told apart a client (its figures go on counting past it)
 MAX_TEXT = 1000  # characters of an entity's text kept to show (a situation is told apart by its whole digest)
+MAX_REST_S = 60.0  # the longest a failing shadow rests before it is tried again
 
 
 @dataclass(slots=True)
@@ -90,6 +91,8 @@ class Shadow:
         self._workers: list[asyncio.Task[None]] = []
         self._unread: set[type[Exception]] = set()
         self.failures = FailureLog(log, "shadow call")  # a shadow that fails is said at a rate, never per call
+        self._backoff_s = 0.0  # after a failed call the shadow rests, 1 s doubling to 60 s: see _failed
+        self._resting_until = 0.0
 
     def start(self) -> None:
         """Start the workers (inside the event loop)."""
@@ -108,6 +111,9 @@ class Shadow:
         if not batch.asked or self._coin.random() >= self.share:
             return
         session = batch.session
+        if self._resting():
+            self._drop(session.client_id)
+            return
         decided: dict[int, str] = {}
         for i, ep, _ in batch.asked:
             d = batch.decisions.get(i)
@@ -127,8 +133,21 @@ class Shadow:
         try:
             self._queue.put_nowait(job)
         except asyncio.QueueFull:
-            self._client(session.client_id).dropped += 1
-            self.metrics.shadow_dropped.inc()
+            self._drop(session.client_id)
+
+    def _drop(self, client_id: str) -> None:
+        self._client(client_id).dropped += 1
+        self.metrics.shadow_dropped.inc()
+
+    def _resting(self) -> bool:
+        return self._resting_until > 0 and asyncio.get_running_loop().time() < self._resting_until
+
+    def _failed(self) -> None:
+        """A failed shadow call rests the shadow: what is offered meanwhile is dropped, with a count. A shadow
+        that always fails (down, or a body that never ends, read to its cap each time) would otherwise take
+        a worker's share of the game's event loop at every call; resting, it costs one call in 60 s at most."""
+        self._backoff_s = min(MAX_REST_S, max(1.0, self._backoff_s * 2))
+        self._resting_until = asyncio.get_running_loop().time() + self._backoff_s
 
     def report(self, client_id: str) -> dict[str, Any] | None:
         """The client's shadow figures as the replay report shows them (None: nothing shadowed for it yet)."""
@@ -160,6 +179,9 @@ class Shadow:
         """One worker: a queued batch at a time, sent to the shadow model; nothing it meets ends it."""
         while True:
             job = await self._queue.get()
+            if self._resting():  # queued before the shadow failed: dropped as the offers are
+                self._drop(job.client_id)
+                continue
             try:
                 await self._one(job)
             except Exception as e:  # a bug of ours: said once a kind, the worker goes on
@@ -184,11 +206,13 @@ class Shadow:
             outcome = "timeout" if isinstance(e, TimeoutError) else "error"
             self.metrics.shadow_calls.labels(outcome).inc()
             self._client(job.client_id).failed += 1
+            self._failed()
             self.failures.failed(f"{self.provider.name} model {self.provider.model}: {e or 'timed out'}")
             choices: list[CachedChoice | Fell] = [Fell("unavailable", str(e))] * len(asked)
         else:
             self.metrics.shadow_calls.labels("ok").inc()
             self.failures.succeeded()
+            self._backoff_s = 0.0
             out.latency_ms = (time.perf_counter() - t0) * 1000
             out.tokens_in, out.tokens_out = answer.input_tokens, answer.output_tokens
             choices = map_choices(answer, asked, call.max_output_tokens)
