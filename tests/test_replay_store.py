@@ -82,14 +82,30 @@ def test_rows_past_the_field_cap_are_skipped_counted_and_their_reads_never_fetch
     assert distill(rows, "game-1").lines[0] == f"12 rows skipped: {FIELDS_SKIPPED}"
 
 
-def test_a_row_at_the_field_cap_is_read_and_one_past_it_is_not(tmp_path: Path) -> None:
-    """The cap counts a row's fields (world 2, a bee's observation 4, its scope state): 2,042 scope fields make
-    2,048 and are read; 2,043 are not."""
+def test_a_row_at_the_fields_a_decide_may_carry_is_read_and_one_past_them_is_not(tmp_path: Path) -> None:
+    """A row is read back within what the request edge lets a decide carry: 256 scope fields (a chain's bound) are
+    read, 257 are not; nor is an observation of 65 fields (a manifest declares at most 64)."""
     url = f"sqlite:///{tmp_path}/s.db"
-    fill(url, 1, 2_042, session="a")
-    fill(url, 1, 2_043, session="b", seed=2)
+    fill(url, 1, 256, session="a")
+    fill(url, 1, 257, session="b", seed=2)
+    from npcmind.storage.base import DecisionFeatures, IssuedDecision, RequestFeatures
+
+    async def write() -> None:
+        s = await opened(url)
+        seq = await s.decisions.allocate(1)
+        obs = {f"f{i}": 1 for i in range(65)}
+        d = DecisionFeatures(seq, "bee", None, obs, None, ["idle"], "idle", 0.9)
+        issued = IssuedDecision(seq, f"d{seq}", "c", "b", "bee", "idle", "idle", 1000.0)
+        await s.decisions.record([issued], RequestFeatures("game-1", "sha256:m", 1000.0, {}, None, [d]))
+        await s.close()
+
+    run(write)
     rows = _training(url)
-    assert [r.session_id for r in rows] == ["a"] and dict(rows.skipped) == {FIELDS_SKIPPED: 1}
+    assert [r.session_id for r in rows] == ["a"] and len(rows[0].scope_state or {}) == 256
+    assert dict(rows.skipped) == {
+        "more than 256 scope fields": 1,
+        "a world or an observation of more than 64 fields": 1,
+    }
 
 
 def test_a_row_is_decompressed_no_further_than_its_cap(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -150,14 +166,18 @@ def test_a_row_past_its_bytes_cap_is_skipped_and_one_stored_past_it_is_not_even_
 
 def test_a_kept_read_past_its_caps_is_left_out_by_name(tmp_path: Path) -> None:
     """What the model read is capped apart from the features row beside it: a read whose session scopes declare
-    3,000 fields, or that inflates past 512 KiB, is left out by name; the other calls are replayed."""
+    3,000 fields (a chain the service refuses to decide on today), or that inflates past 512 KiB, is left out by
+    name, its features row read; the other calls are replayed."""
     url = f"sqlite:///{tmp_path}/s.db"
     fill(url, 4, 0, session="ok")
     fill(url, 2, 0, session="declares", seed=2, read_fields=3_000)
-    fill(url, 2, 0, session="large", seed=3, read_fields=40_000)
+    fill(url, 2, 0, session="large", seed=3, read_fields=24_000)
     loaded = _loaded(url)
     assert len(loaded.calls) == 4
-    assert dict(loaded.left_out) == {f"rows skipped: {FIELDS_SKIPPED}": 2, "rows skipped: more than 524,288 bytes": 2}
+    assert dict(loaded.left_out) == {
+        "rows skipped: a chain of session scopes past 16 scopes or 256 fields": 2,
+        "rows skipped: more than 524,288 bytes": 2,
+    }
 
 
 def test_a_run_stops_reading_at_the_decisions_it_may_read(store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:

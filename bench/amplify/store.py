@@ -44,8 +44,8 @@ from npcmind.storage import base, open_store  # noqa: E402
 from npcmind.storage.base import DecisionFeatures, IssuedDecision, RequestFeatures  # noqa: E402
 
 FOREST = ROOT / "examples" / "forest.yaml"
-MAX_ROW_FIELDS = getattr(base, "MAX_ROW_FIELDS", 2048)  # the caps, as the store states them (a store of before
-MAX_ROW_BYTES = getattr(base, "MAX_ROW_BYTES", 256 * 1024)  # had none: the harness measures it as well)
+MAX_SCOPE_FIELDS = getattr(base, "MAX_SCOPE_FIELDS", 256)  # the caps, as the store states them (a store of
+MAX_ROW_BYTES = getattr(base, "MAX_ROW_BYTES", 256 * 1024)  # before had none: the harness measures it as well)
 BEES = ["idle", "wander", "chase", "flee"]
 SCOPE_FIELDS = 64  # a scope declares at most this many fields (the manifest's bound)
 
@@ -77,8 +77,9 @@ async def _fill(
 ) -> None:
     manifest = load(FOREST)
     rng = random.Random(seed)
-    _, _, state = chain(fields)
-    scope, extra, read_state = chain(fields if read_fields is None else read_fields)
+    scope, extra, state = chain(fields)
+    if read_fields is not None:  # a chain declared in what the model read alone, the state as the row's
+        scope, extra, _ = chain(read_fields)
     world = {"player_hp_fraction": 0.5, "repellent": False}
     store = open_store(url)
     await store.open()
@@ -88,7 +89,7 @@ async def _fill(
         obs, action, legal = _bee(rng)
         issued = IssuedDecision(seq, f"d{seq}", session, "b1", "bee", action, action, 1000.0 + seq)
         entity = DecideEntity("b1", "bee", obs, legal)
-        call = ReadCall("enum", scope, extra, [], world, read_state, [], [ReadEntity(1, entity, [], [])])
+        call = ReadCall("enum", scope, extra, [], world, state, [], [ReadEntity(1, entity, [], [])])
         read = encode_read(Read(call, [(seq, 1)]))
         learned = [DecisionFeatures(seq, "bee", None, obs, None, legal, action, 0.9)]
         features = RequestFeatures(client, manifest.version, 1000.0 + seq, world, state, learned, read, kept_manifest)
@@ -108,7 +109,7 @@ def fill(
 ) -> None:
     """Write ``decides`` one-bee decides of one session through the storage layer (a SQLite file, or a store's URL),
     each with what the model read (for replay) and a chain of session scopes declaring ``fields`` fields, all set
-    (0: no scope; ``read_fields``: another chain in what the model read alone)."""
+    (0: no scope; ``read_fields``: a chain declaring that many in what the model read alone)."""
     url = store if isinstance(store, str) else f"sqlite:///{store}"
     asyncio.run(_fill(url, decides, fields, read_fields, client, session, seed))
 
@@ -120,7 +121,7 @@ def manifest() -> Manifest:
 
 # --- the surfaces ------------------------------------------------------------------------------------------------
 
-ROW_CAP = f"{MAX_ROW_FIELDS:,} fields, {MAX_ROW_BYTES // 1024} KiB a row read back: skipped and counted past it"
+ROW_CAP = f"{MAX_SCOPE_FIELDS} scope fields, {MAX_ROW_BYTES // 1024} KiB a row read back: skipped, counted past it"
 ROWS = 8  # decides of the store a surface reads (each replayed, or read, in full)
 
 
@@ -277,10 +278,10 @@ def _crafted(n: int) -> dict[str, Any]:
 
 
 SURFACES: list[Surface] = [
-    Surface("npcmind replay, store rows of a chain of n scope fields", "fields", 200, ROW_CAP,
-            _store_surface(_replay_in_process), cap_at=MAX_ROW_FIELDS),
-    Surface("npcmind distill, store rows of a chain of n scope fields", "fields", 200, ROW_CAP,
-            _store_surface(_distill_in_process), cap_at=MAX_ROW_FIELDS),
+    Surface("npcmind replay, store rows of a chain of n scope fields", "fields", 24, ROW_CAP,
+            _store_surface(_replay_in_process), cap_at=MAX_SCOPE_FIELDS),
+    Surface("npcmind distill, store rows of a chain of n scope fields", "fields", 24, ROW_CAP,
+            _store_surface(_distill_in_process), cap_at=MAX_SCOPE_FIELDS),
     Surface("GET /replay page, a replay report of n types", "types", 30,
             "256 types, 256 actions, 100 situations, 131,072 cells, 16 MiB a report", _page_surface(report_of),
             cap_at=256),

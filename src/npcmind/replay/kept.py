@@ -12,16 +12,10 @@ import msgspec
 
 from npcmind.decide.read import Read, ReadCall, decode_read
 from npcmind.manifest import Manifest, ManifestError, from_data
-from npcmind.storage.base import (
-    FIELDS_SKIP,
-    MAX_READ_BYTES,
-    MAX_ROW_FIELDS,
-    MAX_RUN_DECISIONS,
-    RowTooLarge,
-    Store,
-    fields_of,
-    inflate,
-)
+from npcmind.manifest.load import MAX_CHAIN_FIELDS, MAX_CHAIN_SCOPES
+from npcmind.storage.base import MAX_READ_BYTES, MAX_RUN_DECISIONS, RowTooLarge, Store, inflate, too_many_fields
+
+CHAIN_SKIP = f"a chain of session scopes past {MAX_CHAIN_SCOPES} scopes or {MAX_CHAIN_FIELDS} fields"
 
 
 @dataclass(slots=True)
@@ -38,12 +32,20 @@ class Kept:
 
 @dataclass(slots=True)
 class KeptCall:
-    """One provider call: the manifest version it was rendered with, what it read, and its kept decisions."""
+    """One provider call: the manifest version it was rendered with, what it read (or its kept Read, compressed:
+    opened when it is replayed, so a run holds the calls in flight opened, not all of them), and its kept
+    decisions."""
 
     manifest_version: str
     created_at: float
-    read: ReadCall
+    read: ReadCall | bytes
     decisions: list[Kept] = field(default_factory=list)
+
+    def opened(self) -> ReadCall:
+        """What the call read (a kept Read is checked within its caps when it is loaded)."""
+        if isinstance(self.read, bytes):
+            return decode_read(inflate(self.read, MAX_READ_BYTES, None)).call
+        return self.read
 
 
 @dataclass(slots=True)
@@ -62,7 +64,7 @@ async def load(store: Store, client: str, since: float, only_type: str | None, s
     """A client's kept calls since ``since``: with ``only_type``, those that decided an entity of it (their other
     decisions are not counted); with ``sample``, whole calls drawn at random (seed 0, so a rerun replays the same)
     until they hold ``sample`` decisions. A row past a read-back cap is skipped and counted (docs/replay.md)."""
-    training = await store.policies.training(client, since)
+    training = await store.policies.training(client, since, situations=False)
     left_out: Counter[str] = Counter({f"rows skipped: {why}": n for why, n in training.skipped.items()})
     if training.stopped:
         left_out[f"decisions past the {MAX_RUN_DECISIONS:,} one run reads (--since reads fewer)"] += 1
@@ -79,9 +81,9 @@ async def load(store: Store, client: str, since: float, only_type: str | None, s
                 left_out["a row without its features"] += 1
                 continue
             call = _call(blob, left_out)
-            if call is None:
+            if call is None or blob is None:
                 continue
-            kept = calls[first] = KeptCall(r0.manifest_version, r0.created_at, call.call)
+            kept = calls[first] = KeptCall(r0.manifest_version, r0.created_at, blob)
             for seq, number in call.numbers:
                 r = rows.get(seq)
                 if r is not None:
@@ -110,9 +112,13 @@ def _call(blob: bytes | None, left_out: Counter[str]) -> Read | None:
         left_out["a damaged row"] += 1
         return None
     c = read.call
-    declared = sum(len(s.fields) for s in c.extra.values())  # by the session's scopes along the chain
-    if max(declared, fields_of(c.world, c.scope_state, *(e.entity.observation for e in c.entities))) > MAX_ROW_FIELDS:
-        left_out[f"rows skipped: {FIELDS_SKIP}"] += 1
+    why = too_many_fields(c.world, c.scope_state, (e.entity.observation for e in c.entities))
+    if why is None and (
+        len(c.extra) > MAX_CHAIN_SCOPES or sum(len(s.fields) for s in c.extra.values()) > MAX_CHAIN_FIELDS
+    ):
+        why = CHAIN_SKIP  # a chain the service refuses to decide on today is not replayed either
+    if why is not None:
+        left_out[f"rows skipped: {why}"] += 1
         return None
     return read
 

@@ -13,6 +13,8 @@ from typing import Any, Protocol
 
 import msgspec
 
+from npcmind.manifest.load import MAX_CHAIN_FIELDS
+
 log = logging.getLogger("npcmind.storage")
 
 SCHEMA_VERSION = 4  # 1: a row a decision (moved over at start); 2: a row a request, outcomes apart;
@@ -177,10 +179,13 @@ def manifest_rows(features: Iterable[RequestFeatures]) -> list[tuple[str, float,
 # (or crafted) costs a run what it costs to look at each row's size, not to read it.
 MAX_ROW_BYTES = 256 * 1024  # a features row's JSON, decompressed: the request edge's default body, which holds it
 MAX_READ_BYTES = 512 * 1024  # what the model read (a kept call), decompressed: the body, context lines, scopes
-# fields a row sets, its world, scope state and observations together (a kept read: and, apart, the fields its
-# session scopes declare): a manifest's world and a type declare at most 64 each and a scope chain at most 256
-# (the request edge's bound), so 16 entities take at most 1,344; a chain a store kept from before that bound had
-# set 19,840 and made replay 12x slower and 65x bigger (issue 39)
+# What a row may set is what the request edge lets a decide carry: a world or an observation of at most 64 fields
+# (a manifest declares no more), a scope state of at most 256 (a chain's bound, MAX_CHAIN_FIELDS), so a request of
+# 16 entities at most 1,344; a row's text holding more than 2,048 keys is past them for sure and is refused as
+# soon as that is seen. A chain a store kept from before those bounds had set 19,840 scope fields a decide and
+# made replay 12x slower and 65x bigger (issue 39).
+MAX_OBJECT_FIELDS = 64
+MAX_SCOPE_FIELDS = MAX_CHAIN_FIELDS
 MAX_ROW_FIELDS = 2048
 MAX_RUN_DECISIONS = 1_000_000  # decisions one run reads: 100,000 train in 8-15 s; past it reading stops
 CHUNK = 32 * 1024  # a row is decompressed this much at a time, its fields counted as it goes
@@ -202,6 +207,17 @@ def bytes_skip(cap: int) -> str:
 
 
 FIELDS_SKIP = f"more than {MAX_ROW_FIELDS:,} fields"
+SCOPE_SKIP = f"more than {MAX_SCOPE_FIELDS:,} scope fields"
+OBJECT_SKIP = f"a world or an observation of more than {MAX_OBJECT_FIELDS} fields"
+
+
+def too_many_fields(world: object, scope_state: object, observations: Iterable[object]) -> str | None:
+    """Why a row's situation is past the fields a decide may carry, or None."""
+    if fields_of(scope_state) > MAX_SCOPE_FIELDS:
+        return SCOPE_SKIP
+    if fields_of(world) > MAX_OBJECT_FIELDS or any(fields_of(o) > MAX_OBJECT_FIELDS for o in observations):
+        return OBJECT_SKIP
+    return None
 
 
 def inflate(data: bytes | None, cap: int, max_keys: int | None = MAX_ROW_FIELDS) -> bytes:
@@ -240,8 +256,9 @@ def fields_of(*objects: object) -> int:
 def training_rows(created_at: float, data: bytes | None) -> list[TrainingRow]:
     """The decisions of one stored features row, outcomes not yet joined; RowTooLarge past a read-back cap."""
     manifest, world, scope_state, entries = _decode_features(inflate(data, MAX_ROW_BYTES))
-    if fields_of(world, scope_state, *(e[3] for e in entries)) > MAX_ROW_FIELDS:
-        raise RowTooLarge(FIELDS_SKIP)
+    why = too_many_fields(world, scope_state, (e[3] for e in entries))
+    if why is not None:
+        raise RowTooLarge(why)
     return [
         TrainingRow(seq, manifest, created_at, typ, profile, obs, world, scope_state, trigger, legal, action, conf)
         for seq, typ, profile, obs, trigger, legal, action, conf in entries
@@ -273,8 +290,9 @@ class RowReader:
     """Reads a client's features rows one at a time into TrainingRows: a row past a cap or damaged is skipped and
     counted (and the count logged once at the end), and reading stops at MAX_RUN_DECISIONS decisions."""
 
-    def __init__(self, client_id: str) -> None:
+    def __init__(self, client_id: str, situations: bool = True) -> None:
         self.client_id = client_id
+        self.situations = situations
         self.rows = TrainingRows()
         self._first = ""
 
@@ -284,7 +302,11 @@ class RowReader:
             self.rows.stopped = True
             return False
         try:
-            self.rows += training_rows(created_at, bytes(data) if data is not None else None)
+            got = training_rows(created_at, bytes(data) if data is not None else None)
+            if not self.situations:  # what replay keeps of them: no row's situation outlives its turn
+                for r in got:
+                    r.observation, r.world, r.scope_state = {}, {}, None
+            self.rows += got
         except RowTooLarge as e:
             self._skip(first, str(e), str(e))
         except (zlib.error, msgspec.DecodeError, ValueError, TypeError) as e:
@@ -319,11 +341,13 @@ class RowReader:
 DAMAGED = "cannot be read (damaged on disk, or not written by npcmind)"
 
 
-def readable_rows(client_id: str, rows: Iterable[tuple[int, float, bytes | None]]) -> TrainingRows:
+def readable_rows(
+    client_id: str, rows: Iterable[tuple[int, float, bytes | None]], situations: bool = True
+) -> TrainingRows:
     """The decisions of a client's features rows (first number, time, data); a row that cannot be read (damaged on
     disk, written by hand) or past a read-back cap is skipped and counted, so one bad row neither stops a distill
     nor hides the others."""
-    reader = RowReader(client_id)
+    reader = RowReader(client_id, situations)
     for first, at, data in rows:
         if not reader.add(first, at, data):
             break
@@ -427,11 +451,12 @@ class Policies(Protocol):
     """What a policy learns from (the features of fresh decisions, with outcomes), what the model read for them
     (for replay) and the distilled policies."""
 
-    async def training(self, client_id: str, since: float) -> TrainingRows:
+    async def training(self, client_id: str, since: float, situations: bool = True) -> TrainingRows:
         """The features of this client's fresh decisions issued at or after ``since``, oldest first, each with
         its reported outcome: what ``npcmind distill`` learns from. Read a row at a time: a row past a read-back
-        cap (MAX_ROW_BYTES, MAX_SCOPE_FIELDS) or damaged is skipped and counted, and reading stops at
-        MAX_RUN_DECISIONS (docs/policy.md)."""
+        cap (MAX_ROW_BYTES, MAX_ROW_FIELDS) or damaged is skipped and counted, and reading stops at
+        MAX_RUN_DECISIONS (docs/policy.md). ``situations=False``: without the observation, world and scope
+        state (what replay needs of them is what was decided)."""
         ...
 
     async def reads(

@@ -23,8 +23,8 @@ class PgPolicies(PgPart):
     """Training features and policies on the shared pool."""
 
     @kept
-    async def training(self, client_id: str, since: float) -> TrainingRows:
-        reader = RowReader(client_id)
+    async def training(self, client_id: str, since: float, situations: bool = True) -> TrainingRows:
+        reader = RowReader(client_id, situations)
         key: tuple[float, int] = (since, -1)
         while True:  # a page at a time, by (time, first number); a row stored past its cap is not handed over
             found = await self.db.pool.fetch(

@@ -21,13 +21,13 @@ class SqlitePolicies(SqlitePart):
     """Training features and policies in the shared file."""
 
     @kept
-    async def training(self, client_id: str, since: float) -> TrainingRows:
+    async def training(self, client_id: str, since: float, situations: bool = True) -> TrainingRows:
         found = self.db.conn.execute(  # a row stored longer than its cap allows is not even handed over
             "SELECT first_seq, created_at, CASE WHEN LENGTH(data) <= ? THEN data END FROM features"
             " WHERE client_id = ? AND created_at >= ? ORDER BY first_seq",
             (stored_limit(MAX_ROW_BYTES), client_id, since),
         )
-        out = readable_rows(client_id, found)
+        out = readable_rows(client_id, found, situations)
         if out:
             by_seq = {r.seq: r for r in out}
             for seq, outcome in self.db.conn.execute(
