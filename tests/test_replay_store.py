@@ -270,3 +270,23 @@ def test_the_page_names_its_bounds_as_docs_replay_md_states_them() -> None:
     doc = (Path(__file__).parents[1] / "docs" / "replay.md").read_text()
     for said in ("16 MiB", "256 types", "100 situations", "131,072 cells"):
         assert said in doc, said
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None and shutil.which("chromium-browser") is None, reason="no chromium")
+def test_the_page_in_chromium_names_the_wrong_field_of_a_crafted_report(shared_svc: Any, tmp_path: Path) -> None:
+    """GET /replay in Chromium, the crafted report of the issue chosen as a person chooses it: one line naming the
+    field, the report's tables not shown, no error in the page."""
+    from cdp import Browser
+
+    crafted = tmp_path / "crafted.json"
+    crafted.write_text(json.dumps(_set(report_of(2), "cost", {"in": 0, "out": 0, "total": "0.5"})))
+    with Browser(tmp_path / "profile") as browser:
+        browser.open(shared_svc.server.url + "/replay")
+        root = browser.call("DOM.getDocument")["root"]["nodeId"]
+        node = browser.call("DOM.querySelector", nodeId=root, selector="#file")["nodeId"]
+        browser.call("DOM.setFileInputFiles", nodeId=node, files=[str(crafted)])
+        browser.wait_for("document.getElementById('status').dataset.state === 'error'", deadline_s=60)
+        said = browser.js("document.getElementById('status').textContent")
+        assert said == "This report cannot be shown: `cost.total` must be a number, not a string.", said
+        assert browser.js("document.getElementById('report').hidden") is True
+        assert not browser.errors, browser.errors
