@@ -158,9 +158,8 @@ def _train_type(
     train, held = split(rows)
     entry = fit(train, candidate_features(name, rows, manifest), actions, step)
     agreement, table = measure(type_policy(entry), held)
-    entry["trained_on"] = len(train)
-    entry["agreement"] = round(agreement, 4)
-    return TypeReport(name, len(rows), len(train), len(held), agreement, table, entry)
+    entry["agreement"] = round(agreement, 4)  # trained_on: what the fit took (fair_rows: maybe fewer than train)
+    return TypeReport(name, len(rows), entry["trained_on"], len(held), agreement, table, entry)
 
 
 def _store_files(store_url: str) -> list[Path]:

@@ -177,7 +177,7 @@ def fit(
         "right": [int(v) for v in t.children_right],
         "value": value,
     }
-    return {"actions": actions, "features": [specs[i] for i in used], "trees": [tree]}
+    return {"actions": actions, "features": [specs[i] for i in used], "trees": [tree], "trained_on": len(rows)}
 
 
 def type_policy(entry: dict[str, Any]) -> TypePolicy:
