@@ -455,9 +455,10 @@ def _rows(path: Path) -> list[TrainingRow]:
 
 
 def test_a_session_chain_of_undeclared_scope_fields_gives_a_type_at_most_8_features_more(tmp_path: Path) -> None:
-    """A session adds 1,024 scopes of 64 boolean fields (the most it may) and sets them all: each had become a
-    feature of every decision of the type (65,536 columns: 9x the time, 5x the memory of a round). The type
-    gets its declared fields' features and at most 8 of undeclared ones, the most widely carried first."""
+    """A session adds a chain of scopes of 64 boolean fields and sets them all: each had become a feature of every
+    decision of the type (65,536 columns: 9x the time, 5x the memory of a round). Rows past 256 scope fields are
+    no longer read back at all (test_replay_store.py); with 256, the most a row read back may carry, the type
+    gets its declared fields' features and at most 8 undeclared ones, the most widely carried first."""
     from npcmind.distill.features import candidate_features
     from npcmind.manifest import load
 
@@ -465,7 +466,7 @@ def test_a_session_chain_of_undeclared_scope_fields_gives_a_type_at_most_8_featu
     honest = [(_obs(0.5 + (i % 5) / 20, 40.0 + 10 * (i % 4)), "chase", None) for i in range(120)]
     _fill(tmp_path / "s.db", honest, session="honest", scope_state={"boss_phase": 2, "weather": "rain"})
     clean = candidate_features("bee", _rows(tmp_path / "s.db"), manifest)
-    hostile = {f"s{i}_f{j}": (i + j) % 2 == 0 for i in range(1024) for j in range(64)}
+    hostile = {f"s{i}_f{j}": (i + j) % 2 == 0 for i in range(4) for j in range(64)}
     _fill(tmp_path / "s.db", honest[:16], session="hostile", scope_state=hostile)
     rows = _rows(tmp_path / "s.db")
     for manifest_or_none in (manifest, None):
@@ -608,3 +609,74 @@ def test_one_session_reporting_flee_done_and_chase_failed_does_not_steer_the_pol
     acts = sum(1 for m in p["lies"] if m >= 0.8)
     print(f"reports' effect {lies:.3f}; mean P(flee) shift {shift:.3f} vs the honest alone; flee >= 0.8 in {acts}")
     assert lies == 0.0 and shift <= 0.1 and acts <= 25, (lies, shift, acts)
+
+
+# --- issue 39: a session's share of what distill learns -----------------------------------------------------------
+
+
+def _teacher(obs: dict[str, Any]) -> str:
+    """The honest sessions' model: it never flees."""
+    if obs["hp_fraction"] < 0.2 or not obs["sees_player"]:
+        return "wander"
+    return "chase" if obs["distance_to_player"] <= 120 else "idle"
+
+
+def _situation(rng: random.Random) -> dict[str, Any]:
+    return {
+        "hp_fraction": 0.05 * rng.randrange(20),
+        "distance_to_player": 10.0 * rng.randrange(30),
+        "sees_player": rng.random() < 0.8,
+        "current_action": rng.choice(["idle", "wander", "chase", "flee"]),
+    }
+
+
+def _sessions_store(path: Path, sessions: list[tuple[str, list[tuple[dict[str, Any], str]]]]) -> None:
+    """A store of these sessions' decisions, in requests of 16, as the service keeps them."""
+    from npcmind.manifest import load
+    from npcmind.storage.base import DecisionFeatures, IssuedDecision, RequestFeatures
+    from npcmind.storage.sqlite import SqliteStore
+
+    version, legal = load(FOREST).version, ["idle", "wander", "chase", "flee"]
+
+    async def go() -> None:
+        s = SqliteStore(path)
+        for name, rows in sessions:
+            for i in range(0, len(rows), 16):
+                part = rows[i : i + 16]
+                first = await s.decisions.allocate(len(part))
+                issued = [
+                    IssuedDecision(first + k, f"d{first + k}", name, f"b{k}", "bee", a, a, 1000.0)
+                    for k, (_, a) in enumerate(part)
+                ]
+                f = [DecisionFeatures(first + k, "bee", None, o, None, legal, a, 0.9) for k, (o, a) in enumerate(part)]
+                await s.decisions.record(issued, RequestFeatures("game-1", version, 1000.0, WORLD, None, f))
+        await s.close()
+
+    asyncio.run(go())
+
+
+def test_one_session_with_as_many_decisions_as_all_honest_ones_cannot_make_the_policy_act_on_its_action(
+    tmp_path: Path,
+) -> None:
+    """Issue 39, finding 4: beside six honest sessions of 960 decisions whose model never flees, one session of
+    5,760 decisions, all `flee`, each in a situation where the honest model chased. Before, the policy acted on
+    flee (>= 0.8) in 60 of 500 honest situations and moved P(flee) by 0.219 on average. Now a session's decisions
+    count in each leaf at most as much as the other sessions' there on average (and the fit takes no more of one
+    session's than of all the others together): over 500 situations drawn as the honest sessions' are, the policy
+    acts on flee in at most 25 and the mean P(flee) (against chase) moves by at most 0.1 (docs/policy.md)."""
+    rng = random.Random(39)
+    honest = [(f"honest{h}", [(o, _teacher(o)) for o in (_situation(rng) for _ in range(960))]) for h in range(6)]
+    hostile: list[tuple[dict[str, Any], str]] = []
+    while len(hostile) < 5_760:
+        o = _situation(rng)
+        if _teacher(o) == "chase":
+            hostile.append((o, "flee"))
+    _sessions_store(tmp_path / "clean.db", honest)
+    _sessions_store(tmp_path / "poisoned.db", [*honest, ("hostile", hostile)])
+    srng = random.Random(500)
+    situations = [_situation(srng) for _ in range(500)]
+    clean, poisoned = _p_flee(tmp_path / "clean.db", situations), _p_flee(tmp_path / "poisoned.db", situations)
+    shift = sum(p - c for p, c in zip(poisoned, clean, strict=True)) / len(situations)
+    acts = sum(1 for p in poisoned if p >= 0.8)
+    print(f"flee >= 0.8 in {acts} of 500 (clean: {sum(1 for c in clean if c >= 0.8)}); mean P(flee) shift {shift:.3f}")
+    assert acts <= 25 and shift <= 0.1, (acts, shift)

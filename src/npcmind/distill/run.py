@@ -19,7 +19,7 @@ from npcmind.distill.features import candidate_features
 from npcmind.distill.train import TypeReport, fit, measure, split, type_policy
 from npcmind.manifest import Manifest
 from npcmind.storage import open_store
-from npcmind.storage.base import StoredPolicy, TrainingRow
+from npcmind.storage.base import StoredPolicy, TrainingRow, TrainingRows
 from npcmind_client.policy import FORMAT, FORMAT_VERSION
 
 MIN_DECISIONS = 100  # of a type, to train it: fewer leave a fifth too small to say anything
@@ -60,7 +60,7 @@ def count(n: int, noun: str) -> str:
     return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
-async def _read(store_url: str, client_id: str, since: float) -> list[TrainingRow]:
+async def _read(store_url: str, client_id: str, since: float) -> TrainingRows:
     store = open_store(store_url, read_only=True)
     await store.open()
     try:
@@ -69,8 +69,9 @@ async def _read(store_url: str, client_id: str, since: float) -> list[TrainingRo
         await store.close()
 
 
-def read_rows(store_url: str, client_id: str, since_h: float | None) -> list[TrainingRow]:
-    """The client's stored decisions (of the last ``since_h`` hours), read on this thread's own loop."""
+def read_rows(store_url: str, client_id: str, since_h: float | None) -> TrainingRows:
+    """The client's stored decisions (of the last ``since_h`` hours), read on this thread's own loop; with the rows
+    skipped past a read-back cap, counted (docs/policy.md)."""
     since = time.time() - since_h * 3600 if since_h else 0.0
     return asyncio.run(_read(store_url, client_id, since))
 
@@ -104,6 +105,8 @@ def distill(
 ) -> Outcome:
     """Train every type (or ``only``) with at least MIN_DECISIONS decisions; the policy file and the report."""
     out = Outcome(None)
+    if isinstance(rows, TrainingRows):  # what was not read: rows past a read-back cap, damaged, or past the run's
+        out.lines += rows.said()
     if not rows:
         out.lines.append(f"no decisions of client {client_id!r} in the store: nothing to learn from")
         return out
@@ -155,9 +158,8 @@ def _train_type(
     train, held = split(rows)
     entry = fit(train, candidate_features(name, rows, manifest), actions, step)
     agreement, table = measure(type_policy(entry), held)
-    entry["trained_on"] = len(train)
-    entry["agreement"] = round(agreement, 4)
-    return TypeReport(name, len(rows), len(train), len(held), agreement, table, entry)
+    entry["agreement"] = round(agreement, 4)  # trained_on: what the fit took (fair_rows: maybe fewer than train)
+    return TypeReport(name, len(rows), entry["trained_on"], len(held), agreement, table, entry)
 
 
 def _store_files(store_url: str) -> list[Path]:

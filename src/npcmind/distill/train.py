@@ -34,6 +34,10 @@ HOLD_OUT = 5  # one decision in this many is held back to measure the policy
 MAX_DEPTH = 12
 MIN_LEAF = 12  # decisions a leaf holds at least
 SMOOTHING = 1.0  # weight added to every action of a leaf
+# In each leaf, no session weighs more than this times the mean of the other sessions that reached it (issue 39: one
+# session with as many decisions as six honest ones together, all of an action none of them chose, had the policy
+# act on it in 60 of 500 situations; bounded, a session is at most half of any leaf, its action never above 0.5)
+LEAF_SESSION_FACTOR = 1.0
 
 
 @dataclass(slots=True)
@@ -88,14 +92,52 @@ def outcome_factors(rows: list[TrainingRow], actions: list[str]) -> dict[str, fl
 
 
 def row_weights(rows: list[TrainingRow], actions: list[str]) -> list[float]:
-    """Each decision's weight: its action's agreed outcome factor, and no session's decisions weighing more than
-    all the other sessions' together (a session with more shares that weight over its decisions)."""
-    per_session: dict[str | None, int] = {}
-    for r in rows:
-        per_session[r.session_id] = per_session.get(r.session_id, 0) + 1
-    share = {s: min(1.0, (len(rows) - n) / n) if len(per_session) > 1 else 1.0 for s, n in per_session.items()}
+    """Each decision's weight: its action's agreed outcome factor."""
     factor = outcome_factors(rows, actions)
-    return [factor.get(r.action, 1.0) * share[r.session_id] for r in rows]
+    return [factor.get(r.action, 1.0) for r in rows]
+
+
+def fair_rows(rows: list[TrainingRow], seed: int = 0) -> list[TrainingRow]:
+    """The decisions a tree is fit on: of a session with more than all the other sessions together, as many as
+    they have, drawn at random (seeded), in their order; so one session's volume can neither outweigh the others
+    in the fit nor cut the situations they share into leaves of its own (and a round's work is bounded by the
+    others'). One session alone keeps all."""
+    per_session: dict[str | None, list[int]] = {}
+    for i, r in enumerate(rows):
+        per_session.setdefault(r.session_id, []).append(i)
+    if len(per_session) < 2:
+        return rows
+    keep: list[int] = []
+    rng = random.Random(seed)
+    for held in per_session.values():
+        cap = len(rows) - len(held)
+        keep += held if len(held) <= cap else rng.sample(held, cap)
+    return [rows[i] for i in sorted(keep)]
+
+
+def leaf_weights(leaves: Any, y: Any, w: Any, sessions: Any, nodes: int, actions: int) -> Any:
+    """Each leaf's weight of each action, where no session weighs more than the mean of the other sessions that
+    reached the leaf (LEAF_SESSION_FACTOR times it): what one session can add to what a leaf learns is bounded
+    however many decisions it makes there, and a leaf only one session reached learns nothing (it defers). With
+    one session among the type's decisions, nothing is bounded."""
+    import numpy as np
+
+    out = np.zeros((nodes, actions))
+    if len(sessions) == 0 or sessions.max() == 0:  # one session: its leaves are its own
+        np.add.at(out, (leaves, y), w)
+        return out
+    n_sessions = int(sessions.max()) + 1
+    key, inverse = np.unique(leaves * n_sessions + sessions, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    total = np.bincount(inverse, weights=w, minlength=len(key))  # each session's weight in each leaf
+    leaf_of = key // n_sessions
+    leaf_total = np.bincount(leaf_of, weights=total, minlength=nodes)
+    leaf_sessions = np.bincount(leaf_of, minlength=nodes)
+    others = np.maximum(leaf_sessions[leaf_of] - 1, 1)
+    bound = LEAF_SESSION_FACTOR * (leaf_total[leaf_of] - total) / others  # the other sessions' mean weight there
+    scale = np.where(total > bound, bound / np.where(total > 0, total, 1.0), 1.0)
+    np.add.at(out, (leaves, y), w * scale[inverse])
+    return out
 
 
 def fit(
@@ -106,19 +148,21 @@ def fit(
     from sklearn.tree import DecisionTreeClassifier
 
     features = [to_feature(s) for s in specs]
+    rows = fair_rows(rows)
     step("encoding")
     x = encode(rows, features)
     np.clip(x, -CLIP, CLIP, out=x)
     index = {a: i for i, a in enumerate(actions)}
     y = np.asarray([index[r.action] for r in rows])
     w = np.asarray(row_weights(rows, actions))
+    ids: dict[str | None, int] = {}
+    sessions = np.asarray([ids.setdefault(r.session_id, len(ids)) for r in rows], dtype=np.int64)
     step("fitting")
     clf = DecisionTreeClassifier(max_depth=MAX_DEPTH, min_samples_leaf=MIN_LEAF, random_state=0)
     clf.fit(x, y, sample_weight=w)
     step("exporting")
     t = clf.tree_
-    weights = np.zeros((t.node_count, len(actions)))
-    np.add.at(weights, (clf.apply(x), y), w)  # each leaf's weight of each action, over the actions of the type
+    weights = leaf_weights(clf.apply(x), y, w, sessions, t.node_count, len(actions))
     used = sorted({int(f) for f in t.feature if f >= 0})
     remap = {old: new for new, old in enumerate(used)}
     leaves = t.children_left < 0
@@ -133,7 +177,7 @@ def fit(
         "right": [int(v) for v in t.children_right],
         "value": value,
     }
-    return {"actions": actions, "features": [specs[i] for i in used], "trees": [tree]}
+    return {"actions": actions, "features": [specs[i] for i in used], "trees": [tree], "trained_on": len(rows)}
 
 
 def type_policy(entry: dict[str, Any]) -> TypePolicy:

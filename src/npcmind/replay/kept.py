@@ -10,9 +10,12 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from npcmind.decide.read import ReadCall, decode_read
+from npcmind.decide.read import Read, ReadCall, decode_read
 from npcmind.manifest import Manifest, ManifestError, from_data
-from npcmind.storage.base import Store
+from npcmind.manifest.load import MAX_CHAIN_FIELDS, MAX_CHAIN_SCOPES
+from npcmind.storage.base import MAX_READ_BYTES, MAX_RUN_DECISIONS, RowTooLarge, Store, inflate, too_many_fields
+
+CHAIN_SKIP = f"a chain of session scopes past {MAX_CHAIN_SCOPES} scopes or {MAX_CHAIN_FIELDS} fields"
 
 
 @dataclass(slots=True)
@@ -29,12 +32,20 @@ class Kept:
 
 @dataclass(slots=True)
 class KeptCall:
-    """One provider call: the manifest version it was rendered with, what it read, and its kept decisions."""
+    """One provider call: the manifest version it was rendered with, what it read (or its kept Read, compressed:
+    opened when it is replayed, so a run holds the calls in flight opened, not all of them), and its kept
+    decisions."""
 
     manifest_version: str
     created_at: float
-    read: ReadCall
+    read: ReadCall | bytes
     decisions: list[Kept] = field(default_factory=list)
+
+    def opened(self) -> ReadCall:
+        """What the call read (a kept Read is checked within its caps when it is loaded)."""
+        if isinstance(self.read, bytes):
+            return decode_read(inflate(self.read, MAX_READ_BYTES, None)).call
+        return self.read
 
 
 @dataclass(slots=True)
@@ -46,28 +57,40 @@ class Loaded:
     left_out: Counter[str]
 
 
+PAGE = 64  # kept reads fetched at once: a run holds a page of them, never the whole store's
+
+
 async def load(store: Store, client: str, since: float, only_type: str | None, sample: int | None) -> Loaded:
     """A client's kept calls since ``since``: with ``only_type``, those that decided an entity of it (their other
     decisions are not counted); with ``sample``, whole calls drawn at random (seed 0, so a rerun replays the same)
-    until they hold ``sample`` decisions."""
-    rows = {r.seq: r for r in await store.policies.training(client, since)}
-    left_out: Counter[str] = Counter()
+    until they hold ``sample`` decisions. A row past a read-back cap is skipped and counted (docs/replay.md)."""
+    training = await store.policies.training(client, since, situations=False)
+    left_out: Counter[str] = Counter({f"rows skipped: {why}": n for why, n in training.skipped.items()})
+    if training.stopped:
+        left_out[f"decisions past the {MAX_RUN_DECISIONS:,} one run reads (--since reads fewer)"] += 1
+    rows = {r.seq: r for r in training}
     calls: dict[int, KeptCall] = {}
-    for first, blob in await store.policies.reads(client, since):
-        try:
-            read = decode_read(zlib.decompress(blob))
-        except (zlib.error, msgspec.DecodeError, ValueError):
-            left_out["a damaged row"] += 1
-            continue
-        r0 = rows.get(first)
-        if r0 is None:
-            left_out["a row without its features"] += 1
-            continue
-        call = calls[first] = KeptCall(r0.manifest_version, r0.created_at, read.call)
-        for seq, number in read.numbers:
-            r = rows.get(seq)
-            if r is not None:
-                call.decisions.append(Kept(seq, number, r.type, r.action, r.outcome))
+    after: int | None = None
+    while True:
+        page = await store.policies.reads(client, since, after, PAGE, training.skipped_firsts)
+        for first, blob in page:
+            if first in training.skipped_firsts:
+                continue  # counted once, with its features row
+            r0 = rows.get(first)
+            if r0 is None:  # not read back (past the decisions a run reads), or lost: its Read is not opened
+                left_out["a row without its features"] += 1
+                continue
+            call = _call(blob, left_out)
+            if call is None or blob is None:
+                continue
+            kept = calls[first] = KeptCall(r0.manifest_version, r0.created_at, blob)
+            for seq, number in call.numbers:
+                r = rows.get(seq)
+                if r is not None:
+                    kept.decisions.append(Kept(seq, number, r.type, r.action, r.outcome))
+        if len(page) < PAGE:
+            break
+        after = page[-1][0]
     chosen = [c for c in calls.values() if only_type is None or any(d.type == only_type for d in c.decisions)]
     for c in chosen:
         if only_type is not None:
@@ -76,6 +99,28 @@ async def load(store: Store, client: str, since: float, only_type: str | None, s
         chosen = _sample(chosen, sample)
     versions = {c.manifest_version for c in chosen}
     return Loaded(chosen, {v: await _manifest(store, v) for v in sorted(versions)}, left_out)
+
+
+def _call(blob: bytes | None, left_out: Counter[str]) -> Read | None:
+    """A kept Read opened, within its caps: None (counted in ``left_out``, by why) past one, or damaged."""
+    try:
+        read = decode_read(inflate(blob, MAX_READ_BYTES, None))  # its scopes' declarations hold keys of their own
+    except RowTooLarge as e:
+        left_out[f"rows skipped: {e}"] += 1
+        return None
+    except (zlib.error, msgspec.DecodeError, ValueError):
+        left_out["a damaged row"] += 1
+        return None
+    c = read.call
+    why = too_many_fields(c.world, c.scope_state, (e.entity.observation for e in c.entities))
+    if why is None and (
+        len(c.extra) > MAX_CHAIN_SCOPES or sum(len(s.fields) for s in c.extra.values()) > MAX_CHAIN_FIELDS
+    ):
+        why = CHAIN_SKIP  # a chain the service refuses to decide on today is not replayed either
+    if why is not None:
+        left_out[f"rows skipped: {why}"] += 1
+        return None
+    return read
 
 
 def _sample(calls: list[KeptCall], n: int) -> list[KeptCall]:

@@ -5,11 +5,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import msgspec
+
 from npcmind.answer import AnswerMode
 from npcmind.decide.prompt import EntityContext, EntityPrompt, Prompt, PromptBuilder, type_line
 from npcmind.decide.read import ReadCall
 from npcmind.manifest import Manifest
+from npcmind.manifest.model import ScopeSpec
 from npcmind.protocol.a2g import DecideRequest
+
+KEPT_CHAINS = 64  # sessions' scope chains a replay shares across its calls
 
 
 @dataclass(slots=True)
@@ -25,6 +30,19 @@ class Renderer:
 
     def __init__(self) -> None:
         self._builders: dict[tuple[str, str], PromptBuilder] = {}
+        self._scopes: dict[bytes, dict[str, ScopeSpec]] = {}
+
+    def scopes(self, extra: dict[str, ScopeSpec]) -> dict[str, ScopeSpec]:
+        """A session's scopes as the first call that read the same ones decoded them: every kept call decodes its
+        own, and the manifest keeps what it works out of a chain by the chain's scopes themselves (up to 1,024
+        chains: 1,024 copies of one session's chain had held 130 MB), so the calls of one chain share one."""
+        key = msgspec.json.encode(extra)
+        found = self._scopes.get(key)
+        if found is None:
+            if len(self._scopes) >= KEPT_CHAINS:
+                self._scopes.clear()
+            found = self._scopes[key] = extra
+        return found
 
     def builder(self, manifest: Manifest, mode: AnswerMode) -> PromptBuilder:
         """The builder of this manifest in this answer form."""
@@ -37,7 +55,7 @@ class Renderer:
     def render(self, read: ReadCall, manifest: Manifest, mode: AnswerMode) -> Rendered:
         """The call's prompt from its kept situation, its entities numbered as they were."""
         b = self.builder(manifest, mode)
-        chain = manifest.scope_chain(read.scope, read.extra) if read.scope else []
+        chain = manifest.scope_chain(read.scope, self.scopes(read.extra)) if read.scope else []
         shown = [e for e in read.entities if _shows(manifest, e.entity.type, e.entity.legal_actions)]
         entities = [e.entity for e in read.entities]  # parts 4-5 read the world and scope state alone
         req = DecideRequest("replay", 0, read.world, entities, read.scope, read.scope_state)

@@ -67,9 +67,10 @@ class ProviderTarget:
 
     async def replay(self, call: KeptCall, manifest: Manifest) -> CallResult:
         """The call sent as one provider call; a failed call is every entity's ``unavailable``."""
-        before = self.renderer.render(call.read, manifest, _mode(call.read.mode))
+        read = call.opened()
+        before = self.renderer.render(read, manifest, _mode(read.mode))
         new = self.manifest or manifest
-        after = self.renderer.render(call.read, new, self.provider.mode)
+        after = self.renderer.render(read, new, self.provider.mode)
         asked = after.prompt.entities
         out = CallResult()
         outcomes: dict[int, tuple[str | None, str | None]] = {}  # (the choice, or the fallback's code)
@@ -122,9 +123,9 @@ class PolicyTarget:
 
     async def replay(self, call: KeptCall, manifest: Manifest) -> CallResult:
         """Each kept decision chosen by the policy of its manifest version, from the kept situation."""
-        rendered = self.renderer.render(call.read, manifest, _mode(call.read.mode))
+        r = call.opened()
+        rendered = self.renderer.render(r, manifest, _mode(r.mode))
         policy = self.policies.get(call.manifest_version)
-        r = call.read
         entities = {e.number: e.entity for e in r.entities}
         out = CallResult()
         for d in call.decisions:

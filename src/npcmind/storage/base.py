@@ -6,11 +6,14 @@ from __future__ import annotations
 import bisect
 import logging
 import zlib
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import msgspec
+
+from npcmind.manifest.load import MAX_CHAIN_FIELDS
 
 log = logging.getLogger("npcmind.storage")
 
@@ -171,36 +174,184 @@ def manifest_rows(features: Iterable[RequestFeatures]) -> list[tuple[str, float,
     return [(f.manifest_version, f.created_at, zlib.compress(f.manifest, 1)) for f in features if f.manifest]
 
 
-def training_rows(created_at: float, data: bytes) -> list[TrainingRow]:
-    """The decisions of one stored features row, outcomes not yet joined."""
-    manifest, world, scope_state, entries = _decode_features(zlib.decompress(data))
+# What distill and replay read back of a stored row is capped (issue 39; docs/policy.md, docs/replay.md): a row past
+# a cap is skipped and counted, never read whole, so a store written before the request edge capped scope chains
+# (or crafted) costs a run what it costs to look at each row's size, not to read it.
+MAX_ROW_BYTES = 256 * 1024  # a features row's JSON, decompressed: the request edge's default body, which holds it
+MAX_READ_BYTES = 512 * 1024  # what the model read (a kept call), decompressed: the body, context lines, scopes
+# What a row may set is what the request edge lets a decide carry: a world or an observation of at most 64 fields
+# (a manifest declares no more), a scope state of at most 256 (a chain's bound, MAX_CHAIN_FIELDS), so a request of
+# 16 entities at most 1,344; a row's text holding more than 2,048 keys is past them for sure and is refused as
+# soon as that is seen. A chain a store kept from before those bounds had set 19,840 scope fields a decide and
+# made replay 12x slower and 65x bigger (issue 39).
+MAX_OBJECT_FIELDS = 64
+MAX_SCOPE_FIELDS = MAX_CHAIN_FIELDS
+MAX_ROW_FIELDS = 2048
+MAX_RUN_DECISIONS = 1_000_000  # decisions one run reads: 100,000 train in 8-15 s; past it reading stops
+CHUNK = 32 * 1024  # a row is decompressed this much at a time, its fields counted as it goes
+
+
+def stored_limit(cap: int) -> int:
+    """The stored (compressed) size past which a row is over ``cap`` decompressed: zlib adds at most 5 bytes a
+    16 KiB block and a header, so a blob longer than this cannot decompress to ``cap`` or less."""
+    return cap + cap // 1000 + 64
+
+
+class RowTooLarge(ValueError):
+    """A stored row past a read-back cap: its message is why it was skipped, as the user is told."""
+
+
+def bytes_skip(cap: int) -> str:
+    """Why a row past a bytes cap was skipped."""
+    return f"more than {cap:,} bytes"
+
+
+FIELDS_SKIP = f"more than {MAX_ROW_FIELDS:,} fields"
+SCOPE_SKIP = f"more than {MAX_SCOPE_FIELDS:,} scope fields"
+OBJECT_SKIP = f"a world or an observation of more than {MAX_OBJECT_FIELDS} fields"
+
+
+def too_many_fields(world: object, scope_state: object, observations: Iterable[object]) -> str | None:
+    """Why a row's situation is past the fields a decide may carry, or None."""
+    if fields_of(scope_state) > MAX_SCOPE_FIELDS:
+        return SCOPE_SKIP
+    if fields_of(world) > MAX_OBJECT_FIELDS or any(fields_of(o) > MAX_OBJECT_FIELDS for o in observations):
+        return OBJECT_SKIP
+    return None
+
+
+def inflate(data: bytes | None, cap: int, max_keys: int | None = MAX_ROW_FIELDS) -> bytes:
+    """A stored blob decompressed a chunk at a time, never past ``cap`` + 1 bytes (RowTooLarge past it, or as soon
+    as the text holds more than ``max_keys`` object keys for sure), so a row past a cap costs what it takes to see
+    that, not to read it. None is a blob the store did not hand over: longer than ``stored_limit(cap)``."""
+    if data is None:
+        raise RowTooLarge(bytes_skip(cap))
+    d = zlib.decompressobj()
+    out, rest, keys, chunks = bytearray(), data, 0, 0
+    while rest or not d.eof:
+        part = d.decompress(rest, CHUNK)
+        rest = d.unconsumed_tail
+        out += part
+        if len(out) > cap:
+            raise RowTooLarge(bytes_skip(cap))
+        # '":' ends a key, and inside a string a quote is always escaped ('\":'); a key ending in a backslash, or
+        # a pattern cut by a chunk's end, can only be missed (one a chunk is taken off): a lower bound of the keys
+        if max_keys is not None:
+            keys += part.count(b'":') - part.count(b'\\":')
+            chunks += 1
+            if keys - chunks > max_keys:
+                raise RowTooLarge(FIELDS_SKIP)
+        if not part and not rest:
+            break
+    if not d.eof:
+        raise zlib.error("the compressed data is incomplete")
+    return bytes(out)
+
+
+def fields_of(*objects: object) -> int:
+    """How many fields these objects set, together (one that is not an object sets none)."""
+    return sum(len(o) for o in objects if isinstance(o, dict))
+
+
+def training_rows(created_at: float, data: bytes | None) -> list[TrainingRow]:
+    """The decisions of one stored features row, outcomes not yet joined; RowTooLarge past a read-back cap."""
+    manifest, world, scope_state, entries = _decode_features(inflate(data, MAX_ROW_BYTES))
+    why = too_many_fields(world, scope_state, (e[3] for e in entries))
+    if why is not None:
+        raise RowTooLarge(why)
     return [
         TrainingRow(seq, manifest, created_at, typ, profile, obs, world, scope_state, trigger, legal, action, conf)
         for seq, typ, profile, obs, trigger, legal, action, conf in entries
     ]
 
 
-def readable_rows(client_id: str, rows: Iterable[tuple[float, bytes]]) -> list[TrainingRow]:
-    """The decisions of a client's features rows; a row that cannot be read (damaged on disk, written by hand)
-    is skipped and counted in one warning, so one bad row neither stops a distill nor hides the others."""
-    out: list[TrainingRow] = []
-    bad, first = 0, ""
-    for at, data in rows:
+class TrainingRows(list[TrainingRow]):
+    """A client's decisions read back, with the rows skipped past a cap or damaged (why: how many), the first
+    decision number of each row skipped (replay leaves its call out), and whether reading stopped at the cap of
+    decisions a run reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.skipped: Counter[str] = Counter()
+        self.skipped_firsts: set[int] = set()
+        self.stopped = False
+
+    def said(self) -> list[str]:
+        """What the user is told of what was not read: "3 rows skipped: more than 1,024 scope fields"."""
+        out = [f"{n:,} row{'' if n == 1 else 's'} skipped: {why}" for why, n in sorted(self.skipped.items())]
+        if self.stopped:
+            out.append(
+                f"stopped reading at {MAX_RUN_DECISIONS:,} decisions (the most one run reads): --since reads fewer"
+            )
+        return out
+
+
+class RowReader:
+    """Reads a client's features rows one at a time into TrainingRows: a row past a cap or damaged is skipped and
+    counted (and the count logged once at the end), and reading stops at MAX_RUN_DECISIONS decisions."""
+
+    def __init__(self, client_id: str, situations: bool = True) -> None:
+        self.client_id = client_id
+        self.situations = situations
+        self.rows = TrainingRows()
+        self._first = ""
+
+    def add(self, first: int, created_at: float, data: bytes | None) -> bool:
+        """One stored row; False once the run has read all it may (stop fetching)."""
+        if len(self.rows) >= MAX_RUN_DECISIONS:
+            self.rows.stopped = True
+            return False
         try:
-            out += training_rows(at, bytes(data))
+            got = training_rows(created_at, bytes(data) if data is not None else None)
+            if not self.situations:  # what replay keeps of them: no row's situation outlives its turn
+                for r in got:
+                    r.observation, r.world, r.scope_state = {}, {}, None
+            self.rows += got
+        except RowTooLarge as e:
+            self._skip(first, str(e), str(e))
         except (zlib.error, msgspec.DecodeError, ValueError, TypeError) as e:
-            bad += 1
-            first = first or f"{e.__class__.__name__}: {e}"
-    if bad:
-        log.warning(
-            "store: %d features row%s of client %r cannot be read and %s skipped (the first: %s)",
-            bad,
-            "" if bad == 1 else "s",
-            client_id,
-            "was" if bad == 1 else "were",
-            first,
-        )
-    return out
+            self._skip(first, DAMAGED, f"{e.__class__.__name__}: {e}")
+        return True
+
+    def _skip(self, first: int, why: str, detail: str) -> None:
+        self.rows.skipped[why] += 1
+        self.rows.skipped_firsts.add(first)
+        if why == DAMAGED:
+            self._first = self._first or detail
+
+    def done(self) -> TrainingRows:
+        """The rows read, the skipped ones said once in the log (the damaged, then those past a cap)."""
+        skipped = self.rows.skipped
+        bad = skipped.get(DAMAGED, 0)
+        if bad:
+            log.warning(
+                "store: %d features row%s of client %r cannot be read and %s skipped (the first: %s)",
+                bad,
+                "" if bad == 1 else "s",
+                self.client_id,
+                "was" if bad == 1 else "were",
+                self._first,
+            )
+        for why, n in sorted(skipped.items()):
+            if why != DAMAGED:
+                log.warning("store: client %r: %d features row%s skipped: %s", self.client_id, n, "s"[: n != 1], why)
+        return self.rows
+
+
+DAMAGED = "cannot be read (damaged on disk, or not written by npcmind)"
+
+
+def readable_rows(
+    client_id: str, rows: Iterable[tuple[int, float, bytes | None]], situations: bool = True
+) -> TrainingRows:
+    """The decisions of a client's features rows (first number, time, data); a row that cannot be read (damaged on
+    disk, written by hand) or past a read-back cap is skipped and counted, so one bad row neither stops a distill
+    nor hides the others."""
+    reader = RowReader(client_id, situations)
+    for first, at, data in rows:
+        if not reader.add(first, at, data):
+            break
+    return reader.done()
 
 
 def join_sessions(rows: list[TrainingRow], batches: Iterable[tuple[int, int, str]]) -> None:
@@ -300,14 +451,27 @@ class Policies(Protocol):
     """What a policy learns from (the features of fresh decisions, with outcomes), what the model read for them
     (for replay) and the distilled policies."""
 
-    async def training(self, client_id: str, since: float) -> list[TrainingRow]:
+    async def training(self, client_id: str, since: float, situations: bool = True) -> TrainingRows:
         """The features of this client's fresh decisions issued at or after ``since``, oldest first, each with
-        its reported outcome: what ``npcmind distill`` learns from."""
+        its reported outcome: what ``npcmind distill`` learns from. Read a row at a time: a row past a read-back
+        cap (MAX_ROW_BYTES, MAX_ROW_FIELDS) or damaged is skipped and counted, and reading stops at
+        MAX_RUN_DECISIONS (docs/policy.md). ``situations=False``: without the observation, world and scope
+        state (what replay needs of them is what was decided)."""
         ...
 
-    async def reads(self, client_id: str, since: float) -> list[tuple[int, bytes]]:
+    async def reads(
+        self,
+        client_id: str,
+        since: float,
+        after: int | None = None,
+        limit: int | None = None,
+        skip: Collection[int] = (),
+    ) -> list[tuple[int, bytes | None]]:
         """What the model read for this client's fresh decisions issued at or after ``since``, a row (its first
-        decision number, the kept Read compressed) a features row that holds one: what ``npcmind replay`` sends."""
+        decision number, the kept Read compressed) a features row that holds one: what ``npcmind replay`` sends.
+        ``after`` and ``limit``: the rows after that first number, at most that many (replay reads a page at a
+        time). The Read of a row in ``skip`` (its features were skipped), or stored longer than
+        ``stored_limit(MAX_READ_BYTES)``, is None: it is not even fetched."""
         ...
 
     async def manifest(self, version: str) -> bytes | None:

@@ -3,21 +3,45 @@ their numbers, which several processes interleave), and the distilled policies."
 
 from __future__ import annotations
 
-from npcmind.storage.base import StoredPolicy, TrainingRow, join_sessions, readable_rows
+from collections.abc import Collection
+
+from npcmind.storage.base import (
+    MAX_READ_BYTES,
+    MAX_ROW_BYTES,
+    RowReader,
+    StoredPolicy,
+    TrainingRows,
+    join_sessions,
+    stored_limit,
+)
 from npcmind.storage.postgres.db import PgPart, kept
+
+PAGE = 256  # features rows fetched at once: a run holds a page of stored rows, not all of them
 
 
 class PgPolicies(PgPart):
     """Training features and policies on the shared pool."""
 
     @kept
-    async def training(self, client_id: str, since: float) -> list[TrainingRow]:
-        found = await self.db.pool.fetch(
-            "SELECT created_at, data FROM features WHERE client_id = $1 AND created_at >= $2 ORDER BY created_at",
-            client_id,
-            since,
-        )
-        out = readable_rows(client_id, ((at, data) for at, data in found))
+    async def training(self, client_id: str, since: float, situations: bool = True) -> TrainingRows:
+        reader = RowReader(client_id, situations)
+        key: tuple[float, int] = (since, -1)
+        while True:  # a page at a time, by (time, first number); a row stored past its cap is not handed over
+            found = await self.db.pool.fetch(
+                "SELECT first_seq, created_at, CASE WHEN octet_length(data) <= $1 THEN data END FROM features"
+                " WHERE client_id = $2 AND created_at >= $3 AND (created_at, first_seq) > ($4, $5)"
+                " ORDER BY created_at, first_seq LIMIT $6",
+                stored_limit(MAX_ROW_BYTES),
+                client_id,
+                since,
+                key[0],
+                key[1],
+                PAGE,
+            )
+            if not all(reader.add(first, at, data) for first, at, data in found) or len(found) < PAGE:
+                break
+            key = (found[-1][1], found[-1][0])
+        out = reader.done()
         if out:  # numbers of several processes interleave: join by the numbers themselves
             by_seq = {r.seq: r for r in out}
             for seq, outcome in await self.db.pool.fetch(
@@ -34,14 +58,30 @@ class PgPolicies(PgPart):
         return out
 
     @kept
-    async def reads(self, client_id: str, since: float) -> list[tuple[int, bytes]]:
-        rows = await self.db.pool.fetch(
-            "SELECT first_seq, prompt FROM features WHERE client_id = $1 AND created_at >= $2 AND prompt IS NOT NULL"
-            " ORDER BY first_seq",
+    async def reads(
+        self,
+        client_id: str,
+        since: float,
+        after: int | None = None,
+        limit: int | None = None,
+        skip: Collection[int] = (),
+    ) -> list[tuple[int, bytes | None]]:
+        found = await self.db.pool.fetch(  # the sizes first, then the blobs wanted: none past its cap is sent
+            "SELECT first_seq, octet_length(prompt) FROM features WHERE client_id = $1 AND created_at >= $2"
+            " AND first_seq > $3 AND prompt IS NOT NULL ORDER BY first_seq LIMIT $4",
             client_id,
             since,
+            -1 if after is None else after,
+            limit,
         )
-        return [(seq, bytes(prompt)) for seq, prompt in rows]
+        wanted = [seq for seq, size in found if seq not in skip and size <= stored_limit(MAX_READ_BYTES)]
+        blobs: dict[int, bytes] = {}
+        if wanted:
+            rows = await self.db.pool.fetch(
+                "SELECT first_seq, prompt FROM features WHERE first_seq = ANY($1::bigint[])", wanted
+            )
+            blobs = {seq: bytes(prompt) for seq, prompt in rows}
+        return [(seq, blobs.get(seq)) for seq, _ in found]
 
     @kept
     async def manifest(self, version: str) -> bytes | None:

@@ -3,7 +3,17 @@ the distilled policies."""
 
 from __future__ import annotations
 
-from npcmind.storage.base import StoredPolicy, TrainingRow, join_sessions, readable_rows
+from collections.abc import Collection
+
+from npcmind.storage.base import (
+    MAX_READ_BYTES,
+    MAX_ROW_BYTES,
+    StoredPolicy,
+    TrainingRows,
+    join_sessions,
+    readable_rows,
+    stored_limit,
+)
 from npcmind.storage.sqlite.db import SqlitePart, kept
 
 
@@ -11,12 +21,13 @@ class SqlitePolicies(SqlitePart):
     """Training features and policies in the shared file."""
 
     @kept
-    async def training(self, client_id: str, since: float) -> list[TrainingRow]:
-        found = self.db.conn.execute(
-            "SELECT created_at, data FROM features WHERE client_id = ? AND created_at >= ? ORDER BY first_seq",
-            (client_id, since),
+    async def training(self, client_id: str, since: float, situations: bool = True) -> TrainingRows:
+        found = self.db.conn.execute(  # a row stored longer than its cap allows is not even handed over
+            "SELECT first_seq, created_at, CASE WHEN LENGTH(data) <= ? THEN data END FROM features"
+            " WHERE client_id = ? AND created_at >= ? ORDER BY first_seq",
+            (stored_limit(MAX_ROW_BYTES), client_id, since),
         )
-        out = readable_rows(client_id, found)
+        out = readable_rows(client_id, found, situations)
         if out:
             by_seq = {r.seq: r for r in out}
             for seq, outcome in self.db.conn.execute(
@@ -34,13 +45,27 @@ class SqlitePolicies(SqlitePart):
         return out
 
     @kept
-    async def reads(self, client_id: str, since: float) -> list[tuple[int, bytes]]:
-        rows = self.db.conn.execute(
-            "SELECT first_seq, prompt FROM features WHERE client_id = ? AND created_at >= ? AND prompt IS NOT NULL"
-            " ORDER BY first_seq",
-            (client_id, since),
-        )
-        return [(seq, bytes(prompt)) for seq, prompt in rows]
+    async def reads(
+        self,
+        client_id: str,
+        since: float,
+        after: int | None = None,
+        limit: int | None = None,
+        skip: Collection[int] = (),
+    ) -> list[tuple[int, bytes | None]]:
+        found = self.db.conn.execute(  # the sizes first (a blob's length is in its row's header): no blob is read
+            "SELECT first_seq, LENGTH(prompt) FROM features WHERE client_id = ? AND created_at >= ? AND first_seq > ?"
+            " AND prompt IS NOT NULL ORDER BY first_seq LIMIT ?",
+            (client_id, since, -1 if after is None else after, limit or -1),
+        ).fetchall()
+        out: list[tuple[int, bytes | None]] = []
+        for seq, size in found:
+            blob = None
+            if seq not in skip and size <= stored_limit(MAX_READ_BYTES):
+                row = self.db.conn.execute("SELECT prompt FROM features WHERE first_seq = ?", (seq,)).fetchone()
+                blob = bytes(row[0]) if row and row[0] is not None else None
+            out.append((seq, blob))
+        return out
 
     @kept
     async def manifest(self, version: str) -> bytes | None:
