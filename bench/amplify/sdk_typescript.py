@@ -34,8 +34,10 @@ TINY = {"number": 1, "policy": 300, "error": 1, "strays": 1}
 
 def build() -> None:
     """The SDK compiled to dist/ (once: the scripts import it from there)."""
+    if not (TS / "node_modules" / ".bin" / "tsc").exists():  # a fresh clone: the package's own tools first
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=TS, check=True, capture_output=True)
     if not (TS / "dist" / "src" / "index.js").exists():
-        subprocess.run(["npx", "tsc", "-p", "tsconfig.json"], cwd=TS, check=True)
+        subprocess.run(["npm", "run", "build"], cwd=TS, check=True, capture_output=True)
 
 
 def _run(surface: str, n: int) -> dict[str, object]:

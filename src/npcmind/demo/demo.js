@@ -1,4 +1,4 @@
-/* npcmind-demo-sources {"sha256":"72f7b50bc28bd41d4e5d09df7053c540f3a2d40a74397317fc9d915a2637a04b","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/labels.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/plot.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/sources.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/lines.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/refusals.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/stream.ts","clients/typescript/src/timings.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
+/* npcmind-demo-sources {"sha256":"c3a774a21c6b4667dcb9222838622438de32d6c19997ba79fc6ca3d228c51c5f","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/labels.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/plot.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/sources.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/limits.ts","clients/typescript/src/lines.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/refusals.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/stream.ts","clients/typescript/src/timings.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
 "use strict";
 (() => {
   // ../typescript/src/policy.ts
@@ -330,6 +330,61 @@
     return typeof value === "object" && value !== null && !Array.isArray(value);
   }
 
+  // ../typescript/src/limits.ts
+  var MAX_ANSWER_BYTES = 1024 * 1024;
+  var MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
+  var MAX_ERROR_BYTES = 64 * 1024;
+  var MAX_STREAM_BYTES = 2 * 1024 * 1024;
+  var MAX_STRAY_LINES = 16;
+  var MAX_PROMPT_BYTES = 4 * 1024 * 1024;
+  var MAX_STEP_BYTES = 4 * 1024 * 1024;
+  var MAX_KEYS_BYTES = 64 * 1024;
+  var MAX_MODEL_BYTES = 8 * 1024 * 1024;
+  var TICK_STREAM_BYTES = 256 * 1024;
+  var MIN_CHUNK_BYTES = 1024;
+  var TOO_LARGE = "answer_too_large";
+  var TooLargeError = class extends Error {
+    name = "TooLargeError";
+  };
+  function tooLarge(what, cap, name) {
+    return `${what}: the answer passed ${cap.toLocaleString("en-US")} bytes (${name}, the SDK's cap): not read past that`;
+  }
+  function tooLargeBody(message) {
+    return { error: { code: TOO_LARGE, message } };
+  }
+  function isTooLarge(body) {
+    if (typeof body !== "object" || body === null) return false;
+    const error = body["error"];
+    return typeof error === "object" && error !== null && error["code"] === TOO_LARGE;
+  }
+  async function readCapped(res, cap, what, name) {
+    if (res.body === null) return new Uint8Array(0);
+    const reader = res.body.getReader();
+    const chunks = [];
+    let size = 0;
+    for (; ; ) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.length;
+      if (size > cap) {
+        await reader.cancel().catch(() => void 0);
+        throw new TooLargeError(tooLarge(what, cap, name));
+      }
+      chunks.push(value);
+    }
+    const out = new Uint8Array(size);
+    let at = 0;
+    for (const c of chunks) {
+      out.set(c, at);
+      at += c.length;
+    }
+    return out;
+  }
+  async function textCapped(res, cap, what, name) {
+    const [limit, label2] = res.status >= 200 && res.status < 300 ? [cap, name] : [MAX_ERROR_BYTES, "MAX_ERROR_BYTES"];
+    return new TextDecoder().decode(await readCapped(res, limit, what, label2));
+  }
+
   // ../typescript/src/answer.ts
   var CODES = /* @__PURE__ */ new Set(["budget", "busy", "invalid_choice", "refused", "unavailable"]);
   var AI_FIELDS = [
@@ -340,25 +395,37 @@
     ["decision_id", "string"],
     ["cached", "boolean"]
   ];
+  var MAX_INTEGER = 2 ** 53 - 1;
+  function ttlProblem(ttl, at) {
+    if (typeof ttl !== "number" || !Number.isInteger(ttl)) return `${at}.ttl_ms: must be an integer`;
+    return Math.abs(ttl) <= MAX_INTEGER ? null : `${at}.ttl_ms: out of range (at most ${MAX_INTEGER})`;
+  }
   function decisionProblem(d, at) {
     if (!isObject2(d)) return `${at}: not an object`;
     if (d["source"] === "AI") {
       for (const [name, kind2] of AI_FIELDS) if (typeof d[name] !== kind2) return `${at}.${name}: must be a ${kind2}`;
-      if (d["confidence"] !== null && typeof d["confidence"] !== "number") return `${at}.confidence: must be a number`;
-      return null;
+      const confidence = d["confidence"];
+      if (confidence !== null && (typeof confidence !== "number" || !Number.isFinite(confidence)))
+        return `${at}.confidence: must be a finite number`;
+      return ttlProblem(d["ttl_ms"], at);
     }
     if (d["source"] === "FALLBACK") {
       if (typeof d["id"] !== "string") return `${at}.id: must be a string`;
       if (!CODES.has(String(d["code"]))) return `${at}.code: not a known fallback code`;
-      return typeof d["reason"] === "string" ? null : `${at}.reason: must be a string`;
+      if (typeof d["reason"] !== "string") return `${at}.reason: must be a string`;
+      return d["ttl_ms"] === void 0 ? null : ttlProblem(d["ttl_ms"], at);
     }
     return `${at}.source: must be AI or FALLBACK`;
   }
-  function readDecideResponse(body) {
+  function readDecideResponse(body, asked = null) {
     if (!isObject2(body)) return "not a JSON object";
+    const error = body["error"];
+    if (!("epoch" in body) && isObject2(error)) return String(error["message"] ?? "an error, with a 200");
     if (typeof body["epoch"] !== "number") return "epoch: must be a number";
     const decisions = body["decisions"];
     if (!Array.isArray(decisions)) return "decisions: must be an array";
+    if (asked !== null && decisions.length > asked + MAX_STRAY_LINES)
+      return `decisions: ${decisions.length.toLocaleString("en-US")} decisions for ${asked} entities asked (one each, and at most ${MAX_STRAY_LINES} more: MAX_STRAY_LINES)`;
     for (let i = 0; i < decisions.length; i++) {
       const problem = decisionProblem(decisions[i], `decisions[${i}]`);
       if (problem !== null) return problem;
@@ -447,15 +514,16 @@
         return true;
       }
       if (status !== 200) return false;
-      const isDoc = typeof body === "object" && body !== null && !Array.isArray(body) && !(body instanceof Uint8Array);
+      const isDoc = typeof body === "object" && body !== null && !Array.isArray(body) && !(body instanceof Uint8Array) && !(body instanceof Policy) && !(body instanceof PolicyError);
       const doc = isDoc ? body : {};
       let loaded = null;
       try {
+        if (body instanceof PolicyError) throw body;
         if (body instanceof Uint8Array && body.length > this.maxBytes)
           throw new PolicyError(
             `GET /v1/policy: the body is larger than ${this.maxBytes.toLocaleString("en-US")} bytes (policyMaxBytes), not read past that`
           );
-        loaded = Policy.load(body instanceof Uint8Array ? body : doc, { maxBytes: this.maxBytes });
+        loaded = body instanceof Policy ? body : Policy.load(body instanceof Uint8Array ? body : doc, { maxBytes: this.maxBytes });
         if (this.manifestVersion !== null) loaded.check(this.manifestVersion);
         this.fetched = loaded;
         this.etag = headers["etag"] ?? null;
@@ -675,9 +743,10 @@
       this.say(`${status}:${msg.replace(NUMBER, "#")}`, msg);
     }
   };
+  var MAX_RETRY_AFTER_S = 3600;
   function retryAfterMs(headers) {
     const retry = headers["retry-after"];
-    return retry !== void 0 && /^\d+(\.\d+)?$/.test(retry) ? Number(retry) * 1e3 : 1e3;
+    return retry !== void 0 && /^\d+(\.\d+)?$/.test(retry) ? Math.min(Number(retry), MAX_RETRY_AFTER_S) * 1e3 : 1e3;
   }
   function refusedEntities(status, body, sent) {
     const details = status === 422 ? readError(body).details : [];
@@ -898,6 +967,8 @@
   };
 
   // ../typescript/src/say.ts
+  var MAX_KEY = 300;
+  var MAX_MESSAGE = 2e3;
   var SayOnce = class {
     constructor(log) {
       this.log = log;
@@ -905,10 +976,12 @@
     said = /* @__PURE__ */ new Set();
     /** Say `message` unless `key` was said; `native`: it leaves entities to the game's own AI, and it says so. */
     say(key, message, native2 = true) {
-      if (this.said.has(key)) return;
+      const kind2 = key.slice(0, MAX_KEY);
+      if (this.said.has(kind2)) return;
       if (this.said.size >= 1e3) this.said.clear();
-      this.said.add(key);
-      this.log(native2 ? `${message} (the entities concerned use their native AI)` : message);
+      this.said.add(kind2);
+      const line = message.length > MAX_MESSAGE ? `${message.slice(0, MAX_MESSAGE)}\u2026` : message;
+      this.log(native2 ? `${line} (the entities concerned use their native AI)` : line);
     }
   };
 
@@ -1043,9 +1116,22 @@
     /** The entities of the request still without a decision line, with the legal actions sent for each. */
     pending;
     last = false;
-    /** Bytes of the body arrived: every line they complete is applied now. */
+    /** Lines that answered no entity the request asked (ids not asked, repeats, lines not read). */
+    strays = 0;
+    /** Bytes of the body arrived: every line they complete is applied now. False when the stream ended here:
+     * more than MAX_STRAY_LINES of its lines answered no entity it asked (the caller reads no more of it). */
     feed(data, now) {
-      for (const line of this.lines.feed(data)) this.line(line, now);
+      for (const line of this.lines.feed(data)) {
+        if (!this.line(line, now)) this.strays++;
+        if (this.strays + this.lines.overlong > MAX_STRAY_LINES) break;
+      }
+      if (this.strays + this.lines.overlong <= MAX_STRAY_LINES) return true;
+      this.host.warn(
+        "stray-lines",
+        `a decision stream sent more than ${MAX_STRAY_LINES} lines that answer no entity it asked (ids not asked, repeats, lines that are not decisions): ended there (MAX_STRAY_LINES), the rest fall back`
+      );
+      this.end(now);
+      return false;
     }
     /** The connection closed (a partial line is discarded). After the last line, an entity the stream did not
      * name is asked on its refresh, as today; without it the stream was cut: the lines received stand and every
@@ -1066,38 +1152,41 @@
       this.pending.clear();
       this.host.cut(now);
     }
+    /** One line applied; false for a line that answers no entity the request asked (a stray). */
     line(text2, now) {
-      if (this.last) return;
+      if (this.last) return false;
       const got = readStreamLine(text2);
       if (typeof got === "string") {
         this.host.stats.errors++;
         this.host.warn("malformed-line", `a line of the decision stream could not be read: ${got}`);
-        return;
+        return false;
       }
       if ("end" in got) {
         this.last = true;
-        return;
+        return true;
       }
-      this.decision(got.decision, now);
+      return this.decision(got.decision, now);
     }
     decision(d, now) {
       if (this.epoch !== this.host.roster.epoch) return this.stale(now);
       const legal = this.pending.get(d.id);
-      if (legal === void 0) return;
+      if (legal === void 0) return false;
       this.pending.delete(d.id);
       const e = this.host.roster.entities.get(d.id);
-      if (e === void 0) return;
+      if (e === void 0) return true;
       this.host.stats.streamedDecisions++;
       this.host.stats.streamedMsTotal += now - this.sentAt;
       this.host.roster.use(e, d, legal, now);
+      return true;
     }
     /** The game's epoch changed since the request was sent: the rest of the stream is dropped (counted once)
      * and its entities are asked again at once, for the epoch of now. */
     stale(now) {
-      if (this.pending.size === 0) return;
+      if (this.pending.size === 0) return false;
       this.host.stats.droppedEpoch++;
       this.host.roster.release(this.pending.keys(), now);
       this.pending.clear();
+      return true;
     }
   };
 
@@ -1137,17 +1226,21 @@
       const defaults = isObject2(data["defaults"]) ? data["defaults"] : {};
       const types = isObject2(data["types"]) ? data["types"] : {};
       this.types = /* @__PURE__ */ new Map();
+      const refresh = ms(defaults["refresh_ms"], DEFAULT_REFRESH_MS);
+      const ttl = ms(defaults["ttl_ms"], DEFAULT_TTL_MS);
       for (const [name, t] of Object.entries(types)) {
         const one = isObject2(t) ? t : {};
-        const refresh = Number(one["refresh_ms"] || defaults["refresh_ms"] || DEFAULT_REFRESH_MS);
-        const ttl = Number(one["ttl_ms"] || defaults["ttl_ms"] || DEFAULT_TTL_MS);
-        this.types.set(name, [refresh, ttl]);
+        this.types.set(name, [ms(one["refresh_ms"], refresh), ms(one["ttl_ms"], ttl)]);
       }
     }
   };
+  var MAX_MS = 2 ** 53 - 1;
+  function ms(value, fallback) {
+    return typeof value === "number" && value > 0 && value <= MAX_MS ? Math.trunc(value) : fallback;
+  }
   function deadlineTimeoutMs(status, body) {
     const deadline = status === 200 && isObject2(body) ? body["deadline_ms"] : null;
-    return typeof deadline === "number" && deadline > 0 ? deadline : null;
+    return typeof deadline === "number" && deadline > 0 && deadline <= MAX_MS ? deadline : null;
   }
 
   // ../typescript/src/scheduler.ts
@@ -1289,6 +1382,8 @@
     }
     /** An answer came back for `ref`: applied by the request's kind (`ANSWERED`; telemetry and reports: the outbox). */
     answer(ref, status, body, headers, now) {
+      if (status >= 200 && status < 300 && isTooLarge(body) && this.sent.get(ref)?.kind !== "decide")
+        this.warn(`too-large:${ref.replace(/\d+/g, "#")}`, body.error.message);
       if (this.outbox.owns(ref)) {
         if (this.outbox.answer(ref, status, body)) this.refused(status, body, headers, now);
         return;
@@ -1300,22 +1395,26 @@
      * complete are applied now, so an entity's decision is usable before the stream ends. */
     chunk(ref, data, now) {
       const s = this.sent.get(ref);
-      if (s?.kind !== "decide") return;
+      if (s?.kind !== "decide") return false;
       if (s.stream === null) {
         for (const id of s.legal.keys()) this.refusals.alone.delete(id);
         s.stream = new DecisionStream(this.streamHost(), s.legal, s.epoch, s.at);
       }
-      s.stream.feed(data, now);
+      if (s.stream.feed(data, now)) return true;
+      this.take(ref);
+      this.decidesInFlight--;
+      return false;
     }
     /** A streamed decide answer's connection closed: without its last line it was cut, and the entities of it
      * without a line fall back (`unavailable`), while the lines received stand. `failed`: the transport ended it
      * (no line within the timeout, the connection lost), said as `fail` says it. */
-    end(ref, now, failed = null) {
+    end(ref, now, failed = null, detail = "") {
       const s = this.sent.get(ref);
       if (s?.kind !== "decide") return;
       this.take(ref);
       this.decidesInFlight--;
       if (failed !== null) this.failed(failed);
+      else if (detail !== "") this.warn(`stream-end:${detail.replace(/\d+/g, "#")}`, detail);
       (s.stream ?? new DecisionStream(this.streamHost(), s.legal, s.epoch, s.at)).end(now);
     }
     /** A request got no answer (`timeout` or `unreachable`): said once, then undone by its kind (`FAILED`); its
@@ -1439,7 +1538,7 @@
         return this.roster.release(s.legal.keys(), status === 401 && this.session !== null ? now : null);
       }
       for (const id of s.legal.keys()) this.refusals.alone.delete(id);
-      const answer = readDecideResponse(body);
+      const answer = readDecideResponse(body, s.legal.size);
       if (typeof answer === "string") {
         this.stats.errors++;
         this.warn("malformed", `the answer to /v1/decide could not be read: ${answer}`);
@@ -1571,6 +1670,10 @@
     fetchFn;
     running = /* @__PURE__ */ new Map();
     controllers = /* @__PURE__ */ new Set();
+    streams = /* @__PURE__ */ new Map();
+    // a streamed request's, to stop reading it
+    stopped = /* @__PURE__ */ new Set();
+    // streams the scheduler ended: read no further
     queue = [];
     tokens = /* @__PURE__ */ new Map();
     // session request ref -> the token it brought
@@ -1597,10 +1700,19 @@
     async idle() {
       while (this.running.size > 0) await Promise.allSettled([...this.running.values()]);
     }
-    /** One request outside the core (a debug view): its status and JSON body. */
-    async call(method, path, headers) {
-      const got = await this.execute({ ref: "call", method, path, headers, body: null, json: null, after: [] });
+    /** One request outside the core (a debug view): its status and JSON body, read within `cap`. */
+    async call(method, path, headers, cap = MAX_ANSWER_BYTES, name = "MAX_ANSWER_BYTES") {
+      const request = { ref: "call", method, path, headers, body: null, json: null, after: [] };
+      const got = await this.execute(request, cap, name);
       return got ?? { ref: "call", fail: "unreachable", error: "a stream where one answer was expected" };
+    }
+    /** Read no more of request `ref`'s stream (the scheduler ended it): its connection is aborted, and its reader
+     * cancelled at its next chunk (a game's own `fetch` may not heed the abort). */
+    stop(ref) {
+      const controller = this.streams.get(ref);
+      if (controller === void 0) return;
+      this.stopped.add(ref);
+      controller.abort();
     }
     /** Abort what runs and drop what would come: a game that quits must not hang on a slow service. */
     close() {
@@ -1613,22 +1725,61 @@
     }
     /** A streamed answer's bytes queued as they arrive, then its end; a connection lost in the middle, or no
      * bytes within the timeout, ends it too: the scheduler keeps the lines received, the rest fall back. */
-    async stream(ref, body, timer) {
+    async stream(ref, body, timer, what) {
       const reader = body.getReader();
       let failed = null;
       let error = "";
+      let size = 0;
       try {
         for (; ; ) {
           const { done, value } = await reader.read();
           if (done) break;
           timer.arm();
+          if (this.stopped.has(ref)) {
+            await reader.cancel().catch(() => void 0);
+            break;
+          }
+          size += Math.max(value.length, MIN_CHUNK_BYTES);
+          if (size > MAX_STREAM_BYTES) {
+            error = tooLarge(`${what}, a stream`, MAX_STREAM_BYTES, "MAX_STREAM_BYTES");
+            await reader.cancel().catch(() => void 0);
+            break;
+          }
           if (value.length > 0) this.push({ ref, chunk: value });
         }
       } catch (exc) {
         failed = timer.fired ? "timeout" : "unreachable";
         error = String(exc);
       }
+      this.stopped.delete(ref);
       this.push({ ref, end: true, failed, error });
+    }
+    /** GET /v1/policy's answer: a 200 read no further than one byte past `policyMaxBytes` and loaded here, out
+     * of the game's `tick()` (the `Policy`, or the `PolicyError` saying why it cannot be used); any other
+     * status its JSON, within MAX_ERROR_BYTES. */
+    async policy(res) {
+      if (res.status !== 200) return this.read(res, "GET /v1/policy", MAX_ANSWER_BYTES, "MAX_ANSWER_BYTES");
+      const max = this.options.policyMaxBytes ?? POLICY_MAX_BYTES;
+      const bytes = await capped(res, max);
+      if (bytes.length > max)
+        return new PolicyError(
+          `GET /v1/policy: the body is larger than ${max.toLocaleString("en-US")} bytes (policyMaxBytes), not read past that`
+        );
+      try {
+        return Policy.load(bytes, { maxBytes: max });
+      } catch (e) {
+        return e instanceof PolicyError ? e : new PolicyError(String(e));
+      }
+    }
+    /** A whole answer's JSON read within `cap` (an error's within MAX_ERROR_BYTES); past it, the error shape
+     * naming the cap, so every reader of errors says it. */
+    async read(res, what, cap, name) {
+      try {
+        return parse(await textCapped(res, cap, what, name));
+      } catch (e) {
+        if (e instanceof TooLargeError) return tooLargeBody(e.message);
+        throw e;
+      }
     }
     /** The request's headers, with the token of the session it waited for (`Bearer @<ref>`); null when that
      * session brought none (the request is then answered 401 here, never sent with "@r9"). */
@@ -1642,9 +1793,10 @@
       return headers;
     }
     /** The request's answer, or null when it came as a stream (queued piece by piece meanwhile). */
-    async execute(r) {
+    async execute(r, cap = MAX_ANSWER_BYTES, name = "MAX_ANSWER_BYTES") {
       const controller = new AbortController();
       this.controllers.add(controller);
+      if (r.stream === true) this.streams.set(r.ref, controller);
       const timer = new Timer(this.options.timeoutMs(), () => controller.abort());
       try {
         const headers = this.authorized(r.headers);
@@ -1662,6 +1814,7 @@
           if (typeof body !== "string") headers["content-encoding"] = "gzip";
         }
         if (r.stream === true) headers["accept"] = NDJSON;
+        const what = `${r.method} ${r.path.split("?")[0] ?? r.path}`;
         const res = await this.fetchFn(this.base + r.path, {
           method: r.method,
           headers,
@@ -1671,16 +1824,13 @@
         const answered = {};
         res.headers.forEach((v, k) => answered[k.toLowerCase()] = v);
         if (r.stream === true && res.status === 200 && res.body !== null && isNdjson(answered["content-type"])) {
-          await this.stream(r.ref, res.body, timer);
+          await this.stream(r.ref, res.body, timer, what);
           return null;
         }
-        if (r.path.startsWith("/v1/policy")) {
-          const bytes = await capped(res, this.options.policyMaxBytes ?? POLICY_MAX_BYTES);
-          const body2 = res.status === 200 ? bytes : parse(new TextDecoder().decode(bytes));
-          return { ref: r.ref, status: res.status, body: body2, headers: answered };
-        }
-        const text2 = await res.text();
-        const answer = parse(text2);
+        if (r.path.startsWith("/v1/policy"))
+          return { ref: r.ref, status: res.status, body: await this.policy(res), headers: answered };
+        const [limit, label2] = r.path === "/v1/manifest" ? [MAX_MANIFEST_BYTES, "MAX_MANIFEST_BYTES"] : [cap, name];
+        const answer = await this.read(res, what, limit, label2);
         if (r.path === "/v1/session") {
           this.tokens.set(r.ref, sessionToken(res.status, answer));
           if (this.tokens.size > 8) this.tokens.delete(this.tokens.keys().next().value);
@@ -1691,12 +1841,13 @@
       } finally {
         timer.stop();
         this.controllers.delete(controller);
+        this.streams.delete(r.ref);
       }
     }
   };
   var Timer = class {
-    constructor(ms, abort) {
-      this.ms = ms;
+    constructor(ms2, abort) {
+      this.ms = ms2;
       this.abort = abort;
       this.arm();
     }
@@ -1761,6 +1912,10 @@
     transport;
     clock;
     closed = false;
+    backlog = [];
+    // what came and waits for a tick with room (TICK_STREAM_BYTES)
+    stopped = /* @__PURE__ */ new Set();
+    // streams the scheduler ended: what still comes of them is dropped
     constructor(serviceUrl, clientId2, options = {}) {
       if (!/^https?:\/\/[^/]/.test(serviceUrl)) {
         throw new TypeError(
@@ -1851,15 +2006,16 @@
       const late = new Promise((resolve) => timer = setTimeout(resolve, timeoutMs));
       await Promise.race([this.transport.idle(), late]);
       clearTimeout(timer);
-      this.apply(this.clock());
+      this.apply(this.clock(), Number.POSITIVE_INFINITY);
       return this.transport.inFlight === 0 && this.core.inFlight === 0;
     }
     /** What the model saw in this client's last decide request and what it answered (GET /v1/prompt), for a
      * debug overlay; null when there is nothing yet or the service cannot say. It never throws. */
     async lastPrompt() {
       const path = `/v1/prompt?client_id=${encodeURIComponent(this.core.clientId)}`;
-      const got = await this.transport.call("GET", path, this.core.headers());
+      const got = await this.transport.call("GET", path, this.core.headers(), MAX_PROMPT_BYTES, "MAX_PROMPT_BYTES");
       if ("fail" in got || got.status !== 200 || typeof got.body !== "object" || got.body === null) return null;
+      if (isTooLarge(got.body)) return null;
       return got.body;
     }
     /** Stop without waiting for answers (a game that quits must not hang); call `wait()` first to keep them. */
@@ -1867,13 +2023,30 @@
       this.closed = true;
       this.transport.close();
     }
-    apply(now) {
-      for (const s of this.transport.drain()) {
+    /** Apply what came, in order, up to TICK_STREAM_BYTES of streamed bytes a tick (the rest waits for the next
+     * frame, so a flood of lines never holds one); what comes of a stream the scheduler ended is dropped. */
+    apply(now, room = TICK_STREAM_BYTES) {
+      for (const s of this.transport.drain()) this.backlog.push(s);
+      let at = 0;
+      for (; at < this.backlog.length && room > 0; at++) {
+        const s = this.backlog[at];
+        if ("chunk" in s || "end" in s) {
+          if (this.stopped.has(s.ref)) {
+            if ("end" in s) this.stopped.delete(s.ref);
+            continue;
+          }
+        }
         if ("fail" in s) this.core.fail(s.ref, s.fail, now);
-        else if ("chunk" in s) this.core.chunk(s.ref, s.chunk, now);
-        else if ("end" in s) this.core.end(s.ref, now, s.failed);
+        else if ("chunk" in s) {
+          room -= Math.max(s.chunk.length, MIN_CHUNK_BYTES);
+          if (!this.core.chunk(s.ref, s.chunk, now)) {
+            this.stopped.add(s.ref);
+            this.transport.stop(s.ref);
+          }
+        } else if ("end" in s) this.core.end(s.ref, now, s.failed, s.failed === null ? s.error : "");
         else this.core.answer(s.ref, s.status, s.body, s.headers, now);
       }
+      this.backlog = this.backlog.slice(at);
     }
     send(requests) {
       for (const r of requests) this.transport.send(r);
