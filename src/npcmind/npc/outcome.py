@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from npcmind.npc.rulesets import Ruleset
-from npcmind.npc.words import misdirection, renderings, tokens
+from npcmind.npc.words import Reading, misdirection, renderings
 from npcmind.protocol.npc import GenericAction, MemoryStoreInstruction, RuleVerdict
 
 MAX_REMEMBER = 3
@@ -210,15 +210,14 @@ def _signed_text(out: Outcome) -> str:
 def _blocked(said: str, signed: str, ruleset: Ruleset, audit: list[RuleVerdict]) -> bool:
     """Apply every blocked rule to the model's output and to the text as signed, each in every way a player may
     be shown it, then check their directions; whether anything tripped."""
-    texts = [
-        (toks, frozenset(t.stem for t in toks), how + where)
-        for text, where in ((said, ""), (signed, " in the text as signed"))
-        for how, shown in renderings(text)
-        for toks in (tokens(shown),)
-    ]
+    shown: dict[str, str] = {}  # each text a player may be shown, read once: the output's renderings come first
+    for text, where in ((said, ""), (signed, " in the text as signed")):
+        for how, rendering in renderings(text):
+            shown.setdefault(rendering, how + where)
+    texts = [(Reading(text), where) for text, where in shown.items()]
     tripped = False
     for rule in ruleset.rules:
-        why = next((f"{found}{where}" for toks, present, where in texts if (found := rule.trips(toks, present))), None)
+        why = next((f"{found}{where}" for text, where in texts if (found := rule.trips(text))), None)
         tripped = tripped or why is not None
         audit.append(
             RuleVerdict(f"blocked.{rule.id}", "pass", "none of its words")

@@ -30,8 +30,9 @@ why a text's explicit directional formatting is refused (an override; an embeddi
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib.resources import files
 from typing import NamedTuple
@@ -44,6 +45,8 @@ GAP = 3  # other words allowed between two words of a term, within one clause (d
 _DROP = regex.compile(r"[\p{Cf}\p{Default_Ignorable_Code_Point}\p{Cn}\p{Co}\p{Cs}]+")
 _MARKS = regex.compile(r"[\p{Mn}\p{Me}]+")
 _TOKEN = regex.compile(r"[^\W_]+|[.!?;:]")  # a word (letters and digits, not "_"), or a clause mark
+_ASCII_TOKEN = re.compile(r"[A-Za-z0-9]+|[.!?;:]")  # the same on ASCII text, at twice its speed
+_CLAUSE_MARKS = frozenset(".!?;:")
 _SMALL_CAPITAL = "LATIN LETTER SMALL CAPITAL "
 # a line ends at a paragraph separator of UAX #9 (Bidi_Class B) or a mandatory break of UAX #14 (BK, CR, LF,
 # NL): str.splitlines' boundaries are exactly those (a test holds them to it), and it splits at C speed
@@ -97,6 +100,8 @@ def _fold_char(char: str) -> str:
 
 def fold(text: str) -> str:
     """A text as the rules read it: invisibles and marks dropped, case folded, look-alikes made ASCII."""
+    if text.isascii():  # no invisible, mark or look-alike is ASCII, and NFKD leaves ASCII as it is
+        return text.lower()
     plain = _strip(text)
     return plain if plain.isascii() else _strip("".join(_fold_char(c) for c in plain))
 
@@ -120,7 +125,7 @@ def renderings(text: str) -> list[tuple[str, str]]:
     """
     lines = text.splitlines() or [text]
     found = [("", text)]
-    if _REORDERS.search(text):
+    if not text.isascii() and _REORDERS.search(text):
         for how, base in ((" as shown left to right", "L"), (" as shown right to left", "R")):
             shown = _visual(lines, base)
             if shown not in (t for _, t in found):
@@ -138,6 +143,8 @@ def _joined(text: str) -> str:
 def misdirection(text: str) -> str | None:
     """Why a text's explicit directional formatting is refused, or None: an override shows letters out of their
     order, and an embedding or isolate left open in its line reorders whatever the game shows after it."""
+    if text.isascii() or not _EXPLICIT.search(text):
+        return None
     for line in text.splitlines():
         opened: list[str] = []
         for m in _EXPLICIT.finditer(line):
@@ -170,15 +177,42 @@ class Token(NamedTuple):
 
 def tokens(text: str) -> list[Token]:
     """The words of a text, folded and stemmed as every rule's terms are, each with its clause."""
+    return _tokens(_cut(fold(text)))
+
+
+def _cut(folded: str) -> list[str]:
+    """A folded text's words and clause marks, in order."""
+    return (_ASCII_TOKEN if folded.isascii() else _TOKEN).findall(folded)
+
+
+def _tokens(cut: list[str]) -> list[Token]:
     out: list[Token] = []
     clause = 0
-    for m in _TOKEN.finditer(fold(text)):
-        word = m.group()
-        if word in ".!?;:":
+    for word in cut:
+        if word in _CLAUSE_MARKS:
             clause += 1
         else:
             out.append(Token(word, stem(word), clause))
     return out
+
+
+class Reading:
+    """A text as the rules read it: the set of its stems at once (most texts trip no rule, and that set says so),
+    its words with their clauses only when a rule's every stem is there."""
+
+    __slots__ = ("_cut", "_toks", "present")
+
+    def __init__(self, text: str) -> None:
+        self._cut = _cut(fold(text))
+        self.present = frozenset(map(stem, self._cut))  # a clause mark is its own stem, and no term's
+        self._toks: list[Token] | None = None
+
+    @property
+    def toks(self) -> list[Token]:
+        """The words, each with its stem and clause."""
+        if self._toks is None:
+            self._toks = _tokens(self._cut)
+        return self._toks
 
 
 def words(text: str) -> list[str]:
@@ -198,10 +232,11 @@ class Term:
         """A term as a ruleset writes it ("kill", "ignore previous instruction")."""
         return cls(text, tuple(t.stem for t in tokens(text)))
 
-    def find(self, toks: list[Token], present: frozenset[str]) -> str | None:
+    def find(self, text: Reading) -> str | None:
         """The words of the text that match this term (with the words between), or None."""
-        if not present.issuperset(self.slots):
+        if not text.present.issuperset(self.slots):
             return None
+        toks = text.toks
         reach = {i: i for i, t in enumerate(toks) if t.stem == self.slots[0]}  # end of a match so far: its start
         for slot in self.slots[1:]:
             reach = _advance(toks, reach, slot)
@@ -228,21 +263,27 @@ class WordRule:
     id: str
     words: tuple[Term, ...]
     with_: tuple[Term, ...] = ()
+    starts: frozenset[str] = field(init=False, repr=False, compare=False)  # the first stem of each of `words`
 
-    def trips(self, toks: list[Token], present: frozenset[str]) -> str | None:
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "starts", frozenset(t.slots[0] for t in self.words if t.slots))
+
+    def trips(self, text: Reading) -> str | None:
         """Why the text trips this rule (the words found), or None when it does not."""
-        found = _first(self.words, toks, present)
+        if text.present.isdisjoint(self.starts):  # most texts: none of its words begins here
+            return None
+        found = _first(self.words, text)
         if found is None:
             return None
         if not self.with_:
             return repr(found)
-        also = _first(self.with_, toks, present)
+        also = _first(self.with_, text)
         return None if also is None else f"{found!r} with {also!r}"
 
 
-def _first(terms: tuple[Term, ...], toks: list[Token], present: frozenset[str]) -> str | None:
+def _first(terms: tuple[Term, ...], text: Reading) -> str | None:
     for term in terms:
-        found = term.find(toks, present)
+        found = term.find(text)
         if found is not None:
             return found
     return None
