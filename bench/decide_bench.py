@@ -203,7 +203,7 @@ async def _steps(base_url: str, raw: bytes, n: int) -> dict[str, float]:
         # a game's memory lines carry times that move: its entity parts are new texts on every request
         "tokens": lambda: [count_once(svc.pipeline.provider.encoding, t) for t in texts],
         "keys": lambda: [
-            Prompt.cache_key(base, e, session.session_id if e.private else None)  # type: ignore[arg-type]
+            Prompt.cache_keys(base, e, session.session_id if e.private else None)  # type: ignore[arg-type]
             for base in [prompt.key_base("v", req.scope)]
             for e in keyed
         ],

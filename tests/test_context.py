@@ -776,8 +776,9 @@ def test_a_cache_key_is_the_entity_part_as_the_model_reads_it() -> None:
     plain = builder.entity(1, msgspec.convert(bee("bee-1"), DecideEntity), EntityContext(lines))
     other = builder.entity(1, msgspec.convert(bee("bee-1"), DecideEntity), EntityContext(["nearby: none"]))
     base = Prompt("", "", [], "numbered").key_base("v", "")
-    assert not plain.private and Prompt.cache_key(base, plain) != Prompt.cache_key(base, other)
-    assert Prompt.cache_key(base, ep, "s_a") != Prompt.cache_key(base, ep, "s_b")  # its session's own
+    assert not plain.private and Prompt.cache_keys(base, plain, None) != Prompt.cache_keys(base, other, None)
+    own_a, own_b = Prompt.cache_keys(base, ep, "s_a"), Prompt.cache_keys(base, ep, "s_b")
+    assert own_a[1] != own_b[1] and own_a[0] == own_b[0] != own_a[1]  # its session's own, beside the shared one
 
 
 def test_no_string_from_the_game_starts_a_line_of_its_own(svc: Running, scripted: Any) -> None:

@@ -102,13 +102,20 @@ class Keeper:
     def count(self, decisions: list[Decision]) -> None:
         """A batch's decision metrics, all in one place and once a batch (a streamed batch settles a group an
         entity): AI decisions, those from the cache, fallbacks by code."""
-        ai = [d for d in decisions if isinstance(d, AIDecision)]
-        hits = sum(d.cached for d in ai)
+        ai = hits = 0
+        fell: Counter[str] | None = None
+        for d in decisions:
+            if isinstance(d, AIDecision):
+                ai += 1
+                hits += d.cached
+            else:
+                fell = fell or Counter()
+                fell[d.code] += 1
         if hits:
             self.metrics.cache_hits.inc(hits)
         if ai:
-            self._ai.inc(len(ai))
-        for code, n in Counter(d.code for d in decisions if isinstance(d, FallbackDecision)).items():
+            self._ai.inc(ai)
+        for code, n in (fell or {}).items():
             self._fallback[code].inc(n)
 
 

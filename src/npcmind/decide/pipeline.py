@@ -37,7 +37,6 @@ from npcmind.protocol.a2g import (
     DecideResponse,
     Decision,
     FallbackDecision,
-    ModelReply,
     PromptView,
     SeenEntity,
 )
@@ -55,17 +54,16 @@ ENDED = "the session ended (DELETE /v1/session) before this entity's part of the
 
 @dataclass(slots=True)
 class LastBatch:
-    """A session's last decide request as GET /v1/prompt shows it: when, its prompt, each entity's tokens, the
-    numbers of the entities sent to the provider, the decisions by entity id, what the model answered, and when
-    each decision went out."""
+    """A session's last decide request as GET /v1/prompt shows it: the batch, every entity of it decided, and when
+    an unstreamed answer went out whole. Kept as it was left, read only when asked for (most never are)."""
 
-    at: float
-    prompt: Prompt
-    counts: dict[int, int]
-    sent: list[int]
-    decisions: dict[str, Decision]
-    reply: ModelReply | None
-    sent_ms: dict[str, int]
+    batch: Batch
+    done_ms: int
+
+    def sent_ms(self) -> dict[str, int]:
+        """When each decision went out: a streamed one on its line, an unstreamed one with the whole answer."""
+        b = self.batch
+        return dict(b.sent_ms) if b.streamed else dict.fromkeys((e.id for e in b.req.entities), self.done_ms)
 
 
 def answer_order(entities: Sequence[DecideEntity]) -> list[int]:
@@ -249,8 +247,7 @@ class DecidePipeline:
             if n_tokens > budget:
                 known[i] = Fell("budget", f"entity input is {n_tokens} tokens, over max_input_tokens {budget}")
                 continue
-            own = prompt.cache_key(key_base, ep, session.session_id) if ep.private else None
-            within.append((i, ep, prompt.cache_key(key_base, ep), own))
+            within.append((i, ep, *prompt.cache_keys(key_base, ep, session.session_id if ep.private else None)))
         asked: list[Asked] = []
         for (i, ep, key, own), hit in zip(within, await self._lookup(session.client_id, within), strict=True):
             if hit is not None:
@@ -310,16 +307,9 @@ class DecidePipeline:
                 yield group
 
     def _remember(self, batch: Batch) -> None:
-        """Keep a batch every entity of which was decided, for GET /v1/prompt; an unstreamed answer went out
-        whole, so each of its decisions went out when it did."""
-        req = batch.req
-        if len(batch.decisions) < len(req.entities):
-            return  # the client left first: no whole batch to show
-        sent_ms = batch.sent_ms if batch.streamed else dict.fromkeys((e.id for e in req.entities), batch.ms())
-        decided = {d.id: d for d in batch.decisions.values()}
-        sent = [ep.number for _, ep, _ in batch.asked]
-        last = LastBatch(batch.now, batch.prompt, batch.counts, sent, decided, batch.reply, dict(sent_ms))
-        self.local.remember(batch.session.session_id, last)
+        """Keep a batch every entity of which was decided, for GET /v1/prompt."""
+        if len(batch.decisions) >= len(batch.req.entities):  # else the client left first: no whole batch to show
+            self.local.remember(batch.session.session_id, LastBatch(batch, batch.ms()))
 
     def seen_sessions(self) -> list[str]:
         """The sessions whose last batch is kept, most recent first (for a 404 that names them)."""
@@ -327,28 +317,31 @@ class DecidePipeline:
 
     def seen(self, session_id: str) -> PromptView | None:
         """What the model saw in this session's last decide request (and what was not sent, and why)."""
-        batch = self.local.last(session_id)
-        if batch is None:
+        last = self.local.last(session_id)
+        if last is None:
             return None
-        prompt, sent = batch.prompt, batch.sent
+        batch = last.batch
+        prompt, sent = batch.prompt, {ep.number for _, ep, _ in batch.asked}
         asked = [ep for ep in prompt.entities if ep.number in sent]
-        entities = [_seen(ep, batch, batch.decisions[ep.entity.id]) for ep in prompt.entities]
-        return PromptView(batch.at, prompt.static, prompt.user_text(asked) if asked else None, entities, batch.reply)
+        decided = {d.id: d for d in batch.decisions.values()}
+        sent_ms = last.sent_ms()
+        entities = [_seen(ep, batch, sent, sent_ms, decided[ep.entity.id]) for ep in prompt.entities]
+        return PromptView(batch.now, prompt.static, prompt.user_text(asked) if asked else None, entities, batch.reply)
 
 
-def _seen(ep: EntityPrompt, batch: LastBatch, d: Decision) -> SeenEntity:
+def _seen(ep: EntityPrompt, batch: Batch, sent: set[int], sent_ms: dict[str, int], d: Decision) -> SeenEntity:
     """One entity of the last batch as GET /v1/prompt shows it."""
     return SeenEntity(
         ep.entity.id,
         ep.number,
         batch.counts.get(ep.number, 0),
-        ep.number in batch.sent,
+        ep.number in sent,
         "AI" if isinstance(d, AIDecision) else "FALLBACK",
         d.code if isinstance(d, FallbackDecision) else ("cached" if d.cached else None),
         ep.text,
         d.action if isinstance(d, AIDecision) else None,
         d.reason if isinstance(d, FallbackDecision) else None,
-        batch.sent_ms.get(ep.entity.id),
+        sent_ms.get(ep.entity.id),
     )
 
 

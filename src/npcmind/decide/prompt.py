@@ -77,15 +77,18 @@ class Prompt:
         )
 
     @staticmethod
-    def cache_key(base: hashlib.blake2b, e: EntityPrompt, session_id: str | None = None) -> str:
-        """A decision-cache key: the entity's rendered part (``key_text``: without its id, its number, ages
-        and memory), and the session's id when given: the key of a decision made with its session's memory,
-        which that session alone may reuse (one session's reports never answer another's entity)."""
+    def cache_keys(base: hashlib.blake2b, e: EntityPrompt, session_id: str | None) -> tuple[str, str | None]:
+        """The entity's decision-cache keys: the shared one, of its rendered part (``key_text``: without its id,
+        its number, ages and memory), and, when ``session_id`` is given, its session's own: the key of a decision
+        made with its session's memory, which that session alone may reuse (one session's reports never answer
+        another's entity). One hash of the text makes both: the session's key goes on from the shared one."""
         h = base.copy()
         h.update(e.key_text.encode())
-        if session_id is not None:
-            h.update(b"\x00session\x00" + session_id.encode())
-        return h.hexdigest()
+        shared = h.hexdigest()
+        if session_id is None:
+            return shared, None
+        h.update(b"\x00session\x00" + session_id.encode())
+        return shared, h.hexdigest()
 
 
 def _catalogue(manifest: Manifest) -> str:
@@ -137,6 +140,7 @@ class PromptBuilder:
         self.mode: AnswerMode = mode
         self._part1 = _catalogue(manifest) + INSTRUCTIONS[mode] + "\n"
         self._questions: dict[tuple[str | None, ...], tuple[list[str], str]] = {}
+        self._statics: dict[tuple[object, ...], str] = {}
 
     def static_tokens(self, encoding: str) -> int:
         """Tokens of the static prefix before any scope or profile: what every call pays or has cached."""
@@ -164,14 +168,22 @@ class PromptBuilder:
         ]
 
     def static(self, scope_chain: list[tuple[str, ScopeSpec]], profiles: list[str]) -> str:
-        """Parts 1-3: identical for every request with the same scope and profiles."""
-        parts = [self._part1]
-        parts += [f"SCOPE {name}: {quote(spec.text)}\n" for name, spec in scope_chain]  # a session's text too
-        for name in sorted(set(profiles)):
-            prof = self.manifest.profiles[name]
-            kind = f" ({prof.type})" if prof.type else ""
-            parts.append(f"PROFILE {name}{kind}: {prof.text}\n")
-        return "".join(parts)
+        """Parts 1-3: identical for every request with the same scope and profiles; memoized by their texts (a
+        session's scope may change its text under the same name)."""
+        names = sorted(set(profiles))
+        key = (*[(name, spec.text) for name, spec in scope_chain], *names)
+        found = self._statics.get(key)
+        if found is None:
+            parts = [self._part1]
+            parts += [f"SCOPE {name}: {quote(spec.text)}\n" for name, spec in scope_chain]  # a session's text too
+            for name in names:
+                prof = self.manifest.profiles[name]
+                kind = f" ({prof.type})" if prof.type else ""
+                parts.append(f"PROFILE {name}{kind}: {prof.text}\n")
+            if len(self._statics) >= 256:
+                self._statics.clear()
+            found = self._statics[key] = "".join(parts)
+        return found
 
     def shared(self, req: DecideRequest, chain: list[tuple[str, ScopeSpec]], situation: list[str]) -> str:
         """Parts 4-5: this request's world state, scope state and situation context."""
@@ -203,10 +215,13 @@ class PromptBuilder:
         head = e.type + (f" profile={e.profile}" if e.profile else "")
         body = f"{head}\n  now: {self.manifest.types[e.type].fields.render(e.observation)}\n"
         shown = keyed = ""
+        private = False
         if ctx is not None:
             body += "".join([f"  {line}\n" for line in ctx.lines])
-            shown = "".join([f"  {line}\n" for line, _ in ctx.timed_lines])
-            keyed = "".join([f"  {key}\n" for _, key in ctx.timed_lines if key is not None])
+            if ctx.timed_lines:
+                shown = "".join([f"  {line}\n" for line, _ in ctx.timed_lines])
+                keys = [key for _, key in ctx.timed_lines]
+                private = None in keys
+                keyed = "".join([f"  {key}\n" for key in keys if key is not None])
         text = f"E{number} {quote(e.id)} {body}{shown}Q{number}: {ask}\n"
-        private = ctx is not None and any(key is None for _, key in ctx.timed_lines)
         return EntityPrompt(number, e, options, text, f"{body}{keyed}{ask}", private, ctx)

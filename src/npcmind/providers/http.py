@@ -257,9 +257,11 @@ def _sse_line(line: bytes, data: list[bytes]) -> bytes | None:
 async def _capped(resp: aiohttp.ClientResponse, limit: int, strict: bool) -> bytes:
     """The body, read up to ``limit`` bytes: past it, a ProviderError (``strict``: an answer) or the bytes so far
     (an error answer, read only to say what it was)."""
-    too_long = ProviderError(f"the provider's answer passed {limit:,} bytes: not read further")
-    if strict and resp.content_length is not None and resp.content_length > limit:
-        raise too_long
+    length = resp.content_length
+    if length is not None and length <= limit and resp.headers.get("content-encoding") is None:
+        return await resp.read()  # a length within the cap: aiohttp reads that many bytes and no more, at once
+    if strict and length is not None and length > limit:
+        raise _too_long(limit)
     chunks: list[bytes] = []  # joined once at the end: a growing buffer reallocates, and glibc keeps what it grew
     size = 0
     async for chunk in resp.content.iter_chunked(64 * 1024):
@@ -267,9 +269,13 @@ async def _capped(resp: aiohttp.ClientResponse, limit: int, strict: bool) -> byt
         size += len(chunk)
         if size > limit:
             if strict:
-                raise too_long
+                raise _too_long(limit)
             return b"".join(chunks)[:limit]
     return b"".join(chunks)
+
+
+def _too_long(limit: int) -> ProviderError:
+    return ProviderError(f"the provider's answer passed {limit:,} bytes: not read further")
 
 
 def _status_error(status: int, raw: bytes, wait: float | None) -> ProviderError:
