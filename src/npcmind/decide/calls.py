@@ -146,7 +146,8 @@ class ProviderCalls:
         written: list[Picked] = []
         try:
             async with asyncio.timeout(self._deadline) as scope:
-                call = dataclasses.replace(call, read_by=scope.when())
+                if streamed:  # a paced stream reads by the deadline; a whole answer is read when it comes
+                    call = dataclasses.replace(call, read_by=scope.when())
                 answer = await self._pieces(call, streamed, out, written)
         except Exception as e:  # an answer the adapter could not read must not become a 5xx either
             reason = await self._failed(e, n - len(written), len(written))

@@ -36,17 +36,21 @@ class Keeper:
         and told to the situation before any is given out: a decision acknowledged is a decision stored. What the
         fresh ones were made from is kept once a batch, with the group that completes it: a streamed batch
         settles a group an entity, and a features row each cost it a compressed row and a statement per entity.
-        Shielded: a client that leaves meanwhile leaves nothing half-kept (nor the features of a batch it left)."""
+        A stream's keeping is shielded: a client that leaves meanwhile leaves nothing half-kept (nor the features of
+        a batch it left). The JSON answer's handler runs to its end whether or not its client is still there
+        (uvicorn cancels no handler on a disconnect), so it keeps in line, without a task a batch."""
         group = sorted(group, key=lambda x: x[0])  # decision numbers in the request's order within a group
         decisions, issued, learned = await self._issue(batch, group)
         batch.learned += learned
         batch.entity_of.update((d.seq, d.entity_id) for d in issued)
         complete = len(batch.decisions) + len(group) >= len(batch.req.entities)
         made_from = features(batch.session, batch.req, batch.chain, batch.now, batch.learned) if complete else None
-        if issued or made_from is not None:
+        if (issued or made_from is not None) and batch.streamed:  # a stream's client may leave at any line
             keeping = asyncio.ensure_future(self._keep(batch, issued, made_from))
             keeping.add_done_callback(_retrieved)  # a client gone meanwhile: its failure is no one's to read
             await asyncio.shield(keeping)
+        elif issued or made_from is not None:  # the JSON answer's handler is never cancelled by its client: no task
+            await self._keep(batch, issued, made_from)
         ms = batch.ms()
         for (i, _), d in zip(group, decisions, strict=True):
             batch.decisions[i] = d

@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from npcmind import A2G_VERSION
 from npcmind.answer import AnswerMode
@@ -345,6 +346,12 @@ def _seen(ep: EntityPrompt, batch: Batch, sent: set[int], sent_ms: dict[str, int
     )
 
 
+@lru_cache(maxsize=256)
+def prefix_key(static: str) -> str:
+    """The provider's prompt-cache key of a static prefix: a few kilobytes hashed once, not once a call."""
+    return "npcmind-" + hashlib.blake2b(static.encode(), digest_size=12).hexdigest()
+
+
 def provider_call(prompt: Prompt, asked: list[EntityPrompt], max_output_tokens: int) -> ProviderCall:
     """What the provider is sent: the static prefix, the asked entities' parts and their options."""
     return ProviderCall(
@@ -352,7 +359,7 @@ def provider_call(prompt: Prompt, asked: list[EntityPrompt], max_output_tokens: 
         user=prompt.user_text(asked),
         entities=[(ep.number, ep.options) for ep in asked],
         mode=prompt.mode,
-        prefix_key="npcmind-" + hashlib.blake2b(prompt.static.encode(), digest_size=12).hexdigest(),
+        prefix_key=prefix_key(prompt.static),
         # an answer takes under 16 tokens an entity; a reasoning model also spends the limit on thinking
         max_output_tokens=max_output_tokens or 32 + 16 * len(asked),
     )

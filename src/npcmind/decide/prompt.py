@@ -8,6 +8,7 @@ entity and are what the token budget counts. Game strings are JSON-quoted: they 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from npcmind.answer import INSTRUCTIONS, AnswerMode, offered
@@ -89,6 +90,11 @@ class Prompt:
             return shared, None
         h.update(b"\x00session\x00" + session_id.encode())
         return shared, h.hexdigest()
+
+
+def _indented(lines: Sequence[str]) -> str:
+    """Lines of an entity's part: each indented two spaces, each ended."""
+    return "  " + "\n  ".join(lines) + "\n" if lines else ""
 
 
 def _catalogue(manifest: Manifest) -> str:
@@ -217,11 +223,11 @@ class PromptBuilder:
         shown = keyed = ""
         private = False
         if ctx is not None:
-            body += "".join([f"  {line}\n" for line in ctx.lines])
+            body += _indented(ctx.lines)
             if ctx.timed_lines:
-                shown = "".join([f"  {line}\n" for line, _ in ctx.timed_lines])
-                keys = [key for _, key in ctx.timed_lines]
+                lines, keys = zip(*ctx.timed_lines, strict=True)
+                shown = _indented(lines)
                 private = None in keys
-                keyed = "".join([f"  {key}\n" for key in keys if key is not None])
+                keyed = _indented([key for key in keys if key is not None])
         text = f"E{number} {quote(e.id)} {body}{shown}Q{number}: {ask}\n"
         return EntityPrompt(number, e, options, text, f"{body}{keyed}{ask}", private, ctx)
