@@ -24,7 +24,7 @@ from npcmind.decide.batch import AfterAnswer, Asked, Batch, Outcome, SessionCont
 from npcmind.decide.calls import Fell, Piece, ProviderCalls, map_choices, picked
 from npcmind.decide.ids import DecisionIds
 from npcmind.decide.keep import Keeper
-from npcmind.decide.prompt import EntityContext, EntityPrompt, Prompt, PromptBuilder
+from npcmind.decide.prompt import EntityContext, EntityPrompt, KeyState, Prompt, PromptBuilder
 from npcmind.decide.validate import check_request
 from npcmind.local.metrics import Metrics
 from npcmind.local.pipeline import PipelineState
@@ -234,7 +234,7 @@ class DecidePipeline:
         )
 
     async def _sort(
-        self, session: SessionContext, prompt: Prompt, order: list[int], key_base: hashlib.blake2b
+        self, session: SessionContext, prompt: Prompt, order: list[int], key_base: KeyState
     ) -> tuple[dict[int, int], dict[int, Outcome], list[Asked]]:
         """Each entity's tokens, and what becomes of it before any call: over its budget, answered from the
         cache, or to be asked (under the key its answer is cached by), in the prompt's order."""
@@ -349,7 +349,7 @@ def _seen(ep: EntityPrompt, batch: Batch, sent: set[int], sent_ms: dict[str, int
 @lru_cache(maxsize=256)
 def prefix_key(static: str) -> str:
     """The provider's prompt-cache key of a static prefix: a few kilobytes hashed once, not once a call."""
-    return "npcmind-" + hashlib.blake2b(static.encode(), digest_size=12).hexdigest()
+    return "npcmind-" + hashlib.sha256(static.encode()).hexdigest()[:24]
 
 
 def provider_call(prompt: Prompt, asked: list[EntityPrompt], max_output_tokens: int) -> ProviderCall:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from npcmind.answer import INSTRUCTIONS, AnswerMode, offered
 from npcmind.manifest import Manifest
@@ -56,6 +57,10 @@ class EntityPrompt:
     ctx: EntityContext | None = None  # the lines it was rendered with: kept for `npcmind replay`
 
 
+KeyState = Any  # a hashlib hash object (typeshed's type of it is private)
+KEY_CHARS = 40  # of a cache key's SHA-256 in hex: 160 bits, as many as the keys had before
+
+
 @dataclass(slots=True)
 class Prompt:
     """One batch's prompt: the static prefix, the shared state and every entity's own parts."""
@@ -70,26 +75,25 @@ class Prompt:
         """The dynamic tail sent for the entities that go to the provider."""
         return self.shared + "ENTITIES:\n" + "".join(e.text for e in asked)
 
-    def key_base(self, manifest_version: str, scope_key: str) -> hashlib.blake2b:
+    def key_base(self, manifest_version: str, scope_key: str) -> KeyState:
         """The hash state of what every entity of this batch shares: the manifest (part 1 and its scopes' and
-        profiles' texts), the scope chain's definitions (``Manifest.chain_key``), the answer form, parts 4-5."""
-        return hashlib.blake2b(
-            "\x00".join((manifest_version, scope_key, self.mode, self.shared)).encode(), digest_size=20
-        )
+        profiles' texts), the scope chain's definitions (``Manifest.chain_key``), the answer form, parts 4-5.
+        SHA-256, as OpenSSL computes it: 2.3x the speed of hashlib's BLAKE2b on this machine."""
+        return hashlib.sha256("\x00".join((manifest_version, scope_key, self.mode, self.shared)).encode())
 
     @staticmethod
-    def cache_keys(base: hashlib.blake2b, e: EntityPrompt, session_id: str | None) -> tuple[str, str | None]:
+    def cache_keys(base: KeyState, e: EntityPrompt, session_id: str | None) -> tuple[str, str | None]:
         """The entity's decision-cache keys: the shared one, of its rendered part (``key_text``: without its id,
         its number, ages and memory), and, when ``session_id`` is given, its session's own: the key of a decision
         made with its session's memory, which that session alone may reuse (one session's reports never answer
         another's entity). One hash of the text makes both: the session's key goes on from the shared one."""
         h = base.copy()
         h.update(e.key_text.encode())
-        shared = h.hexdigest()
+        shared = h.hexdigest()[:KEY_CHARS]
         if session_id is None:
             return shared, None
         h.update(b"\x00session\x00" + session_id.encode())
-        return shared, h.hexdigest()
+        return shared, h.hexdigest()[:KEY_CHARS]
 
 
 def _indented(lines: Sequence[str]) -> str:
