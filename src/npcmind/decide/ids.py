@@ -10,6 +10,7 @@ report cost 256 store lookups. The entity needs no MAC: the number names one sto
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import hmac
 import os
@@ -19,6 +20,7 @@ _RAND = 6
 _MAC = 12  # 24 bytes in all: 32 base64 characters, no padding
 _LEN = 2 + 4 * (_SEQ + _RAND + _MAC) // 3
 _FORM = b"npcmind decision id 2\x00"  # apart from the first form's MAC input (session, entity, head)
+_URLSAFE = bytes.maketrans(b"+/", b"-_")  # base64url, as base64.urlsafe_b64encode makes it (24 bytes: no padding)
 
 
 class DecisionIds:
@@ -27,18 +29,27 @@ class DecisionIds:
     def __init__(self, secret: bytes) -> None:
         self._keyed = hashlib.blake2b(key=secret, digest_size=_MAC)  # keyed BLAKE2b is a MAC; copied per id
 
-    def _mac(self, session_id: str, head: bytes) -> bytes:
+    def _session(self, session_id: str) -> hashlib.blake2b:
+        """The MAC's state once the session is in it: copied per id."""
         h = self._keyed.copy()
-        h.update(_FORM + session_id.encode() + b"\x00" + head)
+        h.update(_FORM + session_id.encode() + b"\x00")
+        return h
+
+    def _mac(self, session_id: str, head: bytes) -> bytes:
+        h = self._session(session_id)
+        h.update(head)
         return h.digest()
 
     def issue_many(self, first_seq: int, session_id: str, n: int) -> list[str]:
         """Ids of ``n`` consecutive decisions ``first_seq``, ``first_seq + 1``... of a session."""
         rand = os.urandom(_RAND * n)
+        session = self._session(session_id)
         out = []
         for i in range(n):
             head = (first_seq + i).to_bytes(_SEQ, "big") + rand[i * _RAND : (i + 1) * _RAND]
-            out.append("d_" + base64.urlsafe_b64encode(head + self._mac(session_id, head)).decode())
+            h = session.copy()
+            h.update(head)
+            out.append("d_" + binascii.b2a_base64(head + h.digest(), newline=False).translate(_URLSAFE).decode())
         return out
 
     @staticmethod
