@@ -132,8 +132,12 @@ def run_format(fmt: str, args: argparse.Namespace, tmp: Path) -> dict[str, list[
         script = {"stream_ttft_ms": args.ttft_ms, "stream_tokens_per_s": args.rate, "default": "last"}
         httpx.put(f"{purl}/_script", json=script).raise_for_status()
         env = {"NPCMIND_ANSWER_FORMAT": fmt, "NPCMIND_ACTIVITY_S": "0", **{k: v for k, v in os.environ.items()}}
+        # a slow model's answer outlasts the example's refresh_ms (4 s at 20 tokens a second): the game would ask
+        # an early entity again while the batch still streams, and the window would hold two requests
+        manifest = tmp / "forest.yaml"
+        manifest.write_text(FOREST.read_text().replace("refresh_ms: 4000", "refresh_ms: 600000", 1))
         service = ServiceProcess(
-            ["--manifest", str(FOREST), "--store", f"sqlite:///{tmp}/{fmt}.db", "--provider", "openai",
+            ["--manifest", str(manifest), "--store", f"sqlite:///{tmp}/{fmt}.db", "--provider", "openai",
              "--base-url", f"{purl}/v1", "--model", "scripted"],
             env=env,
         )  # fmt: skip

@@ -634,6 +634,28 @@ def test_the_read_pace_waits_for_the_next_part_and_never_past_its_lag_or_the_dea
     assert bounded.next_read(0.3) == pytest.approx(0.31 - DEADLINE_MARGIN_S)  # what came is read by the deadline
 
 
+def test_the_read_pace_reads_once_a_part_at_the_pace_the_parts_came() -> None:
+    """Parts 0.3 s apart, each twice its fewest characters: the characters' rate alone would wake the reader when a
+    part of the fewest characters could be complete, and again every lag after; the parts' own pace wakes it once,
+    a lag after the next part is expected (issue 43: 45 reads a batch of 16 where 17 do)."""
+    pace = ReadPace(began=0.0, part=10)
+    pace.written = 5
+    pace.next_read(0.3)  # the first text: the rate is told from here
+    pace.written, _ = 40, pace.completed(40)
+    pace.next_read(0.6)  # one completion read: no pace of parts yet
+    pace.written, _ = 80, pace.completed(80)
+    at = pace.next_read(0.9)  # two, 0.3 s apart: the next is expected at 1.2
+    assert at == pytest.approx(1.2 + pace.lag(1.2))
+    rate_alone = 0.9 + (80 + 10 - 80) / ((80 - 5) / (0.9 - 0.3) * 1.25)
+    assert at > rate_alone + pace.lag(rate_alone)  # later than the characters' rate alone would read
+    assert at <= 0.9 + 0.3 + pace.lag(0.9) + 1e-9  # and never more than a part's time and a lag from now
+    pace.written, _ = 200, pace.completed(200, parts=3)  # a burst: three parts in one read at 1.25
+    every = (1.25 - 0.6) / 4  # five parts read since the first completion's read: their pace, 0.1625 s
+    assert pace.next_read(1.25) == pytest.approx(1.25 + every + pace.lag(1.25))
+    pace.written = 260  # more than a part written since, none complete: overdue, read every lag
+    assert pace.next_read(1.6) == pytest.approx(1.6 + pace.lag(1.6))
+
+
 def chunk(content: str, tokens: list[tuple[str, float]] | None = None, finish: str | None = None) -> bytes:
     """One chat-completion chunk as a server sends it (with log-probabilities for ``tokens``)."""
     choice: dict[str, Any] = {"index": 0, "delta": {"content": content}, "finish_reason": finish}

@@ -131,7 +131,7 @@ class AnthropicProvider:
                             yield Picked(number, choice)
                     pace.written = message.written
                     if len(given) > before:
-                        pace.completed(message.parts_end)
+                        pace.completed(message.parts_end, len(given) - before)
                     if failed is not None:  # what came before the failure stands
                         raise failed
                     if message.stopped:

@@ -235,7 +235,7 @@ class OpenAIProvider:
                     got = reader.feed(text, tokens)  # once a read: its chunks' texts together
                     pace.written = len(reader.text)
                     if got:
-                        pace.completed(reader.parts_end)
+                        pace.completed(reader.parts_end, len(got))
                     for number, choice in got:
                         yield Picked(number, choice)
                     if failed is not None:  # what came before the failure stands

@@ -118,7 +118,7 @@ class Script(msgspec.Struct, forbid_unknown_fields=True):
     # how fast the model writes: its first token after stream_ttft_ms, then stream_tokens_per_s tokens a second
     # (0: no pacing). Streamed or not, the answer takes that long: an unstreamed answer comes when the last
     # token would have been written, so a bench compares the two on the same model
-    stream_ttft_ms: Annotated[int, Meta(ge=0)] = 0
+    stream_ttft_ms: Annotated[float, Meta(ge=0)] = 0  # a time: 300 and 300.0 alike
     stream_tokens_per_s: Annotated[float, Meta(ge=0)] = 0
     # a streamed answer: close the connection abruptly after this many output tokens, no terminator (None: never)
     stream_cut_after: Annotated[int, Meta(ge=0)] | None = None
