@@ -28,3 +28,17 @@ def test_the_table_gives_each_row_its_cpu_and_the_in_flight_row_its_latency_and_
     assert "| 1,000 in flight: p99 | 700 ms | 770 ms | 1.100 (1.100-1.100) |" in lines
     assert "| 1,000 in flight: requests a second | 2,000 | 1,800 | 0.900 (0.900-0.900) |" in lines
     assert ratios == [1.0, 1.1] and len(lines) == 6
+
+
+def test_a_sample_goes_to_the_innermost_stage_on_its_stack() -> None:
+    from ab_stages import stage_of
+
+    root = "run (asyncio/runners.py:190);HTTPRoute.handle (/v/site-packages/litestar/routes/http.py:80)"
+    decide = root + ";DecidePipeline.decide (/r/src/npcmind/decide/pipeline.py:117)"
+    assert stage_of(root) == "http and event loop"
+    assert stage_of(decide) == "pipeline (the rest of decide)"
+    keyed = decide + ";DecidePipeline._sort (/r/src/npcmind/decide/pipeline.py:240)"
+    keyed += ";Prompt.cache_keys (/r/src/npcmind/decide/prompt.py:90)"
+    assert stage_of(keyed) == "cache (keys, lookup)"
+    counted = decide + ";count (/r/src/npcmind/providers/tokens.py:25)"
+    assert stage_of(counted) == "tokens (budget)"  # not the provider call: the innermost mark decides
