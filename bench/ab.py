@@ -257,7 +257,9 @@ class Loads:
         try:
             lua = self.tmp / f"one-{side.name}-{self.round}.lua"  # bees new to the side every round
             lua.write_text(self.one.replace("ROW", f"r{self.round}"))
-            return wrk(f"{svc.url}/v1/decide", lua, 1000, self.seconds * 2, svc.proc.pid, threads=2)
+            url = f"{svc.url}/v1/decide"
+            wrk(url, lua, 1000, 2, svc.proc.pid, threads=2)  # warm: a thousand connections open, the calls' pool
+            return wrk(url, lua, 1000, self.seconds * 2, svc.proc.pid, threads=2)
         finally:
             svc.stop()
 
