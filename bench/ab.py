@@ -47,7 +47,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 from capacity_bench import LUA as LUA_ONE_NEW_BEE  # noqa: E402
-from decide_bench import LUA_MISS, LUA_STATIC  # noqa: E402
+from decide_bench import LUA_MISS, LUA_STATIC, wait_up  # noqa: E402
 from npc_bench import finalize_body  # noqa: E402
 from probe import cpu_probe  # noqa: E402
 from support import bee, decide_body  # noqa: E402
@@ -99,20 +99,6 @@ def cpu_s(pid: int) -> float:
     return total / 1e9
 
 
-def wait_up(url: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
-    """Until ``url`` answers (the process's exit is an error)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"{proc.args!r} exited with {proc.returncode}")
-        try:
-            httpx.get(url, timeout=1)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    raise SystemExit(f"{url} did not come up")
-
-
 def free_port() -> int:
     import socket
 
@@ -139,7 +125,7 @@ class Service:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        wait_up(f"{self.url}/v1/health", self.proc)
+        wait_up(f"{self.url}/v1/health", self.proc, 60)
 
     def stop(self) -> None:
         self.proc.terminate()
