@@ -23,7 +23,7 @@ from npcmind.failures import FailureLog
 from npcmind.local.metrics import Metrics
 from npcmind.local.pipeline import PipelineState
 from npcmind.protocol.a2g import FallbackCode, ModelReply
-from npcmind.providers.base import Picked, Provider, ProviderAnswer, ProviderCall, ProviderError, whole_answer
+from npcmind.providers.base import Picked, Provider, ProviderAnswer, ProviderCall, ProviderError
 from npcmind.shared.base import CachedChoice, Shared
 
 log = logging.getLogger("npcmind.decide")  # the pipeline's logger: what operators filter on
@@ -112,47 +112,53 @@ class ProviderCalls:
         waits for every entity anyway, so its call is today's, read whole (a choice written before the answer
         broke stands in a stream, and the JSON answer stays what it was)."""
         out: asyncio.Queue[Piece] = asyncio.Queue()
-        return asyncio.get_running_loop().create_task(self._run(call, n, streamed, out)), out
+        return asyncio.get_running_loop().create_task(self._run(call, n, out, streamed)), out
 
-    async def _run(self, call: ProviderCall, n: int, streamed: bool, out: asyncio.Queue[Piece]) -> None:
-        """The call, and whatever happens an ``Ended`` on the queue: the pipeline reads until one comes."""
+    async def whole(self, call: ProviderCall, n: int) -> Ended:
+        """The call of ``n`` entities read whole and awaited in line: what the JSON answer of a batch with nothing
+        to keep meanwhile (no cache hit) makes, without a task and a queue."""
+        return await self._ended(call, n, None)
+
+    async def _run(self, call: ProviderCall, n: int, out: asyncio.Queue[Piece], streamed: bool) -> None:
+        """The call in its task, and whatever happens an ``Ended`` on the queue: the pipeline reads until one comes
+        (a streamed call's pieces before it)."""
+        out.put_nowait(await self._ended(call, n, out if streamed else None))
+
+    async def _ended(self, call: ProviderCall, n: int, out: asyncio.Queue[Piece] | None) -> Ended:
+        """How the call ended, never an exception: ``out`` (a streamed call) has each entity's piece meanwhile."""
         since = time.perf_counter()
         try:
-            await self._call(call, n, streamed, out)
+            return await self._call(call, n, out)
         except Exception as e:  # a bug of ours around the call (back-off, admission, metrics): said once a kind
             if type(e) not in self._unread:
                 self._unread.add(type(e))
                 log.error("provider call could not be made (a bug: please report it with this traceback)", exc_info=e)
-            out.put_nowait(_fell("unavailable", f"provider call could not be made: {e.__class__.__name__}", since))
+            return _fell("unavailable", f"provider call could not be made: {e.__class__.__name__}", since)
 
-    async def _call(self, call: ProviderCall, n: int, streamed: bool, out: asyncio.Queue[Piece]) -> None:
-        """Back-off, a slot, then the streamed call within the deadline; every way it ends is one ``Ended``."""
+    async def _call(self, call: ProviderCall, n: int, out: asyncio.Queue[Piece] | None) -> Ended:
+        """Back-off, a slot, then the call within the deadline, streamed when ``out`` takes its pieces; every way
+        it ends is one ``Ended``."""
         t_call = time.perf_counter()  # from the admission wait, then from the call itself
         wait = await self.shared.backed_off() - time.time()
         if wait > 0:  # calling now would only be refused again, and count against the game's rate limit
-            out.put_nowait(
-                _fell("unavailable", f"the provider asked to wait (HTTP 429 Retry-After): {wait:.1f} s more", t_call)
-            )
-            return
+            return _fell("unavailable", f"the provider asked to wait (HTTP 429 Retry-After): {wait:.1f} s more", t_call)
         if not await self.local.acquire():
             self._busy.failed(
                 f"all {self.settings.max_concurrent_calls} provider calls still running after "
                 f"{self.settings.admission_wait_ms} ms, so {_entities(n)} back with `busy`; if the "
                 "provider takes more calls at once, raise NPCMIND_MAX_CONCURRENT_CALLS (or NPCMIND_ADMISSION_WAIT_MS)"
             )
-            out.put_nowait(_fell("busy", "service at capacity: no provider slot within the admission wait", t_call))
-            return
+            return _fell("busy", "service at capacity: no provider slot within the admission wait", t_call)
         t_call = time.perf_counter()
         written: list[Picked] = []
         try:
             async with asyncio.timeout(self._deadline) as scope:
-                if streamed:  # a paced stream reads by the deadline; a whole answer is read when it comes
-                    call = dataclasses.replace(call, read_by=scope.when())
-                answer = await self._pieces(call, streamed, out, written)
+                if out is None:  # a whole answer is read when it comes
+                    answer = await self.provider.decide(call)
+                else:  # a paced stream reads by the deadline
+                    answer = await self._pieces(dataclasses.replace(call, read_by=scope.when()), out, written)
         except Exception as e:  # an answer the adapter could not read must not become a 5xx either
-            reason = await self._failed(e, n - len(written), len(written))
-            out.put_nowait(_fell("unavailable", reason, t_call))
-            return
+            return _fell("unavailable", await self._failed(e, n - len(written), len(written)), t_call)
         finally:
             self.local.release()
         elapsed = time.perf_counter() - t_call
@@ -161,14 +167,12 @@ class ProviderCalls:
         self.local.answered = True
         ms = round(elapsed * 1000)
         reply = ModelReply(answer.raw, None, ms, answer.input_tokens, answer.cached_tokens, answer.output_tokens)
-        out.put_nowait(Ended(reply, answer))
+        return Ended(reply, answer)
 
-    async def _pieces(
-        self, call: ProviderCall, streamed: bool, out: asyncio.Queue[Piece], written: list[Picked]
-    ) -> ProviderAnswer:
-        """Each entity's piece onto the queue (and ``written``) as the provider gives it, then the whole answer.
+    async def _pieces(self, call: ProviderCall, out: asyncio.Queue[Piece], written: list[Picked]) -> ProviderAnswer:
+        """Each entity's piece onto the queue (and ``written``) as the provider streams it, then the whole answer.
         The provider's stream is closed however this ends (its connection goes back or is dropped)."""
-        pieces = self.provider.stream(call) if streamed else whole_answer(self.provider.decide, call)
+        pieces = self.provider.stream(call)
         try:
             async for piece in pieces:
                 if isinstance(piece, ProviderAnswer):

@@ -21,7 +21,7 @@ from npcmind import A2G_VERSION
 from npcmind.answer import AnswerMode
 from npcmind.config import Settings
 from npcmind.decide.batch import AfterAnswer, Asked, Batch, Outcome, SessionContext, Situation
-from npcmind.decide.calls import Fell, Piece, ProviderCalls, map_choices, picked
+from npcmind.decide.calls import Ended, Fell, Piece, ProviderCalls, map_choices, picked
 from npcmind.decide.ids import DecisionIds
 from npcmind.decide.keep import Keeper
 from npcmind.decide.prompt import EntityContext, EntityPrompt, KeyState, Prompt, PromptBuilder
@@ -146,15 +146,19 @@ class DecidePipeline:
         while the provider call starts, then each asked one as the model writes it. A StoreError means nothing
         of the group it came with was kept (the JSON answer becomes a 503, a stream's lines ``streamed`` says)."""
         task: asyncio.Task[None] | None = None
+        pieces: asyncio.Queue[Piece] | _Ready
         try:
             if batch.asked:
                 asked = [ep for _, ep, _ in batch.asked]
                 call = provider_call(batch.prompt, asked, self.settings.max_output_tokens)
-                task, pieces = self.calls.start(call, len(batch.asked), batch.streamed)
+                if batch.streamed or batch.known:  # pieces as they come, or hits kept while the call runs
+                    task, pieces = self.calls.start(call, len(batch.asked), batch.streamed)
+                else:  # nothing to do meanwhile: the whole answer awaited in line, no task and no queue
+                    pieces = _Ready(await self.calls.whole(call, len(batch.asked)))
             if batch.known:
                 for d in await self.keeper.settle(batch, list(batch.known.items())):
                     yield d
-            if task is not None:
+            if batch.asked:
                 async for group in self._answers(batch, pieces, call.max_output_tokens):
                     if batch.session.ended():  # DELETE /v1/session meanwhile: no decision is issued to it any more
                         for d in self._rest(batch, ENDED):
@@ -272,7 +276,7 @@ class DecidePipeline:
         ]
 
     async def _answers(
-        self, batch: Batch, pieces: asyncio.Queue[Piece], max_output_tokens: int
+        self, batch: Batch, pieces: asyncio.Queue[Piece] | _Ready, max_output_tokens: int
     ) -> AsyncIterator[list[tuple[int, Outcome]]]:
         """The asked entities' outcomes as the call's pieces come, a group for what came together (an unstreamed
         answer is one group): a piece as soon as its entity is written, the rest from the whole answer or the
@@ -328,6 +332,31 @@ class DecidePipeline:
         sent_ms = last.sent_ms()
         entities = [_seen(ep, batch, sent, sent_ms, decided[ep.entity.id]) for ep in prompt.entities]
         return PromptView(batch.now, prompt.static, prompt.user_text(asked) if asked else None, entities, batch.reply)
+
+
+class _Ready:
+    """The pieces of a call that has ended, as a queue holding its ``Ended`` (the JSON answer's call awaited in
+    line reads through the same ``_answers`` as a call running in its task)."""
+
+    __slots__ = ("_ended",)
+
+    def __init__(self, ended: Ended) -> None:
+        self._ended: Ended | None = ended
+
+    async def get(self) -> Piece:
+        """The ``Ended``, once."""
+        ended, self._ended = self._ended, None
+        if ended is None:  # a call ends once: _answers stops at its Ended
+            raise asyncio.QueueEmpty
+        return ended
+
+    def empty(self) -> bool:
+        """Nothing after the ``Ended``."""
+        return self._ended is None
+
+    def get_nowait(self) -> Piece:
+        """Never called: ``empty`` is true once the ``Ended`` is read."""
+        raise asyncio.QueueEmpty
 
 
 def _seen(ep: EntityPrompt, batch: Batch, sent: set[int], sent_ms: dict[str, int], d: Decision) -> SeenEntity:
