@@ -241,7 +241,7 @@ TEST_CASE("every conformance case of clients/conformance passes") {
             run++;
             std::string why = RunCase(c);
             if (!why.empty()) failed++;
-            CHECK_MESSAGE(why.empty(), "conformance " << file << ": " << c["name"].AsString() << ": " << why);
+            CHECK_MESSAGE(why.empty(), ("conformance " + file + ": " + c["name"].AsString() + ": " + why));
         }
     }
     std::printf("conformance: %d cases run, %d failed\n", run, failed);
