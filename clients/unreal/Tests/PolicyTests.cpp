@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "Cases.h"
 #include "NpcMindCore/Policy.h"
@@ -75,12 +76,14 @@ TEST_CASE("every policy vector gives the choice the other SDKs give") {
         CHECK(error.find(version) != std::string::npos);
         CHECK(error.find("sha256:another") != std::string::npos);
     }
+    std::printf("policy vectors: %d run\n", run);
     CHECK(run > 20);
 }
 
 TEST_CASE("every refused policy vector is refused with its message, from each form") {
     Value vectors = cases::Read(Folder() + "refused.json");
     CHECK(vectors.Size() > 20);
+    std::printf("refused vectors: %d run\n", static_cast<int>(vectors.Size()));
     for (const auto& v : vectors.Items()) {
         std::string says = v["says"].AsString(), name = v["name"].AsString(), error;
         std::vector<std::pair<std::string, std::string>> texts;  // form -> text (bytes are text here)
