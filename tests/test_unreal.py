@@ -95,6 +95,19 @@ def test_every_shared_case_and_vector_passes_in_cpp(builds: dict[str, Path], com
     assert re.search(r"test cases:\s+\d+ \|\s+\d+ passed \| 0 failed", out), out[-2000:]
 
 
+@pytest.mark.parametrize("compiler", list(COMPILERS))
+def test_the_unreal_module_compiles_against_the_engine_stand_ins(builds: dict[str, Path], compiler: str) -> None:
+    """Source/NpcMind (the subsystem, the FHttpModule transport, the settings, the async dialogue node) compiled,
+    not linked, against Tests/Engine's stand-ins of the engine types it touches: every source gave its object."""
+    sources = sorted(p.name for p in (PLUGIN / "Source" / "NpcMind" / "Private").glob("*.cpp"))
+    objects = builds[compiler] / "CMakeFiles" / "npcmind_unreal_module.dir" / "Source" / "NpcMind" / "Private"
+    assert sources and sorted(p.name for p in objects.glob("*.o")) == [f"{s}.o" for s in sources]
+    for header in (PLUGIN / "Source" / "NpcMind" / "Public").glob("*.h"):
+        if "UCLASS" in header.read_text():
+            stand_in = PLUGIN / "Tests" / "Engine" / f"{header.stem}.generated.h"
+            assert stand_in.exists(), f"{header.name}: no stand-in of its generated header"
+
+
 # --- the cases fail when the C++ core is broken on purpose -----------------------------------------------------
 
 # (file, the text as it is, the text broken, what must then fail)
