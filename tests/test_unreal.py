@@ -108,6 +108,15 @@ def test_the_unreal_module_compiles_against_the_engine_stand_ins(builds: dict[st
             assert stand_in.exists(), f"{header.name}: no stand-in of its generated header"
 
 
+def test_the_readme_shows_the_actor_it_compiles() -> None:
+    """The README's Actor is the file the stand-in build compiles, as it is."""
+    readme = (PLUGIN / "README.md").read_text()
+    shown = re.findall(r"<!-- not run: [^>]*\(the file (\S+)\)[^>]*-->\n```cpp\n(.*?)```", readme, re.S)
+    assert [name for name, _ in shown] == ["Examples/Actor/BeeActor.cpp"]
+    assert shown[0][1] == (PLUGIN / shown[0][0]).read_text()
+    assert "UnrealBuildTool does not build this plugin" in readme
+
+
 # --- the cases fail when the C++ core is broken on purpose -----------------------------------------------------
 
 # (file, the text as it is, the text broken, what must then fail)

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <utility>
@@ -42,6 +43,8 @@ private:
 template <typename T>
 class TArray {
 public:
+    TArray() = default;
+    TArray(std::initializer_list<T> items) : items_(items) {}
     int32 Num() const { return static_cast<int32>(items_.size()); }
     const T* GetData() const { return items_.data(); }
     void Append(const T* items, int32 count) { items_.insert(items_.end(), items, items + count); }
@@ -61,6 +64,8 @@ struct TPair {
 template <typename K, typename V>
 class TMap {
 public:
+    TMap() = default;
+    TMap(std::initializer_list<TPair<K, V>> items) : items_(items) {}
     const TPair<K, V>* begin() const { return items_.data(); }
     const TPair<K, V>* end() const { return items_.data() + items_.size(); }
 
