@@ -6,7 +6,6 @@ is not available here: the NpcMind module is compiled against stand-ins of the e
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
