@@ -1,4 +1,4 @@
-"""The SDK's own cost a frame: tick() with 1,000 tracked entities, in Python, TypeScript and C#, one table.
+"""The SDK's own cost a frame: tick() with 1,000 tracked entities, in Python, TypeScript, C# and C++, one table.
 
 steady: a tick with nothing due (every entity decided, no refresh, no telemetry yet): what every frame costs.
 wave:   a tick where every entity is due at once (a refresh wave, or a new epoch): the scheduler sorts the
@@ -8,6 +8,7 @@ the wave is the scheduler's tick plus the JSON encoding DecideClient does on the
 threads' HTTP is left out: it does not run on the game's thread). TypeScript: clients/typescript/bench/tick.mjs
 (run with node when it is there), which prints one JSON line of the same shape as the Python row. C#:
 clients/csharp/Examples~/Bench/Tick.cs, built by clients/csharp/build.sh and run with mono when they are there.
+C++: clients/unreal/Examples/Bench/Tick.cpp (the Unreal plugin's core), built with CMake and g++ (Release).
 
 Run: python bench/tick_bench.py [--ticks 5000]
 """
@@ -128,6 +129,24 @@ def csharp_row() -> dict[str, Any] | str:
     return dict(json.loads(lines[-1]))
 
 
+def cpp_row() -> dict[str, Any] | str:
+    """The C++ core's line (clients/unreal/Examples/Bench/Tick.cpp, built here with CMake and g++), or why none."""
+    plugin = ROOT / "clients" / "unreal"
+    out = plugin / "build" / "bench"
+    if shutil.which("cmake") is None or shutil.which("g++") is None:
+        return "not run: cmake or g++ is missing (Debian: cmake g++)"
+    for step in (["cmake", "-S", str(plugin), "-B", str(out), "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_CXX_COMPILER=g++"],
+                 ["cmake", "--build", str(out), "-j2", "--target", "npcmind_tick_bench"]):  # fmt: skip
+        built = subprocess.run(step, capture_output=True, text=True, timeout=1200)
+        if built.returncode != 0:
+            return f"not run: the CMake build failed ({(built.stdout + built.stderr).strip()[-300:]})"
+    ran = subprocess.run([str(out / "npcmind_tick_bench")], capture_output=True, text=True, timeout=600)
+    lines = [line for line in ran.stdout.splitlines() if line.startswith("{")]
+    if ran.returncode != 0 or not lines:
+        return f"not run: npcmind_tick_bench failed ({ran.stderr.strip()[-300:]})"
+    return dict(json.loads(lines[-1]))
+
+
 def main() -> None:
     """Print the probe, then one table of the three languages."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -138,6 +157,7 @@ def main() -> None:
         ("python", python_row(args.ticks)),
         ("typescript", typescript_row()),
         ("csharp", csharp_row()),
+        ("cpp", cpp_row()),
     ]
     print(f"tick() with {N} tracked entities (ms)")
     print(f"{'SDK':<12}{'steady p50':>12}{'steady p99':>12}{'wave p50':>12}{'wave p99':>12}")

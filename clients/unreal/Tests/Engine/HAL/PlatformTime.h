@@ -1,0 +1,5 @@
+// Stand-in (see CoreMinimal.h).
+#pragma once
+struct FPlatformTime {
+    static double Seconds();
+};

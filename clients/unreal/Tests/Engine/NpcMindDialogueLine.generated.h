@@ -1,0 +1,5 @@
+// Stand-in of what UnrealHeaderTool generates for NpcMindDialogueLine.h: here only the class's Super.
+#undef GENERATED_BODY
+#define GENERATED_BODY() \
+public:                  \
+    using Super = UBlueprintAsyncActionBase;
