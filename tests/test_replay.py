@@ -553,3 +553,33 @@ def test_a_manifest_without_a_type_leaves_its_entities_out_and_says_so(recorded:
     assert report["types"]["bee"]["agreement"] == 1.0 and not any(
         '"q' in body["messages"][1]["content"] for body in sent
     )
+
+
+def test_a_replay_whose_calls_all_failed_says_why_and_fails(svc: Any, scripted: ScriptedServer, tmp_path: Path) -> None:
+    """Against a provider it could not reach, replay printed "agreement 0.0%, 4 situations differ" and exited 0:
+    every call failed, and the user read it as a model that disagrees. It says so, with the reason, and fails."""
+    scripted.set(rules=RULES_A)
+    for r in range(2):
+        got = svc.decide(
+            decide_body(*(bee(f"u{r}-{i}", observation={**BEE_OBS, "hp_fraction": 0.2 * i}) for i in range(2)))
+        )
+        assert got.status_code == 200 and got.text.count('"source":"AI"') == 2, got.text
+    store = svc.service.settings.store
+    assert store is not None
+    dead = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    out = tmp_path / "r.json"
+    args = ("--store", store, "--client", "game-1", "--provider", "openai", "--base-url", dead, "--model", "m")
+    r = cli("replay", "--rate", "1000", *args, "--out", str(out))
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("npcmind replay: all 2 calls failed, so the report compares nothing: "), r.stderr
+    assert "Connect" in last or "refused" in last, last  # the reason, as the provider's client said it
+    report = json.loads(out.read_text())  # written still: what was tried, and why each call failed
+    assert report["calls_failed"] == 2 and report["agreement"] == 0.0, report
+    with ScriptedServer() as b:  # the same replay, reached: 0, and no word of failure
+        b.set(rules=RULES_A)
+        ok = cli(
+            "replay", "--rate", "1000", *args[:6], "--base-url", b.base_url, "--model", "scripted", "--out", str(out)
+        )
+    assert ok.returncode == 0 and "failed" not in ok.stderr, ok.stderr
+    assert json.loads(out.read_text())["calls_failed"] == 0

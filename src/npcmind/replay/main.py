@@ -56,7 +56,8 @@ def make_target_provider(args: argparse.Namespace) -> Provider:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run `npcmind replay`; 0 when the report was written, 2 for a flag or store that cannot be used."""
+    """Run `npcmind replay`; 0 when the report was written, 1 when most calls failed (the report is written still),
+    2 for a flag or store that cannot be used."""
     try:
         check_target(args)
         manifest = _manifest(args.manifest) if args.manifest else None
@@ -90,7 +91,19 @@ async def _replay(args: argparse.Namespace, manifest: Manifest | None, provider:
         print(_summary(report_out, args.out), file=sys.stderr)
     else:
         sys.stdout.buffer.write(text + b"\n")
-    return 0
+    return _failed(report_out)
+
+
+def _failed(out: dict[str, Any]) -> int:
+    """1, said with the reason, when most calls failed: the agreement is then of fallbacks, not of the model."""
+    failed, calls = out["calls_failed"], out["calls"]
+    if not calls or 2 * failed <= calls:
+        return 0
+    which = f"all {calls} calls" if failed == calls else f"{failed} of {calls} calls"
+    so = "compares nothing" if failed == calls else "compares mostly fallbacks"
+    reason = next(iter(out["failures"]))  # the most frequent
+    print(f"npcmind replay: {which} failed, so the report {so}: {reason}", file=sys.stderr)
+    return 1
 
 
 async def _report(args: argparse.Namespace, manifest: Manifest | None, provider: Provider | None) -> dict[str, Any]:
