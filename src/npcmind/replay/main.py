@@ -117,7 +117,7 @@ async def _report(args: argparse.Namespace, manifest: Manifest | None, provider:
         if not calls:
             what = f" of type {args.type}" if args.type else ""
             where = f"--client {args.client}: no kept decision{what} to replay in {args.store}"
-            raise FlagError(where + _why(left_out))
+            raise FlagError(where + _why(left_out, loaded.fresh, args.client))
         target: Target = (
             ProviderTarget(provider, manifest, args.timeout)
             if provider is not None
@@ -143,7 +143,15 @@ def _renderable(loaded: Loaded) -> tuple[list[tuple[Any, Manifest]], dict[str, i
     return out, dict(left)
 
 
-def _why(left_out: dict[str, int]) -> str:
+def _why(left_out: dict[str, int], fresh: int, client: str) -> str:
+    """Why nothing is replayed: no model decided anything (the quick start's service, with no provider), decisions
+    kept before what the model read was, or rows left out."""
+    if not left_out and not fresh:
+        return (
+            f" (no decision of client {client} was made by a model there: a service with no provider (as `serve` "
+            "without an API key) answers every decision with a fallback and keeps nothing to replay; decide through "
+            "one with a provider)"
+        )
     if not left_out:
         return " (no call was kept there: npcmind keeps what the model read since schema version 4)"
     return " (left out: " + ", ".join(f"{n} {why}" for why, n in sorted(left_out.items())) + ")"
