@@ -312,3 +312,20 @@ def test_the_typescript_package_installs_from_its_tarball(start_service: Any, sc
     r = subprocess.run(["node", "bees.mjs"], cwd=tmp_path / "my-game", capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.splitlines() == ["bee-1 = wander (native)", "bee-1 = chase (AI)"], r.stdout + r.stderr
+
+
+# `python` on a fresh machine is not the checkout's: it has no msgspec (or is not there at all)
+BARE_PYTHON = re.compile(r"(?<![\w/.-])python3? (?=bench/|-m (?!venv\b|http\.server\b))")
+
+
+def test_the_docs_commands_run_the_checkouts_python() -> None:
+    """The performance commands said `python bench/...`, which a user's python cannot run (no msgspec): every
+    command of the docs that runs the project's code names `.venv/bin/python`, as the Quick start made it."""
+    bare = [
+        f"{doc.relative_to(ROOT)}:{n}: {line.strip()[:100]}"
+        for doc in [*DOCS, ROOT / "clients" / "csharp" / "README.md"]
+        for n, line in enumerate(doc.read_text().splitlines(), 1)
+        if BARE_PYTHON.search(line)
+    ]
+    assert not bare, "\n".join(bare)
+    assert ".venv/bin/python bench/decide_bench.py" in README.read_text()  # the check finds what it looks for
