@@ -203,3 +203,24 @@ def _answers(url: str) -> bool:
         return httpx.get(url, timeout=5).status_code == 200
     except httpx.TransportError:
         return False
+
+
+@pytest.mark.fast
+def test_the_scripted_provider_on_a_taken_port_says_what_to_do() -> None:
+    """It printed its "listening" line, then uvicorn's error, with no hint: as serve and demo, one line that says
+    to choose a free port, exit 3, and no line that claims it listens."""
+    import socket
+
+    from conftest import cli
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = cli("scripted-provider", "--port", str(port), timeout=60)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert r.stderr.strip().splitlines() == [
+        f"npcmind scripted-provider: cannot listen on 127.0.0.1:{port} ([Errno 98] Address already in use): if "
+        "another program holds the port, choose a free one with --port; --host must be an address of this machine"
+    ], r.stderr
+    assert r.stdout == "", r.stdout  # no "scripted provider ... on http://..." for a server that never listened

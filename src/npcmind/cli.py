@@ -12,6 +12,7 @@ import logging
 import logging.handlers
 import os
 import queue
+import socket
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,10 @@ if TYPE_CHECKING:
     from npcmind.service import Service
 
 GC_THRESHOLDS = (50_000, 50, 50)  # CPython's defaults are (700, 10, 10)
+# what serve, demo and scripted-provider say when they cannot listen
+PORT_HINT = (
+    "if another program holds the port, choose a free one with --port; --host must be an address of this machine"
+)
 
 
 def _fewer_collections() -> None:
@@ -133,8 +138,7 @@ def _run(settings: Settings, page: str | None = None) -> int:
         if server.started:
             raise
         print(
-            f"npcmind: cannot listen on {settings.host}:{settings.port} (the line above says why): if another "
-            "program holds the port, choose a free one with --port; --host must be an address of this machine",
+            f"npcmind: cannot listen on {settings.host}:{settings.port} (the line above says why): {PORT_HINT}",
             file=sys.stderr,
         )
         return 3
@@ -361,12 +365,32 @@ def _validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _listening(host: str, port: int) -> socket.socket | str:
+    """A socket bound and listening on the address, or why it cannot be (the OS's words)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as e:
+        sock.close()
+        return f"[Errno {e.errno}] {e.strerror}" if e.errno else str(e)
+    return sock
+
+
 def _scripted(args: argparse.Namespace) -> int:
+    """`npcmind scripted-provider`: bound before it says it listens, so a taken port is one line, not uvicorn's."""
     import uvicorn
 
     from npcmind.providers.tokens import count
     from npcmind.testing.scripted import create_scripted_app
 
+    sock = _listening(args.host, args.port)
+    if isinstance(sock, str):
+        where = f"{args.host}:{args.port}"
+        print(f"npcmind scripted-provider: cannot listen on {where} ({sock}): {PORT_HINT}", file=sys.stderr)
+        return 3
     for encoding in ("o200k_base", "cl100k_base"):  # load the tables now, not during the first answer
         count(encoding, "warm up")
     try:
@@ -380,7 +404,8 @@ def _scripted(args: argparse.Namespace) -> int:
     more_open_files(4096)  # a bench holds a thousand calls in flight at once
     _fewer_collections()
     gc.freeze()
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", lifespan="off")
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning", lifespan="off")
+    uvicorn.Server(config).run(sockets=[sock])
     return 0
 
 
