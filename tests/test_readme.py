@@ -329,3 +329,36 @@ def test_the_docs_commands_run_the_checkouts_python() -> None:
     ]
     assert not bare, "\n".join(bare)
     assert ".venv/bin/python bench/decide_bench.py" in README.read_text()  # the check finds what it looks for
+
+
+def test_the_streaming_doc_curl_prints_a_line_an_entity_then_the_last(
+    start_service: Any, scripted: Any, tmp_path: Path
+) -> None:
+    """docs/streaming.md had no request a user could paste: its curl, run against the README's scripted service
+    (the script the README sets), prints the lines it shows; asked again, each comes from the cache."""
+    (block,) = run_by(
+        ROOT / "docs" / "streaming.md", "test_the_streaming_doc_curl_prints_a_line_an_entity_then_the_last"
+    )
+    scripted.set(choose={"28735": "flee", "30122": "chase"})  # the README's script
+    svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted")
+    port = svc.server.url.rsplit(":", 1)[1]
+    script = block.text.replace("localhost:8081", f"localhost:{port}")
+
+    def lines(out: Path) -> list[dict[str, Any]]:
+        assert bash(script, ROOT, out) == 0, out.read_text()[-3000:]
+        return [json.loads(line) for line in out.read_text().splitlines()]
+
+    def steady(line: dict[str, Any]) -> dict[str, Any]:
+        """A line without what differs on every call: the decision id, the latency and when each line went."""
+        return {
+            k: (sorted(v) if k == "sent_ms" else v) for k, v in line.items() if k not in ("decision_id", "latency_ms")
+        }
+
+    after = next(b for b in blocks(block.path) if b.line > block.line)
+    assert after.lang == "text" and block.mark.endswith("-->"), after
+    shown = [json.loads(line) for line in after.text.splitlines()]
+    first = lines(tmp_path / "first")
+    assert [steady(x) for x in first] == [steady(x) for x in shown], first
+    assert [d["source"] for d in first[:-1]] == ["AI", "AI"] and first[-1]["a2g"] == "0.1"
+    again = lines(tmp_path / "again")
+    assert all(d["cached"] for d in again[:-1]) and len(again) == 3, again
