@@ -362,3 +362,21 @@ def test_the_streaming_doc_curl_prints_a_line_an_entity_then_the_last(
     assert [d["source"] for d in first[:-1]] == ["AI", "AI"] and first[-1]["a2g"] == "0.1"
     again = lines(tmp_path / "again")
     assert all(d["cached"] for d in again[:-1]) and len(again) == 3, again
+
+
+# what a command of the docs writes into the folder it runs in: a report, a policy, a JSON answer kept, a store
+WRITES = re.compile(r"(?:--out |> ?|sqlite:///)(?P<path>[\w.-]+\.(?:json|db))\b")
+
+
+def test_what_the_docs_examples_write_in_the_checkout_git_ignores() -> None:
+    """Following the docs in a clone left report.json, shadow.json and play.policy.json untracked in it: what an
+    example writes where it runs is the user's output, which git ignores (the stores' lock files go on close)."""
+    written = {m["path"] for doc in DOCS for m in WRITES.finditer(doc.read_text())}
+    assert {"report.json", "shadow.json", "play.policy.json", "demo.db", "play.db"} <= written, written
+    for lock in ("play.db.lock", "play.db-wal"):
+        written.add(lock)
+    r = subprocess.run(
+        ["git", "check-ignore", "--no-index", "-v", *sorted(written)], cwd=ROOT, capture_output=True, text=True
+    )
+    ignored = {line.split("\t")[-1] for line in r.stdout.splitlines()}
+    assert ignored == written, f"left in the checkout, untracked: {sorted(written - ignored)}"
