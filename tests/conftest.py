@@ -85,7 +85,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 POSTGRES = os.environ.get("NPCMIND_TEST_POSTGRES", "postgresql://root@127.0.0.1:5432/test")
-REDIS = os.environ.get("NPCMIND_TEST_REDIS", "redis://127.0.0.1:6379/0")
+# Redis database 13, not 0 (every program's default): the tests' keys never land among a user's
+REDIS = os.environ.get("NPCMIND_TEST_REDIS", "redis://127.0.0.1:6379/13")
 
 
 def _postgres_problem() -> str | None:

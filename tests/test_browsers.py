@@ -337,3 +337,20 @@ def test_the_service_page_shows_what_the_model_saw(svc: Running, scripted: Any, 
     out = dom(f"{svc.server.url}/?client_id=nobody", tmp_path / "p2")
     assert 'data-state="waiting"' in out and "No decide request from nobody yet" in out, out
     assert "(client_ids with one: game-1)" in out, out  # a mistyped client_id is seen at once
+
+
+@needs_browser
+def test_the_service_page_after_a_cached_repeat_shows_the_last_prompt_the_model_saw(
+    svc: Running, scripted: Any, tmp_path: Path
+) -> None:
+    """The page said "no model call" after a request served whole from the cache (issue 40): it shows the prompt
+    the model last saw for the client, and says the requests since were served from the cache."""
+    scripted.set(choose={"a": "flee"})
+    for _ in range(2):
+        assert svc.decide(decide_body(bee("a"))).status_code == 200
+    assert len(scripted.requests) == 1
+    out = dom(f"{svc.server.url}/?client_id=game-1", tmp_path / "p")
+    summary = re.search(r'id="summary"[^>]*>([^<]*)<', out)
+    assert 'data-state="shown"' in out and summary is not None, out
+    assert "; model call " in summary[1] and "no model call (every entity" not in summary[1], summary[1]
+    assert "Served from the cache since: the last request, at " in summary[1] and "Q1: Options:" in out, out

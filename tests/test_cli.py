@@ -203,3 +203,57 @@ def _answers(url: str) -> bool:
         return httpx.get(url, timeout=5).status_code == 200
     except httpx.TransportError:
         return False
+
+
+@pytest.mark.fast
+def test_the_scripted_provider_on_a_taken_port_says_what_to_do() -> None:
+    """It printed its "listening" line, then uvicorn's error, with no hint: as serve and demo, one line that says
+    to choose a free port, exit 3, and no line that claims it listens."""
+    import socket
+
+    from conftest import cli
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = cli("scripted-provider", "--port", str(port), timeout=60)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert r.stderr.strip().splitlines() == [
+        f"npcmind scripted-provider: cannot listen on 127.0.0.1:{port} ([Errno 98] Address already in use): if "
+        "another program holds the port, choose a free one with --port; --host must be an address of this machine"
+    ], r.stderr
+    assert r.stdout == "", r.stdout  # no "scripted provider ... on http://..." for a server that never listened
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("command", ["serve", "distill", "replay", "demo", "keygen", "validate", "chat", "cluster"])
+def test_every_commands_help_says_what_it_is_for(command: str) -> None:
+    """`keygen --help` and `validate --help` were a usage and a list of flags: what the command is for, not said."""
+    from conftest import cli
+
+    r = cli(command, "--help")
+    assert r.returncode == 0, r.stderr
+    said = r.stdout.split("\n\n")[1]  # after the usage: a description, or straight to the arguments
+    assert not said.startswith(("positional arguments:", "options:")) and len(said.split()) >= 6, r.stdout
+
+
+MISSPELT = [
+    (["serve", "--manfest", "x.yaml"], "--manfest", "--manifest"),
+    (["replay", "--policy", "--store", "s", "--client", "c", "--smaple", "3"], "--smaple", "--sample"),
+    (["keygen", "c", "--manifset", "m"], "--manifset", "--manifest"),
+]
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("argv,wrong,meant", MISSPELT)
+def test_a_misspelt_option_is_named_with_the_one_meant(argv: list[str], wrong: str, meant: str) -> None:
+    """`serve --manfest` printed the top-level usage and "unrecognized arguments": the command's own usage and
+    the option it is closest to."""
+    from conftest import cli
+
+    r = cli(*argv)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.startswith(f"usage: npcmind {argv[0]} "), r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert last == f"npcmind {argv[0]}: error: unrecognized argument {wrong}: did you mean {meant}?", r.stderr

@@ -141,24 +141,7 @@ def test_every_file_unity_imports_has_its_meta_with_a_guid_of_its_own() -> None:
 
 # --- a C# game against a real service ------------------------------------------------------------------------
 
-DRONES = """\
-a2g: "0.1"
-world:
-  text: A warehouse at night, guarded by drones.
-defaults: {ttl_ms: 1500, refresh_ms: 500}
-types:
-  drone:
-    text: A guard drone on patrol.
-    fields:
-      battery: {type: number, min: 0, max: 1, quantum: 0.1, text: charge left}
-      sees_intruder: {type: boolean}
-      heat: {type: integer, min: 0, text: rotor heat}
-    actions:
-      patrol: Follow the patrol route
-      chase: Fly at the intruder
-      recharge: Return to the dock
-      hold: Hover in place
-"""
+DRONES = (ROOT / "examples" / "drones.yaml").read_text()  # the console game's manifest (its README)
 # each phase, 4 s; the game counts an AI choice as late after 2 s of a phase (the decisions' life is 1.5 s). Longer
 # phases only for bench/game_bench.py, whose Tick() percentiles want more frames than a test needs
 PHASE_S = float(os.environ.get("NPCMIND_GAME_PHASE_S", "4"))
@@ -466,3 +449,16 @@ def test_csharp_writes_every_number_as_the_python_sdk_does(results: dict[str, st
 
     differ = [(bits, text, number(double(bits))) for bits, text in pairs if number(double(bits)) != text]
     assert not differ, differ[:5]
+
+
+def test_the_readme_says_where_the_whole_csharp_file_is_and_how_to_run_the_console_game() -> None:
+    """The README's bee is an excerpt (no `using`, no closing brace) that said so nowhere, and the console game had
+    no documented way to run it, nor which manifest it needs (issue 40, friction 4)."""
+    readme = (ROOT / "README.md").read_text()
+    before = readme[: readme.index("```csharp")].rsplit("\n\n", 2)[-2]  # the paragraph before the block's mark
+    assert "(clients/csharp/README.md#a-monobehaviour-unity)" in before and "whole file" in before, before
+    sdk = (PACKAGE / "README.md").read_text()
+    console = sdk[sdk.index("## The console game") :]
+    for step in ("./build.sh build", "--manifest examples/drones.yaml", "mono build/NpcMindGame.exe"):
+        assert step in console, step
+    assert (ROOT / "examples" / "drones.yaml").read_text() == DRONES  # the manifest the test's game runs on

@@ -376,8 +376,32 @@ def test_what_the_model_answered_when_it_answered_wrong_or_not_at_all(svc: Runni
     scripted.set()  # a fresh answer, then the same situation again: nothing is sent, so there is no reply
     svc.decide(decide_body(bee("a", observation=obs(hp_fraction=0.3))))
     svc.decide(decide_body(bee("a", observation=obs(hp_fraction=0.3))))
+    view = seen()  # the last prompt the model saw is shown, and said to be cached since (issue 40)
+    assert view["reply"]["text"] is not None and view["entities"][0]["code"] is None and view["cached_since"]
+
+
+@pytest.mark.fast
+def test_a_repeat_served_whole_from_the_cache_shows_the_last_prompt_the_model_saw(svc: Running, scripted: Any) -> None:
+    """After a fully cached repeat, GET /v1/prompt (and the page at /) showed "no model call": what the model
+    last saw for the client is shown instead, with when the requests since were served from the cache."""
+
+    def seen() -> dict[str, Any]:
+        return dict(svc.http.get("/v1/prompt", params={"client_id": "game-1"}).json())
+
+    body = decide_body(bee("a"), bee("b", observation=obs(hp_fraction=0.2)))
+    svc.decide(body)
+    first, sent = seen(), scripted.requests[-1]
+    assert first["cached_since"] is None and first["user"] == sent["messages"][1]["content"]
+    for _ in range(2):
+        again = svc.decide(body)
+        assert all(d["cached"] for d in again.json()["decisions"]), again.text
     view = seen()
-    assert view["user"] is None and view["reply"] is None and view["entities"][0]["code"] == "cached"
+    assert len(scripted.requests) == 1  # no model call since
+    assert view["user"] == sent["messages"][1]["content"] and view["reply"] == first["reply"], view
+    assert view["at"] == first["at"] and view["cached_since"] >= view["at"]
+    assert [e["sent"] for e in view["entities"]] == [True, True]
+    svc.decide(decide_body(bee("a", observation=obs(hp_fraction=0.9))))  # a fresh call: the newest shows again
+    assert seen()["cached_since"] is None and len(scripted.requests) == 2
 
 
 @pytest.mark.parametrize(

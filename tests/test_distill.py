@@ -294,7 +294,7 @@ def test_the_policy_file_is_written_whole_and_an_old_one_replaced(tmp_path: Path
     assert json.loads(out.read_text())["format"] == "npcmind-policy"
     assert out.stat().st_ino != old  # renamed into place: a game loading the old one never reads half of the new
     assert out.stat().st_mode & 0o777 == 0o644  # the old file's permissions (a temporary file's are 0o600)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.json", "s.db", "s.db-shm", "s.db-wal", "s.db.lock"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.json", "s.db", "s.db-shm", "s.db-wal"]
 
 
 def test_a_store_that_is_a_folder_or_holds_a_bad_version_is_named_in_one_line(tmp_path: Path) -> None:

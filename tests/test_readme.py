@@ -312,3 +312,71 @@ def test_the_typescript_package_installs_from_its_tarball(start_service: Any, sc
     r = subprocess.run(["node", "bees.mjs"], cwd=tmp_path / "my-game", capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.splitlines() == ["bee-1 = wander (native)", "bee-1 = chase (AI)"], r.stdout + r.stderr
+
+
+# `python` on a fresh machine is not the checkout's: it has no msgspec (or is not there at all)
+BARE_PYTHON = re.compile(r"(?<![\w/.-])python3? (?=bench/|-m (?!venv\b|http\.server\b))")
+
+
+def test_the_docs_commands_run_the_checkouts_python() -> None:
+    """The performance commands said `python bench/...`, which a user's python cannot run (no msgspec): every
+    command of the docs that runs the project's code names `.venv/bin/python`, as the Quick start made it."""
+    bare = [
+        f"{doc.relative_to(ROOT)}:{n}: {line.strip()[:100]}"
+        for doc in [*DOCS, ROOT / "clients" / "csharp" / "README.md"]
+        for n, line in enumerate(doc.read_text().splitlines(), 1)
+        if BARE_PYTHON.search(line)
+    ]
+    assert not bare, "\n".join(bare)
+    assert ".venv/bin/python bench/decide_bench.py" in README.read_text()  # the check finds what it looks for
+
+
+def test_the_streaming_doc_curl_prints_a_line_an_entity_then_the_last(
+    start_service: Any, scripted: Any, tmp_path: Path
+) -> None:
+    """docs/streaming.md had no request a user could paste: its curl, run against the README's scripted service
+    (the script the README sets), prints the lines it shows; asked again, each comes from the cache."""
+    (block,) = run_by(
+        ROOT / "docs" / "streaming.md", "test_the_streaming_doc_curl_prints_a_line_an_entity_then_the_last"
+    )
+    scripted.set(choose={"28735": "flee", "30122": "chase"})  # the README's script
+    svc = start_service(provider="openai", base_url=scripted.base_url, model="scripted")
+    port = svc.server.url.rsplit(":", 1)[1]
+    script = block.text.replace("localhost:8081", f"localhost:{port}")
+
+    def lines(out: Path) -> list[dict[str, Any]]:
+        assert bash(script, ROOT, out) == 0, out.read_text()[-3000:]
+        return [json.loads(line) for line in out.read_text().splitlines()]
+
+    def steady(line: dict[str, Any]) -> dict[str, Any]:
+        """A line without what differs on every call: the decision id, the latency and when each line went."""
+        return {
+            k: (sorted(v) if k == "sent_ms" else v) for k, v in line.items() if k not in ("decision_id", "latency_ms")
+        }
+
+    after = next(b for b in blocks(block.path) if b.line > block.line)
+    assert after.lang == "text" and block.mark.endswith("-->"), after
+    shown = [json.loads(line) for line in after.text.splitlines()]
+    first = lines(tmp_path / "first")
+    assert [steady(x) for x in first] == [steady(x) for x in shown], first
+    assert [d["source"] for d in first[:-1]] == ["AI", "AI"] and first[-1]["a2g"] == "0.1"
+    again = lines(tmp_path / "again")
+    assert all(d["cached"] for d in again[:-1]) and len(again) == 3, again
+
+
+# what a command of the docs writes into the folder it runs in: a report, a policy, a JSON answer kept, a store
+WRITES = re.compile(r"(?:--out |> ?|sqlite:///)(?P<path>[\w.-]+\.(?:json|db))\b")
+
+
+def test_what_the_docs_examples_write_in_the_checkout_git_ignores() -> None:
+    """Following the docs in a clone left report.json, shadow.json and play.policy.json untracked in it: what an
+    example writes where it runs is the user's output, which git ignores (the stores' lock files go on close)."""
+    written = {m["path"] for doc in DOCS for m in WRITES.finditer(doc.read_text())}
+    assert {"report.json", "shadow.json", "play.policy.json", "demo.db", "play.db"} <= written, written
+    for lock in ("play.db.lock", "play.db-wal"):
+        written.add(lock)
+    r = subprocess.run(
+        ["git", "check-ignore", "--no-index", "-v", *sorted(written)], cwd=ROOT, capture_output=True, text=True
+    )
+    ignored = {line.split("\t")[-1] for line in r.stdout.splitlines()}
+    assert ignored == written, f"left in the checkout, untracked: {sorted(written - ignored)}"

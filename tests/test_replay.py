@@ -8,6 +8,7 @@ import json
 import os
 import random
 import re
+import subprocess
 import sys
 import zlib
 from collections.abc import Iterator
@@ -387,7 +388,37 @@ def test_a_store_that_kept_nothing_to_replay_says_so_in_one_line(tmp_path: Path)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert r.stderr.strip() == (
         f"npcmind replay: --client game-1: no kept decision of type guard to replay in sqlite:///{tmp_path}/empty.db "
-        "(no call was kept there: npcmind keeps what the model read since schema version 4)"
+        f"({NO_MODEL_DECISION.format(client='game-1')})"
+    )
+
+
+NO_MODEL_DECISION = (
+    "no decision of client {client} was made by a model there: a service with no provider (as `serve` without an "
+    "API key) answers every decision with a fallback and keeps nothing to replay; decide through one with a provider"
+)
+
+
+def test_the_readme_replay_on_the_quick_start_store_says_the_service_had_no_provider(
+    start_service: Any, tmp_path: Path
+) -> None:
+    """The quick start's service has no provider: the README's replay on its store said no call was kept "since
+    schema version 4", as if the store were too old, when the reason is that no model decided anything."""
+    store = f"sqlite:///{tmp_path}/npcmind.db"
+    svc = start_service(provider="none", store=store)
+    body = (ROOT / "examples" / "decide.json").read_bytes()
+    got = svc.http.post("/v1/decide", content=body, headers={"content-type": "application/json"})
+    assert got.status_code == 200 and '"no provider configured"' in got.text, got.text
+    command = re.search(r"`(npcmind replay --store sqlite:///npcmind\.db [^`]+)`", (ROOT / "README.md").read_text())
+    assert command is not None, "the README's replay command"
+    argv = command[1].replace("sqlite:///npcmind.db", store).split()[1:]
+    argv = [a for a in argv if a not in ("--out", "report.json")]
+    env = {**os.environ, "OPENAI_API_KEY": "sk-unused"}  # nothing is sent: there is nothing to send
+    r = subprocess.run([sys.executable, "-m", "npcmind.cli", *argv], capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    client = argv[argv.index("--client") + 1]
+    assert r.stderr.strip() == (
+        f"npcmind replay: --client {client}: no kept decision to replay in {store} "
+        f"({NO_MODEL_DECISION.format(client=client)})"
     )
 
 
@@ -553,3 +584,33 @@ def test_a_manifest_without_a_type_leaves_its_entities_out_and_says_so(recorded:
     assert report["types"]["bee"]["agreement"] == 1.0 and not any(
         '"q' in body["messages"][1]["content"] for body in sent
     )
+
+
+def test_a_replay_whose_calls_all_failed_says_why_and_fails(svc: Any, scripted: ScriptedServer, tmp_path: Path) -> None:
+    """Against a provider it could not reach, replay printed "agreement 0.0%, 4 situations differ" and exited 0:
+    every call failed, and the user read it as a model that disagrees. It says so, with the reason, and fails."""
+    scripted.set(rules=RULES_A)
+    for r in range(2):
+        got = svc.decide(
+            decide_body(*(bee(f"u{r}-{i}", observation={**BEE_OBS, "hp_fraction": 0.2 * i}) for i in range(2)))
+        )
+        assert got.status_code == 200 and got.text.count('"source":"AI"') == 2, got.text
+    store = svc.service.settings.store
+    assert store is not None
+    dead = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    out = tmp_path / "r.json"
+    args = ("--store", store, "--client", "game-1", "--provider", "openai", "--base-url", dead, "--model", "m")
+    r = cli("replay", "--rate", "1000", *args, "--out", str(out))
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("npcmind replay: all 2 calls failed, so the report compares nothing: "), r.stderr
+    assert "Connect" in last or "refused" in last, last  # the reason, as the provider's client said it
+    report = json.loads(out.read_text())  # written still: what was tried, and why each call failed
+    assert report["calls_failed"] == 2 and report["agreement"] == 0.0, report
+    with ScriptedServer() as b:  # the same replay, reached: 0, and no word of failure
+        b.set(rules=RULES_A)
+        ok = cli(
+            "replay", "--rate", "1000", *args[:6], "--base-url", b.base_url, "--model", "scripted", "--out", str(out)
+        )
+    assert ok.returncode == 0 and "failed" not in ok.stderr, ok.stderr
+    assert json.loads(out.read_text())["calls_failed"] == 0

@@ -4,7 +4,6 @@ and deciding on without Redis when it goes away. Each test uses a key prefix of 
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import signal
 import subprocess
@@ -16,14 +15,13 @@ from typing import Any
 
 import pytest
 
-from conftest import logged, until
+from conftest import REDIS, logged, until
 from npcmind.http.server import free_port
 from npcmind.shared import MemoryShared, open_shared
 from npcmind.shared import redis as shared_redis
 from npcmind.shared.base import CachedChoice
 from npcmind.shared.redis import RedisShared
 
-REDIS = os.environ.get("NPCMIND_TEST_REDIS", "redis://127.0.0.1:6379/0")
 SLOW_MACHINE_S = 30.0  # a call's timeout: a loaded machine is not a lost Redis (a stopped one refuses at once)
 
 

@@ -295,3 +295,30 @@ def test_a_reader_opens_a_store_another_process_writes_and_cannot_write(tmp_path
     asyncio.run(go())
     with pytest.raises(ValueError, match="does not exist"):
         SqliteStore(tmp_path / "none.db", read_only=True)
+
+
+@pytest.mark.fast
+def test_the_lock_beside_a_sqlite_store_goes_when_it_closes_and_still_keeps_out_a_second_process(
+    tmp_path: Path,
+) -> None:
+    """`play.db.lock` stayed in the folder after the demo stopped (issue 40): the lock file is removed as the store
+    closes, and while it is open a second store on the file is refused, as before; one opened after it may write."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "play.db"
+    lock = tmp_path / "play.db.lock"
+    second = [sys.executable, "-c", f"from npcmind.storage.sqlite import SqliteStore; SqliteStore({str(path)!r})"]
+
+    async def first() -> None:
+        s = SqliteStore(path)
+        assert lock.exists()
+        other = subprocess.run(second, capture_output=True, text=True)  # another process, while this one holds it
+        assert other.returncode != 0 and "in use by another npcmind process" in other.stderr, other.stderr
+        await s.close()
+
+    asyncio.run(first())
+    assert not lock.exists(), "the lock file stayed after the store closed"
+    again = subprocess.run([*second[:2], second[2] + ".db.close()"], capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert not lock.exists() and (tmp_path / "play.db").exists()

@@ -7,6 +7,7 @@ may be open at once). Each PostgreSQL test uses a schema of its own, dropped aft
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
@@ -692,18 +693,28 @@ def test_a_session_that_moved_away_and_back_is_rebuilt_with_what_happened_elsewh
         r.delete(key)
 
 
-@pytest.fixture()
-def limited_role(postgres_url: str) -> Iterator[str]:
-    """The fixture's store URL as a role of this test's own that PostgreSQL lets hold 2 connections at once."""
+@contextlib.contextmanager
+def limited(postgres_url: str) -> Iterator[str]:
+    """The URL as a role of its own that PostgreSQL lets hold 2 connections at once, owning the URL's schema."""
     role = f"npcm_{uuid.uuid4().hex[:10]}"
-    schema = postgres_url.rsplit("schema=", 1)[1]
+    server, schema = postgres_url.split("?schema=", 1)
+
+    async def on_its_database(query: Callable[[Any], Coroutine[Any, Any, Any]]) -> None:
+        import asyncpg
+
+        db = await asyncpg.connect(server)
+        try:
+            await query(db)
+        finally:
+            await db.close()
 
     async def make(db: Any) -> None:
         await db.execute(f"CREATE ROLE {role} LOGIN CONNECTION LIMIT 2")
         await db.execute(f"CREATE SCHEMA {schema} AUTHORIZATION {role}")
-        await db.execute(f"GRANT CREATE ON DATABASE test TO {role}")  # CREATE SCHEMA IF NOT EXISTS asks it
+        name = await db.fetchval("SELECT current_database()")  # the URL's, never another on the same server
+        await db.execute(f'GRANT CREATE ON DATABASE "{name}" TO {role}')  # CREATE SCHEMA IF NOT EXISTS asks it
 
-    run(_pg(make))
+    run(lambda: on_its_database(make))
     try:
         yield postgres_url.replace("://root@", f"://{role}@", 1)
     finally:
@@ -715,7 +726,14 @@ def limited_role(postgres_url: str) -> Iterator[str]:
             await db.execute(f"DROP OWNED BY {role} CASCADE")  # its schema and its grant
             await db.execute(f"DROP ROLE {role}")
 
-        run(_pg(drop))
+        run(lambda: on_its_database(drop))
+
+
+@pytest.fixture()
+def limited_role(postgres_url: str) -> Iterator[str]:
+    """The fixture's store URL as a role of this test's own that PostgreSQL lets hold 2 connections at once."""
+    with limited(postgres_url) as url:
+        yield url
 
 
 def test_a_server_short_of_connections_is_waited_for_not_a_503(

@@ -12,9 +12,10 @@ import logging
 import logging.handlers
 import os
 import queue
+import socket
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from npcmind import __version__
 from npcmind.config import TUNING, Settings, SettingsError
@@ -29,6 +30,10 @@ if TYPE_CHECKING:
     from npcmind.service import Service
 
 GC_THRESHOLDS = (50_000, 50, 50)  # CPython's defaults are (700, 10, 10)
+# what serve, demo and scripted-provider say when they cannot listen
+PORT_HINT = (
+    "if another program holds the port, choose a free one with --port; --host must be an address of this machine"
+)
 
 
 def _fewer_collections() -> None:
@@ -133,8 +138,7 @@ def _run(settings: Settings, page: str | None = None) -> int:
         if server.started:
             raise
         print(
-            f"npcmind: cannot listen on {settings.host}:{settings.port} (the line above says why): if another "
-            "program holds the port, choose a free one with --port; --host must be an address of this machine",
+            f"npcmind: cannot listen on {settings.host}:{settings.port} (the line above says why): {PORT_HINT}",
             file=sys.stderr,
         )
         return 3
@@ -361,12 +365,32 @@ def _validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _listening(host: str, port: int) -> socket.socket | str:
+    """A socket bound and listening on the address, or why it cannot be (the OS's words)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as e:
+        sock.close()
+        return f"[Errno {e.errno}] {e.strerror}" if e.errno else str(e)
+    return sock
+
+
 def _scripted(args: argparse.Namespace) -> int:
+    """`npcmind scripted-provider`: bound before it says it listens, so a taken port is one line, not uvicorn's."""
     import uvicorn
 
     from npcmind.providers.tokens import count
     from npcmind.testing.scripted import create_scripted_app
 
+    sock = _listening(args.host, args.port)
+    if isinstance(sock, str):
+        where = f"{args.host}:{args.port}"
+        print(f"npcmind scripted-provider: cannot listen on {where} ({sock}): {PORT_HINT}", file=sys.stderr)
+        return 3
     for encoding in ("o200k_base", "cl100k_base"):  # load the tables now, not during the first answer
         count(encoding, "warm up")
     try:
@@ -380,7 +404,8 @@ def _scripted(args: argparse.Namespace) -> int:
     more_open_files(4096)  # a bench holds a thousand calls in flight at once
     _fewer_collections()
     gc.freeze()
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", lifespan="off")
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning", lifespan="off")
+    uvicorn.Server(config).run(sockets=[sock])
     return 0
 
 
@@ -584,19 +609,37 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _add_tools(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The small commands: keygen and validate."""
-    k = sub.add_parser("keygen", help="make an API key for a client of the hosted profile")
+    k = sub.add_parser(
+        "keygen",
+        help="make an API key for a client of the hosted profile",
+        description="Make a new API key for a game (a client) of the hosted profile: it prints the key once, for "
+        "the game, and the entry to paste under `clients:` in the clients file (serve --clients), which holds the "
+        "key's SHA-256, never the key.",
+    )
     k.add_argument("client_id", metavar="CLIENT_ID", help="the client the key is for, as the game sends it")
     k.add_argument("--manifest", default="manifest.yaml", metavar="FILE", help="the client's manifest path")
     k.set_defaults(func=_keygen)
 
-    v = sub.add_parser("validate", help="check a manifest and list every problem by path")
+    v = sub.add_parser(
+        "validate",
+        help="check a manifest and list every problem by path",
+        description="Check a manifest as serve would load it, without starting anything: every problem is one line "
+        "naming its path in the file (exit code 1); a good one gets its counts, its version and its prompt's "
+        "token sizes (exit code 0).",
+    )
     v.add_argument("file", metavar="FILE", help="a manifest: YAML, JSON or TOML")
     v.set_defaults(func=_validate)
 
 
 def _add_chat(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """`npcmind chat`'s flags."""
-    c = sub.add_parser("chat", help="talk to an NPC in the terminal (needs the sdk extra)")
+    c = sub.add_parser(
+        "chat",
+        help="talk to an NPC in the terminal (needs the sdk extra)",
+        description="Talk to a dialogue NPC in the terminal, through a running service and a model of your own "
+        "(docs/npc.md): each line you type is a turn; it shows the NPC's words, its action and what the service's "
+        "ruleset refused (needs the sdk extra).",
+    )
     c.add_argument("npc_id", metavar="NPC_ID", help="the NPC to talk to (registered on first use)")
     c.add_argument(
         "--service",
@@ -727,6 +770,22 @@ def _cluster(rest: list[str]) -> int:
         return _settings_error(e)
 
 
+def _unrecognized(parser: argparse.ArgumentParser, command: str, unknown: list[str]) -> NoReturn:
+    """Exit 2 with the command's own usage and, for a misspelt option, the one it is closest to: `serve --manfest`
+    printed the top-level usage and no hint."""
+    import difflib
+
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]  # argparse keeps it there
+    cmd: argparse.ArgumentParser = sub.choices[command]
+    options = [o for a in cmd._actions for o in a.option_strings if o.startswith("--")]
+    for arg in unknown:
+        name = arg.split("=", 1)[0]
+        near = difflib.get_close_matches(name, options, n=1, cutoff=0.6) if name.startswith("--") else []
+        if near:
+            cmd.error(f"unrecognized argument {name}: did you mean {near[0]}?")
+    cmd.error(f"unrecognized arguments: {' '.join(unknown)}")
+
+
 def _settings_error(e: SettingsError) -> int:
     """An NPCMIND_* variable that is none of its values: its one line and exit code 1, as a SystemExit of it was."""
     print(e, file=sys.stderr)
@@ -739,7 +798,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     if given[:1] == ["cluster"]:
         return _cluster(given[1:])
-    args = build_parser().parse_args(given)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(given)
+    if unknown:
+        _unrecognized(parser, args.command, unknown)
     try:
         code = int(args.func(args))
         sys.stdout.flush()  # a reader that went away shows here, inside the try, not at exit

@@ -56,10 +56,12 @@ ENDED = "the session ended (DELETE /v1/session) before this entity's part of the
 @dataclass(slots=True)
 class LastBatch:
     """A session's last decide request as GET /v1/prompt shows it: the batch, every entity of it decided, and when
-    an unstreamed answer went out whole. Kept as it was left, read only when asked for (most never are)."""
+    an unstreamed answer went out whole. Kept as it was left, read only when asked for (most never are). A batch
+    that made no model call also keeps (a reference) the session's last one that did, which the view shows."""
 
     batch: Batch
     done_ms: int
+    model: LastBatch | None = None
 
     def sent_ms(self) -> dict[str, int]:
         """When each decision went out: a streamed one on its line, an unstreamed one with the whole answer."""
@@ -314,7 +316,10 @@ class DecidePipeline:
     def _remember(self, batch: Batch) -> None:
         """Keep a batch every entity of which was decided, for GET /v1/prompt."""
         if len(batch.decisions) >= len(batch.req.entities):  # else the client left first: no whole batch to show
-            self.local.remember(batch.session.session_id, LastBatch(batch, batch.ms()))
+            last, sid = LastBatch(batch, batch.ms()), batch.session.session_id
+            if not batch.asked and (before := self.local.last(sid)) is not None:  # no call: keep the last that made one
+                last.model = before if before.batch.asked else before.model
+            self.local.remember(sid, last)
 
     def seen_sessions(self) -> list[str]:
         """The sessions whose last batch is kept, most recent first (for a 404 that names them)."""
@@ -325,13 +330,22 @@ class DecidePipeline:
         last = self.local.last(session_id)
         if last is None:
             return None
-        batch = last.batch
-        prompt, sent = batch.prompt, {ep.number for _, ep, _ in batch.asked}
-        asked = [ep for ep in prompt.entities if ep.number in sent]
-        decided = {d.id: d for d in batch.decisions.values()}
-        sent_ms = last.sent_ms()
-        entities = [_seen(ep, batch, sent, sent_ms, decided[ep.entity.id]) for ep in prompt.entities]
-        return PromptView(batch.now, prompt.static, prompt.user_text(asked) if asked else None, entities, batch.reply)
+        if last.model is not None:  # served from the cache (or over budget) since the last model call: show that one
+            view = _view(last.model)
+            view.cached_since = last.batch.now
+            return view
+        return _view(last)
+
+
+def _view(last: LastBatch) -> PromptView:
+    """A kept batch as GET /v1/prompt shows it."""
+    batch = last.batch
+    prompt, sent = batch.prompt, {ep.number for _, ep, _ in batch.asked}
+    asked = [ep for ep in prompt.entities if ep.number in sent]
+    decided = {d.id: d for d in batch.decisions.values()}
+    sent_ms = last.sent_ms()
+    entities = [_seen(ep, batch, sent, sent_ms, decided[ep.entity.id]) for ep in prompt.entities]
+    return PromptView(batch.now, prompt.static, prompt.user_text(asked) if asked else None, entities, batch.reply)
 
 
 class _Ready:

@@ -345,6 +345,13 @@ class PromptView(msgspec.Struct):
     reply: Annotated[
         ModelReply | None, Meta(description="The provider call's answer, or null when no entity was sent.")
     ] = None
+    cached_since: Annotated[
+        float | None,
+        Meta(
+            description="Null when this is the session's last request. Else the last request, at this time in Unix "
+            "seconds, made no model call (every entity cached or over budget): this view is the last that made one."
+        ),
+    ] = None
 
 
 class ManifestResponse(msgspec.Struct):

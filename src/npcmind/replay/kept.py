@@ -50,11 +50,13 @@ class KeptCall:
 
 @dataclass(slots=True)
 class Loaded:
-    """The calls to replay, the manifests they were rendered with (None: not kept), and what was left out, why."""
+    """The calls to replay, the manifests they were rendered with (None: not kept), what was left out, why, and how
+    many fresh decisions (made by a model) the store holds for the client since then, kept calls or not."""
 
     calls: list[KeptCall]
     manifests: dict[str, Manifest | None]
     left_out: Counter[str]
+    fresh: int = 0
 
 
 PAGE = 64  # kept reads fetched at once: a run holds a page of them, never the whole store's
@@ -98,7 +100,8 @@ async def load(store: Store, client: str, since: float, only_type: str | None, s
     if sample is not None:
         chosen = _sample(chosen, sample)
     versions = {c.manifest_version for c in chosen}
-    return Loaded(chosen, {v: await _manifest(store, v) for v in sorted(versions)}, left_out)
+    manifests = {v: await _manifest(store, v) for v in sorted(versions)}
+    return Loaded(chosen, manifests, left_out, len(rows) + sum(training.skipped.values()))
 
 
 def _call(blob: bytes | None, left_out: Counter[str]) -> Read | None:

@@ -56,7 +56,8 @@ def make_target_provider(args: argparse.Namespace) -> Provider:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run `npcmind replay`; 0 when the report was written, 2 for a flag or store that cannot be used."""
+    """Run `npcmind replay`; 0 when the report was written, 1 when most calls failed (the report is written still),
+    2 for a flag or store that cannot be used."""
     try:
         check_target(args)
         manifest = _manifest(args.manifest) if args.manifest else None
@@ -90,7 +91,19 @@ async def _replay(args: argparse.Namespace, manifest: Manifest | None, provider:
         print(_summary(report_out, args.out), file=sys.stderr)
     else:
         sys.stdout.buffer.write(text + b"\n")
-    return 0
+    return _failed(report_out)
+
+
+def _failed(out: dict[str, Any]) -> int:
+    """1, said with the reason, when most calls failed: the agreement is then of fallbacks, not of the model."""
+    failed, calls = out["calls_failed"], out["calls"]
+    if not calls or 2 * failed <= calls:
+        return 0
+    which = f"all {calls} calls" if failed == calls else f"{failed} of {calls} calls"
+    so = "compares nothing" if failed == calls else "compares mostly fallbacks"
+    reason = next(iter(out["failures"]))  # the most frequent
+    print(f"npcmind replay: {which} failed, so the report {so}: {reason}", file=sys.stderr)
+    return 1
 
 
 async def _report(args: argparse.Namespace, manifest: Manifest | None, provider: Provider | None) -> dict[str, Any]:
@@ -104,7 +117,7 @@ async def _report(args: argparse.Namespace, manifest: Manifest | None, provider:
         if not calls:
             what = f" of type {args.type}" if args.type else ""
             where = f"--client {args.client}: no kept decision{what} to replay in {args.store}"
-            raise FlagError(where + _why(left_out))
+            raise FlagError(where + _why(left_out, loaded.fresh, args.client))
         target: Target = (
             ProviderTarget(provider, manifest, args.timeout)
             if provider is not None
@@ -130,7 +143,15 @@ def _renderable(loaded: Loaded) -> tuple[list[tuple[Any, Manifest]], dict[str, i
     return out, dict(left)
 
 
-def _why(left_out: dict[str, int]) -> str:
+def _why(left_out: dict[str, int], fresh: int, client: str) -> str:
+    """Why nothing is replayed: no model decided anything (the quick start's service, with no provider), decisions
+    kept before what the model read was, or rows left out."""
+    if not left_out and not fresh:
+        return (
+            f" (no decision of client {client} was made by a model there: a service with no provider (as `serve` "
+            "without an API key) answers every decision with a fallback and keeps nothing to replay; decide through "
+            "one with a provider)"
+        )
     if not left_out:
         return " (no call was kept there: npcmind keeps what the model read since schema version 4)"
     return " (left out: " + ", ".join(f"{n} {why}" for why, n in sorted(left_out.items())) + ")"

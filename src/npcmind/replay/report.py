@@ -17,6 +17,7 @@ from npcmind.replay.run import CallResult
 
 FORMAT = "npcmind-replay-report"
 SHOWN_SITUATIONS = 20  # the situations that differ most, in the report
+SHOWN_FAILURES = 8  # the reasons calls failed told apart (a long shadow run must not grow without end)
 
 
 def fallback_label(code: str) -> str:
@@ -103,6 +104,8 @@ class Report:
         self.fallbacks: Counter[str] = Counter()
         self.situations: dict[str, _Situation] = {}
         self.calls = 0
+        self.failed = 0
+        self.failures: Counter[str] = Counter()
         self.decisions = 0
         self.tokens_in = 0
         self.tokens_out = 0
@@ -111,6 +114,10 @@ class Report:
     def add(self, r: CallResult) -> None:
         """One call's results."""
         self.calls += 1
+        if r.error is not None:
+            self.failed += 1
+            known = r.error in self.failures or len(self.failures) < SHOWN_FAILURES
+            self.failures[r.error if known else "(other reasons)"] += 1
         self.decisions += len(r.decisions)
         self.tokens_in += r.tokens_in
         self.tokens_out += r.tokens_out
@@ -144,6 +151,8 @@ class Report:
             "format": FORMAT,
             "target": target,
             "calls": self.calls,
+            "calls_failed": self.failed,
+            "failures": dict(self.failures.most_common()),
             "decisions": self.decisions,
             "left_out": dict(sorted(left_out.items())),
             "agreement": self.tally.agreement(),

@@ -39,12 +39,14 @@ class Replayed:
 
 @dataclass(slots=True)
 class CallResult:
-    """One call replayed: its decisions, the tokens it took and how long it took (None: no model call)."""
+    """One call replayed: its decisions, the tokens it took, how long it took (None: no model call) and, for a call
+    that failed, why."""
 
     decisions: list[Replayed] = field(default_factory=list)
     tokens_in: int = 0
     tokens_out: int = 0
     latency_ms: float | None = None
+    error: str | None = None
 
 
 class Target(Protocol):
@@ -80,8 +82,9 @@ class ProviderTarget:
             try:
                 async with asyncio.timeout(self.timeout_s):
                     answer = await self.provider.decide(pc)
-            except (ProviderError, TimeoutError):
+            except (ProviderError, TimeoutError) as e:
                 outcomes = {ep.number: (None, "unavailable") for ep in asked}
+                out.error = failure(e, self.timeout_s)
             else:
                 out.latency_ms = (time.perf_counter() - t0) * 1000
                 out.tokens_in, out.tokens_out = answer.input_tokens, answer.output_tokens
@@ -108,6 +111,11 @@ class ProviderTarget:
         changed = now is None or view(old, before.prompt, was) != view(new, after.prompt, now)
         situation = self.renderer.situation(old, before.prompt.mode, was)
         return Replayed(d, choice, code, situation, was.text, now.text if now else "", changed)
+
+
+def failure(e: ProviderError | TimeoutError, timeout_s: float) -> str:
+    """Why a call failed, in the report and the last line: the provider client's words, or the timeout."""
+    return f"no answer within {timeout_s:g} s (--timeout)" if isinstance(e, TimeoutError) else str(e) or repr(e)
 
 
 def _outcome(o: CachedChoice | Fell) -> tuple[str | None, str | None]:

@@ -31,7 +31,7 @@ from npcmind.providers.base import Provider, ProviderError
 from npcmind.replay.kept import Kept
 from npcmind.replay.render import Renderer
 from npcmind.replay.report import Report, fallback_label
-from npcmind.replay.run import CallResult, Replayed
+from npcmind.replay.run import CallResult, Replayed, failure
 from npcmind.shared.base import CachedChoice
 
 log = logging.getLogger("npcmind.shadow")
@@ -209,6 +209,7 @@ class Shadow:
             self._failed()
             self.failures.failed(f"{self.provider.name} model {self.provider.model}: {e or 'timed out'}")
             choices: list[CachedChoice | Fell] = [Fell("unavailable", str(e))] * len(asked)
+            out.error = failure(e, self.timeout_s)
         else:
             self.metrics.shadow_calls.labels("ok").inc()
             self.failures.succeeded()

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Coroutine
@@ -84,20 +85,33 @@ def kept(op: _Op[S, P, R]) -> _Op[S, P, R]:
 
 def _lock(path: str) -> IO[str] | None:
     """Hold an exclusive lock next to the file: a second npcmind on the same store would hand out the same
-    decision numbers, so it must fail at start with a clear message instead."""
+    decision numbers, so it must fail at start with a clear message instead. The file is removed on close (it
+    stayed in the user's folder): a lock taken on a file removed meanwhile is no lock, so it is taken again."""
     try:
         import fcntl
     except ImportError:  # Windows: no advisory locks here
         return None
-    f = open(path + ".lock", "a+")  # noqa: SIM115 - held open for the store's lifetime
+    while True:
+        f = open(path + ".lock", "a+")  # noqa: SIM115 - held open for the store's lifetime
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.close()
+            raise ValueError(
+                f"the store {path} is in use by another npcmind process; give each process its own --store"
+            ) from None
+        if _same_file(f, path + ".lock"):
+            return f
+        f.close()  # its holder removed it as it closed, after this opened it: take the file there now
+
+
+def _same_file(f: IO[str], path: str) -> bool:
+    held = os.fstat(f.fileno())
     try:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        f.close()
-        raise ValueError(
-            f"the store {path} is in use by another npcmind process; give each process its own --store"
-        ) from None
-    return f
+        there = os.stat(path)
+    except FileNotFoundError:
+        return False
+    return (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino)
 
 
 def _migrate(db: sqlite3.Connection) -> None:
@@ -135,8 +149,7 @@ class SqliteDb:
         try:
             self.conn = self._open_beside(publish) if self.read_only else self._open()
         except (sqlite3.Error, OSError, ValueError) as e:  # a bad --store is said in one line, not a traceback
-            if self._lock_file is not None:
-                self._lock_file.close()
+            self._unlock()
             if isinstance(e, ValueError):  # in use, or written by a newer npcmind: said already
                 raise
             raise ValueError(f"the store {self.path} cannot be opened: {e}; choose another --store") from None
@@ -254,8 +267,14 @@ class SqliteDb:
         if self.path != ":memory:" and not self.read_only:  # a reader holds no lock and writes nothing
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self.conn.close()
+        self._unlock()
+
+    def _unlock(self) -> None:
+        """The lock file removed, then released (removed while held: no other process holds it meanwhile)."""
         if self._lock_file is not None:
-            self._lock_file.close()  # releases the lock
+            with contextlib.suppress(OSError):
+                os.unlink(self.path + ".lock")
+            self._lock_file.close()
             self._lock_file = None
 
 
