@@ -25,6 +25,9 @@ from npcmind.testing.scripted import ScriptedServer
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "clients" / "csharp"
 CONFORMANCE = ROOT / "clients" / "conformance"
+BUILD = PACKAGE / "Build~" / "build.sh"  # in a folder Unity does not import, as its output is
+OUT = PACKAGE / "Build~" / "out"
+DATA = PACKAGE / "Tests" / "Data~"  # the shared cases, copied into the package by `Build~/build.sh data`
 TOOLS = ("mcs", "mono", "nunit-console")
 
 
@@ -66,9 +69,9 @@ def policy_names() -> list[str]:
 @pytest.fixture(scope="module")
 def results() -> dict[str, str]:
     """build.sh's NUnit results: test name (without the fixture's namespace) -> its result."""
-    xml = PACKAGE / "build" / "TestResult.xml"
+    xml = OUT / "TestResult.xml"
     xml.unlink(missing_ok=True)
-    r = subprocess.run(["./build.sh"], cwd=PACKAGE, capture_output=True, text=True, timeout=600)
+    r = subprocess.run([str(BUILD)], capture_output=True, text=True, timeout=600)
     assert xml.exists(), f"build.sh wrote no results (exit {r.returncode}):\n{r.stdout[-4000:]}{r.stderr[-4000:]}"
     found = {}
     for case in ET.parse(xml).iter("test-case"):
@@ -127,7 +130,7 @@ def test_every_file_unity_imports_has_its_meta_with_a_guid_of_its_own() -> None:
     seen: dict[str, Path] = {}
     for path in sorted(PACKAGE.rglob("*")):
         parts = path.relative_to(PACKAGE).parts
-        if parts[0] == "build" or any(p.startswith(".") or p.endswith("~") for p in parts) or path.suffix == ".meta":
+        if any(p.startswith(".") or p.endswith("~") for p in parts) or path.suffix == ".meta":
             continue
         meta = path.with_name(path.name + ".meta")
         assert meta.exists(), f"{path.relative_to(PACKAGE)} has no .meta: run clients/csharp/build.sh metas"
@@ -137,6 +140,72 @@ def test_every_file_unity_imports_has_its_meta_with_a_guid_of_its_own() -> None:
         seen[guid[1]] = path
     for meta in PACKAGE.rglob("*.meta"):
         assert meta.with_suffix("").exists() or meta.with_name(meta.name[: -len(".meta")]).exists(), meta
+
+
+IMPORTED = {".cs", ".asmdef", ".json", ".md"}  # what a file Unity imports from this package may be
+
+
+def test_unity_imports_no_build_output_no_tool_and_nothing_of_a_folder_it_skips() -> None:
+    """Unity imports every file of a package but hidden ones and those under a name ending in ~: a DLL there is a
+    duplicate assembly, a script or a .csproj an asset of no use. A .meta under a skipped name is a file Unity was
+    told to import that it never sees. After a build (the results fixture's run is not needed: the layout is)."""
+    imported, skipped_metas = [], []
+    for path in sorted(PACKAGE.rglob("*")):
+        parts = path.relative_to(PACKAGE).parts
+        if path.is_dir():
+            continue
+        if any(p.startswith(".") or p.endswith("~") for p in parts):
+            skipped_metas += [path] if path.suffix == ".meta" else []
+        elif path.suffix != ".meta":
+            imported.append(path)
+    assert PACKAGE / "Runtime" / "Scheduler.cs" in imported and PACKAGE / "package.json" in imported
+    strange = [str(p.relative_to(PACKAGE)) for p in imported if p.suffix not in IMPORTED]
+    assert not strange, f"files Unity would import that are no source, manifest or text: {strange}"
+    assert not skipped_metas, skipped_metas
+    assert OUT.parent.name.endswith("~") and BUILD.parent.name.endswith("~")
+
+
+def test_the_package_has_what_the_unity_package_manager_shows() -> None:
+    manifest = json.loads((PACKAGE / "package.json").read_text())
+    for key in ("name", "version", "displayName", "description", "unity", "license", "author", "repository",
+                "documentationUrl", "changelogUrl", "licensesUrl"):  # fmt: skip
+        assert manifest.get(key), f"package.json has no {key}"
+    assert manifest["licensesUrl"].endswith("/LICENSE") and manifest["changelogUrl"].endswith("/CHANGELOG.md")
+    assert manifest["documentationUrl"].endswith("/Documentation~/index.md")
+    assert manifest["repository"]["directory"] == "clients/csharp"
+    for name in ("CHANGELOG.md", "Documentation~/index.md", "LICENSE.md", "NOTICE.md", "README.md"):
+        assert (PACKAGE / name).is_file(), name
+    assert f"## [{manifest['version']}]" in (PACKAGE / "CHANGELOG.md").read_text()
+
+
+def test_the_packages_copy_of_the_shared_cases_is_the_repositorys() -> None:
+    """Tests/Data~ holds what the C# tests read, so they run from the package alone; `Build~/build.sh data` copies
+    it, and here it must be what clients/conformance and docs/signature-vectors.json hold, file for file."""
+    sources = {p.relative_to(CONFORMANCE).as_posix(): p for p in CONFORMANCE.rglob("*.json")}
+    copies = {p.relative_to(DATA / "conformance").as_posix(): p for p in (DATA / "conformance").rglob("*.json")}
+    assert len(sources) > 20
+    assert sorted(copies) == sorted(sources), "run clients/csharp/Build~/build.sh data"
+    stale = [n for n, p in sources.items() if p.read_bytes() != copies[n].read_bytes()]
+    assert not stale, f"{stale}: run clients/csharp/Build~/build.sh data"
+    vectors = ROOT / "docs" / "signature-vectors.json"
+    assert (DATA / "signature-vectors.json").read_bytes() == vectors.read_bytes(), "run Build~/build.sh data"
+
+
+def test_the_package_alone_builds_and_passes_its_tests_as_a_git_url_install_has_it(
+    results: dict[str, str], tmp_path: Path
+) -> None:
+    """Only clients/csharp/, copied elsewhere (nothing of the repository beside it: Unity's git-URL install keeps the
+    package's folder alone), builds and runs every test that the checkout runs, the shared cases included."""
+    alone = tmp_path / "Packages" / "com.npcmind.client"
+    shutil.copytree(PACKAGE, alone, ignore=shutil.ignore_patterns("out"))
+    env = {k: v for k, v in os.environ.items() if k != "NPCMIND_CONFORMANCE"}
+    r = subprocess.run([str(alone / "Build~" / "build.sh")], capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-3000:])
+    cases = list(ET.parse(alone / "Build~" / "out" / "TestResult.xml").iter("test-case"))
+    assert len(cases) == len(results) and all(c.attrib["result"] == "Success" for c in cases)
+    ran = [c.attrib["name"] for c in cases]
+    assert sum(" conformance " in n or ".conformance " in n for n in ran) == len(conformance_names()), ran[:5]
+    assert not (tmp_path / "Packages" / "conformance").exists() and not (tmp_path / "docs").exists()
 
 
 # --- a C# game against a real service ------------------------------------------------------------------------
@@ -182,7 +251,7 @@ def test_a_csharp_game_of_20_drones_at_60_hz_keeps_the_protocol_through_faults_a
     manifest.write_text(DRONES)
     with serving(service_settings(tmp_path, manifest, base_url=scripted.base_url, **SCRIPTED_SVC)) as running:
         game = subprocess.Popen(
-            ["mono", str(PACKAGE / "build" / "NpcMindGame.exe"), running.server.url],
+            ["mono", str(OUT / "NpcMindGame.exe"), running.server.url],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -260,16 +329,15 @@ def test_the_shared_cases_fail_when_the_csharp_sdk_is_broken_on_purpose(
     """A runner that passed whatever the scheduler did would prove nothing: with one rule broken in a copy of the
     package, build.sh's run fails, and it fails the case that pins that rule."""
     copy = tmp_path / "csharp"
-    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("build"))
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("out"))
     source = copy / "Runtime" / file
     text = source.read_text()
     assert text.count(right) == 1, f"{file} no longer holds {right!r}: update BREAKS"
     source.write_text(text.replace(right, wrong))
-    env = {**os.environ, "NPCMIND_CONFORMANCE": str(CONFORMANCE)}
-    r = subprocess.run(["./build.sh"], cwd=copy, capture_output=True, text=True, timeout=600, env=env)
+    r = subprocess.run([str(copy / "Build~" / "build.sh")], capture_output=True, text=True, timeout=600)
     assert r.returncode != 0, "every test passed with the rule broken"
     failed = [
-        c.attrib["name"] for c in ET.parse(copy / "build" / "TestResult.xml").iter("test-case")
+        c.attrib["name"] for c in ET.parse(copy / "Build~" / "out" / "TestResult.xml").iter("test-case")
         if c.attrib.get("success") == "False"
     ]  # fmt: skip
     assert any(fails in name for name in failed), failed
@@ -280,9 +348,7 @@ def test_the_shared_cases_fail_when_the_csharp_sdk_is_broken_on_purpose(
 
 def probe(*args: str) -> dict[str, Any]:
     """Examples~/Console/Probe.cs (built by build.sh) run with these arguments: its JSON line."""
-    r = subprocess.run(
-        ["mono", str(PACKAGE / "build" / "NpcMindProbe.exe"), *args], capture_output=True, text=True, timeout=120
-    )
+    r = subprocess.run(["mono", str(OUT / "NpcMindProbe.exe"), *args], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip(), r.stderr[-4000:]
     return dict(json.loads(r.stdout.strip().splitlines()[-1]))
 
@@ -326,9 +392,7 @@ def test_the_services_distilled_policy_is_fetched_by_csharp_and_decides_locally(
 
 def dialogue(*args: str) -> dict[str, Any]:
     """Examples~/Console/Dialogue.cs (built by build.sh) run with these arguments: its JSON line."""
-    r = subprocess.run(
-        ["mono", str(PACKAGE / "build" / "NpcMindDialogue.exe"), *args], capture_output=True, text=True, timeout=120
-    )
+    r = subprocess.run(["mono", str(OUT / "NpcMindDialogue.exe"), *args], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip(), r.stderr[-4000:]
     return dict(json.loads(r.stdout.strip().splitlines()[-1]))
 
@@ -434,7 +498,7 @@ def test_csharp_reads_every_number_as_python_does(results: dict[str, str]) -> No
         digits = str(rng.randint(1, 10 ** rng.randint(1, 25)))
         literals.append(f"{digits[:1]}.{digits[1:] or 0}e{rng.randint(-330, 310)}")
     r = subprocess.run(
-        ["mono", str(PACKAGE / "build" / "NpcMindDialogue.exe"), "read"],
+        ["mono", str(OUT / "NpcMindDialogue.exe"), "read"],
         input="\n".join(literals) + "\n", capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-4000:]
@@ -453,7 +517,7 @@ def test_csharp_writes_every_number_as_the_python_sdk_does(results: dict[str, st
     from npcmind_client.jcs import number
 
     r = subprocess.run(
-        ["mono", str(PACKAGE / "build" / "NpcMindDialogue.exe"), "numbers", "32", "20000"],
+        ["mono", str(OUT / "NpcMindDialogue.exe"), "numbers", "32", "20000"],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-4000:]

@@ -51,6 +51,14 @@ def shipped(manifest: Path) -> bool:
     return not (manifest.name == "package.json" and json.loads(manifest.read_text()).get("private") is True)
 
 
+def package_folder(manifest: Path) -> Path:
+    """The folder a manifest's package ships: a Unity package keeps its .csproj in Build~, a folder of that package."""
+    folder = manifest.parent
+    while folder.name.endswith("~"):
+        folder = folder.parent
+    return folder
+
+
 def carried(folder: Path, name: str) -> Path | None:
     """The package's copy of LICENSE or NOTICE (Unity's packages name them .md)."""
     return next((p for p in (folder / name, folder / f"{name}.md") if p.is_file()), None)
@@ -68,13 +76,13 @@ def test_every_manifest_names_the_same_licence() -> None:
     names = {str(m.relative_to(ROOT)) for m in found}
     # the packages of today are found (a glob that found nothing would pass everything below)
     assert {"pyproject.toml", "clients/python/pyproject.toml", "clients/typescript/package.json",
-            "clients/csharp/package.json", "clients/csharp/NpcMind.csproj"} <= names, names  # fmt: skip
+            "clients/csharp/package.json", "clients/csharp/Build~/NpcMind.csproj"} <= names, names  # fmt: skip
     differ = {n: d for n, m in zip(sorted(names), found, strict=True) if (d := declared(m)) not in (LICENCE, None)}
     assert not differ, f"manifests naming another licence than {LICENCE}: {differ}"
 
 
 def test_every_package_carries_the_licence_text_and_the_notice_as_the_root_has_them() -> None:
-    folders = sorted({m.parent for m in manifests() if shipped(m)})
+    folders = sorted({package_folder(m) for m in manifests() if shipped(m)})
     assert ROOT / "clients" / "csharp" in folders and ROOT / "clients" / "typescript" in folders
     for folder in folders:
         for name in ("LICENSE", "NOTICE"):
