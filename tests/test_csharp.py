@@ -133,7 +133,7 @@ def test_every_file_unity_imports_has_its_meta_with_a_guid_of_its_own() -> None:
         if any(p.startswith(".") or p.endswith("~") for p in parts) or path.suffix == ".meta":
             continue
         meta = path.with_name(path.name + ".meta")
-        assert meta.exists(), f"{path.relative_to(PACKAGE)} has no .meta: run clients/csharp/build.sh metas"
+        assert meta.exists(), f"{path.relative_to(PACKAGE)} has no .meta: run clients/csharp/Build~/build.sh metas"
         guid = re.search(r"^guid: ([0-9a-f]{32})$", meta.read_text(), re.M)
         assert guid is not None, meta
         assert guid[1] not in seen, (path, seen.get(guid[1]))
