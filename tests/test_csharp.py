@@ -5,7 +5,6 @@ only pytest, so the C# checks run from here."""
 
 from __future__ import annotations
 
-import ctypes
 import json
 import math
 import os
@@ -31,21 +30,23 @@ DATA = PACKAGE / "Tests" / "Data~"  # the shared cases, copied into the package 
 TOOLS = ("mcs", "mono", "nunit-console")
 
 
-def _libsodium() -> bool:
-    """Whether libsodium loads by a name the C# SDK tries on Linux (its signature checks need it)."""
-    for name in ("libsodium.so", "libsodium.so.26", "libsodium.so.23"):
-        try:
-            ctypes.CDLL(name)
-        except OSError:
-            continue
-        return True
-    return False
-
-
-missing = [t for t in TOOLS if shutil.which(t) is None] + ([] if _libsodium() else ["libsodium"])
+missing = [t for t in TOOLS if shutil.which(t) is None]
 pytestmark = pytest.mark.skipif(
-    bool(missing), reason=f"no {', '.join(missing)} here (Debian: mono-devel nunit-console libsodium23)"
+    bool(missing), reason=f"no {', '.join(missing)} here (Debian: mono-devel nunit-console)"
 )
+BOUNCY_CASTLE = PACKAGE / "Runtime" / "Plugins" / "BouncyCastle.Crypto.dll"  # the vendored Ed25519 (NOTICE)
+
+
+def without_libsodium(command: list[str]) -> list[str]:
+    """The command run where no libsodium loads: every libsodium file of the system's library folders covered by
+    /dev/null in a mount namespace of its own (root: CI and this machine), so the C# SDK's checks are shown to need
+    none; where that cannot be done, the command as it is (libsodium may then be there, unused)."""
+    found = sorted({str(p) for d in ("/lib", "/usr/lib", "/usr/local/lib") for p in Path(d).rglob("libsodium*")})
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        return command
+    hide = "".join(f'mount --bind /dev/null "{f}" && ' for f in found)
+    probe = "python3 -c 'import ctypes; ctypes.CDLL(\"libsodium.so.23\")' 2>/dev/null && exit 97; "
+    return ["unshare", "--mount", "sh", "-c", f'{hide}{probe}exec "$@"', "sh", *command]
 
 
 def conformance_names() -> list[str]:
@@ -159,7 +160,7 @@ def test_unity_imports_no_build_output_no_tool_and_nothing_of_a_folder_it_skips(
         elif path.suffix != ".meta":
             imported.append(path)
     assert PACKAGE / "Runtime" / "Scheduler.cs" in imported and PACKAGE / "package.json" in imported
-    strange = [str(p.relative_to(PACKAGE)) for p in imported if p.suffix not in IMPORTED]
+    strange = [str(p.relative_to(PACKAGE)) for p in imported if p.suffix not in IMPORTED and p != BOUNCY_CASTLE]
     assert not strange, f"files Unity would import that are no source, manifest or text: {strange}"
     assert not skipped_metas, skipped_metas
     assert OUT.parent.name.endswith("~") and BUILD.parent.name.endswith("~")
@@ -387,12 +388,84 @@ def test_the_services_distilled_policy_is_fetched_by_csharp_and_decides_locally(
     assert (out["local"], out["asked_more"]) == (2, 0), out
 
 
+# --- Ed25519: the vendored Bouncy Castle -------------------------------------------------------------------------
+
+
+def test_the_vendored_ed25519_is_the_notices_file_strong_named_by_bouncy_castle() -> None:
+    """The DLL is the one NOTICE.md names (its SHA-256), and its strong-name signature verifies under the public key
+    whose token is Bouncy Castle's (0e99375e54769942): a DLL changed by one byte no longer does."""
+    import hashlib
+
+    digest = hashlib.sha256(BOUNCY_CASTLE.read_bytes()).hexdigest()
+    assert f"SHA-256 {digest}" in (PACKAGE / "NOTICE.md").read_text()
+    assert (BOUNCY_CASTLE.parent / "BouncyCastle.Crypto.LICENSE.md").read_text().count("Legion of the Bouncy Castle")
+    if shutil.which("sn") is None:
+        pytest.skip("no sn here (Debian: mono-devel)")
+    token = subprocess.run(["sn", "-T", str(BOUNCY_CASTLE)], capture_output=True, text=True, timeout=60).stdout
+    assert "Public Key Token: 0e99375e54769942" in token, token
+    verified = subprocess.run(["sn", "-v", str(BOUNCY_CASTLE)], capture_output=True, text=True, timeout=60).stdout
+    assert "is strongnamed" in verified and "not strongnamed" not in verified, verified
+
+
+def test_csharp_verifies_every_signature_as_python_does(results: dict[str, str]) -> None:
+    """Ed25519.Verify (the vendored Bouncy Castle, in a process where no libsodium loads) against the Python SDK's
+    check (the cryptography package) on 600 derandomized cases: valid signatures of messages of 0 to 300 bytes, one
+    bit flipped in the signature, the key or the message, S + L (RFC 8032's non-canonical S), a key of another
+    signer, random bytes. Both must give the same answer on every case, and the valid ones must be accepted."""
+    import random
+
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+    order = 2**252 + 27742317777372353535851937790883648493
+    rng = random.Random(41)
+    cases: list[tuple[bytes, bytes, bytes]] = []
+    for i in range(600):
+        key = Ed25519PrivateKey.from_private_bytes(rng.randbytes(32))
+        public, message = key.public_key().public_bytes_raw(), rng.randbytes(rng.randrange(0, 300))
+        signature = bytearray(key.sign(message))
+        kind = i % 6
+        if kind == 1:
+            signature[rng.randrange(64)] ^= 1 << rng.randrange(8)
+        elif kind == 2:
+            at = rng.randrange(32)
+            public = public[:at] + bytes([public[at] ^ 1]) + public[at + 1 :]
+        elif kind == 3 and message:
+            message = bytes([message[0] ^ 0x80]) + message[1:]
+        elif kind == 4:
+            s = int.from_bytes(signature[32:], "little") + order
+            signature[32:] = s.to_bytes(32, "little") if s < 2**256 else signature[32:]
+        elif kind == 5:
+            signature = bytearray(rng.randbytes(64)) if i % 12 == 5 else signature
+            public = Ed25519PrivateKey.from_private_bytes(rng.randbytes(32)).public_key().public_bytes_raw()
+        cases.append((public, bytes(signature), message))
+
+    def python(public: bytes, signature: bytes, message: bytes) -> str:
+        try:
+            Ed25519PublicKey.from_public_bytes(public).verify(signature, message)
+        except (InvalidSignature, ValueError):
+            return "0"
+        return "1"
+
+    lines = "".join(f"{p.hex()} {s.hex()} {m.hex()}\n" for p, s, m in cases)
+    command = without_libsodium(["mono", str(OUT / "NpcMindDialogue.exe"), "verify"])
+    r = subprocess.run(command, input=lines, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-4000:]
+    got, want = r.stdout.split(), [python(*c) for c in cases]
+    assert len(got) == len(cases)
+    differ = [(i, g, w) for i, (g, w) in enumerate(zip(got, want, strict=True)) if g != w]
+    assert not differ, differ[:5]
+    assert all(got[i] == "1" for i in range(0, 600, 6)) and got.count("0") > 450, got.count("1")
+
+
 # --- dialogue NPCs: DialogueClient against a real service -------------------------------------------------------
 
 
 def dialogue(*args: str) -> dict[str, Any]:
     """Examples~/Console/Dialogue.cs (built by build.sh) run with these arguments: its JSON line."""
-    r = subprocess.run(["mono", str(OUT / "NpcMindDialogue.exe"), *args], capture_output=True, text=True, timeout=120)
+    command = without_libsodium(["mono", str(OUT / "NpcMindDialogue.exe"), *args])
+    r = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert r.returncode != 97, "libsodium still loads where it was hidden"
     assert r.returncode == 0 and r.stdout.strip(), r.stderr[-4000:]
     return dict(json.loads(r.stdout.strip().splitlines()[-1]))
 
@@ -411,7 +484,8 @@ def test_a_csharp_dialogue_npc_gets_the_outcome_the_service_signed_and_its_serve
     results: dict[str, str], svc: Running, scripted: ScriptedServer
 ) -> None:
     """Mara answers over HttpClient through the four steps, the scripted provider as her cortex. The C# SDK checks
-    the service's signature with libsodium (Debian's libsodium23 here) and applies nothing by itself; what it hands
+    the service's signature with the vendored Bouncy Castle (no libsodium loads in its process: without_libsodium) and
+    applies nothing by itself; what it hands
     on for a game server is what the service signed: Python's verify accepts it, its canonical bytes are the C#
     SDK's, and a changed line fails. The game's state goes back in the next tape."""
     from npcmind_client.signing import canonical, signed_payload, verify
@@ -423,7 +497,7 @@ def test_a_csharp_dialogue_npc_gets_the_outcome_the_service_signed_and_its_serve
     out = dialogue(svc.server.url, scripted.base_url, "turn")
     first = out["first"]
     assert first["steps"] == ["IdentifyActor", "QueryVector", "ExecuteInference", "Finalize"], out
-    assert out["library"] in ("libsodium", "libsodium.so.23"), out  # Debian's runtime package has only the second
+    assert out["library"].startswith("BouncyCastle.Crypto 1.9.0"), out
     assert first["valid"] and first["verified"] and not first["applied"], first
     assert first["dialogue"].startswith("The old mine?") and first["action"]["type"] == "TALK", first
     assert first["state"] == {} and first["remembered"] == 0, first  # nothing applied by the SDK
@@ -453,7 +527,7 @@ def test_a_csharp_dialogue_npc_gets_the_outcome_the_service_signed_and_its_serve
 def test_a_csharp_game_refuses_a_signed_line_changed_on_its_way(
     results: dict[str, str], svc: Running, scripted: ScriptedServer
 ) -> None:
-    """Between the service and the game, Mara's signed line is changed: libsodium finds the signature no longer
+    """Between the service and the game, Mara's signed line is changed: the SDK finds the signature no longer
     covers it, the C# SDK refuses the outcome, and nothing is kept."""
     scripted.set(text='{"dialogue": "Rooms are two silver.", "remember": ["A traveller asked for a room."]}')
     out = dialogue(svc.server.url, scripted.base_url, "forge")

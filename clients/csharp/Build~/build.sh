@@ -37,6 +37,21 @@ DefaultImporter:"
   executionOrder: 0
   icon: {instanceID: 0}" ;;
       *.asmdef) importer="AssemblyDefinitionImporter:" ;;
+      *.dll) importer="PluginImporter:
+  serializedVersion: 2
+  iconMap: {}
+  executionOrder: {}
+  defineConstraints: []
+  isPreloaded: 0
+  isOverridable: 0
+  isExplicitlyReferenced: 1
+  validateReferences: 1
+  platformData:
+  - first:
+      Any: 
+    second:
+      enabled: 1
+      settings: {}" ;;
       *.json|*.md) importer="TextScriptImporter:" ;;
       *) importer="DefaultImporter:" ;;
     esac; fi
@@ -55,9 +70,11 @@ OUT=${NPCMIND_CSHARP_OUT:-Build~/out}
 mkdir -p "$OUT"
 export NPCMIND_CONFORMANCE=${NPCMIND_CONFORMANCE:-$PWD/Tests/Data~/conformance}
 MCS=(mcs -langversion:7 -nologo -warnaserror+ -nowarn:1591)
+BC=Runtime/Plugins/BouncyCastle.Crypto.dll  # Ed25519 (Runtime/Ed25519.cs): vendored, NOTICE.md
+cp "$BC" "$OUT"/
 "${MCS[@]}" -target:library -out:"$OUT"/NpcMind.Runtime.dll -doc:"$OUT"/NpcMind.Runtime.xml \
-  -r:System.Net.Http.dll -r:System.Numerics.dll Runtime/*.cs
-"${MCS[@]}" -target:library -out:"$OUT"/NpcMind.Tests.dll -r:"$OUT"/NpcMind.Runtime.dll -r:"$NUNIT" -r:System.Numerics.dll \
+  -r:System.Net.Http.dll -r:System.Numerics.dll -r:"$BC" Runtime/*.cs
+"${MCS[@]}" -target:library -out:"$OUT"/NpcMind.Tests.dll -r:"$OUT"/NpcMind.Runtime.dll -r:"$NUNIT" -r:"$BC" -r:System.Numerics.dll \
   -r:System.Net.Http.dll Tests/*.cs
 # the console programs of the live tests (tests/test_csharp.py)
 "${MCS[@]}" -target:exe -out:"$OUT"/NpcMindGame.exe -r:"$OUT"/NpcMind.Runtime.dll -r:System.Net.Http.dll 'Examples~/Console/Game.cs'
