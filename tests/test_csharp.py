@@ -115,6 +115,7 @@ def test_the_readme_shows_the_engine_examples_as_they_are() -> None:
         "Samples~/HelloNpc/BeeBrain.cs",
         "Examples~/Godot/Bee.cs",
         "Samples~/HelloNpc/Innkeeper.cs",
+        "Unity/UnityWebRequestSender.cs",
     ]
     for name, block in shown:
         assert block == (PACKAGE / name).read_text(), f"the README's {name} differs from the file"
@@ -164,6 +165,20 @@ def test_unity_imports_no_build_output_no_tool_and_nothing_of_a_folder_it_skips(
     assert not strange, f"files Unity would import that are no source, manifest or text: {strange}"
     assert not skipped_metas, skipped_metas
     assert OUT.parent.name.endswith("~") and BUILD.parent.name.endswith("~")
+
+
+def test_the_unity_assembly_is_built_apart_and_the_core_stays_engine_free(results: dict[str, str]) -> None:
+    """Unity/ (UnityWebRequestSender, NpcMindRunner) is its own assembly, built against the stand-ins of the Unity
+    types it touches; the core neither names UnityEngine nor lets Unity give it an engine reference."""
+    assert (OUT / "NpcMind.Unity.dll").is_file() and (OUT / "NpcMind.Runtime.dll").is_file()
+    unity = json.loads((PACKAGE / "Unity" / "NpcMind.Unity.asmdef").read_text())
+    core = json.loads((PACKAGE / "Runtime" / "NpcMind.Runtime.asmdef").read_text())
+    assert unity["references"] == ["NpcMind.Runtime"] and not unity["noEngineReferences"]
+    assert core["noEngineReferences"] is True
+    assert not [p.name for p in (PACKAGE / "Runtime").glob("*.cs") if "UnityEngine" in p.read_text()]
+    runner = (PACKAGE / "Unity" / "NpcMindRunner.cs").read_text()
+    assert "class NpcMindRunner : MonoBehaviour" in runner and "Client.Tick()" in runner and "Close()" in runner
+    assert "new UnityWebRequestSender()" in runner
 
 
 def test_the_package_has_what_the_unity_package_manager_shows() -> None:

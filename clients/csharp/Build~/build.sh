@@ -83,8 +83,11 @@ cp "$BC" "$OUT"/
 # the tick bench (bench/tick_bench.py runs it beside Python's and TypeScript's)
 "${MCS[@]}" -target:exe -out:"$OUT"/NpcMindTickBench.exe -r:"$OUT"/NpcMind.Runtime.dll 'Examples~/Bench/Tick.cs'
 # the README's engine examples, against stand-ins of the engine types they touch: they compile, so they cannot rot
-"${MCS[@]}" -target:library -out:"$OUT"/Example.Unity.dll -r:"$OUT"/NpcMind.Runtime.dll \
-  'Samples~/HelloNpc/BeeBrain.cs' 'Samples~/HelloNpc/Innkeeper.cs' 'Examples~/Engines/UnityEngine.cs'
+"${MCS[@]}" -target:library -out:"$OUT"/UnityEngine.dll 'Examples~/Engines/UnityEngine.cs'
+# the Unity assembly (Unity/: UnityWebRequestSender, NpcMindRunner), the core staying engine-free
+"${MCS[@]}" -target:library -out:"$OUT"/NpcMind.Unity.dll -r:"$OUT"/NpcMind.Runtime.dll -r:"$OUT"/UnityEngine.dll Unity/*.cs
+"${MCS[@]}" -target:library -out:"$OUT"/Example.Unity.dll -r:"$OUT"/NpcMind.Runtime.dll -r:"$OUT"/UnityEngine.dll \
+  -r:"$OUT"/NpcMind.Unity.dll 'Samples~/HelloNpc/BeeBrain.cs' 'Samples~/HelloNpc/Innkeeper.cs'
 "${MCS[@]}" -target:library -out:"$OUT"/Example.Godot.dll -r:"$OUT"/NpcMind.Runtime.dll \
   'Examples~/Godot/Bee.cs' 'Examples~/Engines/Godot.cs'
 cp "$NUNIT" "$OUT"/
