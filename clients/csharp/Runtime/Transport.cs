@@ -461,7 +461,7 @@ namespace NpcMind
             {
                 return Json.Parse(text);
             }
-            catch (JsonException e)
+            catch (NpcJsonException e)
             {
                 string shown = text.Length > 200 ? text.Substring(0, 200) : text;
                 string start = text.TrimStart();

@@ -87,7 +87,7 @@ namespace NpcMind.Tests
 
         public static string Show(object v)
         {
-            try { return Json.Write(v); } catch (JsonException) { return v == null ? "null" : v.ToString(); }
+            try { return Json.Write(v); } catch (NpcJsonException) { return v == null ? "null" : v.ToString(); }
         }
     }
 }

@@ -136,6 +136,16 @@ namespace NpcMind.Tests
         }
 
         [Test]
+        public void NoPublicTypeCollidesWithANameAUnityProjectHasInScope()
+        {
+            // Unity projects have UnityEngine.Logger, Newtonsoft's JsonException and ECS's Entity in scope: a public
+            // type of the same name makes every `using NpcMind;` file ambiguous
+            var names = typeof(DecideClient).Assembly.GetExportedTypes().Select(t => t.Name).ToList();
+            Assert.That(names.Count, Is.GreaterThan(20));
+            CollectionAssert.IsEmpty(names.Intersect(new[] { "Logger", "JsonException", "Entity", "Object", "Debug", "Random", "Time" }));
+        }
+
+        [Test]
         public void ASignedOutcomeVerifiesAndAnyChangedByteFails()
         {
             var vectors = (IList<object>)Vectors()["signatures"];
