@@ -7,7 +7,7 @@ Python: `DecideClient.tick()` for steady (the real client: transport outcomes dr
 the wave is the scheduler's tick plus the JSON encoding DecideClient does on the game's thread (the worker
 threads' HTTP is left out: it does not run on the game's thread). TypeScript: clients/typescript/bench/tick.mjs
 (run with node when it is there), which prints one JSON line of the same shape as the Python row. C#:
-clients/csharp/Examples~/Bench/Tick.cs, built by clients/csharp/build.sh and run with mono when they are there.
+clients/csharp/Examples~/Bench/Tick.cs, built by clients/csharp/Build~/build.sh and run with mono when they are there.
 C++: clients/unreal/Examples/Bench/Tick.cpp (the Unreal plugin's core), built with CMake and g++ (Release).
 
 Run: python bench/tick_bench.py [--ticks 5000]
@@ -117,11 +117,11 @@ def csharp_row() -> dict[str, Any] | str:
     package = ROOT / "clients" / "csharp"
     if shutil.which("mcs") is None or shutil.which("mono") is None:
         return "not run: mcs or mono is missing (Debian: mono-devel)"
-    built = subprocess.run([str(package / "build.sh"), "build"], capture_output=True, text=True, timeout=600)
+    built = subprocess.run([str(package / "Build~" / "build.sh"), "build"], capture_output=True, text=True, timeout=600)
     if built.returncode != 0:
         return f"not run: build.sh failed ({built.stderr.strip()[-300:]})"
     ran = subprocess.run(
-        ["mono", str(package / "build" / "NpcMindTickBench.exe")], capture_output=True, text=True, timeout=600
+        ["mono", str(package / "Build~" / "out" / "NpcMindTickBench.exe")], capture_output=True, text=True, timeout=600
     )
     lines = [line for line in ran.stdout.splitlines() if line.startswith("{")]
     if ran.returncode != 0 or not lines:

@@ -25,7 +25,7 @@ DOCS = [
     ROOT / "clients" / "typescript" / "README.md",
 ]
 CODE = {"sh", "bash", "shell", "console", "python", "py", "ts", "typescript", "js", "javascript", "mjs", "html"}
-CODE |= {"csharp"}  # the C# SDK's examples: compiled by clients/csharp/build.sh, named by test_csharp.py
+CODE |= {"csharp"}  # the C# SDK's examples: compiled by clients/csharp/Build~/build.sh, named by test_csharp.py
 DATA = {"", "json", "yaml", "toml", "text"}  # outputs and data: what a command printed, a file's format
 RUN = re.compile(r"<!-- run by (?P<file>test_\w+\.py)::(?P<test>test_\w+)\b.*-->$")
 NOT_RUN = re.compile(r"<!-- not run: (?P<why>\S.*\S) -->$")

@@ -88,7 +88,7 @@ def test_a_game_installs_the_client_alone_and_decides_through_it(
 def test_the_service_wheel_bundles_the_client_with_its_data(tmp_path: Path) -> None:
     """A non-editable `pip install .` of the service gets `npcmind_client` (npcmind.sdk re-exports it)."""
     tree = tmp_path / "service"
-    for part in ("pyproject.toml", "README.md", "src", "clients/python/src"):
+    for part in ("pyproject.toml", "README.md", "LICENSE", "NOTICE", "src", "clients/python/src"):
         copy(ROOT / part, tree / part)
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(tree)],

@@ -5,7 +5,6 @@ only pytest, so the C# checks run from here."""
 
 from __future__ import annotations
 
-import ctypes
 import json
 import math
 import os
@@ -25,24 +24,29 @@ from npcmind.testing.scripted import ScriptedServer
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "clients" / "csharp"
 CONFORMANCE = ROOT / "clients" / "conformance"
+BUILD = PACKAGE / "Build~" / "build.sh"  # in a folder Unity does not import, as its output is
+OUT = PACKAGE / "Build~" / "out"
+DATA = PACKAGE / "Tests" / "Data~"  # the shared cases, copied into the package by `Build~/build.sh data`
 TOOLS = ("mcs", "mono", "nunit-console")
 
 
-def _libsodium() -> bool:
-    """Whether libsodium loads by a name the C# SDK tries on Linux (its signature checks need it)."""
-    for name in ("libsodium.so", "libsodium.so.26", "libsodium.so.23"):
-        try:
-            ctypes.CDLL(name)
-        except OSError:
-            continue
-        return True
-    return False
-
-
-missing = [t for t in TOOLS if shutil.which(t) is None] + ([] if _libsodium() else ["libsodium"])
+missing = [t for t in TOOLS if shutil.which(t) is None]
 pytestmark = pytest.mark.skipif(
-    bool(missing), reason=f"no {', '.join(missing)} here (Debian: mono-devel nunit-console libsodium23)"
+    bool(missing), reason=f"no {', '.join(missing)} here (Debian: mono-devel nunit-console)"
 )
+BOUNCY_CASTLE = PACKAGE / "Runtime" / "Plugins" / "BouncyCastle.Crypto.dll"  # the vendored Ed25519 (NOTICE)
+
+
+def without_libsodium(command: list[str]) -> list[str]:
+    """The command run where no libsodium loads: every libsodium file of the system's library folders covered by
+    /dev/null in a mount namespace of its own (root: CI and this machine), so the C# SDK's checks are shown to need
+    none; where that cannot be done, the command as it is (libsodium may then be there, unused)."""
+    found = sorted({str(p) for d in ("/lib", "/usr/lib", "/usr/local/lib") for p in Path(d).rglob("libsodium*")})
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        return command
+    hide = "".join(f'mount --bind /dev/null "{f}" && ' for f in found)
+    probe = "python3 -c 'import ctypes; ctypes.CDLL(\"libsodium.so.23\")' 2>/dev/null && exit 97; "
+    return ["unshare", "--mount", "sh", "-c", f'{hide}{probe}exec "$@"', "sh", *command]
 
 
 def conformance_names() -> list[str]:
@@ -66,9 +70,9 @@ def policy_names() -> list[str]:
 @pytest.fixture(scope="module")
 def results() -> dict[str, str]:
     """build.sh's NUnit results: test name (without the fixture's namespace) -> its result."""
-    xml = PACKAGE / "build" / "TestResult.xml"
+    xml = OUT / "TestResult.xml"
     xml.unlink(missing_ok=True)
-    r = subprocess.run(["./build.sh"], cwd=PACKAGE, capture_output=True, text=True, timeout=600)
+    r = subprocess.run([str(BUILD)], capture_output=True, text=True, timeout=600)
     assert xml.exists(), f"build.sh wrote no results (exit {r.returncode}):\n{r.stdout[-4000:]}{r.stderr[-4000:]}"
     found = {}
     for case in ET.parse(xml).iter("test-case"):
@@ -111,6 +115,7 @@ def test_the_readme_shows_the_engine_examples_as_they_are() -> None:
         "Samples~/HelloNpc/BeeBrain.cs",
         "Examples~/Godot/Bee.cs",
         "Samples~/HelloNpc/Innkeeper.cs",
+        "Unity/UnityWebRequestSender.cs",
     ]
     for name, block in shown:
         assert block == (PACKAGE / name).read_text(), f"the README's {name} differs from the file"
@@ -127,16 +132,96 @@ def test_every_file_unity_imports_has_its_meta_with_a_guid_of_its_own() -> None:
     seen: dict[str, Path] = {}
     for path in sorted(PACKAGE.rglob("*")):
         parts = path.relative_to(PACKAGE).parts
-        if parts[0] == "build" or any(p.startswith(".") or p.endswith("~") for p in parts) or path.suffix == ".meta":
+        if any(p.startswith(".") or p.endswith("~") for p in parts) or path.suffix == ".meta":
             continue
         meta = path.with_name(path.name + ".meta")
-        assert meta.exists(), f"{path.relative_to(PACKAGE)} has no .meta: run clients/csharp/build.sh metas"
+        assert meta.exists(), f"{path.relative_to(PACKAGE)} has no .meta: run clients/csharp/Build~/build.sh metas"
         guid = re.search(r"^guid: ([0-9a-f]{32})$", meta.read_text(), re.M)
         assert guid is not None, meta
         assert guid[1] not in seen, (path, seen.get(guid[1]))
         seen[guid[1]] = path
     for meta in PACKAGE.rglob("*.meta"):
         assert meta.with_suffix("").exists() or meta.with_name(meta.name[: -len(".meta")]).exists(), meta
+
+
+IMPORTED = {".cs", ".asmdef", ".json", ".md"}  # what a file Unity imports from this package may be
+
+
+def test_unity_imports_no_build_output_no_tool_and_nothing_of_a_folder_it_skips() -> None:
+    """Unity imports every file of a package but hidden ones and those under a name ending in ~: a DLL there is a
+    duplicate assembly, a script or a .csproj an asset of no use. A .meta under a skipped name is a file Unity was
+    told to import that it never sees. After a build (the results fixture's run is not needed: the layout is)."""
+    imported, skipped_metas = [], []
+    for path in sorted(PACKAGE.rglob("*")):
+        parts = path.relative_to(PACKAGE).parts
+        if path.is_dir():
+            continue
+        if any(p.startswith(".") or p.endswith("~") for p in parts):
+            skipped_metas += [path] if path.suffix == ".meta" else []
+        elif path.suffix != ".meta":
+            imported.append(path)
+    assert PACKAGE / "Runtime" / "Scheduler.cs" in imported and PACKAGE / "package.json" in imported
+    strange = [str(p.relative_to(PACKAGE)) for p in imported if p.suffix not in IMPORTED and p != BOUNCY_CASTLE]
+    assert not strange, f"files Unity would import that are no source, manifest or text: {strange}"
+    assert not skipped_metas, skipped_metas
+    assert OUT.parent.name.endswith("~") and BUILD.parent.name.endswith("~")
+
+
+def test_the_unity_assembly_is_built_apart_and_the_core_stays_engine_free(results: dict[str, str]) -> None:
+    """Unity/ (UnityWebRequestSender, NpcMindRunner) is its own assembly, built against the stand-ins of the Unity
+    types it touches; the core neither names UnityEngine nor lets Unity give it an engine reference."""
+    assert (OUT / "NpcMind.Unity.dll").is_file() and (OUT / "NpcMind.Runtime.dll").is_file()
+    unity = json.loads((PACKAGE / "Unity" / "NpcMind.Unity.asmdef").read_text())
+    core = json.loads((PACKAGE / "Runtime" / "NpcMind.Runtime.asmdef").read_text())
+    assert unity["references"] == ["NpcMind.Runtime"] and not unity["noEngineReferences"]
+    assert core["noEngineReferences"] is True
+    assert not [p.name for p in (PACKAGE / "Runtime").glob("*.cs") if "UnityEngine" in p.read_text()]
+    runner = (PACKAGE / "Unity" / "NpcMindRunner.cs").read_text()
+    assert "class NpcMindRunner : MonoBehaviour" in runner and "Client.Tick()" in runner and "Close()" in runner
+    assert "new UnityWebRequestSender()" in runner
+
+
+def test_the_package_has_what_the_unity_package_manager_shows() -> None:
+    manifest = json.loads((PACKAGE / "package.json").read_text())
+    for key in ("name", "version", "displayName", "description", "unity", "license", "author", "repository",
+                "documentationUrl", "changelogUrl", "licensesUrl"):  # fmt: skip
+        assert manifest.get(key), f"package.json has no {key}"
+    assert manifest["licensesUrl"].endswith("/LICENSE") and manifest["changelogUrl"].endswith("/CHANGELOG.md")
+    assert manifest["documentationUrl"].endswith("/Documentation~/index.md")
+    assert manifest["repository"]["directory"] == "clients/csharp"
+    for name in ("CHANGELOG.md", "Documentation~/index.md", "LICENSE.md", "NOTICE.md", "README.md"):
+        assert (PACKAGE / name).is_file(), name
+    assert f"## [{manifest['version']}]" in (PACKAGE / "CHANGELOG.md").read_text()
+
+
+def test_the_packages_copy_of_the_shared_cases_is_the_repositorys() -> None:
+    """Tests/Data~ holds what the C# tests read, so they run from the package alone; `Build~/build.sh data` copies
+    it, and here it must be what clients/conformance and docs/signature-vectors.json hold, file for file."""
+    sources = {p.relative_to(CONFORMANCE).as_posix(): p for p in CONFORMANCE.rglob("*.json")}
+    copies = {p.relative_to(DATA / "conformance").as_posix(): p for p in (DATA / "conformance").rglob("*.json")}
+    assert len(sources) > 20
+    assert sorted(copies) == sorted(sources), "run clients/csharp/Build~/build.sh data"
+    stale = [n for n, p in sources.items() if p.read_bytes() != copies[n].read_bytes()]
+    assert not stale, f"{stale}: run clients/csharp/Build~/build.sh data"
+    vectors = ROOT / "docs" / "signature-vectors.json"
+    assert (DATA / "signature-vectors.json").read_bytes() == vectors.read_bytes(), "run Build~/build.sh data"
+
+
+def test_the_package_alone_builds_and_passes_its_tests_as_a_git_url_install_has_it(
+    results: dict[str, str], tmp_path: Path
+) -> None:
+    """Only clients/csharp/, copied elsewhere (nothing of the repository beside it: Unity's git-URL install keeps the
+    package's folder alone), builds and runs every test that the checkout runs, the shared cases included."""
+    alone = tmp_path / "Packages" / "com.npcmind.client"
+    shutil.copytree(PACKAGE, alone, ignore=shutil.ignore_patterns("out"))
+    env = {k: v for k, v in os.environ.items() if k != "NPCMIND_CONFORMANCE"}
+    r = subprocess.run([str(alone / "Build~" / "build.sh")], capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-3000:])
+    cases = list(ET.parse(alone / "Build~" / "out" / "TestResult.xml").iter("test-case"))
+    assert len(cases) == len(results) and all(c.attrib["result"] == "Success" for c in cases)
+    ran = [c.attrib["name"] for c in cases]
+    assert sum(" conformance " in n or ".conformance " in n for n in ran) == len(conformance_names()), ran[:5]
+    assert not (tmp_path / "Packages" / "conformance").exists() and not (tmp_path / "docs").exists()
 
 
 # --- a C# game against a real service ------------------------------------------------------------------------
@@ -165,7 +250,7 @@ def test_a_csharp_game_of_20_drones_at_60_hz_keeps_the_protocol_through_faults_a
     manifest.write_text(DRONES)
     with serving(service_settings(tmp_path, manifest, base_url=scripted.base_url, **SCRIPTED_SVC)) as running:
         game = subprocess.Popen(
-            ["mono", str(PACKAGE / "build" / "NpcMindGame.exe"), running.server.url],
+            ["mono", str(OUT / "NpcMindGame.exe"), running.server.url],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -243,16 +328,15 @@ def test_the_shared_cases_fail_when_the_csharp_sdk_is_broken_on_purpose(
     """A runner that passed whatever the scheduler did would prove nothing: with one rule broken in a copy of the
     package, build.sh's run fails, and it fails the case that pins that rule."""
     copy = tmp_path / "csharp"
-    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("build"))
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("out"))
     source = copy / "Runtime" / file
     text = source.read_text()
     assert text.count(right) == 1, f"{file} no longer holds {right!r}: update BREAKS"
     source.write_text(text.replace(right, wrong))
-    env = {**os.environ, "NPCMIND_CONFORMANCE": str(CONFORMANCE)}
-    r = subprocess.run(["./build.sh"], cwd=copy, capture_output=True, text=True, timeout=600, env=env)
+    r = subprocess.run([str(copy / "Build~" / "build.sh")], capture_output=True, text=True, timeout=600)
     assert r.returncode != 0, "every test passed with the rule broken"
     failed = [
-        c.attrib["name"] for c in ET.parse(copy / "build" / "TestResult.xml").iter("test-case")
+        c.attrib["name"] for c in ET.parse(copy / "Build~" / "out" / "TestResult.xml").iter("test-case")
         if c.attrib.get("success") == "False"
     ]  # fmt: skip
     assert any(fails in name for name in failed), failed
@@ -263,9 +347,7 @@ def test_the_shared_cases_fail_when_the_csharp_sdk_is_broken_on_purpose(
 
 def probe(*args: str) -> dict[str, Any]:
     """Examples~/Console/Probe.cs (built by build.sh) run with these arguments: its JSON line."""
-    r = subprocess.run(
-        ["mono", str(PACKAGE / "build" / "NpcMindProbe.exe"), *args], capture_output=True, text=True, timeout=120
-    )
+    r = subprocess.run(["mono", str(OUT / "NpcMindProbe.exe"), *args], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip(), r.stderr[-4000:]
     return dict(json.loads(r.stdout.strip().splitlines()[-1]))
 
@@ -304,14 +386,84 @@ def test_the_services_distilled_policy_is_fetched_by_csharp_and_decides_locally(
     assert (out["local"], out["asked_more"]) == (2, 0), out
 
 
+# --- Ed25519: the vendored Bouncy Castle -------------------------------------------------------------------------
+
+
+def test_the_vendored_ed25519_is_the_notices_file_strong_named_by_bouncy_castle() -> None:
+    """The DLL is the one NOTICE.md names (its SHA-256), and its strong-name signature verifies under the public key
+    whose token is Bouncy Castle's (0e99375e54769942): a DLL changed by one byte no longer does."""
+    import hashlib
+
+    digest = hashlib.sha256(BOUNCY_CASTLE.read_bytes()).hexdigest()
+    assert f"SHA-256 {digest}" in (PACKAGE / "NOTICE.md").read_text()
+    assert (BOUNCY_CASTLE.parent / "BouncyCastle.Crypto.LICENSE.md").read_text().count("Legion of the Bouncy Castle")
+    if shutil.which("sn") is None:
+        pytest.skip("no sn here (Debian: mono-devel)")
+    token = subprocess.run(["sn", "-T", str(BOUNCY_CASTLE)], capture_output=True, text=True, timeout=60).stdout
+    assert "Public Key Token: 0e99375e54769942" in token, token
+    verified = subprocess.run(["sn", "-v", str(BOUNCY_CASTLE)], capture_output=True, text=True, timeout=60).stdout
+    assert "is strongnamed" in verified and "not strongnamed" not in verified, verified
+
+
+def test_csharp_verifies_every_signature_as_python_does(results: dict[str, str]) -> None:
+    """Ed25519.Verify (the vendored Bouncy Castle, in a process where no libsodium loads) against the Python SDK's
+    check (the cryptography package) on 600 derandomized cases: valid signatures of messages of 0 to 300 bytes, one
+    bit flipped in the signature, the key or the message, S + L (RFC 8032's non-canonical S), a key of another
+    signer, random bytes. Both must give the same answer on every case, and the valid ones must be accepted."""
+    import random
+
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+    order = 2**252 + 27742317777372353535851937790883648493
+    rng = random.Random(41)
+    cases: list[tuple[bytes, bytes, bytes]] = []
+    for i in range(600):
+        key = Ed25519PrivateKey.from_private_bytes(rng.randbytes(32))
+        public, message = key.public_key().public_bytes_raw(), rng.randbytes(rng.randrange(0, 300))
+        signature = bytearray(key.sign(message))
+        kind = i % 6
+        if kind == 1:
+            signature[rng.randrange(64)] ^= 1 << rng.randrange(8)
+        elif kind == 2:
+            at = rng.randrange(32)
+            public = public[:at] + bytes([public[at] ^ 1]) + public[at + 1 :]
+        elif kind == 3 and message:
+            message = bytes([message[0] ^ 0x80]) + message[1:]
+        elif kind == 4:
+            s = int.from_bytes(signature[32:], "little") + order
+            signature[32:] = s.to_bytes(32, "little") if s < 2**256 else signature[32:]
+        elif kind == 5:
+            signature = bytearray(rng.randbytes(64)) if i % 12 == 5 else signature
+            public = Ed25519PrivateKey.from_private_bytes(rng.randbytes(32)).public_key().public_bytes_raw()
+        cases.append((public, bytes(signature), message))
+
+    def python(public: bytes, signature: bytes, message: bytes) -> str:
+        try:
+            Ed25519PublicKey.from_public_bytes(public).verify(signature, message)
+        except (InvalidSignature, ValueError):
+            return "0"
+        return "1"
+
+    lines = "".join(f"{p.hex()} {s.hex()} {m.hex()}\n" for p, s, m in cases)
+    command = without_libsodium(["mono", str(OUT / "NpcMindDialogue.exe"), "verify"])
+    r = subprocess.run(command, input=lines, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-4000:]
+    got, want = r.stdout.split(), [python(*c) for c in cases]
+    assert len(got) == len(cases)
+    differ = [(i, g, w) for i, (g, w) in enumerate(zip(got, want, strict=True)) if g != w]
+    assert not differ, differ[:5]
+    assert all(got[i] == "1" for i in range(0, 600, 6)) and got.count("0") > 450, got.count("1")
+
+
 # --- dialogue NPCs: DialogueClient against a real service -------------------------------------------------------
 
 
 def dialogue(*args: str) -> dict[str, Any]:
     """Examples~/Console/Dialogue.cs (built by build.sh) run with these arguments: its JSON line."""
-    r = subprocess.run(
-        ["mono", str(PACKAGE / "build" / "NpcMindDialogue.exe"), *args], capture_output=True, text=True, timeout=120
-    )
+    command = without_libsodium(["mono", str(OUT / "NpcMindDialogue.exe"), *args])
+    r = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert r.returncode != 97, "libsodium still loads where it was hidden"
     assert r.returncode == 0 and r.stdout.strip(), r.stderr[-4000:]
     return dict(json.loads(r.stdout.strip().splitlines()[-1]))
 
@@ -330,7 +482,8 @@ def test_a_csharp_dialogue_npc_gets_the_outcome_the_service_signed_and_its_serve
     results: dict[str, str], svc: Running, scripted: ScriptedServer
 ) -> None:
     """Mara answers over HttpClient through the four steps, the scripted provider as her cortex. The C# SDK checks
-    the service's signature with libsodium (Debian's libsodium23 here) and applies nothing by itself; what it hands
+    the service's signature with the vendored Bouncy Castle (no libsodium loads in its process: without_libsodium) and
+    applies nothing by itself; what it hands
     on for a game server is what the service signed: Python's verify accepts it, its canonical bytes are the C#
     SDK's, and a changed line fails. The game's state goes back in the next tape."""
     from npcmind_client.signing import canonical, signed_payload, verify
@@ -342,7 +495,7 @@ def test_a_csharp_dialogue_npc_gets_the_outcome_the_service_signed_and_its_serve
     out = dialogue(svc.server.url, scripted.base_url, "turn")
     first = out["first"]
     assert first["steps"] == ["IdentifyActor", "QueryVector", "ExecuteInference", "Finalize"], out
-    assert out["library"] in ("libsodium", "libsodium.so.23"), out  # Debian's runtime package has only the second
+    assert out["library"].startswith("BouncyCastle.Crypto 1.9.0"), out
     assert first["valid"] and first["verified"] and not first["applied"], first
     assert first["dialogue"].startswith("The old mine?") and first["action"]["type"] == "TALK", first
     assert first["state"] == {} and first["remembered"] == 0, first  # nothing applied by the SDK
@@ -372,7 +525,7 @@ def test_a_csharp_dialogue_npc_gets_the_outcome_the_service_signed_and_its_serve
 def test_a_csharp_game_refuses_a_signed_line_changed_on_its_way(
     results: dict[str, str], svc: Running, scripted: ScriptedServer
 ) -> None:
-    """Between the service and the game, Mara's signed line is changed: libsodium finds the signature no longer
+    """Between the service and the game, Mara's signed line is changed: the SDK finds the signature no longer
     covers it, the C# SDK refuses the outcome, and nothing is kept."""
     scripted.set(text='{"dialogue": "Rooms are two silver.", "remember": ["A traveller asked for a room."]}')
     out = dialogue(svc.server.url, scripted.base_url, "forge")
@@ -417,7 +570,7 @@ def test_csharp_reads_every_number_as_python_does(results: dict[str, str]) -> No
         digits = str(rng.randint(1, 10 ** rng.randint(1, 25)))
         literals.append(f"{digits[:1]}.{digits[1:] or 0}e{rng.randint(-330, 310)}")
     r = subprocess.run(
-        ["mono", str(PACKAGE / "build" / "NpcMindDialogue.exe"), "read"],
+        ["mono", str(OUT / "NpcMindDialogue.exe"), "read"],
         input="\n".join(literals) + "\n", capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-4000:]
@@ -436,7 +589,7 @@ def test_csharp_writes_every_number_as_the_python_sdk_does(results: dict[str, st
     from npcmind_client.jcs import number
 
     r = subprocess.run(
-        ["mono", str(PACKAGE / "build" / "NpcMindDialogue.exe"), "numbers", "32", "20000"],
+        ["mono", str(OUT / "NpcMindDialogue.exe"), "numbers", "32", "20000"],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-4000:]

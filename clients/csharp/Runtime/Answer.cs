@@ -89,7 +89,7 @@ namespace NpcMind
             {
                 d = Json.Parse(line);
             }
-            catch (JsonException e)
+            catch (NpcJsonException e)
             {
                 problem = "a line is not JSON (" + e.Message + "): " + Errors.Quote(line.Length > 60 ? line.Substring(0, 60) : line);
                 return null;

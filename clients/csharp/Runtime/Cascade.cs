@@ -79,7 +79,7 @@ namespace NpcMind
         }
 
         /// <summary>The active policy's choice for <paramref name="e"/>, or null: ask the service.</summary>
-        public PolicyChoice Choose(Entity e, IDictionary<string, object> world, IDictionary<string, object> scopeState)
+        public PolicyChoice Choose(NpcEntity e, IDictionary<string, object> world, IDictionary<string, object> scopeState)
         {
             if (Fetched != null)
                 return Fetched.Choose(e.Type, e.Observation, e.LegalActions, world, scopeState, e.Trigger, e.Profile);

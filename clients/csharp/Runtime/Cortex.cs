@@ -75,7 +75,7 @@ namespace NpcMind
                 var choices = Json.Get(Json.Parse(text), "choices") as IList<object>;
                 if (choices != null && choices.Count > 0) said = Json.Get(choices[0], "message") as IDictionary<string, object>;
             }
-            catch (JsonException)
+            catch (NpcJsonException)
             {
             }
             if (said == null) throw new CortexException("the cortex answered without choices[0].message.content", Url);

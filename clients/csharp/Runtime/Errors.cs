@@ -73,7 +73,7 @@ namespace NpcMind
             if (v is string) return (string)v;
             if (v is bool) return (bool)v ? "true" : "false";
             if (Json.IsNumber(v)) return Num(Json.ToDouble(v));
-            try { return Json.Write(v); } catch (JsonException) { return v.ToString(); }
+            try { return Json.Write(v); } catch (NpcJsonException) { return v.ToString(); }
         }
 
         /// <summary>A number as JavaScript writes it for the common cases (an integer without ".0").</summary>

@@ -4,7 +4,7 @@
 // Values, read and written: null, bool, string, long (an integer literal that fits), double (any other
 // number), List<object> (an array) and Dictionary<string, object> (an object). The writer also takes what a
 // game naturally passes: any integral or floating type, decimal, IDictionary with string keys, and any
-// IEnumerable. Every failure of Json.Parse and Json.Write is a JsonException: a game loop catches one type.
+// IEnumerable. Every failure of Json.Parse and Json.Write is a NpcJsonException: a game loop catches one type.
 // A number literal is read as the double nearest it, exactly (Doubles, at the end of this file; Jcs writes the
 // canonical form with it), not by the runtime's double.Parse, which on Mono misses by a unit now and then. Its work
 // is linear in the literal's length: past Doubles.KeptDigits significant digits the rest only say whether one of
@@ -21,16 +21,16 @@ namespace NpcMind
 {
     /// <summary>Text that is not JSON, or a value that cannot be written as JSON (NaN, a cycle, a type JSON
     /// has no form for). The only exception <see cref="Json"/> throws.</summary>
-    public class JsonException : Exception
+    public class NpcJsonException : Exception
     {
-        public JsonException(string message) : base(message) { }
+        public NpcJsonException(string message) : base(message) { }
     }
 
     /// <summary>A small JSON reader and writer.</summary>
     public static class Json
     {
         /// <summary>Nesting a reader or writer accepts: the reader recurses, and a cycle in a game's objects
-        /// must end in a JsonException, never in a stack overflow (which no catch stops).</summary>
+        /// must end in a NpcJsonException, never in a stack overflow (which no catch stops).</summary>
         public const int MaxDepth = 512;
 
         // --- reading -----------------------------------------------------------------------------------
@@ -38,7 +38,7 @@ namespace NpcMind
         /// <summary>The value of a whole JSON text (RFC 8259; surrounding whitespace allowed).</summary>
         public static object Parse(string text)
         {
-            if (text == null) throw new JsonException("no text (null)");
+            if (text == null) throw new NpcJsonException("no text (null)");
             var r = new Reader(text);
             r.Space();
             object value = r.Value(0);
@@ -54,9 +54,9 @@ namespace NpcMind
 
             public Reader(string text) { s = text; }
 
-            public JsonException Error(string what)
+            public NpcJsonException Error(string what)
             {
-                return new JsonException(what + " at character " + Pos);
+                return new NpcJsonException(what + " at character " + Pos);
             }
 
             public void Space()
@@ -249,7 +249,7 @@ namespace NpcMind
 
         private static void WriteValue(StringBuilder sb, object v, int depth)
         {
-            if (depth >= MaxDepth) throw new JsonException("nested deeper than " + MaxDepth + " levels (a cycle?)");
+            if (depth >= MaxDepth) throw new NpcJsonException("nested deeper than " + MaxDepth + " levels (a cycle?)");
             if (v == null) { sb.Append("null"); return; }
             string text = v as string;
             if (text != null) { WriteString(sb, text); return; }
@@ -315,7 +315,7 @@ namespace NpcMind
                 foreach (DictionaryEntry kv in map)
                 {
                     string key = kv.Key as string;
-                    if (key == null) throw new JsonException("an object key must be a string, not " + kv.Key.GetType().Name);
+                    if (key == null) throw new NpcJsonException("an object key must be a string, not " + kv.Key.GetType().Name);
                     if (!first) sb.Append(',');
                     first = false;
                     WriteString(sb, key);
@@ -339,12 +339,12 @@ namespace NpcMind
                 sb.Append(']');
                 return;
             }
-            throw new JsonException("a " + v.GetType().Name + " has no JSON form");
+            throw new NpcJsonException("a " + v.GetType().Name + " has no JSON form");
         }
 
         private static void WriteDouble(StringBuilder sb, double d)
         {
-            if (double.IsNaN(d) || double.IsInfinity(d)) throw new JsonException(d + " is not a JSON number");
+            if (double.IsNaN(d) || double.IsInfinity(d)) throw new NpcJsonException(d + " is not a JSON number");
             // "R": the shortest text that reads back as the same double; .NET writes "1E+20", which JSON reads
             if (d == Math.Floor(d) && Math.Abs(d) < 1e15 && !(d == 0 && 1 / d < 0))
             {

@@ -1,11 +1,11 @@
 // Dialogue NPCs: the step loop of POST /npcs/{npcId}/process, the game supplying recall and inference. The
 // service is the mind (next step, prompt, judging, signing); the game is the body (state, memories, inference).
 //
-// The outcome's Ed25519 signature is checked by libsodium where one loads (Ed25519.cs: .NET Standard 2.0 has no
-// Ed25519, and no hand-written cryptography goes in): Process then refuses an outcome whose signature does not
-// verify, and NpcOutcome.Verified says it was checked. Where none loads (or DialogueClientOptions.CheckSignatures
-// is false), nothing is called verified: the game gets what a game server checks (the signature, the exact signed
-// bytes, the Finalize and tape as received). Either way Process applies nothing: the game applies an outcome with
+// The outcome's Ed25519 signature is checked here on every platform (Ed25519.cs: the vendored Bouncy Castle, pure
+// managed; .NET Standard 2.0 has no Ed25519, and no hand-written cryptography goes in): Process refuses an outcome
+// whose signature does not verify, and NpcOutcome.Verified says it was checked. With
+// DialogueClientOptions.CheckSignatures false nothing is called verified: the game gets what a game server checks
+// (the signature, the exact signed bytes, the Finalize and tape as received). Either way Process applies nothing: the game applies an outcome with
 // DialogueClient.Apply when it chooses to.
 
 using System;
@@ -119,7 +119,7 @@ namespace NpcMind
         public IDictionary<string, object> Finalize;
         public IDictionary<string, object> Tape;
 
-        /// <summary>True when libsodium checked the service's signature here (<see cref="DialogueClient.ChecksSignatures"/>);
+        /// <summary>True when the service's signature was checked here (<see cref="DialogueClient.ChecksSignatures"/>);
         /// false when nothing checked it here: a game server with the Python or TypeScript SDK checks
         /// <see cref="ForServer"/>.</summary>
         public bool Verified { get; internal set; }
@@ -140,15 +140,11 @@ namespace NpcMind
         /// <summary>The engine's HTTP (UnityWebRequest: README); an HttpClientSender otherwise.</summary>
         public IHttpSender Http;
         public double TimeoutMs = 30000;
-        /// <summary>Check each valid outcome's signature with libsodium: null (the default) when libsodium loads,
-        /// true always (the constructor throws when it does not load, saying how to install it), false never (a game
-        /// server checks).</summary>
-        public bool? CheckSignatures;
+        /// <summary>Check each valid outcome's signature here (the default); false leaves it to a game server.</summary>
+        public bool CheckSignatures = true;
         /// <summary>The service's public keys (kid -> base64url, as GET /v1/keys lists them), pinned: the check then
         /// trusts these alone. Null: fetched from the service, which is worth what the connection is (https).</summary>
         public IDictionary<string, string> Keys;
-        /// <summary>Where the one warning goes (no libsodium, so nothing checked here); Console.Error by default.</summary>
-        public Logger Log;
     }
 
     /// <summary>Talks to an npcmind service for the dialogue NPCs of one game.</summary>
@@ -163,7 +159,7 @@ namespace NpcMind
         private readonly bool ownHttp;
         public readonly ICortex Cortex;
         public readonly INpcMemory Memory;
-        /// <summary>Whether outcomes are checked here (libsodium, <see cref="DialogueClientOptions.CheckSignatures"/>).</summary>
+        /// <summary>Whether outcomes are checked here (<see cref="DialogueClientOptions.CheckSignatures"/>).</summary>
         public readonly bool ChecksSignatures;
         private Dictionary<string, string> keys; // GET /v1/keys, fetched at the first outcome, again for a new kid
 
@@ -179,12 +175,7 @@ namespace NpcMind
             this.options = options ?? new DialogueClientOptions();
             ownHttp = this.options.Http == null;
             http = this.options.Http ?? new HttpClientSender();
-            ChecksSignatures = this.options.CheckSignatures ?? Ed25519.Available;
-            if (ChecksSignatures && !Ed25519.Available)
-                throw new InvalidOperationException("CheckSignatures: " + Ed25519.Unavailable);
-            if (this.options.CheckSignatures == null && !ChecksSignatures)
-                (this.options.Log ?? (m => Console.Error.WriteLine("npcmind: " + m)))(
-                    "dialogue outcomes are NOT verified here: " + Ed25519.Unavailable);
+            ChecksSignatures = this.options.CheckSignatures;
             if (this.options.Keys != null) keys = new Dictionary<string, string>(this.options.Keys);
         }
 

@@ -106,7 +106,7 @@ namespace NpcMind
 
         /// <summary>The telemetry due now: bodies to send again first, then, every <c>telemetryMs</c>, the changed
         /// entities, the observed ones, the removals and the scene (none when nothing is new).</summary>
-        public List<OutRequest> SendTelemetry(double now, string clientId, int epoch, IEnumerable<Entity> entities)
+        public List<OutRequest> SendTelemetry(double now, string clientId, int epoch, IEnumerable<NpcEntity> entities)
         {
             var first = again;
             again = new List<Dictionary<string, object>>();
@@ -117,7 +117,7 @@ namespace NpcMind
             return output;
         }
 
-        private List<Dictionary<string, object>> Telemetry(double now, string clientId, int epoch, IEnumerable<Entity> entities)
+        private List<Dictionary<string, object>> Telemetry(double now, string clientId, int epoch, IEnumerable<NpcEntity> entities)
         {
             var bodies = new List<Dictionary<string, object>>();
             if (now - last < everyMs) return bodies;

@@ -124,7 +124,7 @@ namespace NpcMind
         private static string Found(IDictionary<string, object> o, string key)
         {
             if (!o.ContainsKey(key)) return "undefined";
-            try { return Json.Write(o[key]); } catch (JsonException) { return "null"; }
+            try { return Json.Write(o[key]); } catch (NpcJsonException) { return "null"; }
         }
 
         /// <summary>The entity types this policy covers.</summary>
@@ -318,7 +318,7 @@ namespace NpcMind
             {
                 return Json.Parse(source);
             }
-            catch (JsonException e)
+            catch (NpcJsonException e)
             {
                 throw new PolicyException(where + ": not JSON (" + e.Message + ")");
             }

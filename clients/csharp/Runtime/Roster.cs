@@ -9,7 +9,7 @@ using System.Text.RegularExpressions;
 namespace NpcMind
 {
     /// <summary>The cascade's choice for an entity, or null: the service decides.</summary>
-    public delegate PolicyChoice Chooser(Entity entity);
+    public delegate PolicyChoice Chooser(NpcEntity entity);
 
     /// <summary>The entities of one game, on the scheduler's clock (ms).</summary>
     public sealed class Roster
@@ -47,10 +47,10 @@ namespace NpcMind
             TrackOptions options, double now)
         {
             options = options ?? new TrackOptions();
-            Entity e;
+            NpcEntity e;
             if (!Entities.TryGetValue(id, out e))
             {
-                e = new Entity(id)
+                e = new NpcEntity(id)
                 {
                     Due = now,
                     AskedAt = double.NegativeInfinity,
@@ -77,7 +77,7 @@ namespace NpcMind
         /// (said once) for an entity not tracked: a game loop must not crash on the order of two calls.</summary>
         public bool Event(string id, string trigger, double now)
         {
-            Entity e;
+            NpcEntity e;
             if (!Entities.TryGetValue(id, out e))
             {
                 say.Say("event:" + trigger, "event(" + Errors.Quote(id) + ", " + Errors.Quote(trigger)
@@ -101,7 +101,7 @@ namespace NpcMind
                     + "): the outcome must be one of " + string.Join(", ", Outcomes.All) + "; not sent", false);
                 return null;
             }
-            Entity e;
+            NpcEntity e;
             if (!Entities.TryGetValue(id, out e) || e.Choice == null || e.Choice.DecisionId == null) return null;
             var item = new Dictionary<string, object> { { "decision_id", e.Choice.DecisionId }, { "outcome", outcome } };
             if (!string.IsNullOrEmpty(detail)) item["detail"] = detail.Length > 200 ? detail.Substring(0, 200) : detail;
@@ -112,7 +112,7 @@ namespace NpcMind
         /// <paramref name="legalNow"/>, else the legal actions last tracked.</summary>
         public Choice Action(string id, IList<string> legalNow, double now)
         {
-            Entity e;
+            NpcEntity e;
             if (!Entities.TryGetValue(id, out e) || e.Choice == null) return null;
             var c = e.Choice;
             if (now >= c.ExpiresAt)
@@ -153,7 +153,7 @@ namespace NpcMind
         }
 
         /// <summary>Cascade: whether the local policy is sure enough of <paramref name="e"/> to decide it here.</summary>
-        public bool Local(Entity e, double now, double ttl)
+        public bool Local(NpcEntity e, double now, double ttl)
         {
             PolicyChoice got;
             try
@@ -177,7 +177,7 @@ namespace NpcMind
 
         /// <summary>One decision of an answer, for the entity it names; <paramref name="legal"/>: the legal actions
         /// sent with it.</summary>
-        public void Use(Entity e, Decision d, IList<string> legal, double now)
+        public void Use(NpcEntity e, Decision d, IList<string> legal, double now)
         {
             e.InFlight = false;
             if (d.Source == "AI")
@@ -210,7 +210,7 @@ namespace NpcMind
         {
             foreach (var id in ids)
             {
-                Entity e;
+                NpcEntity e;
                 if (!Entities.TryGetValue(id, out e) || !e.InFlight) continue;
                 e.InFlight = false;
                 if (due.HasValue && (keep == null || !keep.ContainsKey(id))) e.Due = Math.Min(e.Due, due.Value);
@@ -222,17 +222,17 @@ namespace NpcMind
     /// order of a request's entities is part of the protocol (a 422 names them by index).</summary>
     public sealed class OrderedEntities
     {
-        private readonly Dictionary<string, Entity> byId = new Dictionary<string, Entity>();
-        private readonly List<Entity> order = new List<Entity>();
+        private readonly Dictionary<string, NpcEntity> byId = new Dictionary<string, NpcEntity>();
+        private readonly List<NpcEntity> order = new List<NpcEntity>();
         private bool holes; // removed ones still in `order`, dropped at the next walk
 
         public int Count { get { return byId.Count; } }
 
-        public bool TryGetValue(string id, out Entity e) { return byId.TryGetValue(id, out e); }
+        public bool TryGetValue(string id, out NpcEntity e) { return byId.TryGetValue(id, out e); }
 
         public bool ContainsKey(string id) { return byId.ContainsKey(id); }
 
-        public void Add(string id, Entity e)
+        public void Add(string id, NpcEntity e)
         {
             byId.Add(id, e);
             order.Add(e);
@@ -240,7 +240,7 @@ namespace NpcMind
 
         public bool Remove(string id)
         {
-            Entity e;
+            NpcEntity e;
             if (!byId.TryGetValue(id, out e)) return false;
             byId.Remove(id);
             holes = true;
@@ -248,13 +248,13 @@ namespace NpcMind
         }
 
         /// <summary>The entities in the order tracked.</summary>
-        public List<Entity> Values
+        public List<NpcEntity> Values
         {
             get
             {
                 if (holes)
                 {
-                    order.RemoveAll(e => { Entity now; return !byId.TryGetValue(e.Id, out now) || !ReferenceEquals(now, e); });
+                    order.RemoveAll(e => { NpcEntity now; return !byId.TryGetValue(e.Id, out now) || !ReferenceEquals(now, e); });
                     holes = false;
                 }
                 return order;

@@ -8,9 +8,9 @@ namespace NpcMind
     public sealed class SayOnce
     {
         private readonly HashSet<string> said = new HashSet<string>();
-        private readonly Logger log;
+        private readonly NpcMindLog log;
 
-        public SayOnce(Logger log) { this.log = log; }
+        public SayOnce(NpcMindLog log) { this.log = log; }
 
         /// <summary>Say <paramref name="message"/> unless <paramref name="key"/> was said (at most 1,000 kinds,
         /// then it starts over); <paramref name="native"/>: it leaves entities to the game's own AI, and it says

@@ -44,7 +44,7 @@ namespace NpcMind
         /// as its line arrives. On by default, as in the other SDKs (HttpClientSender reads the lines as they come);
         /// a sender that reads whole answers only gets today's single answer, which the scheduler reads as ever.</summary>
         public bool Stream = true;
-        public Logger Log;
+        public NpcMindLog Log;
     }
 
     /// <summary>The decisions core: track entities, call <see cref="Tick"/> for the requests to send, give back
@@ -113,7 +113,7 @@ namespace NpcMind
             Scope = options.Scope;
             ScopeState = options.ScopeState;
             maxInFlight = options.MaxInFlight;
-            Logger log = options.Log ?? (m => Console.Error.WriteLine("npcmind: " + m));
+            NpcMindLog log = options.Log ?? (m => Console.Error.WriteLine("npcmind: " + m));
             said = new SayOnce(log);
             refusals = new Refusals((key, message, native) => Warn(key, message, native), Stats);
             Cascade = new Cascade(ClientId, options.Policy, options.FetchPolicy, options.PolicyRefreshMs, said,
@@ -348,7 +348,7 @@ namespace NpcMind
             Stats.Errors++;
             foreach (var p in s.Legal)
             {
-                Entity e;
+                NpcEntity e;
                 if (Roster.Entities.TryGetValue(p.Key, out e) && e.InFlight)
                     Roster.Use(e, new Decision { Id = p.Key, Source = "FALLBACK", Code = "unavailable", Reason = Cut }, p.Value, now);
             }
@@ -396,7 +396,7 @@ namespace NpcMind
             if (at < 0) return; // not asked, or answered already
             var legal = s.Legal[at].Value;
             s.Legal.RemoveAt(at);
-            Entity e;
+            NpcEntity e;
             if (!Roster.Entities.TryGetValue(d.Id, out e)) return; // untracked meanwhile
             Roster.Use(e, d, legal, now);
             Stats.StreamedDecisions++;
@@ -439,7 +439,7 @@ namespace NpcMind
         {
             int free = maxInFlight - decidesInFlight;
             if (free <= 0) return;
-            var due = new List<Entity>();
+            var due = new List<NpcEntity>();
             var place = new List<int>(); // the order tracked: List.Sort is not stable, the other SDKs' sorts are
             var all = Roster.Entities.Values;
             for (int i = 0; i < all.Count; i++)
@@ -461,7 +461,7 @@ namespace NpcMind
                 return c != 0 ? c : place[a].CompareTo(place[b]);
             });
             due = order.Select(i => due[i]).ToList();
-            var asked = new List<Entity>();
+            var asked = new List<NpcEntity>();
             int room = free * Batch; // entities the free requests carry; one sent alone takes a whole request
             foreach (var e in due)
             {
@@ -476,10 +476,10 @@ namespace NpcMind
             }
             var together = asked.Where(e => !refusals.Alone.ContainsKey(e.Id)).ToList();
             for (int i = 0; i < together.Count; i += Batch) SendBatch(together.Skip(i).Take(Batch).ToList(), output, now);
-            foreach (var e in asked) if (refusals.Alone.ContainsKey(e.Id)) SendBatch(new List<Entity> { e }, output, now); // so it cannot sink the others
+            foreach (var e in asked) if (refusals.Alone.ContainsKey(e.Id)) SendBatch(new List<NpcEntity> { e }, output, now); // so it cannot sink the others
         }
 
-        private void SendBatch(List<Entity> batch, List<OutRequest> output, double now)
+        private void SendBatch(List<NpcEntity> batch, List<OutRequest> output, double now)
         {
             var body = new Dictionary<string, object>
             {
@@ -525,7 +525,7 @@ namespace NpcMind
                 Stats.Errors++;
                 var types = s.Legal.Select(p =>
                 {
-                    Entity e;
+                    NpcEntity e;
                     return new KeyValuePair<string, string>(p.Key, Roster.Entities.TryGetValue(p.Key, out e) ? e.Type : "entity");
                 }).ToList();
                 var bad = refusals.Entities(status, body, types);
@@ -564,7 +564,7 @@ namespace NpcMind
         /// line as it comes (the epoch checked first by the caller).</summary>
         private void ApplyDecision(Sent s, Decision d, double now)
         {
-            Entity e;
+            NpcEntity e;
             if (!Roster.Entities.TryGetValue(d.Id, out e)) return; // untracked meanwhile
             foreach (var p in s.Legal)
                 if (p.Key == d.Id)
@@ -653,7 +653,7 @@ namespace NpcMind
             {
                 return Make("POST", path, body, after, null);
             }
-            catch (JsonException)
+            catch (NpcJsonException)
             {
                 // one entity holds what JSON cannot carry (NaN, a cycle, a game's own class): the others still go
             }
@@ -667,7 +667,7 @@ namespace NpcMind
                         Json.Write(item);
                         return true;
                     }
-                    catch (JsonException exc)
+                    catch (NpcJsonException exc)
                     {
                         string id = item["id"] as string ?? "";
                         Warn("encode:" + id, item["type"] + " " + Errors.Quote(id) + " cannot be sent as JSON ("
@@ -684,7 +684,7 @@ namespace NpcMind
             {
                 return Make("POST", path, body, after, null);
             }
-            catch (JsonException exc)
+            catch (NpcJsonException exc)
             {
                 Warn("encode:" + exc.Message, "a request cannot be sent as JSON (" + exc.Message + "): skipped", true);
                 return null;
@@ -692,7 +692,7 @@ namespace NpcMind
         }
 
         /// <summary>An entity's wire object: the given fields, and those optional ones that are set.</summary>
-        private static Dictionary<string, object> EntityItem(Entity e)
+        private static Dictionary<string, object> EntityItem(NpcEntity e)
         {
             var item = new Dictionary<string, object>
             {

@@ -1,5 +1,5 @@
-// What an outcome's Ed25519 signature covers, rebuilt exactly as the service signs it, and its check: by libsodium
-// (Ed25519.cs) where one loads, else by a game server (README). No cryptography is written in this SDK; SHA-256
+// What an outcome's Ed25519 signature covers, rebuilt exactly as the service signs it, and its check: by the vendored
+// Bouncy Castle (Ed25519.cs) on every platform, or by a game server (README). No cryptography is written in this SDK; SHA-256
 // (the tape digest) is the base class library's.
 
 using System;
@@ -35,8 +35,7 @@ namespace NpcMind
 
         /// <summary>Whether <paramref name="signature"/> (<c>kid.base64url</c>) is a valid signature of the canonical
         /// payload by the key of its kid (kid -> base64url, as GET /v1/keys lists them), as the Python and TypeScript
-        /// SDKs' <c>verify</c>: one encoding per signature, an unknown kid is false. Needs libsodium
-        /// (<see cref="Ed25519.Available"/>).</summary>
+        /// SDKs' <c>verify</c>: one encoding per signature, an unknown kid is false.</summary>
         public static bool Verify(string signature, string payloadCanonical, IDictionary<string, string> keys)
         {
             if (string.IsNullOrEmpty(signature) || payloadCanonical == null || keys == null) return false;

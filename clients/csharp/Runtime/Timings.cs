@@ -39,7 +39,7 @@ namespace NpcMind
 
         /// <summary>Take the answer to GET /v1/manifest; false when it holds none (asked again later). Entities asked
         /// before it came are due again on their type's refresh.</summary>
-        public bool Read(int status, object body, IEnumerable<Entity> entities)
+        public bool Read(int status, object body, IEnumerable<NpcEntity> entities)
         {
             Asked = false;
             var data = status == 200 ? Json.Get(body, "manifest") as IDictionary<string, object> : null;

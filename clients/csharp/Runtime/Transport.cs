@@ -1,8 +1,8 @@
 // Executes the core's requests: the only I/O of the decision SDK. Answers are not applied here: they wait in a
 // queue that the game loop drains inside DecideClient.Tick(), so the network never blocks a frame and never
 // throws into it. HTTP itself is behind IHttpSender, one small seam: HttpClientSender (desktop, mobile, Godot,
-// MonoGame, Stride) ships here; a Unity game plugs UnityWebRequest into the same seam (README: it cannot be
-// compiled here, so it is not part of the core).
+// MonoGame, Stride) ships here; Unity's players use UnityWebRequestSender, in the NpcMind.Unity assembly
+// (Unity/), so that the core stays engine-free.
 
 using System;
 using System.Collections.Generic;
@@ -461,7 +461,7 @@ namespace NpcMind
             {
                 return Json.Parse(text);
             }
-            catch (JsonException e)
+            catch (NpcJsonException e)
             {
                 string shown = text.Length > 200 ? text.Substring(0, 200) : text;
                 string start = text.TrimStart();

@@ -53,7 +53,7 @@ namespace NpcMind
     }
 
     /// <summary>What the game tells about one entity; the SDK's own bookkeeping sits beside it.</summary>
-    public sealed class Entity
+    public sealed class NpcEntity
     {
         public readonly string Id;
         public string Type;
@@ -71,12 +71,12 @@ namespace NpcMind
         /// <summary>Changed since the last telemetry.</summary>
         public bool Changed;
 
-        public Entity(string id) { Id = id; }
+        public NpcEntity(string id) { Id = id; }
     }
 
     /// <summary>A local policy function for cascade mode: the action it would take and how sure it is (0..1),
     /// or null to ask the service. A distilled policy file is a <see cref="Policy"/> instead.</summary>
-    public delegate PolicyChoice PolicyFunction(Entity entity);
+    public delegate PolicyChoice PolicyFunction(NpcEntity entity);
 
     /// <summary>An action and how sure a local policy is of it (0..1).</summary>
     public sealed class PolicyChoice
@@ -155,5 +155,5 @@ namespace NpcMind
     }
 
     /// <summary>Where the SDK says a problem (once: a game loop would repeat it every frame).</summary>
-    public delegate void Logger(string message);
+    public delegate void NpcMindLog(string message);
 }

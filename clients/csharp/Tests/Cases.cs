@@ -10,33 +10,36 @@ namespace NpcMind.Tests
 {
     internal static class Cases
     {
-        /// <summary>clients/conformance: NPCMIND_CONFORMANCE, else found upward from here and from the test dll
-        /// (build.sh runs from clients/csharp).</summary>
+        /// <summary>The shared cases (clients/conformance, copied into the package's Tests/Data~/conformance by
+        /// `Build~/build.sh data`): NPCMIND_CONFORMANCE (build.sh sets it), else found upward from the working
+        /// folder and the test dll, or in Unity's Packages/ folder. Inside the package, so the tests run after a
+        /// git-URL install.</summary>
         public static string Folder
         {
             get
             {
                 string given = Environment.GetEnvironmentVariable("NPCMIND_CONFORMANCE");
                 if (!string.IsNullOrEmpty(given)) return given;
+                string inside = Path.Combine(Path.Combine("Tests", "Data~"), "conformance");
+                string unity = Path.Combine(Path.Combine("Packages", "com.npcmind.client"), inside);
+                if (Directory.Exists(unity)) return Path.GetFullPath(unity);
                 foreach (var start in new[] { Directory.GetCurrentDirectory(), AppDomain.CurrentDomain.BaseDirectory })
                 {
-                    var dir = new DirectoryInfo(start);
-                    for (; dir != null; dir = dir.Parent)
+                    for (var dir = new DirectoryInfo(start); dir != null; dir = dir.Parent)
                     {
-                        string candidate = Path.Combine(Path.Combine(dir.FullName, "clients"), "conformance");
+                        string candidate = Path.Combine(dir.FullName, inside);
                         if (Directory.Exists(candidate)) return candidate;
-                        if (dir.Name == "clients" && Directory.Exists(Path.Combine(dir.FullName, "conformance")))
-                            return Path.Combine(dir.FullName, "conformance");
                     }
                 }
-                throw new InvalidOperationException("clients/conformance not found: set NPCMIND_CONFORMANCE");
+                throw new InvalidOperationException("Tests/Data~/conformance not found: set NPCMIND_CONFORMANCE");
             }
         }
 
-        /// <summary>docs/signature-vectors.json: the service's own vectors of canonical JSON and signed outcomes.</summary>
+        /// <summary>docs/signature-vectors.json (the service's own vectors of canonical JSON and signed outcomes),
+        /// copied beside the cases.</summary>
         public static string SignatureVectors
         {
-            get { return Path.Combine(Path.Combine(Path.Combine(Path.Combine(Folder, ".."), ".."), "docs"), "signature-vectors.json"); }
+            get { return Path.Combine(Path.Combine(Folder, ".."), "signature-vectors.json"); }
         }
 
         public static object Read(string path)
@@ -84,7 +87,7 @@ namespace NpcMind.Tests
 
         public static string Show(object v)
         {
-            try { return Json.Write(v); } catch (JsonException) { return v == null ? "null" : v.ToString(); }
+            try { return Json.Write(v); } catch (NpcJsonException) { return v == null ? "null" : v.ToString(); }
         }
     }
 }

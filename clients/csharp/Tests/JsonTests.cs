@@ -1,5 +1,5 @@
 // The JSON reader and writer: what the protocol sends, and a fuzz of random values and malformed texts (fixed
-// seed): every value written reads back equal, and no text makes the reader throw anything but JsonException.
+// seed): every value written reads back equal, and no text makes the reader throw anything but NpcJsonException.
 
 using System;
 using System.Collections.Generic;
@@ -64,20 +64,20 @@ namespace NpcMind.Tests
         [Test]
         public void WhatJsonCannotCarryIsAJsonException()
         {
-            Assert.Throws<JsonException>(() => Json.Write(double.NaN));
-            Assert.Throws<JsonException>(() => Json.Write(double.PositiveInfinity));
-            Assert.Throws<JsonException>(() => Json.Write(new object()));
+            Assert.Throws<NpcJsonException>(() => Json.Write(double.NaN));
+            Assert.Throws<NpcJsonException>(() => Json.Write(double.PositiveInfinity));
+            Assert.Throws<NpcJsonException>(() => Json.Write(new object()));
             var cycle = new Dictionary<string, object>();
             cycle["me"] = cycle;
-            Assert.Throws<JsonException>(() => Json.Write(cycle));
-            Assert.Throws<JsonException>(() => Json.Write(new Dictionary<int, int> { { 1, 2 } }));
+            Assert.Throws<NpcJsonException>(() => Json.Write(cycle));
+            Assert.Throws<NpcJsonException>(() => Json.Write(new Dictionary<int, int> { { 1, 2 } }));
         }
 
         [Test]
         public void DeepNestingIsAJsonExceptionNotAStackOverflow()
         {
-            Assert.Throws<JsonException>(() => Json.Parse(new string('[', 100000)));
-            Assert.Throws<JsonException>(() => Json.Parse(string.Concat(Enumerable.Repeat("{\"a\":", 100000))));
+            Assert.Throws<NpcJsonException>(() => Json.Parse(new string('[', 100000)));
+            Assert.Throws<NpcJsonException>(() => Json.Parse(string.Concat(Enumerable.Repeat("{\"a\":", 100000))));
             Assert.AreEqual(1L, Unwrap(Json.Parse(new string('[', 100) + "1" + new string(']', 100)), 100));
         }
 
@@ -113,7 +113,7 @@ namespace NpcMind.Tests
         [TestCase("'a'")]
         public void MalformedTextIsRefused(string text)
         {
-            Assert.Throws<JsonException>(() => Json.Parse(text));
+            Assert.Throws<NpcJsonException>(() => Json.Parse(text));
         }
 
         // --- the fuzz --------------------------------------------------------------------------------------
@@ -263,7 +263,7 @@ namespace NpcMind.Tests
                     Json.Parse(text);
                     read++;
                 }
-                catch (JsonException)
+                catch (NpcJsonException)
                 {
                     refused++;
                 }

@@ -7,6 +7,7 @@ using System;
 using System.Collections.Generic;
 using System.Globalization;
 using System.Linq;
+using System.Reflection;
 using System.Text;
 using System.Threading.Tasks;
 using NpcMind;
@@ -116,14 +117,32 @@ namespace NpcMind.Tests
             Assert.IsFalse(Jcs.Canonical(payload).Contains("\"signature\""), "the signature signs itself");
         }
 
-        // --- the signature, checked by libsodium ------------------------------------------------------------
+        // --- the signature, checked by the vendored Bouncy Castle ------------------------------------------------
 
         [Test]
-        public void LibsodiumLoadsHere()
+        public void SignaturesAreCheckedByManagedCodeAloneNoNativeLibrary()
         {
-            // the checks below need it: CI installs Debian's libsodium23, whose only name is libsodium.so.23
-            Assert.IsTrue(Ed25519.Available, Ed25519.Unavailable);
-            Assert.IsNotNull(Ed25519.Library);
+            // every platform verifies the same way: no method of the SDK is a P/Invoke (libsodium was one, and no
+            // Unity player ships it), and the verifier is the vendored, strong-named Bouncy Castle
+            var sdk = typeof(Ed25519).Assembly;
+            var native = sdk.GetTypes().SelectMany(t => t.GetMethods(BindingFlags.Public | BindingFlags.NonPublic
+                | BindingFlags.Static | BindingFlags.Instance | BindingFlags.DeclaredOnly))
+                .Where(m => (m.Attributes & MethodAttributes.PinvokeImpl) != 0).Select(m => m.DeclaringType + "." + m.Name).ToList();
+            CollectionAssert.IsEmpty(native);
+            var bc = typeof(Org.BouncyCastle.Math.EC.Rfc8032.Ed25519).Assembly.GetName();
+            Assert.AreEqual("BouncyCastle.Crypto", bc.Name);
+            Assert.AreEqual("0e99375e54769942", BitConverter.ToString(bc.GetPublicKeyToken()).Replace("-", "").ToLowerInvariant());
+            Assert.IsTrue(sdk.GetReferencedAssemblies().Any(r => r.Name == "BouncyCastle.Crypto"));
+        }
+
+        [Test]
+        public void NoPublicTypeCollidesWithANameAUnityProjectHasInScope()
+        {
+            // Unity projects have UnityEngine.Logger, Newtonsoft's JsonException and ECS's Entity in scope: a public
+            // type of the same name makes every `using NpcMind;` file ambiguous
+            var names = typeof(DecideClient).Assembly.GetExportedTypes().Select(t => t.Name).ToList();
+            Assert.That(names.Count, Is.GreaterThan(20));
+            CollectionAssert.IsEmpty(names.Intersect(new[] { "Logger", "JsonException", "Entity", "Object", "Debug", "Random", "Time" }));
         }
 
         [Test]
@@ -198,7 +217,7 @@ namespace NpcMind.Tests
             };
             var good = Signed(v, right);
             var checking = mind(good);
-            Assert.IsTrue(checking.ChecksSignatures, "libsodium loads here: checked by default");
+            Assert.IsTrue(checking.ChecksSignatures, "checked by default, on every platform");
             var outcome = checking.Process((string)v["npcId"], "A traveller asks for a room.").Result;
             Assert.IsTrue(outcome.Valid && outcome.Verified && !outcome.Applied);
             checking.Process((string)v["npcId"], "Again.").Wait();

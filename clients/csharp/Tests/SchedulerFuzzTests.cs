@@ -88,7 +88,7 @@ namespace NpcMind.Tests
                         var legalNow = rng.Next(3) == 0 ? Actions.Where(a => rng.Next(2) == 0).ToList() : null;
                         var choice = s.Roster.Action(id, legalNow, now);
                         if (choice == null) break;
-                        Entity e;
+                        NpcEntity e;
                         Assert.IsTrue(s.Roster.Entities.TryGetValue(id, out e), "a decision for an entity not tracked");
                         Assert.That((legalNow ?? e.LegalActions).Contains(choice.Action), "not legal now: " + choice.Action);
                         Assert.That(now, Is.LessThan(choice.ExpiresAt), "past its expiry");

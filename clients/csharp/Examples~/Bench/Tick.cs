@@ -5,7 +5,7 @@
 // wave:   a tick where every entity is due at once (a new epoch): the scheduler sorts the 1,000, picks 64 (4
 //         requests in flight of 16) and builds and encodes those requests (after 100 waves unmeasured: the JIT
 //         compiles the hot paths first, as in a game's first seconds).
-// Run: clients/csharp/build.sh build && mono clients/csharp/build/NpcMindTickBench.exe [--ticks 5000]
+// Run: clients/csharp/Build~/build.sh build && mono clients/csharp/Build~/out/NpcMindTickBench.exe [--ticks 5000]
 
 using System;
 using System.Collections.Generic;

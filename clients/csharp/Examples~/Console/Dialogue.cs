@@ -69,6 +69,13 @@ public static class Dialogue
         };
     }
 
+    static byte[] Hex(string s)
+    {
+        var b = new byte[s.Length / 2];
+        for (int i = 0; i < b.Length; i++) b[i] = Convert.ToByte(s.Substring(2 * i, 2), 16);
+        return b;
+    }
+
     static int Main(string[] args)
     {
         if (args[0] == "numbers")
@@ -86,6 +93,16 @@ public static class Dialogue
             }
             return 0;
         }
+        if (args[0] == "verify") // lines "publicKey signature message" in hex: 1 when Ed25519.Verify accepts
+        {
+            string line;
+            while ((line = Console.ReadLine()) != null)
+            {
+                var f = line.Split(' ');
+                Console.WriteLine(Ed25519.Verify(Hex(f[1]), Hex(f.Length > 2 ? f[2] : ""), Hex(f[0])) ? "1" : "0");
+            }
+            return 0;
+        }
         if (args[0] == "read")
         {
             string line;
@@ -100,7 +117,7 @@ public static class Dialogue
         var options = new DialogueClientOptions
         {
             Http = mode == "tamper" ? new Tampering() : mode == "forge" ? (IHttpSender)new Forging() : null,
-            CheckSignatures = true, // libsodium: the test machine has it, and a game that ships it says so
+            CheckSignatures = true, // the default: the vendored Bouncy Castle, on every platform
         };
         using (var mind = new DialogueClient(service, new OpenAICortex(args[1], "scripted"), npcs, options))
         {
@@ -112,7 +129,7 @@ public static class Dialogue
                 report["first"] = Shown(first);
                 if (first.Valid)
                 {
-                    mind.Apply(first); // verified here (libsodium): applied
+                    mind.Apply(first); // verified here: applied
                     report["applied"] = Shown(first);
                     var second = mind.Process("mara", "The traveller asks again about the mine.", null, ruleset).GetAwaiter().GetResult();
                     report["second"] = Shown(second);

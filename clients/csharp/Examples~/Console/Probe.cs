@@ -37,7 +37,7 @@ public static class Probe
         public void CancelAll() { inner.CancelAll(); }
     }
 
-    static DecideClientOptions Options(IHttpSender http, Func<double> clock, Logger log, string apiKey = null)
+    static DecideClientOptions Options(IHttpSender http, Func<double> clock, NpcMindLog log, string apiKey = null)
     {
         var o = new DecideClientOptions { Http = http, Clock = clock };
         o.Scheduler.World = new Dictionary<string, object> { { "player_hp_fraction", 0.4 }, { "repellent", false } };
@@ -65,7 +65,7 @@ public static class Probe
         Func<double> real = () => watch.Elapsed.TotalMilliseconds;
         var output = new Dictionary<string, object>();
         var said = new List<string>();
-        Logger log = m => { lock (said) said.Add(m); };
+        NpcMindLog log = m => { lock (said) said.Add(m); };
         if (args[1] == "hosted")
         {
             var spy = new Spy();

@@ -30,3 +30,49 @@ namespace UnityEngine
         public static int frameCount;
     }
 }
+
+// The UnityWebRequest types Unity/UnityWebRequestSender.cs touches (UnityEngine.Networking), as their shapes are.
+namespace UnityEngine
+{
+    public class AsyncOperation
+    {
+        public event System.Action<AsyncOperation> completed { add { } remove { } }
+    }
+}
+
+namespace UnityEngine.Networking
+{
+    public class DownloadHandler : System.IDisposable
+    {
+        public byte[] data { get { return null; } }
+        public void Dispose() { }
+    }
+
+    public sealed class DownloadHandlerBuffer : DownloadHandler { }
+
+    public class UploadHandler : System.IDisposable
+    {
+        public void Dispose() { }
+    }
+
+    public sealed class UploadHandlerRaw : UploadHandler
+    {
+        public UploadHandlerRaw(byte[] data) { }
+    }
+
+    public sealed class UnityWebRequestAsyncOperation : AsyncOperation { }
+
+    public class UnityWebRequest : System.IDisposable
+    {
+        public UnityWebRequest(string url, string method, DownloadHandler downloadHandler, UploadHandler uploadHandler) { }
+        public int timeout { get; set; }
+        public long responseCode { get { return 0; } }
+        public string error { get { return null; } }
+        public DownloadHandler downloadHandler { get { return null; } }
+        public void SetRequestHeader(string name, string value) { }
+        public System.Collections.Generic.Dictionary<string, string> GetResponseHeaders() { return null; }
+        public UnityWebRequestAsyncOperation SendWebRequest() { return new UnityWebRequestAsyncOperation(); }
+        public void Abort() { }
+        public void Dispose() { }
+    }
+}

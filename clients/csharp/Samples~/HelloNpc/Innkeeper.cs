@@ -22,7 +22,7 @@ public class Innkeeper : MonoBehaviour
         {
             var outcome = await mind.Process("mara", observation, null, "rpg");
             said = outcome.Dialogue; // her line, or the ruleset's refusal line
-            if (outcome.Valid) mind.Apply(outcome); // outcome.Verified: libsodium checked it (else: README)
+            if (outcome.Valid) mind.Apply(outcome); // outcome.Verified: its signature was checked here
         }
         catch (System.Exception e) { said = "Hm?"; Debug.LogWarning(e.Message); } // service or model down: her own line
     }
