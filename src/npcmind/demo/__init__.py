@@ -34,10 +34,14 @@ def manifest_path() -> str:
     return str(resources.files("npcmind.demo") / "forest.yaml")
 
 
+LEARN_EVERY_S = 15.0  # a policy distilled this often: the page shows it take over within its first minute
+
+
 @contextlib.contextmanager
-def prepared(settings: Settings, scripted: bool, store: str | None) -> Iterator[Settings]:
+def prepared(settings: Settings, scripted: bool, store: str | None, learn_every_s: float | None) -> Iterator[Settings]:
     """The settings of a demo run, and meanwhile the scripted provider (with ``scripted``) and, when no
-    ``store`` is given, a store in a folder of its own, removed afterwards (a demo leaves nothing behind)."""
+    ``store`` is given, a store in a folder of its own, removed afterwards (a demo leaves nothing behind).
+    ``learn_every_s``: distil and publish each client's policy this often (serve's --distill-every), or None."""
     from npcmind.testing.scripted import ScriptedServer
 
     with contextlib.ExitStack() as stack:
@@ -61,7 +65,7 @@ def prepared(settings: Settings, scripted: bool, store: str | None) -> Iterator[
             redis=None,
             clients=None,
             rulesets=None,
-            distill_every_h=None,  # a demo of minutes: no retraining in the background
+            distill_every_h=learn_every_s / 3600 if learn_every_s else None,
             cors_origins=[*settings.cors_origins, *own_origins(settings.host, settings.port)],
         )
 
