@@ -17,7 +17,8 @@ from npcmind.config import Settings
 SCRIPTED_MODEL = "scripted"  # the page labels a provider of this model name "scripted, not a model"
 # What `--scripted` answers, by the situation each entity's part of the prompt shows (first match wins):
 # swarms surround the player (a swarm cut down to one or two pulls back), a hurt queen retreats to her nest,
-# a badly hurt bee flees, a bee of a retreating swarm drifts home, whoever sees the player chases
+# a badly hurt bee flees, a bee of a retreating swarm drifts home, whoever sees the player chases, a bee that
+# does not keeps its place (a scene at rest repeats itself: the decision cache answers it)
 DEMO_RULES = [
     {"match": r'^E\d+ "[^"]*" swarm\n  now: size=[12]\b', "choose": "retreat"},
     {"match": r'^E\d+ "[^"]*" swarm\n', "choose": "surround"},
@@ -25,7 +26,7 @@ DEMO_RULES = [
     {"match": r'^E\d+ "[^"]*" bee\n  now: hp_fraction=0(\.[0-2]\d*)? ', "choose": "flee"},
     {"match": r"chose retreat", "choose": "wander"},
     {"match": r"sees_player=true", "choose": "chase"},
-    {"match": r'^E\d+ "[^"]*" bee\n', "choose": "wander"},
+    {"match": r'^E\d+ "[^"]*" bee\n', "choose": "idle"},
 ]
 
 
