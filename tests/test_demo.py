@@ -198,7 +198,7 @@ def test_the_scripted_rules_choose_by_the_situation(svc: Any, scripted: Any) -> 
         "swarm-b": ("AI", "retreat"),
         "sees": ("AI", "chase"),
         "hurt": ("AI", "flee"),
-        "far": ("AI", "wander"),
+        "far": ("AI", "idle"),
         "strong": ("AI", "chase"),
         "weak": ("AI", "flee"),
     }

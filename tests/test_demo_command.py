@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import bee, decide_body, until
+from conftest import BEE_OBS, bee, decide_body, until
 from npcmind.http.server import free_port
 
 pytestmark = pytest.mark.fast  # the whole file is in the fast tier (docs/testing.md)
@@ -52,6 +52,18 @@ def test_the_demo_command_serves_its_page_decides_for_its_own_origin_and_leaves_
             assert r.headers.get("access-control-allow-origin") == origin, r.headers  # the page's own origin
             decision = r.json()["decisions"][0]
             assert decision["source"] == "AI" and decision["action"] in bee("a")["legal_actions"], decision
+            # the page's control: the model cut, a new situation falls back (the game runs its native AI)
+            state = http.get("/demo/state", params={"client_id": "demo-test"}).json()
+            assert state["cut"] is False and state["learn_every_s"] == 15.0 and state["static_tokens"] > 0, state
+            assert http.put("/demo/model", json={"cut": True}).json()["cut"] is True
+            r = http.post("/v1/decide", json=decide_body(bee("b", observation={**BEE_OBS, "hp_fraction": 0.5})))
+            fell = r.json()["decisions"][0]
+            assert fell["source"] == "FALLBACK" and fell["code"] == "unavailable", fell
+            bad = http.put("/demo/model", json={"cut": "yes"})
+            assert bad.status_code == 422 and bad.json()["error"]["details"][0]["path"] == "cut", bad.text
+            assert http.put("/demo/model", json={"cut": False}).json()["cut"] is False
+            r = http.post("/v1/decide", json=decide_body(bee("c", observation={**BEE_OBS, "hp_fraction": 0.6})))
+            assert r.json()["decisions"][0]["source"] == "AI", r.text
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)

@@ -14,7 +14,7 @@ import os
 import queue
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from npcmind import __version__
@@ -24,6 +24,7 @@ from npcmind.manifest import load as load_manifest
 
 if TYPE_CHECKING:
     import uvicorn
+    from litestar import Litestar
 
     from npcmind.http.stop import SignalledServer
     from npcmind.sdk import NpcOutcome
@@ -96,19 +97,27 @@ def _shadow_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    """`npcmind demo`: serve's run on the demo's settings (demo.prepared says which)."""
+    """`npcmind demo`: serve's run on the demo's settings (demo.prepared says which), learning as it plays."""
     from npcmind.demo import prepared
+    from npcmind.demo.live import attach
 
     if args.scripted and (args.base_url or args.provider not in ("auto", "openai")):
         print("npcmind demo: --scripted is the provider; leave out --provider and --base-url", file=sys.stderr)
         return 2
+    learn = None if args.no_learn else args.learn_every
+    if learn and not _has_distill():
+        print("npcmind demo: no learning (--no-learn to say so): it needs pip install 'npcmind[distill]'", flush=True)
+        learn = None
+    elif learn:
+        print(f"npcmind demo: a policy distilled from the decisions every {learn:g} s (--no-learn: none)", flush=True)
     settings = Settings.from_env(**_model_settings(args))
-    with prepared(settings, args.scripted, args.store) as demo_settings:
-        return _run(demo_settings, page="/demo")
+    with prepared(settings, args.scripted, args.store, learn) as demo_settings:
+        return _run(demo_settings, page="/demo", attach=attach(learn))
 
 
-def _run(settings: Settings, page: str | None = None) -> int:
-    """Start the service on ``settings`` and serve until a signal; the exit code says how it ended."""
+def _run(settings: Settings, page: str | None = None, attach: Callable[[Service, Litestar], None] | None = None) -> int:
+    """Start the service on ``settings`` and serve until a signal; the exit code says how it ended (``attach``:
+    what a command adds to the service and its app before it starts)."""
     from npcmind.http.app import create_app
     from npcmind.http.server import uvicorn_config
 
@@ -116,6 +125,8 @@ def _run(settings: Settings, page: str | None = None) -> int:
     if isinstance(service, int):
         return service
     app = create_app(service)
+    if attach is not None:
+        attach(service, app)
     _more_open_files_or_warn(settings.max_concurrent_calls)
     config = uvicorn_config(
         app,
@@ -593,6 +604,8 @@ def _add_distill(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
 def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """`npcmind demo`'s flags: serve's address and model flags, and its own."""
+    from npcmind.demo import LEARN_EVERY_S
+
     d = sub.add_parser(
         "demo",
         help="a browser game whose bees decide through npcmind (the forest example)",
@@ -604,7 +617,27 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _add_model(d, "as for serve")
     d.add_argument("--scripted", action="store_true", help="run the scripted provider (fixed rules, not a model)")
     d.add_argument("--store", metavar="URL", help="as for serve (default: a SQLite file in a temporary folder)")
+    d.add_argument(
+        "--learn-every",
+        type=_learn_seconds,
+        default=LEARN_EVERY_S,
+        metavar="SECONDS",
+        help=f"distil and publish the page's policy this often while it plays (default {LEARN_EVERY_S:g}; the "
+        "distill extra)",
+    )
+    d.add_argument("--no-learn", action="store_true", help="no learned policy: the model and the cache alone")
     d.set_defaults(func=_demo)
+
+
+def _learn_seconds(text: str) -> float:
+    """--learn-every: seconds, no closer than a round can take (it spawns a process that imports scikit-learn)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 5 <= v <= 3600:
+        raise argparse.ArgumentTypeError(f"must be from 5 to 3600 seconds, not {text}")
+    return v
 
 
 def _add_tools(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -12,6 +12,8 @@ import type { Choice, Outcome, Stats, TrackOptions } from "../../typescript/src/
 
 export type { Choice, Outcome, Stats, TrackOptions };
 
+const POLICY_EVERY_MS = 3000;
+
 /** The ids of a decide request's body, when it was sent as JSON text. */
 function askedIds(init: RequestInit | undefined): string[] {
   if (typeof init?.body !== "string") return [];
@@ -40,11 +42,13 @@ export class Brain {
   private readonly why = new Map<string, string | null>();
   private readonly arrived = new Map<string, number>(); // ms from its request's send to its decision's line
 
-  constructor(serviceUrl: string, clientId: string, options: DecideClientOptions = {}) {
-    // no learned policy in a game of minutes (distill needs 100 decisions a type): without this the SDK asks
-    // GET /v1/policy every minute, and the browser logs each 404 as a console error
+  /** `published`: whether npcmind demo says it published a policy for this client (GET /demo/state). */
+  constructor(serviceUrl: string, clientId: string, private readonly published: () => boolean, options: DecideClientOptions = {}) {
+    // the policy the demo learns as it plays, asked every few seconds (the SDK's default: a minute) so that
+    // it takes over soon after each round publishes it
     this.npc = new DecideClient(serviceUrl, clientId, {
-      fetchPolicy: false,
+      fetchPolicy: true,
+      policyRefreshMs: POLICY_EVERY_MS,
       ...options,
       fetch: (input, init) => this.fetch(input, init),
     });
@@ -68,6 +72,8 @@ export class Brain {
 
   private async fetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
     const url = input instanceof Request ? input.url : String(input);
+    // none published yet: the service's answer would be a 404, which the browser logs as an error every time
+    if (url.includes("/v1/policy?") && !this.published()) return new Response(null, { status: 404 });
     if (!url.endsWith("/v1/decide")) return fetch(input, init);
     const ids = askedIds(init);
     const sent = performance.now();

@@ -1,5 +1,6 @@
-/** Where the field's few text labels go: each beside what it names, inside the canvas, never over another
- * label. A label that finds no free place is left out rather than drawn over one (the legend still counts it). */
+/** Where the field's few text labels go: each beside what it names (at most RINGS label heights out), inside the
+ * canvas, never over another label. A label that finds no free place near its thing is left out rather than
+ * drawn over another or far away (the legend still counts it). */
 
 /** A label that wants to sit beside a thing at (x, y) of radius r. */
 export interface Wanted {
@@ -17,7 +18,7 @@ export interface Disc {
   r: number;
 }
 
-/** A label where it was drawn: its box on the canvas (x, y: top left). */
+/** A label where it was drawn: its box on the canvas (x, y: top left), and the thing it names (`at`). */
 export interface Placed {
   text: string;
   colour: string;
@@ -25,11 +26,13 @@ export interface Placed {
   y: number;
   w: number;
   h: number;
+  at: Disc;
 }
 
 export const LABEL_HEIGHT = 16;
 const PAD = 4; // text to box edge
 const GAP = 3; // box to box, and box to canvas edge
+const RINGS = 3; // places tried around a thing, one label height further out each
 
 function overlaps(a: Placed, b: Placed): boolean {
   return a.x < b.x + b.w + GAP && b.x < a.x + a.w + GAP && a.y < b.y + b.h + GAP && b.y < a.y + a.h + GAP;
@@ -39,7 +42,7 @@ function overlaps(a: Placed, b: Placed): boolean {
 function candidates(want: Wanted, w: number): [number, number][] {
   const h = LABEL_HEIGHT;
   const out: [number, number][] = [];
-  for (let ring = 0; ring < 6; ring++) {
+  for (let ring = 0; ring < RINGS; ring++) {
     const d = want.r + 4 + ring * (h + GAP);
     out.push(
       [want.x - w / 2, want.y + d],
@@ -80,6 +83,7 @@ export function place(
       y: Math.max(GAP, Math.min(height - GAP - LABEL_HEIGHT, cy)),
       w,
       h: LABEL_HEIGHT,
+      at: { x: want.x, y: want.y, r: want.r },
     }));
     const free = boxes.filter((box) => !placed.some((p) => overlaps(p, box)));
     const best = free.find((box) => !discs.some((d) => covers(box, d))) ?? free[0];

@@ -1,6 +1,6 @@
 /** How each action moves a character; a swarm's decision changes where its chasing bees go. */
 
-import { HIVE, dist, moveAway, moveToward, type Bee, type Vec, type World } from "./world.js";
+import { HEIGHT, HIVE, WIDTH, dist, moveToward, type Bee, type Vec, type World } from "./world.js";
 
 const BEE_SPEED = 95;
 const QUEEN_SPEED = 55;
@@ -18,6 +18,16 @@ function chaseTarget(b: Bee, w: World): Vec {
   return { x: w.player.x + Math.cos(a) * r, y: w.player.y + Math.sin(a) * r };
 }
 
+// where a fleeing bee heads: open ground along the edges' middles, never a corner, and the hive
+const REFUGES: readonly Vec[] = [HIVE, { x: WIDTH / 2, y: 70 }, { x: WIDTH / 2, y: HEIGHT - 70 }, { x: 90, y: HEIGHT / 2 }, { x: WIDTH - 90, y: HEIGHT / 2 }];
+
+/** A fleeing bee's refuge: the one that takes it furthest from the player for the least flight (a bee pushed
+ * to a wall slides along it to the next refuge instead of pinning itself in a corner). */
+function refuge(b: Bee, player: Vec): Vec {
+  const worth = (r: Vec): number => dist(r, player) - 0.6 * dist(r, b);
+  return REFUGES.reduce((a, r) => (worth(r) > worth(a) ? r : a));
+}
+
 /** Move a bee one step by its current action. */
 export function moveBee(b: Bee, w: World, dt: number): void {
   const swarm = w.swarms.find((s) => s.id === b.swarm);
@@ -26,7 +36,7 @@ export function moveBee(b: Bee, w: World, dt: number): void {
       moveToward(b, chaseTarget(b, w), BEE_SPEED * (swarm?.doing.action === "surround" ? 1.2 : 1), dt);
       return;
     case "flee":
-      moveAway(b, w.player, BEE_SPEED * 1.1, dt);
+      moveToward(b, refuge(b, w.player), BEE_SPEED * 1.1, dt);
       return;
     case "wander": {
       const home = swarm?.doing.action === "retreat" ? HIVE : { x: HIVE.x - 60, y: HIVE.y + (b.swarm === "swarm-a" ? -110 : 110) };

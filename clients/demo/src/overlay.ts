@@ -29,6 +29,7 @@ export function modeLine(s: ServiceState, c: Record<Source, number>): [string, s
   if (s.provider === "none") {
     return ["none", `No model: ${nativeWords(c)} (fallback unavailable). Turn a model on: OPENAI_API_KEY=sk-... npcmind demo`];
   }
+  if (s.cut) return ["cut", "The model is cut: the cache and the learned policy answer what they can, the rest runs its native AI."];
   if (s.model === "scripted") return ["scripted", "Provider: scripted, not a model (npcmind scripted-provider answers by fixed rules)."];
   return ["model", `Model: ${s.provider} ${s.model ?? ""}${s.ready ? "" : ` (not ready: ${s.note})`}`];
 }
@@ -108,4 +109,64 @@ export function showCounters(doc: Document, st: Stats, sent: Sent, s: ServiceSta
     setText(tile?.querySelector(".name") ?? null, k);
     setText(tile?.querySelector(".detail") ?? null, detail);
   }
+}
+
+/** What the page's decisions cost against a naive game that makes one model call a character each time one
+ * needs a decision (every decision the SDK asked of the service or took from the policy): its calls, and its
+ * input tokens at the static prefix plus what a decided entity added on average to the real calls (a lower
+ * bound: a call of one also sends the shared scene once). */
+export interface Cost {
+  calls: number;
+  naiveCalls: number;
+  tokens: number;
+  naiveTokens: number | null; // null until a fresh decision tells what an entity costs
+}
+
+/** The cost now, from the SDK's counters and the service's. */
+export function costOf(st: Stats, s: ServiceState): Cost {
+  const naiveCalls = st.asked + st.local;
+  const fresh = st.ai - st.cached;
+  let naiveTokens: number | null = null;
+  if (s.staticTokens !== null && fresh > 0 && s.callsOk > 0) {
+    const perEntity = Math.max(0, s.tokensIn - s.callsOk * s.staticTokens) / fresh;
+    naiveTokens = Math.round(naiveCalls * (s.staticTokens + perEntity));
+  }
+  return { calls: s.calls, naiveCalls, tokens: s.tokensIn, naiveTokens };
+}
+
+const short = (n: number): string => (n >= 10_000 ? `${Math.round(n / 1000)}k` : n.toLocaleString("en-US"));
+
+/** The cost strip: per row npcmind's figure, the naive one, and a bar of their ratio. */
+export function showCost(doc: Document, c: Cost): void {
+  const rows: [string, number, number | null][] = [
+    ["model calls", c.calls, c.naiveCalls],
+    ["input tokens", c.tokens, c.naiveTokens],
+  ];
+  const box = doc.getElementById("cost");
+  if (!box) return;
+  if (box.children.length === 0) {
+    for (const [k] of rows) {
+      const row = box.appendChild(doc.createElement("div"));
+      row.dataset["k"] = k;
+      for (const part of ["name", "value", "naive", "bar"]) row.appendChild(doc.createElement("span")).className = part;
+      row.querySelector(".bar")?.appendChild(doc.createElement("i"));
+    }
+  }
+  for (const [k, value, naive] of rows) {
+    const row = box.querySelector<HTMLElement>(`[data-k="${k}"]`);
+    const share = naive ? Math.min(1, value / naive) : null;
+    setText(row?.querySelector(".name") ?? null, k);
+    setText(row?.querySelector(".value") ?? null, short(value));
+    setText(row?.querySelector(".naive") ?? null, naive === null ? "naive: —" : `naive ${short(naive)} · ${share === null ? "—" : `${Math.round(share * 100)}%`}`);
+    const bar = row?.querySelector<HTMLElement>(".bar i");
+    if (bar) bar.style.width = `${Math.round((share ?? 0) * 100)}%`;
+  }
+}
+
+/** The learned policy's line: learning, or which types it decides and how well it agrees with the model. */
+export function learnedWords(s: ServiceState, local: number): string {
+  if (s.learnEvery === null) return "No learning (npcmind demo --no-learn, or without the distill extra).";
+  if (s.policy === null) return `Learning: npcmind demo distils a policy from the model's decisions every ${s.learnEvery} s (100 a type).`;
+  const types = Object.entries(s.policy.types).map(([t, v]) => `${t} (${v.trained_on} decisions, ${Math.round(v.agreement * 100)}% agree)`);
+  return `Learned policy for ${types.join(", ")}: ${local} decisions made in the game, no call.`;
 }

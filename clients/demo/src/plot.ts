@@ -27,7 +27,7 @@ const OUT = "#ffb74d"; // the tokens out: the panel's heading says so in this co
 
 /** Decisions so far by source: the SDK's counters, and the entities whose request got no decision at all
  * (`unanswered`: the service down or refusing), which run their native AI as a fallback does. */
-function decidedSoFar(st: Stats, unanswered: number): Record<Source, number> {
+export function decidedSoFar(st: Stats, unanswered: number): Record<Source, number> {
   const fallbacks = Object.values(st.fallbacks).reduce((a, b) => a + b, 0);
   return { AI: st.ai - st.cached, cached: st.cached, local: st.local, native: fallbacks + unanswered };
 }

@@ -178,9 +178,3 @@ export function moveToward(m: Vec, to: Vec, speed: number, dt: number): void {
   m.x = Math.max(8, Math.min(WIDTH - 8, m.x));
   m.y = Math.max(8, Math.min(HEIGHT - 8, m.y));
 }
-
-/** Move `m` straight away from `from`. */
-export function moveAway(m: Vec, from: Vec, speed: number, dt: number): void {
-  const d = Math.max(1, dist(m, from));
-  moveToward(m, { x: m.x + ((m.x - from.x) / d) * 100, y: m.y + ((m.y - from.y) / d) * 100 }, speed, dt);
-}

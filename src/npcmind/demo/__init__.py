@@ -17,7 +17,8 @@ from npcmind.config import Settings
 SCRIPTED_MODEL = "scripted"  # the page labels a provider of this model name "scripted, not a model"
 # What `--scripted` answers, by the situation each entity's part of the prompt shows (first match wins):
 # swarms surround the player (a swarm cut down to one or two pulls back), a hurt queen retreats to her nest,
-# a badly hurt bee flees, a bee of a retreating swarm drifts home, whoever sees the player chases
+# a badly hurt bee flees, a bee of a retreating swarm drifts home, whoever sees the player chases, a bee that
+# does not keeps its place (a scene at rest repeats itself: the decision cache answers it)
 DEMO_RULES = [
     {"match": r'^E\d+ "[^"]*" swarm\n  now: size=[12]\b', "choose": "retreat"},
     {"match": r'^E\d+ "[^"]*" swarm\n', "choose": "surround"},
@@ -25,7 +26,7 @@ DEMO_RULES = [
     {"match": r'^E\d+ "[^"]*" bee\n  now: hp_fraction=0(\.[0-2]\d*)? ', "choose": "flee"},
     {"match": r"chose retreat", "choose": "wander"},
     {"match": r"sees_player=true", "choose": "chase"},
-    {"match": r'^E\d+ "[^"]*" bee\n', "choose": "wander"},
+    {"match": r'^E\d+ "[^"]*" bee\n', "choose": "idle"},
 ]
 
 
@@ -34,10 +35,14 @@ def manifest_path() -> str:
     return str(resources.files("npcmind.demo") / "forest.yaml")
 
 
+LEARN_EVERY_S = 15.0  # a policy distilled this often: the page shows it take over within its first minute
+
+
 @contextlib.contextmanager
-def prepared(settings: Settings, scripted: bool, store: str | None) -> Iterator[Settings]:
+def prepared(settings: Settings, scripted: bool, store: str | None, learn_every_s: float | None) -> Iterator[Settings]:
     """The settings of a demo run, and meanwhile the scripted provider (with ``scripted``) and, when no
-    ``store`` is given, a store in a folder of its own, removed afterwards (a demo leaves nothing behind)."""
+    ``store`` is given, a store in a folder of its own, removed afterwards (a demo leaves nothing behind).
+    ``learn_every_s``: distil and publish each client's policy this often (serve's --distill-every), or None."""
     from npcmind.testing.scripted import ScriptedServer
 
     with contextlib.ExitStack() as stack:
@@ -61,7 +66,7 @@ def prepared(settings: Settings, scripted: bool, store: str | None) -> Iterator[
             redis=None,
             clients=None,
             rulesets=None,
-            distill_every_h=None,  # a demo of minutes: no retraining in the background
+            distill_every_h=learn_every_s / 3600 if learn_every_s else None,
             cors_origins=[*settings.cors_origins, *own_origins(settings.host, settings.port)],
         )
 

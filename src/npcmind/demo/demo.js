@@ -1,6 +1,162 @@
-/* npcmind-demo-sources {"sha256":"c3a774a21c6b4667dcb9222838622438de32d6c19997ba79fc6ca3d228c51c5f","files":["clients/demo/index.html","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/labels.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/plot.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/sources.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/limits.ts","clients/typescript/src/lines.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/refusals.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/stream.ts","clients/typescript/src/timings.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
+/* npcmind-demo-sources {"sha256":"dee15e9fbd4f0156d8a7a4e9d87166505e313054a047e710a6d14f76c2f2c168","files":["clients/demo/index.html","clients/demo/src/autopilot.ts","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/labels.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/plot.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/sources.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/limits.ts","clients/typescript/src/lines.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/refusals.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/stream.ts","clients/typescript/src/timings.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
 "use strict";
 (() => {
+  // src/world.ts
+  var WIDTH = 960;
+  var HEIGHT = 600;
+  var HIVE = { x: 760, y: 300 };
+  var PLAYER_START = { x: 160, y: 300 };
+  var BEE_SIGHT = 200;
+  var QUEEN_SIGHT = 250;
+  var BEE_HIT = 0.25;
+  var QUEEN_HIT = 0.06;
+  var STING = 0.03;
+  var native = (action) => ({ action, source: "native", code: null, ms: null });
+  var World = class {
+    player = { ...PLAYER_START, hp: 1, swatReady: 0, swatShown: 0 };
+    bees = [];
+    queen = { id: "queen", x: HIVE.x, y: HIVE.y, hp: 1, doing: native("idle"), callingHelp: false };
+    swarms = [
+      { id: "swarm-a", doing: native("each bee alone"), wave: 0, respawnAt: null },
+      { id: "swarm-b", doing: native("each bee alone"), wave: 0, respawnAt: null }
+    ];
+    time = 0;
+    round = 1;
+    constructor() {
+      for (const s of this.swarms) this.spawn(s);
+    }
+    /** A new wave of six bees for a swarm, with ids never used before (a dead bee's id is not reused). */
+    spawn(s) {
+      s.wave += 1;
+      s.respawnAt = null;
+      const side = s.id === "swarm-a" ? -1 : 1;
+      for (let i = 0; i < 6; i++) {
+        const a = i / 6 * Math.PI * 2;
+        this.bees.push({
+          id: `${s.id.slice(-1)}${s.wave}-${i}`,
+          swarm: s.id,
+          slot: i,
+          hp: 1,
+          doing: native("wander"),
+          stingReady: 0,
+          alerted: 0,
+          wanderAngle: a,
+          x: HIVE.x - 60 + Math.cos(a) * 30,
+          y: HIVE.y + side * 110 + Math.sin(a) * 30
+        });
+      }
+    }
+    /** The living bees of a swarm: its size, and who its decision moves. */
+    membersOf(swarm) {
+      return this.bees.filter((b) => b.swarm === swarm);
+    }
+    /** The player swats: every bee within reach is hit, the queen too. */
+    swat(out) {
+      const p = this.player;
+      if (this.time < p.swatReady) return;
+      p.swatReady = this.time + 0.5;
+      p.swatShown = this.time + 0.15;
+      for (const b of [...this.bees]) {
+        if (dist(b, p) > 42) continue;
+        b.hp = Math.max(0, b.hp - BEE_HIT);
+        if (b.hp > 0) {
+          out.push({ kind: "hit", bee: b.id });
+          continue;
+        }
+        this.bees = this.bees.filter((x) => x !== b);
+        const near = this.bees.filter((x) => dist(x, b) <= BEE_SIGHT).map((x) => x.id);
+        out.push({ kind: "died", bee: b.id, near });
+      }
+      if (dist(this.queen, p) <= 50 && this.queen.hp > 0) {
+        this.queen.hp = Math.max(0.05, this.queen.hp - QUEEN_HIT);
+        out.push({ kind: "queen-hit" });
+      }
+    }
+    /** Stings, escapes, healing, respawns: the rules of one step of `dt` game seconds. */
+    rules(dt, out) {
+      this.time += dt;
+      const p = this.player;
+      for (const b of this.bees) {
+        b.alerted = Math.max(0, b.alerted - dt);
+        if (b.doing.action === "chase" && dist(b, p) < 16 && this.time >= b.stingReady) {
+          b.stingReady = this.time + 1.2;
+          p.hp = Math.max(0, p.hp - STING);
+          out.push({ kind: "stung", bee: b.id });
+        }
+        if (b.doing.action === "flee" && dist(b, p) > BEE_SIGHT * 1.3) out.push({ kind: "escaped", bee: b.id });
+        if (b.doing.action !== "chase") b.hp = Math.min(1, b.hp + dt * 0.02);
+      }
+      const q = this.queen;
+      if (dist(q, HIVE) < 30) q.hp = Math.min(1, q.hp + dt * 0.03);
+      q.callingHelp = q.doing.action === "flee" && q.hp < 0.5 && q.doing.source !== "native";
+      if (q.callingHelp) for (const b of this.bees) b.alerted = 2;
+      for (const s of this.swarms) {
+        if (this.membersOf(s.id).length > 0) continue;
+        if (s.respawnAt === null) s.respawnAt = this.time + 6;
+        else if (this.time >= s.respawnAt) this.spawn(s);
+      }
+      if (p.hp <= 0) {
+        out.push({ kind: "player-died" });
+        this.round += 1;
+        Object.assign(p, { ...PLAYER_START, hp: 1 });
+      }
+    }
+  };
+  function dist(a, b) {
+    return Math.hypot(a.x - b.x, a.y - b.y);
+  }
+  function moveToward(m, to, speed2, dt) {
+    const d = dist(m, to);
+    if (d > 0.5) {
+      const k = Math.min(1, speed2 * dt / d);
+      m.x += (to.x - m.x) * k;
+      m.y += (to.y - m.y) * k;
+    }
+    m.x = Math.max(8, Math.min(WIDTH - 8, m.x));
+    m.y = Math.max(8, Math.min(HEIGHT - 8, m.y));
+  }
+
+  // src/autopilot.ts
+  var TOUR = [
+    { name: "fight", from: 0, words: "the player fights the swarms" },
+    { name: "rest", from: 22, words: "the player rests out of sight: the scene repeats, the cache answers" },
+    { name: "cut", from: 34, words: "the model is cut: the cache and the policy go on, the rest is native AI" },
+    { name: "fight", from: 46, words: "the model is back" }
+  ];
+  var MINUTE = 60;
+  var REST = { x: 130, y: 300 };
+  var KEEP_OFF = 75;
+  var SPEED = 120;
+  function legAt(t) {
+    const m = t % MINUTE;
+    return TOUR.reduce((a, l) => l.from <= m ? l : a);
+  }
+  function untilNext(t) {
+    const m = t % MINUTE;
+    const next = TOUR.find((l) => l.from > m);
+    return (next ? next.from : MINUTE) - m;
+  }
+  function outside(to, c, keep) {
+    const d = dist(to, c);
+    if (d >= keep) return to;
+    const k = keep / Math.max(1, d);
+    return { x: c.x + (to.x - c.x) * k, y: c.y + (to.y - c.y) * k };
+  }
+  function steer(w, dt) {
+    const p = w.player;
+    if (legAt(w.time).name === "rest") {
+      moveToward(p, REST, SPEED, dt);
+      return false;
+    }
+    const foes = w.bees.filter((b) => b.doing.action !== "flee");
+    const near = foes.reduce((a, b) => a === null || dist(b, p) < dist(a, p) ? b : a, null);
+    let to = near ?? { x: HIVE.x - 220, y: HIVE.y };
+    to = outside(outside(to, HIVE, KEEP_OFF), w.queen, KEEP_OFF);
+    to = { x: Math.max(40, Math.min(WIDTH - 40, to.x)), y: Math.max(40, Math.min(HEIGHT - 40, to.y)) };
+    moveToward(p, to, SPEED, dt);
+    return w.bees.some((b) => dist(b, p) < 36);
+  }
+
   // ../typescript/src/policy.ts
   var POLICY_FORMAT = "npcmind-policy";
   var POLICY_FORMAT_VERSION = 1;
@@ -2054,6 +2210,7 @@
   };
 
   // src/brain.ts
+  var POLICY_EVERY_MS = 3e3;
   function askedIds(init) {
     if (typeof init?.body !== "string") return [];
     try {
@@ -2071,19 +2228,22 @@
     }
   }
   var Brain = class {
+    // ms from its request's send to its decision's line
+    /** `published`: whether npcmind demo says it published a policy for this client (GET /demo/state). */
+    constructor(serviceUrl, clientId2, published, options = {}) {
+      this.published = published;
+      this.npc = new DecideClient(serviceUrl, clientId2, {
+        fetchPolicy: true,
+        policyRefreshMs: POLICY_EVERY_MS,
+        ...options,
+        fetch: (input, init) => this.fetch(input, init)
+      });
+    }
     npc;
     /** Entities whose decide request got no decision (the service unreachable or refusing, or its stream cut). */
     unanswered = 0;
     why = /* @__PURE__ */ new Map();
     arrived = /* @__PURE__ */ new Map();
-    // ms from its request's send to its decision's line
-    constructor(serviceUrl, clientId2, options = {}) {
-      this.npc = new DecideClient(serviceUrl, clientId2, {
-        fetchPolicy: false,
-        ...options,
-        fetch: (input, init) => this.fetch(input, init)
-      });
-    }
     /** Why the entity has no decision: its last fallback's code, `unreachable`, or null (none known). */
     fallbackOf(id) {
       return this.why.get(id) ?? null;
@@ -2099,6 +2259,7 @@
     }
     async fetch(input, init) {
       const url = input instanceof Request ? input.url : String(input);
+      if (url.includes("/v1/policy?") && !this.published()) return new Response(null, { status: 404 });
       if (!url.endsWith("/v1/decide")) return fetch(input, init);
       const ids = askedIds(init);
       const sent = performance.now();
@@ -2156,125 +2317,6 @@
     }
   };
 
-  // src/world.ts
-  var WIDTH = 960;
-  var HEIGHT = 600;
-  var HIVE = { x: 760, y: 300 };
-  var PLAYER_START = { x: 160, y: 300 };
-  var BEE_SIGHT = 200;
-  var QUEEN_SIGHT = 250;
-  var BEE_HIT = 0.25;
-  var QUEEN_HIT = 0.06;
-  var STING = 0.03;
-  var native = (action) => ({ action, source: "native", code: null, ms: null });
-  var World = class {
-    player = { ...PLAYER_START, hp: 1, swatReady: 0, swatShown: 0 };
-    bees = [];
-    queen = { id: "queen", x: HIVE.x, y: HIVE.y, hp: 1, doing: native("idle"), callingHelp: false };
-    swarms = [
-      { id: "swarm-a", doing: native("each bee alone"), wave: 0, respawnAt: null },
-      { id: "swarm-b", doing: native("each bee alone"), wave: 0, respawnAt: null }
-    ];
-    time = 0;
-    round = 1;
-    constructor() {
-      for (const s of this.swarms) this.spawn(s);
-    }
-    /** A new wave of six bees for a swarm, with ids never used before (a dead bee's id is not reused). */
-    spawn(s) {
-      s.wave += 1;
-      s.respawnAt = null;
-      const side = s.id === "swarm-a" ? -1 : 1;
-      for (let i = 0; i < 6; i++) {
-        const a = i / 6 * Math.PI * 2;
-        this.bees.push({
-          id: `${s.id.slice(-1)}${s.wave}-${i}`,
-          swarm: s.id,
-          slot: i,
-          hp: 1,
-          doing: native("wander"),
-          stingReady: 0,
-          alerted: 0,
-          wanderAngle: a,
-          x: HIVE.x - 60 + Math.cos(a) * 30,
-          y: HIVE.y + side * 110 + Math.sin(a) * 30
-        });
-      }
-    }
-    /** The living bees of a swarm: its size, and who its decision moves. */
-    membersOf(swarm) {
-      return this.bees.filter((b) => b.swarm === swarm);
-    }
-    /** The player swats: every bee within reach is hit, the queen too. */
-    swat(out) {
-      const p = this.player;
-      if (this.time < p.swatReady) return;
-      p.swatReady = this.time + 0.5;
-      p.swatShown = this.time + 0.15;
-      for (const b of [...this.bees]) {
-        if (dist(b, p) > 42) continue;
-        b.hp = Math.max(0, b.hp - BEE_HIT);
-        if (b.hp > 0) {
-          out.push({ kind: "hit", bee: b.id });
-          continue;
-        }
-        this.bees = this.bees.filter((x) => x !== b);
-        const near = this.bees.filter((x) => dist(x, b) <= BEE_SIGHT).map((x) => x.id);
-        out.push({ kind: "died", bee: b.id, near });
-      }
-      if (dist(this.queen, p) <= 50 && this.queen.hp > 0) {
-        this.queen.hp = Math.max(0.05, this.queen.hp - QUEEN_HIT);
-        out.push({ kind: "queen-hit" });
-      }
-    }
-    /** Stings, escapes, healing, respawns: the rules of one step of `dt` game seconds. */
-    rules(dt, out) {
-      this.time += dt;
-      const p = this.player;
-      for (const b of this.bees) {
-        b.alerted = Math.max(0, b.alerted - dt);
-        if (b.doing.action === "chase" && dist(b, p) < 16 && this.time >= b.stingReady) {
-          b.stingReady = this.time + 1.2;
-          p.hp = Math.max(0, p.hp - STING);
-          out.push({ kind: "stung", bee: b.id });
-        }
-        if (b.doing.action === "flee" && dist(b, p) > BEE_SIGHT * 1.3) out.push({ kind: "escaped", bee: b.id });
-        if (b.doing.action !== "chase") b.hp = Math.min(1, b.hp + dt * 0.02);
-      }
-      const q = this.queen;
-      if (dist(q, HIVE) < 30) q.hp = Math.min(1, q.hp + dt * 0.03);
-      q.callingHelp = q.doing.action === "flee" && q.hp < 0.5 && q.doing.source !== "native";
-      if (q.callingHelp) for (const b of this.bees) b.alerted = 2;
-      for (const s of this.swarms) {
-        if (this.membersOf(s.id).length > 0) continue;
-        if (s.respawnAt === null) s.respawnAt = this.time + 6;
-        else if (this.time >= s.respawnAt) this.spawn(s);
-      }
-      if (p.hp <= 0) {
-        out.push({ kind: "player-died" });
-        this.round += 1;
-        Object.assign(p, { ...PLAYER_START, hp: 1 });
-      }
-    }
-  };
-  function dist(a, b) {
-    return Math.hypot(a.x - b.x, a.y - b.y);
-  }
-  function moveToward(m, to, speed2, dt) {
-    const d = dist(m, to);
-    if (d > 0.5) {
-      const k = Math.min(1, speed2 * dt / d);
-      m.x += (to.x - m.x) * k;
-      m.y += (to.y - m.y) * k;
-    }
-    m.x = Math.max(8, Math.min(WIDTH - 8, m.x));
-    m.y = Math.max(8, Math.min(HEIGHT - 8, m.y));
-  }
-  function moveAway(m, from, speed2, dt) {
-    const d = Math.max(1, dist(m, from));
-    moveToward(m, { x: m.x + (m.x - from.x) / d * 100, y: m.y + (m.y - from.y) / d * 100 }, speed2, dt);
-  }
-
   // src/motion.ts
   var BEE_SPEED = 95;
   var QUEEN_SPEED = 55;
@@ -2288,6 +2330,11 @@
     const r = 34 + 26 * Math.sin(w.time * 1.6);
     return { x: w.player.x + Math.cos(a) * r, y: w.player.y + Math.sin(a) * r };
   }
+  var REFUGES = [HIVE, { x: WIDTH / 2, y: 70 }, { x: WIDTH / 2, y: HEIGHT - 70 }, { x: 90, y: HEIGHT / 2 }, { x: WIDTH - 90, y: HEIGHT / 2 }];
+  function refuge(b, player) {
+    const worth = (r) => dist(r, player) - 0.6 * dist(r, b);
+    return REFUGES.reduce((a, r) => worth(r) > worth(a) ? r : a);
+  }
   function moveBee(b, w, dt) {
     const swarm = w.swarms.find((s) => s.id === b.swarm);
     switch (b.doing.action) {
@@ -2295,7 +2342,7 @@
         moveToward(b, chaseTarget(b, w), BEE_SPEED * (swarm?.doing.action === "surround" ? 1.2 : 1), dt);
         return;
       case "flee":
-        moveAway(b, w.player, BEE_SPEED * 1.1, dt);
+        moveToward(b, refuge(b, w.player), BEE_SPEED * 1.1, dt);
         return;
       case "wander": {
         const home = swarm?.doing.action === "retreat" ? HIVE : { x: HIVE.x - 60, y: HIVE.y + (b.swarm === "swarm-a" ? -110 : 110) };
@@ -2463,6 +2510,7 @@
     if (s.provider === "none") {
       return ["none", `No model: ${nativeWords(c)} (fallback unavailable). Turn a model on: OPENAI_API_KEY=sk-... npcmind demo`];
     }
+    if (s.cut) return ["cut", "The model is cut: the cache and the learned policy answer what they can, the rest runs its native AI."];
     if (s.model === "scripted") return ["scripted", "Provider: scripted, not a model (npcmind scripted-provider answers by fixed rules)."];
     return ["model", `Model: ${s.provider} ${s.model ?? ""}${s.ready ? "" : ` (not ready: ${s.note})`}`];
   }
@@ -2532,6 +2580,48 @@
       setText(tile?.querySelector(".name") ?? null, k);
       setText(tile?.querySelector(".detail") ?? null, detail);
     }
+  }
+  function costOf(st, s) {
+    const naiveCalls = st.asked + st.local;
+    const fresh = st.ai - st.cached;
+    let naiveTokens = null;
+    if (s.staticTokens !== null && fresh > 0 && s.callsOk > 0) {
+      const perEntity = Math.max(0, s.tokensIn - s.callsOk * s.staticTokens) / fresh;
+      naiveTokens = Math.round(naiveCalls * (s.staticTokens + perEntity));
+    }
+    return { calls: s.calls, naiveCalls, tokens: s.tokensIn, naiveTokens };
+  }
+  var short = (n) => n >= 1e4 ? `${Math.round(n / 1e3)}k` : n.toLocaleString("en-US");
+  function showCost(doc, c) {
+    const rows = [
+      ["model calls", c.calls, c.naiveCalls],
+      ["input tokens", c.tokens, c.naiveTokens]
+    ];
+    const box = doc.getElementById("cost");
+    if (!box) return;
+    if (box.children.length === 0) {
+      for (const [k] of rows) {
+        const row = box.appendChild(doc.createElement("div"));
+        row.dataset["k"] = k;
+        for (const part of ["name", "value", "naive", "bar"]) row.appendChild(doc.createElement("span")).className = part;
+        row.querySelector(".bar")?.appendChild(doc.createElement("i"));
+      }
+    }
+    for (const [k, value, naive] of rows) {
+      const row = box.querySelector(`[data-k="${k}"]`);
+      const share = naive ? Math.min(1, value / naive) : null;
+      setText(row?.querySelector(".name") ?? null, k);
+      setText(row?.querySelector(".value") ?? null, short(value));
+      setText(row?.querySelector(".naive") ?? null, naive === null ? "naive: \u2014" : `naive ${short(naive)} \xB7 ${share === null ? "\u2014" : `${Math.round(share * 100)}%`}`);
+      const bar2 = row?.querySelector(".bar i");
+      if (bar2) bar2.style.width = `${Math.round((share ?? 0) * 100)}%`;
+    }
+  }
+  function learnedWords(s, local) {
+    if (s.learnEvery === null) return "No learning (npcmind demo --no-learn, or without the distill extra).";
+    if (s.policy === null) return `Learning: npcmind demo distils a policy from the model's decisions every ${s.learnEvery} s (100 a type).`;
+    const types = Object.entries(s.policy.types).map(([t, v]) => `${t} (${v.trained_on} decisions, ${Math.round(v.agreement * 100)}% agree)`);
+    return `Learned policy for ${types.join(", ")}: ${local} decisions made in the game, no call.`;
   }
 
   // src/plot.ts
@@ -2638,13 +2728,14 @@
   var LABEL_HEIGHT = 16;
   var PAD = 4;
   var GAP = 3;
+  var RINGS = 3;
   function overlaps(a, b) {
     return a.x < b.x + b.w + GAP && b.x < a.x + a.w + GAP && a.y < b.y + b.h + GAP && b.y < a.y + a.h + GAP;
   }
   function candidates(want, w) {
     const h = LABEL_HEIGHT;
     const out = [];
-    for (let ring = 0; ring < 6; ring++) {
+    for (let ring = 0; ring < RINGS; ring++) {
       const d = want.r + 4 + ring * (h + GAP);
       out.push(
         [want.x - w / 2, want.y + d],
@@ -2674,7 +2765,8 @@
         x: Math.max(GAP, Math.min(width - GAP - w, cx)),
         y: Math.max(GAP, Math.min(height - GAP - LABEL_HEIGHT, cy)),
         w,
-        h: LABEL_HEIGHT
+        h: LABEL_HEIGHT,
+        at: { x: want.x, y: want.y, r: want.r }
       }));
       const free = boxes.filter((box) => !placed.some((p) => overlaps(p, box)));
       const best = free.find((box) => !discs.some((d) => covers(box, d))) ?? free[0];
@@ -2809,16 +2901,51 @@
   }
 
   // src/service.ts
-  function counter(text2, name) {
-    const line = text2.split("\n").find((l) => l.startsWith(name + " "));
-    return line ? Number(line.slice(name.length + 1)) : 0;
+  function counter(text2, name, labels2 = "") {
+    let sum = 0;
+    for (const l of text2.split("\n")) {
+      if (!(l.startsWith(name + " ") || l.startsWith(name + "{")) || !l.includes(labels2)) continue;
+      sum += Number(l.slice(l.lastIndexOf(" ") + 1)) || 0;
+    }
+    return sum;
   }
   var ServiceWatch = class {
-    constructor(url) {
+    constructor(url, clientId2) {
       this.url = url;
+      this.clientId = clientId2;
     }
-    state = { up: null, provider: null, model: null, ready: false, note: "", tokensIn: 0, tokensCached: 0, tokensOut: 0 };
+    state = {
+      up: null,
+      provider: null,
+      model: null,
+      ready: false,
+      note: "",
+      tokensIn: 0,
+      tokensCached: 0,
+      tokensOut: 0,
+      calls: 0,
+      callsOk: 0,
+      cut: false,
+      learnEvery: null,
+      policy: null,
+      staticTokens: null
+    };
     timer = null;
+    /** Cut the model or restore it (npcmind demo's own route); the state as the service then says it. */
+    async cutModel(cut) {
+      try {
+        const r = await fetch(`${this.url}/demo/model?client_id=${encodeURIComponent(this.clientId)}`, {
+          method: "PUT",
+          body: JSON.stringify({ cut }),
+          signal: AbortSignal.timeout(3e3)
+        });
+        if (r.ok) this.demo(await r.json());
+      } catch {
+      }
+    }
+    demo(d) {
+      Object.assign(this.state, { cut: d.cut, learnEvery: d.learn_every_s, policy: d.policy, staticTokens: d.static_tokens });
+    }
     /** Poll from now on: the page must notice a service that stops while the game goes on. */
     start() {
       void this.poll();
@@ -2836,6 +2963,10 @@
         this.state.tokensIn = counter(m, "npcmind_input_tokens_total");
         this.state.tokensCached = counter(m, "npcmind_cached_input_tokens_total");
         this.state.tokensOut = counter(m, "npcmind_output_tokens_total");
+        this.state.calls = counter(m, "npcmind_provider_calls_total");
+        this.state.callsOk = counter(m, "npcmind_provider_calls_total", 'outcome="ok"');
+        const d = await fetch(`${this.url}/demo/state?client_id=${encodeURIComponent(this.clientId)}`, { signal: AbortSignal.timeout(3e3) });
+        if (d.ok) this.demo(await d.json());
       } catch {
         this.state.up = false;
       }
@@ -2845,16 +2976,33 @@
   // src/main.ts
   var params = new URLSearchParams(location.search);
   var speed = Math.min(20, Math.max(0.1, Number(params.get("speed") ?? "1") || 1));
-  var autopilot = params.get("autopilot") === "1";
+  var autopilot = params.get("autopilot") !== "0";
+  var tourCuts = autopilot;
   var base = location.origin;
-  var clientId = `demo-${Math.random().toString(36).slice(2, 8)}`;
+  var clientId = pageClient();
+  function pageClient() {
+    const given = params.get("client_id");
+    if (given) return given;
+    let kept = null;
+    try {
+      kept = localStorage.getItem("npcmind-demo-client");
+      if (!kept) localStorage.setItem("npcmind-demo-client", kept = `demo-${Math.random().toString(36).slice(2, 8)}`);
+    } catch {
+    }
+    return kept ?? `demo-${Math.random().toString(36).slice(2, 8)}`;
+  }
   var world = new World();
-  var brain = new Brain(base, clientId, { world: { player_hp_fraction: 1, repellent: false }, scope: "forest_boss", scopeState: { boss_phase: 1 } });
+  var watch = new ServiceWatch(base, clientId);
+  var brain = new Brain(base, clientId, () => watch.state.policy !== null, {
+    world: { player_hp_fraction: 1, repellent: false },
+    scope: "forest_boss",
+    scopeState: { boss_phase: 1 }
+  });
   var npc = brain.npc;
   var game = new Game(world, brain);
-  var watch = new ServiceWatch(base);
   var plot = new Plot();
   var held = /* @__PURE__ */ new Set();
+  var firsts = {};
   var swatAsked = false;
   var KEYS = {
     ArrowLeft: [-1, 0],
@@ -2869,10 +3017,17 @@
   addEventListener("keydown", (e) => {
     if (e.code in KEYS || e.code === "Space") e.preventDefault();
     if (e.code === "Space") swatAsked = true;
+    if (e.code in KEYS || e.code === "Space") autopilot = tourCuts = false;
     held.add(e.code);
   });
   addEventListener("keyup", (e) => held.delete(e.code));
-  function steer(dt) {
+  var cutButton = document.getElementById("cut");
+  cutButton.addEventListener("click", () => {
+    tourCuts = false;
+    void watch.cutModel(!watch.state.cut);
+  });
+  function steer2(dt) {
+    if (autopilot) return steer(world, dt);
     const p = world.player;
     let [dx, dy] = [0, 0];
     for (const k of held) {
@@ -2880,15 +3035,32 @@
       if (v) [dx, dy] = [dx + v[0], dy + v[1]];
     }
     if (dx || dy) moveToward(p, { x: p.x + dx * 100, y: p.y + dy * 100 }, 150, dt);
-    else if (autopilot) {
-      const enemies = [...world.bees, world.queen];
-      const near = enemies.reduce((a, b) => dist(a, p) <= dist(b, p) ? a : b);
-      moveToward(p, near, 120, dt);
-      return dist(near, p) < 40;
-    }
     const swat = swatAsked;
     swatAsked = false;
     return swat;
+  }
+  function tour() {
+    const st = watch.state;
+    if (!tourCuts || !st.up || st.provider === "none") return;
+    const cut = legAt(world.time).name === "cut";
+    if (cut !== st.cut && !cutting) {
+      cutting = true;
+      void watch.cutModel(cut).finally(() => cutting = false);
+    }
+  }
+  var cutting = false;
+  function showControl() {
+    const st = watch.state;
+    cutButton.disabled = !st.up || st.provider === "none";
+    const label2 = st.cut ? "Restore the model" : "Cut the model";
+    if (cutButton.textContent !== label2) cutButton.textContent = label2;
+    const leg = legAt(world.time);
+    const words = autopilot ? `Autopilot (a key takes over): ${leg.words}; next in ${Math.ceil(untilNext(world.time) / speed)} s.` : "You play: arrows or WASD move, Space swats.";
+    const el = document.getElementById("tour");
+    if (el && el.textContent !== words) el.textContent = words;
+    const learned = document.getElementById("learned");
+    const text2 = learnedWords(st, npc.stats.local);
+    if (learned && learned.textContent !== text2) learned.textContent = text2;
   }
   var canvas = document.getElementById("field");
   var g = canvas.getContext("2d");
@@ -2910,7 +3082,10 @@
     const dt = Math.min(0.05, (now - last) / 1e3) * speed;
     last = now;
     const steps = Math.ceil(dt / 0.05);
-    for (let i = 0; i < steps; i++) game.step(dt / steps, steer(dt / steps));
+    for (let i = 0; i < steps; i++) game.step(dt / steps, steer2(dt / steps));
+    tour();
+    const sofar = decidedSoFar(npc.stats, brain.unanswered);
+    for (const k of SOURCES2) if (sofar[k] > 0 && firsts[k] === void 0) firsts[k] = world.time;
     labels = draw(g, world, watch.state.model === "scripted", pointer);
     showState(document, watch.state, countBySource([...world.bees.map((b) => b.doing), world.queen.doing]));
     if (plot.sample(now, npc.stats, brain.unanswered, watch.state)) {
@@ -2920,6 +3095,8 @@
     if (now - shown > 250) {
       shown = now;
       showCounters(document, npc.stats, game.sent, watch.state);
+      showCost(document, costOf(npc.stats, watch.state));
+      showControl();
     }
     requestAnimationFrame(frame2);
   }
@@ -2931,6 +3108,12 @@
       time: world.time,
       round: world.round,
       epoch: npc.epoch,
+      autopilot,
+      leg: legAt(world.time).name,
+      counted: decidedSoFar(npc.stats, brain.unanswered),
+      firsts,
+      cost: costOf(npc.stats, watch.state),
+      policy: npc.servicePolicy !== null,
       player: { x: world.player.x, y: world.player.y, hp: world.player.hp },
       bees: world.bees.map((b) => ({ ...who(b.id, b.doing), x: b.x, y: b.y, hp: b.hp })),
       queen: { ...who("queen", world.queen.doing), hp: world.queen.hp, callingHelp: world.queen.callingHelp },
