@@ -104,13 +104,13 @@ def _demo(args: argparse.Namespace) -> int:
     if args.scripted and (args.base_url or args.provider not in ("auto", "openai")):
         print("npcmind demo: --scripted is the provider; leave out --provider and --base-url", file=sys.stderr)
         return 2
+    settings = Settings.from_env(**_model_settings(args))  # a bad variable stops the demo before it says anything
     learn = None if args.no_learn else args.learn_every
     if learn and not _has_distill():
         print("npcmind demo: no learning (--no-learn to say so): it needs pip install 'npcmind[distill]'", flush=True)
         learn = None
     elif learn:
         print(f"npcmind demo: a policy distilled from the decisions every {learn:g} s (--no-learn: none)", flush=True)
-    settings = Settings.from_env(**_model_settings(args))
     with prepared(settings, args.scripted, args.store, learn) as demo_settings:
         return _run(demo_settings, page="/demo", attach=attach(learn))
 

@@ -39,7 +39,9 @@ LEARN_EVERY_S = 15.0  # a policy distilled this often: the page shows it take ov
 
 
 @contextlib.contextmanager
-def prepared(settings: Settings, scripted: bool, store: str | None, learn_every_s: float | None) -> Iterator[Settings]:
+def prepared(
+    settings: Settings, scripted: bool, store: str | None, learn_every_s: float | None = None
+) -> Iterator[Settings]:
     """The settings of a demo run, and meanwhile the scripted provider (with ``scripted``) and, when no
     ``store`` is given, a store in a folder of its own, removed afterwards (a demo leaves nothing behind).
     ``learn_every_s``: distil and publish each client's policy this often (serve's --distill-every), or None."""
