@@ -24,7 +24,6 @@ from npcmind.manifest import load as load_manifest
 
 if TYPE_CHECKING:
     import uvicorn
-    from litestar import Litestar
 
     from npcmind.http.stop import SignalledServer
     from npcmind.sdk import NpcOutcome
@@ -99,7 +98,7 @@ def _shadow_settings(args: argparse.Namespace) -> dict[str, Any]:
 def _demo(args: argparse.Namespace) -> int:
     """`npcmind demo`: serve's run on the demo's settings (demo.prepared says which), learning as it plays."""
     from npcmind.demo import prepared
-    from npcmind.demo.live import attach
+    from npcmind.http.demo import attach
 
     if args.scripted and (args.base_url or args.provider not in ("auto", "openai")):
         print("npcmind demo: --scripted is the provider; leave out --provider and --base-url", file=sys.stderr)
@@ -115,7 +114,7 @@ def _demo(args: argparse.Namespace) -> int:
         return _run(demo_settings, page="/demo", attach=attach(learn))
 
 
-def _run(settings: Settings, page: str | None = None, attach: Callable[[Service, Litestar], None] | None = None) -> int:
+def _run(settings: Settings, page: str | None = None, attach: Callable[[Service, Any], None] | None = None) -> int:
     """Start the service on ``settings`` and serve until a signal; the exit code says how it ended (``attach``:
     what a command adds to the service and its app before it starts)."""
     from npcmind.http.app import create_app

@@ -976,6 +976,11 @@ export interface components {
              * @default null
              */
             reply: components["schemas"]["ModelReply"] | null;
+            /**
+             * @description Null when this is the session's last request. Else the last request, at this time in Unix seconds, made no model call (every entity cached or over budget): this view is the last that made one.
+             * @default null
+             */
+            cached_since: number | null;
         };
         /**
          * SeenEntity
