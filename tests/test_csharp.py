@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from conftest import Running
+from games import played
 from npcmind.testing.scripted import ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -226,11 +227,6 @@ def test_the_package_alone_builds_and_passes_its_tests_as_a_git_url_install_has_
 
 # --- a C# game against a real service ------------------------------------------------------------------------
 
-DRONES = (ROOT / "examples" / "drones.yaml").read_text()  # the console game's manifest (its README)
-# each phase, 4 s; the game counts an AI choice as late after 2 s of a phase (the decisions' life is 1.5 s). Longer
-# phases only for bench/game_bench.py, whose Tick() percentiles want more frames than a test needs
-PHASE_S = float(os.environ.get("NPCMIND_GAME_PHASE_S", "4"))
-
 
 def test_a_csharp_game_of_20_drones_at_60_hz_keeps_the_protocol_through_faults_and_a_stopped_service(
     results: dict[str, str], scripted: ScriptedServer, tmp_path: Path
@@ -242,41 +238,7 @@ def test_a_csharp_game_of_20_drones_at_60_hz_keeps_the_protocol_through_faults_a
     Tick() times are printed (docs/bench.md: a bench figure, not asserted). The phases are the game's stated run
     time, not waits for something: a phase begins after the fault (or the stop) is in place, decisions live
     1.5 s, and an AI choice counts as late from 2 s into a phase."""
-    import time
-
-    from conftest import SCRIPTED_SVC, service_settings, serving
-
-    manifest = tmp_path / "drones.yaml"
-    manifest.write_text(DRONES)
-    with serving(service_settings(tmp_path, manifest, base_url=scripted.base_url, **SCRIPTED_SVC)) as running:
-        game = subprocess.Popen(
-            ["mono", str(OUT / "NpcMindGame.exe"), running.server.url],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        assert game.stdin is not None and game.stdout is not None
-        assert game.stdout.readline().strip() == "ready", "the game did not run its first frame"  # mono started
-
-        def phase(name: str) -> None:
-            game.stdin.write(f"phase {name}\n")  # type: ignore[union-attr]
-            game.stdin.flush()  # type: ignore[union-attr]
-            time.sleep(PHASE_S)
-
-        try:
-            phase("ai")
-            scripted.set(status=500)
-            phase("provider-fault")
-            scripted.set()
-            phase("recovered")
-        except BaseException:
-            game.kill()
-            raise
-    phase("service-stopped")
-    out, err = game.communicate("end\n", timeout=60)
-    assert game.returncode == 0, err[-4000:]
-    assert out.strip(), f"the game printed no report:\n{err[-4000:]}"
+    out = played(["mono", str(OUT / "NpcMindGame.exe")], scripted, tmp_path)
     report = json.loads(out.strip().splitlines()[-1])
     print("game report: " + json.dumps(report))  # the Tick() figures: bench/game_bench.py reads this line
     for name in ["start", "ai", "provider-fault", "recovered", "service-stopped"]:
@@ -612,6 +574,5 @@ def test_the_readme_says_where_the_whole_csharp_file_is_and_how_to_run_the_conso
     assert "(clients/csharp/README.md#a-monobehaviour-unity)" in before and "whole file" in before, before
     sdk = (PACKAGE / "README.md").read_text()
     console = sdk[sdk.index("## The console game") :]
-    for step in ("./build.sh build", "--manifest examples/drones.yaml", "mono build/NpcMindGame.exe"):
-        assert step in console, step
-    assert (ROOT / "examples" / "drones.yaml").read_text() == DRONES  # the manifest the test's game runs on
+    for step in ("Build~/build.sh build", "--manifest examples/drones.yaml", "mono Build~/out/NpcMindGame.exe"):
+        assert step in console, step  # the steps as they run: the script, its output and the manifest games.py plays

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from conftest import Running
+from games import played
 from npcmind.testing.scripted import ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -168,38 +169,7 @@ def test_a_cpp_game_of_20_drones_at_60_hz_keeps_the_protocol_through_faults_and_
     lines come; the game's native AI (never an AI decision asked after the fault began) while the provider fails
     and after the service stopped; and in every phase no illegal action, no decision of an older epoch (it raises
     its epoch every 2 s), none past its expiry. Its Tick() times are printed (docs/bench.md), not asserted."""
-    import time
-
-    from conftest import SCRIPTED_SVC, service_settings, serving
-    from test_csharp import DRONES, PHASE_S
-
-    manifest = tmp_path / "drones.yaml"
-    manifest.write_text(DRONES)
-    with serving(service_settings(tmp_path, manifest, base_url=scripted.base_url, **SCRIPTED_SVC)) as running:
-        game = subprocess.Popen(
-            [str(builds["clang"] / "npcmind_game"), running.server.url],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        assert game.stdin is not None and game.stdout is not None
-        assert game.stdout.readline().strip() == "ready", "the game did not run its first frame"
-
-        def phase(name: str) -> None:
-            game.stdin.write(f"phase {name}\n")  # type: ignore[union-attr]
-            game.stdin.flush()  # type: ignore[union-attr]
-            time.sleep(PHASE_S)
-
-        try:
-            phase("ai")
-            scripted.set(status=500)
-            phase("provider-fault")
-            scripted.set()
-            phase("recovered")
-        except BaseException:
-            game.kill()
-            raise
-    phase("service-stopped")
-    out, err = game.communicate("end\n", timeout=60)
-    assert game.returncode == 0, err[-4000:]
+    out = played([str(builds["clang"] / "npcmind_game")], scripted, tmp_path)
     report = json.loads(out.strip().splitlines()[-1])
     print("game report: " + json.dumps(report))  # the Tick() figures
     for name in ["start", "ai", "provider-fault", "recovered", "service-stopped"]:
