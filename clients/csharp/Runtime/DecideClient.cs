@@ -101,9 +101,13 @@ namespace NpcMind
         /// <summary>Something happened to the entity: ask for it at once; false for one not tracked.</summary>
         public bool Event(string id, string trigger) { return core.Roster.Event(id, trigger, clock()); }
 
-        /// <summary>What became of the entity's current AI decision (an <see cref="Outcomes"/> value); sent with the
-        /// next tick.</summary>
-        public bool Report(string id, string outcome, string detail = null) { return core.Report(id, outcome, detail); }
+        /// <summary>What became of the entity's current AI decision; sent with the next tick. False when it has none
+        /// to report (or <paramref name="outcome"/> is no member of <see cref="ReportOutcome"/>: said once).</summary>
+        public bool Report(string id, ReportOutcome outcome, string detail = null)
+        {
+            string word = Wire.Defined(outcome) ? Wire.Text(outcome) : "ReportOutcome(" + (int)outcome + ")";
+            return core.Report(id, word, detail);
+        }
 
         /// <summary>The entity's live decision, or null: run the game's native AI.</summary>
         public Choice Action(string id, IList<string> legalNow = null) { return core.Roster.Action(id, legalNow, clock()); }

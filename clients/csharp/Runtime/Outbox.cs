@@ -7,7 +7,7 @@ using System.Linq;
 namespace NpcMind
 {
     /// <summary>How the outbox makes a request (the scheduler's refs, headers and encoding) and tells what it met.</summary>
-    public interface IOutboxHost
+    internal interface IOutboxHost
     {
         /// <summary>A POST made now, or null when nothing of the body could be written.</summary>
         OutRequest Post(string path, Dictionary<string, object> body, IList<string> after);
@@ -19,7 +19,7 @@ namespace NpcMind
     }
 
     /// <summary>Queues telemetry (changed entities only, scene and removals with the first part) and reports.</summary>
-    public sealed class Outbox
+    internal sealed class Outbox
     {
         public const int TelemetryBatch = 1000;
         public const int ReportsARequest = 256;

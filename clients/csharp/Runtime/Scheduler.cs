@@ -49,7 +49,7 @@ namespace NpcMind
 
     /// <summary>The decisions core: track entities, call <see cref="Tick"/> for the requests to send, give back
     /// their answers.</summary>
-    public sealed class Scheduler
+    internal sealed class Scheduler
     {
         /// <summary>The protocol's limit of entities a decide request.</summary>
         public const int Batch = 16;
@@ -350,7 +350,7 @@ namespace NpcMind
             {
                 NpcEntity e;
                 if (Roster.Entities.TryGetValue(p.Key, out e) && e.InFlight)
-                    Roster.Use(e, new Decision { Id = p.Key, Source = "FALLBACK", Code = "unavailable", Reason = Cut }, p.Value, now);
+                    Roster.Use(e, new Decision { Id = p.Key, Source = "FALLBACK", Code = FallbackCode.Unavailable, Reason = Cut }, p.Value, now);
             }
             notBefore = now + 1000; // as after a request that failed: the service may be gone
         }

@@ -73,7 +73,7 @@ namespace NpcMind
     }
 
     /// <summary>An <see cref="IHttpSender"/>'s call as a Task (dialogue NPCs and the cortex await theirs).</summary>
-    public static class HttpSenderCalls
+    internal static class HttpSenderCalls
     {
         /// <summary>What came back; never faults (a sender that throws gives status 0 and its message).</summary>
         public static Task<HttpResult> Call(this IHttpSender http, HttpCall call)
@@ -94,7 +94,7 @@ namespace NpcMind
     /// <summary>What became of one request: an answer (Status, Body, Headers) or why there was none (Fail); for a
     /// streamed answer, its lines read as they came (Line; an empty Chunk first: the stream began) and then its end
     /// (Ended, with Fail when it broke off or passed a cap).</summary>
-    public sealed class Settled
+    internal sealed class Settled
     {
         /// <summary>Bytes of a streamed answer (the transport gives an empty one when the stream begins; a game's
         /// own transport may give the bytes as they came).</summary>
@@ -119,7 +119,7 @@ namespace NpcMind
     /// <summary>Sends requests, each after those it waits for, and queues what became of them. Thread-safe: the
     /// sender calls back on its own threads, where every body is read within its cap (<see cref="Limits"/>) and
     /// parsed (a policy loaded), so that the game's Tick() only applies what came.</summary>
-    public sealed class Transport
+    internal sealed class Transport
     {
         /// <summary>Bodies from this size are sent gzip-compressed (a large scene's telemetry).</summary>
         public const int GzipFrom = 16 * 1024;

@@ -225,7 +225,7 @@ namespace NpcMind.Tests
             now += 16;
             c.Tick();
             Assert.AreEqual(1, c.Stats.StreamsCut, "the stream was not ended");
-            Assert.AreEqual(1, c.Stats.Fallbacks["unavailable"], "b1, never answered, falls back");
+            Assert.AreEqual(1, c.Stats.Fallbacks[FallbackCode.Unavailable], "b1, never answered, falls back");
             Assert.IsTrue(said.Any(m => m.Contains("(Limits.MaxStreamLines)")), string.Join("\n", said));
         }
 

@@ -309,9 +309,37 @@ namespace NpcMind.Tests
             var npcs = new InMemoryNpcs();
             npcs.Register("mara", "Mara, the innkeeper.", new Dictionary<string, object> { { "town", "Hollow" } },
                 new Dictionary<string, object> { { "mood", "calm" } });
-            npcs.Apply("mara", new List<NewMemory> { new NewMemory { Text = "A traveller asked for a room last spring.", Type = "experience", Importance = 0.5 } },
+            npcs.Apply("mara", new List<NewMemory> { new NewMemory { Text = "A traveller asked for a room last spring.", Type = MemoryKind.Experience, Importance = 0.5 } },
                 new Dictionary<string, object>());
             return npcs;
+        }
+
+        [Test]
+        public void AMemoryTypeIsAnEnumInTheApiAndItsWordOnTheWire()
+        {
+            var http = Service(Valid());
+            var mind = new DialogueClient("http://svc:1/", new TextCortex("Two silver."), Mara(),
+                new DialogueClientOptions { Http = http, CheckSignatures = false });
+            var outcome = mind.Process("mara", "A traveller asked for a room.").Result;
+            Assert.AreEqual(MemoryKind.Observation, outcome.Memories.Single().Type, "memoryStore's observation");
+            var recalled = (IList<object>)Json.Get(AnsweringHttp.Sent(http.Calls[2])["lastResult"], "memories");
+            Assert.AreEqual("experience", Json.Get(recalled[0], "type"), "MemoryKind.Experience goes out as its word");
+        }
+
+        [Test]
+        public void AMemoryTypeTheProtocolHasNotIsRefusedByItsPathAndNothingIsApplied()
+        {
+            var fin = Valid();
+            fin["memoryStore"] = Json.Parse(@"[{""text"": ""a"", ""type"": ""knowledge"", ""importance"": 0.4},
+                {""text"": ""b"", ""type"": ""rumour"", ""importance"": 0.4}]");
+            var npcs = Mara();
+            var mind = new DialogueClient("http://svc:1/", new TextCortex("Two silver."), npcs,
+                new DialogueClientOptions { Http = Service(fin), CheckSignatures = false });
+            var e = Assert.Throws<AggregateException>(() => mind.Process("mara", "Any rumours?").Wait()).InnerException;
+            Assert.IsInstanceOf<ProtocolException>(e);
+            StringAssert.Contains("memoryStore[1].type: \"rumour\" is not a memory type", e.Message);
+            StringAssert.Contains("observation, experience, knowledge, emotion, dialogue", e.Message);
+            Assert.AreEqual(1, npcs.Remembered("mara").Count, "nothing was kept");
         }
 
         [Test]
@@ -324,7 +352,7 @@ namespace NpcMind.Tests
             var mind = new DialogueClient("http://svc:1/", cortex, npcs, options);
             var outcome = mind.Process("mara", "A traveller asks for a room.", new Dictionary<string, object> { { "hour", 21 } }).Result;
 
-            Assert.AreEqual(new[] { "IdentifyActor", "QueryVector", "ExecuteInference", "Finalize" }, outcome.Steps.ToArray());
+            Assert.AreEqual(new[] { NpcStep.IdentifyActor, NpcStep.QueryVector, NpcStep.ExecuteInference, NpcStep.Finalize }, outcome.Steps.ToArray());
             Assert.AreEqual(4, http.Calls.Count);
             Assert.AreEqual("http://svc:1/npcs/mara/process", http.Calls[0].Url);
             Assert.AreEqual("Bearer tok", http.Calls[0].Headers["authorization"]);
@@ -527,9 +555,9 @@ namespace NpcMind.Tests
             npcs.Register("mara", "Mara.");
             npcs.Apply("mara", new List<NewMemory>
             {
-                new NewMemory { Text = "Bread is two coppers.", Type = "knowledge", Importance = 0.7 },
-                new NewMemory { Text = "The old mine collapsed.", Type = "knowledge", Importance = 0.7 },
-                new NewMemory { Text = "A traveller asked about the old mine.", Type = "experience", Importance = 0.5 },
+                new NewMemory { Text = "Bread is two coppers.", Type = MemoryKind.Knowledge, Importance = 0.7 },
+                new NewMemory { Text = "The old mine collapsed.", Type = MemoryKind.Knowledge, Importance = 0.7 },
+                new NewMemory { Text = "A traveller asked about the old mine.", Type = MemoryKind.Experience, Importance = 0.5 },
             }, new Dictionary<string, object>());
             var found = npcs.Recall("mara", "Where is the old mine?", 2, 0.1);
             Assert.AreEqual(new[] { "The old mine collapsed.", "A traveller asked about the old mine." }, found.Select(m => m.Text).ToArray());
