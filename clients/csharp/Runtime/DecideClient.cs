@@ -7,6 +7,7 @@
 using System;
 using System.Collections.Generic;
 using System.Diagnostics;
+using System.Threading;
 using System.Threading.Tasks;
 
 namespace NpcMind
@@ -135,16 +136,18 @@ namespace NpcMind
         }
 
         /// <summary>What the model saw in this client's last decide request and what it answered (GET /v1/prompt),
-        /// for a debug overlay; null when there is nothing yet or the service cannot say. Never faults.</summary>
-        public Task<IDictionary<string, object>> LastPrompt()
+        /// for a debug overlay; null when there is nothing yet or the service cannot say. Never faults; cancelled
+        /// (and the request aborted) when <paramref name="cancellationToken"/> fires.</summary>
+        public Task<IDictionary<string, object>> LastPrompt(CancellationToken cancellationToken = default(CancellationToken))
         {
             string path = "/v1/prompt?client_id=" + Uri.EscapeDataString(core.ClientId);
-            return transport.Call("GET", path, core.Headers()).ContinueWith(t =>
+            return transport.Call("GET", path, core.Headers(), cancellationToken).ContinueWith(t =>
             {
+                cancellationToken.ThrowIfCancellationRequested(); // the task ends as cancelled, not as null
                 var got = t.Status == TaskStatus.RanToCompletion ? t.Result : null;
                 if (got == null || got.Fail.HasValue || got.Status != 200) return null;
                 return got.Body as IDictionary<string, object>;
-            });
+            }, cancellationToken, TaskContinuationOptions.None, TaskScheduler.Default);
         }
 
         /// <summary>Stop without waiting for answers (a game that quits must not hang); call Wait() first to keep

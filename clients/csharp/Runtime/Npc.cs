@@ -12,6 +12,7 @@ using System;
 using System.Collections.Generic;
 using System.Linq;
 using System.Text;
+using System.Threading;
 using System.Threading.Tasks;
 
 namespace NpcMind
@@ -109,7 +110,10 @@ namespace NpcMind
     /// <summary>Whatever runs inference on the game's side (a local model, a hosted API): the model's text.</summary>
     public interface ICortex
     {
-        Task<string> Complete(string prompt, PromptConstraints constraints);
+        /// <summary>The model's answer to <paramref name="prompt"/>; stop (cancelled) when
+        /// <paramref name="cancellationToken"/> fires: the game left the dialogue.</summary>
+        Task<string> Complete(string prompt, PromptConstraints constraints,
+            CancellationToken cancellationToken = default(CancellationToken));
     }
 
     /// <summary>The service refused a step, could not be reached, or the loop did not finish; nothing was applied.</summary>
@@ -210,11 +214,14 @@ namespace NpcMind
         }
 
         /// <summary>Run the loop for one observation, up to Finalize. Throws <see cref="ProtocolException"/>
-        /// when the service refuses a step or cannot be reached; the cortex's own exception when it fails.
-        /// Nothing is applied: see <see cref="Apply"/>.</summary>
+        /// when the service refuses a step or cannot be reached; the cortex's own exception when it fails; an
+        /// <see cref="OperationCanceledException"/> when <paramref name="cancellationToken"/> fires (the request or
+        /// the inference under way is aborted). Nothing is applied: see <see cref="Apply"/>.</summary>
         public async Task<NpcOutcome> Process(string npcId, string observation,
-            IDictionary<string, object> context = null, string ruleset = null)
+            IDictionary<string, object> context = null, string ruleset = null,
+            CancellationToken cancellationToken = default(CancellationToken))
         {
+            cancellationToken.ThrowIfCancellationRequested();
             if (string.IsNullOrEmpty(npcId) || npcId.Contains("/"))
                 throw new ProtocolException("npcId: " + Errors.Quote(npcId ?? "null") + " must be non-empty text without '/'");
             if (observation == null) throw new ProtocolException("observation: must be text, not null");
@@ -231,7 +238,8 @@ namespace NpcMind
             var steps = new List<NpcStep>();
             for (int i = 0; i < MaxCalls; i++)
             {
-                var answer = await Step(npcId, step, last).ConfigureAwait(true);
+                cancellationToken.ThrowIfCancellationRequested();
+                var answer = await Step(npcId, step, last, cancellationToken).ConfigureAwait(true);
                 var instruction = answer.Key;
                 step = answer.Value; // sent back as received, unknown fields (the step token) included
                 NpcStep kind;
@@ -239,8 +247,9 @@ namespace NpcMind
                     throw new ProtocolException("unknown instruction " + Errors.Quote((string)instruction["type"])
                         + " (instruction.type: not one of " + Wire.Words(typeof(NpcStep)) + ")");
                 steps.Add(kind);
-                if (kind == NpcStep.Finalize) return await Checked(Finish(npcId, instruction, step, steps)).ConfigureAwait(true);
-                last = await Result(rec, kind, instruction).ConfigureAwait(true);
+                if (kind == NpcStep.Finalize)
+                    return await Checked(Finish(npcId, instruction, step, steps), cancellationToken).ConfigureAwait(true);
+                last = await Result(rec, kind, instruction, cancellationToken).ConfigureAwait(true);
             }
             throw new ProtocolException("no Finalize after " + MaxCalls + " calls");
         }
@@ -259,9 +268,10 @@ namespace NpcMind
         }
 
         /// <summary>The service's signing keys (kid -> base64url), from GET /v1/keys: what outcomes are checked with.</summary>
-        public async Task<Dictionary<string, string>> PublicKeys()
+        public async Task<Dictionary<string, string>> PublicKeys(CancellationToken cancellationToken = default(CancellationToken))
         {
-            var got = await Request("GET", "/v1/keys", null, Limits.MaxKeysBytes, "Limits.MaxKeysBytes").ConfigureAwait(false);
+            var got = await Request("GET", "/v1/keys", null, Limits.MaxKeysBytes, "Limits.MaxKeysBytes", cancellationToken)
+                .ConfigureAwait(false);
             var keys = Json.Get(got.Value, "keys") as IList<object>;
             if (got.Key != 200 || keys == null)
                 throw new ProtocolException("GET /v1/keys answered " + got.Key + " without keys: " + Errors.ErrorLine(got.Value, ""));
@@ -276,7 +286,8 @@ namespace NpcMind
             if (ownHttp) ((IDisposable)http).Dispose();
         }
 
-        private async Task<IDictionary<string, object>> Result(NpcRecord rec, NpcStep kind, IDictionary<string, object> instruction)
+        private async Task<IDictionary<string, object>> Result(NpcRecord rec, NpcStep kind, IDictionary<string, object> instruction,
+            CancellationToken cancellationToken)
         {
             if (kind == NpcStep.IdentifyActor)
             {
@@ -300,18 +311,19 @@ namespace NpcMind
             if (kind == NpcStep.ExecuteInference)
             {
                 string output = await Cortex.Complete(Errors.Text(Json.Get(instruction, "prompt")),
-                    PromptConstraints.Read(Json.Get(instruction, "constraints"))).ConfigureAwait(true);
+                    PromptConstraints.Read(Json.Get(instruction, "constraints")), cancellationToken).ConfigureAwait(true);
+                cancellationToken.ThrowIfCancellationRequested(); // a cortex that ignored it: its answer is not sent
                 return new Dictionary<string, object> { { "type", "ExecuteInferenceResult" }, { "generatedOutput", output ?? "" } };
             }
             throw new ProtocolException("unknown instruction " + Errors.Quote(Wire.Text(kind)));
         }
 
         private async Task<KeyValuePair<IDictionary<string, object>, IDictionary<string, object>>> Step(
-            string npcId, IDictionary<string, object> tape, IDictionary<string, object> last)
+            string npcId, IDictionary<string, object> tape, IDictionary<string, object> last, CancellationToken cancellationToken)
         {
             var body = new Dictionary<string, object> { { "tape", tape }, { "lastResult", last } };
             var got = await Request("POST", "/npcs/" + Uri.EscapeDataString(npcId) + "/process", body, Limits.MaxStepBytes,
-                "Limits.MaxStepBytes").ConfigureAwait(false);
+                "Limits.MaxStepBytes", cancellationToken).ConfigureAwait(false);
             if (got.Key != 200)
                 throw new ProtocolException("the service answered " + got.Key + ": " + Errors.ErrorLine(got.Value, ""));
             var instruction = Json.Get(got.Value, "instruction") as IDictionary<string, object>;
@@ -327,12 +339,12 @@ namespace NpcMind
 
         /// <summary>A valid outcome's signature checked with the service's keys (fetched again once, for a key
         /// rotated since); one that does not verify is refused, nothing applied.</summary>
-        private async Task<NpcOutcome> Checked(NpcOutcome outcome)
+        private async Task<NpcOutcome> Checked(NpcOutcome outcome, CancellationToken cancellationToken)
         {
             if (!outcome.Valid || !ChecksSignatures) return outcome;
-            if (keys == null) keys = await PublicKeys().ConfigureAwait(true);
+            if (keys == null) keys = await PublicKeys(cancellationToken).ConfigureAwait(true);
             if (!Signing.Verify(outcome.Signature, outcome.SignedPayload, keys) && options.Keys == null)
-                keys = await PublicKeys().ConfigureAwait(true); // as the other SDKs: asked again once (a key rotated)
+                keys = await PublicKeys(cancellationToken).ConfigureAwait(true); // as the other SDKs: asked again once (a key rotated)
             if (!Signing.Verify(outcome.Signature, outcome.SignedPayload, keys))
                 throw new ProtocolException("the outcome's signature does not verify with the service's keys (GET /v1/keys): nothing was applied");
             outcome.Verified = true;
@@ -394,7 +406,8 @@ namespace NpcMind
         /// <summary>One call: its status and JSON body (an error body of its text when it is not JSON), the body
         /// read no further than one byte past <paramref name="max"/> (an error's past Limits.MaxErrorBytes), and
         /// parsed off the game's thread.</summary>
-        private async Task<KeyValuePair<int, object>> Request(string method, string path, object body, int max, string capName)
+        private async Task<KeyValuePair<int, object>> Request(string method, string path, object body, int max, string capName,
+            CancellationToken cancellationToken)
         {
             var headers = new Dictionary<string, string>();
             if (!string.IsNullOrEmpty(options.Token)) headers["authorization"] = "Bearer " + options.Token;
@@ -416,7 +429,7 @@ namespace NpcMind
                     throw new ProtocolException("the step cannot be sent: " + e.Message);
                 }
             }
-            var result = await http.Call(call).ConfigureAwait(false);
+            var result = await http.Call(call, cancellationToken).ConfigureAwait(false);
             if (result.Status == 0)
                 throw new ProtocolException("cannot reach the npcmind service at " + baseUrl + ": "
                     + (result.TimedOut ? "no answer within " + options.TimeoutMs + " ms" : result.Error)

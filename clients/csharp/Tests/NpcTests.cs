@@ -9,6 +9,7 @@ using System.Globalization;
 using System.Linq;
 using System.Reflection;
 using System.Text;
+using System.Threading;
 using System.Threading.Tasks;
 using NpcMind;
 using NUnit.Framework;
@@ -47,14 +48,20 @@ namespace NpcMind.Tests
     {
         public readonly List<string> Prompts = new List<string>();
         public PromptConstraints Last;
+        public CancellationToken Token;
+        /// <summary>Run when asked, before answering (a test that cancels the turn there).</summary>
+        public Action OnAsked;
         private readonly string text;
 
         public TextCortex(string text) { this.text = text; }
 
-        public Task<string> Complete(string prompt, PromptConstraints constraints)
+        public Task<string> Complete(string prompt, PromptConstraints constraints,
+            CancellationToken cancellationToken = default(CancellationToken))
         {
             Prompts.Add(prompt);
             Last = constraints;
+            Token = cancellationToken;
+            if (OnAsked != null) OnAsked();
             return Task.FromResult(text);
         }
     }
@@ -312,6 +319,71 @@ namespace NpcMind.Tests
             npcs.Apply("mara", new List<NewMemory> { new NewMemory { Text = "A traveller asked for a room last spring.", Type = MemoryKind.Experience, Importance = 0.5 } },
                 new Dictionary<string, object>());
             return npcs;
+        }
+
+        [Test]
+        public void ATurnCancelledStopsWhereItIsTheTokenReachingTheSenderAndTheCortexAndNothingMoreIsSent()
+        {
+            var http = Service(Valid());
+            var cortex = new TextCortex("Two silver.");
+            var mind = new DialogueClient("http://svc:1/", cortex, Mara(), new DialogueClientOptions { Http = http, CheckSignatures = false });
+            using (var cancel = new CancellationTokenSource())
+            {
+                cortex.OnAsked = cancel.Cancel; // the player walked away while the model was thinking
+                var turn = mind.Process("mara", "A room, please.", null, null, cancel.Token);
+                var e = Assert.Throws<AggregateException>(() => turn.Wait()).InnerException;
+                Assert.IsInstanceOf<OperationCanceledException>(e);
+                Assert.IsTrue(turn.IsCanceled, turn.Status.ToString());
+                Assert.AreEqual(cancel.Token, cortex.Token, "the cortex was given the token");
+                Assert.AreEqual(3, http.Calls.Count, "the inference's result was not sent");
+                Assert.IsTrue(http.Calls.All(c => c.CancellationToken == cancel.Token), "every call carried the token");
+            }
+            using (var gone = new CancellationTokenSource())
+            {
+                gone.Cancel();
+                var turn = mind.Process("mara", "Hello?", null, null, gone.Token);
+                Assert.IsTrue(turn.IsCanceled, "cancelled before it began");
+                Assert.AreEqual(3, http.Calls.Count, "nothing sent");
+            }
+        }
+
+        /// <summary>A sender that never answers on its own: only its call's token ends it (a slow service).</summary>
+        private sealed class SilentHttp : IHttpSender
+        {
+            public readonly List<HttpCall> Calls = new List<HttpCall>();
+
+            public void Send(HttpCall call, Action<HttpResult> done)
+            {
+                Calls.Add(call);
+                call.CancellationToken.Register(() => done(HttpResult.Failed(false, "aborted")));
+            }
+
+            public void CancelAll() { }
+        }
+
+        [Test]
+        public void AwaitedCallsOnASilentServiceEndAsCancelledWhenTheirTokenFires()
+        {
+            var http = new SilentHttp();
+            var mind = new DialogueClient("http://svc:1/", new TextCortex("x"), Mara(), new DialogueClientOptions { Http = http });
+            var cortex = new OpenAICortex("http://llm:9/v1", "m", null, http);
+            var decide = new DecideClient("http://svc:1", "game", new DecideClientOptions { Http = http, Clock = () => 0 });
+            using (var cancel = new CancellationTokenSource())
+            {
+                var turn = mind.Process("mara", "Hello?", null, null, cancel.Token);
+                var keys = mind.PublicKeys(cancel.Token);
+                var line = cortex.Complete("Say hi.", null, cancel.Token);
+                var prompt = decide.LastPrompt(cancel.Token);
+                Assert.AreEqual(4, http.Calls.Count);
+                Assert.IsFalse(turn.IsCompleted || keys.IsCompleted || line.IsCompleted || prompt.IsCompleted, "the service is silent");
+                cancel.Cancel();
+                foreach (var task in new Task[] { turn, keys, line, prompt })
+                {
+                    Assert.IsTrue(SpinWait.SpinUntil(() => task.IsCompleted, 30000), "a cancelled call ended");
+                    Assert.IsTrue(task.IsCanceled, task.Status.ToString());
+                }
+                Assert.IsTrue(http.Calls.All(c => c.CancellationToken == cancel.Token), "the sender was given the token");
+            }
         }
 
         [Test]
