@@ -33,6 +33,7 @@ namespace NpcMind
         private readonly bool ownHttp;
         private readonly Func<double> clock;
         private bool closed;
+        private readonly List<OutRequest> due = new List<OutRequest>(); // the requests of one Tick, reused every frame
 
         public DecideClient(string serviceUrl, string clientId, DecideClientOptions options = null)
         {
@@ -121,7 +122,9 @@ namespace NpcMind
             if (closed) return; // a frame after Close(): nothing to send, nothing to throw
             double at = now ?? clock();
             Apply(transport.Drain(), at);
-            foreach (var r in core.Tick(at)) transport.Send(r);
+            core.Tick(at, due);
+            foreach (var r in due) transport.Send(r);
+            due.Clear();
         }
 
         /// <summary>Send the queued reports, wait (blocking) until every request sent so far has answered or

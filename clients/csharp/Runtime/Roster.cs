@@ -41,12 +41,14 @@ namespace NpcMind
             this.say = say;
         }
 
+        private static readonly TrackOptions NoOptions = new TrackOptions();
+
         /// <summary>Add an entity that decides, or update what it sees and may do now (not asked again for that
         /// alone: on its refresh, on an event, or when the population changes).</summary>
         public void Track(string id, string type, IDictionary<string, object> observation, IList<string> legalActions,
             TrackOptions options, double now)
         {
-            options = options ?? new TrackOptions();
+            options = options ?? NoOptions; // this runs for every entity of every frame: nothing allocated
             NpcEntity e;
             if (!Entities.TryGetValue(id, out e))
             {

@@ -183,11 +183,15 @@ namespace NpcMind
             Execute(request);
         }
 
-        /// <summary>What came back since the last call, in the order it came.</summary>
+        /// <summary>What Drain gives when nothing came (never changed: callers only read it).</summary>
+        private static readonly List<Settled> NothingCame = new List<Settled>();
+
+        /// <summary>What came back since the last call, in the order it came (read it, do not change it).</summary>
         public List<Settled> Drain()
         {
             lock (gate)
             {
+                if (queue.Count == 0) return NothingCame; // most frames: nothing allocated
                 var output = queue;
                 queue = new List<Settled>();
                 return output;
