@@ -313,7 +313,7 @@ SAMPLE_BREAKS = [
 
 
 @pytest.mark.parametrize("right,wrong", SAMPLE_BREAKS, ids=["a new observation a frame", "Unity's name read a frame"])
-def test_the_sample_bees_allocation_test_fails_when_its_update_allocates(right: str, wrong: str, tmp_path: Path) -> None:
+def test_the_sample_bees_allocation_test_fails_when_the_bee_allocates(right: str, wrong: str, tmp_path: Path) -> None:
     """The engine test counts the bytes the runner's Tick and the sample bee's Update allocate over 300 frames (the
     Unity stand-ins' `name` makes a string at each read, as Unity's does): with the bee making a dictionary a
     frame, or reading its name a frame, it fails, and nothing else does."""
