@@ -181,19 +181,22 @@ def present(entry: dict[str, Any], within: tuple[str, ...] = LANGUAGES) -> tuple
     return tuple(lang for lang in within if only is None or lang in only)
 
 
-def expected(declaration: dict[str, Any], language: str) -> dict[str, str]:
-    """Every flat name the declaration gives a language -> the concept (and member) that declares it."""
-    names: dict[str, str] = {}
+def declared(declaration: dict[str, Any], language: str) -> Iterator[tuple[str, str]]:
+    """Every flat name the declaration gives a language, with the concept (and member) that declares it."""
     for concept in declaration["concepts"]:
         langs = present(concept)
         if language not in langs:
             continue
         top = concept_name(concept, language)
-        names[top] = concept["name"]
+        yield top, concept["name"]
         for member in map(as_member, concept.get("members", [])):
             if language in present(member, langs):
-                names[f"{top}.{member_name(member, language)}"] = f"{concept['name']}.{member['name']}"
-    return names
+                yield f"{top}.{member_name(member, language)}", f"{concept['name']}.{member['name']}"
+
+
+def expected(declaration: dict[str, Any], language: str) -> dict[str, str]:
+    """Every flat name the declaration gives a language -> the concept (and member) that declares it."""
+    return dict(declared(declaration, language))
 
 
 def flat(surface: Surface) -> set[str]:
@@ -225,15 +228,16 @@ def problems(declaration: dict[str, Any]) -> list[str]:
             found.append(f"{where}: `only` names an unknown language")
         renamed = [lang for lang in LANGUAGES if lang in entry]
         if (entry.get("only") is not None or renamed or entry.get("open")) and not reason_of(entry, reasons):
-            found.append(f"{where}: differs between the languages ({'only' if 'only' in entry else 'a name'}) "
-                         "without a `reason` (non-empty, or @key of `reasons`)")
+            found.append(
+                f"{where}: differs between the languages ({'only' if 'only' in entry else 'a name'}) "
+                "without a `reason` (non-empty, or @key of `reasons`)"
+            )
         if entry.get("kind", "type") not in KINDS:
             found.append(f"{where}: kind must be one of {sorted(KINDS)}")
     for language in LANGUAGES:
         seen: dict[str, int] = {}
-        for concept in declaration["concepts"]:
-            for name in expected({"concepts": [concept]}, language):
-                seen[name] = seen.get(name, 0) + 1
+        for name, _ in declared(declaration, language):
+            seen[name] = seen.get(name, 0) + 1
         found += [f"{language}: {n} is declared {k} times" for n, k in seen.items() if k > 1]
     return found
 
