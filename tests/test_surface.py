@@ -71,6 +71,7 @@ def failed(declaration: dict[str, Any], language: str, surface: Surface) -> str:
 # --- the declaration ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.fast
 def test_the_declaration_gives_every_difference_its_reason_and_no_name_twice(declaration: dict[str, Any]) -> None:
     assert problems(declaration) == []
     concepts = declaration["concepts"]
@@ -80,6 +81,7 @@ def test_the_declaration_gives_every_difference_its_reason_and_no_name_twice(dec
         assert len(expected(declaration, language)) >= 100, language
 
 
+@pytest.mark.fast
 def test_a_difference_without_its_reason_is_refused(declaration: dict[str, Any]) -> None:
     broken = json.loads(json.dumps(declaration))
     concept = next(c for c in broken["concepts"] if c["name"] == "DecideClient")
@@ -92,6 +94,7 @@ def test_a_difference_without_its_reason_is_refused(declaration: dict[str, Any])
     assert "python: DecideClient.track is declared 2 times" in found
 
 
+@pytest.mark.fast
 def test_the_gaps_issue_41_names_are_declared_as_gaps(declaration: dict[str, Any]) -> None:
     """What the ports lack today is in the table as a gap to fill, not hidden: live scope, key pinning, the
     refused-parameter retry, Python's memory interface, the error roots, the one rule for outcomes."""
@@ -105,6 +108,7 @@ def test_the_gaps_issue_41_names_are_declared_as_gaps(declaration: dict[str, Any
     assert gaps <= flagged
 
 
+@pytest.mark.fast
 def test_the_readme_table_is_the_declarations() -> None:
     """clients/surface/README.md's table is written from surface.json (`python tests/surface.py`)."""
     readme = (SURFACE / "README.md").read_text()
@@ -114,6 +118,7 @@ def test_the_readme_table_is_the_declarations() -> None:
 # --- the three ports as they are ---------------------------------------------------------------------------------
 
 
+@pytest.mark.fast
 def test_python_surface_is_the_declared_one(declaration: dict[str, Any]) -> None:
     surface = read_python(PYTHON)
     assert "DecideClient" in surface and "track" in surface["DecideClient"]["members"]
@@ -136,6 +141,7 @@ def test_csharp_surface_is_the_declared_one(declaration: dict[str, Any], csharp_
 # --- a difference planted in each port fails, named -----------------------------------------------------------
 
 
+@pytest.mark.fast
 def test_a_python_export_and_a_renamed_method_planted_in_a_copy_fail(
     declaration: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -191,6 +197,7 @@ def test_a_csharp_public_method_and_type_planted_in_a_copy_fail(declaration: dic
         assert f"csharp: {name} is public in the SDK but not declared in surface.json" in found, found
 
 
+@pytest.mark.fast
 def test_a_declared_name_missing_from_a_port_fails(declaration: dict[str, Any]) -> None:
     """The other way: a name declared for a language that its port does not have (a gap filled in the
     declaration before the code, or a member removed from the code) is reported too."""
