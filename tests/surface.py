@@ -204,12 +204,17 @@ def flat(surface: Surface) -> set[str]:
     return {name for t, entry in surface.items() for name in (t, *(f"{t}.{m}" for m in entry["members"]))}
 
 
-def differences(declaration: dict[str, Any], language: str, surface: Surface) -> list[str]:
-    """Each difference between a port's real surface and the declared one, as a line naming language and name."""
-    want = expected(declaration, language)
+def compared(declaration: dict[str, Any], language: str, surface: Surface) -> tuple[dict[str, str], set[str]]:
+    """What the declaration gives a language (name -> where declared), and the names its port has to compare."""
     # an open concept (generated wire types) is compared by its name alone, not by its members
     opened = {concept_name(c, language) for c in declaration["concepts"] if c.get("open")}
     have = {n for n in flat(surface) if n.partition(".")[0] not in opened or "." not in n}
+    return expected(declaration, language), have
+
+
+def differences(declaration: dict[str, Any], language: str, surface: Surface) -> list[str]:
+    """Each difference between a port's real surface and the declared one, as a line naming language and name."""
+    want, have = compared(declaration, language, surface)
     lines = [f"{language}: {n} is public in the SDK but not declared in surface.json" for n in sorted(have - set(want))]
     lines += [
         f"{language}: {n} is declared in surface.json (concept {want[n]}) but not in the SDK"
@@ -251,9 +256,11 @@ def entries(declaration: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str, 
 
 
 def reason_of(entry: dict[str, Any], reasons: dict[str, str]) -> str:
-    """An entry's reason, a `@key` resolved through the declaration's `reasons`."""
+    """An entry's reason, a `@key` resolved through the declaration's `reasons`; none while it says TODO (what
+    `surface.py sync` writes for a person to replace)."""
     reason = str(entry.get("reason", "")).strip()
-    return reasons.get(reason[1:], "").strip() if reason.startswith("@") else reason
+    reason = reasons.get(reason[1:], "").strip() if reason.startswith("@") else reason
+    return "" if reason.startswith("TODO") else reason
 
 
 def load(path: Path = DECLARED) -> dict[str, Any]:
@@ -318,20 +325,38 @@ def with_table(readme: str, declaration: dict[str, Any]) -> str:
     return f"{head}{BEGIN}\n\n{table(declaration)}\n\n{END}{tail}"
 
 
+def surfaces() -> dict[str, Surface]:
+    """The three ports of this checkout, read."""
+    with tempfile.TemporaryDirectory(prefix="npcmind-surface-") as out:
+        return {
+            "python": read_python(ROOT / "clients" / "python" / "src"),
+            "typescript": read_typescript(ROOT / "clients" / "typescript"),
+            "csharp": read_csharp(ROOT / "clients" / "csharp", Path(out)),
+        }
+
+
 def main(argv: list[str]) -> int:
     """`surface.py python <package>`: print that package's surface (the Python reader's process);
-    `surface.py`: write the README's table and print every difference of the three ports."""
+    `surface.py`: write the README's table and print every difference of the three ports;
+    `surface.py sync`: first rewrite surface.json to the ports as they are (tests/surface_edit.py), a reason to
+    write for each entry it changed."""
     if argv[:1] == ["python"]:
         print(json.dumps(python_surface(argv[1]), indent=1))
         return 0
+    read = surfaces()
+    if argv[:1] == ["sync"]:
+        from surface_edit import dumps, synced
+
+        declaration = load()
+        for language, surface in read.items():
+            declaration = synced(declaration, language, surface)
+        DECLARED.write_text(dumps(declaration))
     declaration = load()
     readme = SURFACE / "README.md"
     readme.write_text(with_table(readme.read_text(), declaration))
     found = problems(declaration)
-    found += differences(declaration, "python", read_python(ROOT / "clients" / "python" / "src"))
-    found += differences(declaration, "typescript", read_typescript(ROOT / "clients" / "typescript"))
-    with tempfile.TemporaryDirectory(prefix="npcmind-surface-") as out:
-        found += differences(declaration, "csharp", read_csharp(ROOT / "clients" / "csharp", Path(out)))
+    for language, surface in read.items():
+        found += differences(declaration, language, surface)
     print("\n".join(found) or "the three ports' surfaces are the declared one")
     return 1 if found else 0
 

@@ -28,6 +28,7 @@ from surface import (
     read_typescript,
     with_table,
 )
+from surface_edit import dumps, synced
 
 PYTHON = ROOT / "clients" / "python" / "src"
 TYPESCRIPT = ROOT / "clients" / "typescript"
@@ -106,6 +107,12 @@ def test_the_gaps_issue_41_names_are_declared_as_gaps(declaration: dict[str, Any
         for e in [c, *(m for m in c.get("members", []) if isinstance(m, dict))]
     }
     assert gaps <= flagged
+
+
+@pytest.mark.fast
+def test_surface_json_is_in_the_layout_sync_writes(declaration: dict[str, Any]) -> None:
+    """So that `surface.py sync` rewriting it changes only the entries it touched."""
+    assert DECLARED.read_text() == dumps(declaration)
 
 
 @pytest.mark.fast
@@ -195,6 +202,34 @@ def test_a_csharp_public_method_and_type_planted_in_a_copy_fail(declaration: dic
     found = differences(declaration, "csharp", read_csharp(copy, tmp_path / "out"))
     for name in ("Planted", "Planted.Warp", "DecideClient.Warp"):
         assert f"csharp: {name} is public in the SDK but not declared in surface.json" in found, found
+
+
+@pytest.mark.fast
+def test_sync_takes_a_changed_port_in_and_leaves_a_reason_to_write_for_each_change(
+    declaration: dict[str, Any], tmp_path: Path
+) -> None:
+    """After a deliberate change of a port (here Python's `Choice` made private and a method renamed), `surface.py
+    sync` rewrites the declaration to it: nothing differs any more, and each entry it touched is refused until a
+    person says why."""
+    copy = tmp_path / "src"
+    shutil.copytree(PYTHON, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    init = copy / "npcmind_client" / "__init__.py"
+    init.write_text(init.read_text().replace('__all__ = [\n    "Choice",', "__all__ = ["))
+    decide = copy / "npcmind_client" / "decide.py"
+    decide.write_text(decide.read_text().replace("def last_prompt(self)", "def prompt_last(self)"))
+    surface = read_python(copy)
+    after = synced(declaration, "python", surface)
+    assert differences(after, "python", surface) == []
+    assert sorted(problems(after)) == [
+        "Choice: differs between the languages (only) without a `reason` (non-empty, or @key of `reasons`)",
+        "DecideClient.last_prompt: differs between the languages (only) without a `reason` (non-empty, or @key of "
+        "`reasons`)",
+        "DecideClient.prompt_last: differs between the languages (only) without a `reason` (non-empty, or @key of "
+        "`reasons`)",
+    ]
+    choice = next(c for c in after["concepts"] if c["name"] == "Choice")
+    assert choice["only"] == ["typescript", "csharp"] and choice["reason"].startswith("TODO: gone from python")
+    assert json.loads(dumps(after)) == after
 
 
 @pytest.mark.fast
