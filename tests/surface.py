@@ -1,7 +1,8 @@
 """The SDKs' public surfaces, read from each port as it is (Python's `__all__`, the TypeScript package's exports,
-C#'s public types by reflection) and compared with the one declared in clients/surface/surface.json, so the ports
-cannot drift apart in silence (issue 41). tests/test_surface.py runs it; `python tests/surface.py` prints the
-differences and writes the table of clients/surface/README.md.
+C#'s public types by reflection, the C++ core's public headers through clang's AST) and compared with the one
+declared in clients/surface/surface.json, so the ports cannot drift apart in silence (issue 41).
+tests/test_surface.py runs it; `python tests/surface.py` prints the differences and writes the table of
+clients/surface/README.md.
 
 A surface is `{name: {"kind": ..., "members": [...]}}`; compared flat, as the set of `Type` and `Type.member`
 names. The declaration's naming rule (clients/surface/README.md) derives each language's name from one canonical
@@ -26,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 SURFACE = ROOT / "clients" / "surface"
 DECLARED = SURFACE / "surface.json"
-LANGUAGES = ("python", "typescript", "csharp")
+LANGUAGES = ("python", "typescript", "csharp", "cpp")
 Surface = dict[str, dict[str, Any]]
 # the declaration's keys a concept or a member may have (a language's name override is one of LANGUAGES)
 CONCEPT_KEYS = {"name", "kind", "only", "reason", "members", "open", *LANGUAGES}
@@ -127,6 +128,101 @@ def read_csharp(package: Path, out: Path) -> Surface:
     return surface
 
 
+CPP_HEADERS = Path("Source") / "NpcMindCore" / "Public"  # of clients/unreal: the core's public headers
+
+
+def read_cpp(plugin: Path) -> Surface:
+    """The C++ core's surface: what its public headers declare in namespace `npcmind`, read from clang's AST
+    (`-ast-dump=json`) of a file including each of them. A class's public members (access followed through its
+    `public:`/`private:`), an enum's values; a nested type is `Outer.Inner`; operators and constructors left out."""
+    include = plugin / CPP_HEADERS
+    headers = sorted(p.relative_to(include).as_posix() for p in include.rglob("*.h"))
+    r = subprocess.run(
+        [
+            "clang++",
+            "-std=c++17",
+            "-fsyntax-only",
+            "-x",
+            "c++",
+            f"-I{include}",
+            "-",
+            "-Xclang",
+            "-ast-dump=json",
+            "-Xclang",
+            "-ast-dump-filter",
+            "-Xclang",
+            "npcmind",
+        ],
+        input="".join(f'#include "{h}"\n' for h in headers),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, f"clang++ failed on the headers:\n{r.stderr[-3000:]}"
+    out: Surface = {}
+    for node in clang_nodes(r.stdout):
+        if node.get("kind") == "NamespaceDecl" and node.get("name") == "npcmind":
+            for child in node.get("inner", []):
+                cpp_decl(child, "", out)
+    return out
+
+
+def clang_nodes(text: str) -> Iterator[dict[str, Any]]:
+    """The JSON objects of clang's filtered AST dump, one after another (each after a `Dumping ...:` line)."""
+    decoder = json.JSONDecoder()
+    at = 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at >= len(text):
+            return
+        if text.startswith("Dumping", at):
+            at = text.index("\n", at)
+            continue
+        node, at = decoder.raw_decode(text, at)
+        yield node
+
+
+def cpp_decl(node: dict[str, Any], outer: str, out: Surface) -> None:
+    """One declaration of the namespace (or a public one nested in a class) into the surface."""
+    kind, name = node.get("kind", ""), node.get("name", "")
+    if node.get("isImplicit") or not name:
+        return
+    full = f"{outer}.{name}" if outer else name
+    if kind == "CXXRecordDecl" and node.get("completeDefinition"):
+        out[full] = {"kind": "class", "members": sorted(cpp_members(node, full, out))}
+    elif kind == "ClassTemplateDecl":
+        for inner in node.get("inner", []):
+            cpp_decl({**inner, "name": name}, outer, out)
+    elif kind == "EnumDecl":
+        values = [c["name"] for c in node.get("inner", []) if c.get("kind") == "EnumConstantDecl"]
+        out[full] = {"kind": "enum", "members": sorted(values)}
+    elif kind in ("TypeAliasDecl", "TypedefDecl"):
+        out.setdefault(full, {"kind": "type", "members": []})
+    elif kind in ("FunctionDecl", "FunctionTemplateDecl") and not outer:
+        out.setdefault(full, {"kind": "function", "members": []})
+    elif kind == "VarDecl" and not outer:
+        out.setdefault(full, {"kind": "constant", "members": []})
+
+
+def cpp_members(record: dict[str, Any], full: str, out: Surface) -> set[str]:
+    """A class's public members by name; its public nested types go into the surface as types of their own."""
+    public = record.get("tagUsed") != "class"
+    names: set[str] = set()
+    for child in record.get("inner", []):
+        kind = child.get("kind", "")
+        if kind == "AccessSpecDecl":
+            public = child.get("access") == "public"
+        elif not public or child.get("isImplicit"):
+            continue
+        elif kind in ("CXXMethodDecl", "FieldDecl", "VarDecl", "FunctionTemplateDecl"):
+            if not child.get("name", "operator").startswith("operator"):
+                names.add(child["name"])
+        elif kind in ("CXXRecordDecl", "EnumDecl", "TypeAliasDecl", "TypedefDecl", "ClassTemplateDecl"):
+            cpp_decl(child, full, out)
+    return names
+
+
 # --- the declaration ----------------------------------------------------------------------------------------------
 
 
@@ -136,10 +232,10 @@ def words(canonical: str) -> list[str]:
 
 
 def styled(canonical: str, language: str, *, const: bool = False) -> str:
-    """A member's or a function's name in a language: snake_case, camelCase, PascalCase (a constant: UPPER_SNAKE in
-    Python and TypeScript, PascalCase in C#)."""
+    """A member's or a function's name in a language: snake_case, camelCase, PascalCase in C# and C++ (a constant:
+    UPPER_SNAKE in Python and TypeScript, PascalCase in C# and C++)."""
     ws = words(canonical)
-    if language == "csharp":
+    if language in ("csharp", "cpp"):
         return "".join(w[:1].upper() + w[1:] for w in ws)
     if const:
         return "_".join(w.upper() for w in ws)
@@ -239,6 +335,8 @@ def problems(declaration: dict[str, Any]) -> list[str]:
             )
         if entry.get("kind", "type") not in KINDS:
             found.append(f"{where}: kind must be one of {sorted(KINDS)}")
+    used = {key[1:] for entry, _, _ in entries(declaration) for key in str(entry.get("reason", "")).split()}
+    found += [f"reasons: {key!r} explains nothing" for key in reasons if key not in used]
     for language in LANGUAGES:
         seen: dict[str, int] = {}
         for name, _ in declared(declaration, language):
@@ -256,10 +354,12 @@ def entries(declaration: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str, 
 
 
 def reason_of(entry: dict[str, Any], reasons: dict[str, str]) -> str:
-    """An entry's reason, a `@key` resolved through the declaration's `reasons`; none while it says TODO (what
+    """An entry's reason, `@key`s resolved through the declaration's `reasons`; none while it says TODO (what
     `surface.py sync` writes for a person to replace)."""
     reason = str(entry.get("reason", "")).strip()
-    reason = reasons.get(reason[1:], "").strip() if reason.startswith("@") else reason
+    if reason.startswith("@"):  # one or more keys, `@a @b`: each must be one of `reasons`
+        texts = [reasons.get(key[1:], "").strip() if key.startswith("@") else "" for key in reason.split()]
+        reason = "; ".join(texts) if all(texts) else ""
     return "" if reason.startswith("TODO") else reason
 
 
@@ -280,7 +380,10 @@ def table(declaration: dict[str, Any]) -> str:
     grouped by reason), then the reasons with how many names each explains."""
     reasons = declaration.get("reasons", {})
     counts: dict[str, int] = {}
-    rows = ["| concept | Python | TypeScript | C# | members | differs (reason) |", "|---|---|---|---|---|---|"]
+    rows = [
+        "| concept | Python | TypeScript | C# | C++ | members | differs (reason) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for concept in declaration["concepts"]:
         langs = present(concept)
         cells = [f"`{concept_name(concept, lang)}`" if lang in langs else "—" for lang in LANGUAGES]
@@ -294,7 +397,8 @@ def table(declaration: dict[str, Any]) -> str:
                 where = "" if only == langs else f" ({', '.join(SHORT[lang] for lang in only)})"
                 groups.setdefault(label(member, reasons), []).append(f"`{member['name']}`{where}")
         for key, names in groups.items():
-            counts[key] = counts.get(key, 0) + len(names)
+            for one in key.split(" ") if key.startswith("`") else [key]:
+                counts[one] = counts.get(one, 0) + len(names)
         notes = "<br>".join(f"{', '.join(names)}: {key}" for key, names in groups.items())
         rows.append(f"| `{concept['name']}` | {' | '.join(cells)} | {len(members)} | {notes} |")
     rows += ["", "Reasons (`@key` in surface.json; how many entries each explains):", ""]
@@ -304,7 +408,7 @@ def table(declaration: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
-SHORT = {"python": "Py", "typescript": "TS", "csharp": "C#"}
+SHORT = {"python": "Py", "typescript": "TS", "csharp": "C#", "cpp": "C++"}
 
 
 def differs(entry: dict[str, Any], within: tuple[str, ...]) -> bool:
@@ -315,7 +419,7 @@ def differs(entry: dict[str, Any], within: tuple[str, ...]) -> bool:
 def label(entry: dict[str, Any], reasons: dict[str, str]) -> str:
     """How the table names an entry's reason: its key in `reasons`, or the reason's text."""
     reason = str(entry.get("reason", "")).strip()
-    return f"`{reason[1:]}`" if reason.startswith("@") else reason_of(entry, reasons)
+    return " ".join(f"`{key[1:]}`" for key in reason.split()) if reason.startswith("@") else reason_of(entry, reasons)
 
 
 def with_table(readme: str, declaration: dict[str, Any]) -> str:
@@ -326,18 +430,19 @@ def with_table(readme: str, declaration: dict[str, Any]) -> str:
 
 
 def surfaces() -> dict[str, Surface]:
-    """The three ports of this checkout, read."""
+    """The four ports of this checkout, read."""
     with tempfile.TemporaryDirectory(prefix="npcmind-surface-") as out:
         return {
             "python": read_python(ROOT / "clients" / "python" / "src"),
             "typescript": read_typescript(ROOT / "clients" / "typescript"),
             "csharp": read_csharp(ROOT / "clients" / "csharp", Path(out)),
+            "cpp": read_cpp(ROOT / "clients" / "unreal"),
         }
 
 
 def main(argv: list[str]) -> int:
     """`surface.py python <package>`: print that package's surface (the Python reader's process);
-    `surface.py`: write the README's table and print every difference of the three ports;
+    `surface.py`: write the README's table and print every difference of the four ports;
     `surface.py sync`: first rewrite surface.json to the ports as they are (tests/surface_edit.py), a reason to
     write for each entry it changed."""
     if argv[:1] == ["python"]:
@@ -357,7 +462,7 @@ def main(argv: list[str]) -> int:
     found = problems(declaration)
     for language, surface in read.items():
         found += differences(declaration, language, surface)
-    print("\n".join(found) or "the three ports' surfaces are the declared one")
+    print("\n".join(found) or "the four ports' surfaces are the declared one")
     return 1 if found else 0
 
 

@@ -1,6 +1,7 @@
-"""The three ports in step (issue 41): each SDK's real public surface (Python's `__all__`, the TypeScript package's
-exports, C#'s public types by reflection) is the one declared in clients/surface/surface.json, and a difference
-planted in any of them, not declared, fails with its language, type and member named."""
+"""The ports in step (issue 41): each SDK's real public surface (Python's `__all__`, the TypeScript package's
+exports, C#'s public types by reflection, and the C++ core's public headers) is the one declared in
+clients/surface/surface.json, and a difference planted in any of them, not declared, fails with its language,
+type and member named."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from surface import (
+    CPP_HEADERS,
     DECLARED,
     LANGUAGES,
     ROOT,
@@ -23,6 +25,7 @@ from surface import (
     expected,
     load,
     problems,
+    read_cpp,
     read_csharp,
     read_python,
     read_typescript,
@@ -35,6 +38,8 @@ TYPESCRIPT = ROOT / "clients" / "typescript"
 CSHARP = ROOT / "clients" / "csharp"
 needs_node = pytest.mark.skipif(shutil.which("node") is None or shutil.which("npm") is None, reason="no node/npm")
 needs_mono = pytest.mark.skipif(shutil.which("mcs") is None or shutil.which("mono") is None, reason="no mono (mcs)")
+needs_clang = pytest.mark.skipif(shutil.which("clang++") is None, reason="no clang++")
+UNREAL = ROOT / "clients" / "unreal"
 
 
 @pytest.fixture(scope="module")
@@ -145,6 +150,13 @@ def test_csharp_surface_is_the_declared_one(declaration: dict[str, Any], csharp_
     assert differences(declaration, "csharp", csharp_surface) == [], failed(declaration, "csharp", csharp_surface)
 
 
+@needs_clang
+def test_cpp_surface_is_the_declared_one(declaration: dict[str, Any]) -> None:
+    surface = read_cpp(UNREAL)
+    assert "Track" in surface["DecideClient"]["members"] and "Need" not in surface["DialogueTurn"]["members"]
+    assert differences(declaration, "cpp", surface) == [], failed(declaration, "cpp", surface)
+
+
 # --- a difference planted in each port fails, named -----------------------------------------------------------
 
 
@@ -204,6 +216,27 @@ def test_a_csharp_public_method_and_type_planted_in_a_copy_fail(declaration: dic
         assert f"csharp: {name} is public in the SDK but not declared in surface.json" in found, found
 
 
+@needs_clang
+def test_a_cpp_public_method_and_type_planted_in_a_copy_of_the_headers_fail(
+    declaration: dict[str, Any], tmp_path: Path
+) -> None:
+    copy = tmp_path / "unreal"
+    shutil.copytree(UNREAL / CPP_HEADERS, copy / CPP_HEADERS)
+    header = copy / CPP_HEADERS / "NpcMindCore" / "DecideClient.h"
+    text = header.read_text()
+    planted = text.replace(
+        "    void Tick();", "    void Tick();\n    void Warp() {}\n\nprivate:\n    void Hidden() {}\n\npublic:", 1
+    )
+    assert planted != text, "DecideClient.h has no `void Tick();` to plant beside"
+    header.write_text(
+        planted.replace("namespace npcmind {", "namespace npcmind {\nstruct Planted { int Warp = 0; };", 1)
+    )
+    found = differences(declaration, "cpp", read_cpp(copy))
+    for name in ("Planted", "Planted.Warp", "DecideClient.Warp"):
+        assert f"cpp: {name} is public in the SDK but not declared in surface.json" in found, found
+    assert not any("Hidden" in line for line in found), found  # a private member is no part of the surface
+
+
 @pytest.mark.fast
 def test_sync_takes_a_changed_port_in_and_leaves_a_reason_to_write_for_each_change(
     declaration: dict[str, Any], tmp_path: Path
@@ -228,7 +261,7 @@ def test_sync_takes_a_changed_port_in_and_leaves_a_reason_to_write_for_each_chan
         "`reasons`)",
     ]
     choice = next(c for c in after["concepts"] if c["name"] == "Choice")
-    assert choice["only"] == ["typescript", "csharp"] and choice["reason"].startswith("TODO: gone from python")
+    assert choice["only"] == ["typescript", "csharp", "cpp"] and choice["reason"].startswith("TODO: gone from python")
     assert json.loads(dumps(after)) == after
 
 
