@@ -335,6 +335,10 @@ def problems(declaration: dict[str, Any]) -> list[str]:
             )
         if entry.get("kind", "type") not in KINDS:
             found.append(f"{where}: kind must be one of {sorted(KINDS)}")
+    for concept in declaration["concepts"]:
+        for member in map(as_member, concept.get("members", [])):
+            if not set(member.get("only") or ()) <= set(present(concept)):
+                found.append(f"{concept['name']}.{member['name']}: `only` names a language its concept is not in")
     used = {key[1:] for entry, _, _ in entries(declaration) for key in str(entry.get("reason", "")).split()}
     found += [f"reasons: {key!r} explains nothing" for key in reasons if key not in used]
     for language in LANGUAGES:
