@@ -39,13 +39,16 @@ def synced(declaration: dict[str, Any], language: str, surface: Surface) -> dict
         if language not in langs:
             continue
         top = concept_name(concept, language)
-        if top in gone:
-            leave(concept, language, langs)
-            continue
         members = [as_member(m) for m in concept.get("members", [])]
         for member in members:
-            if language in present(member, langs) and f"{top}.{member_name(member, language)}" in gone:
+            if language not in present(member, langs):
+                continue
+            # a type gone takes its members with it, but one naming the language in its `only` must no longer;
+            # a member gone from a type still there leaves that language
+            if ("only" in member) if top in gone else f"{top}.{member_name(member, language)}" in gone:
                 leave(member, language, present(member, langs))
+        if top in gone:
+            leave(concept, language, langs)
         if "members" in concept:
             concept["members"] = [compact(m) for m in members if m.get("only") != []]
     out["concepts"] = [c for c in out["concepts"] if c.get("only") != []]
