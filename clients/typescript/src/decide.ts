@@ -121,8 +121,10 @@ export class DecideClient {
   }
 
   set threshold(value: number) {
-    if (typeof value !== "number" || !Number.isFinite(value))
-      throw new TypeError(`threshold: must be a finite number, not ${typeof value === "number" ? value : kindOf(value)}`);
+    if (typeof value !== "number" || !Number.isFinite(value)) {
+      const shown = typeof value === "number" ? String(value) : kindOf(value);
+      throw new TypeError(`threshold: must be a finite number, not ${shown}`);
+    }
     this.core.roster.threshold = value;
   }
 

@@ -7,7 +7,15 @@
 
 import { isObject } from "./errors.js";
 
-const REFUSAL_WORDS = ["support", "unrecognized", "unknown", "extra", "not permitted", "not allowed", "input should be"];
+const REFUSAL_WORDS = [
+  "support",
+  "unrecognized",
+  "unknown",
+  "extra",
+  "not permitted",
+  "not allowed",
+  "input should be",
+];
 
 /** The parameter of `optional` and `sent` that an error answer says the model does not take, or null.
  *

@@ -85,9 +85,11 @@ test("the cortex still fails clearly on an error it cannot work around", async (
   assert.equal(cortex.refused.size, 0);
 });
 
+type Server = { url: string; bodies: Record<string, unknown>[]; close: () => void };
+
 /** An OpenAI-compatible server on a real port that refuses the parameters of `refuse` as vLLM does (a 422 whose
  * message alone names the field); it keeps every body it was sent. */
-async function vllmLike(refuse: string[]): Promise<{ url: string; bodies: Record<string, unknown>[]; close: () => void }> {
+async function vllmLike(refuse: string[]): Promise<Server> {
   const bodies: Record<string, unknown>[] = [];
   const srv = createServer((req, res) => {
     let raw = "";
