@@ -543,6 +543,32 @@ def test_a_csharp_game_that_changes_its_tape_is_refused_by_the_service_and_a_blo
     assert "applied" not in out and (out["memories"], out["state"]) == (0, {}), out
 
 
+def test_the_csharp_cortex_asks_a_real_model_again_without_the_parameters_it_refused(
+    results: dict[str, str], scripted: ScriptedServer
+) -> None:
+    """OpenAICortex against a chat-completions server (the scripted provider) that answers a 400 naming each of
+    temperature and max_tokens, as OpenAI's reasoning models do: asked again without temperature, the limit as
+    max_completion_tokens, and the next call sends neither; a refusal of a parameter it cannot leave out is the
+    CortexException with the server's status and code."""
+    scripted.set(text="Well met, traveller.", reject_params=["temperature", "max_tokens"])
+    out = dialogue("-", scripted.base_url, "cortex")
+    assert (out.get("first"), out.get("second")) == ("Well met, traveller.", "Well met, traveller."), out
+    assert out["refused"] == ["temperature", "max_tokens"] and len(out["said"]) == 2, out
+    sent = [sorted(set(r) - {"model", "messages"}) for r in scripted.requests]
+    assert sent == [
+        ["max_tokens", "stop", "temperature"],
+        ["max_tokens", "stop"],
+        ["max_completion_tokens", "stop"],
+        ["max_completion_tokens", "stop"],
+    ], sent
+    assert scripted.requests[-1]["max_completion_tokens"] == 60, scripted.requests[-1]
+
+    scripted.set(text="Hm.", reject_params=["messages"])
+    out = dialogue("-", scripted.base_url, "cortex")
+    assert out["refused"] == [] and out["error"]["status"] == 400, out
+    assert out["error"]["code"] == "unsupported_parameter" and "'messages'" in out["error"]["message"], out
+
+
 def test_csharp_reads_every_number_as_python_does(results: dict[str, str]) -> None:
     """Json.Parse gives the double nearest each literal (a tape goes back to the service as it came, or its step
     token refuses it): 30,000 derandomized literals, the shortest form of random doubles (a third subnormal),

@@ -116,12 +116,6 @@ namespace NpcMind
             CancellationToken cancellationToken = default(CancellationToken));
     }
 
-    /// <summary>The service refused a step, could not be reached, or the loop did not finish; nothing was applied.</summary>
-    public sealed class ProtocolException : Exception
-    {
-        public ProtocolException(string message) : base(message) { }
-    }
-
     /// <summary>What the game gets back: the line, the action, the rules applied, whether the service's signature
     /// was checked here (<see cref="Verified"/>), and what a game server needs to check it; not applied until
     /// <see cref="DialogueClient.Apply"/>.</summary>
@@ -223,11 +217,11 @@ namespace NpcMind
         {
             cancellationToken.ThrowIfCancellationRequested();
             if (string.IsNullOrEmpty(npcId) || npcId.Contains("/"))
-                throw new ProtocolException("npcId: " + Errors.Quote(npcId ?? "null") + " must be non-empty text without '/'");
-            if (observation == null) throw new ProtocolException("observation: must be text, not null");
+                throw new InvalidInputException("npcId: " + Errors.Quote(npcId ?? "null") + " must be non-empty text without '/'");
+            if (observation == null) throw new InvalidInputException("observation: must be text, not null");
             var rec = Memory.Get(npcId);
             if (rec == null)
-                throw new ProtocolException("unknown NPC " + Errors.Quote(npcId) + ": the game's memory has no record of it");
+                throw new InvalidInputException("unknown NPC " + Errors.Quote(npcId) + ": the game's memory has no record of it");
             var tape = new Dictionary<string, object>
             {
                 { "observation", observation }, { "npcState", rec.State ?? new Dictionary<string, object>() },
@@ -245,13 +239,13 @@ namespace NpcMind
                 NpcStep kind;
                 if (!Wire.TryRead((string)instruction["type"], out kind))
                     throw new ProtocolException("unknown instruction " + Errors.Quote((string)instruction["type"])
-                        + " (instruction.type: not one of " + Wire.Words(typeof(NpcStep)) + ")");
+                        + " (instruction.type: not one of " + Wire.Words(typeof(NpcStep)) + ")", 200);
                 steps.Add(kind);
                 if (kind == NpcStep.Finalize)
                     return await Checked(Finish(npcId, instruction, step, steps), cancellationToken).ConfigureAwait(true);
                 last = await Result(rec, kind, instruction, cancellationToken).ConfigureAwait(true);
             }
-            throw new ProtocolException("no Finalize after " + MaxCalls + " calls");
+            throw new ProtocolException("no Finalize after " + MaxCalls + " calls", 200);
         }
 
         /// <summary>Keep a valid outcome's memories and merge its state: the game's call, made when it trusts the
@@ -272,9 +266,10 @@ namespace NpcMind
         {
             var got = await Request("GET", "/v1/keys", null, Limits.MaxKeysBytes, "Limits.MaxKeysBytes", cancellationToken)
                 .ConfigureAwait(false);
+            if (got.Key != 200) throw Errors.Refused(got.Key, got.Value, "GET /v1/keys");
             var keys = Json.Get(got.Value, "keys") as IList<object>;
-            if (got.Key != 200 || keys == null)
-                throw new ProtocolException("GET /v1/keys answered " + got.Key + " without keys: " + Errors.ErrorLine(got.Value, ""));
+            if (keys == null)
+                throw new ProtocolException("GET /v1/keys answered 200 without keys: " + Errors.ErrorLine(got.Value, ""), 200);
             var byKid = new Dictionary<string, string>();
             foreach (var k in keys.OfType<IDictionary<string, object>>()) // a kid listed twice: the last, as the other SDKs
                 byKid[Errors.Text(Json.Get(k, "kid"))] = Errors.Text(Json.Get(k, "public_key"));
@@ -315,7 +310,7 @@ namespace NpcMind
                 cancellationToken.ThrowIfCancellationRequested(); // a cortex that ignored it: its answer is not sent
                 return new Dictionary<string, object> { { "type", "ExecuteInferenceResult" }, { "generatedOutput", output ?? "" } };
             }
-            throw new ProtocolException("unknown instruction " + Errors.Quote(Wire.Text(kind)));
+            throw new ProtocolException("unknown instruction " + Errors.Quote(Wire.Text(kind)), 200);
         }
 
         private async Task<KeyValuePair<IDictionary<string, object>, IDictionary<string, object>>> Step(
@@ -324,15 +319,14 @@ namespace NpcMind
             var body = new Dictionary<string, object> { { "tape", tape }, { "lastResult", last } };
             var got = await Request("POST", "/npcs/" + Uri.EscapeDataString(npcId) + "/process", body, Limits.MaxStepBytes,
                 "Limits.MaxStepBytes", cancellationToken).ConfigureAwait(false);
-            if (got.Key != 200)
-                throw new ProtocolException("the service answered " + got.Key + ": " + Errors.ErrorLine(got.Value, ""));
+            if (got.Key != 200) throw Errors.Refused(got.Key, got.Value, "POST /npcs/" + Uri.EscapeDataString(npcId) + "/process");
             var instruction = Json.Get(got.Value, "instruction") as IDictionary<string, object>;
             var next = Json.Get(got.Value, "tape") as IDictionary<string, object>;
             if (instruction == null || next == null || !(Json.Get(instruction, "type") is string))
             {
                 string text = Json.Write(got.Value);
                 throw new ProtocolException("the service answered 200 without an instruction and tape: "
-                    + (text.Length > 200 ? text.Substring(0, 200) : text));
+                    + (text.Length > 200 ? text.Substring(0, 200) : text), 200);
             }
             return new KeyValuePair<IDictionary<string, object>, IDictionary<string, object>>(instruction, next);
         }
@@ -346,7 +340,7 @@ namespace NpcMind
             if (!Signing.Verify(outcome.Signature, outcome.SignedPayload, keys) && options.Keys == null)
                 keys = await PublicKeys(cancellationToken).ConfigureAwait(true); // as the other SDKs: asked again once (a key rotated)
             if (!Signing.Verify(outcome.Signature, outcome.SignedPayload, keys))
-                throw new ProtocolException("the outcome's signature does not verify with the service's keys (GET /v1/keys): nothing was applied");
+                throw new SignatureException("the outcome's signature does not verify with the service's keys (GET /v1/keys): nothing was applied");
             outcome.Verified = true;
             return outcome;
         }
@@ -368,14 +362,14 @@ namespace NpcMind
             outcome.Memories = Memories(store);
             outcome.Signature = Json.Get(fin, "signature") as string;
             if (string.IsNullOrEmpty(outcome.Signature))
-                throw new ProtocolException("the service sent a valid outcome without a signature: nothing can check it");
+                throw new SignatureException("the service sent a valid outcome without a signature: nothing can check it");
             try
             {
                 outcome.SignedPayload = Jcs.Canonical(Signing.SignedPayload(npcId, fin, tape));
             }
             catch (NotCanonicalException e)
             {
-                throw new ProtocolException("the outcome cannot be checked: its tape has no canonical form (" + e.Message + ")");
+                throw new SignatureException("the outcome cannot be checked: its tape has no canonical form (" + e.Message + ")");
             }
             return outcome;
         }
@@ -392,7 +386,7 @@ namespace NpcMind
                 MemoryKind kind;
                 if (!Wire.TryRead(Json.Get(m, "type") as string, out kind))
                     throw new ProtocolException("memoryStore[" + i + "].type: " + Errors.Quote(Errors.Text(Json.Get(m, "type")))
-                        + " is not a memory type of this protocol (" + Wire.Words(typeof(MemoryKind)) + "): nothing was applied");
+                        + " is not a memory type of this protocol (" + Wire.Words(typeof(MemoryKind)) + "): nothing was applied", 200);
                 object importance = Json.Get(m, "importance");
                 kept.Add(new NewMemory
                 {
@@ -426,19 +420,19 @@ namespace NpcMind
                 }
                 catch (NotCanonicalException e)
                 {
-                    throw new ProtocolException("the step cannot be sent: " + e.Message);
+                    throw new InvalidInputException("the step cannot be sent: " + e.Message);
                 }
             }
             var result = await http.Call(call, cancellationToken).ConfigureAwait(false);
             if (result.Status == 0)
-                throw new ProtocolException("cannot reach the npcmind service at " + baseUrl + ": "
+                throw new UnreachableException("cannot reach the npcmind service at " + baseUrl + ": "
                     + (result.TimedOut ? "no answer within " + options.TimeoutMs + " ms" : result.Error)
                     + " (is `npcmind serve` running there?)");
             var bytes = result.Body ?? new byte[0];
             int cap = Limits.For(result.Status, max, Limits.MaxErrorBytes);
             if (bytes.Length > cap)
-                throw new ProtocolException(Limits.TooLarge(method + " " + path + " answered " + result.Status, cap,
-                    Limits.Name(result.Status, max, capName)));
+                throw new TooLargeException(Limits.TooLarge(method + " " + path + " answered " + result.Status, cap,
+                    Limits.Name(result.Status, max, capName)), result.Status);
             return new KeyValuePair<int, object>(result.Status, Transport.Parse(bytes));
         }
 

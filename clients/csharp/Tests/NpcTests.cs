@@ -1,7 +1,7 @@
 // Dialogue NPCs: the canonical JSON and signed payload against the service's own vectors
 // (docs/signature-vectors.json), and DialogueClient's step loop over a sender that plays the service: the tape
 // sent back as received, what each instruction is answered with, nothing applied until the game applies it,
-// and every failure a ProtocolException that says what went wrong.
+// and every failure an NpcMindException of its kind (with the status and the service's code) that says what went wrong.
 
 using System;
 using System.Collections.Generic;
@@ -236,7 +236,8 @@ namespace NpcMind.Tests
 
             var forged = Signed(v, wrong);
             var e = Assert.Throws<AggregateException>(() => mind(forged).Process((string)v["npcId"], "Hello.").Wait());
-            Assert.IsInstanceOf<ProtocolException>(e.InnerException);
+            Assert.IsInstanceOf<SignatureException>(e.InnerException, "a signature that does not verify is no refusal of the service");
+            Assert.IsNotInstanceOf<ServiceException>(e.InnerException);
             Assert.That(e.InnerException.Message, Is.StringContaining("does not verify").And.StringContaining("nothing was applied"));
         }
 
@@ -409,6 +410,7 @@ namespace NpcMind.Tests
                 new DialogueClientOptions { Http = Service(fin), CheckSignatures = false });
             var e = Assert.Throws<AggregateException>(() => mind.Process("mara", "Any rumours?").Wait()).InnerException;
             Assert.IsInstanceOf<ProtocolException>(e);
+            Assert.AreEqual(200, ((NpcMindException)e).Status);
             StringAssert.Contains("memoryStore[1].type: \"rumour\" is not a memory type", e.Message);
             StringAssert.Contains("observation, experience, knowledge, emotion, dialogue", e.Message);
             Assert.AreEqual(1, npcs.Remembered("mara").Count, "nothing was kept");
@@ -492,11 +494,11 @@ namespace NpcMind.Tests
             Assert.AreEqual(1, npcs.Remembered("mara").Count);
         }
 
-        private static ProtocolException Refused(DialogueClient mind, string npcId = "mara")
+        private static T Refused<T>(DialogueClient mind, string npcId = "mara") where T : NpcMindException
         {
             var e = Assert.Throws<AggregateException>(() => mind.Process(npcId, "Hello.").Wait());
-            Assert.IsInstanceOf<ProtocolException>(e.InnerException, e.ToString());
-            return (ProtocolException)e.InnerException;
+            Assert.IsInstanceOf<T>(e.InnerException, e.ToString());
+            return (T)e.InnerException;
         }
 
         private static DialogueClient Mind(Func<HttpCall, HttpResult> answer, InMemoryNpcs npcs = null)
@@ -510,33 +512,45 @@ namespace NpcMind.Tests
             var unsigned = Valid();
             unsigned["signature"] = null;
             var npcs = Mara();
-            var e = Refused(new DialogueClient("http://svc:1", new TextCortex("Hm."), npcs, new DialogueClientOptions { Http = Service(unsigned) }));
+            var e = Refused<SignatureException>(new DialogueClient("http://svc:1", new TextCortex("Hm."), npcs, new DialogueClientOptions { Http = Service(unsigned) }));
             Assert.That(e.Message, Is.StringContaining("without a signature"));
+            Assert.AreEqual(1, npcs.Remembered("mara").Count, "nothing applied");
         }
 
         [Test]
-        public void ARefusedStepSaysTheStatusAndTheProblemByPath()
+        public void ARefusedStepIsAServiceExceptionWithTheStatusTheCodeAndTheProblemByPath()
         {
-            var e = Refused(Mind(c => AnsweringHttp.Ok(Json.Parse(@"{""error"": {""code"": ""invalid"", ""message"": ""bad"",
+            var e = Refused<ServiceException>(Mind(c => AnsweringHttp.Ok(Json.Parse(@"{""error"": {""code"": ""invalid_request"", ""message"": ""bad"",
                 ""details"": [{""path"": ""tape.stepToken"", ""message"": ""changed after the service returned it""}]}}"), 422)));
-            Assert.That(e.Message, Is.StringContaining("422").And.StringContaining("tape.stepToken: changed after the service returned it"));
-            e = Refused(Mind(c => new HttpResult { Status = 502, Body = Encoding.UTF8.GetBytes("<html>Bad gateway</html>") }));
+            Assert.That(e.Message, Is.StringContaining("POST /npcs/mara/process answered 422: tape.stepToken: changed after the service returned it"));
+            Assert.AreEqual(422, e.Status);
+            Assert.AreEqual("invalid_request", e.Code);
+            e = Refused<ServiceException>(Mind(c => new HttpResult { Status = 502, Body = Encoding.UTF8.GetBytes("<html>Bad gateway</html>") }));
             Assert.That(e.Message, Is.StringContaining("502").And.StringContaining("Bad gateway"));
+            Assert.AreEqual(502, e.Status);
+            Assert.IsNull(e.Code, "a proxy's page has no code");
+            e = Refused<ServiceException>(Mind(c => AnsweringHttp.Ok(Json.Parse(@"{""error"": {""code"": ""unauthorized"", ""message"": ""no token""}}"), 401)));
+            Assert.AreEqual(401, e.Status);
+            Assert.AreEqual("unauthorized", e.Code);
+            StringAssert.Contains("no token", e.Message);
         }
 
         [Test]
-        public void AServiceThatCannotBeReachedOrAnswersNonsenseIsAProtocolException()
+        public void AServiceThatCannotBeReachedIsUnreachableAndOneAnsweringNonsenseBreaksTheProtocol()
         {
-            var e = Refused(Mind(c => HttpResult.Failed(false, "connection refused")));
-            Assert.That(e.Message, Is.StringContaining("cannot reach the npcmind service at http://svc:1").And.StringContaining("connection refused"));
-            e = Refused(Mind(c => { throw new InvalidOperationException("the sender broke"); }));
-            Assert.That(e.Message, Is.StringContaining("the sender broke"));
-            e = Refused(Mind(c => AnsweringHttp.Ok(Json.Parse("{\"ok\": true}"))));
+            var down = Refused<UnreachableException>(Mind(c => HttpResult.Failed(false, "connection refused")));
+            Assert.That(down.Message, Is.StringContaining("cannot reach the npcmind service at http://svc:1").And.StringContaining("connection refused"));
+            Assert.IsNull(down.Status, "no answer came");
+            Assert.IsNull(down.Code);
+            down = Refused<UnreachableException>(Mind(c => { throw new InvalidOperationException("the sender broke"); }));
+            Assert.That(down.Message, Is.StringContaining("the sender broke"));
+            var e = Refused<ProtocolException>(Mind(c => AnsweringHttp.Ok(Json.Parse("{\"ok\": true}"))));
             Assert.That(e.Message, Is.StringContaining("without an instruction and tape"));
-            e = Refused(Mind(c => AnsweringHttp.Ok(Json.Parse("{\"instruction\": {\"type\": \"Dance\"}, \"tape\": {}}"))));
+            Assert.AreEqual(200, e.Status);
+            e = Refused<ProtocolException>(Mind(c => AnsweringHttp.Ok(Json.Parse("{\"instruction\": {\"type\": \"Dance\"}, \"tape\": {}}"))));
             Assert.That(e.Message, Is.StringContaining("unknown instruction \"Dance\""));
             int calls = 0;
-            e = Refused(Mind(c => { calls++; return AnsweringHttp.Ok(Json.Parse("{\"instruction\": {\"type\": \"IdentifyActor\"}, \"tape\": {}}")); }));
+            e = Refused<ProtocolException>(Mind(c => { calls++; return AnsweringHttp.Ok(Json.Parse("{\"instruction\": {\"type\": \"IdentifyActor\"}, \"tape\": {}}")); }));
             Assert.That(e.Message, Is.StringContaining("no Finalize after 8 calls"));
             Assert.AreEqual(DialogueClient.MaxCalls, calls);
         }
@@ -548,7 +562,7 @@ namespace NpcMind.Tests
             var mind = Mind(c => { calls++; return HttpResult.Failed(false, "x"); });
             var context = new Dictionary<string, object> { { "weather", new Dictionary<string, object> { { "rain", double.NaN } } } };
             var e = Assert.Throws<AggregateException>(() => mind.Process("mara", "Hello.", context).Wait());
-            Assert.IsInstanceOf<ProtocolException>(e.InnerException);
+            Assert.IsInstanceOf<InvalidInputException>(e.InnerException);
             Assert.That(e.InnerException.Message, Is.StringContaining("tape.context.weather.rain: NaN is not a JSON number"));
             Assert.AreEqual(0, calls);
         }
@@ -576,9 +590,9 @@ namespace NpcMind.Tests
         {
             int calls = 0;
             var mind = Mind(c => { calls++; return HttpResult.Failed(false, "x"); });
-            Assert.That(Refused(mind, "nobody").Message, Is.StringContaining("unknown NPC \"nobody\""));
-            Assert.That(Refused(mind, "a/b").Message, Is.StringContaining("npcId: \"a/b\" must be non-empty text without '/'"));
-            Assert.That(Refused(mind, "").Message, Is.StringContaining("npcId"));
+            Assert.That(Refused<InvalidInputException>(mind, "nobody").Message, Is.StringContaining("unknown NPC \"nobody\""));
+            Assert.That(Refused<InvalidInputException>(mind, "a/b").Message, Is.StringContaining("npcId: \"a/b\" must be non-empty text without '/'"));
+            Assert.That(Refused<InvalidInputException>(mind, "").Message, Is.StringContaining("npcId"));
             Assert.AreEqual(0, calls);
             Assert.Throws<ArgumentException>(() => new DialogueClient("localhost:8080", new TextCortex(""), Mara()));
             Assert.Throws<ArgumentException>(() => new InMemoryNpcs().Register("a/b", "x"));
@@ -603,9 +617,15 @@ namespace NpcMind.Tests
                 {""kid"": ""k2"", ""alg"": ""Ed25519"", ""public_key"": ""BBB""}]}"))).PublicKeys().Result;
             Assert.AreEqual("AAA", keys["k1"]);
             Assert.AreEqual("BBB", keys["k2"]);
-            var e = Assert.Throws<AggregateException>(() => Mind(c => AnsweringHttp.Ok(Json.Parse("{\"error\": {\"message\": \"nope\"}}"), 404))
+            var e = Assert.Throws<AggregateException>(() => Mind(c => AnsweringHttp.Ok(Json.Parse("{\"error\": {\"code\": \"not_found\", \"message\": \"nope\"}}"), 404))
                 .PublicKeys().Wait());
-            Assert.That(e.InnerException.Message, Is.StringContaining("GET /v1/keys answered 404 without keys: nope"));
+            var refused = (ServiceException)e.InnerException;
+            Assert.That(refused.Message, Is.StringContaining("GET /v1/keys answered 404: nope"));
+            Assert.AreEqual(404, refused.Status);
+            Assert.AreEqual("not_found", refused.Code);
+            e = Assert.Throws<AggregateException>(() => Mind(c => AnsweringHttp.Ok(Json.Parse("{\"ok\": true}"))).PublicKeys().Wait());
+            Assert.IsInstanceOf<ProtocolException>(e.InnerException);
+            Assert.That(e.InnerException.Message, Is.StringContaining("GET /v1/keys answered 200 without keys"));
         }
 
         [Test]
