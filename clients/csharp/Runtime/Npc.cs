@@ -2,11 +2,12 @@
 // service is the mind (next step, prompt, judging, signing); the game is the body (state, memories, inference).
 //
 // The outcome's Ed25519 signature is checked here on every platform (Ed25519.cs: the vendored Bouncy Castle, pure
-// managed; .NET Standard 2.0 has no Ed25519, and no hand-written cryptography goes in): Process refuses an outcome
-// whose signature does not verify, and NpcOutcome.Verified says it was checked. With
-// DialogueClientOptions.CheckSignatures false nothing is called verified: the game gets what a game server checks
-// (the signature, the exact signed bytes, the Finalize and tape as received). Either way Process applies nothing: the game applies an outcome with
-// DialogueClient.Apply when it chooses to.
+// managed; .NET Standard 2.0 has no Ed25519, and no hand-written cryptography goes in). One rule, the Python and
+// TypeScript SDKs' too: Process applies a valid outcome it verified to the game's INpcMemory (its memories kept and
+// its state merged, both or neither), and refuses one whose signature does not verify (SignatureException: nothing
+// applied). With DialogueClientOptions.CheckSignatures false nothing is verified here, so nothing is applied: the
+// game gets what a game server checks (the signature, the exact signed bytes, the Finalize and tape as received),
+// and applies the outcome's Memories and StateTransform to its memory once its server said yes.
 
 using System;
 using System.Collections.Generic;
@@ -117,8 +118,9 @@ namespace NpcMind
     }
 
     /// <summary>What the game gets back: the line, the action, the rules applied, whether the service's signature
-    /// was checked here (<see cref="Verified"/>), and what a game server needs to check it; not applied until
-    /// <see cref="DialogueClient.Apply"/>.</summary>
+    /// was checked here (<see cref="Verified"/>) and what was applied (<see cref="Applied"/>: the
+    /// <see cref="Memories"/> kept and the <see cref="StateTransform"/> merged into <see cref="State"/>), and what a
+    /// game server needs to check it.</summary>
     public sealed class NpcOutcome
     {
         public string NpcId;
@@ -131,14 +133,19 @@ namespace NpcMind
         public IDictionary<string, object> Audit;
         /// <summary>The steps this turn took, Finalize last.</summary>
         public List<NpcStep> Steps;
-        /// <summary>What the service asks the game to keep, and the merge patch of the NPC's state.</summary>
+        /// <summary>The memories the service asked the game to keep (kept when <see cref="Applied"/>), and the merge
+        /// patch of the NPC's state (merged when <see cref="Applied"/>).</summary>
         public List<NewMemory> Memories = new List<NewMemory>();
         public IDictionary<string, object> StateTransform = new Dictionary<string, object>();
-        /// <summary>The NPC's state: as it was, until <see cref="DialogueClient.Apply"/> gives the merged one.</summary>
+        /// <summary>The NPC's state: the merged one when <see cref="Applied"/>, as it was otherwise.</summary>
         public IDictionary<string, object> State;
-        public bool Applied;
-        /// <summary>Memories kept by <see cref="DialogueClient.Apply"/>.</summary>
-        public int Remembered;
+        /// <summary>True when the SDK applied the outcome to its <see cref="INpcMemory"/>: a valid outcome whose
+        /// signature it verified (<see cref="Verified"/>). False for an invalid one (nothing to apply) and for one
+        /// nothing verified here (<see cref="DialogueClientOptions.CheckSignatures"/> false: the game applies it
+        /// once its server said yes).</summary>
+        public bool Applied { get; internal set; }
+        /// <summary>How many memories were kept (0 when nothing was applied).</summary>
+        public int Remembered { get; internal set; }
         /// <summary><c>kid.base64url</c> of the service's Ed25519 signature; null for an invalid outcome.</summary>
         public string Signature;
         /// <summary>The canonical JSON (RFC 8785) the signature covers; its UTF-8 bytes are what was signed.</summary>
@@ -207,10 +214,15 @@ namespace NpcMind
             if (this.options.Keys != null) keys = new Dictionary<string, string>(this.options.Keys);
         }
 
-        /// <summary>Run the loop for one observation, up to Finalize. Throws <see cref="ProtocolException"/>
-        /// when the service refuses a step or cannot be reached; the cortex's own exception when it fails; an
+        /// <summary>Run the loop for one observation, up to Finalize; a valid outcome whose signature verifies is
+        /// applied to <see cref="Memory"/> (its memories kept and its state merged, both or neither), as the Python
+        /// and TypeScript SDKs do. Throws an <see cref="NpcMindException"/> of its kind, nothing applied:
+        /// <see cref="ServiceException"/> when the service refuses a step (its status and code),
+        /// <see cref="UnreachableException"/>, <see cref="TooLargeException"/>, <see cref="ProtocolException"/>,
+        /// <see cref="InvalidInputException"/> for what the game gave, <see cref="SignatureException"/> for an
+        /// outcome that does not verify, the cortex's <see cref="CortexException"/>; an
         /// <see cref="OperationCanceledException"/> when <paramref name="cancellationToken"/> fires (the request or
-        /// the inference under way is aborted). Nothing is applied: see <see cref="Apply"/>.</summary>
+        /// the inference under way is aborted).</summary>
         public async Task<NpcOutcome> Process(string npcId, string observation,
             IDictionary<string, object> context = null, string ruleset = null,
             CancellationToken cancellationToken = default(CancellationToken))
@@ -242,23 +254,25 @@ namespace NpcMind
                         + " (instruction.type: not one of " + Wire.Words(typeof(NpcStep)) + ")", 200);
                 steps.Add(kind);
                 if (kind == NpcStep.Finalize)
-                    return await Checked(Finish(npcId, instruction, step, steps), cancellationToken).ConfigureAwait(true);
+                {
+                    var outcome = await Checked(Finish(npcId, instruction, step, steps), cancellationToken).ConfigureAwait(true);
+                    cancellationToken.ThrowIfCancellationRequested(); // cancelled while the keys came: nothing applied
+                    return Apply(outcome);
+                }
                 last = await Result(rec, kind, instruction, cancellationToken).ConfigureAwait(true);
             }
             throw new ProtocolException("no Finalize after " + MaxCalls + " calls", 200);
         }
 
-        /// <summary>Keep a valid outcome's memories and merge its state: the game's call, made when it trusts the
-        /// outcome (<see cref="NpcOutcome.Verified"/>, or its server's word). Once per outcome; the NPC's new state.</summary>
-        public IDictionary<string, object> Apply(NpcOutcome outcome)
+        /// <summary>A valid outcome verified here, applied to the game's memory (both or neither: the memory's
+        /// contract); any other outcome as it is.</summary>
+        private NpcOutcome Apply(NpcOutcome outcome)
         {
-            if (outcome == null) throw new ArgumentNullException("outcome");
-            if (!outcome.Valid) throw new InvalidOperationException("outcome: not valid (the ruleset refused it): nothing to apply");
-            if (outcome.Applied) throw new InvalidOperationException("outcome: applied already (its memories would be kept twice)");
+            if (!outcome.Valid || !outcome.Verified) return outcome;
             outcome.State = Memory.Apply(outcome.NpcId, outcome.Memories, outcome.StateTransform);
             outcome.Applied = true;
             outcome.Remembered = outcome.Memories.Count;
-            return outcome.State;
+            return outcome;
         }
 
         /// <summary>The service's signing keys (kid -> base64url), from GET /v1/keys: what outcomes are checked with.</summary>

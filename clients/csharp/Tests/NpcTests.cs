@@ -226,7 +226,7 @@ namespace NpcMind.Tests
             var checking = mind(good);
             Assert.IsTrue(checking.ChecksSignatures, "checked by default, on every platform");
             var outcome = checking.Process((string)v["npcId"], "A traveller asks for a room.").Result;
-            Assert.IsTrue(outcome.Valid && outcome.Verified && !outcome.Applied);
+            Assert.IsTrue(outcome.Valid && outcome.Verified && outcome.Applied);
             checking.Process((string)v["npcId"], "Again.").Wait();
             Assert.AreEqual(1, good.Calls.Count(c => c.Url.EndsWith("/v1/keys", StringComparison.Ordinal)), "the keys are kept");
 
@@ -236,9 +236,58 @@ namespace NpcMind.Tests
 
             var forged = Signed(v, wrong);
             var e = Assert.Throws<AggregateException>(() => mind(forged).Process((string)v["npcId"], "Hello.").Wait());
+            Assert.AreEqual(2, forged.Calls.Count(c => c.Url.EndsWith("/v1/keys", StringComparison.Ordinal)), "asked again once");
             Assert.IsInstanceOf<SignatureException>(e.InnerException, "a signature that does not verify is no refusal of the service");
             Assert.IsNotInstanceOf<ServiceException>(e.InnerException);
             Assert.That(e.InnerException.Message, Is.StringContaining("does not verify").And.StringContaining("nothing was applied"));
+        }
+
+        [Test]
+        public void AVerifiedOutcomeIsAppliedByTheSdkAndAForgedOneAppliesNothing()
+        {
+            // one rule in the three SDKs: Process verifies the outcome, then keeps its memories and merges its state
+            var v = (IDictionary<string, object>)((IList<object>)Vectors()["signatures"])[0];
+            string npc = (string)v["npcId"], right = (string)v["publicKey"], wrong = Signing.B64(new byte[32]);
+            Func<InMemoryNpcs> fresh = () =>
+            {
+                var made = new InMemoryNpcs();
+                made.Register(npc, "Mara.", null, new Dictionary<string, object> { { "turns", 4L }, { "mood", "calm" } });
+                return made;
+            };
+            var npcs = fresh();
+            var outcome = new DialogueClient("http://svc:1", new TextCortex("Hm."), npcs, new DialogueClientOptions { Http = Signed(v, right) })
+                .Process(npc, "A traveller asks for a room.").Result;
+            Assert.IsTrue(outcome.Verified && outcome.Applied, "verified, then applied");
+            Assert.AreEqual(1, outcome.Remembered);
+            Assert.AreEqual("A traveller asks for a room.", npcs.Remembered(npc).Single().Text, "the memory kept");
+            Assert.AreEqual(MemoryKind.Observation, npcs.Remembered(npc).Single().Type);
+            var state = npcs.Get(npc).State;
+            Assert.AreEqual(5L, state["turns"], "the state transform merged");
+            Assert.AreEqual("Welcome back!", state["lastDialogue"]);
+            Assert.AreEqual("calm", state["mood"], "what the patch does not name is kept");
+            Assert.IsFalse(state.ContainsKey("lastAction"), "a null in the patch removes the key");
+            Assert.AreSame(state, outcome.State, "the outcome's state is the memory's merged one");
+            Assert.AreEqual(1, outcome.Memories.Count, "what was applied, for the game to see");
+            Assert.AreEqual(5L, outcome.StateTransform["turns"]);
+
+            foreach (var keys in new[] { new[] { wrong }, new[] { wrong, wrong } }) // forged, and still forged once asked again
+            {
+                var untouched = fresh();
+                var forged = new DialogueClient("http://svc:1", new TextCortex("Hm."), untouched, new DialogueClientOptions { Http = Signed(v, keys) });
+                var e = Assert.Throws<AggregateException>(() => forged.Process(npc, "A traveller asks for a room.").Wait()).InnerException;
+                Assert.IsInstanceOf<SignatureException>(e);
+                CollectionAssert.IsEmpty(untouched.Remembered(npc), "no memory kept");
+                Assert.AreEqual(4L, untouched.Get(npc).State["turns"], "the state as it was");
+                Assert.AreEqual(2, untouched.Get(npc).State.Count);
+            }
+
+            var pinnedWrong = fresh(); // a pinned key that is not the signer's: refused the same way
+            var pinned = new DialogueClient("http://svc:1", new TextCortex("Hm."), pinnedWrong, new DialogueClientOptions
+            {
+                Http = Signed(v, right), Keys = new Dictionary<string, string> { { (string)v["kid"], wrong } },
+            });
+            Assert.IsInstanceOf<SignatureException>(Assert.Throws<AggregateException>(() => pinned.Process(npc, "Hi.").Wait()).InnerException);
+            CollectionAssert.IsEmpty(pinnedWrong.Remembered(npc));
         }
 
         [Test]
@@ -417,7 +466,7 @@ namespace NpcMind.Tests
         }
 
         [Test]
-        public void ATurnRunsTheStepsAndHandsBackWhatAServerChecksWithNothingApplied()
+        public void ATurnNothingVerifiedHereRunsTheStepsAndHandsBackWhatAServerChecksWithNothingApplied()
         {
             var http = Service(Valid());
             var npcs = Mara();
@@ -461,17 +510,16 @@ namespace NpcMind.Tests
             Assert.AreEqual("mara", forServer["npcId"]);
             Assert.AreEqual(Sig, Json.Get(forServer["finalize"], "signature"));
             Assert.AreEqual("token-Finalize", Json.Get(forServer["tape"], "stepToken"));
-            Assert.AreEqual(1, npcs.Remembered("mara").Count, "applied before the game applied it");
+            Assert.AreEqual(1, npcs.Remembered("mara").Count, "nothing verified here: nothing applied");
+            Assert.AreEqual(0, outcome.Remembered);
             Assert.AreEqual("calm", npcs.Get("mara").State["mood"]);
+            Assert.AreEqual("calm", outcome.State["mood"], "the state as it was");
 
-            var state = mind.Apply(outcome);
-            Assert.IsTrue(outcome.Applied);
-            Assert.AreEqual(1, outcome.Remembered);
+            // its server said yes: the game applies what the outcome carries to its own memory
+            var state = npcs.Apply(outcome.NpcId, outcome.Memories, outcome.StateTransform);
             Assert.AreEqual(2, npcs.Remembered("mara").Count);
             Assert.AreEqual(1L, state["turns"]);
             Assert.IsFalse(state.ContainsKey("mood"), "a null in the merge patch removes the key");
-            Assert.Throws<InvalidOperationException>(() => mind.Apply(outcome), "applied twice");
-            Assert.AreEqual(2, npcs.Remembered("mara").Count);
         }
 
         [Test]
@@ -490,7 +538,8 @@ namespace NpcMind.Tests
             Assert.IsNull(outcome.Action);
             Assert.AreEqual("rpg", outcome.Audit["preset"]);
             Assert.AreEqual("calm", outcome.State["mood"]);
-            Assert.Throws<InvalidOperationException>(() => mind.Apply(outcome));
+            Assert.IsFalse(outcome.Applied || outcome.Verified, "nothing to apply or check");
+            Assert.AreEqual(0, outcome.Remembered);
             Assert.AreEqual(1, npcs.Remembered("mara").Count);
         }
 

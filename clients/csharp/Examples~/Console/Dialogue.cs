@@ -1,5 +1,6 @@
 // One dialogue NPC through a real service, run by tests/test_csharp.py (the TypeScript SDK's npc tests are its
-// twins). Prints one JSON line: the outcome as a game gets it, and what its game server would check.
+// twins). Prints one JSON line: the outcome as a game gets it (verified and applied by the SDK), and what a game
+// server would check.
 //   mono NpcMindDialogue.exe SERVICE CORTEX turn [RULESET]   Mara answers a traveller (twice: her state goes back)
 //   mono NpcMindDialogue.exe SERVICE CORTEX tamper           the game changes its tape after the prompt was built
 //   mono NpcMindDialogue.exe SERVICE CORTEX forge            Mara's signed line changed on its way to the game
@@ -153,18 +154,17 @@ public static class Dialogue
             {
                 string ruleset = args.Length > 3 ? args[3] : null;
                 var first = mind.Process("mara", "A traveller with a lantern asks about the old mine.", null, ruleset).GetAwaiter().GetResult();
-                report["first"] = Shown(first);
+                report["first"] = Shown(first); // verified and applied by the SDK when valid
                 if (first.Valid)
                 {
-                    mind.Apply(first); // verified here: applied
-                    report["applied"] = Shown(first);
                     var second = mind.Process("mara", "The traveller asks again about the mine.", null, ruleset).GetAwaiter().GetResult();
                     report["second"] = Shown(second);
                 }
             }
-            catch (ProtocolException e)
+            catch (NpcMindException e)
             {
                 report["refused"] = e.Message;
+                report["error"] = new Dictionary<string, object> { { "kind", e.GetType().Name }, { "status", e.Status }, { "code", e.Code } };
             }
             report["memories"] = npcs.Remembered("mara").Count;
             report["state"] = npcs.Get("mara").State;
