@@ -287,7 +287,7 @@ BREAKS = [
     ("Cortex.cs", "if (param is string) return candidates.Contains((string)param) ? (string)param : null;",
      "if (param is string) return null;",
      "CortexTests.ARefusedParameterIsDroppedTheLimitRenamedAndTheCallAskedAgain"),
-    ("DecideClient.cs", "core.Roster.Threshold = value;", "core.Scope = core.Scope;",
+    ("DecideClient.cs", "core.Roster.Threshold = value;", "GC.KeepAlive(value);",
      "TransportTests.ScopeScopeStateAndThresholdChangeAsTheGameGoes"),
     ("Errors.cs", "status, ReadError(body).Code);", "status, null);",
      "NpcTests.ARefusedStepIsAServiceExceptionWithTheStatusTheCodeAndTheProblemByPath"),
