@@ -24,6 +24,8 @@ from dataclasses import field as _field
 from pathlib import Path
 from typing import Any
 
+from npcmind_client.errors import NpcMindError
+
 FORMAT = "npcmind-policy"
 FORMAT_VERSION = 1
 SOURCES = ("observation", "world", "scope_state", "trigger", "profile", "legal")
@@ -48,8 +50,9 @@ _UP_TO_BRACKET = re.compile(r'(?:[^"\[\]{}]++|"[^"\\]*+(?:\\.[^"\\]*+)*+"?)*+([\
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
-class PolicyError(ValueError):
-    """A policy file that cannot be used: malformed, of an unknown format, or for another manifest version."""
+class PolicyError(NpcMindError, ValueError):
+    """A policy file that cannot be used: malformed, of an unknown format, or for another manifest version
+    (no status: a file, or a 200 whose body cannot be used)."""
 
 
 @dataclass(frozen=True, slots=True)
