@@ -19,6 +19,7 @@ from npcmind.sdk import (
     InMemoryNpcs,
     InvalidInputError,
     NewMemory,
+    NpcMemory,
     NpcMind,
     NpcMindError,
     NpcStore,
@@ -719,6 +720,7 @@ def test_the_dialogue_loop_runs_on_any_npc_memory(
         InMemoryNpcs() if kind == "in-memory" else NpcStore(tmp_path / "npcs.db", embedder=embedder)
     )
     memory.register("mara", INNKEEPER, {"inn": "Silver Stag"})
+    assert isinstance(memory, NpcMemory)
     mind = NpcMind(svc.server.url, cortex=OpenAICortex(scripted.base_url, model="scripted"), memory=memory)
     try:
         scripted.set(text='{"dialogue": "The mine? Cursed.", "remember": ["A traveller asked about the mine."]}')
@@ -735,3 +737,31 @@ def test_the_dialogue_loop_runs_on_any_npc_memory(
             mind.process("tom", "Hello?")
     finally:
         mind.close()
+
+
+@pytest.mark.fast
+def test_the_in_memory_npcs_recall_by_shared_words_and_apply_whole() -> None:
+    """InMemoryNpcs as TypeScript's: recall by Jaccard similarity of words, most similar first, within the
+    threshold and the limit; apply merges the patch (null deletes) and keeps the memories; a bad id is named."""
+    npcs = InMemoryNpcs()
+    npcs.register("mara", "An innkeeper.", state={"mood": "calm", "gold": 3})
+    state = npcs.apply(
+        "mara",
+        [
+            NewMemory("The old mine collapsed.", "knowledge", 0.5),
+            NewMemory("Stew on Sundays.", "knowledge", 0.9),
+            NewMemory("The mine is cursed, the old folk say.", "knowledge", 0.2),
+        ],
+        {"mood": "wary", "gold": None},
+    )
+    assert state == {"mood": "wary"} == npcs.get("mara").state  # type: ignore[union-attr]
+    found = npcs.recall("mara", "the old mine", limit=5, threshold=0.1)
+    assert [m.text for m in found] == ["The old mine collapsed.", "The mine is cursed, the old folk say."]
+    assert found[0].similarity == 0.75 and found[0].similarity > found[1].similarity
+    assert [m.text for m in npcs.recall("mara", "the old mine", limit=1, threshold=0.1)] == ["The old mine collapsed."]
+    assert npcs.recall("mara", "dragons", limit=5, threshold=0.1) == [] and npcs.recall("tom", "x", 5, 0.0) == []
+    assert len(npcs.remembered("mara")) == 3
+    with pytest.raises(InvalidInputError, match="npc_id: 'a/b'"):
+        npcs.register("a/b", "A guard.")
+    with pytest.raises(InvalidInputError, match="unknown NPC 'tom'"):
+        npcs.apply("tom", [], {})
