@@ -8,6 +8,7 @@ own clock runs faster with `?speed=` so a long game takes less time on a fast ma
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import math
 import os
@@ -367,6 +368,90 @@ def test_with_the_scripted_provider_every_bee_decides_through_npcmind(play: Any,
     browser.screenshot(shot)
     png = shot.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and (int.from_bytes(png[16:20]), int.from_bytes(png[20:24])) == (1280, 720)
+
+
+# a label is drawn at most its placer's three rings out from its thing (clients/demo/src/labels.ts: the thing's
+# radius, 4 px, then a label height and a gap a ring), then kept inside the canvas: never further from it than this
+LABEL_REACH = 4 + 3 * (16 + 3)
+EDGE = 10  # px: a character this close to the field's border is against it
+PINNED_S = 3  # game seconds against a border, or longer: pinned there (a corner is against two borders)
+needs_learning = pytest.mark.skipif(
+    importlib.util.find_spec("sklearn") is None, reason="the demo learns with the distill extra (scikit-learn)"
+)
+
+
+def assert_labels_on_their_things(s: dict[str, Any]) -> None:
+    """Each label lies beside what it names: its box's nearest point within LABEL_REACH of the thing's disc."""
+    for a in s["labels"]:
+        at = a["at"]
+        nx, ny = max(a["x"], min(at["x"], a["x"] + a["w"])), max(a["y"], min(at["y"], a["y"] + a["h"]))
+        assert math.dist((nx, ny), (at["x"], at["y"])) <= at["r"] + LABEL_REACH, a
+
+
+class Borders:
+    """How long (in game seconds) each character has been against the field's border, over the snapshots seen."""
+
+    def __init__(self) -> None:
+        self.since: dict[str, float] = {}  # id: game time it came against a border, while it stays there
+        self.longest: tuple[float, str] = (0.0, "")
+
+    def see(self, s: dict[str, Any]) -> None:
+        w, h = s["field"]["width"], s["field"]["height"]
+        against = {
+            c["id"]
+            for c in characters(s)
+            if min(c["x"], w - c["x"]) <= EDGE or min(c["y"], h - c["y"]) <= EDGE
+        }
+        self.since = {i: self.since.get(i, s["time"]) for i in against}
+        for i, t in self.since.items():
+            self.longest = max(self.longest, (s["time"] - t, i))
+
+
+@needs_browser
+@needs_learning
+@pytest.mark.timeout(900)  # about a minute of play; a loaded machine plays slower, never more assertions
+def test_on_autopilot_every_source_shows_within_a_minute_of_game_time_with_no_input(play: Any) -> None:
+    """Issue 40: open the page, touch nothing. Within the game's first minute the viewer sees the scripted
+    stand-in decide (and the page says it is no model), the cache answer the scene at rest, the policy the
+    demo learns as it plays take over, and native AI when the tour cuts the model with the page's control;
+    then it restores the model. All along, labels stay beside their things, no character is pinned against
+    the field's border, and the page fits 1280x720. The minute is the page's game time (the tour's clock):
+    a slower machine plays it later, never faster."""
+    demo, browser = play("--scripted")  # the command's defaults: autopilot, a policy learned every 10 s
+    borders, cut_seen, sampled = Borders(), [], 0
+
+    def through_the_tour() -> dict[str, Any] | None:
+        nonlocal sampled
+        st = state(browser)
+        s = st["s"]
+        sampled += 1
+        borders.see(s)
+        assert_labels_apart(s)
+        assert_labels_on_their_things(s)
+        if s["service"]["cut"]:
+            cut_seen.append(st)
+        restored = cut_seen and not s["service"]["cut"]
+        return st if len(s["firsts"]) == 4 and restored else None
+
+    st = until(through_the_tour, "every source counted, and the model cut and restored", 600)
+    s = st["s"]
+    assert s["autopilot"] and s["speed"] == 1 and s["sent"]["events"] > 0, s  # no key was pressed
+    firsts = s["firsts"]
+    print(f"first seen (game s): {json.dumps({k: round(v, 1) for k, v in firsts.items()})}")  # the figures
+    assert set(firsts) == set(SOURCES) and all(firsts[k] <= 60 for k in SOURCES), firsts
+    # the scripted stand-in is said as such, by the legend and the mode line
+    assert st["legend"]["AI"]["word"] == "scripted" and "scripted, not a model" in st["mode"], st
+    assert st["legend"]["local"]["word"] == "policy" and s["policy"], s  # the SDK uses the published policy
+    assert s["service"]["policy"] is not None and s["service"]["learnEvery"] == 10, s["service"]
+    # the native AI came with the cut: the tour's leg, and the page's button saying it restores the model
+    cut = cut_seen[0]
+    assert cut["s"]["leg"] == "cut" and firsts["native"] >= min(c["s"]["time"] for c in cut_seen) - 1, firsts
+    assert any(c["s"]["counted"]["native"] > 0 for c in cut_seen)
+    until(lambda: browser.js("document.getElementById('cut').textContent") == "Cut the model", "restored", 30)
+    assert sampled > 100 and borders.longest[0] < PINNED_S, borders.longest
+    assert_fits(browser)
+    assert browser.errors == []
+    assert not [line for line in demo.lines if "WARNING" in line], demo.lines
 
 
 @needs_browser

@@ -1,8 +1,8 @@
-/** The page playing itself until a key is pressed, so that a viewer who only watches sees within a minute every
- * source at work: a tour of a minute of game time, again and again. It fights (the model decides, the learned
- * policy takes over as the demo learns it), rests out of the bees' sight (nothing changes: the cache answers the
- * swarms), then cuts the model and fights on (what the cache and the policy do not give runs the native AI),
- * and restores it. */
+/** The page playing itself until a key is pressed, so that a viewer who only watches sees within half a minute
+ * every source at work: a tour of a minute of game time, again and again. It waits out of the bees' sight (the
+ * scene at rest repeats exactly: the cache answers its second asking), fights (the model decides, the demo
+ * learns its policy from those decisions, and the policy takes over as it is published), cuts the model and
+ * fights on (what the cache and the policy do not give runs the native AI), and restores it. */
 
 import { HEIGHT, HIVE, WIDTH, dist, moveToward, type Vec, type World } from "./world.js";
 
@@ -14,10 +14,11 @@ export interface Leg {
 }
 
 export const TOUR: readonly Leg[] = [
-  { name: "fight", from: 0, words: "the player fights the swarms" },
-  { name: "rest", from: 22, words: "the player rests out of sight: the scene repeats, the cache answers" },
-  { name: "cut", from: 34, words: "the model is cut: the cache and the policy go on, the rest is native AI" },
-  { name: "fight", from: 46, words: "the model is back" },
+  { name: "rest", from: 0, words: "the player waits out of sight: the scene repeats, the cache answers" },
+  { name: "fight", from: 10, words: "the player fights the swarms: the demo learns a policy from the decisions" },
+  { name: "cut", from: 30, words: "the model is cut: the cache and the policy go on, the rest is native AI" },
+  { name: "fight", from: 40, words: "the model is back" },
+  { name: "rest", from: 52, words: "the player rests out of sight" },
 ];
 const MINUTE = 60;
 const REST: Vec = { x: 130, y: 300 }; // out of every bee's sight of the hive's side, not a corner

@@ -1,4 +1,4 @@
-/* npcmind-demo-sources {"sha256":"dee15e9fbd4f0156d8a7a4e9d87166505e313054a047e710a6d14f76c2f2c168","files":["clients/demo/index.html","clients/demo/src/autopilot.ts","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/labels.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/plot.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/sources.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/limits.ts","clients/typescript/src/lines.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/refusals.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/stream.ts","clients/typescript/src/timings.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
+/* npcmind-demo-sources {"sha256":"ee1b5d18d19a33876874aa0fa2b4abe526c94b5c5ee45ae23fe77ac335beaf89","files":["clients/demo/index.html","clients/demo/src/autopilot.ts","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/labels.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/plot.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/sources.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/limits.ts","clients/typescript/src/lines.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/refusals.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/stream.ts","clients/typescript/src/timings.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
 "use strict";
 (() => {
   // src/world.ts
@@ -11,6 +11,7 @@
   var BEE_HIT = 0.25;
   var QUEEN_HIT = 0.06;
   var STING = 0.03;
+  var HEAL_AFTER = 10;
   var native = (action) => ({ action, source: "native", code: null, ms: null });
   var World = class {
     player = { ...PLAYER_START, hp: 1, swatReady: 0, swatShown: 0 };
@@ -40,6 +41,7 @@
           doing: native("wander"),
           stingReady: 0,
           alerted: 0,
+          hitAt: 0,
           wanderAngle: a,
           x: HIVE.x - 60 + Math.cos(a) * 30,
           y: HIVE.y + side * 110 + Math.sin(a) * 30
@@ -59,6 +61,7 @@
       for (const b of [...this.bees]) {
         if (dist(b, p) > 42) continue;
         b.hp = Math.max(0, b.hp - BEE_HIT);
+        b.hitAt = this.time;
         if (b.hp > 0) {
           out.push({ kind: "hit", bee: b.id });
           continue;
@@ -84,7 +87,7 @@
           out.push({ kind: "stung", bee: b.id });
         }
         if (b.doing.action === "flee" && dist(b, p) > BEE_SIGHT * 1.3) out.push({ kind: "escaped", bee: b.id });
-        if (b.doing.action !== "chase") b.hp = Math.min(1, b.hp + dt * 0.02);
+        if (b.hp < 1 && b.doing.action !== "chase" && this.time - b.hitAt >= HEAL_AFTER) b.hp = 1;
       }
       const q = this.queen;
       if (dist(q, HIVE) < 30) q.hp = Math.min(1, q.hp + dt * 0.03);
@@ -118,10 +121,11 @@
 
   // src/autopilot.ts
   var TOUR = [
-    { name: "fight", from: 0, words: "the player fights the swarms" },
-    { name: "rest", from: 22, words: "the player rests out of sight: the scene repeats, the cache answers" },
-    { name: "cut", from: 34, words: "the model is cut: the cache and the policy go on, the rest is native AI" },
-    { name: "fight", from: 46, words: "the model is back" }
+    { name: "rest", from: 0, words: "the player waits out of sight: the scene repeats, the cache answers" },
+    { name: "fight", from: 10, words: "the player fights the swarms: the demo learns a policy from the decisions" },
+    { name: "cut", from: 30, words: "the model is cut: the cache and the policy go on, the rest is native AI" },
+    { name: "fight", from: 40, words: "the model is back" },
+    { name: "rest", from: 52, words: "the player rests out of sight" }
   ];
   var MINUTE = 60;
   var REST = { x: 130, y: 300 };
@@ -2210,7 +2214,7 @@
   };
 
   // src/brain.ts
-  var POLICY_EVERY_MS = 3e3;
+  var POLICY_EVERY_MS = 1e3;
   function askedIds(init) {
     if (typeof init?.body !== "string") return [];
     try {
@@ -2377,6 +2381,9 @@
   var QUEEN_ACTIONS = ["idle", "chase", "flee"];
   var SWARM_ACTIONS = ["surround", "retreat"];
   var ALONE = "each bee alone";
+  function step(v, q) {
+    return Math.round(Math.round(v / q) * q * 100) / 100;
+  }
   var Game = class {
     constructor(world2, brain2) {
       this.world = world2;
@@ -2415,7 +2422,7 @@
       }
       const q = w.queen;
       const dq = dist(q, p);
-      const qObs = { hp_fraction: q.hp, distance_to_player: dq, sees_player: dq < QUEEN_SIGHT, current_action: q.doing.action };
+      const qObs = { hp_fraction: step(q.hp, 0.05), distance_to_player: step(dq, 10), sees_player: dq < QUEEN_SIGHT, current_action: q.doing.action };
       this.npc.track(q.id, "boss", qObs, QUEEN_ACTIONS, { position: [q.x, q.y], profile: "queen_bee" });
       this.npc.observe("player", "player", { hp_fraction: p.hp }, [p.x, p.y]);
     }
@@ -2685,16 +2692,16 @@
       const sum = (r) => SOURCES2.reduce((a, k) => a + r[k], 0);
       const scale = top(Math.max(0, ...this.samples.map((s) => sum(s.rates))));
       const { w, h } = frame(g2, scale);
-      const step = w / (WINDOW - 1);
-      const x0 = w - (this.samples.length - 1) * step;
+      const step2 = w / (WINDOW - 1);
+      const x0 = w - (this.samples.length - 1) * step2;
       const base2 = this.samples.map(() => 0);
       for (const k of SOURCES2) {
         const upper = this.samples.map((s, i) => (base2[i] ?? 0) + s.rates[k]);
         const y = (v) => h - 4 - (h - 8) * v / scale;
         g2.fillStyle = COLOURS[k];
         g2.beginPath();
-        upper.forEach((v, i) => g2.lineTo(x0 + i * step, y(v)));
-        for (let i = base2.length - 1; i >= 0; i--) g2.lineTo(x0 + i * step, y(base2[i] ?? 0));
+        upper.forEach((v, i) => g2.lineTo(x0 + i * step2, y(v)));
+        for (let i = base2.length - 1; i >= 0; i--) g2.lineTo(x0 + i * step2, y(base2[i] ?? 0));
         g2.fill();
         upper.forEach((v, i) => base2[i] = v);
       }
@@ -2707,19 +2714,19 @@
       g2.fillStyle = OUT;
       g2.textAlign = "right";
       g2.fillText(`${outScale} / s`, w - 3, 6);
-      const step = w / (WINDOW - 1);
-      const x0 = w - (this.samples.length - 1) * step;
+      const step2 = w / (WINDOW - 1);
+      const x0 = w - (this.samples.length - 1) * step2;
       const y = (v, of) => h - 4 - (h - 8) * v / of;
       g2.fillStyle = "rgba(207,216,220,0.55)";
       g2.beginPath();
       g2.moveTo(x0, h - 4);
-      this.samples.forEach((s, i) => g2.lineTo(x0 + i * step, y(s.tokensIn, scale)));
-      g2.lineTo(x0 + (this.samples.length - 1) * step, h - 4);
+      this.samples.forEach((s, i) => g2.lineTo(x0 + i * step2, y(s.tokensIn, scale)));
+      g2.lineTo(x0 + (this.samples.length - 1) * step2, h - 4);
       g2.fill();
       g2.strokeStyle = OUT;
       g2.lineWidth = 2;
       g2.beginPath();
-      this.samples.forEach((s, i) => g2.lineTo(x0 + i * step, y(s.tokensOut, outScale)));
+      this.samples.forEach((s, i) => g2.lineTo(x0 + i * step2, y(s.tokensOut, outScale)));
       g2.stroke();
     }
   };
@@ -3116,7 +3123,7 @@
       policy: npc.servicePolicy !== null,
       player: { x: world.player.x, y: world.player.y, hp: world.player.hp },
       bees: world.bees.map((b) => ({ ...who(b.id, b.doing), x: b.x, y: b.y, hp: b.hp })),
-      queen: { ...who("queen", world.queen.doing), hp: world.queen.hp, callingHelp: world.queen.callingHelp },
+      queen: { ...who("queen", world.queen.doing), x: world.queen.x, y: world.queen.y, hp: world.queen.hp, callingHelp: world.queen.callingHelp },
       swarms: world.swarms.map((s) => who(s.id, s.doing)),
       stats: npc.stats,
       sent: game.sent,
