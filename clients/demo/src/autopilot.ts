@@ -14,11 +14,11 @@ export interface Leg {
 }
 
 export const TOUR: readonly Leg[] = [
-  { name: "rest", from: 0, words: "the player waits out of sight: the scene repeats, the cache answers" },
-  { name: "fight", from: 10, words: "the player fights the swarms: the demo learns a policy from the decisions" },
-  { name: "cut", from: 30, words: "the model is cut: the cache and the policy go on, the rest is native AI" },
-  { name: "fight", from: 40, words: "the model is back" },
-  { name: "rest", from: 52, words: "the player rests out of sight" },
+  { name: "rest", from: 0, words: "waits out of sight: the scene repeats, the cache answers" },
+  { name: "fight", from: 10, words: "fights: the demo learns a policy" },
+  { name: "cut", from: 30, words: "fights on, the model cut" },
+  { name: "fight", from: 40, words: "fights, the model back" },
+  { name: "rest", from: 52, words: "rests out of sight" },
 ];
 const MINUTE = 60;
 const REST: Vec = { x: 130, y: 300 }; // out of every bee's sight of the hive's side, not a corner

@@ -1,4 +1,4 @@
-/* npcmind-demo-sources {"sha256":"ee1b5d18d19a33876874aa0fa2b4abe526c94b5c5ee45ae23fe77ac335beaf89","files":["clients/demo/index.html","clients/demo/src/autopilot.ts","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/labels.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/plot.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/sources.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/limits.ts","clients/typescript/src/lines.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/refusals.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/stream.ts","clients/typescript/src/timings.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
+/* npcmind-demo-sources {"sha256":"bed6555e209abd5c6e5732eeafe1f4932cad2b7f85503ee75b2e188a9236f656","files":["clients/demo/index.html","clients/demo/src/autopilot.ts","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/labels.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/plot.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/sources.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/limits.ts","clients/typescript/src/lines.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/refusals.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/stream.ts","clients/typescript/src/timings.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
 "use strict";
 (() => {
   // src/world.ts
@@ -121,11 +121,11 @@
 
   // src/autopilot.ts
   var TOUR = [
-    { name: "rest", from: 0, words: "the player waits out of sight: the scene repeats, the cache answers" },
-    { name: "fight", from: 10, words: "the player fights the swarms: the demo learns a policy from the decisions" },
-    { name: "cut", from: 30, words: "the model is cut: the cache and the policy go on, the rest is native AI" },
-    { name: "fight", from: 40, words: "the model is back" },
-    { name: "rest", from: 52, words: "the player rests out of sight" }
+    { name: "rest", from: 0, words: "waits out of sight: the scene repeats, the cache answers" },
+    { name: "fight", from: 10, words: "fights: the demo learns a policy" },
+    { name: "cut", from: 30, words: "fights on, the model cut" },
+    { name: "fight", from: 40, words: "fights, the model back" },
+    { name: "rest", from: 52, words: "rests out of sight" }
   ];
   var MINUTE = 60;
   var REST = { x: 130, y: 300 };
@@ -3062,7 +3062,7 @@
     const label2 = st.cut ? "Restore the model" : "Cut the model";
     if (cutButton.textContent !== label2) cutButton.textContent = label2;
     const leg = legAt(world.time);
-    const words = autopilot ? `Autopilot (a key takes over): ${leg.words}; next in ${Math.ceil(untilNext(world.time) / speed)} s.` : "You play: arrows or WASD move, Space swats.";
+    const words = autopilot ? `Autopilot, a key takes over: the player ${leg.words}; next in ${Math.ceil(untilNext(world.time) / speed)} s.` : "You play: arrows or WASD move, Space swats.";
     const el = document.getElementById("tour");
     if (el && el.textContent !== words) el.textContent = words;
     const learned = document.getElementById("learned");
