@@ -5,8 +5,9 @@ The command runs in its own process and its page in headless Chromium (tests/cdp
 autopilot's tour (rest, fight, the model cut and restored) with the policy the demo learns as it plays. A
 screenshot is taken every `--every` seconds of wall time until `--seconds` of the game's own time have passed;
 each frame lasts in the animation the game time it covered divided by `--fast`. The still is the frame that
-showed the most once every source was counted: the model (or the scripted rules) at work, the most sources on
-the field at once, then the most bees. Needs Chromium and Pillow (`pip install -e '.[docs]'`).
+showed the most: every source counted (the plot draws them), the model (or the scripted rules) at work, a fight
+at the player, the most sources on the field at once, the most bees. Needs Chromium and Pillow (`pip install -e
+'.[docs]'`).
 
 Run: .venv/bin/python bench/demo_record.py [--seconds 56] [--every 0.25] [--fast 2] [--out docs]
 """
@@ -18,6 +19,7 @@ import base64
 import io
 import itertools
 import json
+import math
 import sys
 import tempfile
 import time
@@ -49,20 +51,20 @@ def shot(browser: Browser, scale: float) -> bytes:
     return base64.b64decode(browser.call("Page.captureScreenshot", format="png", clip=clip)["data"])
 
 
-def showing(s: dict[str, Any]) -> tuple[bool, int, int]:
-    """How much a frame shows once every source was counted: the model's decisions on the field now, how many
-    sources there are, how many bees."""
-    if len(s["firsts"]) < 4:
-        return (False, 0, 0)
-    now = {c["source"] for c in [*s["bees"], s["queen"]]}
-    return ("AI" in now, len(now), len(s["bees"]))
+def showing(s: dict[str, Any]) -> tuple[int, bool, int, int, int]:
+    """How much a frame shows: the sources counted so far (the plot draws them), the model's decisions on the
+    field now, bees in a fight at the player (up to six), the sources on the field now, the bees."""
+    p, chars = s["player"], [*s["bees"], s["queen"]]
+    near = sum(b["action"] == "chase" and math.dist((b["x"], b["y"]), (p["x"], p["y"])) < 90 for b in s["bees"])
+    now = {c["source"] for c in chars}
+    return (len(s["firsts"]), "AI" in now, min(6, near), len(now), len(s["bees"]))
 
 
 def record(browser: Browser, seconds: float, every: float, scale: float) -> tuple[list[Frame], bytes, dict[str, Any]]:
     """Frames until `seconds` of game time, the last snapshot, and the full-size still of the frame that showed the
     most (taken when a frame shows more than every one before it)."""
     frames: list[Frame] = []
-    still, best = b"", (False, 0, 0)
+    still, best = b"", (0, False, 0, 0, 0)
     s: dict[str, Any] = {}
     while not frames or frames[-1].time < seconds or not still:
         started = time.monotonic()

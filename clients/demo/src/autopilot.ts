@@ -14,11 +14,11 @@ export interface Leg {
 }
 
 export const TOUR: readonly Leg[] = [
-  { name: "rest", from: 0, words: "waits out of sight: the scene repeats, the cache answers" },
-  { name: "fight", from: 10, words: "fights: the demo learns a policy" },
-  { name: "cut", from: 30, words: "fights on, the model cut" },
-  { name: "fight", from: 40, words: "fights, the model back" },
-  { name: "rest", from: 52, words: "rests out of sight" },
+  { name: "rest", from: 0, words: "waiting out of sight: the scene repeats" },
+  { name: "fight", from: 10, words: "fighting: the demo learns" },
+  { name: "cut", from: 30, words: "fighting, the model cut" },
+  { name: "fight", from: 40, words: "fighting, the model back" },
+  { name: "rest", from: 52, words: "resting out of sight" },
 ];
 const MINUTE = 60;
 const REST: Vec = { x: 130, y: 300 }; // out of every bee's sight of the hive's side, not a corner
@@ -42,7 +42,8 @@ export function untilNext(t: number): number {
 function outside(to: Vec, c: Vec, keep: number): Vec {
   const d = dist(to, c);
   if (d >= keep) return to;
-  const k = keep / Math.max(1, d);
+  if (d < 1) return { x: c.x - keep, y: c.y }; // on it: out on the side away from the hive
+  const k = keep / d;
   return { x: c.x + (to.x - c.x) * k, y: c.y + (to.y - c.y) * k };
 }
 
@@ -57,6 +58,8 @@ export function steer(w: World, dt: number): boolean {
   const foes = w.bees.filter((b) => b.doing.action !== "flee");
   const near = foes.reduce<Vec | null>((a, b) => (a === null || dist(b, p) < dist(a, p) ? b : a), null);
   let to: Vec = near ?? { x: HIVE.x - 220, y: HIVE.y };
+  // the queen charging the player: it steps back out of her reach (it outruns her) instead of standing on her
+  if (dist(p, w.queen) < KEEP_OFF) to = outside(p, w.queen, KEEP_OFF);
   to = outside(outside(to, HIVE, KEEP_OFF), w.queen, KEEP_OFF);
   to = { x: Math.max(40, Math.min(WIDTH - 40, to.x)), y: Math.max(40, Math.min(HEIGHT - 40, to.y)) };
   moveToward(p, to, SPEED, dt);

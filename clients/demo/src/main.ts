@@ -101,7 +101,7 @@ function showControl(): void {
   if (cutButton.textContent !== label) cutButton.textContent = label;
   const leg = legAt(world.time);
   const words = autopilot
-    ? `Autopilot, a key takes over: the player ${leg.words}; next in ${Math.ceil(untilNext(world.time) / speed)} s.`
+    ? `Autopilot, ${leg.words} (${Math.ceil(untilNext(world.time) / speed)} s); a key takes over.`
     : "You play: arrows or WASD move, Space swats.";
   const el = document.getElementById("tour");
   if (el && el.textContent !== words) el.textContent = words;

@@ -1,4 +1,4 @@
-/* npcmind-demo-sources {"sha256":"bed6555e209abd5c6e5732eeafe1f4932cad2b7f85503ee75b2e188a9236f656","files":["clients/demo/index.html","clients/demo/src/autopilot.ts","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/labels.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/plot.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/sources.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/limits.ts","clients/typescript/src/lines.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/refusals.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/stream.ts","clients/typescript/src/timings.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
+/* npcmind-demo-sources {"sha256":"f14298c4235bf4ff2a398414d7b05b58cf820f9a830a9d3d09c8fc933e48d015","files":["clients/demo/index.html","clients/demo/src/autopilot.ts","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/labels.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/plot.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/sources.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/limits.ts","clients/typescript/src/lines.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/refusals.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/stream.ts","clients/typescript/src/timings.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
 "use strict";
 (() => {
   // src/world.ts
@@ -121,11 +121,11 @@
 
   // src/autopilot.ts
   var TOUR = [
-    { name: "rest", from: 0, words: "waits out of sight: the scene repeats, the cache answers" },
-    { name: "fight", from: 10, words: "fights: the demo learns a policy" },
-    { name: "cut", from: 30, words: "fights on, the model cut" },
-    { name: "fight", from: 40, words: "fights, the model back" },
-    { name: "rest", from: 52, words: "rests out of sight" }
+    { name: "rest", from: 0, words: "waiting out of sight: the scene repeats" },
+    { name: "fight", from: 10, words: "fighting: the demo learns" },
+    { name: "cut", from: 30, words: "fighting, the model cut" },
+    { name: "fight", from: 40, words: "fighting, the model back" },
+    { name: "rest", from: 52, words: "resting out of sight" }
   ];
   var MINUTE = 60;
   var REST = { x: 130, y: 300 };
@@ -143,7 +143,8 @@
   function outside(to, c, keep) {
     const d = dist(to, c);
     if (d >= keep) return to;
-    const k = keep / Math.max(1, d);
+    if (d < 1) return { x: c.x - keep, y: c.y };
+    const k = keep / d;
     return { x: c.x + (to.x - c.x) * k, y: c.y + (to.y - c.y) * k };
   }
   function steer(w, dt) {
@@ -155,6 +156,7 @@
     const foes = w.bees.filter((b) => b.doing.action !== "flee");
     const near = foes.reduce((a, b) => a === null || dist(b, p) < dist(a, p) ? b : a, null);
     let to = near ?? { x: HIVE.x - 220, y: HIVE.y };
+    if (dist(p, w.queen) < KEEP_OFF) to = outside(p, w.queen, KEEP_OFF);
     to = outside(outside(to, HIVE, KEEP_OFF), w.queen, KEEP_OFF);
     to = { x: Math.max(40, Math.min(WIDTH - 40, to.x)), y: Math.max(40, Math.min(HEIGHT - 40, to.y)) };
     moveToward(p, to, SPEED, dt);
@@ -2339,6 +2341,10 @@
     const worth = (r) => dist(r, player) - 0.6 * dist(r, b);
     return REFUGES.reduce((a, r) => worth(r) > worth(a) ? r : a);
   }
+  function spread(at, slot) {
+    const a = slot / 6 * Math.PI * 2;
+    return { x: at.x + Math.cos(a) * 22, y: at.y + Math.sin(a) * 22 };
+  }
   function moveBee(b, w, dt) {
     const swarm = w.swarms.find((s) => s.id === b.swarm);
     switch (b.doing.action) {
@@ -2346,7 +2352,7 @@
         moveToward(b, chaseTarget(b, w), BEE_SPEED * (swarm?.doing.action === "surround" ? 1.2 : 1), dt);
         return;
       case "flee":
-        moveToward(b, refuge(b, w.player), BEE_SPEED * 1.1, dt);
+        moveToward(b, spread(refuge(b, w.player), b.slot), BEE_SPEED * 1.1, dt);
         return;
       case "wander": {
         const home = swarm?.doing.action === "retreat" ? HIVE : { x: HIVE.x - 60, y: HIVE.y + (b.swarm === "swarm-a" ? -110 : 110) };
@@ -3062,7 +3068,7 @@
     const label2 = st.cut ? "Restore the model" : "Cut the model";
     if (cutButton.textContent !== label2) cutButton.textContent = label2;
     const leg = legAt(world.time);
-    const words = autopilot ? `Autopilot, a key takes over: the player ${leg.words}; next in ${Math.ceil(untilNext(world.time) / speed)} s.` : "You play: arrows or WASD move, Space swats.";
+    const words = autopilot ? `Autopilot, ${leg.words} (${Math.ceil(untilNext(world.time) / speed)} s); a key takes over.` : "You play: arrows or WASD move, Space swats.";
     const el = document.getElementById("tour");
     if (el && el.textContent !== words) el.textContent = words;
     const learned = document.getElementById("learned");
