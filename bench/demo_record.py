@@ -3,7 +3,8 @@ itself, made into an animated WebP (docs/demo.webp, under 2 MB) and a PNG at 128
 
 The command runs in its own process and its page in headless Chromium (tests/cdp.py), untouched: the
 autopilot's tour (rest, fight, the model cut and restored) with the policy the demo learns as it plays. A
-screenshot is taken every `--every` seconds of wall time until `--seconds` of the game's own time have passed;
+screenshot is taken every `--every` seconds of wall time until `--seconds` of the game's own time have passed and
+every source has been seen (the learned policy comes after a round of learning: later on a loaded machine);
 each frame lasts in the animation the game time it covered divided by `--fast`. The still is the frame that
 showed the most: every source counted (the plot draws them), the model (or the scripted rules) at work, a fight
 at the player, the most sources on the field at once, the most bees. Needs Chromium and Pillow (`pip install -e
@@ -60,13 +61,19 @@ def showing(s: dict[str, Any]) -> tuple[int, bool, int, int, int]:
     return (len(s["firsts"]), "AI" in now, min(6, near), len(now), len(s["bees"]))
 
 
+def shown(s: dict[str, Any], after: float = 6) -> bool:
+    """Whether every source has been counted, the policy (the last to come, after a round of learning) for
+    `after` game seconds: the recording ends with all four seen."""
+    return len(s["firsts"]) == 4 and s["time"] >= max(s["firsts"].values()) + after
+
+
 def record(browser: Browser, seconds: float, every: float, scale: float) -> tuple[list[Frame], bytes, dict[str, Any]]:
     """Frames until `seconds` of game time, the last snapshot, and the full-size still of the frame that showed the
     most (taken when a frame shows more than every one before it)."""
     frames: list[Frame] = []
     still, best = b"", (0, False, 0, 0, 0)
     s: dict[str, Any] = {}
-    while not frames or frames[-1].time < seconds or not still:
+    while not frames or frames[-1].time < seconds or not still or not shown(s):
         started = time.monotonic()
         s = json.loads(browser.js(SNAPSHOT))
         frames.append(Frame(shot(browser, scale), s["time"]))
