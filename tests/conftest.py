@@ -87,6 +87,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 POSTGRES = os.environ.get("NPCMIND_TEST_POSTGRES", "postgresql://root@127.0.0.1:5432/test")
 # Redis database 13, not 0 (every program's default): the tests' keys never land among a user's
 REDIS = os.environ.get("NPCMIND_TEST_REDIS", "redis://127.0.0.1:6379/13")
+SERVER_URLS = {
+    "NPCMIND_TEST_POSTGRES": ("postgresql://", "postgres://"),
+    "NPCMIND_TEST_REDIS": ("redis://", "rediss://"),
+}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A test server's variable that is not a URL stops the run at once, saying what it should be: it quietly
+    skipped the tests that need the server (``NPCMIND_TEST_REDIS=7``)."""
+    for name, schemes in SERVER_URLS.items():
+        value = os.environ.get(name)
+        if value is not None and not value.startswith(schemes):
+            example = "postgresql://USER@HOST:5432/DB" if "POSTGRES" in name else "redis://HOST:6379/13"
+            pytest.exit(f"{name}={value!r} is not a URL: give one such as {example} (docs/testing.md)", returncode=4)
 
 
 def _postgres_problem() -> str | None:

@@ -99,7 +99,9 @@ def test_a_variable_that_is_none_of_its_values_stops_the_command_with_its_line(
     assert (r.returncode, r.stderr, r.stdout) == (1, says + "\n", ""), r
 
 
-def test_the_demo_gets_its_settings_as_values_and_leaves_the_environment_alone(tmp_path: Path) -> None:
+def test_the_demo_gets_its_settings_as_values_and_leaves_the_environment_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     env = {"NPCMIND_CORS_ORIGINS": "https://game.example", "NPCMIND_MAX_SESSIONS": "3"}
     settings = Settings.from_env(env, host="0.0.0.0", port=8123, provider="none")
     before = dict(os.environ)
@@ -111,9 +113,21 @@ def test_the_demo_gets_its_settings_as_values_and_leaves_the_environment_alone(t
         folder = Path(demo.store.removeprefix("sqlite:///")).parent
         assert folder.is_dir() and folder.name.startswith("npcmind-demo-")
     assert not folder.exists()  # a demo leaves nothing behind
+    # and says so after the service's last line ("the store ... holds every decision answered") of a store now gone
+    assert "the demo's store was in a temporary folder, now removed" in capsys.readouterr().out
     assert settings.cors_origins == ["https://game.example"]  # the caller's value is not changed either
     with prepared(settings, scripted=False, store=f"sqlite:///{tmp_path}/play.db") as demo:
         assert demo.store == f"sqlite:///{tmp_path}/play.db"
+    assert "removed" not in capsys.readouterr().out  # a store the user named is kept, and not said removed
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize(("seconds", "said"), [(15, "15 s"), (600, "10 min"), (3600 * 24, "24 h"), (5400, "90 min")])
+def test_a_retraining_period_is_said_in_the_unit_a_person_reads(seconds: float, said: str) -> None:
+    """The demo's 15 s was logged as "every 0.00416667 h (--distill-every)", a flag the demo does not have."""
+    from npcmind.service import interval
+
+    assert interval(seconds) == said
 
 
 @pytest.mark.parametrize("module", SDK_MODULES)

@@ -129,6 +129,23 @@ def test_npcmind_cluster_is_a_command_and_deploy_haproxy_cfg_is_what_it_writes()
     assert missing.returncode == 2 and "--store postgresql://" in missing.stderr, missing.stderr
 
 
+@pytest.mark.fast
+def test_a_process_port_taken_is_said_before_anything_starts_with_the_ports_the_processes_take() -> None:
+    """`npcmind cluster --port 8080` beside the README's service on 8081 said `process 1 did not start: ''`, and the
+    process's own log said to choose another --port, which is HAProxy's."""
+    from conftest import cli
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        taken = held.getsockname()[1]
+        r = cli("cluster", "--processes", "2", "--port", str(taken - 1), "--", "--store", "x", "--redis", "y")
+    assert r.returncode == 2, r.stderr
+    said = r.stderr.split(" is taken")[0]
+    assert str(taken) in said and f"({taken}-{taken + 1})" in r.stderr, r.stderr
+    assert "choose a --port with those free" in r.stderr
+
+
 # --- `npcmind cluster` as a user runs it: supervised children, stopped by a signal --------------------------------
 
 store_url, redis_url = test_scale.store_url, test_scale.redis_url  # the scale tests' PostgreSQL schema and Redis prefix

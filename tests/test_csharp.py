@@ -304,6 +304,34 @@ def test_the_shared_cases_fail_when_the_csharp_sdk_is_broken_on_purpose(
     assert any(fails in name for name in failed), failed
 
 
+# (the sample file, the text as it is, the text that allocates every frame): the engine test must then fail
+SAMPLE_BREAKS = [
+    ('npcmind.Client.Track(id, "bee", seen, Legal);',
+     'npcmind.Client.Track(id, "bee", new Dictionary<string, object> { { "hp_fraction", hp } }, Legal);'),
+    ("npcmind.Client.Action(id);", "npcmind.Client.Action(name);"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("right,wrong", SAMPLE_BREAKS, ids=["a new observation a frame", "Unity's name read a frame"])
+def test_the_sample_bees_allocation_test_fails_when_the_bee_allocates(right: str, wrong: str, tmp_path: Path) -> None:
+    """The engine test counts the bytes the runner's Tick and the sample bee's Update allocate over 300 frames (the
+    Unity stand-ins' `name` makes a string at each read, as Unity's does): with the bee making a dictionary a
+    frame, or reading its name a frame, it fails, and nothing else does."""
+    copy = tmp_path / "csharp"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("out"))
+    sample = copy / "Samples~" / "HelloNpc" / "BeeBrain.cs"
+    text = sample.read_text()
+    assert text.count(right) == 1, f"BeeBrain.cs no longer holds {right!r}: update SAMPLE_BREAKS"
+    sample.write_text(text.replace(right, wrong))
+    r = subprocess.run([str(copy / "Build~" / "build.sh")], capture_output=True, text=True, timeout=600)
+    assert r.returncode != 0, "every test passed with the bee allocating every frame"
+    failed = [
+        c.attrib["name"] for c in ET.parse(copy / "Build~" / "out" / "TestResult.xml").iter("test-case")
+        if c.attrib.get("success") == "False"
+    ]  # fmt: skip
+    assert failed == ["NpcMind.Tests.EngineTests.TheSampleBeeAllocatesNothingPerFrameOnceItsDecisionCame"], failed
+
+
 # --- hosted sessions and the service's policy, over HttpClient ----------------------------------------------------
 
 

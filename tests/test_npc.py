@@ -160,6 +160,76 @@ def test_sdk_refuses_a_tampered_outcome(mind: NpcMind, store: NpcStore, scripted
     assert store.count("mara") == 0 and store.get("mara").state == {}  # type: ignore[union-attr]
 
 
+def other_key() -> str:
+    """A well-formed Ed25519 public key the service never signed with (base64url, as GET /v1/keys gives one)."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    from npcmind_client.signing import b64
+
+    return b64(Ed25519PrivateKey.generate().public_key().public_bytes(Encoding.Raw, PublicFormat.Raw))
+
+
+def recording(request: Any, asked: list[str]) -> Any:
+    """``NpcMind._request`` keeping the path of each call in ``asked``."""
+
+    def call(method: str, path: str, *rest: Any) -> Any:
+        asked.append(path)
+        return request(method, path, *rest)
+
+    return call
+
+
+def test_pinned_keys_alone_are_trusted_and_none_is_fetched(
+    svc: Running, scripted: Any, store: NpcStore, monkeypatch: Any
+) -> None:
+    """A game that pins the service's keys checks outcomes with them and never asks GET /v1/keys (a proxy could
+    lie there); an outcome signed by a key it did not pin is refused, with nothing applied."""
+    service = {k["kid"]: k["public_key"] for k in svc.http.get("/v1/keys").json()["keys"]}
+    (kid,) = service
+    for npc, (pinned, verifies) in enumerate(
+        [
+            (service, True),
+            ({kid: other_key()}, False),  # the service's kid, another key: a proxy's key pinned by mistake
+            ({"elsewhere": other_key()}, False),  # the service's key is not among those pinned
+        ]
+    ):
+        guard = f"guard-{npc}"
+        store.register(guard, "A guard.")
+        mind = NpcMind(svc.server.url, OpenAICortex(scripted.base_url, "scripted"), store, keys=pinned)
+        asked: list[str] = []
+        monkeypatch.setattr(mind, "_request", recording(mind._request, asked))
+        if verifies:
+            out = mind.process(guard, "Someone approaches.")
+            assert out.valid and store.count(guard) == out.remembered > 0 and out.state == store.get(guard).state  # type: ignore[union-attr]
+        else:
+            with pytest.raises(ProtocolError, match="signature does not verify: nothing was applied"):
+                mind.process(guard, "Someone approaches.")
+            assert store.count(guard) == 0 and store.get(guard).state == {}  # type: ignore[union-attr]
+        assert "/v1/keys" not in asked and any(p.endswith("/process") for p in asked)
+        assert mind.public_keys() == service  # the service's own list is still there to read
+        mind.close()
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize(
+    ("keys", "said"),
+    [
+        ({}, r"keys: pin at least one key"),
+        ([("k", "x")], r"keys: must map each kid to its base64url public key, not be a list"),
+        ({"": "A" * 43}, r"keys: a kid must be a non-empty text"),
+        ({"a.b": "A" * 43}, r"keys: a kid must be a non-empty text without '\.'"),
+        ({7: "A" * 43}, r"keys: a kid must be .* not int"),
+        ({"k1": "A" * 42}, r"keys\['k1'\]: not the base64url of an Ed25519 public key"),
+        ({"k1": "+" * 43}, r"keys\['k1'\]: not the base64url"),
+        ({"k1": None}, r"keys\['k1'\]: not the base64url"),
+    ],
+)
+def test_keys_that_cannot_be_pinned_are_named_when_given(keys: Any, said: str) -> None:
+    with pytest.raises(ValueError, match=said):
+        NpcMind("http://127.0.0.1:9", OpenAICortex("http://127.0.0.1:9/v1"), None, keys=keys)  # type: ignore[arg-type]
+
+
 @pytest.mark.fast
 def test_actions_are_checked_against_the_ruleset(svc: Running) -> None:
     fin = finalize_raw(svc, '{"dialogue": "Take this.", "action": {"type": "ATTACK", "target": "you"}}')["instruction"]

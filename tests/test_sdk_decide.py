@@ -1040,3 +1040,78 @@ def test_a_cortex_error_names_the_url_it_tried() -> None:
     with pytest.raises(CortexError, match=r"HTTP 404.*\(http://models\.test/v1/chat/completions\)$"):
         missing.complete("hi", asked)
     assert CortexError("a game's own cortex failed").url is None
+
+
+class Recording(httpx.HTTPTransport):
+    """The network, keeping the body of every decide request sent through it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.decides: list[dict[str, Any]] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/decide":
+            self.decides.append(json.loads(request.read()))
+        return super().handle_request(request)
+
+
+@pytest.mark.fast
+def test_scope_scope_state_and_threshold_change_as_the_game_goes(
+    svc: Running, scripted: ScriptedServer, clock: Clock
+) -> None:
+    """Set live, each is used from the next request or choice on (the TypeScript client's test is the same)."""
+    scripted.set(choose={"b9": "chase"})
+    sent = Recording()
+
+    def sure(e: Any) -> tuple[str, float]:
+        return ("flee", 0.7) if e.id == "b9" else ("", 0.0)
+
+    with DecideClient(svc.server.url, "game-live", world=WORLD, policy=sure, clock=clock, transport=sent) as c:
+        assert (c.scope, c.scope_state, c.threshold) == (None, None, 0.8)
+        c.track("b9", "bee", BEE_OBS, LEGAL)
+        c.tick()
+        c.wait()
+        assert "scope" not in sent.decides[0] and "scope_state" not in sent.decides[0]
+        assert c.action("b9").source == "AI"  # type: ignore[union-attr]  # 0.7 < 0.8: the service decided
+        c.scope, c.scope_state = "forest_boss", {"boss_phase": 2}  # the boss fight begins
+        assert c.event("b9", "hit")
+        clock.t += 0.1
+        c.tick()
+        c.wait()
+        assert (sent.decides[-1]["scope"], sent.decides[-1]["scope_state"]) == ("forest_boss", {"boss_phase": 2})
+        assert c.stats.ai == 2 and c.stats.errors == 0  # the service took it
+        c.threshold = 0.6  # now the local policy is sure enough: decided here, nothing asked
+        asked = len(sent.decides)
+        assert c.event("b9", "hit")
+        clock.t += 0.1
+        c.tick()
+        c.wait()
+        got = c.action("b9")
+        assert got is not None and (got.action, got.source) == ("flee", "local") and len(sent.decides) == asked
+        c.scope, c.threshold = None, 0.9  # out of the fight: the state is kept, no longer sent
+        assert c.event("b9", "hit")
+        clock.t += 0.1
+        c.tick()
+        c.wait()
+        assert len(sent.decides) == asked + 1 and not {"scope", "scope_state"} & set(sent.decides[-1])
+        assert c.scope_state == {"boss_phase": 2}
+
+
+@pytest.mark.fast
+def test_a_setter_given_the_wrong_kind_of_value_names_the_field_and_changes_nothing() -> None:
+    c = DecideClient(FAKE, "g")
+    for field, value in [
+        ("threshold", float("nan")),
+        ("threshold", "0.5"),
+        ("threshold", True),
+        ("threshold", 10**400),
+        ("scope", 7),
+        ("scope_state", []),
+        ("world", None),
+    ]:
+        with pytest.raises(TypeError, match=rf"^{field}: must be"):
+            setattr(c, field, value)
+    assert (c.threshold, c.scope, c.scope_state, c.world) == (0.8, None, None, {})
+    c.world = {"night": True}
+    assert c.world == {"night": True}
+    c.close()

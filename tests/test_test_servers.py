@@ -83,3 +83,20 @@ def test_the_role_with_few_connections_is_made_on_the_database_of_the_test_url()
             assert run(check) is False  # the database of NPCMIND_TEST_POSTGRES was granted nothing
     finally:
         run(lambda: admin(f'DROP DATABASE "{other}" WITH (FORCE)'))
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize(("name", "value"), [("NPCMIND_TEST_REDIS", "7"), ("NPCMIND_TEST_POSTGRES", "walk_db")])
+def test_a_test_server_variable_that_is_no_url_stops_the_run_with_one_line(name: str, value: str) -> None:
+    """``NPCMIND_TEST_REDIS=7`` (a database number, not a URL) skipped the Redis tests without a word."""
+    env = {**os.environ, name: value}
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_licence.py", "--co"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert f"{name}='{value}' is not a URL" in r.stdout + r.stderr

@@ -230,3 +230,11 @@ def test_a_cpp_game_refuses_a_signed_line_changed_on_its_way_and_applies_nothing
     out = dialogue(builds, svc.server.url, scripted.base_url, "forge")
     assert "signature does not verify" in out.get("refused", ""), out
     assert (out["memories"], out["state"]) == (0, {}), out
+
+
+def test_the_readme_says_how_to_run_the_console_game() -> None:
+    """The C# package's README had its console game's steps; this one had none (a new user's walk, issue 40)."""
+    readme = (PLUGIN / "README.md").read_text()
+    console = readme[readme.index("## The console game") :]
+    for step in ("--manifest examples/drones.yaml", "build/gcc/npcmind_game http://127.0.0.1:8090", "cmake --build"):
+        assert step in readme if step == "cmake --build" else step in console, step

@@ -249,7 +249,14 @@ class Cluster:
             proc.kill()
             _end(proc)
             self.procs[i] = None
-            raise RuntimeError(f"npcmind process {i + 1} did not start: {line!r}; see {self.dir}/npcmind-{i + 1}.log")
+            raise RuntimeError(self._why_not(i, line))
+
+    def _why_not(self, i: int, line: str) -> str:
+        """Why process ``i`` did not start: its log's last line when it printed nothing (it said '')."""
+        path = self.dir / f"npcmind-{i + 1}.log"
+        said = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()] if path.exists() else []
+        why = line.strip() or (said[-1].strip() if said else "it printed nothing")
+        return f"npcmind process {i + 1} (port {self.ports[i]}) did not start: {why}; see {path}"
 
     def kill9(self, i: int) -> None:
         """SIGKILL process ``i``, as a crash would."""
@@ -397,6 +404,14 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    taken = [p for p in [args.port, *ports] if not _free(args.host, p)]
+    if taken:  # said before anything starts: a process's serve would say "choose --port", which is HAProxy's here
+        print(
+            f"npcmind cluster: port {', '.join(map(str, taken))} is taken; HAProxy takes --port {args.port} and the "
+            f"processes the {args.processes} after it ({ports[0]}-{ports[-1]}): choose a --port with those free",
+            file=sys.stderr,
+        )
+        return 2
     cluster = Cluster(serve, args.processes, args.port, args.host)
     cluster.ports = ports
     signal.signal(signal.SIGTERM, _on_signal)
@@ -420,6 +435,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"npcmind cluster: {e}", file=sys.stderr)
         return 1
     return 1  # Supervisor.run ends only by an exception
+
+
+def _free(host: str, port: int) -> bool:
+    """Whether ``port`` can be listened on (by HAProxy or a process) now."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as HAProxy and uvicorn listen: TIME_WAIT is free
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 def _on_signal(signum: int, frame: object) -> None:

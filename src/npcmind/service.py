@@ -97,7 +97,7 @@ class Chores:
 
         job = BackgroundDistill(self.store, self.settings.store, self.manifest_of, every_h)
         self._tasks.append(asyncio.get_running_loop().create_task(job.run()))
-        log.info("distill: every client's local policy is retrained every %g h (--distill-every)", every_h)
+        log.info("distill: every client's local policy is retrained every %s", interval(every_h * 3600))
 
     async def _trim_every(self, seconds: float) -> None:
         """Keep all sessions together within NPCMIND_MAX_ENTITIES, off the request path."""
@@ -384,3 +384,12 @@ class Service:
     def hub(self) -> ContextHub:
         """The session writes of telemetry, scopes and reports, and the sessions they go to (once started)."""
         return _started(self._hub)
+
+
+def interval(seconds: float) -> str:
+    """A period as a person reads it: the demo's 15 s was "every 0.00416667 h"."""
+    if seconds < 120:
+        return f"{seconds:g} s"
+    if seconds < 7200:
+        return f"{seconds / 60:g} min"
+    return f"{seconds / 3600:g} h"

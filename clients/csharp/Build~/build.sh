@@ -88,9 +88,13 @@ cp "$BC" "$OUT"/
 "${MCS[@]}" -target:library -out:"$OUT"/NpcMind.Unity.dll -r:"$OUT"/NpcMind.Runtime.dll -r:"$OUT"/UnityEngine.dll Unity/*.cs
 "${MCS[@]}" -target:library -out:"$OUT"/Example.Unity.dll -r:"$OUT"/NpcMind.Runtime.dll -r:"$OUT"/UnityEngine.dll \
   -r:"$OUT"/NpcMind.Unity.dll 'Samples~/HelloNpc/BeeBrain.cs' 'Samples~/HelloNpc/Innkeeper.cs'
+# the engine tests: the runner, the Unity sender and the sample bee against the stand-ins (Tests/Engines~, which Unity
+# does not import), an assembly of their own beside NpcMind.Tests
+"${MCS[@]}" -target:library -out:"$OUT"/NpcMind.EngineTests.dll -r:"$OUT"/NpcMind.Runtime.dll -r:"$OUT"/UnityEngine.dll \
+  -r:"$OUT"/NpcMind.Unity.dll -r:"$OUT"/Example.Unity.dll -r:"$NUNIT" 'Tests/Engines~/EngineTests.cs'
 "${MCS[@]}" -target:library -out:"$OUT"/Example.Godot.dll -r:"$OUT"/NpcMind.Runtime.dll \
   'Examples~/Godot/Bee.cs' 'Examples~/Engines/Godot.cs'
 cp "$NUNIT" "$OUT"/
 [ "${1:-}" = "build" ] && exit 0
 cd "$OUT"
-exec nunit-console NpcMind.Tests.dll -nologo -noshadow -xml=TestResult.xml
+exec nunit-console NpcMind.Tests.dll NpcMind.EngineTests.dll -nologo -noshadow -xml=TestResult.xml

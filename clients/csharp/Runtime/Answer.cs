@@ -6,7 +6,7 @@ namespace NpcMind
 {
     /// <summary>One decision of an answer: <c>AI</c> (action, label, ttl, ...) or <c>FALLBACK</c> (code,
     /// reason).</summary>
-    public sealed class Decision
+    internal sealed class Decision
     {
         public string Id;
         public string Source;
@@ -16,28 +16,25 @@ namespace NpcMind
         public string DecisionId;
         public bool Cached;
         public double? Confidence;
-        public string Code;
+        public FallbackCode Code;
         public string Reason;
     }
 
     /// <summary>The last line of a streamed answer (it has <c>a2g</c>): nothing counts after it.</summary>
-    public sealed class StreamEnd
+    internal sealed class StreamEnd
     {
         public double Epoch;
     }
 
     /// <summary>A /v1/decide answer that has the protocol's shape.</summary>
-    public sealed class DecideResponse
+    internal sealed class DecideResponse
     {
         public double Epoch;
         public List<Decision> Decisions = new List<Decision>();
     }
 
-    public static class Answer
+    internal static class Answer
     {
-        private static readonly HashSet<string> Codes =
-            new HashSet<string> { "budget", "busy", "invalid_choice", "refused", "unavailable" };
-
         /// <summary>One decision read, or its problem (<paramref name="problem"/> set, null returned). A streamed
         /// answer gives its decisions one at a time: each is read alone, here.</summary>
         public static Decision ReadDecision(object d, string at, out string problem)
@@ -70,8 +67,12 @@ namespace NpcMind
             if ("FALLBACK".Equals(source))
             {
                 if (!(Json.Get(o, "id") is string)) { problem = at + ".id: must be a string"; return null; }
-                string code = Json.Get(o, "code") as string;
-                if (code == null || !Codes.Contains(code)) { problem = at + ".code: not a known fallback code"; return null; }
+                FallbackCode code;
+                if (!Wire.TryRead(Json.Get(o, "code") as string, out code))
+                {
+                    problem = at + ".code: not a known fallback code (" + Wire.Words(typeof(FallbackCode)) + ")";
+                    return null;
+                }
                 string reason = Json.Get(o, "reason") as string;
                 if (reason == null) { problem = at + ".reason: must be a string"; return null; }
                 return new Decision { Source = "FALLBACK", Id = (string)o["id"], Code = code, Reason = reason };

@@ -28,7 +28,7 @@ namespace NpcMind
     }
 
     /// <summary>Which local policy decides before the service, and when to ask the service for its own.</summary>
-    public sealed class Cascade
+    internal sealed class Cascade
     {
         /// <summary>A minute: a new policy comes at most every --distill-every hours; a 304 a minute costs the
         /// service nothing, and a game session of a few minutes still picks up a new one.</summary>

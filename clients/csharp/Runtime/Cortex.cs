@@ -4,6 +4,7 @@
 using System;
 using System.Collections.Generic;
 using System.Text;
+using System.Threading;
 using System.Threading.Tasks;
 
 namespace NpcMind
@@ -41,7 +42,9 @@ namespace NpcMind
             this.timeoutMs = timeoutMs;
         }
 
-        public async Task<string> Complete(string prompt, PromptConstraints constraints)
+        /// <summary>One chat completion; the request is aborted when <paramref name="cancellationToken"/> fires.</summary>
+        public async Task<string> Complete(string prompt, PromptConstraints constraints,
+            CancellationToken cancellationToken = default(CancellationToken))
         {
             var message = new Dictionary<string, object> { { "role", "user" }, { "content", prompt } };
             var body = new Dictionary<string, object> { { "model", Model }, { "messages", new List<object> { message } } };
@@ -56,7 +59,7 @@ namespace NpcMind
                 Method = "POST", Url = Url, Headers = headers, Body = Encoding.UTF8.GetBytes(Json.Write(body)),
                 TimeoutMs = timeoutMs, MaxBytes = Limits.MaxCortexBytes,
             };
-            var result = await http.Call(call).ConfigureAwait(false);
+            var result = await http.Call(call, cancellationToken).ConfigureAwait(false);
             if (result.Status == 0)
                 throw new CortexException("cannot reach the cortex: "
                     + (result.TimedOut ? "no answer within " + timeoutMs + " ms" : result.Error), Url);

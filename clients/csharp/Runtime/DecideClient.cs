@@ -7,6 +7,7 @@
 using System;
 using System.Collections.Generic;
 using System.Diagnostics;
+using System.Threading;
 using System.Threading.Tasks;
 
 namespace NpcMind
@@ -32,6 +33,7 @@ namespace NpcMind
         private readonly bool ownHttp;
         private readonly Func<double> clock;
         private bool closed;
+        private readonly List<OutRequest> due = new List<OutRequest>(); // the requests of one Tick, reused every frame
 
         public DecideClient(string serviceUrl, string clientId, DecideClientOptions options = null)
         {
@@ -101,9 +103,13 @@ namespace NpcMind
         /// <summary>Something happened to the entity: ask for it at once; false for one not tracked.</summary>
         public bool Event(string id, string trigger) { return core.Roster.Event(id, trigger, clock()); }
 
-        /// <summary>What became of the entity's current AI decision (an <see cref="Outcomes"/> value); sent with the
-        /// next tick.</summary>
-        public bool Report(string id, string outcome, string detail = null) { return core.Report(id, outcome, detail); }
+        /// <summary>What became of the entity's current AI decision; sent with the next tick. False when it has none
+        /// to report (or <paramref name="outcome"/> is no member of <see cref="ReportOutcome"/>: said once).</summary>
+        public bool Report(string id, ReportOutcome outcome, string detail = null)
+        {
+            string word = Wire.Defined(outcome) ? Wire.Text(outcome) : "ReportOutcome(" + (int)outcome + ")";
+            return core.Report(id, word, detail);
+        }
 
         /// <summary>The entity's live decision, or null: run the game's native AI.</summary>
         public Choice Action(string id, IList<string> legalNow = null) { return core.Roster.Action(id, legalNow, clock()); }
@@ -116,7 +122,9 @@ namespace NpcMind
             if (closed) return; // a frame after Close(): nothing to send, nothing to throw
             double at = now ?? clock();
             Apply(transport.Drain(), at);
-            foreach (var r in core.Tick(at)) transport.Send(r);
+            core.Tick(at, due);
+            foreach (var r in due) transport.Send(r);
+            due.Clear();
         }
 
         /// <summary>Send the queued reports, wait (blocking) until every request sent so far has answered or
@@ -131,16 +139,18 @@ namespace NpcMind
         }
 
         /// <summary>What the model saw in this client's last decide request and what it answered (GET /v1/prompt),
-        /// for a debug overlay; null when there is nothing yet or the service cannot say. Never faults.</summary>
-        public Task<IDictionary<string, object>> LastPrompt()
+        /// for a debug overlay; null when there is nothing yet or the service cannot say. Never faults; cancelled
+        /// (and the request aborted) when <paramref name="cancellationToken"/> fires.</summary>
+        public Task<IDictionary<string, object>> LastPrompt(CancellationToken cancellationToken = default(CancellationToken))
         {
             string path = "/v1/prompt?client_id=" + Uri.EscapeDataString(core.ClientId);
-            return transport.Call("GET", path, core.Headers()).ContinueWith(t =>
+            return transport.Call("GET", path, core.Headers(), cancellationToken).ContinueWith(t =>
             {
+                cancellationToken.ThrowIfCancellationRequested(); // the task ends as cancelled, not as null
                 var got = t.Status == TaskStatus.RanToCompletion ? t.Result : null;
                 if (got == null || got.Fail.HasValue || got.Status != 200) return null;
                 return got.Body as IDictionary<string, object>;
-            });
+            }, cancellationToken, TaskContinuationOptions.None, TaskScheduler.Default);
         }
 
         /// <summary>Stop without waiting for answers (a game that quits must not hang); call Wait() first to keep

@@ -8,7 +8,7 @@
 namespace NpcMind
 {
     /// <summary>Ed25519 verification by the vendored Bouncy Castle; available on every platform.</summary>
-    public static class Ed25519
+    internal static class Ed25519
     {
         /// <summary>What checks signatures: for the one line a game logs.</summary>
         public const string Library = "BouncyCastle.Crypto 1.9.0 (managed)";

@@ -7,7 +7,7 @@ using System.Linq;
 namespace NpcMind
 {
     /// <summary>One problem of a 422, by path.</summary>
-    public sealed class Problem
+    internal sealed class Problem
     {
         public readonly string Path;
         public readonly string Message;
@@ -20,7 +20,7 @@ namespace NpcMind
     }
 
     /// <summary>An error answer as its code, message and problems.</summary>
-    public sealed class ErrorAnswer
+    internal sealed class ErrorAnswer
     {
         public readonly string Code;
         public readonly string Message;
@@ -34,7 +34,7 @@ namespace NpcMind
         }
     }
 
-    public static class Errors
+    internal static class Errors
     {
         /// <summary>An error answer; empty parts for a body that is none (a proxy's page).</summary>
         public static ErrorAnswer ReadError(object body)

@@ -28,7 +28,7 @@ namespace NpcMind
         public void Send(HttpCall call, Action<HttpResult> done)
         {
             var timeout = new CancellationTokenSource(TimeSpan.FromMilliseconds(Math.Max(1, call.TimeoutMs)));
-            var both = CancellationTokenSource.CreateLinkedTokenSource(timeout.Token, all.Token);
+            var both = CancellationTokenSource.CreateLinkedTokenSource(timeout.Token, all.Token, call.CancellationToken);
             // on the pool from the first line: HttpClient's synchronous start (a connection, a name lookup on some
             // runtimes) must not run on the game's thread inside Tick()
             Task.Run(() => Run(call, both.Token)).ContinueWith(t =>
@@ -38,7 +38,9 @@ namespace NpcMind
                 else
                 {
                     var exc = t.Exception != null ? t.Exception.GetBaseException() : null;
-                    result = HttpResult.Failed(timeout.IsCancellationRequested, exc != null ? exc.Message : "cancelled");
+                    bool cancelled = call.CancellationToken.IsCancellationRequested && !timeout.IsCancellationRequested;
+                    result = HttpResult.Failed(timeout.IsCancellationRequested && !cancelled,
+                        cancelled ? "cancelled by the caller" : exc != null ? exc.Message : "cancelled");
                 }
                 both.Dispose();
                 timeout.Dispose();

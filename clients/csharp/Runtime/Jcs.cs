@@ -15,7 +15,7 @@ namespace NpcMind
 {
     /// <summary>A value with no canonical form (a number no double holds, a type JSON has none for), and where
     /// it lies (<c>npcState.gold</c>, <c>[0]</c>).</summary>
-    public sealed class NotCanonicalException : Exception
+    internal sealed class NotCanonicalException : Exception
     {
         public readonly string Path;
         public readonly string Problem;
@@ -30,7 +30,7 @@ namespace NpcMind
 
     /// <summary>Canonical JSON (RFC 8785): keys sorted by UTF-16 code units, no whitespace, numbers as
     /// ECMAScript writes them, strings escaped as JSON.stringify escapes them, UTF-8.</summary>
-    public static class Jcs
+    internal static class Jcs
     {
         private const long SafeInteger = 9007199254740992; // 2^53: every integer up to it is one double
 

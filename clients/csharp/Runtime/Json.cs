@@ -21,13 +21,13 @@ namespace NpcMind
 {
     /// <summary>Text that is not JSON, or a value that cannot be written as JSON (NaN, a cycle, a type JSON
     /// has no form for). The only exception <see cref="Json"/> throws.</summary>
-    public class NpcJsonException : Exception
+    internal class NpcJsonException : Exception
     {
         public NpcJsonException(string message) : base(message) { }
     }
 
     /// <summary>A small JSON reader and writer.</summary>
-    public static class Json
+    internal static class Json
     {
         /// <summary>Nesting a reader or writer accepts: the reader recurses, and a cycle in a game's objects
         /// must end in a NpcJsonException, never in a stack overflow (which no catch stops).</summary>

@@ -3,9 +3,6 @@
 // no further than one byte past its cap, and the error said names the cap.
 
 using System.Globalization;
-using System.Runtime.CompilerServices;
-
-[assembly: InternalsVisibleTo("NpcMind.Tests")] // the tests read the caps' internals (a number's kept digits)
 
 namespace NpcMind
 {
@@ -29,7 +26,7 @@ namespace NpcMind
         public const int MaxCortexBytes = 8 * 1024 * 1024;
 
         /// <summary>The cap that applies to a body of this status: the call's own, or the error cap below it.</summary>
-        public static int For(int status, int maxBytes, int maxErrorBytes)
+        internal static int For(int status, int maxBytes, int maxErrorBytes)
         {
             if (maxBytes <= 0) maxBytes = int.MaxValue;
             if (maxErrorBytes <= 0) maxErrorBytes = MaxErrorBytes;
@@ -37,19 +34,19 @@ namespace NpcMind
         }
 
         /// <summary>What is said of a body past its cap: where, the cap in bytes, and its name.</summary>
-        public static string TooLarge(string where, int cap, string name)
+        internal static string TooLarge(string where, int cap, string name)
         {
             return where + ": the body is larger than " + Bytes(cap) + " bytes (" + name + "), not read past that";
         }
 
         /// <summary>The name of the cap that applies: an error body's, or the call's.</summary>
-        public static string Name(int status, int maxBytes, string callCap)
+        internal static string Name(int status, int maxBytes, string callCap)
         {
             return status >= 400 && MaxErrorBytes < maxBytes ? "Limits.MaxErrorBytes" : callCap;
         }
 
         /// <summary>A count with thousands separators (as every message of the SDK writes a cap).</summary>
-        public static string Bytes(long n)
+        internal static string Bytes(long n)
         {
             return n.ToString("#,0", CultureInfo.InvariantCulture);
         }

@@ -10,7 +10,7 @@ using System.Text;
 namespace NpcMind
 {
     /// <summary>The complete lines of one stream so far, and the part of a line still coming.</summary>
-    public sealed class Lines
+    internal sealed class Lines
     {
         /// <summary>A decision line is a few hundred bytes; past this it is not npcmind's: dropped.</summary>
         public const int MaxLine = 64 * 1024;

@@ -12,16 +12,46 @@ using System;
 using System.Collections.Generic;
 using System.Linq;
 using System.Text;
+using System.Threading;
 using System.Threading.Tasks;
 
 namespace NpcMind
 {
+    /// <summary>What kind of memory it is (the protocol's memory <c>type</c>: observation, experience, knowledge,
+    /// emotion, dialogue on the wire).</summary>
+    public enum MemoryKind
+    {
+        /// <summary>What the NPC saw or was told.</summary>
+        Observation,
+        /// <summary>What the NPC said or did (Finalize keeps its line as one).</summary>
+        Experience,
+        /// <summary>A fact worth keeping (the model's <c>remember</c>).</summary>
+        Knowledge,
+        /// <summary>How the NPC felt.</summary>
+        Emotion,
+        /// <summary>A line of dialogue (ForbocAI's clients send it; docs/protocol.md).</summary>
+        Dialogue,
+    }
+
+    /// <summary>The steps of a dialogue turn, in the order the service gives them (each an instruction of
+    /// POST /npcs/{npcId}/process); <see cref="NpcOutcome.Steps"/> lists those a turn took.</summary>
+    public enum NpcStep
+    {
+        /// <summary>The game said who the NPC is (<see cref="INpcMemory.Get"/>).</summary>
+        IdentifyActor,
+        /// <summary>The game recalled memories (<see cref="INpcMemory.Recall"/>).</summary>
+        QueryVector,
+        /// <summary>The game's model answered the service's prompt (<see cref="ICortex.Complete"/>).</summary>
+        ExecuteInference,
+        /// <summary>The service judged and signed the line: the turn's end.</summary>
+        Finalize,
+    }
+
     /// <summary>A memory the game recalled for the observation, with how similar it is (0..1).</summary>
     public sealed class RecalledMemory
     {
         public string Text;
-        /// <summary>observation, experience, knowledge, emotion, dialogue (docs/protocol.md).</summary>
-        public string Type;
+        public MemoryKind Type;
         public double Importance;
         public double Similarity;
     }
@@ -30,7 +60,7 @@ namespace NpcMind
     public sealed class NewMemory
     {
         public string Text;
-        public string Type;
+        public MemoryKind Type;
         public double Importance;
     }
 
@@ -65,7 +95,7 @@ namespace NpcMind
         public IList<string> Stop = new List<string>();
 
         /// <summary>The constraints of an ExecuteInference instruction (absent or odd fields: none).</summary>
-        public static PromptConstraints Read(object constraints)
+        internal static PromptConstraints Read(object constraints)
         {
             var c = new PromptConstraints();
             object max = Json.Get(constraints, "maxTokens"), temperature = Json.Get(constraints, "temperature");
@@ -80,7 +110,10 @@ namespace NpcMind
     /// <summary>Whatever runs inference on the game's side (a local model, a hosted API): the model's text.</summary>
     public interface ICortex
     {
-        Task<string> Complete(string prompt, PromptConstraints constraints);
+        /// <summary>The model's answer to <paramref name="prompt"/>; stop (cancelled) when
+        /// <paramref name="cancellationToken"/> fires: the game left the dialogue.</summary>
+        Task<string> Complete(string prompt, PromptConstraints constraints,
+            CancellationToken cancellationToken = default(CancellationToken));
     }
 
     /// <summary>The service refused a step, could not be reached, or the loop did not finish; nothing was applied.</summary>
@@ -102,7 +135,8 @@ namespace NpcMind
         /// <summary>The validated action (<c>type</c>, <c>target</c>, <c>reason</c>, <c>confidence</c>), or null.</summary>
         public IDictionary<string, object> Action;
         public IDictionary<string, object> Audit;
-        public List<string> Steps;
+        /// <summary>The steps this turn took, Finalize last.</summary>
+        public List<NpcStep> Steps;
         /// <summary>What the service asks the game to keep, and the merge patch of the NPC's state.</summary>
         public List<NewMemory> Memories = new List<NewMemory>();
         public IDictionary<string, object> StateTransform = new Dictionary<string, object>();
@@ -180,11 +214,14 @@ namespace NpcMind
         }
 
         /// <summary>Run the loop for one observation, up to Finalize. Throws <see cref="ProtocolException"/>
-        /// when the service refuses a step or cannot be reached; the cortex's own exception when it fails.
-        /// Nothing is applied: see <see cref="Apply"/>.</summary>
+        /// when the service refuses a step or cannot be reached; the cortex's own exception when it fails; an
+        /// <see cref="OperationCanceledException"/> when <paramref name="cancellationToken"/> fires (the request or
+        /// the inference under way is aborted). Nothing is applied: see <see cref="Apply"/>.</summary>
         public async Task<NpcOutcome> Process(string npcId, string observation,
-            IDictionary<string, object> context = null, string ruleset = null)
+            IDictionary<string, object> context = null, string ruleset = null,
+            CancellationToken cancellationToken = default(CancellationToken))
         {
+            cancellationToken.ThrowIfCancellationRequested();
             if (string.IsNullOrEmpty(npcId) || npcId.Contains("/"))
                 throw new ProtocolException("npcId: " + Errors.Quote(npcId ?? "null") + " must be non-empty text without '/'");
             if (observation == null) throw new ProtocolException("observation: must be text, not null");
@@ -198,16 +235,21 @@ namespace NpcMind
             };
             if (!string.IsNullOrEmpty(ruleset)) tape["rulesetId"] = ruleset;
             IDictionary<string, object> step = tape, last = null;
-            var steps = new List<string>();
+            var steps = new List<NpcStep>();
             for (int i = 0; i < MaxCalls; i++)
             {
-                var answer = await Step(npcId, step, last).ConfigureAwait(true);
+                cancellationToken.ThrowIfCancellationRequested();
+                var answer = await Step(npcId, step, last, cancellationToken).ConfigureAwait(true);
                 var instruction = answer.Key;
                 step = answer.Value; // sent back as received, unknown fields (the step token) included
-                string kind = (string)instruction["type"];
+                NpcStep kind;
+                if (!Wire.TryRead((string)instruction["type"], out kind))
+                    throw new ProtocolException("unknown instruction " + Errors.Quote((string)instruction["type"])
+                        + " (instruction.type: not one of " + Wire.Words(typeof(NpcStep)) + ")");
                 steps.Add(kind);
-                if (kind == "Finalize") return await Checked(Finish(npcId, instruction, step, steps)).ConfigureAwait(true);
-                last = await Result(rec, kind, instruction).ConfigureAwait(true);
+                if (kind == NpcStep.Finalize)
+                    return await Checked(Finish(npcId, instruction, step, steps), cancellationToken).ConfigureAwait(true);
+                last = await Result(rec, kind, instruction, cancellationToken).ConfigureAwait(true);
             }
             throw new ProtocolException("no Finalize after " + MaxCalls + " calls");
         }
@@ -226,9 +268,10 @@ namespace NpcMind
         }
 
         /// <summary>The service's signing keys (kid -> base64url), from GET /v1/keys: what outcomes are checked with.</summary>
-        public async Task<Dictionary<string, string>> PublicKeys()
+        public async Task<Dictionary<string, string>> PublicKeys(CancellationToken cancellationToken = default(CancellationToken))
         {
-            var got = await Request("GET", "/v1/keys", null, Limits.MaxKeysBytes, "Limits.MaxKeysBytes").ConfigureAwait(false);
+            var got = await Request("GET", "/v1/keys", null, Limits.MaxKeysBytes, "Limits.MaxKeysBytes", cancellationToken)
+                .ConfigureAwait(false);
             var keys = Json.Get(got.Value, "keys") as IList<object>;
             if (got.Key != 200 || keys == null)
                 throw new ProtocolException("GET /v1/keys answered " + got.Key + " without keys: " + Errors.ErrorLine(got.Value, ""));
@@ -243,9 +286,10 @@ namespace NpcMind
             if (ownHttp) ((IDisposable)http).Dispose();
         }
 
-        private async Task<IDictionary<string, object>> Result(NpcRecord rec, string kind, IDictionary<string, object> instruction)
+        private async Task<IDictionary<string, object>> Result(NpcRecord rec, NpcStep kind, IDictionary<string, object> instruction,
+            CancellationToken cancellationToken)
         {
-            if (kind == "IdentifyActor")
+            if (kind == NpcStep.IdentifyActor)
             {
                 var actor = new Dictionary<string, object>
                 {
@@ -253,32 +297,33 @@ namespace NpcMind
                 };
                 return new Dictionary<string, object> { { "type", "IdentifyActorResult" }, { "actor", actor } };
             }
-            if (kind == "QueryVector")
+            if (kind == NpcStep.QueryVector)
             {
                 object limit = Json.Get(instruction, "limit"), threshold = Json.Get(instruction, "threshold");
                 var found = Memory.Recall(rec.NpcId, Errors.Text(Json.Get(instruction, "query")),
                     Json.IsNumber(limit) ? (int)Json.ToDouble(limit) : 0, Json.IsNumber(threshold) ? Json.ToDouble(threshold) : 0);
                 var memories = (found ?? new List<RecalledMemory>()).Select(m => (object)new Dictionary<string, object>
                 {
-                    { "text", m.Text }, { "type", m.Type }, { "importance", m.Importance }, { "similarity", m.Similarity },
+                    { "text", m.Text }, { "type", Wire.Text(m.Type) }, { "importance", m.Importance }, { "similarity", m.Similarity },
                 }).ToList();
                 return new Dictionary<string, object> { { "type", "QueryVectorResult" }, { "memories", memories } };
             }
-            if (kind == "ExecuteInference")
+            if (kind == NpcStep.ExecuteInference)
             {
                 string output = await Cortex.Complete(Errors.Text(Json.Get(instruction, "prompt")),
-                    PromptConstraints.Read(Json.Get(instruction, "constraints"))).ConfigureAwait(true);
+                    PromptConstraints.Read(Json.Get(instruction, "constraints")), cancellationToken).ConfigureAwait(true);
+                cancellationToken.ThrowIfCancellationRequested(); // a cortex that ignored it: its answer is not sent
                 return new Dictionary<string, object> { { "type", "ExecuteInferenceResult" }, { "generatedOutput", output ?? "" } };
             }
-            throw new ProtocolException("unknown instruction " + Errors.Quote(kind));
+            throw new ProtocolException("unknown instruction " + Errors.Quote(Wire.Text(kind)));
         }
 
         private async Task<KeyValuePair<IDictionary<string, object>, IDictionary<string, object>>> Step(
-            string npcId, IDictionary<string, object> tape, IDictionary<string, object> last)
+            string npcId, IDictionary<string, object> tape, IDictionary<string, object> last, CancellationToken cancellationToken)
         {
             var body = new Dictionary<string, object> { { "tape", tape }, { "lastResult", last } };
             var got = await Request("POST", "/npcs/" + Uri.EscapeDataString(npcId) + "/process", body, Limits.MaxStepBytes,
-                "Limits.MaxStepBytes").ConfigureAwait(false);
+                "Limits.MaxStepBytes", cancellationToken).ConfigureAwait(false);
             if (got.Key != 200)
                 throw new ProtocolException("the service answered " + got.Key + ": " + Errors.ErrorLine(got.Value, ""));
             var instruction = Json.Get(got.Value, "instruction") as IDictionary<string, object>;
@@ -294,19 +339,19 @@ namespace NpcMind
 
         /// <summary>A valid outcome's signature checked with the service's keys (fetched again once, for a key
         /// rotated since); one that does not verify is refused, nothing applied.</summary>
-        private async Task<NpcOutcome> Checked(NpcOutcome outcome)
+        private async Task<NpcOutcome> Checked(NpcOutcome outcome, CancellationToken cancellationToken)
         {
             if (!outcome.Valid || !ChecksSignatures) return outcome;
-            if (keys == null) keys = await PublicKeys().ConfigureAwait(true);
+            if (keys == null) keys = await PublicKeys(cancellationToken).ConfigureAwait(true);
             if (!Signing.Verify(outcome.Signature, outcome.SignedPayload, keys) && options.Keys == null)
-                keys = await PublicKeys().ConfigureAwait(true); // as the other SDKs: asked again once (a key rotated)
+                keys = await PublicKeys(cancellationToken).ConfigureAwait(true); // as the other SDKs: asked again once (a key rotated)
             if (!Signing.Verify(outcome.Signature, outcome.SignedPayload, keys))
                 throw new ProtocolException("the outcome's signature does not verify with the service's keys (GET /v1/keys): nothing was applied");
             outcome.Verified = true;
             return outcome;
         }
 
-        private NpcOutcome Finish(string npcId, IDictionary<string, object> fin, IDictionary<string, object> tape, List<string> steps)
+        private NpcOutcome Finish(string npcId, IDictionary<string, object> fin, IDictionary<string, object> tape, List<NpcStep> steps)
         {
             var rec = Memory.Get(npcId);
             var outcome = new NpcOutcome
@@ -320,11 +365,7 @@ namespace NpcMind
             outcome.StateTransform = Json.Get(fin, "stateTransform") as IDictionary<string, object>
                 ?? new Dictionary<string, object>();
             var store = Json.Get(fin, "memoryStore") as IList<object> ?? new List<object>();
-            outcome.Memories = store.OfType<IDictionary<string, object>>().Select(m => new NewMemory
-            {
-                Text = Errors.Text(Json.Get(m, "text")), Type = Errors.Text(Json.Get(m, "type")),
-                Importance = Json.IsNumber(Json.Get(m, "importance")) ? Json.ToDouble(Json.Get(m, "importance")) : 0,
-            }).ToList();
+            outcome.Memories = Memories(store);
             outcome.Signature = Json.Get(fin, "signature") as string;
             if (string.IsNullOrEmpty(outcome.Signature))
                 throw new ProtocolException("the service sent a valid outcome without a signature: nothing can check it");
@@ -339,10 +380,34 @@ namespace NpcMind
             return outcome;
         }
 
+        /// <summary>A valid Finalize's <c>memoryStore</c>, each item's type read as its <see cref="MemoryKind"/>: a word
+        /// the protocol does not have is refused by name (the service's schema closes the set).</summary>
+        private static List<NewMemory> Memories(IList<object> store)
+        {
+            var kept = new List<NewMemory>();
+            for (int i = 0; i < store.Count; i++)
+            {
+                var m = store[i] as IDictionary<string, object>;
+                if (m == null) continue;
+                MemoryKind kind;
+                if (!Wire.TryRead(Json.Get(m, "type") as string, out kind))
+                    throw new ProtocolException("memoryStore[" + i + "].type: " + Errors.Quote(Errors.Text(Json.Get(m, "type")))
+                        + " is not a memory type of this protocol (" + Wire.Words(typeof(MemoryKind)) + "): nothing was applied");
+                object importance = Json.Get(m, "importance");
+                kept.Add(new NewMemory
+                {
+                    Text = Errors.Text(Json.Get(m, "text")), Type = kind,
+                    Importance = Json.IsNumber(importance) ? Json.ToDouble(importance) : 0,
+                });
+            }
+            return kept;
+        }
+
         /// <summary>One call: its status and JSON body (an error body of its text when it is not JSON), the body
         /// read no further than one byte past <paramref name="max"/> (an error's past Limits.MaxErrorBytes), and
         /// parsed off the game's thread.</summary>
-        private async Task<KeyValuePair<int, object>> Request(string method, string path, object body, int max, string capName)
+        private async Task<KeyValuePair<int, object>> Request(string method, string path, object body, int max, string capName,
+            CancellationToken cancellationToken)
         {
             var headers = new Dictionary<string, string>();
             if (!string.IsNullOrEmpty(options.Token)) headers["authorization"] = "Bearer " + options.Token;
@@ -364,7 +429,7 @@ namespace NpcMind
                     throw new ProtocolException("the step cannot be sent: " + e.Message);
                 }
             }
-            var result = await http.Call(call).ConfigureAwait(false);
+            var result = await http.Call(call, cancellationToken).ConfigureAwait(false);
             if (result.Status == 0)
                 throw new ProtocolException("cannot reach the npcmind service at " + baseUrl + ": "
                     + (result.TimedOut ? "no answer within " + options.TimeoutMs + " ms" : result.Error)

@@ -7,7 +7,7 @@ using System.Linq;
 namespace NpcMind
 {
     /// <summary>How the outbox makes a request (the scheduler's refs, headers and encoding) and tells what it met.</summary>
-    public interface IOutboxHost
+    internal interface IOutboxHost
     {
         /// <summary>A POST made now, or null when nothing of the body could be written.</summary>
         OutRequest Post(string path, Dictionary<string, object> body, IList<string> after);
@@ -19,7 +19,7 @@ namespace NpcMind
     }
 
     /// <summary>Queues telemetry (changed entities only, scene and removals with the first part) and reports.</summary>
-    public sealed class Outbox
+    internal sealed class Outbox
     {
         public const int TelemetryBatch = 1000;
         public const int ReportsARequest = 256;
@@ -108,6 +108,7 @@ namespace NpcMind
         /// entities, the observed ones, the removals and the scene (none when nothing is new).</summary>
         public List<OutRequest> SendTelemetry(double now, string clientId, int epoch, IEnumerable<NpcEntity> entities)
         {
+            if (again.Count == 0 && now - last < everyMs) return NoneDue; // most frames: nothing made, nothing allocated
             var first = again;
             again = new List<Dictionary<string, object>>();
             var bodies = Telemetry(now, clientId, epoch, entities);
@@ -116,6 +117,9 @@ namespace NpcMind
             foreach (var body in first.Concat(bodies)) Push(body, output);
             return output;
         }
+
+        /// <summary>What SendTelemetry gives when nothing is due (never changed: callers only read it).</summary>
+        private static readonly List<OutRequest> NoneDue = new List<OutRequest>();
 
         private List<Dictionary<string, object>> Telemetry(double now, string clientId, int epoch, IEnumerable<NpcEntity> entities)
         {

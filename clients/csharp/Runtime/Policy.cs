@@ -184,7 +184,7 @@ namespace NpcMind
 
         /// <summary>Python's round() on a float: to the nearest integer, a tie to the even one (the service's cache
         /// key).</summary>
-        public static double RoundHalfEven(double x)
+        internal static double RoundHalfEven(double x)
         {
             double floor = Math.Floor(x);
             double diff = x - floor;

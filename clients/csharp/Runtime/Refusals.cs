@@ -9,10 +9,10 @@ using System.Text.RegularExpressions;
 namespace NpcMind
 {
     /// <summary>Says a line once per key; <c>native</c>: the entities concerned use their native AI.</summary>
-    public delegate void Say(string key, string message, bool native);
+    internal delegate void Say(string key, string message, bool native);
 
     /// <summary>The entities the service refused (id -> why), and the lines that say a refusal once.</summary>
-    public sealed class Refusals
+    internal sealed class Refusals
     {
         private static readonly Regex EntityPath = new Regex(@"^entities\[(\d+)\]\.?");
         /// <summary>The figures in a reason (seconds left, sizes): not a new kind of reason.</summary>

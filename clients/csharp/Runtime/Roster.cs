@@ -9,10 +9,10 @@ using System.Text.RegularExpressions;
 namespace NpcMind
 {
     /// <summary>The cascade's choice for an entity, or null: the service decides.</summary>
-    public delegate PolicyChoice Chooser(NpcEntity entity);
+    internal delegate PolicyChoice Chooser(NpcEntity entity);
 
     /// <summary>The entities of one game, on the scheduler's clock (ms).</summary>
-    public sealed class Roster
+    internal sealed class Roster
     {
         /// <summary>A change of population re-asks everyone, at most this often.</summary>
         public const double ReaskGapMs = 500;
@@ -41,12 +41,14 @@ namespace NpcMind
             this.say = say;
         }
 
+        private static readonly TrackOptions NoOptions = new TrackOptions();
+
         /// <summary>Add an entity that decides, or update what it sees and may do now (not asked again for that
         /// alone: on its refresh, on an event, or when the population changes).</summary>
         public void Track(string id, string type, IDictionary<string, object> observation, IList<string> legalActions,
             TrackOptions options, double now)
         {
-            options = options ?? new TrackOptions();
+            options = options ?? NoOptions; // this runs for every entity of every frame: nothing allocated
             NpcEntity e;
             if (!Entities.TryGetValue(id, out e))
             {
@@ -94,11 +96,12 @@ namespace NpcMind
         /// unknown.</summary>
         public Dictionary<string, object> Report(string id, string outcome, string detail)
         {
-            if (Array.IndexOf(Outcomes.All, outcome) < 0)
+            ReportOutcome known;
+            if (!Wire.TryRead(outcome, out known))
             {
                 // one wrong outcome would get the whole batch of reports refused
                 say.Say("outcome:" + outcome, "report(" + Errors.Quote(id) + ", " + Errors.Quote(outcome ?? "null")
-                    + "): the outcome must be one of " + string.Join(", ", Outcomes.All) + "; not sent", false);
+                    + "): the outcome must be one of " + Wire.Words(typeof(ReportOutcome)) + "; not sent", false);
                 return null;
             }
             NpcEntity e;
@@ -169,7 +172,7 @@ namespace NpcMind
             }
             if (got == null) return false;
             if (!(got.Confidence >= Threshold) || !e.LegalActions.Contains(got.Action)) return false;
-            e.Choice = new Choice(got.Action, "local", got.Confidence, now + ttl, null, false, null);
+            e.Choice = new Choice(got.Action, ChoiceSource.Local, got.Confidence, now + ttl, null, false, null);
             e.Trigger = null;
             stats.Local++;
             return true;
@@ -190,18 +193,18 @@ namespace NpcMind
                 }
                 stats.Ai++;
                 if (d.Cached) stats.Cached++;
-                e.Choice = new Choice(d.Action, "AI", d.Confidence, now + d.TtlMs, d.DecisionId, d.Cached, d.Label);
+                e.Choice = new Choice(d.Action, ChoiceSource.AI, d.Confidence, now + d.TtlMs, d.DecisionId, d.Cached, d.Label);
                 return;
             }
             int n;
             stats.Fallbacks.TryGetValue(d.Code, out n);
             stats.Fallbacks[d.Code] = n + 1;
             e.Choice = null;
-            if (d.Code == "budget")
+            if (d.Code == FallbackCode.Budget)
                 say.Say("budget:" + e.Type, e.Type + " " + Errors.Quote(e.Id) + " is over its token budget: " + d.Reason);
-            else if (d.Code == "unavailable" || d.Code == "busy")
+            else if (d.Code == FallbackCode.Unavailable || d.Code == FallbackCode.Busy)
                 // the service's state, not the entity's: said once ("wait 0.9 s more" is not new at every ask)
-                say.Say(d.Code + ":" + Number.Replace(d.Reason, "#"), "npcmind fell back with '" + d.Code + "': " + d.Reason);
+                say.Say(Wire.Text(d.Code) + ":" + Number.Replace(d.Reason, "#"), "npcmind fell back with '" + Wire.Text(d.Code) + "': " + d.Reason);
         }
 
         /// <summary>The entities of an answered or failed request may be asked again: at <paramref name="due"/>, or
@@ -220,7 +223,7 @@ namespace NpcMind
 
     /// <summary>Entities by id in the order they were tracked: a Dictionary does not promise an order, and the
     /// order of a request's entities is part of the protocol (a 422 names them by index).</summary>
-    public sealed class OrderedEntities
+    internal sealed class OrderedEntities
     {
         private readonly Dictionary<string, NpcEntity> byId = new Dictionary<string, NpcEntity>();
         private readonly List<NpcEntity> order = new List<NpcEntity>();

@@ -5,7 +5,7 @@ using System.Collections.Generic;
 namespace NpcMind
 {
     /// <summary>Says a line once per key: a game loop would repeat it every frame.</summary>
-    public sealed class SayOnce
+    internal sealed class SayOnce
     {
         private readonly HashSet<string> said = new HashSet<string>();
         private readonly NpcMindLog log;

@@ -47,9 +47,9 @@ namespace NpcMind
         public NpcMindLog Log;
     }
 
-    /// <summary>The decisions core: track entities, call <see cref="Tick"/> for the requests to send, give back
+    /// <summary>The decisions core: track entities, call <see cref="Tick(double)"/> for the requests to send, give back
     /// their answers.</summary>
-    public sealed class Scheduler
+    internal sealed class Scheduler
     {
         /// <summary>The protocol's limit of entities a decide request.</summary>
         public const int Batch = 16;
@@ -177,6 +177,14 @@ namespace NpcMind
         public List<OutRequest> Tick(double now)
         {
             var output = new List<OutRequest>();
+            Tick(now, output);
+            return output;
+        }
+
+        /// <summary>The requests to send now, added to <paramref name="output"/> (a list the game loop reuses: a frame
+        /// with nothing due allocates nothing).</summary>
+        public void Tick(double now, List<OutRequest> output)
+        {
             if (session != null && session.Due(now) && now >= notBefore)
             {
                 var body = new Dictionary<string, object> { { "client_id", ClientId } };
@@ -185,7 +193,7 @@ namespace NpcMind
                 Remember(r.Ref, new Sent { Kind = Kind.Session });
                 output.Add(r);
             }
-            if (session != null && !session.Ready) return output; // nothing goes without a token, or one asked for
+            if (session != null && !session.Ready) return; // nothing goes without a token, or one asked for
             bool again = Cascade.RecheckManifest;
             if ((!timings.Known || again) && !timings.Asked && now >= notBefore) AskManifest(output, again);
             if (Cascade.Due(now) && now >= notBefore)
@@ -199,14 +207,13 @@ namespace NpcMind
                 output.Add(r);
             }
             Roster.Population(now);
-            if (now < notBefore) return output; // the service is down or asked us to wait: keep it all for later
+            if (now < notBefore) return; // the service is down or asked us to wait: keep it all for later
             output.AddRange(outbox.SendTelemetry(now, ClientId, Roster.Epoch, Roster.Entities.Values));
             int count;
             var reports = outbox.SendReports(ClientId, out count);
             if (reports != null) output.Add(reports);
             Stats.ReportsSent += count;
             Ask(now, output);
-            return output;
         }
 
         /// <summary>Send every queued report now (before closing, or for a turn-based game).</summary>
@@ -350,7 +357,7 @@ namespace NpcMind
             {
                 NpcEntity e;
                 if (Roster.Entities.TryGetValue(p.Key, out e) && e.InFlight)
-                    Roster.Use(e, new Decision { Id = p.Key, Source = "FALLBACK", Code = "unavailable", Reason = Cut }, p.Value, now);
+                    Roster.Use(e, new Decision { Id = p.Key, Source = "FALLBACK", Code = FallbackCode.Unavailable, Reason = Cut }, p.Value, now);
             }
             notBefore = now + 1000; // as after a request that failed: the service may be gone
         }
@@ -438,7 +445,21 @@ namespace NpcMind
         private void Ask(double now, List<OutRequest> output)
         {
             int free = maxInFlight - decidesInFlight;
-            if (free <= 0) return;
+            if (free <= 0 || !AnyDue(now)) return; // most frames: nothing due, nothing allocated
+            AskDue(now, output, free);
+        }
+
+        private bool AnyDue(double now)
+        {
+            var all = Roster.Entities.Values;
+            for (int i = 0; i < all.Count; i++)
+                if (all[i].Due <= now && !all[i].InFlight) return true;
+            return false;
+        }
+
+        /// <summary>The due entities, events first, asked in requests of 16 (those the service refused alone).</summary>
+        private void AskDue(double now, List<OutRequest> output, int free)
+        {
             var due = new List<NpcEntity>();
             var place = new List<int>(); // the order tracked: List.Sort is not stable, the other SDKs' sorts are
             var all = Roster.Entities.Values;

@@ -5,7 +5,7 @@ using System.Collections.Generic;
 namespace NpcMind
 {
     /// <summary>The session token a hosted client sends, and when to ask for the next one.</summary>
-    public sealed class Session
+    internal sealed class Session
     {
         /// <summary>A renewal the service refused is tried again after this, with the old token.</summary>
         public const double RenewRetryMs = 30000;

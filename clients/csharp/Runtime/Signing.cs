@@ -9,7 +9,7 @@ using System.Text;
 namespace NpcMind
 {
     /// <summary>The signed payload of a Finalize (docs/protocol.md, Signatures).</summary>
-    public static class Signing
+    internal static class Signing
     {
         /// <summary>The payload's kind: a ruleset's verdict, never the origin of an inference.</summary>
         public const string Attests = "npcmind/ruleset-verdict/v1";

@@ -7,7 +7,7 @@ using System.Collections.Generic;
 namespace NpcMind
 {
     /// <summary>Refresh and ttl per type (ms); the defaults hold until the manifest is known.</summary>
-    public sealed class Timings
+    internal sealed class Timings
     {
         public const double DefaultRefreshMs = 4000;
         public const double DefaultTtlMs = 12000;

@@ -38,6 +38,11 @@ namespace NpcMind
         /// <see cref="HttpResult.Streamed"/> set (and <see cref="HttpResult.Error"/> when the stream broke off).
         /// A sender that reads whole answers may ignore it: the transport splits a whole NDJSON body itself.</summary>
         public Action<byte[]> OnChunk;
+        /// <summary>The caller's cancellation (a game's <c>CancellationToken</c>, passed down from an async call): a
+        /// sender aborts the call when it fires and calls <c>done</c> with status 0 (HttpClientSender cancels its
+        /// HttpClient request, UnityWebRequestSender aborts its UnityWebRequest). The awaited call ends as cancelled
+        /// even for a sender that ignores it.</summary>
+        public CancellationToken CancellationToken;
     }
 
     /// <summary>What came back for an <see cref="HttpCall"/>: a status (any, 4xx and 5xx included), or no answer.</summary>
@@ -73,18 +78,33 @@ namespace NpcMind
     }
 
     /// <summary>An <see cref="IHttpSender"/>'s call as a Task (dialogue NPCs and the cortex await theirs).</summary>
-    public static class HttpSenderCalls
+    internal static class HttpSenderCalls
     {
-        /// <summary>What came back; never faults (a sender that throws gives status 0 and its message).</summary>
-        public static Task<HttpResult> Call(this IHttpSender http, HttpCall call)
+        /// <summary>What came back; never faults (a sender that throws gives status 0 and its message). Cancelled
+        /// when <paramref name="cancellationToken"/> fires (the sender is given it, to abort the call).</summary>
+        public static Task<HttpResult> Call(this IHttpSender http, HttpCall call,
+            CancellationToken cancellationToken = default(CancellationToken))
         {
             var done = new TaskCompletionSource<HttpResult>(TaskCreationOptions.RunContinuationsAsynchronously);
+            if (cancellationToken.IsCancellationRequested)
+            {
+                done.TrySetCanceled(cancellationToken);
+                return done.Task;
+            }
+            call.CancellationToken = cancellationToken;
+            var registered = cancellationToken.Register(() => done.TrySetCanceled(cancellationToken));
             try
             {
-                http.Send(call, r => done.TrySetResult(r ?? HttpResult.Failed(false, "no result")));
+                http.Send(call, r =>
+                {
+                    registered.Dispose();
+                    if (cancellationToken.IsCancellationRequested) done.TrySetCanceled(cancellationToken); // aborted by it
+                    else done.TrySetResult(r ?? HttpResult.Failed(false, "no result"));
+                });
             }
             catch (Exception exc)
             {
+                registered.Dispose();
                 done.TrySetResult(HttpResult.Failed(false, exc.Message));
             }
             return done.Task;
@@ -94,7 +114,7 @@ namespace NpcMind
     /// <summary>What became of one request: an answer (Status, Body, Headers) or why there was none (Fail); for a
     /// streamed answer, its lines read as they came (Line; an empty Chunk first: the stream began) and then its end
     /// (Ended, with Fail when it broke off or passed a cap).</summary>
-    public sealed class Settled
+    internal sealed class Settled
     {
         /// <summary>Bytes of a streamed answer (the transport gives an empty one when the stream begins; a game's
         /// own transport may give the bytes as they came).</summary>
@@ -119,7 +139,7 @@ namespace NpcMind
     /// <summary>Sends requests, each after those it waits for, and queues what became of them. Thread-safe: the
     /// sender calls back on its own threads, where every body is read within its cap (<see cref="Limits"/>) and
     /// parsed (a policy loaded), so that the game's Tick() only applies what came.</summary>
-    public sealed class Transport
+    internal sealed class Transport
     {
         /// <summary>Bodies from this size are sent gzip-compressed (a large scene's telemetry).</summary>
         public const int GzipFrom = 16 * 1024;
@@ -163,11 +183,15 @@ namespace NpcMind
             Execute(request);
         }
 
-        /// <summary>What came back since the last call, in the order it came.</summary>
+        /// <summary>What Drain gives when nothing came (never changed: callers only read it).</summary>
+        private static readonly List<Settled> NothingCame = new List<Settled>();
+
+        /// <summary>What came back since the last call, in the order it came (read it, do not change it).</summary>
         public List<Settled> Drain()
         {
             lock (gate)
             {
+                if (queue.Count == 0) return NothingCame; // most frames: nothing allocated
                 var output = queue;
                 queue = new List<Settled>();
                 return output;
@@ -198,11 +222,22 @@ namespace NpcMind
         }
 
         /// <summary>One request outside the core (a debug view): its status and JSON body.</summary>
-        public Task<Settled> Call(string method, string path, Dictionary<string, string> headers)
+        public Task<Settled> Call(string method, string path, Dictionary<string, string> headers,
+            CancellationToken cancellationToken = default(CancellationToken))
         {
-            var done = new TaskCompletionSource<Settled>();
+            var done = new TaskCompletionSource<Settled>(TaskCreationOptions.RunContinuationsAsynchronously);
+            if (cancellationToken.IsCancellationRequested)
+            {
+                done.TrySetCanceled(cancellationToken);
+                return done.Task;
+            }
+            var registered = cancellationToken.Register(() => done.TrySetCanceled(cancellationToken));
             var r = new OutRequest("call", method, path, headers, null, null, new List<string>());
-            Start(r, s => done.TrySetResult(s));
+            Start(r, s =>
+            {
+                registered.Dispose();
+                done.TrySetResult(s);
+            }, cancellationToken);
             return done.Task;
         }
 
@@ -245,7 +280,7 @@ namespace NpcMind
             foreach (var w in ready) Execute(w);
         }
 
-        private void Start(OutRequest r, Action<Settled> done)
+        private void Start(OutRequest r, Action<Settled> done, CancellationToken cancellationToken = default(CancellationToken))
         {
             var headers = new Dictionary<string, string>(r.Headers ?? new Dictionary<string, string>());
             string auth;
@@ -285,6 +320,7 @@ namespace NpcMind
             {
                 Method = r.Method, Url = baseUrl + r.Path, Headers = headers, Body = body,
                 TimeoutMs = timeoutMs(), MaxBytes = policy ? policyMaxBytes : Limits.MaxAnswerBytes,
+                CancellationToken = cancellationToken,
             };
             var stream = r.Stream ? new StreamRead(r.Ref) : null;
             if (r.Stream)

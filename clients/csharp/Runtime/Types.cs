@@ -5,16 +5,43 @@ using System.Collections.Generic;
 
 namespace NpcMind
 {
-    /// <summary>The outcomes a report may tell (POST /v1/report).</summary>
-    public static class Outcomes
+    /// <summary>What became of an AI decision, for <see cref="DecideClient.Report"/> (POST /v1/report's
+    /// <c>outcome</c>: done, failed, interrupted, rejected on the wire).</summary>
+    public enum ReportOutcome
     {
-        public const string Done = "done";
-        public const string Failed = "failed";
-        public const string Interrupted = "interrupted";
-        public const string Rejected = "rejected";
+        /// <summary>Carried out.</summary>
+        Done,
+        /// <summary>Tried, and it did not work.</summary>
+        Failed,
+        /// <summary>Begun, then cut short by the game.</summary>
+        Interrupted,
+        /// <summary>The game did not apply it.</summary>
+        Rejected,
+    }
 
-        /// <summary>Every outcome, to check one a game passes at run time.</summary>
-        public static readonly string[] All = { Done, Failed, Interrupted, Rejected };
+    /// <summary>Where a <see cref="Choice"/> came from.</summary>
+    public enum ChoiceSource
+    {
+        /// <summary>The service's model (<c>AI</c> on the wire), fresh or cached (<see cref="Choice.Cached"/>).</summary>
+        AI,
+        /// <summary>The cascade's local policy: the game's own or the service's distilled one (<c>local</c>).</summary>
+        Local,
+    }
+
+    /// <summary>Why the service gave an entity no decision (a FALLBACK's <c>code</c>; the entity runs its native
+    /// AI), as counted in <see cref="Stats.Fallbacks"/>.</summary>
+    public enum FallbackCode
+    {
+        /// <summary>Over its type's token budget (<c>budget</c>).</summary>
+        Budget,
+        /// <summary>No provider slot freed in time (<c>busy</c>).</summary>
+        Busy,
+        /// <summary>The model chose no legal action (<c>invalid_choice</c>).</summary>
+        InvalidChoice,
+        /// <summary>The model declined (<c>refused</c>).</summary>
+        Refused,
+        /// <summary>The provider failed or timed out, or a stream was cut (<c>unavailable</c>).</summary>
+        Unavailable,
     }
 
     /// <summary>A usable decision for one entity: from the model (<c>AI</c>, fresh or cached) or the local policy
@@ -22,7 +49,7 @@ namespace NpcMind
     public sealed class Choice
     {
         public string Action { get; private set; }
-        public string Source { get; private set; }
+        public ChoiceSource Source { get; private set; }
         public double? Confidence { get; private set; }
         /// <summary>On the client's clock, in ms.</summary>
         public double ExpiresAt { get; private set; }
@@ -30,7 +57,7 @@ namespace NpcMind
         public bool Cached { get; private set; }
         public string Label { get; private set; }
 
-        public Choice(string action, string source, double? confidence, double expiresAt, string decisionId,
+        internal Choice(string action, ChoiceSource source, double? confidence, double expiresAt, string decisionId,
             bool cached, string label)
         {
             Action = action;
@@ -64,12 +91,12 @@ namespace NpcMind
         public string Parent;
         public string State;
         public string Trigger;
-        public double Due;
-        public double AskedAt;
-        public bool InFlight;
-        public Choice Choice;
+        internal double Due;
+        internal double AskedAt;
+        internal bool InFlight;
+        internal Choice Choice;
         /// <summary>Changed since the last telemetry.</summary>
-        public bool Changed;
+        internal bool Changed;
 
         public NpcEntity(string id) { Id = id; }
     }
@@ -99,7 +126,8 @@ namespace NpcMind
         public int Ai;
         public int Cached;
         public int Local;
-        public readonly Dictionary<string, int> Fallbacks = new Dictionary<string, int>();
+        /// <summary>Fallbacks the service gave, by their code.</summary>
+        public readonly Dictionary<FallbackCode, int> Fallbacks = new Dictionary<FallbackCode, int>();
         public int DroppedEpoch;
         public int Illegal;
         public int Errors;
@@ -116,7 +144,7 @@ namespace NpcMind
 
     /// <summary>A request the core wants sent: the transport executes it after every ref in <c>After</c> has
     /// settled.</summary>
-    public sealed class OutRequest
+    internal sealed class OutRequest
     {
         public readonly string Ref;
         public readonly string Method;
@@ -146,7 +174,7 @@ namespace NpcMind
     }
 
     /// <summary>Why a request got no answer.</summary>
-    public enum FailKind
+    internal enum FailKind
     {
         Timeout,
         Unreachable,

@@ -5,7 +5,7 @@ using System;
 namespace NpcMind
 {
     /// <summary>The service URLs a game passes to the SDK's constructors.</summary>
-    public static class Urls
+    internal static class Urls
     {
         /// <summary>An absolute http(s) URL without its trailing slashes; an ArgumentException naming
         /// <paramref name="name"/> otherwise.</summary>

@@ -38,7 +38,7 @@ namespace NpcMind.Tests
         }
 
         /// <summary>The scheduler a case's options describe (snake_case in the files).</summary>
-        public static Scheduler Make(IDictionary<string, object> c)
+        internal static Scheduler Make(IDictionary<string, object> c)
         {
             var o = Json.Get(c, "options") as IDictionary<string, object> ?? new Dictionary<string, object>();
             Func<string, object> opt = k => Json.Get(o, k);
@@ -87,7 +87,7 @@ namespace NpcMind.Tests
             if (c == null) return null;
             return new Dictionary<string, object>
             {
-                { "action", c.Action }, { "source", c.Source }, { "confidence", c.Confidence }, { "cached", c.Cached },
+                { "action", c.Action }, { "source", Wire.Text(c.Source) }, { "confidence", c.Confidence }, { "cached", c.Cached },
                 { "decision_id", c.DecisionId }, { "label", c.Label }, { "expires_at_ms", c.ExpiresAt },
             };
         }
@@ -117,7 +117,7 @@ namespace NpcMind.Tests
             return new Dictionary<string, object>
             {
                 { "requests", s.Requests }, { "asked", s.Asked }, { "ai", s.Ai }, { "cached", s.Cached },
-                { "local", s.Local }, { "fallbacks", s.Fallbacks.ToDictionary(kv => kv.Key, kv => (object)kv.Value) },
+                { "local", s.Local }, { "fallbacks", s.Fallbacks.ToDictionary(kv => Wire.Text(kv.Key), kv => (object)kv.Value) },
                 { "dropped_epoch", s.DroppedEpoch }, { "illegal", s.Illegal }, { "errors", s.Errors },
                 { "reports_sent", s.ReportsSent }, { "refused", s.Refused },
                 { "streamed_decisions", s.StreamedDecisions }, { "streamed_ms_total", s.StreamedMsTotal },

@@ -70,6 +70,28 @@ namespace NpcMind.Tests
         }
     }
 
+    /// <summary>A service that never answers: the request ends only when HttpClient cancels it.</summary>
+    internal sealed class HangingHandler : HttpMessageHandler
+    {
+        public readonly ManualResetEventSlim Asked = new ManualResetEventSlim();
+        public volatile bool Cancelled;
+
+        protected override async Task<HttpResponseMessage> SendAsync(HttpRequestMessage request, CancellationToken token)
+        {
+            Asked.Set();
+            try
+            {
+                await Task.Delay(Timeout.Infinite, token).ConfigureAwait(false);
+            }
+            catch (OperationCanceledException)
+            {
+                Cancelled = true;
+                throw;
+            }
+            return new HttpResponseMessage(HttpStatusCode.OK);
+        }
+    }
+
     [TestFixture]
     public class LimitsTests
     {
@@ -143,6 +165,32 @@ namespace NpcMind.Tests
                 int cap = status == HttpStatusCode.OK ? 100000 : 5000;
                 Assert.AreEqual(cap + 1, result.Body.Length, status.ToString());
                 Assert.LessOrEqual(handler.Body.Given, cap + 16384, "read on past the cap");
+            }
+        }
+
+        [Test]
+        public void HttpClientSenderAbortsACallWhenItsCancellationTokenFires()
+        {
+            var handler = new HangingHandler();
+            var sender = new HttpClientSender(new HttpClient(handler));
+            using (var cancel = new CancellationTokenSource())
+            {
+                var call = new HttpCall
+                {
+                    Method = "GET", Url = "http://svc:1/v1/keys", Headers = new Dictionary<string, string>(),
+                    TimeoutMs = 600000, MaxBytes = 1000, CancellationToken = cancel.Token, // its own timeout: 10 minutes
+                };
+                var came = new TaskCompletionSource<HttpResult>();
+                sender.Send(call, r => came.TrySetResult(r));
+                Assert.IsTrue(handler.Asked.Wait(30000), "the request went out");
+                Assert.IsFalse(came.Task.IsCompleted);
+                cancel.Cancel();
+                Assert.IsTrue(came.Task.Wait(30000), "the call ended when its token fired, not at its 10-minute timeout");
+                var result = came.Task.Result;
+                Assert.AreEqual(0, result.Status);
+                Assert.IsFalse(result.TimedOut, "cancelled, not timed out");
+                Assert.AreEqual("cancelled by the caller", result.Error);
+                Assert.IsTrue(handler.Cancelled, "HttpClient's request itself was cancelled");
             }
         }
 
@@ -225,7 +273,7 @@ namespace NpcMind.Tests
             now += 16;
             c.Tick();
             Assert.AreEqual(1, c.Stats.StreamsCut, "the stream was not ended");
-            Assert.AreEqual(1, c.Stats.Fallbacks["unavailable"], "b1, never answered, falls back");
+            Assert.AreEqual(1, c.Stats.Fallbacks[FallbackCode.Unavailable], "b1, never answered, falls back");
             Assert.IsTrue(said.Any(m => m.Contains("(Limits.MaxStreamLines)")), string.Join("\n", said));
         }
 

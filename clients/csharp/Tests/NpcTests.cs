@@ -9,6 +9,7 @@ using System.Globalization;
 using System.Linq;
 using System.Reflection;
 using System.Text;
+using System.Threading;
 using System.Threading.Tasks;
 using NpcMind;
 using NUnit.Framework;
@@ -47,14 +48,20 @@ namespace NpcMind.Tests
     {
         public readonly List<string> Prompts = new List<string>();
         public PromptConstraints Last;
+        public CancellationToken Token;
+        /// <summary>Run when asked, before answering (a test that cancels the turn there).</summary>
+        public Action OnAsked;
         private readonly string text;
 
         public TextCortex(string text) { this.text = text; }
 
-        public Task<string> Complete(string prompt, PromptConstraints constraints)
+        public Task<string> Complete(string prompt, PromptConstraints constraints,
+            CancellationToken cancellationToken = default(CancellationToken))
         {
             Prompts.Add(prompt);
             Last = constraints;
+            Token = cancellationToken;
+            if (OnAsked != null) OnAsked();
             return Task.FromResult(text);
         }
     }
@@ -309,9 +316,102 @@ namespace NpcMind.Tests
             var npcs = new InMemoryNpcs();
             npcs.Register("mara", "Mara, the innkeeper.", new Dictionary<string, object> { { "town", "Hollow" } },
                 new Dictionary<string, object> { { "mood", "calm" } });
-            npcs.Apply("mara", new List<NewMemory> { new NewMemory { Text = "A traveller asked for a room last spring.", Type = "experience", Importance = 0.5 } },
+            npcs.Apply("mara", new List<NewMemory> { new NewMemory { Text = "A traveller asked for a room last spring.", Type = MemoryKind.Experience, Importance = 0.5 } },
                 new Dictionary<string, object>());
             return npcs;
+        }
+
+        [Test]
+        public void ATurnCancelledStopsWhereItIsTheTokenReachingTheSenderAndTheCortexAndNothingMoreIsSent()
+        {
+            var http = Service(Valid());
+            var cortex = new TextCortex("Two silver.");
+            var mind = new DialogueClient("http://svc:1/", cortex, Mara(), new DialogueClientOptions { Http = http, CheckSignatures = false });
+            using (var cancel = new CancellationTokenSource())
+            {
+                cortex.OnAsked = cancel.Cancel; // the player walked away while the model was thinking
+                var turn = mind.Process("mara", "A room, please.", null, null, cancel.Token);
+                var e = Assert.Throws<AggregateException>(() => turn.Wait()).InnerException;
+                Assert.IsInstanceOf<OperationCanceledException>(e);
+                Assert.IsTrue(turn.IsCanceled, turn.Status.ToString());
+                Assert.AreEqual(cancel.Token, cortex.Token, "the cortex was given the token");
+                Assert.AreEqual(3, http.Calls.Count, "the inference's result was not sent");
+                Assert.IsTrue(http.Calls.All(c => c.CancellationToken == cancel.Token), "every call carried the token");
+            }
+            using (var gone = new CancellationTokenSource())
+            {
+                gone.Cancel();
+                var turn = mind.Process("mara", "Hello?", null, null, gone.Token);
+                Assert.IsTrue(turn.IsCanceled, "cancelled before it began");
+                Assert.AreEqual(3, http.Calls.Count, "nothing sent");
+            }
+        }
+
+        /// <summary>A sender that never answers on its own: only its call's token ends it (a slow service).</summary>
+        private sealed class SilentHttp : IHttpSender
+        {
+            public readonly List<HttpCall> Calls = new List<HttpCall>();
+
+            public void Send(HttpCall call, Action<HttpResult> done)
+            {
+                Calls.Add(call);
+                call.CancellationToken.Register(() => done(HttpResult.Failed(false, "aborted")));
+            }
+
+            public void CancelAll() { }
+        }
+
+        [Test]
+        public void AwaitedCallsOnASilentServiceEndAsCancelledWhenTheirTokenFires()
+        {
+            var http = new SilentHttp();
+            var mind = new DialogueClient("http://svc:1/", new TextCortex("x"), Mara(), new DialogueClientOptions { Http = http });
+            var cortex = new OpenAICortex("http://llm:9/v1", "m", null, http);
+            var decide = new DecideClient("http://svc:1", "game", new DecideClientOptions { Http = http, Clock = () => 0 });
+            using (var cancel = new CancellationTokenSource())
+            {
+                var turn = mind.Process("mara", "Hello?", null, null, cancel.Token);
+                var keys = mind.PublicKeys(cancel.Token);
+                var line = cortex.Complete("Say hi.", null, cancel.Token);
+                var prompt = decide.LastPrompt(cancel.Token);
+                Assert.AreEqual(4, http.Calls.Count);
+                Assert.IsFalse(turn.IsCompleted || keys.IsCompleted || line.IsCompleted || prompt.IsCompleted, "the service is silent");
+                cancel.Cancel();
+                foreach (var task in new Task[] { turn, keys, line, prompt })
+                {
+                    Assert.IsTrue(SpinWait.SpinUntil(() => task.IsCompleted, 30000), "a cancelled call ended");
+                    Assert.IsTrue(task.IsCanceled, task.Status.ToString());
+                }
+                Assert.IsTrue(http.Calls.All(c => c.CancellationToken == cancel.Token), "the sender was given the token");
+            }
+        }
+
+        [Test]
+        public void AMemoryTypeIsAnEnumInTheApiAndItsWordOnTheWire()
+        {
+            var http = Service(Valid());
+            var mind = new DialogueClient("http://svc:1/", new TextCortex("Two silver."), Mara(),
+                new DialogueClientOptions { Http = http, CheckSignatures = false });
+            var outcome = mind.Process("mara", "A traveller asked for a room.").Result;
+            Assert.AreEqual(MemoryKind.Observation, outcome.Memories.Single().Type, "memoryStore's observation");
+            var recalled = (IList<object>)Json.Get(AnsweringHttp.Sent(http.Calls[2])["lastResult"], "memories");
+            Assert.AreEqual("experience", Json.Get(recalled[0], "type"), "MemoryKind.Experience goes out as its word");
+        }
+
+        [Test]
+        public void AMemoryTypeTheProtocolHasNotIsRefusedByItsPathAndNothingIsApplied()
+        {
+            var fin = Valid();
+            fin["memoryStore"] = Json.Parse(@"[{""text"": ""a"", ""type"": ""knowledge"", ""importance"": 0.4},
+                {""text"": ""b"", ""type"": ""rumour"", ""importance"": 0.4}]");
+            var npcs = Mara();
+            var mind = new DialogueClient("http://svc:1/", new TextCortex("Two silver."), npcs,
+                new DialogueClientOptions { Http = Service(fin), CheckSignatures = false });
+            var e = Assert.Throws<AggregateException>(() => mind.Process("mara", "Any rumours?").Wait()).InnerException;
+            Assert.IsInstanceOf<ProtocolException>(e);
+            StringAssert.Contains("memoryStore[1].type: \"rumour\" is not a memory type", e.Message);
+            StringAssert.Contains("observation, experience, knowledge, emotion, dialogue", e.Message);
+            Assert.AreEqual(1, npcs.Remembered("mara").Count, "nothing was kept");
         }
 
         [Test]
@@ -324,7 +424,7 @@ namespace NpcMind.Tests
             var mind = new DialogueClient("http://svc:1/", cortex, npcs, options);
             var outcome = mind.Process("mara", "A traveller asks for a room.", new Dictionary<string, object> { { "hour", 21 } }).Result;
 
-            Assert.AreEqual(new[] { "IdentifyActor", "QueryVector", "ExecuteInference", "Finalize" }, outcome.Steps.ToArray());
+            Assert.AreEqual(new[] { NpcStep.IdentifyActor, NpcStep.QueryVector, NpcStep.ExecuteInference, NpcStep.Finalize }, outcome.Steps.ToArray());
             Assert.AreEqual(4, http.Calls.Count);
             Assert.AreEqual("http://svc:1/npcs/mara/process", http.Calls[0].Url);
             Assert.AreEqual("Bearer tok", http.Calls[0].Headers["authorization"]);
@@ -527,9 +627,9 @@ namespace NpcMind.Tests
             npcs.Register("mara", "Mara.");
             npcs.Apply("mara", new List<NewMemory>
             {
-                new NewMemory { Text = "Bread is two coppers.", Type = "knowledge", Importance = 0.7 },
-                new NewMemory { Text = "The old mine collapsed.", Type = "knowledge", Importance = 0.7 },
-                new NewMemory { Text = "A traveller asked about the old mine.", Type = "experience", Importance = 0.5 },
+                new NewMemory { Text = "Bread is two coppers.", Type = MemoryKind.Knowledge, Importance = 0.7 },
+                new NewMemory { Text = "The old mine collapsed.", Type = MemoryKind.Knowledge, Importance = 0.7 },
+                new NewMemory { Text = "A traveller asked about the old mine.", Type = MemoryKind.Experience, Importance = 0.5 },
             }, new Dictionary<string, object>());
             var found = npcs.Recall("mara", "Where is the old mine?", 2, 0.1);
             Assert.AreEqual(new[] { "The old mine collapsed.", "A traveller asked about the old mine." }, found.Select(m => m.Text).ToArray());

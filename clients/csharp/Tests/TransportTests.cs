@@ -317,7 +317,7 @@ namespace NpcMind.Tests
             Assert.AreEqual("flee", c.Action("b1").Action);
             Assert.IsNull(c.Action("b2"));
             Assert.AreEqual(1, c.Stats.StreamsCut);
-            Assert.AreEqual(1, c.Stats.Fallbacks["unavailable"]);
+            Assert.AreEqual(1, c.Stats.Fallbacks[FallbackCode.Unavailable]);
         }
 
         [Test]

@@ -1,5 +1,6 @@
 // IHttpSender over UnityWebRequest: the HTTP of every Unity player, WebGL's included (it has no sockets, so
 // HttpClientSender cannot work there). No thread: Unity calls `completed` on the main thread, in a later frame.
+// A call's CancellationToken aborts its request: cancel it on the main thread (Unity's API is main-thread only).
 // Compiled here against stand-ins of the Unity types it touches (Examples~/Engines/UnityEngine.cs).
 using System;
 using System.Collections.Generic;
@@ -15,14 +16,21 @@ namespace NpcMind.Unity
 
         public void Send(HttpCall call, Action<HttpResult> done)
         {
+            if (call.CancellationToken.IsCancellationRequested)
+            {
+                done(HttpResult.Failed(false, "cancelled by the caller"));
+                return;
+            }
             var r = new UnityWebRequest(call.Url, call.Method, new DownloadHandlerBuffer(),
                 call.Body != null ? new UploadHandlerRaw(call.Body) : null);
             if (call.Headers != null)
                 foreach (var h in call.Headers) r.SetRequestHeader(h.Key, h.Value);
             r.timeout = Math.Max(1, (int)Math.Ceiling(call.TimeoutMs / 1000));
             running.Add(r);
+            var abort = call.CancellationToken.Register(r.Abort); // Unity then calls `completed`, as for any end
             r.SendWebRequest().completed += _ =>
             {
+                abort.Dispose();
                 running.Remove(r);
                 HttpResult got;
                 try { got = Result(r, call); }

@@ -5,6 +5,7 @@
  * their answers are applied inside `tick()`, like the Python SDK's worker threads. */
 
 import type { LocalPolicy } from "./cascade.js";
+import { isObject } from "./errors.js";
 import { type Policy, POLICY_MAX_BYTES } from "./policy.js";
 import { Scheduler, type SchedulerOptions } from "./scheduler.js";
 import { isTooLarge, MAX_PROMPT_BYTES, MIN_CHUNK_BYTES, TICK_STREAM_BYTES } from "./limits.js";
@@ -18,6 +19,11 @@ export interface DecideClientOptions extends Omit<SchedulerOptions, "clientId"> 
   /** The game's clock in ms; performance.now() otherwise. */
   clock?: () => number;
   log?: Logger;
+}
+
+/** What a value is, for a setter's error (never the value itself: it may be large). */
+function kindOf(value: unknown): string {
+  return value === null ? "null" : Array.isArray(value) ? "an array" : `a ${typeof value}`;
 }
 
 // over 15 methods: the game-facing API, one method or accessor per thing a game does (Python: DecideClient, the same)
@@ -76,9 +82,50 @@ export class DecideClient {
     return this.core.cascade.fetched;
   }
 
-  /** The world the service sees beside the entities (change its fields as the game goes). */
+  /** The world the service sees beside the entities: change its fields, or set a new one, as the game goes. */
   get world(): Record<string, unknown> {
     return this.core.world;
+  }
+
+  set world(value: Record<string, unknown>) {
+    if (!isObject(value)) throw new TypeError(`world: must be an object, not ${kindOf(value)}`);
+    this.core.world = value;
+  }
+
+  /** The manifest's scope the game is in (a boss fight), or null; it may change as the game goes: the next
+   * decide request carries it, and the local policy sees its state from then on. */
+  get scope(): string | null {
+    return this.core.scope;
+  }
+
+  set scope(value: string | null) {
+    if (value !== null && typeof value !== "string")
+      throw new TypeError(`scope: must be a scope's name or null, not ${kindOf(value)}`);
+    this.core.scope = value;
+  }
+
+  /** The scope's state, sent with the scope (and given to the local policy while a scope is set). */
+  get scopeState(): Record<string, unknown> | null {
+    return this.core.scopeState;
+  }
+
+  set scopeState(value: Record<string, unknown> | null) {
+    if (value !== null && !isObject(value))
+      throw new TypeError(`scopeState: must be an object or null, not ${kindOf(value)}`);
+    this.core.scopeState = value;
+  }
+
+  /** How sure the local policy must be to decide an entity here (the cascade); the next choice uses it. */
+  get threshold(): number {
+    return this.core.roster.threshold;
+  }
+
+  set threshold(value: number) {
+    if (typeof value !== "number" || !Number.isFinite(value)) {
+      const shown = typeof value === "number" ? String(value) : kindOf(value);
+      throw new TypeError(`threshold: must be a finite number, not ${shown}`);
+    }
+    this.core.roster.threshold = value;
   }
 
   /** How long a request may take before its entities use their native AI. */

@@ -74,6 +74,10 @@ export interface NpcMindOptions {
   token?: string | null;
   fetch?: typeof fetch;
   timeoutMs?: number;
+  /** The service's public keys (kid -> base64url, as GET /v1/keys lists them), pinned: outcomes are then checked
+   * with these alone and GET /v1/keys is never asked for them. Absent or null: the keys the service lists, worth
+   * what the connection to it is (https). */
+  keys?: Readonly<Record<string, string>> | ReadonlyMap<string, string> | null;
 }
 
 type Json = Record<string, unknown>;
@@ -83,6 +87,7 @@ export class NpcMind {
   private readonly base: string;
   private readonly fetchFn: typeof fetch;
   private keys = new Map<string, string>();
+  private readonly pinned: ReadonlyMap<string, string> | null;
 
   constructor(
     serviceUrl: string,
@@ -94,6 +99,7 @@ export class NpcMind {
       throw new TypeError(`serviceUrl: ${JSON.stringify(serviceUrl)} is not an http(s) URL`);
     this.base = serviceUrl.replace(/\/+$/, "");
     this.fetchFn = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.pinned = pinnedKeys(options.keys ?? null);
   }
 
   /** The service's signing keys (kid -> base64url), fetched once from GET /v1/keys. */
@@ -191,9 +197,7 @@ export class NpcMind {
       throw e;
     }
     const signature = typeof fin["signature"] === "string" ? fin["signature"] : "";
-    const ok =
-      (await verify(signature, payload, await this.publicKeys())) ||
-      (await verify(signature, payload, await this.publicKeys(true)));
+    const ok = await this.verifies(signature, payload);
     if (!ok) throw new ProtocolError("the outcome's signature does not verify: nothing was applied");
     const memories = (Array.isArray(fin["memoryStore"]) ? fin["memoryStore"] : []) as NewMemory[];
     const patch = isObject(fin["stateTransform"]) ? fin["stateTransform"] : {};
@@ -204,6 +208,16 @@ export class NpcMind {
     );
     const action = isObject(fin["action"]) ? fin["action"] : null;
     return { valid: true, dialogue, action, state, remembered: memories.length, audit, steps };
+  }
+
+  /** Whether the outcome's signature verifies: with the pinned keys alone, else with the service's (asked again
+   * once, for a key rotated since they were fetched). */
+  private async verifies(signature: string, payload: Json): Promise<boolean> {
+    if (this.pinned !== null) return verify(signature, payload, this.pinned);
+    return (
+      (await verify(signature, payload, await this.publicKeys())) ||
+      (await verify(signature, payload, await this.publicKeys(true)))
+    );
   }
 
   /** One call to the service: its status and JSON, read no further than `cap` (an error's than
@@ -239,6 +253,35 @@ export class NpcMind {
       return { status: res.status, body: { error: { message: text.slice(0, 200) } } };
     }
   }
+}
+
+/** The keys a game pins, checked when it gives them (a TypeError naming `keys`): each kid a non-empty text
+ * without '.', each key the base64url of 32 bytes (an Ed25519 public key); at least one, or every outcome would
+ * be refused. */
+function pinnedKeys(keys: NpcMindOptions["keys"]): ReadonlyMap<string, string> | null {
+  if (keys === null || keys === undefined) return null;
+  if (typeof keys !== "object" || Array.isArray(keys))
+    throw new TypeError(`keys: must map each kid to its base64url public key, not be ${describe(keys)}`);
+  const entries: [unknown, unknown][] = keys instanceof Map ? [...keys.entries()] : Object.entries(keys);
+  if (entries.length === 0)
+    throw new TypeError("keys: pin at least one key (kid -> base64url public key), or give null");
+  const pinned = new Map<string, string>();
+  for (const [kid, key] of entries) {
+    if (typeof kid !== "string" || kid === "" || kid.includes("."))
+      throw new TypeError(`keys: a kid must be a non-empty text without '.', not ${describe(kid)}`);
+    if (typeof key !== "string" || !/^[A-Za-z0-9_-]{43}$/.test(key))
+      throw new TypeError(
+        `keys[${JSON.stringify(kid.slice(0, 80))}]: not the base64url of an Ed25519 public key (43 characters)`,
+      );
+    pinned.set(kid, key);
+  }
+  return pinned;
+}
+
+/** A value in an error message: a short text as itself, anything else by its kind. */
+function describe(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value.slice(0, 80));
+  return value === null ? "null" : Array.isArray(value) ? "an array" : `a ${typeof value}`;
 }
 
 /** RFC 7396 JSON merge patch: how a Finalize's `stateTransform` changes the NPC's state. */

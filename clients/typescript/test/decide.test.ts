@@ -209,3 +209,74 @@ test("against the service, decisions stream by default; stream: false asks for o
     client.close();
   }
 });
+
+test("scope, scope state and threshold change as the game goes: the next request and choice use them", async () => {
+  needsService();
+  await script({ choose: { b9: "chase" } });
+  const decides: Record<string, unknown>[] = [];
+  const fetchSpy: typeof fetch = (input, init) => {
+    const path = new URL(String(input)).pathname;
+    if (path === "/v1/decide" && typeof init?.body === "string") decides.push(JSON.parse(init.body));
+    return fetch(input, init);
+  };
+  const sure = (e: { id: string }): [string, number] => (e.id === "b9" ? ["flee", 0.7] : ["", 0]);
+  const client = new DecideClient(SERVICE, "ts-live-scope", { world, policy: sure, fetch: fetchSpy, log: () => {} });
+  assert.deepEqual([client.scope, client.scopeState, client.threshold], [null, null, 0.8]);
+  client.track("b9", "bee", BEE, LEGAL);
+  await until(
+    () => client.stats.ai >= 1,
+    () => client.tick(),
+  );
+  assert.ok(!("scope" in (decides[0] ?? {})) && !("scope_state" in (decides[0] ?? {})), JSON.stringify(decides[0]));
+  assert.equal(client.action("b9")?.source, "AI"); // 0.7 is below the threshold: the service decided
+
+  client.scope = "forest_boss"; // the boss fight begins
+  client.scopeState = { boss_phase: 2 };
+  assert.ok(client.event("b9", "hit"));
+  await until(
+    () => client.stats.ai >= 2,
+    () => client.tick(),
+  );
+  const inScope = decides.at(-1) ?? {};
+  assert.equal(inScope["scope"], "forest_boss");
+  assert.deepEqual(inScope["scope_state"], { boss_phase: 2 }); // the service took it: an answer came
+  assert.equal(client.stats.errors, 0);
+
+  client.threshold = 0.6; // now the local policy is sure enough
+  const asked = decides.length;
+  assert.ok(client.event("b9", "hit"));
+  await until(
+    () => client.stats.local >= 1,
+    () => client.tick(),
+  );
+  assert.deepEqual([client.action("b9")?.action, client.action("b9")?.source], ["flee", "local"]);
+  assert.equal(decides.length, asked); // decided here: nothing asked
+
+  client.scope = null; // out of the fight: the state is no longer sent
+  client.threshold = 0.9;
+  assert.ok(client.event("b9", "hit"));
+  await until(
+    () => decides.length > asked,
+    () => client.tick(),
+  );
+  const after = decides.at(-1) ?? {};
+  assert.ok(!("scope" in after) && !("scope_state" in after), JSON.stringify(after));
+  assert.equal(client.scopeState?.["boss_phase"], 2); // kept for when a scope is set again
+  assert.ok(await client.wait());
+  client.close();
+});
+
+test("a setter given the wrong kind of value names the field and changes nothing", () => {
+  const client = new DecideClient("http://127.0.0.1:9", "ts-setters", { log: () => {} });
+  const wrong = (set: () => void, field: string): void =>
+    assert.throws(set, (e: unknown) => e instanceof TypeError && e.message.startsWith(`${field}: must be`));
+  wrong(() => (client.threshold = Number.NaN), "threshold");
+  wrong(() => (client.threshold = "0.5" as unknown as number), "threshold");
+  wrong(() => (client.scope = 7 as unknown as string), "scope");
+  wrong(() => (client.scopeState = [] as unknown as Record<string, unknown>), "scopeState");
+  wrong(() => (client.world = null as unknown as Record<string, unknown>), "world");
+  assert.deepEqual([client.threshold, client.scope, client.scopeState, client.world], [0.8, null, null, {}]);
+  client.world = { night: true };
+  assert.deepEqual(client.world, { night: true });
+  client.close();
+});

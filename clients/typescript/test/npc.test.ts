@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { InMemoryNpcs, NpcMind, OpenAICortex, ProtocolError } from "../src/index.js";
+import { b64url } from "../src/signing.js";
 import { SCRIPTED, SERVICE, needsService, script } from "./live.js";
 
 test("a dialogue turn runs the step loop and applies the verified outcome", async () => {
@@ -50,4 +51,72 @@ test("an unknown NPC and a refused step say what is wrong", async () => {
   await assert.rejects(mind.process("nobody", "Hi"), /unknown NPC "nobody"/);
   npcs.register("mara", "Mara.");
   await assert.rejects(mind.process("mara", "Hi", {}, "no-such-ruleset"), /422.*rulesetId/);
+});
+
+/** A well-formed Ed25519 public key the service never signed with (base64url, as GET /v1/keys gives one). */
+async function otherKey(): Promise<string> {
+  const pair = (await crypto.subtle.generateKey({ name: "Ed25519" }, true, ["sign", "verify"])) as CryptoKeyPair;
+  return b64url(new Uint8Array(await crypto.subtle.exportKey("raw", pair.publicKey)));
+}
+
+test("pinned keys alone are trusted and none is fetched; an outcome signed by another key is refused", async () => {
+  needsService();
+  await script({});
+  type Listed = { keys: { kid: string; public_key: string }[] };
+  const listed = (await (await fetch(`${SERVICE}/v1/keys`)).json()) as Listed;
+  const service = Object.fromEntries(listed.keys.map((k) => [k.kid, k.public_key]));
+  const [kid] = Object.keys(service) as [string];
+  const cases: [Record<string, string> | ReadonlyMap<string, string>, boolean][] = [
+    [service, true],
+    [new Map(Object.entries(service)), true], // a Map pins as well
+    [{ [kid]: await otherKey() }, false], // the service's kid, another key: a proxy's key pinned by mistake
+    [{ elsewhere: await otherKey() }, false], // the service's key is not among those pinned
+  ];
+  for (const [n, [keys, verifies]] of cases.entries()) {
+    const npcs = new InMemoryNpcs();
+    npcs.register(`guard-${n}`, "A guard.");
+    const asked: string[] = [];
+    const spy: typeof fetch = (input, init) => {
+      asked.push(new URL(String(input)).pathname);
+      return fetch(input, init);
+    };
+    const cortex = new OpenAICortex(`${SCRIPTED}/v1`, "scripted");
+    const mind = new NpcMind(SERVICE, cortex, npcs, { fetch: spy, keys });
+    if (verifies) {
+      const out = await mind.process(`guard-${n}`, "Someone approaches.");
+      assert.ok(out.valid && out.remembered > 0 && npcs.remembered(`guard-${n}`).length === out.remembered);
+    } else {
+      await assert.rejects(
+        mind.process(`guard-${n}`, "Someone approaches."),
+        (e: unknown) => e instanceof ProtocolError && /signature does not verify: nothing was applied/.test(e.message),
+      );
+      assert.deepEqual(npcs.get(`guard-${n}`)?.state, {});
+      assert.equal(npcs.remembered(`guard-${n}`).length, 0);
+    }
+    assert.ok(!asked.includes("/v1/keys") && asked.some((p) => p.endsWith("/process")), asked.join(" "));
+    assert.deepEqual(Object.fromEntries(await mind.publicKeys()), service); // the service's own list, to read
+  }
+});
+
+test("keys that cannot be pinned are named when given", () => {
+  const cortex = new OpenAICortex("http://127.0.0.1:9/v1");
+  const pin = (keys: unknown): NpcMind =>
+    new NpcMind("http://127.0.0.1:9", cortex, new InMemoryNpcs(), { keys: keys as Record<string, string> });
+  const bad: [unknown, RegExp][] = [
+    [{}, /^keys: pin at least one key/],
+    [new Map(), /^keys: pin at least one key/],
+    [[["k", "x"]], /^keys: must map each kid to its base64url public key, not be an array/],
+    [{ "": "A".repeat(43) }, /^keys: a kid must be a non-empty text/],
+    [{ "a.b": "A".repeat(43) }, /^keys: a kid must be a non-empty text without '\.'/],
+    [new Map([[7, "A".repeat(43)]]), /^keys: a kid must be .* not a number/],
+    [{ k1: "A".repeat(42) }, /^keys\["k1"\]: not the base64url of an Ed25519 public key/],
+    [{ k1: "+".repeat(43) }, /^keys\["k1"\]: not the base64url/],
+    [{ k1: null }, /^keys\["k1"\]: not the base64url/],
+  ];
+  for (const [keys, said] of bad)
+    assert.throws(
+      () => pin(keys),
+      (e: unknown) => e instanceof TypeError && said.test(e.message),
+    );
+  assert.ok(pin(null) instanceof NpcMind && pin(undefined) instanceof NpcMind); // none pinned: as before
 });

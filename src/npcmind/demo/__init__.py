@@ -48,7 +48,8 @@ def prepared(
     from npcmind.testing.scripted import ScriptedServer
 
     with contextlib.ExitStack() as stack:
-        if store is None:
+        if store is None:  # said once it is gone: the service's last line said the store holds every decision
+            stack.callback(print, "the demo's store was in a temporary folder, now removed: --store URL keeps one")
             folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="npcmind-demo-"))
             store = f"sqlite:///{folder}/demo.db"
         provider, base_url, model = settings.provider, settings.base_url, settings.model

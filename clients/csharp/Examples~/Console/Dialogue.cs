@@ -8,6 +8,7 @@
 
 using System;
 using System.Collections.Generic;
+using System.Linq;
 using System.Text;
 using NpcMind;
 
@@ -63,7 +64,7 @@ public static class Dialogue
         return new Dictionary<string, object>
         {
             { "valid", o.Valid }, { "verified", o.Verified }, { "applied", o.Applied }, { "dialogue", o.Dialogue },
-            { "action", o.Action }, { "steps", o.Steps }, { "state", o.State }, { "remembered", o.Remembered },
+            { "action", o.Action }, { "steps", o.Steps.Select(s => (object)Wire.Text(s)).ToList() }, { "state", o.State }, { "remembered", o.Remembered },
             { "signature", o.Signature }, { "signed_payload", o.SignedPayload }, { "for_server", Json.Parse(o.ForServer()) },
             { "audit", o.Audit },
         };

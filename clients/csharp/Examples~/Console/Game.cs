@@ -108,7 +108,7 @@ public static class Game
                 }
                 if (!now.Contains(choice.Action)) p.Illegal++;
                 if (choice.ExpiresAt <= before) p.Expired++;
-                if (choice.Source == "local") p.Local++;
+                if (choice.Source == ChoiceSource.Local) p.Local++;
                 else
                 {
                     p.Ai++;
@@ -155,7 +155,7 @@ public static class Game
         output["stats"] = new Dictionary<string, object>
         {
             { "requests", s.Requests }, { "ai", s.Ai }, { "errors", s.Errors }, { "illegal", s.Illegal },
-            { "dropped_epoch", s.DroppedEpoch }, { "fallbacks", s.Fallbacks.ToDictionary(kv => kv.Key, kv => (object)kv.Value) },
+            { "dropped_epoch", s.DroppedEpoch }, { "fallbacks", s.Fallbacks.ToDictionary(kv => Wire.Text(kv.Key), kv => (object)kv.Value) },
             { "streamed_decisions", s.StreamedDecisions }, { "streams_cut", s.StreamsCut },
         };
         output["epoch"] = client.Epoch;

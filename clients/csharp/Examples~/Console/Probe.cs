@@ -73,7 +73,7 @@ public static class Probe
             c.Track("b7", "bee", Bee(0.5), Legal);
             output["decided"] = Until(() => c.Stats.Ai >= 1, c);
             var choice = c.Action("b7");
-            output["source"] = choice == null ? null : choice.Source;
+            output["source"] = choice == null ? null : Wire.Text(choice.Source);
             lock (spy.Seen) output["seen"] = spy.Seen.Distinct().ToList();
             output["first"] = spy.Seen.FirstOrDefault();
             c.Close();
@@ -91,7 +91,7 @@ public static class Probe
             c.Track("p2", "bee", Bee(0.1), Legal);
             output["fetched"] = Until(() => c.ServicePolicy != null && c.Stats.Ai == 2, c);
             var first = c.Action("p1");
-            output["before"] = first == null ? null : first.Source; // asked before the policy came
+            output["before"] = first == null ? null : Wire.Text(first.Source); // asked before the policy came
             int asked = c.Stats.Asked;
             t += 4100; // the forest's refresh_ms: both due again, and the policy is sure of them
             c.Tick();
@@ -101,7 +101,7 @@ public static class Probe
                 var got = c.Action(id);
                 after.Add(got == null ? null : new Dictionary<string, object>
                 {
-                    { "source", got.Source }, { "action", got.Action }, { "confidence", got.Confidence },
+                    { "source", Wire.Text(got.Source) }, { "action", got.Action }, { "confidence", got.Confidence },
                     { "decision_id", got.DecisionId },
                 });
             }

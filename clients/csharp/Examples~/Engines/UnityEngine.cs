@@ -1,8 +1,15 @@
 // A stand-in of the few UnityEngine types the README's MonoBehaviour example touches, so that build.sh compiles
-// the example here (there is no Unity on this machine) and it cannot rot. Not Unity: only the shapes it uses.
+// the example here (there is no Unity on this machine) and it cannot rot. Not Unity: only the shapes it uses, and
+// the two behaviours the engine tests (Tests/Engines~) need of them: `name` makes a new string at each read, as
+// Unity's does, and a UnityWebRequest ends (`completed`) when it is aborted.
 namespace UnityEngine
 {
-    public class Object { public string name = ""; }
+    public class Object
+    {
+        private string named = "";
+        /// <summary>Unity's getter copies the name out of the engine: a new string at every read.</summary>
+        public string name { get { return new string(named.ToCharArray()); } set { named = value ?? ""; } }
+    }
     public class Component : Object { public Transform transform = new Transform(); }
     public class Behaviour : Component { }
     public class MonoBehaviour : Behaviour { }
@@ -36,7 +43,16 @@ namespace UnityEngine
 {
     public class AsyncOperation
     {
-        public event System.Action<AsyncOperation> completed { add { } remove { } }
+        private System.Action<AsyncOperation> done;
+        public event System.Action<AsyncOperation> completed { add { done += value; } remove { done -= value; } }
+
+        /// <summary>The stand-in's end of an operation (Unity calls `completed` on the main thread).</summary>
+        internal void Complete()
+        {
+            var d = done;
+            done = null;
+            if (d != null) d(this);
+        }
     }
 }
 
@@ -64,15 +80,27 @@ namespace UnityEngine.Networking
 
     public class UnityWebRequest : System.IDisposable
     {
+        private UnityWebRequestAsyncOperation sent;
+        private string failed;
         public UnityWebRequest(string url, string method, DownloadHandler downloadHandler, UploadHandler uploadHandler) { }
         public int timeout { get; set; }
         public long responseCode { get { return 0; } }
-        public string error { get { return null; } }
+        public string error { get { return failed; } }
         public DownloadHandler downloadHandler { get { return null; } }
         public void SetRequestHeader(string name, string value) { }
         public System.Collections.Generic.Dictionary<string, string> GetResponseHeaders() { return null; }
-        public UnityWebRequestAsyncOperation SendWebRequest() { return new UnityWebRequestAsyncOperation(); }
-        public void Abort() { }
+        public UnityWebRequestAsyncOperation SendWebRequest() { return sent = new UnityWebRequestAsyncOperation(); }
+        /// <summary>Requests aborted so far (the stand-in's count, for the engine tests; Unity has none).</summary>
+        public static int aborted;
+
+        /// <summary>Ends a request under way as aborted (the stand-ins never answer one otherwise).</summary>
+        public void Abort()
+        {
+            if (sent == null || failed != null) return;
+            aborted++;
+            failed = "Request aborted";
+            sent.Complete();
+        }
         public void Dispose() { }
     }
 }

@@ -1,3 +1,4 @@
+using System.Threading;
 using NpcMind;
 using UnityEngine;
 
@@ -5,6 +6,7 @@ using UnityEngine;
 public class Innkeeper : MonoBehaviour
 {
     static readonly InMemoryNpcs Npcs = new InMemoryNpcs();
+    readonly CancellationTokenSource leaving = new CancellationTokenSource(); // the scene closes: stop her turn
     DialogueClient mind;
     public string said = "";
 
@@ -20,12 +22,13 @@ public class Innkeeper : MonoBehaviour
     {
         try
         {
-            var outcome = await mind.Process("mara", observation, null, "rpg");
+            var outcome = await mind.Process("mara", observation, null, "rpg", leaving.Token);
             said = outcome.Dialogue; // her line, or the ruleset's refusal line
             if (outcome.Valid) mind.Apply(outcome); // outcome.Verified: its signature was checked here
         }
+        catch (System.OperationCanceledException) { } // the scene closed while she was thinking: nothing applied
         catch (System.Exception e) { said = "Hm?"; Debug.LogWarning(e.Message); } // service or model down: her own line
     }
 
-    void OnDestroy() { mind.Dispose(); }
+    void OnDestroy() { leaving.Cancel(); mind.Dispose(); } // aborts her request under way, then closes the client
 }

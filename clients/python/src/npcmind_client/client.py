@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -19,6 +21,7 @@ from npcmind_client.store import NpcStore
 from npcmind_client.urls import http_url
 
 MAX_CALLS = 8
+_KEY = re.compile(r"[A-Za-z0-9_-]{43}")  # an Ed25519 public key (32 bytes) in base64url, unpadded
 
 
 def _text(data: bytes) -> str:
@@ -53,7 +56,12 @@ class NpcMind:
         store: NpcStore,
         token: str | None = None,
         timeout_s: float = 30,
+        *,
+        keys: Mapping[str, str] | None = None,
     ) -> None:
+        """``keys``: the service's public keys (kid → base64url, as GET /v1/keys lists them), pinned: outcomes are
+        then checked with these alone and GET /v1/keys is never asked for them. None (the default): the keys
+        the service lists, worth what the connection to it is (https)."""
         headers = {"authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(
             base_url=http_url(service_url, "service_url", "http://127.0.0.1:8080"), headers=headers, timeout=timeout_s
@@ -61,6 +69,7 @@ class NpcMind:
         self.cortex = cortex
         self.store = store
         self._keys: dict[str, str] = {}
+        self._pinned = pinned_keys(keys)
 
     def public_keys(self, refresh: bool = False) -> dict[str, str]:
         """The service's signing keys (kid → base64url), fetched once from GET /v1/keys."""
@@ -175,9 +184,7 @@ class NpcMind:
         except NotCanonical as e:
             raise ProtocolError(f"the outcome cannot be verified: its tape has no canonical form ({e})") from None
         signature = fin.get("signature") or ""
-        if not verify(signature, payload, self.public_keys()) and not verify(
-            signature, payload, self.public_keys(refresh=True)
-        ):
+        if not self._verifies(signature, payload):
             raise ProtocolError("the outcome's signature does not verify: nothing was applied")
         memories = [(m["text"], m["type"], m["importance"]) for m in fin["memoryStore"]]
         state = self.store.apply(npc_id, memories, fin["stateTransform"])  # both, or neither on a crash
@@ -185,6 +192,35 @@ class NpcMind:
             True, fin["dialogue"], fin.get("action"), state, len(fin["memoryStore"]), fin.get("ruleAudit") or {}, steps
         )
 
+    def _verifies(self, signature: str, payload: dict[str, Any]) -> bool:
+        """Whether the outcome's signature verifies: with the pinned keys alone, else with the service's (asked
+        again once, for a key rotated since they were fetched)."""
+        if self._pinned is not None:
+            return verify(signature, payload, self._pinned)
+        return verify(signature, payload, self.public_keys()) or verify(
+            signature, payload, self.public_keys(refresh=True)
+        )
+
     def close(self) -> None:
         """Close connections."""
         self._http.close()
+
+
+def pinned_keys(keys: Mapping[str, str] | None) -> dict[str, str] | None:
+    """The keys a game pins, checked when it gives them (a ValueError naming ``keys``): each kid a non-empty text,
+    each key the base64url of 32 bytes (an Ed25519 public key); at least one, or every outcome would be refused."""
+    if keys is None:
+        return None
+    if not isinstance(keys, Mapping):
+        raise ValueError(f"keys: must map each kid to its base64url public key, not be a {type(keys).__name__}")
+    if not keys:
+        raise ValueError("keys: pin at least one key (kid -> base64url public key), or give None")
+    pinned: dict[str, str] = {}
+    for kid, key in keys.items():
+        if not isinstance(kid, str) or not kid or "." in kid:
+            shown = repr(kid[:80]) if isinstance(kid, str) else type(kid).__name__
+            raise ValueError(f"keys: a kid must be a non-empty text without '.', not {shown}")
+        if not isinstance(key, str) or not _KEY.fullmatch(key):
+            raise ValueError(f"keys[{kid[:80]!r}]: not the base64url of an Ed25519 public key (43 characters)")
+        pinned[kid] = key
+    return pinned

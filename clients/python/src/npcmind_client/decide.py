@@ -10,6 +10,7 @@ applied at the first ``tick()`` after its line arrived (docs/streaming.md).
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from collections.abc import Callable
@@ -77,33 +78,47 @@ class DecideClient:
 
     @world.setter
     def world(self, value: dict[str, Any]) -> None:
+        if not isinstance(value, dict):
+            raise TypeError(f"world: must be a dict, not {type(value).__name__}")
         self._scheduler.world = value
 
     @property
     def scope(self) -> str | None:
-        """The manifest's scope the game is in (a boss fight), or None; it may change as the game goes."""
+        """The manifest's scope the game is in (a boss fight), or None; it may change as the game goes: the next
+        decide request carries it, and the local policy sees its state from then on."""
         return self._scheduler.scope
 
     @scope.setter
     def scope(self, value: str | None) -> None:
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"scope: must be a scope's name or None, not {type(value).__name__}")
         self._scheduler.scope = value
 
     @property
     def scope_state(self) -> dict[str, Any] | None:
-        """The scope's state, sent with the scope."""
+        """The scope's state, sent with the scope (and given to the local policy while a scope is set)."""
         return self._scheduler.scope_state
 
     @scope_state.setter
     def scope_state(self, value: dict[str, Any] | None) -> None:
+        if value is not None and not isinstance(value, dict):
+            raise TypeError(f"scope_state: must be a dict or None, not {type(value).__name__}")
         self._scheduler.scope_state = value
 
     @property
     def threshold(self) -> float:
-        """How sure the local policy must be to decide an entity here (the cascade)."""
+        """How sure the local policy must be to decide an entity here (the cascade); the next choice uses it."""
         return self._scheduler.roster.threshold
 
     @threshold.setter
     def threshold(self, value: float) -> None:
+        try:
+            finite = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+        except OverflowError:  # an int past the float range
+            finite = False
+        if not finite:
+            shown = repr(value) if isinstance(value, float) else type(value).__name__
+            raise TypeError(f"threshold: must be a finite number, not {shown}")
         self._scheduler.roster.threshold = value
 
     @property

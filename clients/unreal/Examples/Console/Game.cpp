@@ -3,7 +3,7 @@
 // actions of that moment, and checks the game's side of the protocol: no action outside the legal ones, no
 // decision of an older epoch, none past its expiry. It raises its epoch every 2 s. Phases come on stdin
 // ("phase NAME", then "end"); at the end it prints one JSON line: per phase the frames, the AI and native choices,
-// the violations and the Tick() times ("ready" after the first frame). libcurl stands in for FHttpModule.
+// the violations and the Tick() times, wall and CPU ("ready" after the first frame). libcurl stands in for FHttpModule.
 //   npcmind_game http://127.0.0.1:8080
 #include <algorithm>
 #include <chrono>
@@ -13,6 +13,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <ctime>
 
 #include "CurlSender.h"
 #include "NpcMindCore/DecideClient.h"
@@ -23,9 +24,16 @@ namespace {
 
 struct Phase {
     int Frames = 0, Ai = 0, Cached = 0, Native = 0, Local = 0, Illegal = 0, OldEpoch = 0, Expired = 0, LateAi = 0;
-    std::vector<double> TickMs;
+    std::vector<double> TickMs, TickCpuMs;  // wall time, and this thread's CPU time (a loaded machine's
+                                            // preemptions are in the first, not in the second)
     std::chrono::steady_clock::time_point Since = std::chrono::steady_clock::now();
 };
+
+double ThreadCpuMs() {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
 
 Value Figures(std::vector<double> ms) {
     std::sort(ms.begin(), ms.end());
@@ -130,7 +138,9 @@ int main(int argc, char** argv) {
             if (!first.second && first.first->second != client.Epoch()) p.OldEpoch++;
         }
         auto t0 = std::chrono::steady_clock::now();
+        double cpu0 = ThreadCpuMs();
         client.Tick();
+        p.TickCpuMs.push_back(ThreadCpuMs() - cpu0);
         p.TickMs.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
         if (frame == 0) {
             std::printf("ready\n");
@@ -154,6 +164,7 @@ int main(int argc, char** argv) {
         v.Set("old_epoch", p.OldEpoch);
         v.Set("expired", p.Expired);
         v.Set("tick_ms", Figures(p.TickMs));
+        v.Set("tick_cpu_ms", Figures(p.TickCpuMs));
         out.Set(name, v);
     }
     const Stats& s = client.Counters();
