@@ -1,4 +1,4 @@
-/* npcmind-demo-sources {"sha256":"c3a9db130d1213f6eaa3206ca503aaf4e6e2dc3aedb3ccccab713f7103695ef1","files":["clients/demo/index.html","clients/demo/src/autopilot.ts","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/labels.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/plot.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/sources.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/limits.ts","clients/typescript/src/lines.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/refusals.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/stream.ts","clients/typescript/src/timings.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
+/* npcmind-demo-sources {"sha256":"77548eb5a45aeecff0222c1defeacabf788c4c6e13fc8bfae8c865649227af32","files":["clients/demo/index.html","clients/demo/src/autopilot.ts","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/labels.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/plot.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/sources.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/limits.ts","clients/typescript/src/lines.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/refusals.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/stream.ts","clients/typescript/src/timings.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
 "use strict";
 (() => {
   // src/world.ts
@@ -164,6 +164,21 @@
     return w.bees.some((b) => dist(b, p) < 36);
   }
 
+  // ../typescript/src/errors.ts
+  function readError(body) {
+    const err = isObject(body) && isObject(body["error"]) ? body["error"] : {};
+    const found = err["details"];
+    const details = Array.isArray(found) ? found.filter(isObject).map((d) => ({ path: String(d["path"] ?? ""), message: String(d["message"] ?? "") })) : [];
+    return { code: String(err["code"] ?? ""), message: String(err["message"] ?? ""), details };
+  }
+  function errorLine(body, otherwise) {
+    const { message, details } = readError(body);
+    return details.map((d) => `${d.path}: ${d.message}`).join("; ") || message || otherwise;
+  }
+  function isObject(value) {
+    return typeof value === "object" && value !== null && !Array.isArray(value);
+  }
+
   // ../typescript/src/policy.ts
   var POLICY_FORMAT = "npcmind-policy";
   var POLICY_FORMAT_VERSION = 1;
@@ -180,7 +195,7 @@
   var PolicyError = class extends Error {
     name = "PolicyError";
   };
-  function isObject(v) {
+  function isObject2(v) {
     return typeof v === "object" && v !== null && !Array.isArray(v);
   }
   function roundHalfEven(x) {
@@ -193,7 +208,7 @@
   function encode(f, s) {
     if (f.source === "legal") return f.value !== null && s.legal.has(f.value) ? 1 : 0;
     let raw = s[f.source];
-    if (f.field !== null) raw = isObject(raw) ? raw[f.field] : null;
+    if (f.field !== null) raw = isObject2(raw) ? raw[f.field] : null;
     if (raw === null || raw === void 0) return f.missing;
     if (f.encoding === "enum") return raw === f.value ? 1 : 0;
     if (f.encoding === "boolean") return raw === true ? 1 : raw === false ? 0 : f.missing;
@@ -252,7 +267,7 @@
       this.clientId = typeof data["client_id"] === "string" ? data["client_id"] : null;
       this.createdAt = typeof data["created_at"] === "string" ? data["created_at"] : null;
       const types = data["types"];
-      if (!isObject(types)) throw new PolicyError("policy file: `types` must be an object of entity types");
+      if (!isObject2(types)) throw new PolicyError("policy file: `types` must be an object of entity types");
       count(types);
       this.types = new Map(Object.entries(types).map(([name, spec]) => [name, typePolicy(name, spec)]));
     }
@@ -264,7 +279,7 @@
       let data = source;
       if (source instanceof Uint8Array) data = parseJson(utf8(source, "policy JSON", max), "policy JSON", max);
       else if (typeof source === "string") data = parseJson(source, "policy JSON", max);
-      if (!isObject(data)) throw new PolicyError("a policy must be a JSON object");
+      if (!isObject2(data)) throw new PolicyError("a policy must be a JSON object");
       if (data["format"] !== POLICY_FORMAT || data["format_version"] !== POLICY_FORMAT_VERSION) {
         throw new PolicyError(
           `not a policy file this SDK reads: \`format\` must be '${POLICY_FORMAT}' and \`format_version\` ${POLICY_FORMAT_VERSION} (found ${JSON.stringify(data["format"])}, ${JSON.stringify(data["format_version"])})`
@@ -295,9 +310,9 @@
       if (tp === void 0) return null;
       const legal = Array.isArray(legalActions) ? legalActions : [];
       const situation = {
-        observation: isObject(observation) ? observation : {},
-        world: isObject(world2) ? world2 : {},
-        scope_state: isObject(scopeState) ? scopeState : {},
+        observation: isObject2(observation) ? observation : {},
+        world: isObject2(world2) ? world2 : {},
+        scope_state: isObject2(scopeState) ? scopeState : {},
         trigger,
         profile,
         legal: new Set(legal.filter((a) => typeof a === "string"))
@@ -313,12 +328,12 @@
       );
     let nodes = 0;
     for (const [name, spec] of entries) {
-      const trees = isObject(spec) && Array.isArray(spec["trees"]) ? spec["trees"] : [];
+      const trees = isObject2(spec) && Array.isArray(spec["trees"]) ? spec["trees"] : [];
       if (trees.length > POLICY_MAX_TREES)
         throw new PolicyError(
           `policy file: \`types.${name}.trees\` holds ${thousands(trees.length)} trees: at most ${POLICY_MAX_TREES} a type`
         );
-      for (const t of trees) nodes += isObject(t) && Array.isArray(t["feature"]) ? t["feature"].length : 0;
+      for (const t of trees) nodes += isObject2(t) && Array.isArray(t["feature"]) ? t["feature"].length : 0;
       if (nodes > POLICY_MAX_NODES)
         throw new PolicyError(
           `policy file: \`types.${name}\` brings the trees past ${thousands(POLICY_MAX_NODES)} nodes in all`
@@ -386,7 +401,7 @@
       throw new PolicyError(`policy file: \`${path}\` must hold probabilities from 0 to 1, not all 0`);
   }
   function feature(spec, path) {
-    if (!isObject(spec)) throw new PolicyError(`policy file: \`${path}\` must be an object`);
+    if (!isObject2(spec)) throw new PolicyError(`policy file: \`${path}\` must be an object`);
     const source = spec["source"];
     const encoding = spec["encoding"];
     if (!SOURCES.includes(source))
@@ -411,7 +426,7 @@
     };
   }
   function tree(spec, path, nFeatures, nActions) {
-    if (!isObject(spec)) throw new PolicyError(`policy file: \`${path}\` must be an object`);
+    if (!isObject2(spec)) throw new PolicyError(`policy file: \`${path}\` must be an object`);
     const n = Array.isArray(spec["feature"]) ? spec["feature"].length : 0;
     const arrays = {};
     for (const k of ["feature", "threshold", "left", "right", "value"]) {
@@ -450,7 +465,7 @@
   }
   function typePolicy(name, spec) {
     const path = `types.${name}`;
-    if (!isObject(spec)) throw new PolicyError(`policy file: \`${path}\` must be an object`);
+    if (!isObject2(spec)) throw new PolicyError(`policy file: \`${path}\` must be an object`);
     const actions = spec["actions"];
     if (!Array.isArray(actions) || actions.length === 0 || !actions.every((a) => typeof a === "string"))
       throw new PolicyError(`policy file: \`${path}.actions\` must be a list of action names`);
@@ -476,21 +491,6 @@
       trees: trees.map((t, i) => tree(t, `${path}.trees[${i}]`, feats.length, actions.length)),
       index: new Map(actions.map((a, i) => [a, i]))
     };
-  }
-
-  // ../typescript/src/errors.ts
-  function readError(body) {
-    const err = isObject2(body) && isObject2(body["error"]) ? body["error"] : {};
-    const found = err["details"];
-    const details = Array.isArray(found) ? found.filter(isObject2).map((d) => ({ path: String(d["path"] ?? ""), message: String(d["message"] ?? "") })) : [];
-    return { code: String(err["code"] ?? ""), message: String(err["message"] ?? ""), details };
-  }
-  function errorLine(body, otherwise) {
-    const { message, details } = readError(body);
-    return details.map((d) => `${d.path}: ${d.message}`).join("; ") || message || otherwise;
-  }
-  function isObject2(value) {
-    return typeof value === "object" && value !== null && !Array.isArray(value);
   }
 
   // ../typescript/src/limits.ts
@@ -564,7 +564,7 @@
     return Math.abs(ttl) <= MAX_INTEGER ? null : `${at}.ttl_ms: out of range (at most ${MAX_INTEGER})`;
   }
   function decisionProblem(d, at) {
-    if (!isObject2(d)) return `${at}: not an object`;
+    if (!isObject(d)) return `${at}: not an object`;
     if (d["source"] === "AI") {
       for (const [name, kind2] of AI_FIELDS) if (typeof d[name] !== kind2) return `${at}.${name}: must be a ${kind2}`;
       const confidence = d["confidence"];
@@ -581,9 +581,9 @@
     return `${at}.source: must be AI or FALLBACK`;
   }
   function readDecideResponse(body, asked = null) {
-    if (!isObject2(body)) return "not a JSON object";
+    if (!isObject(body)) return "not a JSON object";
     const error = body["error"];
-    if (!("epoch" in body) && isObject2(error)) return String(error["message"] ?? "an error, with a 200");
+    if (!("epoch" in body) && isObject(error)) return String(error["message"] ?? "an error, with a 200");
     if (typeof body["epoch"] !== "number") return "epoch: must be a number";
     const decisions = body["decisions"];
     if (!Array.isArray(decisions)) return "decisions: must be an array";
@@ -602,11 +602,11 @@
     } catch {
       return `not JSON: ${line.slice(0, 80)}`;
     }
-    if (isObject2(d) && "source" in d) {
+    if (isObject(d) && "source" in d) {
       const problem = decisionProblem(d, "line");
       return problem ?? { decision: d };
     }
-    if (!isObject2(d) || typeof d["a2g"] !== "string") return "line: neither a decision (source) nor the last line (a2g)";
+    if (!isObject(d) || typeof d["a2g"] !== "string") return "line: neither a decision (source) nor the last line (a2g)";
     if (typeof d["epoch"] !== "number") return "line.epoch: must be a number";
     if (typeof d["latency_ms"] !== "number") return "line.latency_ms: must be a number";
     return { end: d };
@@ -1189,7 +1189,7 @@
     answer(status, body, now) {
       this.pending = null;
       const token = sessionToken(status, body);
-      if (token === null || !isObject2(body)) {
+      if (token === null || !isObject(body)) {
         if (this.token !== null) this.renewAt = now + RENEW_RETRY_MS;
         return `npcmind did not open a session (POST /v1/session answered ${status}: ${errorLine(body, "(no session_token)")})`;
       }
@@ -1210,7 +1210,7 @@
     }
   };
   function sessionToken(status, body) {
-    const token = status === 200 && isObject2(body) ? body["session_token"] : null;
+    const token = status === 200 && isObject(body) ? body["session_token"] : null;
     return typeof token === "string" && token !== "" ? token : null;
   }
 
@@ -1379,20 +1379,20 @@
      * it came are due again on their type's refresh. */
     read(status, body, entities) {
       this.asked = false;
-      const data = status === 200 && isObject2(body) ? body["manifest"] : null;
-      if (!isObject2(data)) return false;
+      const data = status === 200 && isObject(body) ? body["manifest"] : null;
+      if (!isObject(data)) return false;
       this.load(data);
       for (const e of entities) e.due = Math.min(e.due, e.askedAt + this.of(e.type)[0]);
       return true;
     }
     load(data) {
-      const defaults = isObject2(data["defaults"]) ? data["defaults"] : {};
-      const types = isObject2(data["types"]) ? data["types"] : {};
+      const defaults = isObject(data["defaults"]) ? data["defaults"] : {};
+      const types = isObject(data["types"]) ? data["types"] : {};
       this.types = /* @__PURE__ */ new Map();
       const refresh = ms(defaults["refresh_ms"], DEFAULT_REFRESH_MS);
       const ttl = ms(defaults["ttl_ms"], DEFAULT_TTL_MS);
       for (const [name, t] of Object.entries(types)) {
-        const one = isObject2(t) ? t : {};
+        const one = isObject(t) ? t : {};
         this.types.set(name, [ms(one["refresh_ms"], refresh), ms(one["ttl_ms"], ttl)]);
       }
     }
@@ -1402,7 +1402,7 @@
     return typeof value === "number" && value > 0 && value <= MAX_MS ? Math.trunc(value) : fallback;
   }
   function deadlineTimeoutMs(status, body) {
-    const deadline = status === 200 && isObject2(body) ? body["deadline_ms"] : null;
+    const deadline = status === 200 && isObject(body) ? body["deadline_ms"] : null;
     return typeof deadline === "number" && deadline > 0 && deadline <= MAX_MS ? deadline : null;
   }
 
@@ -1723,7 +1723,7 @@
         this.notBefore = Math.max(this.notBefore, now + 1e3);
         return;
       }
-      this.cascade.manifest(isObject2(body) && typeof body["version"] === "string" ? body["version"] : null);
+      this.cascade.manifest(isObject(body) && typeof body["version"] === "string" ? body["version"] : null);
     }
     healthAnswered(status, body) {
       const deadline = deadlineTimeoutMs(status, body);
@@ -2070,6 +2070,9 @@
   }
 
   // ../typescript/src/decide.ts
+  function kindOf(value) {
+    return value === null ? "null" : Array.isArray(value) ? "an array" : `a ${typeof value}`;
+  }
   var DecideClient = class {
     core;
     transport;
@@ -2118,9 +2121,43 @@
     get servicePolicy() {
       return this.core.cascade.fetched;
     }
-    /** The world the service sees beside the entities (change its fields as the game goes). */
+    /** The world the service sees beside the entities: change its fields, or set a new one, as the game goes. */
     get world() {
       return this.core.world;
+    }
+    set world(value) {
+      if (!isObject(value)) throw new TypeError(`world: must be an object, not ${kindOf(value)}`);
+      this.core.world = value;
+    }
+    /** The manifest's scope the game is in (a boss fight), or null; it may change as the game goes: the next
+     * decide request carries it, and the local policy sees its state from then on. */
+    get scope() {
+      return this.core.scope;
+    }
+    set scope(value) {
+      if (value !== null && typeof value !== "string")
+        throw new TypeError(`scope: must be a scope's name or null, not ${kindOf(value)}`);
+      this.core.scope = value;
+    }
+    /** The scope's state, sent with the scope (and given to the local policy while a scope is set). */
+    get scopeState() {
+      return this.core.scopeState;
+    }
+    set scopeState(value) {
+      if (value !== null && !isObject(value))
+        throw new TypeError(`scopeState: must be an object or null, not ${kindOf(value)}`);
+      this.core.scopeState = value;
+    }
+    /** How sure the local policy must be to decide an entity here (the cascade); the next choice uses it. */
+    get threshold() {
+      return this.core.roster.threshold;
+    }
+    set threshold(value) {
+      if (typeof value !== "number" || !Number.isFinite(value)) {
+        const shown2 = typeof value === "number" ? String(value) : kindOf(value);
+        throw new TypeError(`threshold: must be a finite number, not ${shown2}`);
+      }
+      this.core.roster.threshold = value;
     }
     /** How long a request may take before its entities use their native AI. */
     get timeoutMs() {
