@@ -46,7 +46,7 @@ from npcmind.distill.run import distill, read_rows, write  # noqa: E402
 from npcmind.http.app import create_app  # noqa: E402
 from npcmind.http.server import BackgroundServer  # noqa: E402
 from npcmind.manifest import Manifest, load  # noqa: E402
-from npcmind.sdk import DecideClient  # noqa: E402
+from npcmind.sdk import DecideClient, DecideOptions  # noqa: E402
 from npcmind.sdk.decide import Entity  # noqa: E402
 from npcmind.service import Service  # noqa: E402
 from npcmind.testing.scripted import ScriptedServer  # noqa: E402
@@ -229,8 +229,8 @@ def play(url: str, minutes: float, seed: int, manifest: Manifest, policy: Policy
             game.spawn(s)
     clock = [0.0]
     tally = Tally()
-    client = DecideClient(url, CLIENT, world=game.world(), epoch=1, clock=lambda: clock[0], policy=policy,
-                          threshold=THRESHOLD, timeout_s=60)  # fmt: skip
+    options = DecideOptions(world=game.world(), epoch=1, policy=policy, threshold=THRESHOLD, timeout_ms=60_000)
+    client = DecideClient(url, CLIENT, options=options, clock=lambda: clock[0])
     seen: dict[str, Any] = {}
     use_game_clock(clock)
     for _ in range(int(minutes * 60 / DT)):
@@ -246,9 +246,9 @@ def play(url: str, minutes: float, seed: int, manifest: Manifest, policy: Policy
             client.event(eid, trigger)
         game.events.clear()
         client.tick()
-        client.wait(60)
+        client.wait(timeout_ms=60_000)
         _judge(client, game, tally, seen, manifest)
-    client.wait(60)
+    client.wait(timeout_ms=60_000)
     return client, tally
 
 

@@ -37,7 +37,7 @@ from npcmind.http.server import ServiceProcess  # noqa: E402
 from npcmind.npc.rulesets import load_rulesets  # noqa: E402
 from npcmind.npc.signing import Signer, StepTokens  # noqa: E402
 from npcmind.npc.steps import NpcProcessor  # noqa: E402
-from npcmind.sdk import NpcMind, NpcStore, OpenAICortex  # noqa: E402
+from npcmind.sdk import NewMemory, NpcMind, NpcStore, OpenAICortex  # noqa: E402
 from npcmind.sdk.embed import shared  # noqa: E402
 from npcmind.testing.scripted import ScriptedServer  # noqa: E402
 
@@ -151,9 +151,9 @@ def main() -> int:
                 f"(wrk, 1 connection, {rps} steps/s)"
             )
         with ScriptedServer() as cortex:
-            store = NpcStore(tmp / "sdk.db", shared())
+            store = NpcStore(tmp / "sdk.db", embedder=shared())
             store.register("mara", "Mara, the innkeeper.", {"inn": "Silver Stag"})
-            mind = NpcMind(url, OpenAICortex(cortex.base_url, "scripted"), store)
+            mind = NpcMind(url, cortex=OpenAICortex(cortex.base_url, model="scripted"), memory=store)
             for _ in range(5):
                 mind.process("mara", "A traveller asks about the old mine.")
             xs = []
@@ -171,12 +171,12 @@ def main() -> int:
     rng = random.Random(7)
     emb = shared()
     for n in (1_000, 10_000):
-        store = NpcStore(tmp / f"recall{n}.db", emb)
+        store = NpcStore(tmp / f"recall{n}.db", embedder=emb)
         store.register("mara", "Mara")
         texts = [" ".join(rng.choice(WORDS) for _ in range(8)) + f" #{i}" for i in range(n)]
         t0 = time.perf_counter()
         for k in range(0, n, 500):
-            store.remember("mara", [(t, "knowledge", 0.5) for t in texts[k : k + 500]])
+            store.remember("mara", [NewMemory(t, "knowledge", 0.5) for t in texts[k : k + 500]])
         fill = time.perf_counter() - t0
         store.recall("mara", "warm up", 5, 0.0)
         xs = []

@@ -25,7 +25,7 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 from npcmind.http.server import ServiceProcess, free_port  # noqa: E402
-from npcmind.sdk import DecideClient  # noqa: E402
+from npcmind.sdk import DecideClient, DecideOptions  # noqa: E402
 from probe import cpu_probe  # noqa: E402
 
 FOREST = ROOT / "examples" / "forest.yaml"
@@ -44,7 +44,8 @@ class Clock:
 
 def frames(url: str, n: int, count: int) -> tuple[list[float], DecideClient]:
     clock = Clock()
-    c = DecideClient(url, "sdk-bench", world={"player_hp_fraction": 0.5, "repellent": False}, epoch=1, clock=clock)
+    world = {"player_hp_fraction": 0.5, "repellent": False}
+    c = DecideClient(url, "sdk-bench", options=DecideOptions(world=world, epoch=1), clock=clock)
     costs = []
     born = n
     alive = [f"b{i}" for i in range(n)]

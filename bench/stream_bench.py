@@ -35,7 +35,7 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT / "clients" / "python" / "src"), str
 from decide_bench import wait_up  # noqa: E402
 from npcmind.http.server import ServiceProcess, free_port  # noqa: E402
 from npcmind.providers.tokens import split  # noqa: E402
-from npcmind.sdk import DecideClient  # noqa: E402
+from npcmind.sdk import DecideClient, DecideOptions  # noqa: E402
 from probe import cpu_probe  # noqa: E402
 
 FOREST = ROOT / "examples" / "forest.yaml"
@@ -89,10 +89,11 @@ def limits(raw: str, fmt: str, numbers: dict[int, str], ttft_ms: float, rate: fl
 
 def one_batch(url: str, service_pid: int, name: str, stream: bool, ttft_ms: float, rate: float, fmt: str) -> Batch:
     """16 fresh bees through one new DecideClient; the game ticks every millisecond."""
-    c = DecideClient(url, name, world=WORLD, epoch=1, stream=stream, fetch_policy=False, timeout_s=60)
+    options = DecideOptions(world=WORLD, epoch=1, stream=stream, fetch_policy=False, timeout_ms=60_000)
+    c = DecideClient(url, name, options=options)
     try:
         c.tick()
-        assert c.wait(30), "the client's first requests (manifest, telemetry) did not end"
+        assert c.wait(timeout_ms=30_000), "the client's first requests (manifest, telemetry) did not end"
         ids = [f"b{k}" for k in range(N)]
         for k, eid in enumerate(ids):
             obs = {"hp_fraction": 0.5, "distance_to_player": 10.0 + k, "sees_player": True, "current_action": "idle"}

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "clients" / "python" / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from npcmind_client import DecideClient  # noqa: E402
+from npcmind_client import DecideClient, DecideOptions  # noqa: E402
 from npcmind_client.scheduler import Scheduler  # noqa: E402
 from npcmind_client.transport import encode  # noqa: E402
 from probe import cpu_probe  # noqa: E402
@@ -65,7 +65,7 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
 def python_row(ticks: int) -> dict[str, Any]:
     """The Python SDK's figures, in the shape tick.mjs prints."""
     clock = [0.0]
-    client = DecideClient("http://127.0.0.1:9", "bench", workers=4, clock=lambda: clock[0])
+    client = DecideClient("http://127.0.0.1:9", "bench", options=DecideOptions(workers=4), clock=lambda: clock[0])
     s = client._scheduler
     s.timings.known = True  # as if the manifest came: nothing but the entities is asked
     for i in range(N):

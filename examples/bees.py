@@ -10,7 +10,7 @@ import argparse
 import logging
 import time
 
-from npcmind.sdk import DecideClient
+from npcmind.sdk import DecideClient, DecideOptions
 
 LEGAL = ["idle", "wander", "chase", "flee"]
 
@@ -27,9 +27,8 @@ def main() -> None:
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
     world = {"player_hp_fraction": 0.8, "repellent": False}
-    with DecideClient(
-        args.url, "example-game", world=world, scope="forest_boss", scope_state={"boss_phase": 1}, epoch=1
-    ) as npc:
+    options = DecideOptions(world=world, scope="forest_boss", scope_state={"boss_phase": 1}, epoch=1)
+    with DecideClient(args.url, "example-game", options=options) as npc:
         hp = {f"bee-{i}": 1.0 - 0.2 * i for i in range(5)}
         start = time.monotonic()
         frame = 0
@@ -50,7 +49,7 @@ def main() -> None:
                 print(f"frame {frame:3}: " + "  ".join(line))
             frame += 1
             time.sleep(1 / 30)
-        npc.wait(2.0)  # the answers still on their way, so the counts add up
+        npc.wait(timeout_ms=2000)  # the answers still on their way, so the counts add up
         print(f"requests {npc.stats.requests}, entities asked {npc.stats.asked}, AI {npc.stats.ai} "
               f"(cached {npc.stats.cached}), fallbacks {npc.stats.fallbacks or 'none'}")  # fmt: skip
 

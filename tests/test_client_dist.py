@@ -24,9 +24,10 @@ CLIENT = ROOT / "clients" / "python" / "src" / "npcmind_client"
 GAME = """
 import json, sys, time
 import npcmind_client
-from npcmind_client import DecideClient
+from npcmind_client import DecideClient, DecideOptions
 
-with DecideClient(sys.argv[1], "game-1", world={"player_hp_fraction": 0.4, "repellent": False}) as c:
+world = {"player_hp_fraction": 0.4, "repellent": False}
+with DecideClient(sys.argv[1], "game-1", options=DecideOptions(world=world)) as c:
     c.track("b0", "bee", json.loads(sys.argv[2]), ["idle", "wander", "chase", "flee"])
     deadline = time.monotonic() + 60
     while c.action("b0") is None and time.monotonic() < deadline:

@@ -93,8 +93,15 @@ def scheduler(case: dict[str, Any]) -> Scheduler:
     unknown = set(o) - set(DEFAULTS)
     assert not unknown, f"options the format does not know: {unknown}"
     client_id = o.pop("client_id")
-    given = DecideOptions(**o, policy=local_policy(case))  # the format's options are DecideOptions' fields
-    return Scheduler(client_id, given, manifest=case.get("manifest"), manifest_version=case.get("manifest_version"))
+    timeout_s = o.pop("timeout_s")  # the format says seconds (as the other ports' drivers read it); Python ms
+    given = DecideOptions(
+        **o,
+        timeout_ms=None if timeout_s is None else timeout_s * 1000,
+        policy=local_policy(case),
+        manifest=case.get("manifest"),
+        manifest_version=case.get("manifest_version"),
+    )  # the format's options are DecideOptions' fields
+    return Scheduler(client_id, options=given)
 
 
 def local_policy(case: dict[str, Any]) -> LocalPolicy | None:
@@ -166,7 +173,7 @@ def run_step(s: Scheduler, step: dict[str, Any]) -> str | None:
     elif do == "stats":
         got = dataclasses.asdict(s.stats)
     elif do == "timeout_s":
-        got = s.timeout_s
+        got = s.timeout_ms / 1000
     else:
         return f"unknown step {do!r}"
     if "expect" not in step:

@@ -277,9 +277,20 @@ BREAKS = [
     ("Signing.cs", "if (sigRaw == null || keyRaw == null || B64(sigRaw) != sig)",
      "if (sigRaw == null || keyRaw == null)",
      "NpcTests.ASignedOutcomeVerifiesAndAnyChangedByteFails"),
-    ("Npc.cs", "throw new ProtocolException(\"the outcome's signature does not verify",
-     "if (outcome.Verified) throw new ProtocolException(\"the outcome's signature does not verify",
+    ("Npc.cs", "throw new SignatureException(\"the outcome's signature does not verify",
+     "if (outcome.Verified) throw new SignatureException(\"the outcome's signature does not verify",
      "NpcTests.ProcessVerifiesTheOutcomeAndRefusesOneThatDoesNotVerify"),
+    ("Npc.cs", "if (!outcome.Valid || !outcome.Verified) return outcome;", "if (!outcome.Valid) return outcome;",
+     "NpcTests.ATurnNothingVerifiedHereRunsTheStepsAndHandsBackWhatAServerChecksWithNothingApplied"),
+    ("Npc.cs", "return Apply(outcome);", "return outcome;",
+     "NpcTests.AVerifiedOutcomeIsAppliedByTheSdkAndAForgedOneAppliesNothing"),
+    ("Cortex.cs", "if (param is string) return candidates.Contains((string)param) ? (string)param : null;",
+     "if (param is string) return null;",
+     "CortexTests.ARefusedParameterIsDroppedTheLimitRenamedAndTheCallAskedAgain"),
+    ("DecideClient.cs", "core.Roster.Threshold = value;", "GC.KeepAlive(value);",
+     "TransportTests.ScopeScopeStateAndThresholdChangeAsTheGameGoes"),
+    ("Errors.cs", "status, ReadError(body).Code);", "status, null);",
+     "NpcTests.ARefusedStepIsAServiceExceptionWithTheStatusTheCodeAndTheProblemByPath"),
 ]  # fmt: skip
 
 
@@ -473,9 +484,9 @@ def test_a_csharp_dialogue_npc_gets_the_outcome_the_service_signed_and_its_serve
 ) -> None:
     """Mara answers over HttpClient through the four steps, the scripted provider as her cortex. The C# SDK checks
     the service's signature with the vendored Bouncy Castle (no libsodium loads in its process: without_libsodium) and
-    applies nothing by itself; what it hands
+    applies the verified outcome to her memory, as the Python and TypeScript SDKs do; what it hands
     on for a game server is what the service signed: Python's verify accepts it, its canonical bytes are the C#
-    SDK's, and a changed line fails. The game's state goes back in the next tape."""
+    SDK's, and a changed line fails. The state the SDK kept goes back in the next tape."""
     from npcmind_client.signing import canonical, signed_payload, verify
 
     scripted.set(
@@ -486,9 +497,9 @@ def test_a_csharp_dialogue_npc_gets_the_outcome_the_service_signed_and_its_serve
     first = out["first"]
     assert first["steps"] == ["IdentifyActor", "QueryVector", "ExecuteInference", "Finalize"], out
     assert out["library"].startswith("BouncyCastle.Crypto 1.9.0"), out
-    assert first["valid"] and first["verified"] and not first["applied"], first
+    assert first["valid"] and first["verified"] and first["applied"], first
     assert first["dialogue"].startswith("The old mine?") and first["action"]["type"] == "TALK", first
-    assert first["state"] == {} and first["remembered"] == 0, first  # nothing applied by the SDK
+    assert first["remembered"] == 3 and first["state"]["turns"] == 1, first  # verified, then applied by the SDK
     prompt = scripted.requests[0]["messages"][0]["content"]
     assert "afraid of the old mine" in prompt and '"gold": 12' in prompt, prompt
 
@@ -506,20 +517,22 @@ def test_a_csharp_dialogue_npc_gets_the_outcome_the_service_signed_and_its_serve
     assert checked(evidence, keys) and not checked({**evidence, "finalize": changed}, keys)
     assert not checked({**evidence, "finalize": {**fin, "signature": None}}, keys)
 
-    applied = out["applied"]
-    assert applied["applied"] and applied["remembered"] == 3 and applied["state"]["turns"] == 1, applied
-    assert out["second"]["for_server"]["tape"]["npcState"]["turns"] == 1, out["second"]  # the kept state went back
-    assert out["memories"] == 3 and out["state"]["turns"] == 1, out  # the second turn is not applied
+    second = out["second"]
+    assert second["for_server"]["tape"]["npcState"]["turns"] == 1, second  # the kept state went back
+    assert second["applied"] and second["state"]["turns"] == 2, second
+    assert out["memories"] == 3 + second["remembered"] and out["state"] == second["state"], out
 
 
 def test_a_csharp_game_refuses_a_signed_line_changed_on_its_way(
     results: dict[str, str], svc: Running, scripted: ScriptedServer
 ) -> None:
     """Between the service and the game, Mara's signed line is changed: the SDK finds the signature no longer
-    covers it, the C# SDK refuses the outcome, and nothing is kept."""
+    covers it, the C# SDK refuses the outcome (a SignatureException, not the service's refusal), and nothing is
+    kept, where a true outcome is applied by the SDK."""
     scripted.set(text='{"dialogue": "Rooms are two silver.", "remember": ["A traveller asked for a room."]}')
     out = dialogue(svc.server.url, scripted.base_url, "forge")
     assert "signature does not verify" in out.get("refused", ""), out
+    assert out["error"] == {"kind": "SignatureException", "status": None, "code": None}, out
     assert (out["memories"], out["state"]) == (0, {}), out
 
 
@@ -527,11 +540,12 @@ def test_a_csharp_game_that_changes_its_tape_is_refused_by_the_service_and_a_blo
     results: dict[str, str], svc: Running, scripted: ScriptedServer
 ) -> None:
     """A tape changed after the service returned it (Mara's state, after her prompt was built) is a 422 at
-    tape.stepToken, said by the C# SDK's ProtocolException; an output the ruleset blocks is her refusal line,
-    unsigned, and nothing is kept."""
+    tape.stepToken, said by the C# SDK's ServiceException with the service's status and code; an output the
+    ruleset blocks is her refusal line, unsigned, and nothing is kept."""
     scripted.set(text='{"dialogue": "Welcome."}')
     out = dialogue(svc.server.url, scripted.base_url, "tamper")
     assert "422" in out["refused"] and "tape.stepToken" in out["refused"], out
+    assert out["error"] == {"kind": "ServiceException", "status": 422, "code": "invalid_request"}, out
     assert "changed after the service returned it" in out["refused"], out
     assert (out["memories"], out["state"]) == (0, {}), out
 
@@ -540,7 +554,33 @@ def test_a_csharp_game_that_changes_its_tape_is_refused_by_the_service_and_a_blo
     first = out["first"]
     assert not first["valid"] and first["signature"] is None and first["signed_payload"] is None, first
     assert "Let us speak of other things" in first["dialogue"] and first["audit"]["preset"] == "rpg", first
-    assert "applied" not in out and (out["memories"], out["state"]) == (0, {}), out
+    assert not first["applied"] and "second" not in out and (out["memories"], out["state"]) == (0, {}), out
+
+
+def test_the_csharp_cortex_asks_a_real_model_again_without_the_parameters_it_refused(
+    results: dict[str, str], scripted: ScriptedServer
+) -> None:
+    """OpenAICortex against a chat-completions server (the scripted provider) that answers a 400 naming each of
+    temperature and max_tokens, as OpenAI's reasoning models do: asked again without temperature, the limit as
+    max_completion_tokens, and the next call sends neither; a refusal of a parameter it cannot leave out is the
+    CortexException with the server's status and code."""
+    scripted.set(text="Well met, traveller.", reject_params=["temperature", "max_tokens"])
+    out = dialogue("-", scripted.base_url, "cortex")
+    assert (out.get("first"), out.get("second")) == ("Well met, traveller.", "Well met, traveller."), out
+    assert out["refused"] == ["temperature", "max_tokens"] and len(out["said"]) == 2, out
+    sent = [sorted(set(r) - {"model", "messages"}) for r in scripted.requests]
+    assert sent == [
+        ["max_tokens", "stop", "temperature"],
+        ["max_tokens", "stop"],
+        ["max_completion_tokens", "stop"],
+        ["max_completion_tokens", "stop"],
+    ], sent
+    assert scripted.requests[-1]["max_completion_tokens"] == 60, scripted.requests[-1]
+
+    scripted.set(text="Hm.", reject_params=["messages"])
+    out = dialogue("-", scripted.base_url, "cortex")
+    assert out["refused"] == [] and out["error"]["status"] == 400, out
+    assert out["error"]["code"] == "unsupported_parameter" and "'messages'" in out["error"]["message"], out
 
 
 def test_csharp_reads_every_number_as_python_does(results: dict[str, str]) -> None:

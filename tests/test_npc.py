@@ -15,7 +15,20 @@ from conftest import FOREST, Running, cli, logged
 from npcmind.http.server import free_port
 from npcmind.npc.outcome import parse_output
 from npcmind.npc.signing import signed_payload, verify
-from npcmind.sdk import NpcMind, NpcStore, OpenAICortex, ProtocolError
+from npcmind.sdk import (
+    InMemoryNpcs,
+    InvalidInputError,
+    NewMemory,
+    NpcMemory,
+    NpcMind,
+    NpcMindError,
+    NpcStore,
+    OpenAICortex,
+    ProtocolError,
+    ServiceError,
+    SignatureError,
+    UnreachableError,
+)
 from npcmind.sdk.embed import shared
 
 INNKEEPER = "Mara, the innkeeper of the Silver Stag. Warm, nosy, and afraid of the old mine."
@@ -28,14 +41,14 @@ def embedder() -> Any:
 
 @pytest.fixture()
 def store(tmp_path: Path, embedder: Any) -> NpcStore:
-    s = NpcStore(tmp_path / "npcs.db", embedder)
+    s = NpcStore(tmp_path / "npcs.db", embedder=embedder)
     s.register("mara", INNKEEPER, {"inn": "Silver Stag", "gold": 12})
     return s
 
 
 @pytest.fixture()
 def mind(svc: Running, scripted: Any, store: NpcStore) -> NpcMind:
-    return NpcMind(svc.server.url, OpenAICortex(scripted.base_url, "scripted"), store)
+    return NpcMind(svc.server.url, cortex=OpenAICortex(scripted.base_url, model="scripted"), memory=store)
 
 
 def cortex_prompts(scripted: Any) -> list[str]:
@@ -155,8 +168,9 @@ def test_sdk_refuses_a_tampered_outcome(mind: NpcMind, store: NpcStore, scripted
         return instruction, tape
 
     monkeypatch.setattr(mind, "_step", tamper)
-    with pytest.raises(ProtocolError, match="signature"):
+    with pytest.raises(SignatureError, match="signature") as e:
         mind.process("mara", "A guest asks for a room.")
+    assert not isinstance(e.value, ServiceError) and isinstance(e.value, NpcMindError)
     assert store.count("mara") == 0 and store.get("mara").state == {}  # type: ignore[union-attr]
 
 
@@ -196,14 +210,16 @@ def test_pinned_keys_alone_are_trusted_and_none_is_fetched(
     ):
         guard = f"guard-{npc}"
         store.register(guard, "A guard.")
-        mind = NpcMind(svc.server.url, OpenAICortex(scripted.base_url, "scripted"), store, keys=pinned)
+        mind = NpcMind(
+            svc.server.url, cortex=OpenAICortex(scripted.base_url, model="scripted"), memory=store, keys=pinned
+        )
         asked: list[str] = []
         monkeypatch.setattr(mind, "_request", recording(mind._request, asked))
         if verifies:
             out = mind.process(guard, "Someone approaches.")
             assert out.valid and store.count(guard) == out.remembered > 0 and out.state == store.get(guard).state  # type: ignore[union-attr]
         else:
-            with pytest.raises(ProtocolError, match="signature does not verify: nothing was applied"):
+            with pytest.raises(SignatureError, match="signature does not verify: nothing was applied"):
                 mind.process(guard, "Someone approaches.")
             assert store.count(guard) == 0 and store.get(guard).state == {}  # type: ignore[union-attr]
         assert "/v1/keys" not in asked and any(p.endswith("/process") for p in asked)
@@ -226,8 +242,8 @@ def test_pinned_keys_alone_are_trusted_and_none_is_fetched(
     ],
 )
 def test_keys_that_cannot_be_pinned_are_named_when_given(keys: Any, said: str) -> None:
-    with pytest.raises(ValueError, match=said):
-        NpcMind("http://127.0.0.1:9", OpenAICortex("http://127.0.0.1:9/v1"), None, keys=keys)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match=said):
+        NpcMind("http://127.0.0.1:9", cortex=OpenAICortex("http://127.0.0.1:9/v1"), memory=None, keys=keys)  # type: ignore[arg-type]
 
 
 @pytest.mark.fast
@@ -277,20 +293,23 @@ def test_an_outcome_is_kept_whole_or_not_at_all(store: NpcStore) -> None:
     """Memories and state go in one transaction: a failure between them must not leave half an outcome."""
     before = store.count("mara")
     with pytest.raises(TypeError):
-        store.apply("mara", [("The mine is cursed.", "knowledge", 0.7)], {"mood": object()})  # not JSON
+        store.apply("mara", [NewMemory("The mine is cursed.", "knowledge", 0.7)], {"mood": object()})  # not JSON
     assert store.count("mara") == before and store.get("mara").state == {}  # type: ignore[union-attr]
-    state = store.apply("mara", [("The mine is cursed.", "knowledge", 0.7)], {"mood": "wary"})
+    state = store.apply("mara", [NewMemory("The mine is cursed.", "knowledge", 0.7)], {"mood": "wary"})
     assert store.count("mara") == before + 1 and state == {"mood": "wary"} == store.get("mara").state  # type: ignore[union-attr]
 
 
 @pytest.mark.fast
 def test_recall_ranks_the_related_memory_first(tmp_path: Path, embedder: Any) -> None:
-    s = NpcStore(tmp_path / "r.db", embedder)
+    s = NpcStore(tmp_path / "r.db", embedder=embedder)
     s.register("mara", INNKEEPER)
     s.remember(
         "mara",
-        [(m, "knowledge", 0.5) for m, _ in PARAPHRASES]
-        + [("The inn serves stew on Sundays.", "knowledge", 0.9), ("It rained all week.", "observation", 0.9)],
+        [NewMemory(m, "knowledge", 0.5) for m, _ in PARAPHRASES]
+        + [
+            NewMemory("The inn serves stew on Sundays.", "knowledge", 0.9),
+            NewMemory("It rained all week.", "observation", 0.9),
+        ],
     )
     for memory, question in PARAPHRASES:
         top = s.recall("mara", question, limit=3, threshold=-1.0)
@@ -300,11 +319,14 @@ def test_recall_ranks_the_related_memory_first(tmp_path: Path, embedder: Any) ->
 
 @pytest.mark.fast
 def test_recall_threshold_limit_and_true_similarity(tmp_path: Path, embedder: Any) -> None:
-    s = NpcStore(tmp_path / "t.db", embedder)
+    s = NpcStore(tmp_path / "t.db", embedder=embedder)
     s.register("mara", INNKEEPER)
     s.remember(
         "mara",
-        [("The mine collapsed ten years ago.", "knowledge", 0.5), ("Apples are cheap this autumn.", "knowledge", 0.5)],
+        [
+            NewMemory("The mine collapsed ten years ago.", "knowledge", 0.5),
+            NewMemory("Apples are cheap this autumn.", "knowledge", 0.5),
+        ],
     )
     hits = s.recall("mara", "What happened to the mine?", limit=5, threshold=0.3)
     assert [h.text for h in hits] == ["The mine collapsed ten years ago."]
@@ -589,12 +611,15 @@ def test_chat_in_the_terminal(svc: Running, scripted: Any, tmp_path: Path) -> No
     assert store.count("mara") == 4 and store.get("mara").state["turns"] == 2  # type: ignore[union-attr]
 
 
-def test_a_service_that_cannot_be_reached_is_a_protocol_error(store: NpcStore, scripted: Any, tmp_path: Path) -> None:
-    """A game catches ProtocolError; a transport exception escaping the SDK would crash its dialogue code."""
+def test_a_service_that_cannot_be_reached_is_an_unreachable_error(
+    store: NpcStore, scripted: Any, tmp_path: Path
+) -> None:
+    """A game catches NpcMindError; a transport exception escaping the SDK would crash its dialogue code."""
     closed = f"http://127.0.0.1:{free_port()}"
-    mind = NpcMind(closed, OpenAICortex(scripted.base_url, "scripted"), store, timeout_s=2)
-    with pytest.raises(ProtocolError, match=f"cannot reach the npcmind service at {closed}"):
+    mind = NpcMind(closed, cortex=OpenAICortex(scripted.base_url, model="scripted"), memory=store, timeout_ms=2000)
+    with pytest.raises(UnreachableError, match=f"cannot reach the npcmind service at {closed}") as e:
         mind.process("mara", "Hello?")
+    assert (e.value.status, e.value.code) == (None, None)
     assert store.count("mara") == 0 and store.get("mara").state == {}  # type: ignore[union-attr]
     args = ["chat", "mara", "--service", closed, "--cortex-url", scripted.base_url, "--data-dir", str(tmp_path)]
     r = cli(*args, stdin="Hello?\n\n")
@@ -633,7 +658,7 @@ def test_a_413_says_what_to_send_instead_for_its_route(svc: Running) -> None:
 def test_chat_refuses_what_it_cannot_use_in_one_line(svc: Running, scripted: Any, tmp_path: Path) -> None:
     ok = {"npc": "mara", "--service": svc.server.url, "--cortex-url": scripted.base_url, "--data-dir": str(tmp_path)}
     for change, said in [
-        ({"npc": "town/mara"}, "npcmind chat: npc_id 'town/mara': must be non-empty and hold no '/'"),
+        ({"npc": "town/mara"}, "npcmind chat: npc_id: 'town/mara' must be non-empty text without '/'"),
         ({"--data-dir": "/proc/no-such-folder"}, "npcmind chat: [Errno 2] No such file or directory"),
         ({"--service": "localhost:8080"}, "npcmind chat: --service: service_url must start with http://"),
         ({"--cortex-url": "localhost:9100/v1"}, "npcmind chat: --cortex-url: base_url must start with http://"),
@@ -672,12 +697,13 @@ class _OddService(http.server.BaseHTTPRequestHandler):
     ],
 )
 def test_an_instruction_the_sdk_cannot_follow_is_a_protocol_error(store: NpcStore, scripted: Any, answer: Any) -> None:
-    """process() raises ProtocolError or CortexError, as documented: a KeyError would escape a game's handler."""
+    """process() raises an NpcMindError, as documented: a KeyError would escape a game's handler."""
     handler = type("Odd", (_OddService,), {"answer": json.dumps(answer).encode()})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        mind = NpcMind(f"http://127.0.0.1:{server.server_address[1]}", OpenAICortex(scripted.base_url, "m"), store)
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        mind = NpcMind(url, cortex=OpenAICortex(scripted.base_url, model="m"), memory=store)
         with pytest.raises(ProtocolError):
             mind.process("mara", "Hello?")
         assert store.count("mara") == 0
@@ -686,12 +712,12 @@ def test_an_instruction_the_sdk_cannot_follow_is_a_protocol_error(store: NpcStor
 
 
 def test_a_context_json_cannot_carry_or_a_closed_mind_is_a_protocol_error(mind: NpcMind, store: NpcStore) -> None:
-    """process() raises only its two documented errors: not httpx's TypeError, not a closed client's RuntimeError."""
-    with pytest.raises(ProtocolError, match="cannot be sent as JSON"):
+    """process() raises only NpcMindErrors: not httpx's TypeError, not a closed client's RuntimeError."""
+    with pytest.raises(InvalidInputError, match="cannot be sent as JSON"):
         mind.process("mara", "Hello?", context={"inventory": {"sword", "shield"}})  # a set: not JSON
     assert store.count("mara") == 0
     mind.close()
-    with pytest.raises(ProtocolError, match="closed"):
+    with pytest.raises(NpcMindError, match="closed"):
         mind.process("mara", "Hello?")
     mind.cortex.close()  # type: ignore[attr-defined]
     from npcmind.protocol.npc import PromptConstraints
@@ -721,7 +747,7 @@ def test_the_cortex_drops_what_a_reasoning_model_refuses_and_still_answers(scrip
 
     # OpenAI's reasoning models refuse temperature, stop and max_tokens (they take max_completion_tokens)
     scripted.set(reject_params=["max_tokens", "temperature", "stop"], text='{"dialogue": "Hm."}')
-    cortex = OpenAICortex(scripted.base_url, "scripted")
+    cortex = OpenAICortex(scripted.base_url, model="scripted")
     with logged("npcmind_client.cortex") as said:
         text = cortex.complete("Say hello.", PromptConstraints(maxTokens=200, temperature=0.7, stop=["\n\n"]))
         again = cortex.complete("Say hello.", PromptConstraints(maxTokens=200, temperature=0.7, stop=["\n\n"]))
@@ -740,8 +766,74 @@ def test_the_cortex_still_fails_clearly_on_an_error_it_cannot_work_around(script
     from npcmind.sdk.cortex import CortexError
 
     scripted.set(status=500)
-    cortex = OpenAICortex(scripted.base_url, "scripted")
+    cortex = OpenAICortex(scripted.base_url, model="scripted")
     with pytest.raises(CortexError, match="HTTP 500"):
         cortex.complete("Say hello.", PromptConstraints(maxTokens=50))
     cortex.close()
     assert len(scripted.requests) == 1
+
+
+def test_a_refused_step_is_a_service_error_with_the_services_status_and_code(mind: NpcMind, store: NpcStore) -> None:
+    """The service's own refusal reaches the game as it answered it: its status, its error code, its message."""
+    with pytest.raises(ServiceError, match="unknown ruleset 'preset_nothing'") as e:
+        mind.process("mara", "Hello?", ruleset="preset_nothing")
+    assert (e.value.status, e.value.code) == (422, "invalid_request")
+    assert isinstance(e.value, NpcMindError) and not isinstance(e.value, SignatureError)
+    assert store.count("mara") == 0
+
+
+@pytest.mark.parametrize("kind", ["in-memory", "sqlite"])
+def test_the_dialogue_loop_runs_on_any_npc_memory(
+    svc: Running, scripted: Any, tmp_path: Path, embedder: Any, kind: str
+) -> None:
+    """NpcMind takes any NpcMemory: the in-memory one and the SQLite + embeddings store give the loop the same
+    NPC, keep what a verified outcome says and merge its state; an NPC neither knows is refused before a call."""
+    memory: InMemoryNpcs | NpcStore = (
+        InMemoryNpcs() if kind == "in-memory" else NpcStore(tmp_path / "npcs.db", embedder=embedder)
+    )
+    memory.register("mara", INNKEEPER, {"inn": "Silver Stag"})
+    assert isinstance(memory, NpcMemory)
+    mind = NpcMind(svc.server.url, cortex=OpenAICortex(scripted.base_url, model="scripted"), memory=memory)
+    try:
+        scripted.set(text='{"dialogue": "The mine? Cursed.", "remember": ["A traveller asked about the mine."]}')
+        out = mind.process("mara", "A traveller asks about the mine.")
+        assert out.valid and out.steps == ["IdentifyActor", "QueryVector", "ExecuteInference", "Finalize"]
+        assert out.remembered == 3 and out.state["turns"] == 1 == memory.get("mara").state["turns"]  # type: ignore[union-attr]
+        kept = memory.remembered("mara") if isinstance(memory, InMemoryNpcs) else memory.recall("mara", "", 9, -1.0)
+        assert "A traveller asked about the mine." in [m.text for m in kept]
+        assert INNKEEPER in scripted.requests[0]["messages"][0]["content"]
+        scripted.set(text='{"dialogue": "Again?"}')
+        again = mind.process("mara", "A traveller asks about the mine again.")
+        assert again.state["turns"] == 2 and "asked about the mine" in scripted.requests[-1]["messages"][0]["content"]
+        with pytest.raises(InvalidInputError, match="unknown NPC 'tom'"):
+            mind.process("tom", "Hello?")
+    finally:
+        mind.close()
+
+
+@pytest.mark.fast
+def test_the_in_memory_npcs_recall_by_shared_words_and_apply_whole() -> None:
+    """InMemoryNpcs as TypeScript's: recall by Jaccard similarity of words, most similar first, within the
+    threshold and the limit; apply merges the patch (null deletes) and keeps the memories; a bad id is named."""
+    npcs = InMemoryNpcs()
+    npcs.register("mara", "An innkeeper.", state={"mood": "calm", "gold": 3})
+    state = npcs.apply(
+        "mara",
+        [
+            NewMemory("The old mine collapsed.", "knowledge", 0.5),
+            NewMemory("Stew on Sundays.", "knowledge", 0.9),
+            NewMemory("The mine is cursed, the old folk say.", "knowledge", 0.2),
+        ],
+        {"mood": "wary", "gold": None},
+    )
+    assert state == {"mood": "wary"} == npcs.get("mara").state  # type: ignore[union-attr]
+    found = npcs.recall("mara", "the old mine", limit=5, threshold=0.1)
+    assert [m.text for m in found] == ["The old mine collapsed.", "The mine is cursed, the old folk say."]
+    assert found[0].similarity == 0.75 and found[0].similarity > found[1].similarity
+    assert [m.text for m in npcs.recall("mara", "the old mine", limit=1, threshold=0.1)] == ["The old mine collapsed."]
+    assert npcs.recall("mara", "dragons", limit=5, threshold=0.1) == [] and npcs.recall("tom", "x", 5, 0.0) == []
+    assert len(npcs.remembered("mara")) == 3
+    with pytest.raises(InvalidInputError, match="npc_id: 'a/b'"):
+        npcs.register("a/b", "A guard.")
+    with pytest.raises(InvalidInputError, match="unknown NPC 'tom'"):
+        npcs.apply("tom", [], {})

@@ -122,19 +122,24 @@ def test_a_file_that_is_not_there_or_not_json_is_one_line(tmp_path: Path) -> Non
 
 
 def test_the_evaluator_imports_nothing_from_npcmind_and_nothing_outside_the_standard_library() -> None:
-    """Loaded from its file alone (the package's own __init__ may bring the SDK's transport): a game can copy it."""
+    """Loaded from its file alone, with no npcmind_client to import (a game copied it): it needs nothing else,
+    and its PolicyError still says ``status`` and ``code``; in the SDK, PolicyError is an NpcMindError."""
     path = ROOT / "clients" / "python" / "src" / "npcmind_client" / "policy.py"
     code = (
-        "import sys, importlib.util as u; before = set(sys.modules); "
+        "import sys, importlib.util as u; sys.modules['npcmind_client'] = None; before = set(sys.modules); "
         f"spec = u.spec_from_file_location('standalone_policy', {str(path)!r}); m = u.module_from_spec(spec); "
         "sys.modules['standalone_policy'] = m; spec.loader.exec_module(m); "
         "new = {n.split('.')[0] for n in set(sys.modules) - before} - {'standalone_policy'}; "
         "print(sorted(n for n in new if n not in sys.stdlib_module_names)); "
-        f"print(m.Policy.load({str(HANDMADE)!r}).choose('bee', {{}}, ['flee'], world={{'repellent': True}}))"
+        f"print(m.Policy.load({str(HANDMADE)!r}).choose('bee', {{}}, ['flee'], world={{'repellent': True}})); "
+        "e = m.PolicyError('x'); print(e.status, e.code, isinstance(e, ValueError))"
     )
     out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines() == ["[]", "('flee', 1.0)"]
+    assert out.stdout.splitlines() == ["[]", "('flee', 1.0)", "None None True"]
+    from npcmind_client import NpcMindError
+
+    assert issubclass(PolicyError, NpcMindError) and issubclass(PolicyError, ValueError)
 
 
 def _refused() -> list[dict[str, Any]]:

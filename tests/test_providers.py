@@ -697,14 +697,14 @@ def test_a_200_that_is_a_page_or_json_nested_too_deep_is_one_clear_reason(web_si
     page, deep = asyncio.run(reasons())
     assert page == "provider answered with a body that is an HTML page: the base URL is likely not the API's"
     assert deep == "provider answered with JSON nested too deep to be an answer"
-    cortex = OpenAICortex(web_site + "/deep", "m")
+    cortex = OpenAICortex(web_site + "/deep", model="m")
     with pytest.raises(CortexError, match="without choices"):
         cortex.complete("Say hello.", PromptConstraints(maxTokens=5))
     cortex.close()
     store = NpcStore(tmp_path / "npcs.db", embedder=object())  # type: ignore[arg-type]  # never asked to embed
     store.register("mara", "An innkeeper.")
     with pytest.raises(ProtocolError, match="without an instruction and tape"):
-        NpcMind(web_site + "/deep", cortex, store).process("mara", "Hello?")
+        NpcMind(web_site + "/deep", cortex=cortex, memory=store).process("mara", "Hello?")
 
 
 def test_the_start_up_check_says_when_the_base_url_is_a_web_page(start_service: Any, web_site: str) -> None:

@@ -277,7 +277,7 @@ def test_the_npc_example_runs(svc: Any, scripted: Any, tmp_path: Path, capsys: p
     scripted.set(text='{"dialogue": "Nobody goes to the old mine.", "action": {"type": "TALK"}}')
     code = (
         block.text.replace("http://127.0.0.1:8080", svc.server.url)
-        .replace('"http://127.0.0.1:11434/v1", "qwen3:4b"', f'"{scripted.base_url}", "scripted"')
+        .replace('"http://127.0.0.1:11434/v1", model="qwen3:4b"', f'"{scripted.base_url}", model="scripted"')
         .replace(".npcmind/npcs.db", str(tmp_path / "npcs.db"))
     )
     exec(code, {})  # the docs' own code

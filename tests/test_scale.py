@@ -34,7 +34,7 @@ import pytest
 from conftest import BEE_OBS, FOREST, REDIS, bee, decide_body, until, write_clients
 from npcmind.cluster import Cluster
 from npcmind.http.server import free_port
-from npcmind.sdk import DecideClient
+from npcmind.sdk import DecideClient, DecideOptions
 from npcmind.testing.scripted import ScriptedServer
 from test_shared import OwnRedis
 
@@ -297,9 +297,8 @@ class Game:
     def __init__(self, n: int, url: str, key: str, answers: list[Answer], lock: threading.Lock) -> None:
         self.tag = f"ses{n:02d}"
         self.bees = [f"{self.tag}.b{k}" for k in range(2 + n % 3)]
-        self.sdk = RecordingClient(
-            url, "game-1", api_key=key, world=WORLD, refresh_ms=REFRESH_MS, workers=2, answers=answers, lock=lock
-        )
+        options = DecideOptions(api_key=key, world=WORLD, refresh_ms=REFRESH_MS, workers=2)
+        self.sdk = RecordingClient(url, "game-1", options=options, answers=answers, lock=lock)
         self.rng = random.Random(n)
         self.reported: set[str] = set()
         self.process = -1  # where HAProxy sends this session
@@ -338,7 +337,7 @@ class Load:
         for g in self.games:
             g.frame()
         for g in self.games:
-            assert g.sdk.wait(HANG_S), f"{g.tag}: its first requests did not finish"
+            assert g.sdk.wait(timeout_ms=HANG_S * 1000), f"{g.tag}: its first requests did not finish"
         for g in self.games:  # named alike in every session, told apart by its text
             body = {"client_id": "game-1", "scopes": {"den": {"text": f"the den of {g.tag}", "parent": "forest"}}}
             g.process, r = self.d.served_by(partial(self.d.lb.post, "/v1/context", json=body, headers=auth(g.token)))
@@ -361,7 +360,7 @@ class Load:
         """Send the reports given, wait for every answer, close every client."""
         try:
             for g in self.games:
-                assert g.sdk.wait(HANG_S), f"{g.tag}: requests still in flight"
+                assert g.sdk.wait(timeout_ms=HANG_S * 1000), f"{g.tag}: requests still in flight"
         finally:
             self.close()
 

@@ -32,10 +32,10 @@ class Clock:
         return self.t
 
 
-def client(url: str, clock: Clock, **kw: Any) -> DecideClient:
-    return DecideClient(
-        url, "game-1", world=WORLD, scope="forest_boss", scope_state={"boss_phase": 2}, epoch=7, clock=clock, **kw
-    )
+def client(url: str, clock: Clock, transport: httpx.BaseTransport | None = None, **fields: Any) -> DecideClient:
+    """The test's client: its world, scope and epoch, and the options a test gives (``DecideOptions``' fields)."""
+    o = DecideOptions(world=WORLD, scope="forest_boss", scope_state={"boss_phase": 2}, epoch=7, **fields)
+    return DecideClient(url, "game-1", options=o, clock=clock, transport=transport)
 
 
 def track_bees(c: DecideClient, n: int, start: int = 0) -> None:
@@ -176,7 +176,7 @@ def test_a_decision_is_used_while_its_stream_is_still_open(
             open_kinds = [sent.kind for sent in c._scheduler._open.values()]
             assert c.action("f0") is None and "decide" in open_kinds  # its line is still to come
             scripted.set(choose={"f0": "flee"})
-            assert c.wait(60)
+            assert c.wait(timeout_ms=60_000)
             assert c.action("f0").action == "flee"  # type: ignore[union-attr]
             assert (c.stats.streamed_decisions, c.stats.streams_cut, c.stats.errors) == (5, 0, 0)
     finally:
@@ -204,7 +204,7 @@ def test_kill_9_mid_stream_the_client_keeps_the_lines_received_and_the_store_kno
             c.tick()
             until(lambda: (c.tick(), c.stats.streamed_decisions)[1] == 4, "the four cached lines")
             a.kill9()
-            assert c.wait(60)
+            assert c.wait(timeout_ms=60_000)
             kept = [c.action(f"w{i}") for i in range(4)]
             assert c.action("f0") is None
             assert (c.stats.streams_cut, c.stats.fallbacks, c.stats.streamed_decisions) == (1, {"unavailable": 1}, 4)
@@ -845,9 +845,9 @@ def test_the_timeout_follows_the_services_deadline_for_a_slow_model(
     with client(svc.server.url, clock) as c:
         track_bees(c, 1)
         c.tick()
-        assert c.wait(timeout_s=120)
+        assert c.wait(timeout_ms=120_000)
         c.tick()
-        assert c.timeout_s == 35.0  # the deadline and 5 s
+        assert c.timeout_ms == 35_000  # the deadline and 5 s
         b0 = c.action("b0")
         assert b0 is not None and b0.action == "flee" and c.stats.errors == 0
 
@@ -856,16 +856,16 @@ def test_a_timeout_the_game_set_says_what_to_change(
     svc: Running, scripted: ScriptedServer, clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
     scripted.set(hold=True)  # the decide is never answered; the game's 5 s (every request's) runs out
-    with caplog.at_level(logging.WARNING, "npcmind_client.decide"), client(svc.server.url, clock, timeout_s=5) as c:
+    with caplog.at_level(logging.WARNING, "npcmind_client.decide"), client(svc.server.url, clock, timeout_ms=5000) as c:
         track_bees(c, 1)
         c.tick()
-        assert c.wait(120)
+        assert c.wait(timeout_ms=120_000)
         c.tick()
-        assert c.timeout_s == 5 and c.action("b0") is None and c.stats.errors == 1
+        assert c.timeout_ms == 5000 and c.action("b0") is None and c.stats.errors == 1
     scripted.set()
     said = [r.getMessage() for r in caplog.records if r.name == "npcmind_client.decide"]
     # streamed: the 200 came at once and then no line within 5 s, so its entity also falls back as cut
-    assert len(said) == 2 and "did not answer within 5 s" in said[0] and "timeout_s" in said[0], said
+    assert len(said) == 2 and "did not answer within 5 s" in said[0] and "timeout_ms" in said[0], said
     assert "the decision stream was cut" in said[1] and c.stats.streams_cut == 1, said
 
 
@@ -938,7 +938,7 @@ def test_a_service_url_without_its_scheme_is_refused_at_construction() -> None:
     with pytest.raises(ValueError, match="base_url must start with http://"):
         OpenAICortex("127.0.0.1:8000/v1")
     with pytest.raises(ValueError, match="service_url must start with http://"):
-        NpcMind("localhost:8080", OpenAICortex("http://127.0.0.1:8000/v1"), None)  # type: ignore[arg-type]
+        NpcMind("localhost:8080", cortex=OpenAICortex("http://127.0.0.1:8000/v1"), memory=None)  # type: ignore[arg-type]
     DecideClient("http://127.0.0.1:8080/", "g").close()  # a trailing slash is fine
 
 
@@ -982,13 +982,13 @@ def test_a_large_telemetry_body_goes_gzip_compressed(fake_service: Fake, clock: 
 
 
 @pytest.mark.fast
-def test_the_options_are_one_value_and_keywords_still_set_them(fake_service: Fake, clock: Clock) -> None:
-    """``DecideOptions`` is what the client stores and the scheduler reads; ``DecideClient(url, id, k=v)`` as the
-    docs write it sets the same fields, keywords win over a given value, and a misspelt one is named."""
+def test_the_options_are_one_value_given_by_keyword(fake_service: Fake, clock: Clock) -> None:
+    """``DecideOptions`` is what the client stores and the scheduler reads, given by keyword alone
+    (``options=``); an option given to the client itself, or misspelt, is a TypeError naming it."""
     fake, answer = fake_service
     answer["body"] = lambda body: {"decisions": [ai("b0", "flee")]}
-    given = DecideOptions(world={"night": True}, epoch=3, workers=2)
-    with DecideClient(FAKE, "g", given, epoch=5, clock=clock, transport=fake) as c:
+    given = DecideOptions(world={"night": True}, epoch=5, workers=2)
+    with DecideClient(FAKE, "g", options=given, clock=clock, transport=fake) as c:
         assert c.options == DecideOptions(world={"night": True}, epoch=5, workers=2)
         assert c.options is c._scheduler.options and c.epoch == 5 and c._scheduler.workers == 2
         c.world["repellent"] = True  # the live world is the client's, not the options value's
@@ -1000,8 +1000,12 @@ def test_the_options_are_one_value_and_keywords_still_set_them(fake_service: Fak
     assert given.world == {"night": True} and c.options.world == {"night": True}
     with client(FAKE, clock, transport=fake, refresh_ms=1000, threshold=0.5) as kw:
         assert (kw.options.refresh_ms, kw.threshold, kw.epoch, kw.scope) == (1000, 0.5, 7, "forest_boss")
-    with pytest.raises(TypeError, match=r"treshold: not an option of DecideOptions"):
-        DecideClient(FAKE, "g", treshold=0.5)
+    with pytest.raises(TypeError, match=r"treshold"):
+        DecideOptions(treshold=0.5)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"epoch"):
+        DecideClient(FAKE, "g", epoch=5)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"positional"):
+        DecideClient(FAKE, "g", given)  # type: ignore[misc]
 
 
 @pytest.mark.fast
@@ -1042,6 +1046,38 @@ def test_a_cortex_error_names_the_url_it_tried() -> None:
     assert CortexError("a game's own cortex failed").url is None
 
 
+@pytest.mark.fast
+def test_a_cortex_error_carries_the_model_servers_status_and_code() -> None:
+    """The model server's status and its error body's code reach the game on the SDK's one error root; a
+    server that cannot be reached has no status."""
+    from npcmind_client import NpcMindError
+    from npcmind_client.cortex import CortexError, OpenAICortex
+    from npcmind_client.npc_wire import PromptConstraints
+
+    body = {"error": {"message": "no such model", "type": "invalid_request_error", "code": "model_not_found"}}
+    gone = OpenAICortex(
+        "http://models.test/v1", transport=httpx.MockTransport(lambda r: httpx.Response(404, json=body))
+    )
+    with pytest.raises(NpcMindError) as e:
+        gone.complete("hi", PromptConstraints(maxTokens=8))
+    assert isinstance(e.value, CortexError) and (e.value.status, e.value.code) == (404, "model_not_found")
+    typed = {"error": {"message": "slow down", "type": "rate_limit_exceeded"}}
+    busy = OpenAICortex(
+        "http://models.test/v1", transport=httpx.MockTransport(lambda r: httpx.Response(429, json=typed))
+    )
+    with pytest.raises(CortexError) as e:
+        busy.complete("hi", PromptConstraints(maxTokens=8))
+    assert (e.value.status, e.value.code) == (429, "rate_limit_exceeded")
+
+    def refused(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    down = OpenAICortex("http://127.0.0.1:9/v1", transport=httpx.MockTransport(refused))
+    with pytest.raises(CortexError) as e:
+        down.complete("hi", PromptConstraints(maxTokens=8))
+    assert (e.value.status, e.value.code) == (None, None)
+
+
 class Recording(httpx.HTTPTransport):
     """The network, keeping the body of every decide request sent through it."""
 
@@ -1066,7 +1102,8 @@ def test_scope_scope_state_and_threshold_change_as_the_game_goes(
     def sure(e: Any) -> tuple[str, float]:
         return ("flee", 0.7) if e.id == "b9" else ("", 0.0)
 
-    with DecideClient(svc.server.url, "game-live", world=WORLD, policy=sure, clock=clock, transport=sent) as c:
+    options = DecideOptions(world=WORLD, policy=sure)
+    with DecideClient(svc.server.url, "game-live", options=options, clock=clock, transport=sent) as c:
         assert (c.scope, c.scope_state, c.threshold) == (None, None, 0.8)
         c.track("b9", "bee", BEE_OBS, LEGAL)
         c.tick()

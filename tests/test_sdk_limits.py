@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from npcmind.sdk import DecideClient, NpcMind, NpcStore, OpenAICortex, ProtocolError
+from npcmind.sdk import DecideClient, DecideOptions, NpcMind, NpcStore, OpenAICortex, TooLargeError
 from npcmind_client.limits import (
     MAX_ANSWER_BYTES,
     MAX_ERROR_BYTES,
@@ -116,8 +116,9 @@ def hostile() -> Iterator[Hostile]:
     h.server.server_close()
 
 
-def client(url: str, **kw: Any) -> DecideClient:
-    c = DecideClient(url, "game-1", epoch=1, manifest=MANIFEST, timeout_s=60, **kw)
+def client(url: str, **fields: Any) -> DecideClient:
+    """The test's client, its two bees tracked; ``fields``: more of its ``DecideOptions``."""
+    c = DecideClient(url, "game-1", options=DecideOptions(epoch=1, manifest=MANIFEST, timeout_ms=60_000, **fields))
     for eid in ("b0", "b1"):
         c.track(eid, "bee", {"hp": 1}, LEGAL)
     return c
@@ -126,7 +127,7 @@ def client(url: str, **kw: Any) -> DecideClient:
 def settle(c: DecideClient) -> None:
     """Ticks until every request is answered (the transport's own wait, then what came applied)."""
     c.tick()
-    assert c.wait(60)
+    assert c.wait(timeout_ms=60_000)
     c.tick()
 
 
@@ -268,11 +269,12 @@ def test_a_dialogue_step_and_the_keys_are_read_no_further_than_their_caps(hostil
     hostile.routes["/v1/keys"] = lambda h: h.endless(200, b" " * 65536, head=b'{"keys":[')
     store = NpcStore(tmp_path / "npcs.db", embedder=object())  # type: ignore[arg-type]  # never reached
     store.register("mara", "an innkeeper", {})
-    mind = NpcMind(hostile.url, OpenAICortex("http://127.0.0.1:9", "m"), store, timeout_s=60)
+    mind = NpcMind(hostile.url, cortex=OpenAICortex("http://127.0.0.1:9", model="m"), memory=store, timeout_ms=60_000)
     try:
-        with pytest.raises(ProtocolError, match=r"passed 4,194,304 bytes \(MAX_STEP_BYTES"):
+        with pytest.raises(TooLargeError, match=r"passed 4,194,304 bytes \(MAX_STEP_BYTES") as step:
             mind.process("mara", "Hello?")
-        with pytest.raises(ProtocolError, match=r"passed 65,536 bytes \(MAX_KEYS_BYTES"):
+        assert (step.value.status, step.value.code) == (200, "answer_too_large")
+        with pytest.raises(TooLargeError, match=r"passed 65,536 bytes \(MAX_KEYS_BYTES"):
             mind.public_keys()
         assert hostile.until_closed("/npcs/mara/process") < READ_PAST
         assert hostile.until_closed("/v1/keys") < READ_PAST
@@ -293,7 +295,7 @@ def test_a_cortex_answer_is_read_no_further_than_its_cap(hostile: Hostile) -> No
     from npcmind_client.npc_wire import PromptConstraints
 
     hostile.routes["/v1/chat/completions"] = lambda h: h.endless(200, b" " * 65536, head=b'{"choices":[')
-    cortex = OpenAICortex(f"{hostile.url}/v1", "m", timeout_s=60)
+    cortex = OpenAICortex(f"{hostile.url}/v1", model="m", timeout_ms=60_000)
     try:
         with pytest.raises(CortexError, match=r"passed 8,388,608 bytes \(MAX_MODEL_BYTES"):
             cortex.complete("Hello?", PromptConstraints())
@@ -344,14 +346,14 @@ def test_a_manifest_of_numbers_no_int_can_hold_never_raises_into_tick(
     types = f'{{"bee":{{"refresh_ms":"{"9" * 5000}","ttl_ms":1e400}},"wasp":{{"refresh_ms":"x","ttl_ms":NaN}}}}'
     hostile.routes["/v1/manifest"] = lambda h: h.whole(200, f'{{"manifest":{{"types":{types}}}}}'.encode())
     hostile.routes["/v1/health"] = lambda h: h.whole(200, f'{{"deadline_ms":{"9" * 4000}}}'.encode())
-    with DecideClient(hostile.url, "game-1", epoch=1, fetch_policy=False) as c:
+    with DecideClient(hostile.url, "game-1", options=DecideOptions(epoch=1, fetch_policy=False)) as c:
         c.track("b0", "bee", {"hp": 1}, LEGAL)
         settle(c)  # neither int("9" * 5000), int(inf) nor int(nan) in the game's tick: the defaults hold
         assert c._scheduler.timings.of("bee") == (4000.0, 12000.0) and c._scheduler.timings.of("wasp") == (
             4000.0,
             12000.0,
         )
-        assert c.timeout_s == 15.0  # a deadline of 4,000 digits is none
+        assert c.timeout_ms == 15_000  # a deadline of 4,000 digits is none
 
 
 def test_numbers_past_a_float_in_decisions_and_refusals_never_raise_into_tick(

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from conftest import until
-from npcmind.sdk import DecideClient
+from npcmind.sdk import DecideClient, DecideOptions
 from npcmind_client.lines import MAX_LINE, Lines
 
 NDJSON = "application/x-ndjson"
@@ -112,8 +112,9 @@ def stand_in() -> Iterator[StandIn]:
     s.server.server_close()
 
 
-def client(url: str, **kw: Any) -> DecideClient:
-    c = DecideClient(url, "game-1", epoch=1, manifest=MANIFEST, timeout_s=60, **kw)
+def client(url: str, **fields: Any) -> DecideClient:
+    """The test's client, its two bees tracked; ``fields``: more of its ``DecideOptions``."""
+    c = DecideClient(url, "game-1", options=DecideOptions(epoch=1, manifest=MANIFEST, timeout_ms=60_000, **fields))
     for eid in ("b0", "b1"):
         c.track(eid, "bee", {"hp": 1}, LEGAL)
     return c
@@ -136,7 +137,7 @@ def test_each_decision_is_used_as_its_line_arrives_before_the_stream_ends(stand_
         assert b0.action == "flee" and b0.source == "AI" and b0.decision_id == "d-b0"
         assert c.action("b1") is None and c.stats.streamed_decisions == 1
         rest.set()
-        assert c.wait(60)
+        assert c.wait(timeout_ms=60_000)
         assert c.action("b1").action == "chase"  # type: ignore[union-attr]
         s = c.stats
         assert (s.streamed_decisions, s.ai, s.streams_cut, s.errors, s.fallbacks) == (2, 2, 0, 0, {})
@@ -153,7 +154,7 @@ def test_a_stream_cut_midway_keeps_the_lines_received_and_the_rest_fall_back(sta
     stand_in.script = script
     with client(stand_in.url) as c:
         c.tick()
-        assert c.wait(60)
+        assert c.wait(timeout_ms=60_000)
         assert c.action("b0").action == "flee"  # type: ignore[union-attr]
         assert c.action("b1") is None  # its line never completed: native AI, never half a line
         s = c.stats
@@ -166,7 +167,7 @@ def test_stream_false_asks_for_one_json_answer(stand_in: StandIn) -> None:
     )
     with client(stand_in.url, stream=False) as c:
         c.tick()
-        assert c.wait(60)
+        assert c.wait(timeout_ms=60_000)
         assert c.action("b1").action == "chase"  # type: ignore[union-attr]
         assert c.stats.ai == 2 and c.stats.streamed_decisions == 0
     assert len(stand_in.accept) == 1 and NDJSON not in stand_in.accept[0]
@@ -178,7 +179,7 @@ def test_a_plain_json_answer_to_a_streamed_request_is_used_as_today(stand_in: St
     )
     with client(stand_in.url) as c:
         c.tick()
-        assert c.wait(60)
+        assert c.wait(timeout_ms=60_000)
         assert c.action("b0").action == "flee"  # type: ignore[union-attr]
         assert (c.stats.ai, c.stats.streamed_decisions, c.stats.streams_cut) == (2, 0, 0)
     assert stand_in.accept == [NDJSON]  # asked for a stream; an older service answered as it can

@@ -197,7 +197,7 @@ def test_in_chromium_the_sdk_decides_and_refuses_a_forged_outcome(
     out = json.loads(body[5:])
     assert (out["action"], out["source"]) == ("flee", "AI"), out
     assert (out["dialogue"], out["turns"]) == ("Welcome, traveller.", 1), out
-    assert out["refused"] == "ProtocolError: the outcome's signature does not verify: nothing was applied", out
+    assert out["refused"] == "SignatureError: the outcome's signature does not verify: nothing was applied", out
     assert out["forgedState"] == {} and out["forgedMemories"] == 0, out
 
 

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import httpx  # noqa: E402
 
 from amplify.core import Cost, Surface, in_process, simple  # noqa: E402
-from npcmind_client import DecideClient  # noqa: E402
+from npcmind_client import DecideClient, DecideOptions  # noqa: E402
 from npcmind_client.limits import MAX_ERROR_BYTES, MAX_STRAY_LINES  # noqa: E402
 from npcmind_client.policy import MAX_BYTES  # noqa: E402
 from npcmind_client.transport import Transport  # noqa: E402
@@ -127,8 +127,8 @@ def _strays(n: int) -> Cost:
         return httpx.Response(200, content=chunks(b"", ghosts, total), headers={"content-type": NDJSON})
 
     quiet()
-    c = DecideClient("http://hostile.test", "g", epoch=1, manifest=MANIFEST, timeout_s=60, fetch_policy=False,
-                     transport=httpx.MockTransport(handler))  # fmt: skip
+    options = DecideOptions(epoch=1, manifest=MANIFEST, timeout_ms=60_000, fetch_policy=False)
+    c = DecideClient("http://hostile.test", "g", options=options, transport=httpx.MockTransport(handler))
     c.track("b0", "bee", {"hp": 1}, ["flee"])
 
     def run() -> str:
@@ -231,8 +231,9 @@ def start_hostile(digits: int = 100_000) -> tuple[subprocess.Popen[bytes], str]:
 
 def tick_bench(url: str, seconds: float) -> dict[str, Any]:
     """A game at 60 frames a second with 100 bees against the server at ``url``: each tick's duration."""
-    c = DecideClient(url, "hostile-bench", epoch=1, manifest=MANIFEST, manifest_version="v1", timeout_s=60,
-                     policy_refresh_ms=200, telemetry_ms=200)  # fmt: skip
+    options = DecideOptions(epoch=1, manifest=MANIFEST, manifest_version="v1", timeout_ms=60_000,
+                            policy_refresh_ms=200, telemetry_ms=200)  # fmt: skip
+    c = DecideClient(url, "hostile-bench", options=options)
     for i in range(100):
         c.track(f"b{i}", "bee", {"hp": 1}, ["flee", "chase"])
     said: list[str] = []

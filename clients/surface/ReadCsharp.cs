@@ -63,7 +63,10 @@ public static class ReadCsharp
             return names;
         }
         const BindingFlags flags = BindingFlags.Public | BindingFlags.Instance | BindingFlags.Static | BindingFlags.DeclaredOnly;
-        foreach (MemberInfo member in type.GetMembers(flags))
+        var members = new List<MemberInfo>();  // its own and those of its bases in the package (an error's Status,
+        for (Type t = type; t != null && t.Assembly == type.Assembly; t = t.BaseType)  // as Python's reader reads)
+            members.AddRange(t.GetMembers(flags));
+        foreach (MemberInfo member in members)
         {
             switch (member.MemberType)
             {

@@ -289,8 +289,7 @@ def _chat(args: argparse.Namespace) -> int:
         return 2
     import sqlite3
 
-    from npcmind.sdk import NpcMind, NpcStore, OpenAICortex, ProtocolError
-    from npcmind.sdk.cortex import CortexError
+    from npcmind.sdk import NpcMind, NpcMindError, NpcStore, OpenAICortex
 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per HTTP request would bury the conversation
     try:
@@ -302,12 +301,12 @@ def _chat(args: argparse.Namespace) -> int:
         return 2
     key = os.environ.get(args.api_key_env) if args.api_key_env else None
     try:
-        cortex = OpenAICortex(args.cortex_url, args.model, key)
+        cortex = OpenAICortex(args.cortex_url, model=args.model, api_key=key)
     except ValueError as e:
         print(f"npcmind chat: --cortex-url: {e}", file=sys.stderr)
         return 2
     try:
-        mind = NpcMind(args.service, cortex, store, token=os.environ.get("NPCMIND_TOKEN"))
+        mind = NpcMind(args.service, cortex=cortex, memory=store, token=os.environ.get("NPCMIND_TOKEN"))
     except ValueError as e:
         print(f"npcmind chat: --service: {e}", file=sys.stderr)
         return 2
@@ -321,7 +320,7 @@ def _chat(args: argparse.Namespace) -> int:
             break
         try:
             out = mind.process(args.npc_id, line, ruleset=args.ruleset)
-        except (ProtocolError, CortexError) as e:
+        except NpcMindError as e:
             print(f"[error] {e}")
             continue
         _print_outcome(args.npc_id, out)

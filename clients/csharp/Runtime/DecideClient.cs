@@ -78,6 +78,35 @@ namespace NpcMind
         /// <summary>The world the service sees beside the entities (change its fields as the game goes).</summary>
         public IDictionary<string, object> World { get { return core.World; } }
 
+        /// <summary>The manifest's scope the game is in (a boss fight), or null: it may change as the game goes, and
+        /// the next decide request carries it (Python's <c>scope</c>).</summary>
+        public string Scope
+        {
+            get { return core.Scope; }
+            set { core.Scope = value; }
+        }
+
+        /// <summary>The scope's state, sent with the scope (and given to the local policies) while there is one;
+        /// change its fields or set a new one as the game goes.</summary>
+        public IDictionary<string, object> ScopeState
+        {
+            get { return core.ScopeState; }
+            set { core.ScopeState = value; }
+        }
+
+        /// <summary>How sure the local policy must be (0..1) to decide an entity here, the rest going to the service
+        /// (the cascade); it may change as the game goes: from the next choice on. NaN is refused.</summary>
+        public double Threshold
+        {
+            get { return core.Roster.Threshold; }
+            set
+            {
+                if (double.IsNaN(value))
+                    throw new ArgumentOutOfRangeException("value", "Threshold: must be a number (a confidence, 0..1), not NaN");
+                core.Roster.Threshold = value;
+            }
+        }
+
         /// <summary>How long a request may take before its entities use their native AI.</summary>
         public double TimeoutMs { get { return core.TimeoutMs; } }
 

@@ -59,6 +59,13 @@ namespace NpcMind
             return e.Message != "" ? e.Message : otherwise;
         }
 
+        /// <summary>The ServiceException of an error answer: its status, the code of its body, its problems in one
+        /// line after <paramref name="what"/> (the request: <c>POST /npcs/mara/process</c>).</summary>
+        public static ServiceException Refused(int status, object body, string what)
+        {
+            return new ServiceException(what + " answered " + status + ": " + ErrorLine(body, ""), status, ReadError(body).Code);
+        }
+
         /// <summary>Whether a value is a JSON object.</summary>
         public static bool IsObject(object value)
         {

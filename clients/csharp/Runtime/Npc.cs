@@ -2,11 +2,12 @@
 // service is the mind (next step, prompt, judging, signing); the game is the body (state, memories, inference).
 //
 // The outcome's Ed25519 signature is checked here on every platform (Ed25519.cs: the vendored Bouncy Castle, pure
-// managed; .NET Standard 2.0 has no Ed25519, and no hand-written cryptography goes in): Process refuses an outcome
-// whose signature does not verify, and NpcOutcome.Verified says it was checked. With
-// DialogueClientOptions.CheckSignatures false nothing is called verified: the game gets what a game server checks
-// (the signature, the exact signed bytes, the Finalize and tape as received). Either way Process applies nothing: the game applies an outcome with
-// DialogueClient.Apply when it chooses to.
+// managed; .NET Standard 2.0 has no Ed25519, and no hand-written cryptography goes in). One rule, the Python and
+// TypeScript SDKs' too: Process applies a valid outcome it verified to the game's INpcMemory (its memories kept and
+// its state merged, both or neither), and refuses one whose signature does not verify (SignatureException: nothing
+// applied). With DialogueClientOptions.CheckSignatures false nothing is verified here, so nothing is applied: the
+// game gets what a game server checks (the signature, the exact signed bytes, the Finalize and tape as received),
+// and applies the outcome's Memories and StateTransform to its memory once its server said yes.
 
 using System;
 using System.Collections.Generic;
@@ -116,15 +117,10 @@ namespace NpcMind
             CancellationToken cancellationToken = default(CancellationToken));
     }
 
-    /// <summary>The service refused a step, could not be reached, or the loop did not finish; nothing was applied.</summary>
-    public sealed class ProtocolException : Exception
-    {
-        public ProtocolException(string message) : base(message) { }
-    }
-
     /// <summary>What the game gets back: the line, the action, the rules applied, whether the service's signature
-    /// was checked here (<see cref="Verified"/>), and what a game server needs to check it; not applied until
-    /// <see cref="DialogueClient.Apply"/>.</summary>
+    /// was checked here (<see cref="Verified"/>) and what was applied (<see cref="Applied"/>: the
+    /// <see cref="Memories"/> kept and the <see cref="StateTransform"/> merged into <see cref="State"/>), and what a
+    /// game server needs to check it.</summary>
     public sealed class NpcOutcome
     {
         public string NpcId;
@@ -137,14 +133,19 @@ namespace NpcMind
         public IDictionary<string, object> Audit;
         /// <summary>The steps this turn took, Finalize last.</summary>
         public List<NpcStep> Steps;
-        /// <summary>What the service asks the game to keep, and the merge patch of the NPC's state.</summary>
+        /// <summary>The memories the service asked the game to keep (kept when <see cref="Applied"/>), and the merge
+        /// patch of the NPC's state (merged when <see cref="Applied"/>).</summary>
         public List<NewMemory> Memories = new List<NewMemory>();
         public IDictionary<string, object> StateTransform = new Dictionary<string, object>();
-        /// <summary>The NPC's state: as it was, until <see cref="DialogueClient.Apply"/> gives the merged one.</summary>
+        /// <summary>The NPC's state: the merged one when <see cref="Applied"/>, as it was otherwise.</summary>
         public IDictionary<string, object> State;
-        public bool Applied;
-        /// <summary>Memories kept by <see cref="DialogueClient.Apply"/>.</summary>
-        public int Remembered;
+        /// <summary>True when the SDK applied the outcome to its <see cref="INpcMemory"/>: a valid outcome whose
+        /// signature it verified (<see cref="Verified"/>). False for an invalid one (nothing to apply) and for one
+        /// nothing verified here (<see cref="DialogueClientOptions.CheckSignatures"/> false: the game applies it
+        /// once its server said yes).</summary>
+        public bool Applied { get; internal set; }
+        /// <summary>How many memories were kept (0 when nothing was applied).</summary>
+        public int Remembered { get; internal set; }
         /// <summary><c>kid.base64url</c> of the service's Ed25519 signature; null for an invalid outcome.</summary>
         public string Signature;
         /// <summary>The canonical JSON (RFC 8785) the signature covers; its UTF-8 bytes are what was signed.</summary>
@@ -213,21 +214,26 @@ namespace NpcMind
             if (this.options.Keys != null) keys = new Dictionary<string, string>(this.options.Keys);
         }
 
-        /// <summary>Run the loop for one observation, up to Finalize. Throws <see cref="ProtocolException"/>
-        /// when the service refuses a step or cannot be reached; the cortex's own exception when it fails; an
+        /// <summary>Run the loop for one observation, up to Finalize; a valid outcome whose signature verifies is
+        /// applied to <see cref="Memory"/> (its memories kept and its state merged, both or neither), as the Python
+        /// and TypeScript SDKs do. Throws an <see cref="NpcMindException"/> of its kind, nothing applied:
+        /// <see cref="ServiceException"/> when the service refuses a step (its status and code),
+        /// <see cref="UnreachableException"/>, <see cref="TooLargeException"/>, <see cref="ProtocolException"/>,
+        /// <see cref="InvalidInputException"/> for what the game gave, <see cref="SignatureException"/> for an
+        /// outcome that does not verify, the cortex's <see cref="CortexException"/>; an
         /// <see cref="OperationCanceledException"/> when <paramref name="cancellationToken"/> fires (the request or
-        /// the inference under way is aborted). Nothing is applied: see <see cref="Apply"/>.</summary>
+        /// the inference under way is aborted).</summary>
         public async Task<NpcOutcome> Process(string npcId, string observation,
             IDictionary<string, object> context = null, string ruleset = null,
             CancellationToken cancellationToken = default(CancellationToken))
         {
             cancellationToken.ThrowIfCancellationRequested();
             if (string.IsNullOrEmpty(npcId) || npcId.Contains("/"))
-                throw new ProtocolException("npcId: " + Errors.Quote(npcId ?? "null") + " must be non-empty text without '/'");
-            if (observation == null) throw new ProtocolException("observation: must be text, not null");
+                throw new InvalidInputException("npcId: " + Errors.Quote(npcId ?? "null") + " must be non-empty text without '/'");
+            if (observation == null) throw new InvalidInputException("observation: must be text, not null");
             var rec = Memory.Get(npcId);
             if (rec == null)
-                throw new ProtocolException("unknown NPC " + Errors.Quote(npcId) + ": the game's memory has no record of it");
+                throw new InvalidInputException("unknown NPC " + Errors.Quote(npcId) + ": the game's memory has no record of it");
             var tape = new Dictionary<string, object>
             {
                 { "observation", observation }, { "npcState", rec.State ?? new Dictionary<string, object>() },
@@ -245,26 +251,28 @@ namespace NpcMind
                 NpcStep kind;
                 if (!Wire.TryRead((string)instruction["type"], out kind))
                     throw new ProtocolException("unknown instruction " + Errors.Quote((string)instruction["type"])
-                        + " (instruction.type: not one of " + Wire.Words(typeof(NpcStep)) + ")");
+                        + " (instruction.type: not one of " + Wire.Words(typeof(NpcStep)) + ")", 200);
                 steps.Add(kind);
                 if (kind == NpcStep.Finalize)
-                    return await Checked(Finish(npcId, instruction, step, steps), cancellationToken).ConfigureAwait(true);
+                {
+                    var outcome = await Checked(Finish(npcId, instruction, step, steps), cancellationToken).ConfigureAwait(true);
+                    cancellationToken.ThrowIfCancellationRequested(); // cancelled while the keys came: nothing applied
+                    return Apply(outcome);
+                }
                 last = await Result(rec, kind, instruction, cancellationToken).ConfigureAwait(true);
             }
-            throw new ProtocolException("no Finalize after " + MaxCalls + " calls");
+            throw new ProtocolException("no Finalize after " + MaxCalls + " calls", 200);
         }
 
-        /// <summary>Keep a valid outcome's memories and merge its state: the game's call, made when it trusts the
-        /// outcome (<see cref="NpcOutcome.Verified"/>, or its server's word). Once per outcome; the NPC's new state.</summary>
-        public IDictionary<string, object> Apply(NpcOutcome outcome)
+        /// <summary>A valid outcome verified here, applied to the game's memory (both or neither: the memory's
+        /// contract); any other outcome as it is.</summary>
+        private NpcOutcome Apply(NpcOutcome outcome)
         {
-            if (outcome == null) throw new ArgumentNullException("outcome");
-            if (!outcome.Valid) throw new InvalidOperationException("outcome: not valid (the ruleset refused it): nothing to apply");
-            if (outcome.Applied) throw new InvalidOperationException("outcome: applied already (its memories would be kept twice)");
+            if (!outcome.Valid || !outcome.Verified) return outcome;
             outcome.State = Memory.Apply(outcome.NpcId, outcome.Memories, outcome.StateTransform);
             outcome.Applied = true;
             outcome.Remembered = outcome.Memories.Count;
-            return outcome.State;
+            return outcome;
         }
 
         /// <summary>The service's signing keys (kid -> base64url), from GET /v1/keys: what outcomes are checked with.</summary>
@@ -272,9 +280,10 @@ namespace NpcMind
         {
             var got = await Request("GET", "/v1/keys", null, Limits.MaxKeysBytes, "Limits.MaxKeysBytes", cancellationToken)
                 .ConfigureAwait(false);
+            if (got.Key != 200) throw Errors.Refused(got.Key, got.Value, "GET /v1/keys");
             var keys = Json.Get(got.Value, "keys") as IList<object>;
-            if (got.Key != 200 || keys == null)
-                throw new ProtocolException("GET /v1/keys answered " + got.Key + " without keys: " + Errors.ErrorLine(got.Value, ""));
+            if (keys == null)
+                throw new ProtocolException("GET /v1/keys answered 200 without keys: " + Errors.ErrorLine(got.Value, ""), 200);
             var byKid = new Dictionary<string, string>();
             foreach (var k in keys.OfType<IDictionary<string, object>>()) // a kid listed twice: the last, as the other SDKs
                 byKid[Errors.Text(Json.Get(k, "kid"))] = Errors.Text(Json.Get(k, "public_key"));
@@ -315,7 +324,7 @@ namespace NpcMind
                 cancellationToken.ThrowIfCancellationRequested(); // a cortex that ignored it: its answer is not sent
                 return new Dictionary<string, object> { { "type", "ExecuteInferenceResult" }, { "generatedOutput", output ?? "" } };
             }
-            throw new ProtocolException("unknown instruction " + Errors.Quote(Wire.Text(kind)));
+            throw new ProtocolException("unknown instruction " + Errors.Quote(Wire.Text(kind)), 200);
         }
 
         private async Task<KeyValuePair<IDictionary<string, object>, IDictionary<string, object>>> Step(
@@ -324,15 +333,14 @@ namespace NpcMind
             var body = new Dictionary<string, object> { { "tape", tape }, { "lastResult", last } };
             var got = await Request("POST", "/npcs/" + Uri.EscapeDataString(npcId) + "/process", body, Limits.MaxStepBytes,
                 "Limits.MaxStepBytes", cancellationToken).ConfigureAwait(false);
-            if (got.Key != 200)
-                throw new ProtocolException("the service answered " + got.Key + ": " + Errors.ErrorLine(got.Value, ""));
+            if (got.Key != 200) throw Errors.Refused(got.Key, got.Value, "POST /npcs/" + Uri.EscapeDataString(npcId) + "/process");
             var instruction = Json.Get(got.Value, "instruction") as IDictionary<string, object>;
             var next = Json.Get(got.Value, "tape") as IDictionary<string, object>;
             if (instruction == null || next == null || !(Json.Get(instruction, "type") is string))
             {
                 string text = Json.Write(got.Value);
                 throw new ProtocolException("the service answered 200 without an instruction and tape: "
-                    + (text.Length > 200 ? text.Substring(0, 200) : text));
+                    + (text.Length > 200 ? text.Substring(0, 200) : text), 200);
             }
             return new KeyValuePair<IDictionary<string, object>, IDictionary<string, object>>(instruction, next);
         }
@@ -346,7 +354,7 @@ namespace NpcMind
             if (!Signing.Verify(outcome.Signature, outcome.SignedPayload, keys) && options.Keys == null)
                 keys = await PublicKeys(cancellationToken).ConfigureAwait(true); // as the other SDKs: asked again once (a key rotated)
             if (!Signing.Verify(outcome.Signature, outcome.SignedPayload, keys))
-                throw new ProtocolException("the outcome's signature does not verify with the service's keys (GET /v1/keys): nothing was applied");
+                throw new SignatureException("the outcome's signature does not verify with the service's keys (GET /v1/keys): nothing was applied");
             outcome.Verified = true;
             return outcome;
         }
@@ -368,14 +376,14 @@ namespace NpcMind
             outcome.Memories = Memories(store);
             outcome.Signature = Json.Get(fin, "signature") as string;
             if (string.IsNullOrEmpty(outcome.Signature))
-                throw new ProtocolException("the service sent a valid outcome without a signature: nothing can check it");
+                throw new SignatureException("the service sent a valid outcome without a signature: nothing can check it");
             try
             {
                 outcome.SignedPayload = Jcs.Canonical(Signing.SignedPayload(npcId, fin, tape));
             }
             catch (NotCanonicalException e)
             {
-                throw new ProtocolException("the outcome cannot be checked: its tape has no canonical form (" + e.Message + ")");
+                throw new SignatureException("the outcome cannot be checked: its tape has no canonical form (" + e.Message + ")");
             }
             return outcome;
         }
@@ -392,7 +400,7 @@ namespace NpcMind
                 MemoryKind kind;
                 if (!Wire.TryRead(Json.Get(m, "type") as string, out kind))
                     throw new ProtocolException("memoryStore[" + i + "].type: " + Errors.Quote(Errors.Text(Json.Get(m, "type")))
-                        + " is not a memory type of this protocol (" + Wire.Words(typeof(MemoryKind)) + "): nothing was applied");
+                        + " is not a memory type of this protocol (" + Wire.Words(typeof(MemoryKind)) + "): nothing was applied", 200);
                 object importance = Json.Get(m, "importance");
                 kept.Add(new NewMemory
                 {
@@ -426,19 +434,19 @@ namespace NpcMind
                 }
                 catch (NotCanonicalException e)
                 {
-                    throw new ProtocolException("the step cannot be sent: " + e.Message);
+                    throw new InvalidInputException("the step cannot be sent: " + e.Message);
                 }
             }
             var result = await http.Call(call, cancellationToken).ConfigureAwait(false);
             if (result.Status == 0)
-                throw new ProtocolException("cannot reach the npcmind service at " + baseUrl + ": "
+                throw new UnreachableException("cannot reach the npcmind service at " + baseUrl + ": "
                     + (result.TimedOut ? "no answer within " + options.TimeoutMs + " ms" : result.Error)
                     + " (is `npcmind serve` running there?)");
             var bytes = result.Body ?? new byte[0];
             int cap = Limits.For(result.Status, max, Limits.MaxErrorBytes);
             if (bytes.Length > cap)
-                throw new ProtocolException(Limits.TooLarge(method + " " + path + " answered " + result.Status, cap,
-                    Limits.Name(result.Status, max, capName)));
+                throw new TooLargeException(Limits.TooLarge(method + " " + path + " answered " + result.Status, cap,
+                    Limits.Name(result.Status, max, capName)), result.Status);
             return new KeyValuePair<int, object>(result.Status, Transport.Parse(bytes));
         }
 

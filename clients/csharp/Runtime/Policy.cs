@@ -17,7 +17,7 @@ namespace NpcMind
 {
     /// <summary>A policy file that cannot be used: malformed, of an unknown format, or for another manifest
     /// version (TypeScript's PolicyError).</summary>
-    public class PolicyException : Exception
+    public class PolicyException : NpcMindException
     {
         public PolicyException(string message) : base(message) { }
     }

@@ -378,8 +378,10 @@ namespace NpcMind.Tests
             var e = Assert.Throws<AggregateException>(() =>
                 Mind(c => Bytes(200, Limits.MaxStepBytes + 1), calls).Process("mara", "Hello.").Wait());
             Assert.AreEqual(Limits.MaxStepBytes, calls.Single().MaxBytes);
-            Assert.IsInstanceOf<ProtocolException>(e.InnerException);
-            StringAssert.Contains("larger than 4,194,304 bytes (Limits.MaxStepBytes)", e.InnerException.Message);
+            var tooLarge = (TooLargeException)e.InnerException;
+            StringAssert.Contains("larger than 4,194,304 bytes (Limits.MaxStepBytes)", tooLarge.Message);
+            Assert.AreEqual(200, tooLarge.Status);
+            Assert.AreEqual("answer_too_large", tooLarge.Code, "the code every SDK gives a body past its cap");
 
             calls.Clear();
             e = Assert.Throws<AggregateException>(() => Mind(c => Bytes(500, Limits.MaxErrorBytes + 1), calls).Process("mara", "Hello.").Wait());
@@ -403,8 +405,10 @@ namespace NpcMind.Tests
             var cortex = new OpenAICortex("http://model:1/v1", http: http);
             var e = Assert.Throws<AggregateException>(() => cortex.Complete("Hi.", null).Wait());
             Assert.AreEqual(Limits.MaxCortexBytes, calls.Single().MaxBytes);
-            Assert.IsInstanceOf<CortexException>(e.InnerException);
-            StringAssert.Contains("(Limits.MaxCortexBytes)", e.InnerException.Message);
+            var refused = (CortexException)e.InnerException;
+            StringAssert.Contains("(Limits.MaxCortexBytes)", refused.Message);
+            Assert.AreEqual(200, refused.Status);
+            Assert.AreEqual("answer_too_large", refused.Code);
         }
     }
 }

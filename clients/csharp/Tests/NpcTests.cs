@@ -1,7 +1,7 @@
 // Dialogue NPCs: the canonical JSON and signed payload against the service's own vectors
 // (docs/signature-vectors.json), and DialogueClient's step loop over a sender that plays the service: the tape
 // sent back as received, what each instruction is answered with, nothing applied until the game applies it,
-// and every failure a ProtocolException that says what went wrong.
+// and every failure an NpcMindException of its kind (with the status and the service's code) that says what went wrong.
 
 using System;
 using System.Collections.Generic;
@@ -226,7 +226,7 @@ namespace NpcMind.Tests
             var checking = mind(good);
             Assert.IsTrue(checking.ChecksSignatures, "checked by default, on every platform");
             var outcome = checking.Process((string)v["npcId"], "A traveller asks for a room.").Result;
-            Assert.IsTrue(outcome.Valid && outcome.Verified && !outcome.Applied);
+            Assert.IsTrue(outcome.Valid && outcome.Verified && outcome.Applied);
             checking.Process((string)v["npcId"], "Again.").Wait();
             Assert.AreEqual(1, good.Calls.Count(c => c.Url.EndsWith("/v1/keys", StringComparison.Ordinal)), "the keys are kept");
 
@@ -236,8 +236,58 @@ namespace NpcMind.Tests
 
             var forged = Signed(v, wrong);
             var e = Assert.Throws<AggregateException>(() => mind(forged).Process((string)v["npcId"], "Hello.").Wait());
-            Assert.IsInstanceOf<ProtocolException>(e.InnerException);
+            Assert.AreEqual(2, forged.Calls.Count(c => c.Url.EndsWith("/v1/keys", StringComparison.Ordinal)), "asked again once");
+            Assert.IsInstanceOf<SignatureException>(e.InnerException, "a signature that does not verify is no refusal of the service");
+            Assert.IsNotInstanceOf<ServiceException>(e.InnerException);
             Assert.That(e.InnerException.Message, Is.StringContaining("does not verify").And.StringContaining("nothing was applied"));
+        }
+
+        [Test]
+        public void AVerifiedOutcomeIsAppliedByTheSdkAndAForgedOneAppliesNothing()
+        {
+            // one rule in the three SDKs: Process verifies the outcome, then keeps its memories and merges its state
+            var v = (IDictionary<string, object>)((IList<object>)Vectors()["signatures"])[0];
+            string npc = (string)v["npcId"], right = (string)v["publicKey"], wrong = Signing.B64(new byte[32]);
+            Func<InMemoryNpcs> fresh = () =>
+            {
+                var made = new InMemoryNpcs();
+                made.Register(npc, "Mara.", null, new Dictionary<string, object> { { "turns", 4L }, { "mood", "calm" } });
+                return made;
+            };
+            var npcs = fresh();
+            var outcome = new DialogueClient("http://svc:1", new TextCortex("Hm."), npcs, new DialogueClientOptions { Http = Signed(v, right) })
+                .Process(npc, "A traveller asks for a room.").Result;
+            Assert.IsTrue(outcome.Verified && outcome.Applied, "verified, then applied");
+            Assert.AreEqual(1, outcome.Remembered);
+            Assert.AreEqual("A traveller asks for a room.", npcs.Remembered(npc).Single().Text, "the memory kept");
+            Assert.AreEqual(MemoryKind.Observation, npcs.Remembered(npc).Single().Type);
+            var state = npcs.Get(npc).State;
+            Assert.AreEqual(5L, state["turns"], "the state transform merged");
+            Assert.AreEqual("Welcome back!", state["lastDialogue"]);
+            Assert.AreEqual("calm", state["mood"], "what the patch does not name is kept");
+            Assert.IsFalse(state.ContainsKey("lastAction"), "a null in the patch removes the key");
+            Assert.AreSame(state, outcome.State, "the outcome's state is the memory's merged one");
+            Assert.AreEqual(1, outcome.Memories.Count, "what was applied, for the game to see");
+            Assert.AreEqual(5L, outcome.StateTransform["turns"]);
+
+            foreach (var keys in new[] { new[] { wrong }, new[] { wrong, wrong } }) // forged, and still forged once asked again
+            {
+                var untouched = fresh();
+                var forged = new DialogueClient("http://svc:1", new TextCortex("Hm."), untouched, new DialogueClientOptions { Http = Signed(v, keys) });
+                var e = Assert.Throws<AggregateException>(() => forged.Process(npc, "A traveller asks for a room.").Wait()).InnerException;
+                Assert.IsInstanceOf<SignatureException>(e);
+                CollectionAssert.IsEmpty(untouched.Remembered(npc), "no memory kept");
+                Assert.AreEqual(4L, untouched.Get(npc).State["turns"], "the state as it was");
+                Assert.AreEqual(2, untouched.Get(npc).State.Count);
+            }
+
+            var pinnedWrong = fresh(); // a pinned key that is not the signer's: refused the same way
+            var pinned = new DialogueClient("http://svc:1", new TextCortex("Hm."), pinnedWrong, new DialogueClientOptions
+            {
+                Http = Signed(v, right), Keys = new Dictionary<string, string> { { (string)v["kid"], wrong } },
+            });
+            Assert.IsInstanceOf<SignatureException>(Assert.Throws<AggregateException>(() => pinned.Process(npc, "Hi.").Wait()).InnerException);
+            CollectionAssert.IsEmpty(pinnedWrong.Remembered(npc));
         }
 
         [Test]
@@ -409,13 +459,14 @@ namespace NpcMind.Tests
                 new DialogueClientOptions { Http = Service(fin), CheckSignatures = false });
             var e = Assert.Throws<AggregateException>(() => mind.Process("mara", "Any rumours?").Wait()).InnerException;
             Assert.IsInstanceOf<ProtocolException>(e);
+            Assert.AreEqual(200, ((NpcMindException)e).Status);
             StringAssert.Contains("memoryStore[1].type: \"rumour\" is not a memory type", e.Message);
             StringAssert.Contains("observation, experience, knowledge, emotion, dialogue", e.Message);
             Assert.AreEqual(1, npcs.Remembered("mara").Count, "nothing was kept");
         }
 
         [Test]
-        public void ATurnRunsTheStepsAndHandsBackWhatAServerChecksWithNothingApplied()
+        public void ATurnNothingVerifiedHereRunsTheStepsAndHandsBackWhatAServerChecksWithNothingApplied()
         {
             var http = Service(Valid());
             var npcs = Mara();
@@ -459,17 +510,16 @@ namespace NpcMind.Tests
             Assert.AreEqual("mara", forServer["npcId"]);
             Assert.AreEqual(Sig, Json.Get(forServer["finalize"], "signature"));
             Assert.AreEqual("token-Finalize", Json.Get(forServer["tape"], "stepToken"));
-            Assert.AreEqual(1, npcs.Remembered("mara").Count, "applied before the game applied it");
+            Assert.AreEqual(1, npcs.Remembered("mara").Count, "nothing verified here: nothing applied");
+            Assert.AreEqual(0, outcome.Remembered);
             Assert.AreEqual("calm", npcs.Get("mara").State["mood"]);
+            Assert.AreEqual("calm", outcome.State["mood"], "the state as it was");
 
-            var state = mind.Apply(outcome);
-            Assert.IsTrue(outcome.Applied);
-            Assert.AreEqual(1, outcome.Remembered);
+            // its server said yes: the game applies what the outcome carries to its own memory
+            var state = npcs.Apply(outcome.NpcId, outcome.Memories, outcome.StateTransform);
             Assert.AreEqual(2, npcs.Remembered("mara").Count);
             Assert.AreEqual(1L, state["turns"]);
             Assert.IsFalse(state.ContainsKey("mood"), "a null in the merge patch removes the key");
-            Assert.Throws<InvalidOperationException>(() => mind.Apply(outcome), "applied twice");
-            Assert.AreEqual(2, npcs.Remembered("mara").Count);
         }
 
         [Test]
@@ -488,15 +538,16 @@ namespace NpcMind.Tests
             Assert.IsNull(outcome.Action);
             Assert.AreEqual("rpg", outcome.Audit["preset"]);
             Assert.AreEqual("calm", outcome.State["mood"]);
-            Assert.Throws<InvalidOperationException>(() => mind.Apply(outcome));
+            Assert.IsFalse(outcome.Applied || outcome.Verified, "nothing to apply or check");
+            Assert.AreEqual(0, outcome.Remembered);
             Assert.AreEqual(1, npcs.Remembered("mara").Count);
         }
 
-        private static ProtocolException Refused(DialogueClient mind, string npcId = "mara")
+        private static T Refused<T>(DialogueClient mind, string npcId = "mara") where T : NpcMindException
         {
             var e = Assert.Throws<AggregateException>(() => mind.Process(npcId, "Hello.").Wait());
-            Assert.IsInstanceOf<ProtocolException>(e.InnerException, e.ToString());
-            return (ProtocolException)e.InnerException;
+            Assert.IsInstanceOf<T>(e.InnerException, e.ToString());
+            return (T)e.InnerException;
         }
 
         private static DialogueClient Mind(Func<HttpCall, HttpResult> answer, InMemoryNpcs npcs = null)
@@ -510,33 +561,45 @@ namespace NpcMind.Tests
             var unsigned = Valid();
             unsigned["signature"] = null;
             var npcs = Mara();
-            var e = Refused(new DialogueClient("http://svc:1", new TextCortex("Hm."), npcs, new DialogueClientOptions { Http = Service(unsigned) }));
+            var e = Refused<SignatureException>(new DialogueClient("http://svc:1", new TextCortex("Hm."), npcs, new DialogueClientOptions { Http = Service(unsigned) }));
             Assert.That(e.Message, Is.StringContaining("without a signature"));
+            Assert.AreEqual(1, npcs.Remembered("mara").Count, "nothing applied");
         }
 
         [Test]
-        public void ARefusedStepSaysTheStatusAndTheProblemByPath()
+        public void ARefusedStepIsAServiceExceptionWithTheStatusTheCodeAndTheProblemByPath()
         {
-            var e = Refused(Mind(c => AnsweringHttp.Ok(Json.Parse(@"{""error"": {""code"": ""invalid"", ""message"": ""bad"",
+            var e = Refused<ServiceException>(Mind(c => AnsweringHttp.Ok(Json.Parse(@"{""error"": {""code"": ""invalid_request"", ""message"": ""bad"",
                 ""details"": [{""path"": ""tape.stepToken"", ""message"": ""changed after the service returned it""}]}}"), 422)));
-            Assert.That(e.Message, Is.StringContaining("422").And.StringContaining("tape.stepToken: changed after the service returned it"));
-            e = Refused(Mind(c => new HttpResult { Status = 502, Body = Encoding.UTF8.GetBytes("<html>Bad gateway</html>") }));
+            Assert.That(e.Message, Is.StringContaining("POST /npcs/mara/process answered 422: tape.stepToken: changed after the service returned it"));
+            Assert.AreEqual(422, e.Status);
+            Assert.AreEqual("invalid_request", e.Code);
+            e = Refused<ServiceException>(Mind(c => new HttpResult { Status = 502, Body = Encoding.UTF8.GetBytes("<html>Bad gateway</html>") }));
             Assert.That(e.Message, Is.StringContaining("502").And.StringContaining("Bad gateway"));
+            Assert.AreEqual(502, e.Status);
+            Assert.IsNull(e.Code, "a proxy's page has no code");
+            e = Refused<ServiceException>(Mind(c => AnsweringHttp.Ok(Json.Parse(@"{""error"": {""code"": ""unauthorized"", ""message"": ""no token""}}"), 401)));
+            Assert.AreEqual(401, e.Status);
+            Assert.AreEqual("unauthorized", e.Code);
+            StringAssert.Contains("no token", e.Message);
         }
 
         [Test]
-        public void AServiceThatCannotBeReachedOrAnswersNonsenseIsAProtocolException()
+        public void AServiceThatCannotBeReachedIsUnreachableAndOneAnsweringNonsenseBreaksTheProtocol()
         {
-            var e = Refused(Mind(c => HttpResult.Failed(false, "connection refused")));
-            Assert.That(e.Message, Is.StringContaining("cannot reach the npcmind service at http://svc:1").And.StringContaining("connection refused"));
-            e = Refused(Mind(c => { throw new InvalidOperationException("the sender broke"); }));
-            Assert.That(e.Message, Is.StringContaining("the sender broke"));
-            e = Refused(Mind(c => AnsweringHttp.Ok(Json.Parse("{\"ok\": true}"))));
+            var down = Refused<UnreachableException>(Mind(c => HttpResult.Failed(false, "connection refused")));
+            Assert.That(down.Message, Is.StringContaining("cannot reach the npcmind service at http://svc:1").And.StringContaining("connection refused"));
+            Assert.IsNull(down.Status, "no answer came");
+            Assert.IsNull(down.Code);
+            down = Refused<UnreachableException>(Mind(c => { throw new InvalidOperationException("the sender broke"); }));
+            Assert.That(down.Message, Is.StringContaining("the sender broke"));
+            var e = Refused<ProtocolException>(Mind(c => AnsweringHttp.Ok(Json.Parse("{\"ok\": true}"))));
             Assert.That(e.Message, Is.StringContaining("without an instruction and tape"));
-            e = Refused(Mind(c => AnsweringHttp.Ok(Json.Parse("{\"instruction\": {\"type\": \"Dance\"}, \"tape\": {}}"))));
+            Assert.AreEqual(200, e.Status);
+            e = Refused<ProtocolException>(Mind(c => AnsweringHttp.Ok(Json.Parse("{\"instruction\": {\"type\": \"Dance\"}, \"tape\": {}}"))));
             Assert.That(e.Message, Is.StringContaining("unknown instruction \"Dance\""));
             int calls = 0;
-            e = Refused(Mind(c => { calls++; return AnsweringHttp.Ok(Json.Parse("{\"instruction\": {\"type\": \"IdentifyActor\"}, \"tape\": {}}")); }));
+            e = Refused<ProtocolException>(Mind(c => { calls++; return AnsweringHttp.Ok(Json.Parse("{\"instruction\": {\"type\": \"IdentifyActor\"}, \"tape\": {}}")); }));
             Assert.That(e.Message, Is.StringContaining("no Finalize after 8 calls"));
             Assert.AreEqual(DialogueClient.MaxCalls, calls);
         }
@@ -548,7 +611,7 @@ namespace NpcMind.Tests
             var mind = Mind(c => { calls++; return HttpResult.Failed(false, "x"); });
             var context = new Dictionary<string, object> { { "weather", new Dictionary<string, object> { { "rain", double.NaN } } } };
             var e = Assert.Throws<AggregateException>(() => mind.Process("mara", "Hello.", context).Wait());
-            Assert.IsInstanceOf<ProtocolException>(e.InnerException);
+            Assert.IsInstanceOf<InvalidInputException>(e.InnerException);
             Assert.That(e.InnerException.Message, Is.StringContaining("tape.context.weather.rain: NaN is not a JSON number"));
             Assert.AreEqual(0, calls);
         }
@@ -576,9 +639,9 @@ namespace NpcMind.Tests
         {
             int calls = 0;
             var mind = Mind(c => { calls++; return HttpResult.Failed(false, "x"); });
-            Assert.That(Refused(mind, "nobody").Message, Is.StringContaining("unknown NPC \"nobody\""));
-            Assert.That(Refused(mind, "a/b").Message, Is.StringContaining("npcId: \"a/b\" must be non-empty text without '/'"));
-            Assert.That(Refused(mind, "").Message, Is.StringContaining("npcId"));
+            Assert.That(Refused<InvalidInputException>(mind, "nobody").Message, Is.StringContaining("unknown NPC \"nobody\""));
+            Assert.That(Refused<InvalidInputException>(mind, "a/b").Message, Is.StringContaining("npcId: \"a/b\" must be non-empty text without '/'"));
+            Assert.That(Refused<InvalidInputException>(mind, "").Message, Is.StringContaining("npcId"));
             Assert.AreEqual(0, calls);
             Assert.Throws<ArgumentException>(() => new DialogueClient("localhost:8080", new TextCortex(""), Mara()));
             Assert.Throws<ArgumentException>(() => new InMemoryNpcs().Register("a/b", "x"));
@@ -603,9 +666,15 @@ namespace NpcMind.Tests
                 {""kid"": ""k2"", ""alg"": ""Ed25519"", ""public_key"": ""BBB""}]}"))).PublicKeys().Result;
             Assert.AreEqual("AAA", keys["k1"]);
             Assert.AreEqual("BBB", keys["k2"]);
-            var e = Assert.Throws<AggregateException>(() => Mind(c => AnsweringHttp.Ok(Json.Parse("{\"error\": {\"message\": \"nope\"}}"), 404))
+            var e = Assert.Throws<AggregateException>(() => Mind(c => AnsweringHttp.Ok(Json.Parse("{\"error\": {\"code\": \"not_found\", \"message\": \"nope\"}}"), 404))
                 .PublicKeys().Wait());
-            Assert.That(e.InnerException.Message, Is.StringContaining("GET /v1/keys answered 404 without keys: nope"));
+            var refused = (ServiceException)e.InnerException;
+            Assert.That(refused.Message, Is.StringContaining("GET /v1/keys answered 404: nope"));
+            Assert.AreEqual(404, refused.Status);
+            Assert.AreEqual("not_found", refused.Code);
+            e = Assert.Throws<AggregateException>(() => Mind(c => AnsweringHttp.Ok(Json.Parse("{\"ok\": true}"))).PublicKeys().Wait());
+            Assert.IsInstanceOf<ProtocolException>(e.InnerException);
+            Assert.That(e.InnerException.Message, Is.StringContaining("GET /v1/keys answered 200 without keys"));
         }
 
         [Test]

@@ -17,10 +17,11 @@ namespace NpcMind.Tests
         {
             "ChoiceSource", "Choice", "CortexException", "DecideClient", "DecideClientOptions", "DialogueClient",
             "DialogueClientOptions", "FallbackCode", "HttpCall", "HttpClientSender", "HttpResult", "ICortex",
-            "IHttpSender", "INpcMemory", "InMemoryNpcs", "Limits", "LocalPolicy", "MemoryKind", "NewMemory",
-            "NpcEntity", "NpcMindLog", "NpcOutcome", "NpcRecord", "NpcStep", "OpenAICortex", "Policy",
-            "PolicyChoice", "PolicyException", "PolicyFunction", "PromptConstraints", "ProtocolException",
-            "RecalledMemory", "ReportOutcome", "SchedulerOptions", "Stats", "TrackOptions",
+            "IHttpSender", "INpcMemory", "InMemoryNpcs", "InvalidInputException", "Limits", "LocalPolicy", "MemoryKind",
+            "NewMemory", "NpcEntity", "NpcMindException", "NpcMindLog", "NpcOutcome", "NpcRecord", "NpcStep",
+            "OpenAICortex", "Policy", "PolicyChoice", "PolicyException", "PolicyFunction", "PromptConstraints",
+            "ProtocolException", "RecalledMemory", "ReportOutcome", "SchedulerOptions", "ServiceException",
+            "SignatureException", "Stats", "TooLargeException", "TrackOptions", "UnreachableException",
         };
 
         [Test]
@@ -30,6 +31,26 @@ namespace NpcMind.Tests
             Assert.AreEqual(Public.OrderBy(n => n, StringComparer.Ordinal).ToArray(), exported.ToArray());
             foreach (var helper in new[] { typeof(Scheduler), typeof(Transport), typeof(Json), typeof(Roster), typeof(Jcs) })
                 Assert.IsFalse(helper.IsPublic, helper.Name);
+        }
+
+        [Test]
+        public void EveryErrorHasOneRootWithStatusAndCodeAndABadSignatureIsNoRefusalOfTheService()
+        {
+            var errors = typeof(DecideClient).Assembly.GetExportedTypes().Where(t => typeof(Exception).IsAssignableFrom(t)).ToList();
+            Assert.AreEqual(9, errors.Count, string.Join(", ", errors.Select(t => t.Name).ToArray()));
+            foreach (var t in errors) Assert.IsTrue(typeof(NpcMindException).IsAssignableFrom(t), t.Name + " is no NpcMindException");
+            foreach (var t in errors.Where(t => t != typeof(NpcMindException)))
+                Assert.AreEqual(typeof(NpcMindException), t.BaseType, t.Name + ": one level under the root");
+            Assert.IsFalse(typeof(ServiceException).IsAssignableFrom(typeof(SignatureException)));
+            var own = new NpcMindException("a game's own cortex failed");
+            Assert.IsNull(own.Status, "no answer: no status");
+            Assert.IsNull(own.Code);
+            Assert.IsNull(new ServiceException("x", 502, "").Code, "an empty code is none");
+            Assert.AreEqual("answer_too_large", new TooLargeException("x", 200).Code);
+            var cortex = new CortexException("the model is down", "http://llm:9/v1/chat/completions", 503, "overloaded");
+            Assert.AreEqual(503, cortex.Status);
+            Assert.AreEqual("overloaded", cortex.Code);
+            Assert.AreEqual("the model is down (http://llm:9/v1/chat/completions)", cortex.Message);
         }
 
         [Test]

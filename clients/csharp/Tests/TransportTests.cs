@@ -221,6 +221,76 @@ namespace NpcMind.Tests
             Assert.AreEqual(1, c.Stats.Errors);
         }
 
+        /// <summary>Answer every call still waiting: the decide requests with no decision, the rest with {}.</summary>
+        private static void AnswerAll(FakeHttp http)
+        {
+            while (http.Calls.Count > 0)
+            {
+                var call = http.Calls[0];
+                http.Calls.RemoveAt(0);
+                bool decide = new Uri(call.Key.Url).AbsolutePath == "/v1/decide";
+                call.Value(new HttpResult { Status = 200, Body = Encoding.UTF8.GetBytes(decide
+                    ? "{\"epoch\":0,\"latency_ms\":1,\"decisions\":[]}" : "{}") });
+            }
+        }
+
+        [Test]
+        public void ScopeScopeStateAndThresholdChangeAsTheGameGoes()
+        {
+            var http = new FakeHttp();
+            double now = 0;
+            var options = new DecideClientOptions { Http = http, Clock = () => now };
+            options.Scheduler.Manifest = Json.AsObject(Json.Parse("{\"types\":{\"bee\":{\"refresh_ms\":4000,\"ttl_ms\":12000}}}"));
+            options.Scheduler.TimeoutMs = 5000;
+            options.Scheduler.Log = m => { };
+            options.Scheduler.Policy = LocalPolicy.Of(entity => new PolicyChoice("flee", 0.5)); // never sure enough at 0.8
+            var c = new DecideClient("http://127.0.0.1:8080", "game-1", options);
+            Assert.AreEqual(0.8, c.Threshold, "the options' threshold");
+            Assert.IsNull(c.Scope);
+            var legal = new List<string> { "chase", "flee" };
+            c.Track("b1", "bee", new Dictionary<string, object>(), legal);
+            c.Track("b2", "bee", new Dictionary<string, object>(), legal);
+            c.Tick();
+            Assert.IsNull(http.Find("/v1/decide"), "the decide request waits for the telemetry");
+            http.Answer("/v1/telemetry", 200, "{}");
+            var first = (IDictionary<string, object>)Json.Parse(FakeHttp.Text(http.Find("/v1/decide")));
+            Assert.IsFalse(first.ContainsKey("scope") || first.ContainsKey("scope_state"), "no scope yet");
+            Assert.AreEqual(0, c.Stats.Local, "0.5 is below 0.8: the service decides");
+            AnswerAll(http);
+
+            c.Scope = "boss_fight"; // the boss woke up
+            c.ScopeState = new Dictionary<string, object> { { "phase", 2L } };
+            now = 100;
+            Assert.IsTrue(c.Event("b1", "hit"));
+            now = 200;
+            c.Tick();
+            var boss = (IDictionary<string, object>)Json.Parse(FakeHttp.Text(http.Find("/v1/decide")));
+            Assert.AreEqual("boss_fight", boss["scope"]);
+            Assert.AreEqual(2L, Json.Get(boss["scope_state"], "phase"));
+            AnswerAll(http);
+
+            c.Threshold = 0.4; // the game trusts its own policy more: b2 is decided here from now on
+            Assert.AreEqual(0.4, c.Threshold);
+            Assert.IsTrue(c.Event("b2", "hit"));
+            now = 300;
+            c.Tick();
+            Assert.AreEqual(ChoiceSource.Local, c.Action("b2").Source, "0.5 is sure enough at 0.4");
+            Assert.AreEqual(1, c.Stats.Local);
+            Assert.IsNull(http.Find("/v1/decide"), "nothing asked of the service");
+
+            c.Threshold = 0.9;
+            c.Scope = null; // the fight is over: its state is no longer sent
+            Assert.IsTrue(c.Event("b1", "calm"));
+            now = 400;
+            c.Tick();
+            var after = (IDictionary<string, object>)Json.Parse(FakeHttp.Text(http.Find("/v1/decide")));
+            Assert.IsFalse(after.ContainsKey("scope") || after.ContainsKey("scope_state"), "no scope: no scope_state either");
+            Assert.AreEqual(1, c.Stats.Local, "0.5 is not sure enough at 0.9");
+            var e = Assert.Throws<ArgumentOutOfRangeException>(() => c.Threshold = double.NaN);
+            StringAssert.Contains("Threshold", e.Message);
+            Assert.AreEqual(0.9, c.Threshold, "a refused value changes nothing");
+        }
+
         [Test]
         public void TheServiceUrlAndClientIdAreChecked()
         {

@@ -1,22 +1,32 @@
 /** A Cortex on any OpenAI-compatible chat server (llama.cpp, Ollama, vLLM, LM Studio, hosted APIs), with fetch. */
 
+import { isObject, NpcMindError } from "./errors.js";
 import { MAX_MODEL_BYTES, textCapped, TooLargeError } from "./limits.js";
 import type { Cortex, PromptConstraints } from "./npc.js";
 import { errorText, firstNotRefused, refusedParameter } from "./params.js";
 import type { Logger } from "./types.js";
 
 /** Inference failed: the server is down, answered an error, or nothing usable; the message and `url` name the
- * address tried, so a wrong port or path is seen in the first line of the error. */
-export class CortexError extends Error {
+ * address tried, so a wrong port or path is seen in the first line of the error; `status` and `code` are the
+ * model server's (its HTTP status, its error body's `code` or `type`). */
+export class CortexError extends NpcMindError {
   override name = "CortexError";
 
   /** `url`: optional, so a game's own Cortex may throw it with a message alone. */
   constructor(
     message: string,
     readonly url: string | null = null,
+    options: { status?: number | null; code?: string | null } = {},
   ) {
-    super(url === null ? message : `${message} (${url})`);
+    super(url === null ? message : `${message} (${url})`, options);
   }
+}
+
+/** The error code of an OpenAI-style error answer (`error.code`, else `error.type`), if it has one. */
+function errorCode(answer: unknown): string | null {
+  const error = isObject(answer) ? answer["error"] : null;
+  const found = isObject(error) ? error["code"] || error["type"] : null;
+  return typeof found === "string" && found ? found : null;
 }
 
 /** What the constraints ask that a model may refuse (OpenAI's reasoning models refuse all but the limit's other
@@ -50,7 +60,7 @@ export class OpenAICortex implements Cortex {
       // at most once more per optional parameter: each is refused only once
       const body = this.body(prompt, constraints);
       const [status, text] = await this.post(body);
-      if (status < 400) return this.content(text);
+      if (status < 400) return this.content(text, status);
       let answer: unknown = null;
       try {
         answer = JSON.parse(text);
@@ -58,8 +68,10 @@ export class OpenAICortex implements Cortex {
         answer = null;
       }
       const name = refusedParameter(status, answer, Object.keys(body), OPTIONAL);
-      if (name === null)
-        throw new CortexError(`the cortex answered HTTP ${status}: ${errorText(text, answer)}`, this.url);
+      if (name === null) {
+        const why = `the cortex answered HTTP ${status}: ${errorText(text, answer)}`;
+        throw new CortexError(why, this.url, { status, code: errorCode(answer) });
+      }
       this.refused.add(name);
       const said = text.slice(0, 200);
       this.log(`the cortex model ${this.model} refused ${JSON.stringify(name)}; it is no longer sent: ${said}`);
@@ -93,15 +105,15 @@ export class OpenAICortex implements Cortex {
       return [res.status, await textCapped(res, MAX_MODEL_BYTES, "POST /chat/completions", "MAX_MODEL_BYTES")];
     } catch (e) {
       const why = e instanceof TooLargeError ? e.message : `the cortex's answer broke off: ${String(e)}`;
-      throw new CortexError(why, this.url);
+      throw new CortexError(why, this.url, { status: res.status, code: e instanceof TooLargeError ? e.code : null });
     }
   }
 
-  private content(text: string): string {
+  private content(text: string, status: number): string {
     try {
       return String(JSON.parse(text).choices[0].message.content ?? "");
     } catch {
-      throw new CortexError("the cortex answered without choices[0].message.content", this.url);
+      throw new CortexError("the cortex answered without choices[0].message.content", this.url, { status });
     }
   }
 }

@@ -42,8 +42,15 @@ export {
 } from "./limits.js";
 export { OUTCOMES } from "./types.js";
 export {
-  NpcMind,
+  InvalidInputError,
+  NpcMindError,
   ProtocolError,
+  ServiceError,
+  SignatureError,
+  UnreachableError,
+} from "./errors.js";
+export {
+  NpcMind,
   mergePatch,
   type Cortex,
   type NewMemory,

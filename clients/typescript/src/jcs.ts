@@ -1,13 +1,16 @@
 /** RFC 8785 (JCS) canonical JSON, so the SDK rebuilds the exact bytes an outcome's signature covers. */
 
+import { NpcMindError } from "./errors.js";
+
 /** A value with no canonical form (a number no double holds, undefined, a function), and where it lies. */
-export class NotCanonical extends Error {
+export class NotCanonical extends NpcMindError {
+  override name = "NotCanonical";
+
   constructor(
     readonly path: string,
     readonly problem: string,
   ) {
     super(`${path || "value"}: ${problem}`);
-    this.name = "NotCanonical";
   }
 }
 

@@ -3,6 +3,8 @@
  * memory or its frame. Every body is read in chunks and counted: a Content-Length is never trusted alone.
  * (Python: `limits.py`, the same caps.) */
 
+import { NpcMindError } from "./errors.js";
+
 /** A JSON answer: a decide answer of 16 decisions is ~10 kB, a manifest less. */
 export const MAX_ANSWER_BYTES = 1024 * 1024;
 /** GET /v1/manifest: the operator's whole manifest (64 types of 64 fields). */
@@ -28,9 +30,14 @@ export const MIN_CHUNK_BYTES = 1024;
 /** The error code of an answer the SDK stopped reading at its cap. */
 export const TOO_LARGE = "answer_too_large";
 
-/** A body past its cap: reading stopped there (the message names the cap). */
-export class TooLargeError extends Error {
+/** A body past its cap: reading stopped there (the message names the cap); `code` `answer_too_large`. */
+export class TooLargeError extends NpcMindError {
   override name = "TooLargeError";
+
+  /** The code is the one every reader of errors gives a body read no further than its cap. */
+  constructor(message: string, options: { status?: number | null } = {}) {
+    super(message, { status: options.status ?? null, code: TOO_LARGE });
+  }
 }
 
 /** The message of a body read no further than its cap. */

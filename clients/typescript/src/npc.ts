@@ -2,7 +2,15 @@
  * The service is the mind (next step, prompt, judging, signing); the game is the body (state, memories,
  * inference). Nothing of an outcome is applied before its Ed25519 signature verified with WebCrypto. */
 
-import { errorLine, isObject } from "./errors.js";
+import {
+  errorLine,
+  InvalidInputError,
+  isObject,
+  ProtocolError,
+  serviceError,
+  SignatureError,
+  UnreachableError,
+} from "./errors.js";
 import { MAX_KEYS_BYTES, MAX_STEP_BYTES, textCapped, TooLargeError } from "./limits.js";
 import { NotCanonical } from "./jcs.js";
 import { signedPayload, verify } from "./signing.js";
@@ -63,11 +71,6 @@ export interface NpcOutcome {
   steps: string[];
 }
 
-/** The service refused a step, the loop did not finish, or an outcome's signature did not verify. */
-export class ProtocolError extends Error {
-  override name = "ProtocolError";
-}
-
 /** How an NpcMind reaches the service. */
 export interface NpcMindOptions {
   /** A hosted service's session token. */
@@ -107,8 +110,8 @@ export class NpcMind {
     if (!refresh && this.keys.size > 0) return this.keys;
     const { status, body } = await this.request("GET", "/v1/keys", undefined, MAX_KEYS_BYTES, "MAX_KEYS_BYTES");
     const keys = isObject(body) && Array.isArray(body["keys"]) ? body["keys"] : null;
-    if (status !== 200 || keys === null)
-      throw new ProtocolError(`GET /v1/keys answered ${status} without keys: ${errorLine(body, "")}`);
+    if (status !== 200) throw serviceError(status, body, "GET /v1/keys");
+    if (keys === null) throw new ProtocolError(`GET /v1/keys answered without keys: ${errorLine(body, "")}`, { status });
     this.keys = new Map(keys.filter(isObject).map((k) => [String(k["kid"]), String(k["public_key"])]));
     return this.keys;
   }
@@ -121,10 +124,10 @@ export class NpcMind {
     ruleset: string | null = null,
   ): Promise<NpcOutcome> {
     if (!npcId || npcId.includes("/"))
-      throw new ProtocolError(`npcId: ${JSON.stringify(npcId)} must be non-empty text without '/'`);
+      throw new InvalidInputError(`npcId: ${JSON.stringify(npcId)} must be non-empty text without '/'`);
     const rec = await this.memory.get(npcId);
     if (rec === null)
-      throw new ProtocolError(`unknown NPC ${JSON.stringify(npcId)}: the game's memory has no record of it`);
+      throw new InvalidInputError(`unknown NPC ${JSON.stringify(npcId)}: the game's memory has no record of it`);
     let tape: Json = { observation, npcState: rec.state, memories: [], context };
     if (ruleset) tape["rulesetId"] = ruleset;
     let last: Json | null = null;
@@ -171,12 +174,13 @@ export class NpcMind {
       tape,
       lastResult: last,
     }, MAX_STEP_BYTES, "MAX_STEP_BYTES");
-    if (status !== 200) throw new ProtocolError(`the service answered ${status}: ${errorLine(body, "")}`);
+    if (status !== 200) throw serviceError(status, body, `POST /npcs/${encodeURIComponent(npcId)}/process`);
     const instruction = isObject(body) ? body["instruction"] : null;
     const next = isObject(body) ? body["tape"] : null;
     if (!isObject(instruction) || !isObject(next) || typeof instruction["type"] !== "string") {
       throw new ProtocolError(
         `the service answered 200 without an instruction and tape: ${JSON.stringify(body).slice(0, 200)}`,
+        { status },
       );
     }
     return [instruction, next];
@@ -193,12 +197,12 @@ export class NpcMind {
       payload = await signedPayload(npcId, fin, tape);
     } catch (e) {
       if (e instanceof NotCanonical)
-        throw new ProtocolError(`the outcome cannot be verified: its tape has no canonical form (${e.message})`);
+        throw new SignatureError(`the outcome cannot be verified: its tape has no canonical form (${e.message})`);
       throw e;
     }
     const signature = typeof fin["signature"] === "string" ? fin["signature"] : "";
     const ok = await this.verifies(signature, payload);
-    if (!ok) throw new ProtocolError("the outcome's signature does not verify: nothing was applied");
+    if (!ok) throw new SignatureError("the outcome's signature does not verify: nothing was applied");
     const memories = (Array.isArray(fin["memoryStore"]) ? fin["memoryStore"] : []) as NewMemory[];
     const patch = isObject(fin["stateTransform"]) ? fin["stateTransform"] : {};
     const state = await this.memory.apply(
@@ -221,7 +225,8 @@ export class NpcMind {
   }
 
   /** One call to the service: its status and JSON, read no further than `cap` (an error's than
-   * MAX_ERROR_BYTES); a body past its cap, or a service that cannot be reached, is a ProtocolError. */
+   * MAX_ERROR_BYTES); a body past its cap is a TooLargeError, a service that cannot be reached (or an answer
+   * that broke off) an UnreachableError. */
   private async request(
     method: "GET" | "POST",
     path: string,
@@ -237,7 +242,7 @@ export class NpcMind {
     try {
       res = await this.fetchFn(this.base + path, init);
     } catch (e) {
-      throw new ProtocolError(
+      throw new UnreachableError(
         `cannot reach the npcmind service at ${this.base}: ${String(e)} (is \`npcmind serve\` running there?)`,
       );
     }
@@ -245,7 +250,8 @@ export class NpcMind {
     try {
       text = await textCapped(res, cap, `${method} ${path}`, name);
     } catch (e) {
-      throw new ProtocolError(e instanceof TooLargeError ? e.message : `${method} ${path}: ${String(e)}`);
+      if (e instanceof TooLargeError) throw new TooLargeError(e.message, { status: res.status });
+      throw new UnreachableError(`${method} ${path}: the answer broke off: ${String(e)}`);
     }
     try {
       return { status: res.status, body: JSON.parse(text) };

@@ -9,6 +9,8 @@
  * `choose` cannot fail or run long in the game: every failure of `Policy.load` is a PolicyError naming the
  * place, and `choose` never throws (a value not of its feature's kind is that feature's `missing`). */
 
+import { NpcMindError } from "./errors.js";
+
 export const POLICY_FORMAT = "npcmind-policy";
 export const POLICY_FORMAT_VERSION = 1;
 const SOURCES = ["observation", "world", "scope_state", "trigger", "profile", "legal"] as const;
@@ -34,7 +36,7 @@ type Encoding = (typeof ENCODINGS)[number];
 type Json = Record<string, unknown>;
 
 /** A policy file that cannot be used: malformed, of an unknown format, or for another manifest version. */
-export class PolicyError extends Error {
+export class PolicyError extends NpcMindError {
   override name = "PolicyError";
 }
 

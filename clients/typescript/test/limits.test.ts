@@ -17,7 +17,7 @@ import {
   NpcMind,
   OpenAICortex,
   PolicyError,
-  ProtocolError,
+  TooLargeError,
   TICK_STREAM_BYTES,
   Transport,
 } from "../src/index.js";
@@ -258,11 +258,12 @@ test("a dialogue step and the keys are read no further than their caps", async (
   memory.register("mara", "an innkeeper", {});
   const mind = new NpcMind(h.url, new OpenAICortex("http://127.0.0.1:9", "m"), memory, { timeoutMs: 60_000 });
   await assert.rejects(mind.process("mara", "Hello?"), (e: unknown) => {
-    assert.ok(e instanceof ProtocolError && e.message.includes("passed 4,194,304 bytes (MAX_STEP_BYTES"), String(e));
+    assert.ok(e instanceof TooLargeError && e.message.includes("passed 4,194,304 bytes (MAX_STEP_BYTES"), String(e));
+    assert.deepEqual([e.status, e.code], [200, "answer_too_large"]);
     return true;
   });
   await assert.rejects(mind.publicKeys(), (e: unknown) => {
-    assert.ok(e instanceof ProtocolError && e.message.includes("passed 65,536 bytes (MAX_KEYS_BYTES"), String(e));
+    assert.ok(e instanceof TooLargeError && e.message.includes("passed 65,536 bytes (MAX_KEYS_BYTES"), String(e));
     return true;
   });
   assert.ok((await h.closed("/npcs/mara/process")) < READ_PAST);

@@ -3,7 +3,16 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { InMemoryNpcs, NpcMind, OpenAICortex, ProtocolError } from "../src/index.js";
+import {
+  InMemoryNpcs,
+  InvalidInputError,
+  NpcMind,
+  NpcMindError,
+  OpenAICortex,
+  ServiceError,
+  SignatureError,
+  UnreachableError,
+} from "../src/index.js";
 import { b64url } from "../src/signing.js";
 import { SCRIPTED, SERVICE, needsService, script } from "./live.js";
 
@@ -38,7 +47,11 @@ test("an outcome whose signature does not verify is refused and nothing is appli
   const mind = new NpcMind(SERVICE, new OpenAICortex(`${SCRIPTED}/v1`, "scripted"), npcs, { fetch: forging });
   await assert.rejects(
     mind.process("guard #2", "Halt!"),
-    (e: unknown) => e instanceof ProtocolError && /signature does not verify/.test(e.message),
+    (e: unknown) =>
+      e instanceof SignatureError &&
+      e instanceof NpcMindError &&
+      !(e instanceof ServiceError) &&
+      /signature does not verify/.test(e.message),
   );
   assert.deepEqual(npcs.get("guard #2")?.state, {});
   assert.equal(npcs.remembered("guard #2").length, 0);
@@ -48,9 +61,41 @@ test("an unknown NPC and a refused step say what is wrong", async () => {
   needsService();
   const npcs = new InMemoryNpcs();
   const mind = new NpcMind(SERVICE, new OpenAICortex(`${SCRIPTED}/v1`, "scripted"), npcs);
-  await assert.rejects(mind.process("nobody", "Hi"), /unknown NPC "nobody"/);
+  await assert.rejects(
+    mind.process("nobody", "Hi"),
+    (e: unknown) => e instanceof InvalidInputError && /unknown NPC "nobody"/.test(e.message),
+  );
   npcs.register("mara", "Mara.");
   await assert.rejects(mind.process("mara", "Hi", {}, "no-such-ruleset"), /422.*rulesetId/);
+});
+
+test("a refused step carries the service's status and error code", async () => {
+  needsService();
+  const npcs = new InMemoryNpcs();
+  npcs.register("mara", "Mara.");
+  const mind = new NpcMind(SERVICE, new OpenAICortex(`${SCRIPTED}/v1`, "scripted"), npcs);
+  const refused = await mind.process("mara", "Hi", {}, "preset_nothing").then(
+    () => null,
+    (e: unknown) => e,
+  );
+  assert.ok(refused instanceof ServiceError, String(refused));
+  assert.equal(refused.status, 422);
+  assert.equal(refused.code, "invalid_request");
+  assert.match(refused.message, /unknown ruleset 'preset_nothing'/);
+  assert.deepEqual(npcs.get("mara")?.state, {});
+});
+
+test("a service that cannot be reached is an UnreachableError without a status", async () => {
+  const npcs = new InMemoryNpcs();
+  npcs.register("mara", "Mara.");
+  const mind = new NpcMind("http://127.0.0.1:9", new OpenAICortex("http://127.0.0.1:9/v1", "m"), npcs);
+  const down = await mind.process("mara", "Hi").then(
+    () => null,
+    (e: unknown) => e,
+  );
+  assert.ok(down instanceof UnreachableError, String(down));
+  assert.equal(down.status, null);
+  assert.equal(down.code, null);
 });
 
 /** A well-formed Ed25519 public key the service never signed with (base64url, as GET /v1/keys gives one). */
@@ -88,7 +133,7 @@ test("pinned keys alone are trusted and none is fetched; an outcome signed by an
     } else {
       await assert.rejects(
         mind.process(`guard-${n}`, "Someone approaches."),
-        (e: unknown) => e instanceof ProtocolError && /signature does not verify: nothing was applied/.test(e.message),
+        (e: unknown) => e instanceof SignatureError && /signature does not verify: nothing was applied/.test(e.message),
       );
       assert.deepEqual(npcs.get(`guard-${n}`)?.state, {});
       assert.equal(npcs.remembered(`guard-${n}`).length, 0);

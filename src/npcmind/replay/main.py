@@ -163,7 +163,7 @@ async def _policy(store: Store, client: str, versions: list[str]) -> PolicyTarge
     for version in versions:
         kept = await store.policies.get(client, version)
         try:
-            policies[version] = Policy.load(kept.data, version) if kept is not None else None
+            policies[version] = Policy.load(kept.data, manifest_version=version) if kept is not None else None
         except PolicyError:
             policies[version] = None
     if not any(policies.values()):

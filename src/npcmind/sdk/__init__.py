@@ -17,7 +17,12 @@ if TYPE_CHECKING:
         CortexError,
         DecideClient,
         DecideOptions,
+        InMemoryNpcs,
+        InvalidInputError,
+        NewMemory,
+        NpcMemory,
         NpcMind,
+        NpcMindError,
         NpcOutcome,
         NpcRecord,
         NpcStore,
@@ -25,6 +30,12 @@ if TYPE_CHECKING:
         Policy,
         PolicyError,
         ProtocolError,
+        RecalledMemory,
+        Scheduler,
+        ServiceError,
+        SignatureError,
+        TooLargeError,
+        UnreachableError,
     )
 
 __all__ = [
@@ -33,7 +44,12 @@ __all__ = [
     "CortexError",
     "DecideClient",
     "DecideOptions",
+    "InMemoryNpcs",
+    "InvalidInputError",
+    "NewMemory",
+    "NpcMemory",
     "NpcMind",
+    "NpcMindError",
     "NpcOutcome",
     "NpcRecord",
     "NpcStore",
@@ -41,6 +57,12 @@ __all__ = [
     "Policy",
     "PolicyError",
     "ProtocolError",
+    "RecalledMemory",
+    "Scheduler",
+    "ServiceError",
+    "SignatureError",
+    "TooLargeError",
+    "UnreachableError",
 ]
 
 

@@ -1,8 +1,11 @@
 // One dialogue NPC through a real service, run by tests/test_csharp.py (the TypeScript SDK's npc tests are its
-// twins). Prints one JSON line: the outcome as a game gets it, and what its game server would check.
+// twins). Prints one JSON line: the outcome as a game gets it (verified and applied by the SDK), and what a game
+// server would check.
 //   mono NpcMindDialogue.exe SERVICE CORTEX turn [RULESET]   Mara answers a traveller (twice: her state goes back)
 //   mono NpcMindDialogue.exe SERVICE CORTEX tamper           the game changes its tape after the prompt was built
 //   mono NpcMindDialogue.exe SERVICE CORTEX forge            Mara's signed line changed on its way to the game
+//   mono NpcMindDialogue.exe - CORTEX cortex                 one completion with every constraint, twice: the text and
+//                                                            the parameters the model refused
 //   mono NpcMindDialogue.exe numbers SEED COUNT              Jcs.Number of random doubles (checked against Python)
 //   mono NpcMindDialogue.exe read < LITERALS                 Json.Parse of each line's number, as its bits in hex
 
@@ -77,6 +80,29 @@ public static class Dialogue
         return b;
     }
 
+    /// <summary>Two completions asking maxTokens, temperature and stop of a real chat-completions server: what it
+    /// answered, what it refused (and this cortex no longer sends), or the CortexException with its status and code.</summary>
+    static int Cortex(string url)
+    {
+        var said = new List<object>();
+        var cortex = new OpenAICortex(url, "scripted", log: m => said.Add(m));
+        var asked = new PromptConstraints { MaxTokens = 60, Temperature = 0.7, Stop = new List<string> { "\n\n" } };
+        var report = new Dictionary<string, object>();
+        try
+        {
+            report["first"] = cortex.Complete("Greet the traveller.", asked).GetAwaiter().GetResult();
+            report["second"] = cortex.Complete("Greet her again.", asked).GetAwaiter().GetResult();
+        }
+        catch (CortexException e)
+        {
+            report["error"] = new Dictionary<string, object> { { "message", e.Message }, { "status", e.Status }, { "code", e.Code } };
+        }
+        report["refused"] = cortex.Refused.Cast<object>().ToList();
+        report["said"] = said;
+        Console.WriteLine(Json.Write(report));
+        return 0;
+    }
+
     static int Main(string[] args)
     {
         if (args[0] == "numbers")
@@ -112,6 +138,7 @@ public static class Dialogue
             return 0;
         }
         string service = args[0], mode = args[2];
+        if (mode == "cortex") return Cortex(args[1]);
         var npcs = new InMemoryNpcs();
         npcs.Register("mara", "Mara, the innkeeper of the Silver Stag. Warm, nosy, afraid of the old mine.",
             new Dictionary<string, object> { { "inn", "Silver Stag" }, { "gold", 12 } });
@@ -127,18 +154,17 @@ public static class Dialogue
             {
                 string ruleset = args.Length > 3 ? args[3] : null;
                 var first = mind.Process("mara", "A traveller with a lantern asks about the old mine.", null, ruleset).GetAwaiter().GetResult();
-                report["first"] = Shown(first);
+                report["first"] = Shown(first); // verified and applied by the SDK when valid
                 if (first.Valid)
                 {
-                    mind.Apply(first); // verified here: applied
-                    report["applied"] = Shown(first);
                     var second = mind.Process("mara", "The traveller asks again about the mine.", null, ruleset).GetAwaiter().GetResult();
                     report["second"] = Shown(second);
                 }
             }
-            catch (ProtocolException e)
+            catch (NpcMindException e)
             {
                 report["refused"] = e.Message;
+                report["error"] = new Dictionary<string, object> { { "kind", e.GetType().Name }, { "status", e.Status }, { "code", e.Code } };
             }
             report["memories"] = npcs.Remembered("mara").Count;
             report["state"] = npcs.Get("mara").State;

@@ -24,10 +24,10 @@ public class Innkeeper : MonoBehaviour
         {
             var outcome = await mind.Process("mara", observation, null, "rpg", leaving.Token);
             said = outcome.Dialogue; // her line, or the ruleset's refusal line
-            if (outcome.Valid) mind.Apply(outcome); // outcome.Verified: its signature was checked here
+            // outcome.Applied: its signature verified, her memories are kept and her state merged (outcome.State)
         }
         catch (System.OperationCanceledException) { } // the scene closed while she was thinking: nothing applied
-        catch (System.Exception e) { said = "Hm?"; Debug.LogWarning(e.Message); } // service or model down: her own line
+        catch (NpcMindException e) { said = "Hm?"; Debug.LogWarning(e.Message); } // service, model or signature: her own line
     }
 
     void OnDestroy() { leaving.Cancel(); mind.Dispose(); } // aborts her request under way, then closes the client

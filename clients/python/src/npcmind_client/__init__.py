@@ -1,5 +1,6 @@
 """The game-side SDK of npcmind, installable without the service: decisions (`DecideClient`) and dialogue NPCs
-(`NpcMind` with its store and cortex).
+(`NpcMind` with its memory and cortex). Every error is an
+`NpcMindError` (its HTTP `status` and the protocol's error `code`).
 
 Decisions need httpx alone. The NPC parts need the `npc` extra (`pip install 'npcmind-client[npc]'`:
 onnxruntime, tokenizers, numpy, msgspec, cryptography and the embedding model package); they are imported on
@@ -12,13 +13,23 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from npcmind_client.client import NpcMind, NpcOutcome, ProtocolError
+    from npcmind_client.client import NpcMind, NpcOutcome
     from npcmind_client.cortex import Cortex, CortexError, OpenAICortex
     from npcmind_client.decide import Choice, DecideClient
+    from npcmind_client.errors import (
+        InvalidInputError,
+        NpcMindError,
+        ProtocolError,
+        ServiceError,
+        SignatureError,
+        TooLargeError,
+        UnreachableError,
+    )
+    from npcmind_client.memory import InMemoryNpcs, NewMemory, NpcMemory, NpcRecord, RecalledMemory
     from npcmind_client.options import DecideOptions
     from npcmind_client.policy import Policy, PolicyError
     from npcmind_client.scheduler import Scheduler
-    from npcmind_client.store import NpcRecord, NpcStore
+    from npcmind_client.store import NpcStore
 
 _WHERE = {
     "Choice": "decide",
@@ -32,8 +43,18 @@ _WHERE = {
     "OpenAICortex": "cortex",
     "NpcMind": "client",
     "NpcOutcome": "client",
-    "ProtocolError": "client",
-    "NpcRecord": "store",
+    "NpcMindError": "errors",
+    "ServiceError": "errors",
+    "ProtocolError": "errors",
+    "UnreachableError": "errors",
+    "TooLargeError": "errors",
+    "InvalidInputError": "errors",
+    "SignatureError": "errors",
+    "NpcMemory": "memory",
+    "InMemoryNpcs": "memory",
+    "NewMemory": "memory",
+    "RecalledMemory": "memory",
+    "NpcRecord": "memory",
     "NpcStore": "store",
 }
 
@@ -43,7 +64,12 @@ __all__ = [
     "CortexError",
     "DecideClient",
     "DecideOptions",
+    "InMemoryNpcs",
+    "InvalidInputError",
+    "NewMemory",
+    "NpcMemory",
     "NpcMind",
+    "NpcMindError",
     "NpcOutcome",
     "NpcRecord",
     "NpcStore",
@@ -51,7 +77,12 @@ __all__ = [
     "Policy",
     "PolicyError",
     "ProtocolError",
+    "RecalledMemory",
     "Scheduler",
+    "ServiceError",
+    "SignatureError",
+    "TooLargeError",
+    "UnreachableError",
 ]
 
 

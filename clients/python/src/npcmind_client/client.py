@@ -13,11 +13,19 @@ import httpx
 import msgspec
 
 from npcmind_client.cortex import Cortex
-from npcmind_client.errors import error_line
-from npcmind_client.limits import IDENTITY, MAX_ERROR_BYTES, MAX_KEYS_BYTES, MAX_STEP_BYTES, TooLarge, body_bytes
+from npcmind_client.errors import (
+    InvalidInputError,
+    NpcMindError,
+    ProtocolError,
+    SignatureError,
+    TooLargeError,
+    UnreachableError,
+    service_error,
+)
+from npcmind_client.limits import IDENTITY, MAX_ERROR_BYTES, MAX_KEYS_BYTES, MAX_STEP_BYTES, body_bytes
+from npcmind_client.memory import NewMemory, NpcMemory, check_npc_id
 from npcmind_client.npc_wire import NPCInstruction, PromptConstraints
 from npcmind_client.signing import NotCanonical, signed_payload, verify
-from npcmind_client.store import NpcStore
 from npcmind_client.urls import http_url
 
 MAX_CALLS = 8
@@ -29,8 +37,12 @@ def _text(data: bytes) -> str:
     return data[:200].decode("utf-8", "replace")
 
 
-class ProtocolError(Exception):
-    """The service refused a step, the loop did not finish, or an outcome's signature did not verify."""
+def _json(data: bytes) -> Any:
+    """An answer's JSON, None for a body that is none (a proxy's page)."""
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):
+        return None
 
 
 @dataclass
@@ -52,22 +64,26 @@ class NpcMind:
     def __init__(
         self,
         service_url: str,
-        cortex: Cortex,
-        store: NpcStore,
-        token: str | None = None,
-        timeout_s: float = 30,
         *,
+        cortex: Cortex,
+        memory: NpcMemory,
+        token: str | None = None,
+        timeout_ms: float = 30_000,
         keys: Mapping[str, str] | None = None,
     ) -> None:
-        """``keys``: the service's public keys (kid → base64url, as GET /v1/keys lists them), pinned: outcomes are
-        then checked with these alone and GET /v1/keys is never asked for them. None (the default): the keys
-        the service lists, worth what the connection to it is (https)."""
+        """``memory``: any NpcMemory (``InMemoryNpcs``, the SQLite ``NpcStore``, the game's own); ``token``: a
+        hosted service's session token; ``timeout_ms``: how long one step may take. ``keys``: the service's
+        public keys (kid → base64url, as GET /v1/keys lists them), pinned: outcomes are then checked with these
+        alone and GET /v1/keys is never asked for them. None (the default): the keys the service lists, worth
+        what the connection to it is (https)."""
         headers = {"authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(
-            base_url=http_url(service_url, "service_url", "http://127.0.0.1:8080"), headers=headers, timeout=timeout_s
+            base_url=http_url(service_url, "service_url", "http://127.0.0.1:8080"),
+            headers=headers,
+            timeout=timeout_ms / 1000,
         )
         self.cortex = cortex
-        self.store = store
+        self.memory = memory
         self._keys: dict[str, str] = {}
         self._pinned = pinned_keys(keys)
 
@@ -76,32 +92,34 @@ class NpcMind:
         if refresh or not self._keys:
             status, data = self._request("GET", "/v1/keys", None, MAX_KEYS_BYTES, "MAX_KEYS_BYTES")
             if status != 200:
-                raise ProtocolError(f"GET /v1/keys answered {status}")
+                raise service_error(status, _json(data), _text(data), "GET /v1/keys")
             try:
                 self._keys = {k["kid"]: k["public_key"] for k in json.loads(data)["keys"]}
             except (ValueError, KeyError, TypeError, RecursionError):
-                raise ProtocolError(f"GET /v1/keys answered without keys: {_text(data)}") from None
+                raise ProtocolError(f"GET /v1/keys answered without keys: {_text(data)}", status=status) from None
         return self._keys
 
     def _request(self, method: str, path: str, body: Any, cap: int, name: str) -> tuple[int, bytes]:
         """One call to the service: its status and body, read no further than ``cap`` (an error's than
-        MAX_ERROR_BYTES); a service that cannot be reached, or a body past its cap, is a ProtocolError that
-        says where."""
+        MAX_ERROR_BYTES); a service that cannot be reached is an UnreachableError, a body past its cap a
+        TooLargeError, each saying where."""
         if self._http.is_closed:
-            raise ProtocolError("this NpcMind was closed: make a new one")
+            raise NpcMindError("this NpcMind was closed: make a new one")
+        status: int | None = None
         try:
             with self._http.stream(method, path, json=body, headers=IDENTITY) as r:
+                status = r.status_code
                 limit, label = (cap, name) if r.status_code == 200 else (MAX_ERROR_BYTES, "MAX_ERROR_BYTES")
                 return r.status_code, body_bytes(r, limit, f"{method} {path}", label)
-        except TooLarge as e:
-            raise ProtocolError(str(e)) from None
+        except TooLargeError as e:
+            raise TooLargeError(str(e), status=status) from None
         except httpx.HTTPError as e:
-            raise ProtocolError(
+            raise UnreachableError(
                 f"cannot reach the npcmind service at {self._http.base_url}: {e or e.__class__.__name__} "
                 "(is `npcmind serve` running there?)"
             ) from None
         except (TypeError, ValueError) as e:  # the game's context or state holds something JSON cannot carry
-            raise ProtocolError(f"the tape cannot be sent as JSON: {e}") from None
+            raise InvalidInputError(f"the tape cannot be sent as JSON: {e}") from None
 
     def _step(
         self, npc_id: str, tape: dict[str, Any], last: dict[str, Any] | None
@@ -109,31 +127,32 @@ class NpcMind:
         path = f"/npcs/{quote(npc_id, safe='')}/process"
         status, data = self._request("POST", path, {"tape": tape, "lastResult": last}, MAX_STEP_BYTES, "MAX_STEP_BYTES")
         if status != 200:
-            try:
-                payload = json.loads(data)
-            except (ValueError, RecursionError):
-                payload = None
-            raise ProtocolError(f"the service answered {status}: {error_line(payload, _text(data))}")
+            raise service_error(status, _json(data), _text(data), f"POST {path}")
         try:
             body = json.loads(data)
             instruction, tape = body["instruction"], body["tape"]
         except (ValueError, KeyError, TypeError, RecursionError):
-            raise ProtocolError(f"the service answered 200 without an instruction and tape: {_text(data)}") from None
+            raise ProtocolError(
+                f"the service answered 200 without an instruction and tape: {_text(data)}", status=200
+            ) from None
         try:  # checked against the protocol, used as sent (a Finalize is verified over its own bytes' values)
             msgspec.convert(instruction, NPCInstruction)
         except msgspec.ValidationError as e:
-            raise ProtocolError(f"the service's instruction is not one this SDK knows ({e}): {_text(data)}") from None
+            raise ProtocolError(
+                f"the service's instruction is not one this SDK knows ({e}): {_text(data)}", status=200
+            ) from None
         if not isinstance(tape, dict):
-            raise ProtocolError(f"the service's tape is not an object: {_text(data)}")
+            raise ProtocolError(f"the service's tape is not an object: {_text(data)}", status=200)
         return instruction, tape
 
     def process(
         self, npc_id: str, observation: str, context: dict[str, Any] | None = None, ruleset: str | None = None
     ) -> NpcOutcome:
         """Run the loop for one observation; on a valid outcome store the memories and merge the state."""
-        rec = self.store.get(npc_id)
+        check_npc_id(npc_id)
+        rec = self.memory.get(npc_id)
         if rec is None:
-            raise ProtocolError(f"unknown NPC {npc_id!r}: register it with store.register() first")
+            raise InvalidInputError(f"npc_id: unknown NPC {npc_id!r}: register it in the game's memory first")
         tape: dict[str, Any] = {
             "observation": observation,
             "npcState": rec.state,
@@ -154,7 +173,7 @@ class NpcMind:
                     "actor": {"npcId": rec.npc_id, "persona": rec.persona, "data": rec.data},
                 }
             elif kind == "QueryVector":
-                found = self.store.recall(npc_id, instruction["query"], instruction["limit"], instruction["threshold"])
+                found = self.memory.recall(npc_id, instruction["query"], instruction["limit"], instruction["threshold"])
                 last = {
                     "type": "QueryVectorResult",
                     "memories": [
@@ -175,19 +194,19 @@ class NpcMind:
         raise ProtocolError(f"no Finalize after {MAX_CALLS} calls")
 
     def _apply(self, npc_id: str, fin: dict[str, Any], tape: dict[str, Any], steps: list[str]) -> NpcOutcome:
-        rec = self.store.get(npc_id)
-        assert rec is not None
+        rec = self.memory.get(npc_id)
         if not fin["valid"]:
-            return NpcOutcome(False, fin["dialogue"], None, rec.state, 0, fin.get("ruleAudit") or {}, steps)
+            state = rec.state if rec is not None else {}
+            return NpcOutcome(False, fin["dialogue"], None, state, 0, fin.get("ruleAudit") or {}, steps)
         try:
             payload = signed_payload(npc_id, fin, tape)
         except NotCanonical as e:
-            raise ProtocolError(f"the outcome cannot be verified: its tape has no canonical form ({e})") from None
+            raise SignatureError(f"the outcome cannot be verified: its tape has no canonical form ({e})") from None
         signature = fin.get("signature") or ""
         if not self._verifies(signature, payload):
-            raise ProtocolError("the outcome's signature does not verify: nothing was applied")
-        memories = [(m["text"], m["type"], m["importance"]) for m in fin["memoryStore"]]
-        state = self.store.apply(npc_id, memories, fin["stateTransform"])  # both, or neither on a crash
+            raise SignatureError("the outcome's signature does not verify: nothing was applied")
+        memories = [NewMemory(m["text"], m["type"], m["importance"]) for m in fin["memoryStore"]]
+        state = self.memory.apply(npc_id, memories, fin["stateTransform"])  # both, or neither on a crash
         return NpcOutcome(
             True, fin["dialogue"], fin.get("action"), state, len(fin["memoryStore"]), fin.get("ruleAudit") or {}, steps
         )
@@ -207,20 +226,21 @@ class NpcMind:
 
 
 def pinned_keys(keys: Mapping[str, str] | None) -> dict[str, str] | None:
-    """The keys a game pins, checked when it gives them (a ValueError naming ``keys``): each kid a non-empty text,
-    each key the base64url of 32 bytes (an Ed25519 public key); at least one, or every outcome would be refused."""
+    """The keys a game pins, checked when it gives them (an InvalidInputError, a ValueError, naming ``keys``):
+    each kid a non-empty text, each key the base64url of 32 bytes (an Ed25519 public key); at least one, or every
+    outcome would be refused."""
     if keys is None:
         return None
     if not isinstance(keys, Mapping):
-        raise ValueError(f"keys: must map each kid to its base64url public key, not be a {type(keys).__name__}")
+        raise InvalidInputError(f"keys: must map each kid to its base64url public key, not be a {type(keys).__name__}")
     if not keys:
-        raise ValueError("keys: pin at least one key (kid -> base64url public key), or give None")
+        raise InvalidInputError("keys: pin at least one key (kid -> base64url public key), or give None")
     pinned: dict[str, str] = {}
     for kid, key in keys.items():
         if not isinstance(kid, str) or not kid or "." in kid:
             shown = repr(kid[:80]) if isinstance(kid, str) else type(kid).__name__
-            raise ValueError(f"keys: a kid must be a non-empty text without '.', not {shown}")
+            raise InvalidInputError(f"keys: a kid must be a non-empty text without '.', not {shown}")
         if not isinstance(key, str) or not _KEY.fullmatch(key):
-            raise ValueError(f"keys[{kid[:80]!r}]: not the base64url of an Ed25519 public key (43 characters)")
+            raise InvalidInputError(f"keys[{kid[:80]!r}]: not the base64url of an Ed25519 public key (43 characters)")
         pinned[kid] = key
     return pinned

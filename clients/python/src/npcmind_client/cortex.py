@@ -8,7 +8,8 @@ from typing import Protocol
 
 import httpx
 
-from npcmind_client.limits import IDENTITY, MAX_ERROR_BYTES, MAX_MODEL_BYTES, TooLarge, body_bytes
+from npcmind_client.errors import NpcMindError, TooLargeError
+from npcmind_client.limits import IDENTITY, MAX_ERROR_BYTES, MAX_MODEL_BYTES, body_bytes
 from npcmind_client.npc_wire import PromptConstraints
 from npcmind_client.params import error_text, first_not_refused, refused_parameter
 from npcmind_client.urls import http_url
@@ -27,14 +28,24 @@ class Cortex(Protocol):
         ...
 
 
-class CortexError(Exception):
+class CortexError(NpcMindError):
     """Inference failed (the server is down, answered an error, or nothing usable); the message and ``url`` name
-    the address tried, so a wrong port or path is seen in the first line of the error."""
+    the address tried, so a wrong port or path is seen in the first line of the error; ``status`` and ``code``
+    are the model server's (its HTTP status, its error body's ``code`` or ``type``)."""
 
-    def __init__(self, message: str, url: str | None = None) -> None:
+    def __init__(
+        self, message: str, url: str | None = None, *, status: int | None = None, code: str | None = None
+    ) -> None:
         """``url``: optional, so a game's own Cortex may raise it with a message alone."""
-        super().__init__(message if url is None else f"{message} ({url})")
+        super().__init__(message if url is None else f"{message} ({url})", status=status, code=code)
         self.url = url
+
+
+def _code(answer: object) -> str | None:
+    """The error code of an OpenAI-style error answer (``error.code``, else ``error.type``), if it has one."""
+    error = answer.get("error") if isinstance(answer, dict) else None
+    found = (error.get("code") or error.get("type")) if isinstance(error, dict) else None
+    return found if isinstance(found, str) and found else None
 
 
 class OpenAICortex:
@@ -43,17 +54,19 @@ class OpenAICortex:
     def __init__(
         self,
         base_url: str,
+        *,
         model: str = "local",
         api_key: str | None = None,
-        timeout_s: float = 60,
+        timeout_ms: float = 60_000,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        """``transport``: httpx's, injectable (a proxy, ``httpx.MockTransport`` in a test); the network otherwise."""
+        """``timeout_ms``: how long a model's answer may take; ``transport``: httpx's, injectable (a proxy,
+        ``httpx.MockTransport`` in a test); the network otherwise."""
         headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
         self.model = model
         self.refused: set[str] = set()  # parameters this model refused: no longer sent
         base = http_url(base_url, "base_url", "http://127.0.0.1:8000/v1")
-        self._http = httpx.Client(base_url=base, headers=headers, timeout=timeout_s, transport=transport)
+        self._http = httpx.Client(base_url=base, headers=headers, timeout=timeout_ms / 1000, transport=transport)
         self.url = f"{base.rstrip('/')}/chat/completions"  # named by every CortexError
 
     def _body(self, prompt: str, constraints: PromptConstraints) -> dict[str, object]:
@@ -82,24 +95,33 @@ class OpenAICortex:
                 answer = None
             name = refused_parameter(status, answer, body, OPTIONAL)
             if name is None:
-                raise CortexError(f"the cortex answered HTTP {status}: {error_text(data, answer)}", self.url)
+                raise CortexError(
+                    f"the cortex answered HTTP {status}: {error_text(data, answer)}",
+                    self.url,
+                    status=status,
+                    code=_code(answer),
+                )
             self.refused.add(name)
             text = data[:200].decode("utf-8", "replace")
             log.warning("the cortex model %s refused %r; it is no longer sent: %s", self.model, name, text)
         try:
             return str(json.loads(data)["choices"][0]["message"]["content"] or "")
         except (ValueError, KeyError, IndexError, TypeError, RecursionError):  # RecursionError: nested too deep
-            raise CortexError("the cortex answered without choices[0].message.content", self.url) from None
+            raise CortexError(
+                "the cortex answered without choices[0].message.content", self.url, status=status
+            ) from None
 
     def _post(self, body: dict[str, object]) -> tuple[int, bytes]:
         """POST /chat/completions: its status and body, read no further than MAX_MODEL_BYTES (an error's than
         MAX_ERROR_BYTES): a CortexError past that, or when the model cannot be reached."""
+        status: int | None = None
         try:
             with self._http.stream("POST", "/chat/completions", json=body, headers=IDENTITY) as r:
+                status = r.status_code
                 cap, name = (MAX_MODEL_BYTES, "MAX_MODEL_BYTES") if r.status_code < 400 else (MAX_ERROR_BYTES, "")
                 return r.status_code, body_bytes(r, cap, "POST /chat/completions", name or "MAX_ERROR_BYTES")
-        except TooLarge as e:
-            raise CortexError(str(e), self.url) from None
+        except TooLargeError as e:
+            raise CortexError(str(e), self.url, status=status, code=e.code) from None
         except httpx.HTTPError as e:
             raise CortexError(f"cannot reach the cortex: {e}", self.url) from None
 

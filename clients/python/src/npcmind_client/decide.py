@@ -21,7 +21,7 @@ import httpx
 
 from npcmind_client.limits import MAX_PROMPT_BYTES, MIN_CHUNK_BYTES, TICK_STREAM_BYTES
 from npcmind_client.limits import is_too_large as too_large
-from npcmind_client.options import DecideOptions, options_of
+from npcmind_client.options import DecideOptions
 from npcmind_client.policy import Policy, PolicyError
 from npcmind_client.say import log
 from npcmind_client.scheduler import Choice, Entity, LocalPolicy, PolicyFunction, Request, Scheduler, Stats
@@ -51,21 +51,21 @@ class DecideClient:
         self,
         service_url: str,
         client_id: str,
-        options: DecideOptions | None = None,
         *,
+        options: DecideOptions | None = None,
         clock: Callable[[], float] = time.monotonic,
         transport: httpx.BaseTransport | None = None,
-        **overrides: Any,
     ) -> None:
-        """``options``: one ``DecideOptions`` (``npcmind_client.options``: every field, what it does, its default);
-        keyword arguments set its fields too (``DecideClient(url, "game-1", world={...}, epoch=7)``), and win
-        over ``options``. ``clock``: the game's, in seconds. ``transport``: httpx's transport the requests go
-        through (a proxy's, ``httpx.MockTransport`` in a test; the network otherwise), as TypeScript's ``fetch``."""
+        """``options``: one ``DecideOptions`` (``npcmind_client.options``: every field, what it does, its default):
+        ``DecideClient(url, "game-1", options=DecideOptions(world={...}, epoch=7))``. ``clock``: the game's, in
+        seconds. ``transport``: httpx's transport the requests go through (a proxy's, ``httpx.MockTransport`` in a
+        test; the network otherwise), as TypeScript's ``fetch``."""
         base = http_url(service_url, "service_url", "http://127.0.0.1:8080")
         self.client_id = client_id
-        self._scheduler = Scheduler(client_id, options_of(options, overrides))
+        self._scheduler = Scheduler(client_id, options=options)
         self.options = o = self._scheduler.options
-        self._transport = Transport(base, o.timeout_s, o.workers, o.policy_max_bytes, transport)
+        timeout_s = o.timeout_ms / 1000 if o.timeout_ms is not None else None
+        self._transport = Transport(base, timeout_s, o.workers, o.policy_max_bytes, transport)
         self._clock = clock
         self._closed = False
         self._backlog: deque[Came] = deque()  # what came and waits for a tick with room (TICK_STREAM_BYTES)
@@ -153,10 +153,10 @@ class DecideClient:
         return self._scheduler.cascade.fetched
 
     @property
-    def timeout_s(self) -> float:
-        """How long a request may take before its entities use their native AI: the ``timeout_s`` given,
-        else the service's provider deadline (``NPCMIND_DEADLINE_MS``) plus 5 s once the service told it."""
-        return self._transport.timeout_s
+    def timeout_ms(self) -> float:
+        """How long a request may take before its entities use their native AI, in ms: the ``timeout_ms``
+        given, else the service's provider deadline (``NPCMIND_DEADLINE_MS``) plus 5 s once the service told it."""
+        return self._transport.timeout_s * 1000
 
     def _now(self) -> float:
         return self._clock() * 1000
@@ -227,14 +227,14 @@ class DecideClient:
         for request in self._scheduler.tick(now_ms):
             self._send(request)
 
-    def wait(self, timeout_s: float = 10.0) -> bool:
+    def wait(self, *, timeout_ms: float = 10_000) -> bool:
         """Send the reports given since the last tick, block until every request sent so far has answered,
         then apply the answers (for turn-based games, tests, and before ``close()``). True if nothing is
         still in flight."""
         if not self._closed:
             for request in self._scheduler.flush_reports():
                 self._send(request)
-        self._transport.wait(timeout_s)
+        self._transport.wait(timeout_ms / 1000)
         self._apply(self._now())
         while self._backlog:  # a blocking call: what came is applied whole, past a tick's room
             self._apply(self._now())

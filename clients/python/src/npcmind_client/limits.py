@@ -10,6 +10,8 @@ from typing import Any
 
 import httpx
 
+from npcmind_client.errors import TooLargeError
+
 MAX_ANSWER_BYTES = 1024 * 1024  # a JSON answer: a decide answer of 16 decisions is ~10 kB, a manifest less
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024  # GET /v1/manifest: the operator's whole manifest (64 types of 64 fields)
 MAX_ERROR_BYTES = 64 * 1024  # an error answer (any status but 2xx and 304): only its message is read
@@ -25,22 +27,18 @@ TOO_LARGE = "answer_too_large"  # the error code of an answer the SDK stopped re
 IDENTITY = {"accept-encoding": "identity"}  # npcmind never compresses an answer: a body is counted as sent
 
 
-class TooLarge(ValueError):
-    """A body past its cap: reading stopped there (the message names the cap)."""
-
-
 def too_large(what: str, cap: int, name: str) -> str:
     """The message of a body read no further than its cap."""
     return f"{what}: the answer passed {cap:,} bytes ({name}, the SDK's cap): not read past that"
 
 
 def capped(chunks: Iterable[bytes], cap: int, what: str, name: str) -> bytes:
-    """The bytes of a body read chunk by chunk, or TooLarge once they pass ``cap`` (read no further)."""
+    """The bytes of a body read chunk by chunk, or TooLargeError once they pass ``cap`` (read no further)."""
     data = bytearray()
     for chunk in chunks:
         data += chunk
         if len(data) > cap:
-            raise TooLarge(too_large(what, cap, name))
+            raise TooLargeError(too_large(what, cap, name))
     return bytes(data)
 
 
@@ -56,7 +54,7 @@ def too_large_body(message: str) -> dict[str, Any]:
 
 
 def body_bytes(r: httpx.Response, cap: int, what: str, name: str) -> bytes:
-    """A response's body read chunk by chunk and counted, TooLarge past ``cap`` (read no further)."""
+    """A response's body read chunk by chunk and counted, TooLargeError past ``cap`` (read no further)."""
     return capped(pieces(r), cap, what, name)
 
 

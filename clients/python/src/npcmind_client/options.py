@@ -4,7 +4,6 @@ in scheduler.ts, ``DecideClientOptions`` in decide.ts)."""
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +32,7 @@ class DecideOptions:
     fetch_policy: bool | None = None
     policy_refresh_ms: float = DEFAULT_POLICY_REFRESH_MS
     policy_max_bytes: int = MAX_BYTES
-    timeout_s: float | None = None  # None: the service's provider deadline (GET /v1/health) plus 5 s
+    timeout_ms: float | None = None  # None: the service's provider deadline (GET /v1/health) plus 5 s
     workers: int = 4  # decide requests in flight at most (and the transport's threads)
     # decide answers as a stream of lines (docs/streaming.md): each entity's decision is applied as its line
     # arrives; False: today's single JSON answer
@@ -42,14 +41,3 @@ class DecideOptions:
     # then it is not asked (the conformance cases and tests start from one)
     manifest: dict[str, Any] | None = None
     manifest_version: str | None = None
-
-
-def options_of(options: DecideOptions | None, overrides: dict[str, Any]) -> DecideOptions:
-    """The options value of a constructor given one, keyword arguments, or both (the keywords win): the call
-    shape ``DecideClient(url, id, world=..., epoch=...)`` keeps working. A keyword that is no option is a
-    TypeError naming it."""
-    unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(DecideOptions)})
-    if unknown:
-        raise TypeError(f"{', '.join(unknown)}: not an option of DecideOptions (npcmind_client.options)")
-    base = options if options is not None else DecideOptions()
-    return dataclasses.replace(base, **overrides) if overrides else base

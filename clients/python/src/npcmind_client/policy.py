@@ -24,6 +24,17 @@ from dataclasses import field as _field
 from pathlib import Path
 from typing import Any
 
+try:  # the SDK's error root; this file copied into a game alone has none beside it, and imports nothing
+    from npcmind_client.errors import NpcMindError as _Root
+except ImportError:  # pragma: no cover - run by test_policy's copy of this file alone
+
+    class _Root(Exception):  # type: ignore[no-redef]
+        """The root a copied policy.py gives its PolicyError: the same ``status`` and ``code``, both None."""
+
+        status: int | None = None
+        code: str | None = None
+
+
 FORMAT = "npcmind-policy"
 FORMAT_VERSION = 1
 SOURCES = ("observation", "world", "scope_state", "trigger", "profile", "legal")
@@ -48,8 +59,9 @@ _UP_TO_BRACKET = re.compile(r'(?:[^"\[\]{}]++|"[^"\\]*+(?:\\.[^"\\]*+)*+"?)*+([\
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
-class PolicyError(ValueError):
-    """A policy file that cannot be used: malformed, of an unknown format, or for another manifest version."""
+class PolicyError(_Root, ValueError):
+    """A policy file that cannot be used: malformed, of an unknown format, or for another manifest version
+    (no status: a file, or a 200 whose body cannot be used)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +186,7 @@ class Policy:
     def load(
         cls,
         source: str | Path | bytes | Mapping[str, Any],
+        *,
         manifest_version: str | None = None,
         max_bytes: int = MAX_BYTES,
     ) -> Policy:

@@ -34,7 +34,7 @@ from npcmind_client.cascade import Cascade, LocalPolicy, PolicyFunction
 from npcmind_client.limits import MAX_STRAY_LINES
 from npcmind_client.limits import is_too_large as _too_large
 from npcmind_client.lines import Lines
-from npcmind_client.options import DecideOptions, options_of
+from npcmind_client.options import DecideOptions
 from npcmind_client.outbox import Outbox
 from npcmind_client.refusals import NUMBER, Refusals, retry_after_ms
 from npcmind_client.roster import Choice, Entity, Roster, Stats
@@ -112,9 +112,9 @@ class _Sent:
 class Scheduler:
     """One game's decisions: feed it the game's calls and the service's answers, send what ``tick`` returns."""
 
-    def __init__(self, client_id: str, options: DecideOptions | None = None, **overrides: Any) -> None:
-        """``options``: one ``DecideOptions``; keyword arguments set its fields (``Scheduler(id, epoch=7)``)."""
-        self.options = o = options_of(options, overrides)
+    def __init__(self, client_id: str, *, options: DecideOptions | None = None) -> None:
+        """``options``: one ``DecideOptions`` (``Scheduler(id, options=DecideOptions(epoch=7))``)."""
+        self.options = o = options if options is not None else DecideOptions()
         self.client_id = client_id
         self.world: dict[str, Any] = dict(o.world or {})
         self.scope, self.scope_state = o.scope, o.scope_state
@@ -125,8 +125,8 @@ class Scheduler:
         self.outbox = Outbox(client_id, o.telemetry_ms, self.say)
         self.session = Session(client_id, o.api_key)
         self.refusals = Refusals(self.say)
-        self.timeout_given = o.timeout_s is not None
-        self.timeout_s = o.timeout_s if o.timeout_s is not None else DEFAULT_DEADLINE_S + TIMEOUT_MARGIN_S
+        self.timeout_given = o.timeout_ms is not None
+        self.timeout_ms = o.timeout_ms if o.timeout_ms is not None else (DEFAULT_DEADLINE_S + TIMEOUT_MARGIN_S) * 1000
         self.cascade = Cascade(
             client_id,
             o.policy,
@@ -344,7 +344,7 @@ class Scheduler:
     def end(self, ref: str, now: float, failed: FailKind | None = None, detail: str = "") -> None:
         """Request ``ref``'s streamed answer ended (a partial line is discarded): cut before its last line, the
         lines received stand and every entity of it without one falls back (``unavailable``, ``CUT``).
-        ``failed``: the transport ended it (no line within ``timeout_s``, the connection lost), said as ``fail``
+        ``failed``: the transport ended it (no line within ``timeout_ms``, the connection lost), said as ``fail``
         says it."""
         sent = self._take(ref)
         if failed is not None:
@@ -455,11 +455,11 @@ def _say_failed(s: Scheduler, kind: FailKind, detail: str) -> None:
     """Why a request got no answer (or its stream no more lines), once, with what the game can change."""
     if kind == "timeout":
         why = (
-            "its model may take up to NPCMIND_DEADLINE_MS: leave timeout_s out to follow it"
+            "its model may take up to NPCMIND_DEADLINE_MS: leave timeout_ms out to follow it"
             if s.timeout_given
             else f"{TIMEOUT_MARGIN_S:g} s past its own deadline for the model: it is overloaded or stalled"
         )
-        s.say("timeout", f"npcmind did not answer within {s.timeout_s:g} s ({why})")
+        s.say("timeout", f"npcmind did not answer within {s.timeout_ms / 1000:g} s ({why})")
     else:
         s.say("transport", f"npcmind is unreachable: {detail or kind}")
 
@@ -510,7 +510,7 @@ def _session_answered(s: Scheduler, sent: _Sent, a: Answered, now: float) -> Non
 def _health_answered(s: Scheduler, sent: _Sent, a: Answered, now: float) -> None:
     deadline = deadline_timeout(a.status, a.body)
     if deadline is not None and not s.timeout_given:
-        s.timeout_s = deadline + TIMEOUT_MARGIN_S
+        s.timeout_ms = (deadline + TIMEOUT_MARGIN_S) * 1000
 
 
 def _manifest_answered(s: Scheduler, sent: _Sent, a: Answered, now: float) -> None:

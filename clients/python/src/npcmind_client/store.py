@@ -1,4 +1,4 @@
-"""The SDK's NPC registry and per-NPC memory on disk (one SQLite file), with vector recall.
+"""The SDK's NPC registry and per-NPC memory on disk (one SQLite file), with vector recall: an ``NpcMemory``.
 
 Vectors are kept as float32 blobs next to their text; recall loads an NPC's vectors into one matrix
 (cached until the NPC remembers something new) and scores them all with one matrix product.
@@ -11,13 +11,16 @@ import math
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from npcmind_client.embed import DIMENSION, Embedder, shared
+from npcmind_client.errors import InvalidInputError
+from npcmind_client.memory import NewMemory, NpcRecord, RecalledMemory, check_npc_id, merge_patch
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS npcs (npc_id TEXT PRIMARY KEY, persona TEXT, data TEXT NOT NULL, state TEXT NOT NULL);
@@ -29,44 +32,19 @@ CREATE INDEX IF NOT EXISTS memories_by_npc ON memories (npc_id, id);
 TIE = 0.02  # similarities this close count as a tie, broken by importance, then recency
 
 
-@dataclass
-class NpcRecord:
-    """An NPC of the game: who it is, what it knows about itself, and its current state."""
+@dataclass(frozen=True)
+class Recalled(RecalledMemory):
+    """A recalled memory with its true cosine similarity to the query, and when it was kept."""
 
-    npc_id: str
-    persona: str | None = None
-    data: dict[str, Any] = field(default_factory=dict)
-    state: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class Recalled:
-    """A recalled memory with its true cosine similarity to the query."""
-
-    text: str
-    type: str
-    importance: float
-    similarity: float
-    created_at: float
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch: objects merge, null deletes, anything else replaces."""
-    if not isinstance(patch, dict):
-        return patch
-    out = dict(target) if isinstance(target, dict) else {}
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = merge_patch(out.get(k), v)
-    return out
+    created_at: float = 0.0
 
 
 class NpcStore:
-    """Registry and memories in `path` (a SQLite file, created if missing)."""
+    """Registry and memories in `path` (a SQLite file, created if missing), recalled by meaning (embeddings):
+    one ``NpcMemory``."""
 
-    def __init__(self, path: str | Path, embedder: Embedder | None = None) -> None:
+    def __init__(self, path: str | Path, *, embedder: Embedder | None = None) -> None:
+        """``embedder``: the model recall embeds with (the SDK's shared one by default)."""
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -79,8 +57,7 @@ class NpcStore:
 
     def register(self, npc_id: str, persona: str | None = None, data: dict[str, Any] | None = None) -> NpcRecord:
         """Add an NPC or update its persona and data (its state and memories are kept)."""
-        if not npc_id or "/" in npc_id:  # it travels as one segment of the URL path
-            raise ValueError(f"npc_id {npc_id!r}: must be non-empty and hold no '/' (it is a segment of the URL)")
+        check_npc_id(npc_id)
         with self._lock:
             self._db.execute(
                 "INSERT INTO npcs (npc_id, persona, data, state) VALUES (?, ?, ?, '{}')"
@@ -102,29 +79,33 @@ class NpcStore:
 
     # --- memory -----------------------------------------------------------------------------------
 
-    def remember(self, npc_id: str, items: list[tuple[str, str, float]], now: float | None = None) -> None:
-        """Keep (text, type, importance) items, embedded now."""
+    def remember(self, npc_id: str, items: Sequence[NewMemory], now: float | None = None) -> None:
+        """Keep memories, embedded now."""
         if items:
             self.apply(npc_id, items, {}, now)
 
     def apply(
-        self, npc_id: str, items: list[tuple[str, str, float]], patch: dict[str, Any], now: float | None = None
+        self, npc_id: str, memories: Sequence[NewMemory], state_transform: dict[str, Any], now: float | None = None
     ) -> dict[str, Any]:
         """Keep an outcome's memories and merge its state in one transaction, so a crash keeps both or
         neither; the new state."""
-        vectors: list[np.ndarray] = list(self.embedder.embed([t for t, _, _ in items])) if items else []
+        items, patch = list(memories), state_transform
+        vectors: list[np.ndarray] = list(self.embedder.embed([m.text for m in items])) if items else []
         at = time.time() if now is None else now
         with self._lock:
             rec = self.get(npc_id)
             if rec is None:
-                raise KeyError(npc_id)
+                raise InvalidInputError(f"npc_id: unknown NPC {npc_id!r}")
             state = merge_patch(rec.state, patch) if patch else rec.state
             self._db.execute("BEGIN")
             try:
                 self._db.executemany(
                     "INSERT INTO memories (npc_id, text, type, importance, created_at, vector)"
                     " VALUES (?, ?, ?, ?, ?, ?)",
-                    [(npc_id, t, k, float(i), at, v.tobytes()) for (t, k, i), v in zip(items, vectors, strict=True)],
+                    [
+                        (npc_id, m.text, m.type, float(m.importance), at, v.tobytes())
+                        for m, v in zip(items, vectors, strict=True)
+                    ],
                 )
                 if patch:
                     self._db.execute("UPDATE npcs SET state = ? WHERE npc_id = ?", (json.dumps(state), npc_id))

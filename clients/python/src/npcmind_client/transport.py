@@ -24,7 +24,7 @@ from npcmind_client.limits import (
     MAX_MANIFEST_BYTES,
     MAX_STREAM_BYTES,
     MIN_CHUNK_BYTES,
-    TooLarge,
+    TooLargeError,
     body_bytes,
     pieces,
     too_large,
@@ -114,7 +114,7 @@ def read_answer(r: httpx.Response, what: str, cap: int = MAX_ANSWER_BYTES, name:
         cap, name = MAX_ERROR_BYTES, "MAX_ERROR_BYTES"
     try:
         payload = _payload(body_bytes(r, cap, what, name))
-    except TooLarge as e:
+    except TooLargeError as e:
         payload = too_large_body(str(e))
     except (ValueError, zlib.error) as e:
         payload = {"error": {"message": f"{what}: the answer cannot be read ({e})"}}
@@ -301,7 +301,7 @@ class Transport:
                 return read_answer(r, f"{method} /v1/policy")
             try:
                 data = body_bytes(r, self.policy_max_bytes, "GET /v1/policy", "policy_max_bytes")
-            except TooLarge:
+            except TooLargeError:
                 error = PolicyError(
                     f"GET /v1/policy: the body is larger than {self.policy_max_bytes:,} bytes (policy_max_bytes), "
                     "not read past that"
