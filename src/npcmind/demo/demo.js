@@ -1,4 +1,4 @@
-/* npcmind-demo-sources {"sha256":"77548eb5a45aeecff0222c1defeacabf788c4c6e13fc8bfae8c865649227af32","files":["clients/demo/index.html","clients/demo/src/autopilot.ts","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/labels.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/plot.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/sources.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/limits.ts","clients/typescript/src/lines.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/refusals.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/stream.ts","clients/typescript/src/timings.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
+/* npcmind-demo-sources {"sha256":"fa1583c4e0b51118e6c02590e6c86aab5eb0ca5a3bcd59c6a1a99d0da37163d8","files":["clients/demo/index.html","clients/demo/src/autopilot.ts","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/labels.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/plot.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/sources.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/limits.ts","clients/typescript/src/lines.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/refusals.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/stream.ts","clients/typescript/src/timings.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
 "use strict";
 (() => {
   // src/world.ts
@@ -165,6 +165,17 @@
   }
 
   // ../typescript/src/errors.ts
+  var NpcMindError = class extends Error {
+    name = "NpcMindError";
+    status;
+    code;
+    /** `status` and `code` optional: a game's own code may throw one with a message alone. */
+    constructor(message, options = {}) {
+      super(message);
+      this.status = options.status ?? null;
+      this.code = options.code ?? null;
+    }
+  };
   function readError(body) {
     const err = isObject(body) && isObject(body["error"]) ? body["error"] : {};
     const found = err["details"];
@@ -192,7 +203,7 @@
   var POLICY_MAX_TREES = 32;
   var POLICY_MAX_ACTIONS = 256;
   var POLICY_MAX_FEATURES = 4096;
-  var PolicyError = class extends Error {
+  var PolicyError = class extends NpcMindError {
     name = "PolicyError";
   };
   function isObject2(v) {
@@ -506,8 +517,12 @@
   var TICK_STREAM_BYTES = 256 * 1024;
   var MIN_CHUNK_BYTES = 1024;
   var TOO_LARGE = "answer_too_large";
-  var TooLargeError = class extends Error {
+  var TooLargeError = class extends NpcMindError {
     name = "TooLargeError";
+    /** The code is the one every reader of errors gives a body read no further than its cap. */
+    constructor(message, options = {}) {
+      super(message, { status: options.status ?? null, code: TOO_LARGE });
+    }
   };
   function tooLarge(what, cap, name) {
     return `${what}: the answer passed ${cap.toLocaleString("en-US")} bytes (${name}, the SDK's cap): not read past that`;
