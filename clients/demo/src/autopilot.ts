@@ -55,12 +55,9 @@ export function steer(w: World, dt: number): boolean {
     moveToward(p, REST, SPEED, dt);
     return false;
   }
-  // the queen charging the player: it steps back out of her reach (it outruns her) instead of standing on her
-  const charged = dist(p, w.queen) < KEEP_OFF;
   const foes = w.bees.filter((b) => b.doing.action !== "flee");
   const near = foes.reduce<Vec | null>((a, b) => (a === null || dist(b, p) < dist(a, p) ? b : a), null);
   let to: Vec = near ?? { x: HIVE.x - 220, y: HIVE.y };
-  if (charged) to = outside(p, w.queen, KEEP_OFF);
   to = outside(outside(to, HIVE, KEEP_OFF), w.queen, KEEP_OFF);
   to = { x: Math.max(40, Math.min(WIDTH - 40, to.x)), y: Math.max(40, Math.min(HEIGHT - 40, to.y)) };
   moveToward(p, to, SPEED, dt);

@@ -1,4 +1,4 @@
-/* npcmind-demo-sources {"sha256":"fa1583c4e0b51118e6c02590e6c86aab5eb0ca5a3bcd59c6a1a99d0da37163d8","files":["clients/demo/index.html","clients/demo/src/autopilot.ts","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/labels.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/plot.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/sources.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/limits.ts","clients/typescript/src/lines.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/refusals.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/stream.ts","clients/typescript/src/timings.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
+/* npcmind-demo-sources {"sha256":"ccabfa9a241e87c21aaf8c0dba9b3fe8f6c5f3fc2b08961aa50622f73f5a970d","files":["clients/demo/index.html","clients/demo/src/autopilot.ts","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/labels.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/plot.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/sources.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/limits.ts","clients/typescript/src/lines.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/refusals.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/stream.ts","clients/typescript/src/timings.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
 "use strict";
 (() => {
   // src/world.ts
@@ -153,11 +153,9 @@
       moveToward(p, REST, SPEED, dt);
       return false;
     }
-    const charged = dist(p, w.queen) < KEEP_OFF;
     const foes = w.bees.filter((b) => b.doing.action !== "flee");
     const near = foes.reduce((a, b) => a === null || dist(b, p) < dist(a, p) ? b : a, null);
     let to = near ?? { x: HIVE.x - 220, y: HIVE.y };
-    if (charged) to = outside(p, w.queen, KEEP_OFF);
     to = outside(outside(to, HIVE, KEEP_OFF), w.queen, KEEP_OFF);
     to = { x: Math.max(40, Math.min(WIDTH - 40, to.x)), y: Math.max(40, Math.min(HEIGHT - 40, to.y)) };
     moveToward(p, to, SPEED, dt);
