@@ -8,6 +8,7 @@ own clock runs faster with `?speed=` so a long game takes less time on a fast ma
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import math
 import os
@@ -33,6 +34,7 @@ from npcmind.http.server import free_port
 needs_browser = pytest.mark.skipif(CHROMIUM is None, reason="no chromium here (apt-get install chromium)")
 SNAPSHOT = "JSON.stringify(window.npcmindDemo.snapshot())"
 DEMO_PNG = ROOT / "docs" / "demo.png"
+DEMO_WEBP = ROOT / "docs" / "demo.webp"  # the README's recording: bench/demo_record.py
 # what the page of what the model saw shows of each entity: its part of the prompt (a row's tooltip, cached
 # entities too) and the request's own part as sent
 SEEN_TEXT = (
@@ -349,24 +351,103 @@ def test_with_the_scripted_provider_every_bee_decides_through_npcmind(play: Any,
     texts = [label["text"] for label in st["s"]["labels"]]
     assert not [t for t in texts if t.startswith("bee ")] and any(t.startswith("queen · ") for t in texts), texts
 
-    # the README's screenshot, this code and this provider: written into docs/ only when asked, so that a test
-    # run leaves the checkout as it found it (NPCMIND_WRITE_SCREENSHOT=1 pytest tests/test_demo.py); that run
-    # waits for a fight (six bees at the player). A plain run waits only for the plot's half minute: where the
-    # bees are is the game's business, and waiting for a fight made the test depend on how the game played
-    writing = os.environ.get("NPCMIND_WRITE_SCREENSHOT") == "1"
-
-    def shown() -> dict[str, Any] | None:  # for the README: a fight, not the first frame, and the plot's half minute
-        s = snapshot(browser)
-        p = s["player"]
-        close = [b for b in s["bees"] if b["action"] == "chase" and math.dist((b["x"], b["y"]), (p["x"], p["y"])) < 90]
-        return s if len(s["plot"]) >= 30 and (len(close) >= 6 or not writing) else None
-
-    s = until(shown, "the plot's half minute" + (" and a fight to show" if writing else ""))
+    # a screenshot at the page's size after the plot's half minute (the README's recording and still are
+    # bench/demo_record.py's: docs/demo.md). Where the bees are is the game's business: no fight is waited for
+    s = until(lambda: (s := snapshot(browser)) and len(s["plot"]) >= 30 and s, "the plot's half minute")
     assert_labels_apart(s)
-    shot = DEMO_PNG if writing else tmp_path / "demo.png"
+    shot = tmp_path / "demo.png"
     browser.screenshot(shot)
     png = shot.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and (int.from_bytes(png[16:20]), int.from_bytes(png[20:24])) == (1280, 720)
+
+
+# a label is drawn at most its placer's three rings out from its thing (clients/demo/src/labels.ts: the thing's
+# radius, 4 px, then a label height and a gap a ring), then kept inside the canvas: never further from it than this
+LABEL_REACH = 4 + 3 * (16 + 3)
+EDGE = 10  # px: a character this close to the field's border is against it
+PINNED_S = 3  # game seconds against a border, or longer: pinned there (a corner is against two borders)
+needs_learning = pytest.mark.skipif(
+    importlib.util.find_spec("sklearn") is None, reason="the demo learns with the distill extra (scikit-learn)"
+)
+
+
+def assert_labels_on_their_things(s: dict[str, Any]) -> None:
+    """Each label lies beside what it names: its box's nearest point within LABEL_REACH of the thing's disc."""
+    for a in s["labels"]:
+        at = a["at"]
+        nx, ny = max(a["x"], min(at["x"], a["x"] + a["w"])), max(a["y"], min(at["y"], a["y"] + a["h"]))
+        assert math.dist((nx, ny), (at["x"], at["y"])) <= at["r"] + LABEL_REACH, a
+
+
+class Borders:
+    """How long (in game seconds) each character has been against the field's border, over the snapshots seen."""
+
+    def __init__(self) -> None:
+        self.since: dict[str, float] = {}  # id: game time it came against a border, while it stays there
+        self.longest: tuple[float, str] = (0.0, "")
+
+    def see(self, s: dict[str, Any]) -> None:
+        w, h = s["field"]["width"], s["field"]["height"]
+        against = {c["id"] for c in characters(s) if min(c["x"], w - c["x"]) <= EDGE or min(c["y"], h - c["y"]) <= EDGE}
+        self.since = {i: self.since.get(i, s["time"]) for i in against}
+        for i, t in self.since.items():
+            self.longest = max(self.longest, (s["time"] - t, i))
+
+
+@needs_browser
+@needs_learning
+@pytest.mark.timeout(900)  # about a minute of play; a loaded machine plays slower, never more assertions
+def test_on_autopilot_every_source_shows_within_a_minute_of_game_time_with_no_input(play: Any) -> None:
+    """Issue 40: open the page, touch nothing. Within the game's first minute the viewer sees the scripted
+    stand-in decide (and the page says it is no model), the cache answer the scene at rest, and native AI when
+    the tour cuts the model with the page's control; the policy the demo learns as it plays takes over once
+    learnt (see below), and the tour restores the model. All along, labels stay beside their things, no
+    character is pinned against the field's border, and the page fits 1280x720. The minute is the page's game
+    time (the tour's clock): a slower machine plays it later, never faster."""
+    demo, browser = play("--scripted")  # the command's defaults: autopilot, a policy learned every 10 s
+    borders, cut_seen, published, sampled = Borders(), [], [], 0  # published: game time the page saw a policy
+
+    def through_the_tour() -> dict[str, Any] | None:
+        nonlocal sampled
+        st = state(browser)
+        s = st["s"]
+        sampled += 1
+        borders.see(s)
+        assert_labels_apart(s)
+        assert_labels_on_their_things(s)
+        if sampled % 10 == 0:  # every leg's words, the model cut or not: the panel still fits
+            assert_fits(browser)
+        if s["service"]["cut"]:
+            cut_seen.append(st)
+        if s["service"]["policy"] is not None and not published:
+            published.append(s["time"])
+        restored = cut_seen and not s["service"]["cut"]
+        return st if len(s["firsts"]) == 4 and restored else None
+
+    st = until(through_the_tour, "every source counted, and the model cut and restored", 600)
+    s = st["s"]
+    assert s["autopilot"] and s["speed"] == 1 and s["sent"]["events"] > 0, s  # no key was pressed
+    firsts = s["firsts"]
+    print(f"first seen (game s): {json.dumps({k: round(v, 1) for k, v in firsts.items()})}")  # the figures
+    assert set(firsts) == set(SOURCES) and all(firsts[k] <= 60 for k in ("AI", "cached", "native")), firsts
+    # the policy is the one source whose time is not the tour's: it waits for 100 bee decisions, a round of learning
+    # (a process of its own at a low priority) and a tree sure enough of what the bees see: 33-44 s in most runs
+    # on this project's 2-core machine, 58-65 and 131 s in others with builds beside them (docs/demo.md). A bound
+    # on it would be a bound on the machine. It must come, with no input, and the SDK must use it once published
+    assert firsts["local"] >= published[0] - 2, (firsts, published)  # learnt while the demo plays, then taken
+    # the scripted stand-in is said as such, by the legend and the mode line
+    assert st["legend"]["AI"]["word"] == "scripted" and "scripted, not a model" in st["mode"], st
+    assert st["legend"]["local"]["word"] == "policy" and s["policy"], s  # the SDK uses the published policy
+    assert s["service"]["policy"] is not None and s["service"]["learnEvery"] == 10, s["service"]
+    # the native AI came with the cut: the tour's leg, and the page's button saying it restores the model
+    cut = cut_seen[0]
+    assert cut["s"]["leg"] == "cut" and firsts["native"] >= min(c["s"]["time"] for c in cut_seen) - 1, firsts
+    assert any(c["s"]["counted"]["native"] > 0 for c in cut_seen)
+    until(lambda: browser.js("document.getElementById('cut').textContent") == "Cut the model", "restored", 30)
+    assert sampled > 100 and borders.longest[0] < PINNED_S, borders.longest
+    assert_fits(browser)
+    assert browser.errors == []
+    assert not [line for line in demo.lines if "WARNING" in line], demo.lines
 
 
 @needs_browser
@@ -477,6 +558,7 @@ def test_a_two_minute_game_sends_events_and_reports_and_the_model_sees_their_out
     assert browser.errors == []
     for each in labels_seen:
         assert_labels_apart(each)
+        assert_labels_on_their_things(each)
     # the page the demo links to, in a second browser while the game goes on (it shows the newest request)
     with Browser(tmp_path / "seen") as seen:
         seen.open(demo.url + browser.js("document.getElementById('seen').getAttribute('href')"))
@@ -489,9 +571,17 @@ def test_a_two_minute_game_sends_events_and_reports_and_the_model_sees_their_out
 
 
 def test_the_readme_shows_it_first() -> None:
-    """A newcomer's first section: one command, one URL, the screenshot the browser test takes."""
+    """A newcomer's first section: one command, one URL, the recording bench/demo_record.py makes (docs/demo.md)."""
     readme = (ROOT / "README.md").read_text()
     first = readme.split("\n## ", 2)[1]
     assert first.startswith("See it\n"), first[:40]
     assert "npcmind demo --scripted\n```" in first and "http://127.0.0.1:8080/demo" in first
-    assert "](docs/demo.png)" in first and DEMO_PNG.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "[distill]" in first  # the learned policy is one of what the page shows: its extra is installed
+    assert "](docs/demo.webp)" in first and "](docs/demo.png)" in first and "](docs/demo.md)" in first
+    # an animated WebP (RIFF, its VP8X header's animation flag, an ANIM chunk) under 2 MB
+    webp = DEMO_WEBP.read_bytes()
+    assert webp[:4] == b"RIFF" and webp[8:16] == b"WEBPVP8X" and webp[20] & 0x02 and b"ANIM" in webp[:64]
+    assert len(webp) < 2 * 1024 * 1024, f"{len(webp):,} bytes"
+    # the still at exactly the page's size: the PNG header's width and height
+    png = DEMO_PNG.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and (int.from_bytes(png[16:20]), int.from_bytes(png[20:24])) == (1280, 720)

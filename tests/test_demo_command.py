@@ -54,7 +54,7 @@ def test_the_demo_command_serves_its_page_decides_for_its_own_origin_and_leaves_
             assert decision["source"] == "AI" and decision["action"] in bee("a")["legal_actions"], decision
             # the page's control: the model cut, a new situation falls back (the game runs its native AI)
             state = http.get("/demo/state", params={"client_id": "demo-test"}).json()
-            assert state["cut"] is False and state["learn_every_s"] == 15.0 and state["static_tokens"] > 0, state
+            assert state["cut"] is False and state["learn_every_s"] == 10.0 and state["static_tokens"] > 0, state
             assert http.put("/demo/model", json={"cut": True}).json()["cut"] is True
             r = http.post("/v1/decide", json=decide_body(bee("b", observation={**BEE_OBS, "hp_fraction": 0.5})))
             fell = r.json()["decisions"][0]

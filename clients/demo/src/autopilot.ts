@@ -1,8 +1,8 @@
-/** The page playing itself until a key is pressed, so that a viewer who only watches sees within a minute every
- * source at work: a tour of a minute of game time, again and again. It fights (the model decides, the learned
- * policy takes over as the demo learns it), rests out of the bees' sight (nothing changes: the cache answers the
- * swarms), then cuts the model and fights on (what the cache and the policy do not give runs the native AI),
- * and restores it. */
+/** The page playing itself until a key is pressed, so that a viewer who only watches sees within half a minute
+ * every source at work: a tour of a minute of game time, again and again. It waits out of the bees' sight (the
+ * scene at rest repeats exactly: the cache answers its second asking), fights (the model decides, the demo
+ * learns its policy from those decisions, and the policy takes over as it is published), cuts the model and
+ * fights on (what the cache and the policy do not give runs the native AI), and restores it. */
 
 import { HEIGHT, HIVE, WIDTH, dist, moveToward, type Vec, type World } from "./world.js";
 
@@ -14,10 +14,11 @@ export interface Leg {
 }
 
 export const TOUR: readonly Leg[] = [
-  { name: "fight", from: 0, words: "the player fights the swarms" },
-  { name: "rest", from: 22, words: "the player rests out of sight: the scene repeats, the cache answers" },
-  { name: "cut", from: 34, words: "the model is cut: the cache and the policy go on, the rest is native AI" },
-  { name: "fight", from: 46, words: "the model is back" },
+  { name: "rest", from: 0, words: "waiting out of sight: the scene repeats" },
+  { name: "fight", from: 10, words: "fighting: the demo learns" },
+  { name: "cut", from: 30, words: "fighting, the model cut" },
+  { name: "fight", from: 40, words: "fighting, the model back" },
+  { name: "rest", from: 52, words: "resting out of sight" },
 ];
 const MINUTE = 60;
 const REST: Vec = { x: 130, y: 300 }; // out of every bee's sight of the hive's side, not a corner
@@ -41,7 +42,8 @@ export function untilNext(t: number): number {
 function outside(to: Vec, c: Vec, keep: number): Vec {
   const d = dist(to, c);
   if (d >= keep) return to;
-  const k = keep / Math.max(1, d);
+  if (d < 1) return { x: c.x - keep, y: c.y }; // on it: out on the side away from the hive
+  const k = keep / d;
   return { x: c.x + (to.x - c.x) * k, y: c.y + (to.y - c.y) * k };
 }
 

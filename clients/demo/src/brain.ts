@@ -12,7 +12,7 @@ import type { Choice, Outcome, Stats, TrackOptions } from "../../typescript/src/
 
 export type { Choice, Outcome, Stats, TrackOptions };
 
-const POLICY_EVERY_MS = 3000;
+const POLICY_EVERY_MS = 1000; // asked of the service only once the demo says one is published (else a 404 here)
 
 /** The ids of a decide request's body, when it was sent as JSON text. */
 function askedIds(init: RequestInit | undefined): string[] {

@@ -11,6 +11,11 @@ const QUEEN_ACTIONS = ["idle", "chase", "flee"];
 const SWARM_ACTIONS = ["surround", "retreat"];
 const ALONE = "each bee alone"; // a swarm has no native AI: without a decision its bees act one by one
 
+/** `v` rounded to a multiple of `q` (to the hundredth: 0.05 * 3 is 0.15, not 0.15000000000000002). */
+function step(v: number, q: number): number {
+  return Math.round(Math.round(v / q) * q * 100) / 100;
+}
+
 /** What was sent back to npcmind, for the overlay and the tests. */
 export interface Sent {
   events: number;
@@ -57,7 +62,9 @@ export class Game {
     }
     const q = w.queen;
     const dq = dist(q, p);
-    const qObs = { hp_fraction: q.hp, distance_to_player: dq, sees_player: dq < QUEEN_SIGHT, current_action: q.doing.action };
+    // the manifest gives the boss no quanta: the game tells her health and distance in steps (a bee's are the
+    // manifest's), so that a scene at rest repeats in what the model sees and the cache can answer it
+    const qObs = { hp_fraction: step(q.hp, 0.05), distance_to_player: step(dq, 10), sees_player: dq < QUEEN_SIGHT, current_action: q.doing.action };
     this.npc.track(q.id, "boss", qObs, QUEEN_ACTIONS, { position: [q.x, q.y], profile: "queen_bee" });
     this.npc.observe("player", "player", { hp_fraction: p.hp }, [p.x, p.y]);
   }

@@ -101,7 +101,7 @@ function showControl(): void {
   if (cutButton.textContent !== label) cutButton.textContent = label;
   const leg = legAt(world.time);
   const words = autopilot
-    ? `Autopilot (a key takes over): ${leg.words}; next in ${Math.ceil(untilNext(world.time) / speed)} s.`
+    ? `Autopilot, ${leg.words} (${Math.ceil(untilNext(world.time) / speed)} s); a key takes over.`
     : "You play: arrows or WASD move, Space swats.";
   const el = document.getElementById("tour");
   if (el && el.textContent !== words) el.textContent = words;
@@ -159,7 +159,7 @@ function snapshot(): Record<string, unknown> {
     counted: decidedSoFar(npc.stats, brain.unanswered), firsts, cost: costOf(npc.stats, watch.state), policy: npc.servicePolicy !== null,
     player: { x: world.player.x, y: world.player.y, hp: world.player.hp },
     bees: world.bees.map((b) => ({ ...who(b.id, b.doing), x: b.x, y: b.y, hp: b.hp })),
-    queen: { ...who("queen", world.queen.doing), hp: world.queen.hp, callingHelp: world.queen.callingHelp },
+    queen: { ...who("queen", world.queen.doing), x: world.queen.x, y: world.queen.y, hp: world.queen.hp, callingHelp: world.queen.callingHelp },
     swarms: world.swarms.map((s) => who(s.id, s.doing)),
     stats: npc.stats, sent: game.sent, service: watch.state, mode: document.getElementById("mode")?.dataset["mode"] ?? null,
     field: { width: WIDTH, height: HEIGHT }, labels, plot: plot.samples,

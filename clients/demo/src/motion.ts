@@ -28,6 +28,13 @@ function refuge(b: Bee, player: Vec): Vec {
   return REFUGES.reduce((a, r) => (worth(r) > worth(a) ? r : a));
 }
 
+/** A bee's own place near a point, by its slot in its wave: bees fleeing to one refuge gather round it instead of
+ * stacking on one pixel. */
+function spread(at: Vec, slot: number): Vec {
+  const a = (slot / 6) * Math.PI * 2;
+  return { x: at.x + Math.cos(a) * 22, y: at.y + Math.sin(a) * 22 };
+}
+
 /** Move a bee one step by its current action. */
 export function moveBee(b: Bee, w: World, dt: number): void {
   const swarm = w.swarms.find((s) => s.id === b.swarm);
@@ -36,7 +43,7 @@ export function moveBee(b: Bee, w: World, dt: number): void {
       moveToward(b, chaseTarget(b, w), BEE_SPEED * (swarm?.doing.action === "surround" ? 1.2 : 1), dt);
       return;
     case "flee":
-      moveToward(b, refuge(b, w.player), BEE_SPEED * 1.1, dt);
+      moveToward(b, spread(refuge(b, w.player), b.slot), BEE_SPEED * 1.1, dt);
       return;
     case "wander": {
       const home = swarm?.doing.action === "retreat" ? HIVE : { x: HIVE.x - 60, y: HIVE.y + (b.swarm === "swarm-a" ? -110 : 110) };

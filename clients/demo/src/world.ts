@@ -9,6 +9,9 @@ export const QUEEN_SIGHT = 250;
 const BEE_HIT = 0.25;
 const QUEEN_HIT = 0.06;
 const STING = 0.03;
+// a bee heals at once, not a little every second: its health, which the model sees, changes once and then
+// holds, so that a scene at rest repeats and the cache answers it
+const HEAL_AFTER = 10;
 
 /** Where a decision came from (sources.ts gives each its colour and word). */
 export type Source = "AI" | "cached" | "local" | "native";
@@ -36,6 +39,7 @@ export interface Bee extends Vec {
   doing: Doing;
   stingReady: number;
   alerted: number;
+  hitAt: number; // game time of its last hit: a bee left alone for HEAL_AFTER seconds is whole again
   wanderAngle: number;
 }
 
@@ -98,7 +102,7 @@ export class World {
       const a = (i / 6) * Math.PI * 2;
       this.bees.push({
         id: `${s.id.slice(-1)}${s.wave}-${i}`, swarm: s.id, slot: i, hp: 1, doing: native("wander"), stingReady: 0,
-        alerted: 0, wanderAngle: a, x: HIVE.x - 60 + Math.cos(a) * 30, y: HIVE.y + side * 110 + Math.sin(a) * 30,
+        alerted: 0, hitAt: 0, wanderAngle: a, x: HIVE.x - 60 + Math.cos(a) * 30, y: HIVE.y + side * 110 + Math.sin(a) * 30,
       });
     }
   }
@@ -117,6 +121,7 @@ export class World {
     for (const b of [...this.bees]) {
       if (dist(b, p) > 42) continue;
       b.hp = Math.max(0, b.hp - BEE_HIT);
+      b.hitAt = this.time;
       if (b.hp > 0) {
         out.push({ kind: "hit", bee: b.id });
         continue;
@@ -143,7 +148,7 @@ export class World {
         out.push({ kind: "stung", bee: b.id });
       }
       if (b.doing.action === "flee" && dist(b, p) > BEE_SIGHT * 1.3) out.push({ kind: "escaped", bee: b.id });
-      if (b.doing.action !== "chase") b.hp = Math.min(1, b.hp + dt * 0.02);
+      if (b.hp < 1 && b.doing.action !== "chase" && this.time - b.hitAt >= HEAL_AFTER) b.hp = 1;
     }
     const q = this.queen;
     if (dist(q, HIVE) < 30) q.hp = Math.min(1, q.hp + dt * 0.03); // the nest heals her

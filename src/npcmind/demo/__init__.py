@@ -35,7 +35,7 @@ def manifest_path() -> str:
     return str(resources.files("npcmind.demo") / "forest.yaml")
 
 
-LEARN_EVERY_S = 15.0  # a policy distilled this often: the page shows it take over within its first minute
+LEARN_EVERY_S = 10.0  # a policy distilled this often: the page shows it take over within its first minute
 
 
 @contextlib.contextmanager

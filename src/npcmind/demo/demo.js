@@ -1,4 +1,4 @@
-/* npcmind-demo-sources {"sha256":"dee15e9fbd4f0156d8a7a4e9d87166505e313054a047e710a6d14f76c2f2c168","files":["clients/demo/index.html","clients/demo/src/autopilot.ts","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/labels.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/plot.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/sources.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/limits.ts","clients/typescript/src/lines.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/refusals.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/stream.ts","clients/typescript/src/timings.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
+/* npcmind-demo-sources {"sha256":"ccabfa9a241e87c21aaf8c0dba9b3fe8f6c5f3fc2b08961aa50622f73f5a970d","files":["clients/demo/index.html","clients/demo/src/autopilot.ts","clients/demo/src/brain.ts","clients/demo/src/game.ts","clients/demo/src/labels.ts","clients/demo/src/main.ts","clients/demo/src/motion.ts","clients/demo/src/native.ts","clients/demo/src/overlay.ts","clients/demo/src/plot.ts","clients/demo/src/render.ts","clients/demo/src/service.ts","clients/demo/src/sources.ts","clients/demo/src/world.ts","clients/typescript/src/answer.ts","clients/typescript/src/cascade.ts","clients/typescript/src/decide.ts","clients/typescript/src/errors.ts","clients/typescript/src/limits.ts","clients/typescript/src/lines.ts","clients/typescript/src/outbox.ts","clients/typescript/src/policy.ts","clients/typescript/src/refusals.ts","clients/typescript/src/roster.ts","clients/typescript/src/say.ts","clients/typescript/src/scheduler.ts","clients/typescript/src/session.ts","clients/typescript/src/stream.ts","clients/typescript/src/timings.ts","clients/typescript/src/transport.ts","clients/typescript/src/types.ts"]} */
 "use strict";
 (() => {
   // src/world.ts
@@ -11,6 +11,7 @@
   var BEE_HIT = 0.25;
   var QUEEN_HIT = 0.06;
   var STING = 0.03;
+  var HEAL_AFTER = 10;
   var native = (action) => ({ action, source: "native", code: null, ms: null });
   var World = class {
     player = { ...PLAYER_START, hp: 1, swatReady: 0, swatShown: 0 };
@@ -40,6 +41,7 @@
           doing: native("wander"),
           stingReady: 0,
           alerted: 0,
+          hitAt: 0,
           wanderAngle: a,
           x: HIVE.x - 60 + Math.cos(a) * 30,
           y: HIVE.y + side * 110 + Math.sin(a) * 30
@@ -59,6 +61,7 @@
       for (const b of [...this.bees]) {
         if (dist(b, p) > 42) continue;
         b.hp = Math.max(0, b.hp - BEE_HIT);
+        b.hitAt = this.time;
         if (b.hp > 0) {
           out.push({ kind: "hit", bee: b.id });
           continue;
@@ -84,7 +87,7 @@
           out.push({ kind: "stung", bee: b.id });
         }
         if (b.doing.action === "flee" && dist(b, p) > BEE_SIGHT * 1.3) out.push({ kind: "escaped", bee: b.id });
-        if (b.doing.action !== "chase") b.hp = Math.min(1, b.hp + dt * 0.02);
+        if (b.hp < 1 && b.doing.action !== "chase" && this.time - b.hitAt >= HEAL_AFTER) b.hp = 1;
       }
       const q = this.queen;
       if (dist(q, HIVE) < 30) q.hp = Math.min(1, q.hp + dt * 0.03);
@@ -118,10 +121,11 @@
 
   // src/autopilot.ts
   var TOUR = [
-    { name: "fight", from: 0, words: "the player fights the swarms" },
-    { name: "rest", from: 22, words: "the player rests out of sight: the scene repeats, the cache answers" },
-    { name: "cut", from: 34, words: "the model is cut: the cache and the policy go on, the rest is native AI" },
-    { name: "fight", from: 46, words: "the model is back" }
+    { name: "rest", from: 0, words: "waiting out of sight: the scene repeats" },
+    { name: "fight", from: 10, words: "fighting: the demo learns" },
+    { name: "cut", from: 30, words: "fighting, the model cut" },
+    { name: "fight", from: 40, words: "fighting, the model back" },
+    { name: "rest", from: 52, words: "resting out of sight" }
   ];
   var MINUTE = 60;
   var REST = { x: 130, y: 300 };
@@ -139,7 +143,8 @@
   function outside(to, c, keep) {
     const d = dist(to, c);
     if (d >= keep) return to;
-    const k = keep / Math.max(1, d);
+    if (d < 1) return { x: c.x - keep, y: c.y };
+    const k = keep / d;
     return { x: c.x + (to.x - c.x) * k, y: c.y + (to.y - c.y) * k };
   }
   function steer(w, dt) {
@@ -157,6 +162,32 @@
     return w.bees.some((b) => dist(b, p) < 36);
   }
 
+  // ../typescript/src/errors.ts
+  var NpcMindError = class extends Error {
+    name = "NpcMindError";
+    status;
+    code;
+    /** `status` and `code` optional: a game's own code may throw one with a message alone. */
+    constructor(message, options = {}) {
+      super(message);
+      this.status = options.status ?? null;
+      this.code = options.code ?? null;
+    }
+  };
+  function readError(body) {
+    const err = isObject(body) && isObject(body["error"]) ? body["error"] : {};
+    const found = err["details"];
+    const details = Array.isArray(found) ? found.filter(isObject).map((d) => ({ path: String(d["path"] ?? ""), message: String(d["message"] ?? "") })) : [];
+    return { code: String(err["code"] ?? ""), message: String(err["message"] ?? ""), details };
+  }
+  function errorLine(body, otherwise) {
+    const { message, details } = readError(body);
+    return details.map((d) => `${d.path}: ${d.message}`).join("; ") || message || otherwise;
+  }
+  function isObject(value) {
+    return typeof value === "object" && value !== null && !Array.isArray(value);
+  }
+
   // ../typescript/src/policy.ts
   var POLICY_FORMAT = "npcmind-policy";
   var POLICY_FORMAT_VERSION = 1;
@@ -170,10 +201,10 @@
   var POLICY_MAX_TREES = 32;
   var POLICY_MAX_ACTIONS = 256;
   var POLICY_MAX_FEATURES = 4096;
-  var PolicyError = class extends Error {
+  var PolicyError = class extends NpcMindError {
     name = "PolicyError";
   };
-  function isObject(v) {
+  function isObject2(v) {
     return typeof v === "object" && v !== null && !Array.isArray(v);
   }
   function roundHalfEven(x) {
@@ -186,7 +217,7 @@
   function encode(f, s) {
     if (f.source === "legal") return f.value !== null && s.legal.has(f.value) ? 1 : 0;
     let raw = s[f.source];
-    if (f.field !== null) raw = isObject(raw) ? raw[f.field] : null;
+    if (f.field !== null) raw = isObject2(raw) ? raw[f.field] : null;
     if (raw === null || raw === void 0) return f.missing;
     if (f.encoding === "enum") return raw === f.value ? 1 : 0;
     if (f.encoding === "boolean") return raw === true ? 1 : raw === false ? 0 : f.missing;
@@ -245,7 +276,7 @@
       this.clientId = typeof data["client_id"] === "string" ? data["client_id"] : null;
       this.createdAt = typeof data["created_at"] === "string" ? data["created_at"] : null;
       const types = data["types"];
-      if (!isObject(types)) throw new PolicyError("policy file: `types` must be an object of entity types");
+      if (!isObject2(types)) throw new PolicyError("policy file: `types` must be an object of entity types");
       count(types);
       this.types = new Map(Object.entries(types).map(([name, spec]) => [name, typePolicy(name, spec)]));
     }
@@ -257,7 +288,7 @@
       let data = source;
       if (source instanceof Uint8Array) data = parseJson(utf8(source, "policy JSON", max), "policy JSON", max);
       else if (typeof source === "string") data = parseJson(source, "policy JSON", max);
-      if (!isObject(data)) throw new PolicyError("a policy must be a JSON object");
+      if (!isObject2(data)) throw new PolicyError("a policy must be a JSON object");
       if (data["format"] !== POLICY_FORMAT || data["format_version"] !== POLICY_FORMAT_VERSION) {
         throw new PolicyError(
           `not a policy file this SDK reads: \`format\` must be '${POLICY_FORMAT}' and \`format_version\` ${POLICY_FORMAT_VERSION} (found ${JSON.stringify(data["format"])}, ${JSON.stringify(data["format_version"])})`
@@ -288,9 +319,9 @@
       if (tp === void 0) return null;
       const legal = Array.isArray(legalActions) ? legalActions : [];
       const situation = {
-        observation: isObject(observation) ? observation : {},
-        world: isObject(world2) ? world2 : {},
-        scope_state: isObject(scopeState) ? scopeState : {},
+        observation: isObject2(observation) ? observation : {},
+        world: isObject2(world2) ? world2 : {},
+        scope_state: isObject2(scopeState) ? scopeState : {},
         trigger,
         profile,
         legal: new Set(legal.filter((a) => typeof a === "string"))
@@ -306,12 +337,12 @@
       );
     let nodes = 0;
     for (const [name, spec] of entries) {
-      const trees = isObject(spec) && Array.isArray(spec["trees"]) ? spec["trees"] : [];
+      const trees = isObject2(spec) && Array.isArray(spec["trees"]) ? spec["trees"] : [];
       if (trees.length > POLICY_MAX_TREES)
         throw new PolicyError(
           `policy file: \`types.${name}.trees\` holds ${thousands(trees.length)} trees: at most ${POLICY_MAX_TREES} a type`
         );
-      for (const t of trees) nodes += isObject(t) && Array.isArray(t["feature"]) ? t["feature"].length : 0;
+      for (const t of trees) nodes += isObject2(t) && Array.isArray(t["feature"]) ? t["feature"].length : 0;
       if (nodes > POLICY_MAX_NODES)
         throw new PolicyError(
           `policy file: \`types.${name}\` brings the trees past ${thousands(POLICY_MAX_NODES)} nodes in all`
@@ -379,7 +410,7 @@
       throw new PolicyError(`policy file: \`${path}\` must hold probabilities from 0 to 1, not all 0`);
   }
   function feature(spec, path) {
-    if (!isObject(spec)) throw new PolicyError(`policy file: \`${path}\` must be an object`);
+    if (!isObject2(spec)) throw new PolicyError(`policy file: \`${path}\` must be an object`);
     const source = spec["source"];
     const encoding = spec["encoding"];
     if (!SOURCES.includes(source))
@@ -404,7 +435,7 @@
     };
   }
   function tree(spec, path, nFeatures, nActions) {
-    if (!isObject(spec)) throw new PolicyError(`policy file: \`${path}\` must be an object`);
+    if (!isObject2(spec)) throw new PolicyError(`policy file: \`${path}\` must be an object`);
     const n = Array.isArray(spec["feature"]) ? spec["feature"].length : 0;
     const arrays = {};
     for (const k of ["feature", "threshold", "left", "right", "value"]) {
@@ -443,7 +474,7 @@
   }
   function typePolicy(name, spec) {
     const path = `types.${name}`;
-    if (!isObject(spec)) throw new PolicyError(`policy file: \`${path}\` must be an object`);
+    if (!isObject2(spec)) throw new PolicyError(`policy file: \`${path}\` must be an object`);
     const actions = spec["actions"];
     if (!Array.isArray(actions) || actions.length === 0 || !actions.every((a) => typeof a === "string"))
       throw new PolicyError(`policy file: \`${path}.actions\` must be a list of action names`);
@@ -471,21 +502,6 @@
     };
   }
 
-  // ../typescript/src/errors.ts
-  function readError(body) {
-    const err = isObject2(body) && isObject2(body["error"]) ? body["error"] : {};
-    const found = err["details"];
-    const details = Array.isArray(found) ? found.filter(isObject2).map((d) => ({ path: String(d["path"] ?? ""), message: String(d["message"] ?? "") })) : [];
-    return { code: String(err["code"] ?? ""), message: String(err["message"] ?? ""), details };
-  }
-  function errorLine(body, otherwise) {
-    const { message, details } = readError(body);
-    return details.map((d) => `${d.path}: ${d.message}`).join("; ") || message || otherwise;
-  }
-  function isObject2(value) {
-    return typeof value === "object" && value !== null && !Array.isArray(value);
-  }
-
   // ../typescript/src/limits.ts
   var MAX_ANSWER_BYTES = 1024 * 1024;
   var MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
@@ -499,8 +515,12 @@
   var TICK_STREAM_BYTES = 256 * 1024;
   var MIN_CHUNK_BYTES = 1024;
   var TOO_LARGE = "answer_too_large";
-  var TooLargeError = class extends Error {
+  var TooLargeError = class extends NpcMindError {
     name = "TooLargeError";
+    /** The code is the one every reader of errors gives a body read no further than its cap. */
+    constructor(message, options = {}) {
+      super(message, { status: options.status ?? null, code: TOO_LARGE });
+    }
   };
   function tooLarge(what, cap, name) {
     return `${what}: the answer passed ${cap.toLocaleString("en-US")} bytes (${name}, the SDK's cap): not read past that`;
@@ -557,7 +577,7 @@
     return Math.abs(ttl) <= MAX_INTEGER ? null : `${at}.ttl_ms: out of range (at most ${MAX_INTEGER})`;
   }
   function decisionProblem(d, at) {
-    if (!isObject2(d)) return `${at}: not an object`;
+    if (!isObject(d)) return `${at}: not an object`;
     if (d["source"] === "AI") {
       for (const [name, kind2] of AI_FIELDS) if (typeof d[name] !== kind2) return `${at}.${name}: must be a ${kind2}`;
       const confidence = d["confidence"];
@@ -574,9 +594,9 @@
     return `${at}.source: must be AI or FALLBACK`;
   }
   function readDecideResponse(body, asked = null) {
-    if (!isObject2(body)) return "not a JSON object";
+    if (!isObject(body)) return "not a JSON object";
     const error = body["error"];
-    if (!("epoch" in body) && isObject2(error)) return String(error["message"] ?? "an error, with a 200");
+    if (!("epoch" in body) && isObject(error)) return String(error["message"] ?? "an error, with a 200");
     if (typeof body["epoch"] !== "number") return "epoch: must be a number";
     const decisions = body["decisions"];
     if (!Array.isArray(decisions)) return "decisions: must be an array";
@@ -595,11 +615,11 @@
     } catch {
       return `not JSON: ${line.slice(0, 80)}`;
     }
-    if (isObject2(d) && "source" in d) {
+    if (isObject(d) && "source" in d) {
       const problem = decisionProblem(d, "line");
       return problem ?? { decision: d };
     }
-    if (!isObject2(d) || typeof d["a2g"] !== "string") return "line: neither a decision (source) nor the last line (a2g)";
+    if (!isObject(d) || typeof d["a2g"] !== "string") return "line: neither a decision (source) nor the last line (a2g)";
     if (typeof d["epoch"] !== "number") return "line.epoch: must be a number";
     if (typeof d["latency_ms"] !== "number") return "line.latency_ms: must be a number";
     return { end: d };
@@ -1182,7 +1202,7 @@
     answer(status, body, now) {
       this.pending = null;
       const token = sessionToken(status, body);
-      if (token === null || !isObject2(body)) {
+      if (token === null || !isObject(body)) {
         if (this.token !== null) this.renewAt = now + RENEW_RETRY_MS;
         return `npcmind did not open a session (POST /v1/session answered ${status}: ${errorLine(body, "(no session_token)")})`;
       }
@@ -1203,7 +1223,7 @@
     }
   };
   function sessionToken(status, body) {
-    const token = status === 200 && isObject2(body) ? body["session_token"] : null;
+    const token = status === 200 && isObject(body) ? body["session_token"] : null;
     return typeof token === "string" && token !== "" ? token : null;
   }
 
@@ -1372,20 +1392,20 @@
      * it came are due again on their type's refresh. */
     read(status, body, entities) {
       this.asked = false;
-      const data = status === 200 && isObject2(body) ? body["manifest"] : null;
-      if (!isObject2(data)) return false;
+      const data = status === 200 && isObject(body) ? body["manifest"] : null;
+      if (!isObject(data)) return false;
       this.load(data);
       for (const e of entities) e.due = Math.min(e.due, e.askedAt + this.of(e.type)[0]);
       return true;
     }
     load(data) {
-      const defaults = isObject2(data["defaults"]) ? data["defaults"] : {};
-      const types = isObject2(data["types"]) ? data["types"] : {};
+      const defaults = isObject(data["defaults"]) ? data["defaults"] : {};
+      const types = isObject(data["types"]) ? data["types"] : {};
       this.types = /* @__PURE__ */ new Map();
       const refresh = ms(defaults["refresh_ms"], DEFAULT_REFRESH_MS);
       const ttl = ms(defaults["ttl_ms"], DEFAULT_TTL_MS);
       for (const [name, t] of Object.entries(types)) {
-        const one = isObject2(t) ? t : {};
+        const one = isObject(t) ? t : {};
         this.types.set(name, [ms(one["refresh_ms"], refresh), ms(one["ttl_ms"], ttl)]);
       }
     }
@@ -1395,7 +1415,7 @@
     return typeof value === "number" && value > 0 && value <= MAX_MS ? Math.trunc(value) : fallback;
   }
   function deadlineTimeoutMs(status, body) {
-    const deadline = status === 200 && isObject2(body) ? body["deadline_ms"] : null;
+    const deadline = status === 200 && isObject(body) ? body["deadline_ms"] : null;
     return typeof deadline === "number" && deadline > 0 && deadline <= MAX_MS ? deadline : null;
   }
 
@@ -1716,7 +1736,7 @@
         this.notBefore = Math.max(this.notBefore, now + 1e3);
         return;
       }
-      this.cascade.manifest(isObject2(body) && typeof body["version"] === "string" ? body["version"] : null);
+      this.cascade.manifest(isObject(body) && typeof body["version"] === "string" ? body["version"] : null);
     }
     healthAnswered(status, body) {
       const deadline = deadlineTimeoutMs(status, body);
@@ -2063,6 +2083,9 @@
   }
 
   // ../typescript/src/decide.ts
+  function kindOf(value) {
+    return value === null ? "null" : Array.isArray(value) ? "an array" : `a ${typeof value}`;
+  }
   var DecideClient = class {
     core;
     transport;
@@ -2111,9 +2134,43 @@
     get servicePolicy() {
       return this.core.cascade.fetched;
     }
-    /** The world the service sees beside the entities (change its fields as the game goes). */
+    /** The world the service sees beside the entities: change its fields, or set a new one, as the game goes. */
     get world() {
       return this.core.world;
+    }
+    set world(value) {
+      if (!isObject(value)) throw new TypeError(`world: must be an object, not ${kindOf(value)}`);
+      this.core.world = value;
+    }
+    /** The manifest's scope the game is in (a boss fight), or null; it may change as the game goes: the next
+     * decide request carries it, and the local policy sees its state from then on. */
+    get scope() {
+      return this.core.scope;
+    }
+    set scope(value) {
+      if (value !== null && typeof value !== "string")
+        throw new TypeError(`scope: must be a scope's name or null, not ${kindOf(value)}`);
+      this.core.scope = value;
+    }
+    /** The scope's state, sent with the scope (and given to the local policy while a scope is set). */
+    get scopeState() {
+      return this.core.scopeState;
+    }
+    set scopeState(value) {
+      if (value !== null && !isObject(value))
+        throw new TypeError(`scopeState: must be an object or null, not ${kindOf(value)}`);
+      this.core.scopeState = value;
+    }
+    /** How sure the local policy must be to decide an entity here (the cascade); the next choice uses it. */
+    get threshold() {
+      return this.core.roster.threshold;
+    }
+    set threshold(value) {
+      if (typeof value !== "number" || !Number.isFinite(value)) {
+        const shown2 = typeof value === "number" ? String(value) : kindOf(value);
+        throw new TypeError(`threshold: must be a finite number, not ${shown2}`);
+      }
+      this.core.roster.threshold = value;
     }
     /** How long a request may take before its entities use their native AI. */
     get timeoutMs() {
@@ -2210,7 +2267,7 @@
   };
 
   // src/brain.ts
-  var POLICY_EVERY_MS = 3e3;
+  var POLICY_EVERY_MS = 1e3;
   function askedIds(init) {
     if (typeof init?.body !== "string") return [];
     try {
@@ -2335,6 +2392,10 @@
     const worth = (r) => dist(r, player) - 0.6 * dist(r, b);
     return REFUGES.reduce((a, r) => worth(r) > worth(a) ? r : a);
   }
+  function spread(at, slot) {
+    const a = slot / 6 * Math.PI * 2;
+    return { x: at.x + Math.cos(a) * 22, y: at.y + Math.sin(a) * 22 };
+  }
   function moveBee(b, w, dt) {
     const swarm = w.swarms.find((s) => s.id === b.swarm);
     switch (b.doing.action) {
@@ -2342,7 +2403,7 @@
         moveToward(b, chaseTarget(b, w), BEE_SPEED * (swarm?.doing.action === "surround" ? 1.2 : 1), dt);
         return;
       case "flee":
-        moveToward(b, refuge(b, w.player), BEE_SPEED * 1.1, dt);
+        moveToward(b, spread(refuge(b, w.player), b.slot), BEE_SPEED * 1.1, dt);
         return;
       case "wander": {
         const home = swarm?.doing.action === "retreat" ? HIVE : { x: HIVE.x - 60, y: HIVE.y + (b.swarm === "swarm-a" ? -110 : 110) };
@@ -2377,6 +2438,9 @@
   var QUEEN_ACTIONS = ["idle", "chase", "flee"];
   var SWARM_ACTIONS = ["surround", "retreat"];
   var ALONE = "each bee alone";
+  function step(v, q) {
+    return Math.round(Math.round(v / q) * q * 100) / 100;
+  }
   var Game = class {
     constructor(world2, brain2) {
       this.world = world2;
@@ -2415,7 +2479,7 @@
       }
       const q = w.queen;
       const dq = dist(q, p);
-      const qObs = { hp_fraction: q.hp, distance_to_player: dq, sees_player: dq < QUEEN_SIGHT, current_action: q.doing.action };
+      const qObs = { hp_fraction: step(q.hp, 0.05), distance_to_player: step(dq, 10), sees_player: dq < QUEEN_SIGHT, current_action: q.doing.action };
       this.npc.track(q.id, "boss", qObs, QUEEN_ACTIONS, { position: [q.x, q.y], profile: "queen_bee" });
       this.npc.observe("player", "player", { hp_fraction: p.hp }, [p.x, p.y]);
     }
@@ -2685,16 +2749,16 @@
       const sum = (r) => SOURCES2.reduce((a, k) => a + r[k], 0);
       const scale = top(Math.max(0, ...this.samples.map((s) => sum(s.rates))));
       const { w, h } = frame(g2, scale);
-      const step = w / (WINDOW - 1);
-      const x0 = w - (this.samples.length - 1) * step;
+      const step2 = w / (WINDOW - 1);
+      const x0 = w - (this.samples.length - 1) * step2;
       const base2 = this.samples.map(() => 0);
       for (const k of SOURCES2) {
         const upper = this.samples.map((s, i) => (base2[i] ?? 0) + s.rates[k]);
         const y = (v) => h - 4 - (h - 8) * v / scale;
         g2.fillStyle = COLOURS[k];
         g2.beginPath();
-        upper.forEach((v, i) => g2.lineTo(x0 + i * step, y(v)));
-        for (let i = base2.length - 1; i >= 0; i--) g2.lineTo(x0 + i * step, y(base2[i] ?? 0));
+        upper.forEach((v, i) => g2.lineTo(x0 + i * step2, y(v)));
+        for (let i = base2.length - 1; i >= 0; i--) g2.lineTo(x0 + i * step2, y(base2[i] ?? 0));
         g2.fill();
         upper.forEach((v, i) => base2[i] = v);
       }
@@ -2707,19 +2771,19 @@
       g2.fillStyle = OUT;
       g2.textAlign = "right";
       g2.fillText(`${outScale} / s`, w - 3, 6);
-      const step = w / (WINDOW - 1);
-      const x0 = w - (this.samples.length - 1) * step;
+      const step2 = w / (WINDOW - 1);
+      const x0 = w - (this.samples.length - 1) * step2;
       const y = (v, of) => h - 4 - (h - 8) * v / of;
       g2.fillStyle = "rgba(207,216,220,0.55)";
       g2.beginPath();
       g2.moveTo(x0, h - 4);
-      this.samples.forEach((s, i) => g2.lineTo(x0 + i * step, y(s.tokensIn, scale)));
-      g2.lineTo(x0 + (this.samples.length - 1) * step, h - 4);
+      this.samples.forEach((s, i) => g2.lineTo(x0 + i * step2, y(s.tokensIn, scale)));
+      g2.lineTo(x0 + (this.samples.length - 1) * step2, h - 4);
       g2.fill();
       g2.strokeStyle = OUT;
       g2.lineWidth = 2;
       g2.beginPath();
-      this.samples.forEach((s, i) => g2.lineTo(x0 + i * step, y(s.tokensOut, outScale)));
+      this.samples.forEach((s, i) => g2.lineTo(x0 + i * step2, y(s.tokensOut, outScale)));
       g2.stroke();
     }
   };
@@ -3055,7 +3119,7 @@
     const label2 = st.cut ? "Restore the model" : "Cut the model";
     if (cutButton.textContent !== label2) cutButton.textContent = label2;
     const leg = legAt(world.time);
-    const words = autopilot ? `Autopilot (a key takes over): ${leg.words}; next in ${Math.ceil(untilNext(world.time) / speed)} s.` : "You play: arrows or WASD move, Space swats.";
+    const words = autopilot ? `Autopilot, ${leg.words} (${Math.ceil(untilNext(world.time) / speed)} s); a key takes over.` : "You play: arrows or WASD move, Space swats.";
     const el = document.getElementById("tour");
     if (el && el.textContent !== words) el.textContent = words;
     const learned = document.getElementById("learned");
@@ -3116,7 +3180,7 @@
       policy: npc.servicePolicy !== null,
       player: { x: world.player.x, y: world.player.y, hp: world.player.hp },
       bees: world.bees.map((b) => ({ ...who(b.id, b.doing), x: b.x, y: b.y, hp: b.hp })),
-      queen: { ...who("queen", world.queen.doing), hp: world.queen.hp, callingHelp: world.queen.callingHelp },
+      queen: { ...who("queen", world.queen.doing), x: world.queen.x, y: world.queen.y, hp: world.queen.hp, callingHelp: world.queen.callingHelp },
       swarms: world.swarms.map((s) => who(s.id, s.doing)),
       stats: npc.stats,
       sent: game.sent,
