@@ -87,7 +87,7 @@ function streamed(st: Stats, long = false): string {
 export function showCounters(doc: Document, st: Stats, sent: Sent, s: ServiceState): void {
   const tiles: [string, number, string, string?][] = [
     ["requests", st.requests, `${st.asked} asked${streamed(st)}`, `${st.asked} entities asked${streamed(st, true)}`],
-    ["decisions", st.ai, `cache ${st.cached}, policy ${st.local}`],
+    ["decisions", st.ai, `cache ${st.cached} of these; policy ${st.local} more`, `the service's AI decisions, ${st.cached} of them from its cache; ${st.local} more made in the game by the learned policy`],
     ["fallbacks", Object.values(st.fallbacks).reduce((a, b) => a + b, 0), fallbacks(st)],
     ["errors", st.errors, "requests unanswered"],
     ["sent back", sent.events + st.reportsSent, `${sent.events} events, ${st.reportsSent} reports`],
