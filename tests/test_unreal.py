@@ -35,9 +35,14 @@ missing = [t for t in TOOLS if shutil.which(t) is None] + [
     pkg for pkg, header in (("doctest-dev", "doctest/doctest.h"), ("libssl-dev", "openssl/evp.h"),
                             ("libcurl4-openssl-dev", "curl/curl.h")) if not _header(header)
 ]  # fmt: skip
-pytestmark = pytest.mark.skipif(
-    bool(missing), reason=f"no {', '.join(missing)} here (Debian: cmake clang doctest-dev libcurl4-openssl-dev)"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        bool(missing), reason=f"no {', '.join(missing)} here (Debian: cmake clang doctest-dev libcurl4-openssl-dev)"
+    ),
+    # the first test builds the plugin from clean with both compilers (the module's fixture): minutes on a loaded
+    # 2-core machine, past the suite's 120 s a test; every step has a timeout of its own below
+    pytest.mark.timeout(1800),
+]
 COMPILERS = {"gcc": "g++", "clang": "clang++"}
 
 
