@@ -174,6 +174,79 @@ def test_sdk_refuses_a_tampered_outcome(mind: NpcMind, store: NpcStore, scripted
     assert store.count("mara") == 0 and store.get("mara").state == {}  # type: ignore[union-attr]
 
 
+def test_with_the_check_switched_off_nothing_is_verified_nor_applied_and_a_server_checks_the_parts(
+    svc: Running, scripted: Any, store: NpcStore, monkeypatch: Any
+) -> None:
+    """``check_signatures=False`` (C#'s ``CheckSignatures = false``): the SDK verifies nothing and so applies
+    nothing; the outcome carries what a game server checks (``for_server()``, ``signed_payload``) and what the
+    game applies once its server said yes (``memories``, ``state_transform``). A server with the SDK's signing
+    module verifies an honest one and refuses a changed one; switched on, as before: verified, then applied."""
+    from npcmind_client.signing import canonical as canon
+    from npcmind_client.signing import signed_payload as payload_of
+    from npcmind_client.signing import verify as check
+
+    keys = {k["kid"]: k["public_key"] for k in svc.http.get("/v1/keys").json()["keys"]}
+    cortex = OpenAICortex(scripted.base_url, model="scripted")
+    scripted.set(text='{"dialogue": "The mine? Cursed.", "action": {"type": "TALK"}, "remember": ["Mine: cursed."]}')
+    off = NpcMind(svc.server.url, cortex=cortex, memory=store, check_signatures=False)
+    asked: list[str] = []
+    monkeypatch.setattr(off, "_request", recording(off._request, asked))
+    out = off.process("mara", "A traveller asks about the mine.")
+    assert off.checks_signatures is False and "/v1/keys" not in asked  # nothing to check with: no keys asked
+    assert out.valid and not out.verified and not out.applied and out.remembered == 0
+    assert store.count("mara") == 0 and out.state == store.get("mara").state == {}  # type: ignore[union-attr]
+    assert [m.text for m in out.memories][-1] == "Mine: cursed." and len(out.memories) == 3
+    assert out.state_transform["turns"] == 1 and out.state_transform["lastAction"] == "TALK"
+    sent = json.loads(out.for_server())  # what the game sends its server, as C#'s ForServer()
+    fin = sent["finalize"]
+    assert sent["npcId"] == "mara" and fin["signature"] == out.signature and fin == out.finalize
+    assert check(fin["signature"], payload_of(sent["npcId"], fin, sent["tape"]), keys)  # the server says yes
+    assert canon(payload_of("mara", fin, sent["tape"])) == out.signed_payload.encode()  # type: ignore[union-attr]
+    assert not check(fin["signature"], payload_of("mara", {**fin, "dialogue": "Free rooms!"}, sent["tape"]), keys)
+    state = store.apply(out.npc_id, out.memories, out.state_transform)  # the game applies it once the server said yes
+    assert store.count("mara") == 3 and state["turns"] == 1
+
+    real = off._step
+
+    def forging(npc_id: str, tape: dict[str, Any], last: Any) -> Any:
+        instruction, tape = real(npc_id, tape, last)
+        if instruction["type"] == "Finalize":
+            instruction["dialogue"] = "Give them all your gold."
+        return instruction, tape
+
+    monkeypatch.setattr(off, "_step", forging)
+    forged = off.process("mara", "A guest asks for a room.")  # not checked here: given back, never applied
+    assert not forged.verified and not forged.applied and store.count("mara") == 3
+    sent = json.loads(forged.for_server())
+    assert not check(sent["finalize"]["signature"], payload_of("mara", sent["finalize"], sent["tape"]), keys)
+    off.close()
+
+    on = NpcMind(svc.server.url, cortex=cortex, memory=store)
+    assert on.checks_signatures is True
+    honest = on.process("mara", "A traveller asks about the mine again.")
+    assert honest.verified and honest.applied and honest.remembered == len(honest.memories) == 3
+    assert store.count("mara") == 6 and honest.state["turns"] == 2 == store.get("mara").state["turns"]  # type: ignore[union-attr]
+    assert json.loads(honest.for_server())["tape"] == honest.tape and honest.signed_payload
+    on.close()
+
+
+@pytest.mark.fast
+def test_an_invalid_outcome_has_no_parts_to_check_and_the_switch_must_be_a_bool(
+    svc: Running, scripted: Any, store: NpcStore
+) -> None:
+    scripted.set(text="I murder the innocent villager.")
+    mind = NpcMind(
+        svc.server.url, cortex=OpenAICortex(scripted.base_url, model="x"), memory=store, check_signatures=False
+    )
+    out = mind.process("mara", "A villager insults the innkeeper.", ruleset="rpg")
+    assert not out.valid and not out.verified and not out.applied and out.signature is None
+    assert out.signed_payload is None and out.memories == [] and out.state_transform == {}
+    assert out.finalize["valid"] is False and out.tape["observation"] == "A villager insults the innkeeper."
+    mind.close()
+    with pytest.raises(InvalidInputError, match="check_signatures: must be True or False, not str"):
+        NpcMind(svc.server.url, cortex=OpenAICortex("http://127.0.0.1:9/v1"), memory=store, check_signatures="no")  # type: ignore[arg-type]
+
+
 def other_key() -> str:
     """A well-formed Ed25519 public key the service never signed with (base64url, as GET /v1/keys gives one)."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey

@@ -1,6 +1,8 @@
 /** Dialogue NPCs: the step loop of POST /npcs/{npcId}/process, the game supplying recall and inference.
  * The service is the mind (next step, prompt, judging, signing); the game is the body (state, memories,
- * inference). Nothing of an outcome is applied before its Ed25519 signature verified with WebCrypto. */
+ * inference). Nothing of an outcome is applied before its Ed25519 signature verified with WebCrypto; with
+ * `checkSignatures: false` nothing is verified here, so nothing is applied: a game server checks the outcome
+ * (`forServer()`) and the game applies its `memories` and `stateTransform` once the server said yes. */
 
 import {
   errorLine,
@@ -12,7 +14,7 @@ import {
   UnreachableError,
 } from "./errors.js";
 import { MAX_KEYS_BYTES, MAX_STEP_BYTES, textCapped, TooLargeError } from "./limits.js";
-import { NotCanonical } from "./jcs.js";
+import { canonical, NotCanonical } from "./jcs.js";
 import { signedPayload, verify } from "./signing.js";
 import type { components } from "./wire.js";
 
@@ -60,15 +62,36 @@ export interface Cortex {
   complete(prompt: string, constraints: PromptConstraints): string | Promise<string>;
 }
 
-/** What the game gets back: the line, the action, and what was applied. */
+/** What the game gets back: the line, the action, whether the signature was checked here (`verified`) and the
+ * outcome applied (`applied`), and what a game server checks when the check is left to it. */
 export interface NpcOutcome {
+  npcId: string;
   valid: boolean;
   dialogue: string;
   action: Record<string, unknown> | null;
+  /** The merged state when applied, the NPC's state as it was otherwise. */
   state: Record<string, unknown>;
+  /** How many memories were kept (0 when nothing was applied). */
   remembered: number;
   audit: Record<string, unknown>;
   steps: string[];
+  /** The service's signature was checked here (`NpcMind.checksSignatures`). */
+  verified: boolean;
+  /** Verified here, then kept in the NpcMemory (memories kept, state merged). */
+  applied: boolean;
+  /** What a valid outcome asks the game to keep, and its JSON merge patch of the NPC's state. */
+  memories: NewMemory[];
+  stateTransform: Record<string, unknown>;
+  /** `kid.base64url`; null for an invalid outcome. */
+  signature: string | null;
+  /** The canonical JSON (RFC 8785) the signature covers; its UTF-8 bytes are what was signed. */
+  signedPayload: string | null;
+  /** The Finalize instruction and the tape exactly as the service returned them. */
+  finalize: Record<string, unknown>;
+  tape: Record<string, unknown>;
+  /** The JSON a game server checks, `{"npcId", "finalize", "tape"}` (C#'s `ForServer()`), for
+   * `verify(finalize.signature, await signedPayload(npcId, finalize, tape), keys)`. */
+  forServer(): string;
 }
 
 /** How an NpcMind reaches the service. */
@@ -81,6 +104,9 @@ export interface NpcMindOptions {
    * with these alone and GET /v1/keys is never asked for them. Absent or null: the keys the service lists, worth
    * what the connection to it is (https). */
   keys?: Readonly<Record<string, string>> | ReadonlyMap<string, string> | null;
+  /** Check each valid outcome's signature here and apply it (the default, true); false leaves the check to a game
+   * server: nothing is verified here, so nothing is applied. */
+  checkSignatures?: boolean;
 }
 
 type Json = Record<string, unknown>;
@@ -91,6 +117,8 @@ export class NpcMind {
   private readonly fetchFn: typeof fetch;
   private keys = new Map<string, string>();
   private readonly pinned: ReadonlyMap<string, string> | null;
+  /** Whether outcomes are checked (and then applied) here (`NpcMindOptions.checkSignatures`). */
+  readonly checksSignatures: boolean;
 
   constructor(
     serviceUrl: string,
@@ -103,6 +131,10 @@ export class NpcMind {
     this.base = serviceUrl.replace(/\/+$/, "");
     this.fetchFn = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
     this.pinned = pinnedKeys(options.keys ?? null);
+    const check = options.checkSignatures ?? true;
+    if (typeof check !== "boolean")
+      throw new TypeError(`checkSignatures: must be true or false, not ${describe(check)}`);
+    this.checksSignatures = check;
   }
 
   /** The service's signing keys (kid -> base64url), fetched once from GET /v1/keys. */
@@ -116,7 +148,9 @@ export class NpcMind {
     return this.keys;
   }
 
-  /** Run the loop for one observation; on a valid, verified outcome keep the memories and merge the state. */
+  /** Run the loop for one observation; a valid outcome whose signature verifies is applied to the memory (its
+   * memories kept and its state merged, both or neither); one that does not verify is a SignatureError, nothing
+   * applied. With `checkSignatures: false` nothing is verified, so nothing is applied. */
   async process(
     npcId: string,
     observation: string,
@@ -137,7 +171,10 @@ export class NpcMind {
       tape = next; // sent back as received, unknown fields (the step token) included
       const kind = String(instruction["type"]);
       steps.push(kind);
-      if (kind === "Finalize") return this.finish(npcId, instruction, tape, steps);
+      if (kind === "Finalize") {
+        const [outcome, payload] = await this.outcome(npcId, instruction, tape, steps);
+        return this.apply(await this.checked(outcome, payload));
+      }
       last = await this.result(rec, kind, instruction);
     }
     throw new ProtocolError(`no Finalize after ${MAX_CALLS} calls`);
@@ -186,32 +223,66 @@ export class NpcMind {
     return [instruction, next];
   }
 
-  private async finish(npcId: string, fin: Json, tape: Json, steps: string[]): Promise<NpcOutcome> {
+  /** The outcome as the service gave it, nothing verified nor applied yet, and for a valid one what its signature
+   * covers (its canonical text is `signedPayload`). */
+  private async outcome(npcId: string, fin: Json, tape: Json, steps: string[]): Promise<[NpcOutcome, Json | null]> {
     const rec = await this.memory.get(npcId);
-    const audit = isObject(fin["ruleAudit"]) ? fin["ruleAudit"] : {};
-    const dialogue = String(fin["dialogue"] ?? "");
-    if (fin["valid"] !== true)
-      return { valid: false, dialogue, action: null, state: rec?.state ?? {}, remembered: 0, audit, steps };
-    let payload: Json;
+    const out: NpcOutcome = {
+      npcId,
+      valid: fin["valid"] === true,
+      dialogue: String(fin["dialogue"] ?? ""),
+      action: null,
+      state: rec?.state ?? {},
+      remembered: 0,
+      audit: isObject(fin["ruleAudit"]) ? fin["ruleAudit"] : {},
+      steps,
+      verified: false,
+      applied: false,
+      memories: [],
+      stateTransform: {},
+      signature: null,
+      signedPayload: null,
+      finalize: fin,
+      tape,
+      forServer: () => JSON.stringify({ npcId, finalize: fin, tape }),
+    };
+    if (!out.valid) return [out, null];
+    out.action = isObject(fin["action"]) ? fin["action"] : null;
+    const store = (Array.isArray(fin["memoryStore"]) ? fin["memoryStore"] : []) as NewMemory[];
+    out.memories = store.map(({ text, type, importance }) => ({ text, type, importance }));
+    out.stateTransform = isObject(fin["stateTransform"]) ? fin["stateTransform"] : {};
+    out.signature = typeof fin["signature"] === "string" && fin["signature"] !== "" ? fin["signature"] : null;
+    if (out.signature === null)
+      throw new SignatureError("the service sent a valid outcome without a signature: nothing can check it");
     try {
-      payload = await signedPayload(npcId, fin, tape);
+      const payload = await signedPayload(npcId, fin, tape);
+      out.signedPayload = canonical(payload);
+      return [out, payload];
     } catch (e) {
       if (e instanceof NotCanonical)
         throw new SignatureError(`the outcome cannot be verified: its tape has no canonical form (${e.message})`);
       throw e;
     }
-    const signature = typeof fin["signature"] === "string" ? fin["signature"] : "";
-    const ok = await this.verifies(signature, payload);
-    if (!ok) throw new SignatureError("the outcome's signature does not verify: nothing was applied");
-    const memories = (Array.isArray(fin["memoryStore"]) ? fin["memoryStore"] : []) as NewMemory[];
-    const patch = isObject(fin["stateTransform"]) ? fin["stateTransform"] : {};
-    const state = await this.memory.apply(
-      npcId,
-      memories.map(({ text, type, importance }) => ({ text, type, importance })),
-      patch,
-    );
-    const action = isObject(fin["action"]) ? fin["action"] : null;
-    return { valid: true, dialogue, action, state, remembered: memories.length, audit, steps };
+  }
+
+  /** A valid outcome's signature checked here (unless `checkSignatures` is false); one that does not verify is
+   * refused, nothing applied. */
+  private async checked(out: NpcOutcome, payload: Json | null): Promise<NpcOutcome> {
+    if (payload === null || !this.checksSignatures) return out;
+    if (!(await this.verifies(out.signature ?? "", payload)))
+      throw new SignatureError("the outcome's signature does not verify: nothing was applied");
+    out.verified = true;
+    return out;
+  }
+
+  /** A valid outcome verified here, applied to the memory (both or neither: the memory's contract); any other as
+   * it is. */
+  private async apply(out: NpcOutcome): Promise<NpcOutcome> {
+    if (!out.valid || !out.verified) return out;
+    out.state = await this.memory.apply(out.npcId, out.memories, out.stateTransform);
+    out.applied = true;
+    out.remembered = out.memories.length;
+    return out;
   }
 
   /** Whether the outcome's signature verifies: with the pinned keys alone, else with the service's (asked again

@@ -13,6 +13,7 @@ import {
   SignatureError,
   UnreachableError,
 } from "../src/index.js";
+import { canonical, signedPayload, verify } from "../src/index.js";
 import { b64url } from "../src/signing.js";
 import { SCRIPTED, SERVICE, needsService, script } from "./live.js";
 
@@ -55,6 +56,90 @@ test("an outcome whose signature does not verify is refused and nothing is appli
   );
   assert.deepEqual(npcs.get("guard #2")?.state, {});
   assert.equal(npcs.remembered("guard #2").length, 0);
+});
+
+test("with checkSignatures false nothing is verified nor applied, and a game server checks the parts", async () => {
+  needsService();
+  await script({});
+  type Listed = { keys: { kid: string; public_key: string }[] };
+  const listed = (await (await fetch(`${SERVICE}/v1/keys`)).json()) as Listed;
+  const keys = new Map(listed.keys.map((k) => [k.kid, k.public_key]));
+  const npcs = new InMemoryNpcs();
+  npcs.register("mara", "Mara, the innkeeper.");
+  const asked: string[] = [];
+  const spy: typeof fetch = (input, init) => {
+    asked.push(new URL(String(input)).pathname);
+    return fetch(input, init);
+  };
+  const cortex = new OpenAICortex(`${SCRIPTED}/v1`, "scripted");
+  const off = new NpcMind(SERVICE, cortex, npcs, { fetch: spy, checkSignatures: false });
+  assert.equal(off.checksSignatures, false);
+  const out = await off.process("mara", "A traveller asks for a room.");
+  assert.ok(out.valid && !out.verified && !out.applied && out.remembered === 0, JSON.stringify(out));
+  assert.ok(!asked.includes("/v1/keys"), asked.join(" ")); // nothing checked here: no keys asked for
+  assert.deepEqual(npcs.get("mara")?.state, {});
+  assert.equal(npcs.remembered("mara").length, 0);
+  assert.ok(out.memories.length >= 2 && out.stateTransform["turns"] === 1 && out.npcId === "mara");
+  // the game server, with the SDK's signing module, on what the game sent it
+  const sent = JSON.parse(out.forServer()) as { npcId: string; finalize: Record<string, unknown>; tape: unknown };
+  const fin = sent.finalize;
+  assert.equal(sent.npcId, "mara");
+  assert.equal(fin["signature"], out.signature);
+  assert.ok(await verify(String(fin["signature"]), await signedPayload(sent.npcId, fin, sent.tape), keys));
+  assert.equal(canonical(await signedPayload("mara", fin, sent.tape)), out.signedPayload);
+  const changed = { ...fin, dialogue: "Free rooms for all!" };
+  assert.equal(await verify(String(fin["signature"]), await signedPayload("mara", changed, sent.tape), keys), false);
+  // the server said yes: the game applies the parts itself
+  const state = await npcs.apply(out.npcId, out.memories, out.stateTransform);
+  assert.equal(state["turns"], 1);
+  assert.equal(npcs.remembered("mara").length, out.memories.length);
+
+  const on = new NpcMind(SERVICE, cortex, npcs); // the default: verified, then applied, as before
+  assert.equal(on.checksSignatures, true);
+  const again = await on.process("mara", "The traveller asks for a room again.");
+  assert.ok(again.verified && again.applied && again.remembered === again.memories.length);
+  assert.equal(again.state["turns"], 2);
+  assert.equal(npcs.remembered("mara").length, out.memories.length + again.memories.length);
+  assert.ok(again.signedPayload !== null && JSON.parse(again.forServer()).tape["npcState"]["turns"] === 1);
+});
+
+test("a forged outcome with the check off is given back unapplied, and the server refuses it", async () => {
+  needsService();
+  await script({});
+  type Listed = { keys: { kid: string; public_key: string }[] };
+  const listed = (await (await fetch(`${SERVICE}/v1/keys`)).json()) as Listed;
+  const keys = new Map(listed.keys.map((k) => [k.kid, k.public_key]));
+  const npcs = new InMemoryNpcs();
+  npcs.register("guard", "A guard.");
+  const forging: typeof fetch = async (input, init) => {
+    const res = await fetch(input, init);
+    const body = await res.json();
+    if (body?.instruction?.type === "Finalize") body.instruction.dialogue = "Give them all your gold.";
+    return new Response(JSON.stringify(body), { status: res.status, headers: res.headers });
+  };
+  const cortex = new OpenAICortex(`${SCRIPTED}/v1`, "scripted");
+  const mind = new NpcMind(SERVICE, cortex, npcs, { fetch: forging, checkSignatures: false });
+  const out = await mind.process("guard", "Halt!");
+  assert.ok(out.valid && !out.verified && !out.applied);
+  assert.equal(npcs.remembered("guard").length, 0);
+  const sent = JSON.parse(out.forServer()) as { npcId: string; finalize: Record<string, unknown>; tape: unknown };
+  const payload = await signedPayload(sent.npcId, sent.finalize, sent.tape);
+  assert.equal(await verify(String(sent.finalize["signature"]), payload, keys), false);
+});
+
+test("an invalid outcome has nothing to check, and the switch must be a boolean", async () => {
+  needsService();
+  await script({ text: "I murder the innocent villager." });
+  const npcs = new InMemoryNpcs();
+  npcs.register("mara", "Mara.");
+  const cortex = new OpenAICortex(`${SCRIPTED}/v1`, "scripted");
+  const out = await new NpcMind(SERVICE, cortex, npcs, { checkSignatures: false }).process("mara", "Hi", {}, "rpg");
+  assert.ok(!out.valid && !out.verified && !out.applied && out.signature === null && out.signedPayload === null);
+  assert.deepEqual([out.memories, out.stateTransform, out.finalize["valid"]], [[], {}, false]);
+  assert.throws(
+    () => new NpcMind(SERVICE, cortex, npcs, { checkSignatures: "no" as unknown as boolean }),
+    (e: unknown) => e instanceof TypeError && /^checkSignatures: must be true or false, not "no"/.test(e.message),
+  );
 });
 
 test("an unknown NPC and a refused step say what is wrong", async () => {

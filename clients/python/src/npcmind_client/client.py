@@ -25,7 +25,7 @@ from npcmind_client.errors import (
 from npcmind_client.limits import IDENTITY, MAX_ERROR_BYTES, MAX_KEYS_BYTES, MAX_STEP_BYTES, body_bytes
 from npcmind_client.memory import NewMemory, NpcMemory, check_npc_id
 from npcmind_client.npc_wire import NPCInstruction, PromptConstraints
-from npcmind_client.signing import NotCanonical, signed_payload, verify
+from npcmind_client.signing import NotCanonical, canonical, signed_payload, verify
 from npcmind_client.urls import http_url
 
 MAX_CALLS = 8
@@ -47,15 +47,30 @@ def _json(data: bytes) -> Any:
 
 @dataclass
 class NpcOutcome:
-    """What the game gets back: the line, the action, and what was applied."""
+    """What the game gets back: the line, the action, whether the signature was checked here (``verified``) and
+    the outcome applied (``applied``), and what a game server checks when the check is left to it."""
 
     valid: bool
     dialogue: str
     action: dict[str, Any] | None
-    state: dict[str, Any]
-    remembered: int
+    state: dict[str, Any]  # the merged state when applied, the NPC's state as it was otherwise
+    remembered: int  # how many memories were kept (0 when nothing was applied)
     audit: dict[str, Any] = field(default_factory=dict)  # {"preset", "appliedRules": [{ruleId, verdict, reason}]}
     steps: list[str] = field(default_factory=list)
+    npc_id: str = ""
+    verified: bool = False  # the service's signature was checked here (NpcMind.checks_signatures)
+    applied: bool = False  # verified here, then kept in the NpcMemory (memories kept, state merged)
+    memories: list[NewMemory] = field(default_factory=list)  # what a valid outcome asks the game to keep
+    state_transform: dict[str, Any] = field(default_factory=dict)  # its JSON merge patch of the NPC's state
+    signature: str | None = None  # ``kid.base64url``; None for an invalid outcome
+    signed_payload: str | None = None  # the canonical JSON (RFC 8785) the signature covers, as text
+    finalize: dict[str, Any] = field(default_factory=dict)  # the Finalize instruction as the service sent it
+    tape: dict[str, Any] = field(default_factory=dict)  # the tape as the service returned it
+
+    def for_server(self) -> str:
+        """The JSON a game server checks (``{"npcId", "finalize", "tape"}``, as C#'s ``ForServer()``), for
+        ``verify(finalize["signature"], signed_payload(npcId, finalize, tape), keys)``."""
+        return json.dumps({"npcId": self.npc_id, "finalize": self.finalize, "tape": self.tape}, ensure_ascii=False)
 
 
 class NpcMind:
@@ -70,12 +85,18 @@ class NpcMind:
         token: str | None = None,
         timeout_ms: float = 30_000,
         keys: Mapping[str, str] | None = None,
+        check_signatures: bool = True,
     ) -> None:
         """``memory``: any NpcMemory (``InMemoryNpcs``, the SQLite ``NpcStore``, the game's own); ``token``: a
         hosted service's session token; ``timeout_ms``: how long one step may take. ``keys``: the service's
         public keys (kid → base64url, as GET /v1/keys lists them), pinned: outcomes are then checked with these
         alone and GET /v1/keys is never asked for them. None (the default): the keys the service lists, worth
-        what the connection to it is (https)."""
+        what the connection to it is (https). ``check_signatures``: check each valid outcome's signature here and
+        apply it (the default); False leaves the check to a game server: nothing is verified here, so nothing is
+        applied, and the outcome carries what the server checks (``for_server()``) and what the game applies
+        once it said yes (``memories``, ``state_transform``)."""
+        if not isinstance(check_signatures, bool):
+            raise InvalidInputError(f"check_signatures: must be True or False, not {type(check_signatures).__name__}")
         headers = {"authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(
             base_url=http_url(service_url, "service_url", "http://127.0.0.1:8080"),
@@ -86,6 +107,7 @@ class NpcMind:
         self.memory = memory
         self._keys: dict[str, str] = {}
         self._pinned = pinned_keys(keys)
+        self.checks_signatures = check_signatures
 
     def public_keys(self, refresh: bool = False) -> dict[str, str]:
         """The service's signing keys (kid → base64url), fetched once from GET /v1/keys."""
@@ -148,7 +170,9 @@ class NpcMind:
     def process(
         self, npc_id: str, observation: str, context: dict[str, Any] | None = None, ruleset: str | None = None
     ) -> NpcOutcome:
-        """Run the loop for one observation; on a valid outcome store the memories and merge the state."""
+        """Run the loop for one observation; a valid outcome whose signature verifies is applied to the memory
+        (its memories kept and its state merged, both or neither); one that does not verify is a SignatureError,
+        nothing applied. With ``check_signatures`` False nothing is verified, so nothing is applied."""
         check_npc_id(npc_id)
         rec = self.memory.get(npc_id)
         if rec is None:
@@ -188,28 +212,64 @@ class NpcMind:
                     "generatedOutput": self.cortex.complete(instruction["prompt"], constraints),
                 }
             elif kind == "Finalize":
-                return self._apply(npc_id, instruction, tape, steps)
+                out, payload = self._outcome(npc_id, instruction, tape, steps)
+                return self._apply(self._checked(out, payload))
             else:
                 raise ProtocolError(f"unknown instruction {kind!r}")
         raise ProtocolError(f"no Finalize after {MAX_CALLS} calls")
 
-    def _apply(self, npc_id: str, fin: dict[str, Any], tape: dict[str, Any], steps: list[str]) -> NpcOutcome:
+    def _outcome(
+        self, npc_id: str, fin: dict[str, Any], tape: dict[str, Any], steps: list[str]
+    ) -> tuple[NpcOutcome, dict[str, Any] | None]:
+        """The outcome as the service gave it, nothing verified nor applied yet, and for a valid one what its
+        signature covers (its canonical text is ``signed_payload``)."""
         rec = self.memory.get(npc_id)
-        if not fin["valid"]:
-            state = rec.state if rec is not None else {}
-            return NpcOutcome(False, fin["dialogue"], None, state, 0, fin.get("ruleAudit") or {}, steps)
+        out = NpcOutcome(
+            valid=fin["valid"] is True,
+            dialogue=fin["dialogue"],
+            action=None,
+            state=rec.state if rec is not None else {},
+            remembered=0,
+            audit=fin.get("ruleAudit") or {},
+            steps=steps,
+            npc_id=npc_id,
+            finalize=fin,
+            tape=tape,
+        )
+        if not out.valid:
+            return out, None
+        out.action = fin.get("action")
+        out.memories = [NewMemory(m["text"], m["type"], m["importance"]) for m in fin["memoryStore"]]
+        out.state_transform = fin["stateTransform"]
+        out.signature = fin.get("signature")
+        if not out.signature:
+            raise SignatureError("the service sent a valid outcome without a signature: nothing can check it")
         try:
             payload = signed_payload(npc_id, fin, tape)
+            out.signed_payload = canonical(payload).decode("utf-8")
         except NotCanonical as e:
             raise SignatureError(f"the outcome cannot be verified: its tape has no canonical form ({e})") from None
-        signature = fin.get("signature") or ""
-        if not self._verifies(signature, payload):
+        return out, payload
+
+    def _checked(self, out: NpcOutcome, payload: dict[str, Any] | None) -> NpcOutcome:
+        """A valid outcome's signature checked here (unless ``check_signatures`` is False); one that does not
+        verify is refused, nothing applied."""
+        if payload is None or not self.checks_signatures:
+            return out
+        if not self._verifies(out.signature or "", payload):
             raise SignatureError("the outcome's signature does not verify: nothing was applied")
-        memories = [NewMemory(m["text"], m["type"], m["importance"]) for m in fin["memoryStore"]]
-        state = self.memory.apply(npc_id, memories, fin["stateTransform"])  # both, or neither on a crash
-        return NpcOutcome(
-            True, fin["dialogue"], fin.get("action"), state, len(fin["memoryStore"]), fin.get("ruleAudit") or {}, steps
-        )
+        out.verified = True
+        return out
+
+    def _apply(self, out: NpcOutcome) -> NpcOutcome:
+        """A valid outcome verified here, applied to the memory (both or neither: the memory's contract); any
+        other as it is."""
+        if not out.valid or not out.verified:
+            return out
+        out.state = self.memory.apply(out.npc_id, out.memories, out.state_transform)  # both, or neither on a crash
+        out.applied = True
+        out.remembered = len(out.memories)
+        return out
 
     def _verifies(self, signature: str, payload: dict[str, Any]) -> bool:
         """Whether the outcome's signature verifies: with the pinned keys alone, else with the service's (asked
