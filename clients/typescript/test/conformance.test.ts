@@ -8,6 +8,7 @@ import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 
 import type { LocalPolicy } from "../src/cascade.js";
+import { DecideClient } from "../src/decide.js";
 import { Policy } from "../src/policy.js";
 import { Scheduler, type SchedulerOptions } from "../src/scheduler.js";
 import type { Choice, OutRequest, Outcome, Stats } from "../src/types.js";
@@ -30,6 +31,14 @@ const STATS: Record<string, keyof Stats> = {
   streamed_ms_total: "streamedMsTotal",
   streams_cut: "streamsCut",
 };
+
+/** A `set_scope` or `set_threshold` step through the game's own setter (`DecideClient`'s `scope`, `scopeState`,
+ * `threshold`) on the case's scheduler, the client's `core`: a setter that did nothing fails the case. */
+function live(s: Scheduler, name: "scope" | "scopeState" | "threshold", value: unknown): void {
+  const setter = Object.getOwnPropertyDescriptor(DecideClient.prototype, name)?.set;
+  assert.ok(setter, `DecideClient has no ${name} setter`);
+  setter.call({ core: s }, value);
+}
 
 /** Every case of the folder, each with the file it came from. */
 function cases(): { file: string; case: Json }[] {
@@ -173,6 +182,13 @@ function run(c: Json): void {
         break;
       case "set_scene":
         s.setScene(args["scene"] as string);
+        break;
+      case "set_scope":
+        live(s, "scope", args["scope"]);
+        live(s, "scopeState", args["scope_state"] ?? null);
+        break;
+      case "set_threshold":
+        live(s, "threshold", args["threshold"]);
         break;
       case "tick": {
         const sent = note(s.tick(now)).map(requestJson);
