@@ -289,6 +289,11 @@ BREAKS = [
      "CortexTests.ARefusedParameterIsDroppedTheLimitRenamedAndTheCallAskedAgain"),
     ("DecideClient.cs", "core.Roster.Threshold = value;", "GC.KeepAlive(value);",
      "TransportTests.ScopeScopeStateAndThresholdChangeAsTheGameGoes"),
+    ("DecideClient.cs", "set { core.Scope = value; }", "set { }", "conformance live-settings.json: live scope: "),
+    ("DecideClient.cs", "set { core.ScopeState = value; }", "set { GC.KeepAlive(value); }",
+     "conformance live-settings.json: live scope: "),
+    ("DecideClient.cs", "core.Roster.Threshold = value;", "core.Roster.Threshold = core.Roster.Threshold;",
+     "conformance live-settings.json: live threshold: "),
     ("Errors.cs", "status, ReadError(body).Code);", "status, null);",
      "NpcTests.ARefusedStepIsAServiceExceptionWithTheStatusTheCodeAndTheProblemByPath"),
 ]  # fmt: skip

@@ -5,6 +5,8 @@ using System;
 using System.Collections.Generic;
 using System.IO;
 using System.Linq;
+using System.Reflection;
+using System.Runtime.Serialization;
 using NpcMind;
 using NUnit.Framework;
 
@@ -35,6 +37,16 @@ namespace NpcMind.Tests
         public void Case(object c)
         {
             Run((IDictionary<string, object>)c);
+        }
+
+        /// <summary>A DecideClient over the case's scheduler, for the game's own setters (Scope, ScopeState,
+        /// Threshold) in set_scope and set_threshold steps: a setter that did nothing fails the case. Made without its
+        /// constructor (no sender, no clock: the setters reach only the scheduler).</summary>
+        internal static DecideClient Client(Scheduler s)
+        {
+            var client = (DecideClient)FormatterServices.GetUninitializedObject(typeof(DecideClient));
+            typeof(DecideClient).GetField("core", BindingFlags.NonPublic | BindingFlags.Instance).SetValue(client, s);
+            return client;
         }
 
         /// <summary>The scheduler a case's options describe (snake_case in the files).</summary>
@@ -177,6 +189,14 @@ namespace NpcMind.Tests
                         break;
                     case "set_scene":
                         s.SetScene((string)arg("scene"));
+                        break;
+                    case "set_scope":
+                        var client = Client(s);
+                        client.Scope = arg("scope") as string;
+                        client.ScopeState = arg("scope_state") as IDictionary<string, object>;
+                        break;
+                    case "set_threshold":
+                        Client(s).Threshold = Json.ToDouble(arg("threshold"));
                         break;
                     case "tick":
                     {
