@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from npcmind_client.decide import DecideClient
+from npcmind_client.errors import NpcMindError, service_error
 from npcmind_client.options import DecideOptions
 from npcmind_client.policy import Policy
 from npcmind_client.scheduler import ANSWERED, FAILED, Kind, LocalPolicy, Request, Scheduler
@@ -244,3 +245,15 @@ def test_the_live_setting_cases_fail_when_a_setter_is_ignored(
     s = scheduler(found)
     problems = [run_step(s, step) for step in found["steps"]]
     assert any(p is not None for p in problems), "every step passed with the setter ignored"
+
+
+ERRORS = json.loads((CASES / "errors" / "error-answers.json").read_text())
+
+
+@pytest.mark.parametrize("vector", ERRORS["vectors"], ids=[v["name"] for v in ERRORS["vectors"]])
+def test_every_error_answer_vector(vector: dict[str, Any]) -> None:
+    """An error answer gives the error every SDK makes of it: kind, status, code and message (the shared vectors
+    of clients/conformance/errors/, run by the TypeScript and C# runners too)."""
+    e = service_error(vector["status"], vector["body"], "", ERRORS["what"])
+    assert isinstance(e, NpcMindError) and type(e).__name__ == vector["kind"]
+    assert (e.status, e.code, str(e)) == (vector["status"], vector["code"], vector["message"])

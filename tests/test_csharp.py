@@ -292,7 +292,7 @@ BREAKS = [
     ("DecideClient.cs", "set { core.Scope = value; }", "set { }", "conformance live-settings.json: live scope: "),
     ("DecideClient.cs", "set { core.ScopeState = value; }", "set { GC.KeepAlive(value); }",
      "conformance live-settings.json: live scope: "),
-    ("DecideClient.cs", "core.Roster.Threshold = value;", "core.Roster.Threshold = core.Roster.Threshold;",
+    ("DecideClient.cs", "core.Roster.Threshold = value;", "if (value < 0) core.Roster.Threshold = value;",
      "conformance live-settings.json: live threshold: "),
     ("Errors.cs", "status, ReadError(body).Code);", "status, null);",
      "NpcTests.ARefusedStepIsAServiceExceptionWithTheStatusTheCodeAndTheProblemByPath"),
