@@ -106,6 +106,13 @@ def test_every_policy_vector_ran_in_csharp_and_passed(results: dict[str, str]) -
     assert all(results[n] == "Success" for n in expected)
 
 
+def test_every_error_answer_vector_ran_in_csharp_and_passed(results: dict[str, str]) -> None:
+    vectors = json.loads((CONFORMANCE / "errors" / "error-answers.json").read_text())["vectors"]
+    expected = [f"error answer: {v['name']}" for v in vectors]
+    assert sorted(n for n in results if n.startswith("error answer: ")) == sorted(expected)
+    assert all(results[n] == "Success" for n in expected)
+
+
 def test_the_readme_shows_the_engine_examples_as_they_are() -> None:
     """The README's MonoBehaviour and Godot node are the files build.sh compiles (against the engine stand-ins)."""
     readme = (PACKAGE / "README.md").read_text()

@@ -39,6 +39,32 @@ namespace NpcMind.Tests
             Run((IDictionary<string, object>)c);
         }
 
+        private static IDictionary<string, object> ErrorAnswers
+        {
+            get { return (IDictionary<string, object>)Cases.Read(Path.Combine(Path.Combine(Cases.Folder, "errors"), "error-answers.json")); }
+        }
+
+        /// <summary>The error-answer vectors (clients/conformance/errors/), named after their `name`.</summary>
+        public static IEnumerable<TestCaseData> ErrorVectors()
+        {
+            foreach (var v in (IList<object>)ErrorAnswers["vectors"])
+                yield return new TestCaseData(v).SetName("error answer: " + Json.Get(v, "name"));
+        }
+
+        /// <summary>An error answer gives the exception every SDK makes of it: its kind (.NET's ...Exception for
+        /// the file's ...Error), status, code and message.</summary>
+        [TestCaseSource("ErrorVectors")]
+        public void ErrorAnswer(object vector)
+        {
+            var v = (IDictionary<string, object>)vector;
+            int status = (int)Json.ToDouble(v["status"]);
+            NpcMindException e = Errors.Refused(status, Json.Get(v, "body"), (string)ErrorAnswers["what"]);
+            Assert.AreEqual(((string)v["kind"]).Replace("Error", "Exception"), e.GetType().Name);
+            Assert.AreEqual(status, e.Status);
+            Assert.AreEqual(Json.Get(v, "code") as string, e.Code);
+            Assert.AreEqual((string)v["message"], e.Message);
+        }
+
         /// <summary>A DecideClient over the case's scheduler, for the game's own setters (Scope, ScopeState,
         /// Threshold) in set_scope and set_threshold steps: a setter that did nothing fails the case. Made without its
         /// constructor (no sender, no clock: the setters reach only the scheduler).</summary>

@@ -9,6 +9,7 @@ import { fileURLToPath } from "node:url";
 
 import type { LocalPolicy } from "../src/cascade.js";
 import { DecideClient } from "../src/decide.js";
+import { NpcMindError, serviceError } from "../src/errors.js";
 import { Policy } from "../src/policy.js";
 import { Scheduler, type SchedulerOptions } from "../src/scheduler.js";
 import type { Choice, OutRequest, Outcome, Stats } from "../src/types.js";
@@ -247,4 +248,17 @@ test("the conformance folder holds cases", () => {
 });
 for (const { file, case: c } of all) {
   test(`conformance ${file}: ${String(c["name"])}`, () => run(c));
+}
+
+/** The error-answer vectors (clients/conformance/errors/): the error every SDK makes of an error answer. */
+const errors = JSON.parse(readFileSync(join(FOLDER, "errors", "error-answers.json"), "utf8")) as {
+  what: string;
+  vectors: { name: string; status: number; body: unknown; kind: string; code: string | null; message: string }[];
+};
+for (const v of errors.vectors) {
+  test(`error answer: ${v.name}`, () => {
+    const e = serviceError(v.status, v.body, errors.what);
+    assert.ok(e instanceof NpcMindError);
+    assert.deepEqual([e.constructor.name, e.status, e.code, e.message], [v.kind, v.status, v.code, v.message]);
+  });
 }
