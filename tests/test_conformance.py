@@ -7,10 +7,13 @@ import dataclasses
 import json
 import typing
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from npcmind_client.decide import DecideClient
+from npcmind_client.errors import NpcMindError, service_error
 from npcmind_client.options import DecideOptions
 from npcmind_client.policy import Policy
 from npcmind_client.scheduler import ANSWERED, FAILED, Kind, LocalPolicy, Request, Scheduler
@@ -123,6 +126,17 @@ def choice_json(s: Scheduler, args: dict[str, Any], now: float) -> dict[str, Any
     return {**dataclasses.asdict(c), "expires_at_ms": c.expires_at * 1000}
 
 
+def live_setting(s: Scheduler, do: str, args: dict[str, Any]) -> None:
+    """A ``set_scope`` or ``set_threshold`` step, through the game's own setters (``DecideClient.scope``,
+    ``.scope_state``, ``.threshold``) on the case's scheduler: a setter that did nothing fails the case."""
+    client = SimpleNamespace(_scheduler=s)  # what the setters reach: the client's scheduler
+    if do == "set_scope":
+        typing.cast(Any, DecideClient.scope).fset(client, args["scope"])
+        typing.cast(Any, DecideClient.scope_state).fset(client, args.get("scope_state"))
+    else:
+        typing.cast(Any, DecideClient.threshold).fset(client, args["threshold"])
+
+
 def run_step(s: Scheduler, step: dict[str, Any]) -> str | None:
     """Do one step; what went wrong, or None."""
     now, do, args = float(step["at_ms"]), step["do"], step.get("args", {})
@@ -146,6 +160,9 @@ def run_step(s: Scheduler, step: dict[str, Any]) -> str | None:
         return None
     if do == "set_scene":
         s.outbox.set_scene(args["scene"])
+        return None
+    if do in ("set_scope", "set_threshold"):
+        live_setting(s, do, args)
         return None
     if do == "answer":
         s.answer(step["ref"], step["status"], step.get("body"), step.get("headers", {}), now)
@@ -204,3 +221,39 @@ def test_every_kind_of_request_has_an_answer_handler() -> None:
     kinds = set(typing.get_args(Kind))
     assert set(ANSWERED) == kinds
     assert set(FAILED) <= kinds and {"decide", "session", "manifest", "policy"} <= set(FAILED)
+
+
+LIVE = {c.values[0]["name"]: c.values[0] for c in load_cases() if c.id and c.id.startswith("live-settings: ")}
+
+
+@pytest.mark.parametrize(
+    "setter,case",
+    [
+        ("scope", "live scope: "),
+        ("scope_state", "live scope: "),
+        ("threshold", "live threshold: "),
+    ],
+)
+def test_the_live_setting_cases_fail_when_a_setter_is_ignored(
+    setter: str, case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A runner that passed whatever the setters did would prove nothing: with one of ``DecideClient``'s setters
+    doing nothing, the case that pins it fails."""
+    kept = getattr(DecideClient, setter)
+    monkeypatch.setattr(DecideClient, setter, property(kept.fget, lambda self, value: None))
+    (found,) = [c for name, c in LIVE.items() if name.startswith(case)]
+    s = scheduler(found)
+    problems = [run_step(s, step) for step in found["steps"]]
+    assert any(p is not None for p in problems), "every step passed with the setter ignored"
+
+
+ERRORS = json.loads((CASES / "errors" / "error-answers.json").read_text())
+
+
+@pytest.mark.parametrize("vector", ERRORS["vectors"], ids=[v["name"] for v in ERRORS["vectors"]])
+def test_every_error_answer_vector(vector: dict[str, Any]) -> None:
+    """An error answer gives the error every SDK makes of it: kind, status, code and message (the shared vectors
+    of clients/conformance/errors/, run by the TypeScript and C# runners too)."""
+    e = service_error(vector["status"], vector["body"], "", ERRORS["what"])
+    assert isinstance(e, NpcMindError) and type(e).__name__ == vector["kind"]
+    assert (e.status, e.code, str(e)) == (vector["status"], vector["code"], vector["message"])

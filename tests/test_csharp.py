@@ -106,6 +106,13 @@ def test_every_policy_vector_ran_in_csharp_and_passed(results: dict[str, str]) -
     assert all(results[n] == "Success" for n in expected)
 
 
+def test_every_error_answer_vector_ran_in_csharp_and_passed(results: dict[str, str]) -> None:
+    vectors = json.loads((CONFORMANCE / "errors" / "error-answers.json").read_text())["vectors"]
+    expected = [f"error answer: {v['name']}" for v in vectors]
+    assert sorted(n for n in results if n.startswith("error answer: ")) == sorted(expected)
+    assert all(results[n] == "Success" for n in expected)
+
+
 def test_the_readme_shows_the_engine_examples_as_they_are() -> None:
     """The README's MonoBehaviour and Godot node are the files build.sh compiles (against the engine stand-ins)."""
     readme = (PACKAGE / "README.md").read_text()
@@ -289,6 +296,11 @@ BREAKS = [
      "CortexTests.ARefusedParameterIsDroppedTheLimitRenamedAndTheCallAskedAgain"),
     ("DecideClient.cs", "core.Roster.Threshold = value;", "GC.KeepAlive(value);",
      "TransportTests.ScopeScopeStateAndThresholdChangeAsTheGameGoes"),
+    ("DecideClient.cs", "set { core.Scope = value; }", "set { }", "conformance live-settings.json: live scope: "),
+    ("DecideClient.cs", "set { core.ScopeState = value; }", "set { GC.KeepAlive(value); }",
+     "conformance live-settings.json: live scope: "),
+    ("DecideClient.cs", "core.Roster.Threshold = value;", "if (value < 0) core.Roster.Threshold = value;",
+     "conformance live-settings.json: live threshold: "),
     ("Errors.cs", "status, ReadError(body).Code);", "status, null);",
      "NpcTests.ARefusedStepIsAServiceExceptionWithTheStatusTheCodeAndTheProblemByPath"),
 ]  # fmt: skip

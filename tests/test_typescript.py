@@ -93,6 +93,41 @@ def test_the_node_tests_pass_against_a_real_service(
     assert len(ran) == len(conformance_cases()), "every case of clients/conformance ran in the TS runner"
 
 
+# (the text as it is in src/decide.ts, the text broken: the setter does nothing, the case that must then fail)
+SETTER_BREAKS = [
+    ("this.core.scope = value;", "void value;", "live scope: "),
+    ("this.core.scopeState = value;", "void value;", "live scope: "),
+    ("this.core.roster.threshold = value;", "void value;", "live threshold: "),
+]
+
+
+@pytest.mark.parametrize("right,wrong,fails", SETTER_BREAKS, ids=[b[0] for b in SETTER_BREAKS])
+def test_the_live_setting_cases_fail_when_a_typescript_setter_is_ignored(
+    built: Path, right: str, wrong: str, fails: str, tmp_path: Path
+) -> None:
+    """A runner that passed whatever the setters did would prove nothing: with one of ``DecideClient``'s setters
+    doing nothing in a copy of the package, rebuilt, the conformance runner fails the case that pins it."""
+    copy = tmp_path / "typescript"
+    for part in ("src", "test"):
+        shutil.copytree(PACKAGE / part, copy / part)
+    for name in ("tsconfig.json", "package.json"):
+        shutil.copy(PACKAGE / name, copy / name)
+    (copy / "node_modules").symlink_to(PACKAGE / "node_modules")
+    decide = copy / "src" / "decide.ts"
+    text = decide.read_text()
+    assert text.count(right) == 1, f"decide.ts no longer holds {right!r}: update SETTER_BREAKS"
+    decide.write_text(text.replace(right, wrong))
+    r = subprocess.run(["node", "node_modules/typescript/bin/tsc", "-p", "tsconfig.json"], cwd=copy,
+                       capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    env = {**os.environ, "NPCMIND_CONFORMANCE": str(ROOT / "clients" / "conformance") + "/"}
+    r = subprocess.run(["node", "--test", "dist/test/conformance.test.js"], cwd=copy, capture_output=True,
+                       text=True, timeout=600, env=env)  # fmt: skip
+    assert r.returncode != 0, "every case passed with the setter ignored"
+    failed = [line for line in r.stdout.splitlines() if line.startswith("not ok ")]
+    assert len(failed) == 1 and f"live-settings.json: {fails}" in failed[0], failed
+
+
 def policy_store(path: Path, client_id: str) -> str:
     """A store holding a distilled policy of ``client_id`` for the forest manifest (the shared vectors' file,
     written by distill's trainer), put with the store API before the service starts on it."""

@@ -132,6 +132,9 @@ BREAKS = [
      "conformance illegal-action-never-used.json: "),
     ("Roster.cpp", "if (now >= e->Current->ExpiresAt) {", "if (now < 0) {", "conformance expiry.json: "),
     ("Outbox.cpp", "if (status == 413 && items.size() > 1) {", "if (status == 999) {", "conformance telemetry.json: "),
+    ("Roster.cpp", "if (!(got->Confidence >= Threshold)", "if (!(got->Confidence >= 0.8)",
+     "conformance live-settings.json: live threshold: "),
+    ("Scheduler.cpp", "if (Scope) {", "if (Scope && Epoch() < 0) {", "conformance live-settings.json: live scope: "),
     ("Jcs.cpp", "return a.first < b.first;", "return a.first > b.first;", "SigningTests.cpp"),
 ]  # fmt: skip
 

@@ -5,6 +5,8 @@ using System;
 using System.Collections.Generic;
 using System.IO;
 using System.Linq;
+using System.Reflection;
+using System.Runtime.Serialization;
 using NpcMind;
 using NUnit.Framework;
 
@@ -35,6 +37,42 @@ namespace NpcMind.Tests
         public void Case(object c)
         {
             Run((IDictionary<string, object>)c);
+        }
+
+        private static IDictionary<string, object> ErrorAnswers
+        {
+            get { return (IDictionary<string, object>)Cases.Read(Path.Combine(Path.Combine(Cases.Folder, "errors"), "error-answers.json")); }
+        }
+
+        /// <summary>The error-answer vectors (clients/conformance/errors/), named after their `name`.</summary>
+        public static IEnumerable<TestCaseData> ErrorVectors()
+        {
+            foreach (var v in (IList<object>)ErrorAnswers["vectors"])
+                yield return new TestCaseData(v).SetName("error answer: " + Json.Get(v, "name"));
+        }
+
+        /// <summary>An error answer gives the exception every SDK makes of it: its kind (.NET's ...Exception for
+        /// the file's ...Error), status, code and message.</summary>
+        [TestCaseSource("ErrorVectors")]
+        public void ErrorAnswer(object vector)
+        {
+            var v = (IDictionary<string, object>)vector;
+            int status = (int)Json.ToDouble(v["status"]);
+            NpcMindException e = Errors.Refused(status, Json.Get(v, "body"), (string)ErrorAnswers["what"]);
+            Assert.AreEqual(((string)v["kind"]).Replace("Error", "Exception"), e.GetType().Name);
+            Assert.AreEqual(status, e.Status);
+            Assert.AreEqual(Json.Get(v, "code") as string, e.Code);
+            Assert.AreEqual((string)v["message"], e.Message);
+        }
+
+        /// <summary>A DecideClient over the case's scheduler, for the game's own setters (Scope, ScopeState,
+        /// Threshold) in set_scope and set_threshold steps: a setter that did nothing fails the case. Made without its
+        /// constructor (no sender, no clock: the setters reach only the scheduler).</summary>
+        internal static DecideClient Client(Scheduler s)
+        {
+            var client = (DecideClient)FormatterServices.GetUninitializedObject(typeof(DecideClient));
+            typeof(DecideClient).GetField("core", BindingFlags.NonPublic | BindingFlags.Instance).SetValue(client, s);
+            return client;
         }
 
         /// <summary>The scheduler a case's options describe (snake_case in the files).</summary>
@@ -177,6 +215,14 @@ namespace NpcMind.Tests
                         break;
                     case "set_scene":
                         s.SetScene((string)arg("scene"));
+                        break;
+                    case "set_scope":
+                        var client = Client(s);
+                        client.Scope = arg("scope") as string;
+                        client.ScopeState = arg("scope_state") as IDictionary<string, object>;
+                        break;
+                    case "set_threshold":
+                        Client(s).Threshold = Json.ToDouble(arg("threshold"));
                         break;
                     case "tick":
                     {

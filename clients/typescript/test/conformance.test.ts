@@ -8,6 +8,8 @@ import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 
 import type { LocalPolicy } from "../src/cascade.js";
+import { DecideClient } from "../src/decide.js";
+import { NpcMindError, serviceError } from "../src/errors.js";
 import { Policy } from "../src/policy.js";
 import { Scheduler, type SchedulerOptions } from "../src/scheduler.js";
 import type { Choice, OutRequest, Outcome, Stats } from "../src/types.js";
@@ -30,6 +32,14 @@ const STATS: Record<string, keyof Stats> = {
   streamed_ms_total: "streamedMsTotal",
   streams_cut: "streamsCut",
 };
+
+/** A `set_scope` or `set_threshold` step through the game's own setter (`DecideClient`'s `scope`, `scopeState`,
+ * `threshold`) on the case's scheduler, the client's `core`: a setter that did nothing fails the case. */
+function live(s: Scheduler, name: "scope" | "scopeState" | "threshold", value: unknown): void {
+  const setter = Object.getOwnPropertyDescriptor(DecideClient.prototype, name)?.set;
+  assert.ok(setter, `DecideClient has no ${name} setter`);
+  setter.call({ core: s }, value);
+}
 
 /** Every case of the folder, each with the file it came from. */
 function cases(): { file: string; case: Json }[] {
@@ -174,6 +184,13 @@ function run(c: Json): void {
       case "set_scene":
         s.setScene(args["scene"] as string);
         break;
+      case "set_scope":
+        live(s, "scope", args["scope"]);
+        live(s, "scopeState", args["scope_state"] ?? null);
+        break;
+      case "set_threshold":
+        live(s, "threshold", args["threshold"]);
+        break;
       case "tick": {
         const sent = note(s.tick(now)).map(requestJson);
         if ("sent" in step) {
@@ -231,4 +248,17 @@ test("the conformance folder holds cases", () => {
 });
 for (const { file, case: c } of all) {
   test(`conformance ${file}: ${String(c["name"])}`, () => run(c));
+}
+
+/** The error-answer vectors (clients/conformance/errors/): the error every SDK makes of an error answer. */
+const errors = JSON.parse(readFileSync(join(FOLDER, "errors", "error-answers.json"), "utf8")) as {
+  what: string;
+  vectors: { name: string; status: number; body: unknown; kind: string; code: string | null; message: string }[];
+};
+for (const v of errors.vectors) {
+  test(`error answer: ${v.name}`, () => {
+    const e = serviceError(v.status, v.body, errors.what);
+    assert.ok(e instanceof NpcMindError);
+    assert.deepEqual([e.constructor.name, e.status, e.code, e.message], [v.kind, v.status, v.code, v.message]);
+  });
 }

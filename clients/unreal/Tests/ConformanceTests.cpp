@@ -182,6 +182,12 @@ std::string RunCase(const Value& c) {
             s.Entities().SetEpoch(static_cast<int>(args["epoch"].AsNumber()), now);
         } else if (what == "set_scene") {
             s.SetScene(args["scene"].AsString());
+        } else if (what == "set_scope") {  // what a game does through DecideClient::Core()
+            if (args["scope"].IsString()) s.Scope = args["scope"].AsString();
+            else s.Scope.reset();
+            s.ScopeState = args["scope_state"];
+        } else if (what == "set_threshold") {
+            s.Entities().Threshold = args["threshold"].AsNumber();
         } else if (what == "tick") {
             auto made = s.Tick(now);
             Value got = Value::MakeArray();

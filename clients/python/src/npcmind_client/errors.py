@@ -68,4 +68,10 @@ def read_error(body: Any) -> tuple[str, str, list[dict[str, Any]]]:
 def error_line(body: Any, otherwise: str) -> str:
     """An error answer in one line: its problems by path, else its message, else ``otherwise``."""
     _, message, details = read_error(body)
-    return "; ".join(f"{d.get('path')}: {d.get('message')}" for d in details) or message or otherwise
+    line = "; ".join(f"{_part(d.get('path'))}: {_part(d.get('message'))}" for d in details)
+    return line or message or otherwise
+
+
+def _part(value: Any) -> str:
+    """A problem's path or message as text: empty when absent or null, as the other SDKs read it."""
+    return "" if value is None else str(value)
