@@ -3,10 +3,12 @@ model answering, the provider failing, recovered, the service stopped. One drive
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 from conftest import SCRIPTED_SVC, service_settings, serving
 from npcmind.testing.scripted import ScriptedServer
@@ -53,3 +55,26 @@ def played(command: list[str], scripted: ScriptedServer, tmp_path: Path) -> str:
     assert game.returncode == 0, err[-4000:]
     assert out.strip(), f"the game printed no report:\n{err[-4000:]}"
     return out
+
+
+PHASES = ["start", "ai", "provider-fault", "recovered", "service-stopped"]
+
+
+def kept_the_protocol(out: str, *zero: str) -> dict[str, Any]:
+    """The game's report (its last line), printed for bench/game_bench.py, once it shows the protocol kept in every
+    phase: no illegal action, no decision of an older epoch, none past its expiry (nor any of ``zero``, a port's own
+    counters); decisions from the model when it answers, none late while the provider fails or the service is
+    stopped, the native AI then, errors counted, the epoch raised, and decisions read from the streamed answer."""
+    report: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    print("game report: " + json.dumps(report))  # the Tick() figures: bench/game_bench.py reads this line
+    for name in PHASES:
+        p = report[name]
+        counted = tuple(p[k] for k in ("illegal", "old_epoch", "expired", *zero))
+        assert counted == (0,) * len(counted), (name, p)
+        assert p["frames"] > 0, (name, p)
+    assert report["ai"]["ai"] > 0 and report["recovered"]["ai"] > 0, report
+    assert report["provider-fault"]["late_ai"] == 0, report["provider-fault"]
+    assert report["service-stopped"]["late_ai"] == 0 and report["service-stopped"]["native"] > 0, report
+    assert report["stats"]["errors"] > 0 and report["epoch"] >= 5, report
+    assert report["stats"]["streamed_decisions"] > 0, report["stats"]  # NDJSON, line by line
+    return report

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from conftest import Running
-from games import played
+from games import kept_the_protocol, played
 from npcmind.testing.scripted import ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -245,18 +245,7 @@ def test_a_csharp_game_of_20_drones_at_60_hz_keeps_the_protocol_through_faults_a
     Tick() times are printed (docs/bench.md: a bench figure, not asserted). The phases are the game's stated run
     time, not waits for something: a phase begins after the fault (or the stop) is in place, decisions live
     1.5 s, and an AI choice counts as late from 2 s into a phase."""
-    out = played(["mono", str(OUT / "NpcMindGame.exe")], scripted, tmp_path)
-    report = json.loads(out.strip().splitlines()[-1])
-    print("game report: " + json.dumps(report))  # the Tick() figures: bench/game_bench.py reads this line
-    for name in ["start", "ai", "provider-fault", "recovered", "service-stopped"]:
-        p = report[name]
-        assert (p["illegal"], p["old_epoch"], p["expired"], p["thrown"]) == (0, 0, 0, 0), (name, p)
-        assert p["frames"] > 0, (name, p)
-    assert report["ai"]["ai"] > 0 and report["recovered"]["ai"] > 0, report
-    assert report["provider-fault"]["late_ai"] == 0, report["provider-fault"]
-    assert report["service-stopped"]["late_ai"] == 0 and report["service-stopped"]["native"] > 0, report
-    assert report["stats"]["errors"] > 0 and report["epoch"] >= 5, report
-    assert report["stats"]["streamed_decisions"] > 0, report["stats"]  # NDJSON over HttpClient, line by line
+    kept_the_protocol(played(["mono", str(OUT / "NpcMindGame.exe")], scripted, tmp_path), "thrown")
 
 
 # --- the cases fail when the C# scheduler is broken on purpose --------------------------------------------------
@@ -312,19 +301,25 @@ def test_the_shared_cases_fail_when_the_csharp_sdk_is_broken_on_purpose(
 ) -> None:
     """A runner that passed whatever the scheduler did would prove nothing: with one rule broken in a copy of the
     package, build.sh's run fails, and it fails the case that pins that rule."""
+    failed = failed_when_changed(tmp_path, f"Runtime/{file}", right, wrong)
+    assert any(fails in name for name in failed), failed
+
+
+def failed_when_changed(tmp_path: Path, file: str, right: str, wrong: str) -> list[str]:
+    """The NUnit tests that fail once ``right`` (there once) is ``wrong`` in a copy of the package's ``file``: its
+    build.sh must then fail."""
     copy = tmp_path / "csharp"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("out"))
-    source = copy / "Runtime" / file
+    source = copy / file
     text = source.read_text()
-    assert text.count(right) == 1, f"{file} no longer holds {right!r}: update BREAKS"
+    assert text.count(right) == 1, f"{file} no longer holds {right!r}: update the list of breaks"
     source.write_text(text.replace(right, wrong))
     r = subprocess.run([str(copy / "Build~" / "build.sh")], capture_output=True, text=True, timeout=600)
-    assert r.returncode != 0, "every test passed with the rule broken"
-    failed = [
+    assert r.returncode != 0, f"every test passed with {wrong!r} in {file}"
+    return [
         c.attrib["name"] for c in ET.parse(copy / "Build~" / "out" / "TestResult.xml").iter("test-case")
         if c.attrib.get("success") == "False"
     ]  # fmt: skip
-    assert any(fails in name for name in failed), failed
 
 
 # (the sample file, the text as it is, the text that allocates every frame): the engine test must then fail
@@ -340,18 +335,7 @@ def test_the_sample_bees_allocation_test_fails_when_the_bee_allocates(right: str
     """The engine test counts the bytes the runner's Tick and the sample bee's Update allocate over 300 frames (the
     Unity stand-ins' `name` makes a string at each read, as Unity's does): with the bee making a dictionary a
     frame, or reading its name a frame, it fails, and nothing else does."""
-    copy = tmp_path / "csharp"
-    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("out"))
-    sample = copy / "Samples~" / "HelloNpc" / "BeeBrain.cs"
-    text = sample.read_text()
-    assert text.count(right) == 1, f"BeeBrain.cs no longer holds {right!r}: update SAMPLE_BREAKS"
-    sample.write_text(text.replace(right, wrong))
-    r = subprocess.run([str(copy / "Build~" / "build.sh")], capture_output=True, text=True, timeout=600)
-    assert r.returncode != 0, "every test passed with the bee allocating every frame"
-    failed = [
-        c.attrib["name"] for c in ET.parse(copy / "Build~" / "out" / "TestResult.xml").iter("test-case")
-        if c.attrib.get("success") == "False"
-    ]  # fmt: skip
+    failed = failed_when_changed(tmp_path, "Samples~/HelloNpc/BeeBrain.cs", right, wrong)
     assert failed == ["NpcMind.Tests.EngineTests.TheSampleBeeAllocatesNothingPerFrameOnceItsDecisionCame"], failed
 
 
