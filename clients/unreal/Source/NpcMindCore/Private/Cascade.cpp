@@ -1,5 +1,6 @@
 // The cascade's rules.
 #include "NpcMindCore/Cascade.h"
+#include "NpcMindCore/DecideClient.h"
 
 #include "NpcMindCore/Errors.h"
 
@@ -24,21 +25,6 @@ std::string Kind(const std::string& s) {
     return out;
 }
 
-std::string Escape(const std::string& s) {
-    static const char hex[] = "0123456789ABCDEF";
-    std::string out;
-    for (unsigned char c : s) {
-        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-            c == '.' || c == '~')
-            out.push_back(static_cast<char>(c));
-        else {
-            out.push_back('%');
-            out.push_back(hex[c >> 4]);
-            out.push_back(hex[c & 15]);
-        }
-    }
-    return out;
-}
 }  // namespace
 
 Cascade::Cascade(std::string clientId, LocalPolicy policy, std::optional<bool> fetch, double refreshMs, SayOnce& say,
@@ -86,7 +72,7 @@ std::string Cascade::Request(double now, Headers& headers) {
     next_ = now + refreshMs_;
     headers.clear();
     if (!etag_.empty()) headers.emplace_back("if-none-match", etag_);
-    return "/v1/policy?client_id=" + Escape(clientId_);
+    return "/v1/policy?client_id=" + UrlEscape(clientId_);
 }
 
 bool Cascade::Answered(int status, const std::string& text, const Value* parsed, const Headers& headers) {

@@ -12,6 +12,22 @@ std::string HttpUrl(const std::string& url) {
     return out;
 }
 
+std::string UrlEscape(const std::string& s) {
+    static const char hex[] = "0123456789ABCDEF";
+    std::string out;
+    for (unsigned char c : s) {
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+            c == '.' || c == '~')
+            out.push_back(static_cast<char>(c));
+        else {
+            out.push_back('%');
+            out.push_back(hex[c >> 4]);
+            out.push_back(hex[c & 15]);
+        }
+    }
+    return out;
+}
+
 DecideClient::DecideClient(std::string serviceUrl, SchedulerOptions options, IHttpSender& http,
                            std::function<double()> clock)
     : base_(HttpUrl(serviceUrl)), scheduler_(std::move(options)), http_(http), clock_(std::move(clock)) {}

@@ -156,22 +156,6 @@ bool OpenAICortex::Read(int status, const std::string& body, const std::string& 
 
 // --- the step machine ----------------------------------------------------------------------------------------
 
-namespace {
-std::string PathEscape(const std::string& s) {
-    static const char hex[] = "0123456789ABCDEF";
-    std::string out;
-    for (unsigned char c : s) {
-        if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') out.push_back(static_cast<char>(c));
-        else {
-            out.push_back('%');
-            out.push_back(hex[c >> 4]);
-            out.push_back(hex[c & 15]);
-        }
-    }
-    return out;
-}
-}  // namespace
-
 DialogueTurn::DialogueTurn(std::string serviceUrl, std::string npcId, std::string observation, INpcMemory& memory,
                            std::string token, std::map<std::string, std::string> keys, Value context,
                            std::string ruleset)
@@ -212,7 +196,7 @@ void DialogueTurn::Step(const Value& lastResult) {
     body.Set("lastResult", lastResult);
     call_ = HttpCall();
     call_.Method = "POST";
-    call_.Url = base_ + "/npcs/" + PathEscape(npcId_) + "/process";
+    call_.Url = base_ + "/npcs/" + UrlEscape(npcId_) + "/process";
     NotCanonical why;
     // canonical: numbers written from their exact digits, so a tape goes back as the service wrote it
     if (!Jcs::Canonical(body, call_.Body, &why)) return Fail("the step cannot be sent: " + why.Message());

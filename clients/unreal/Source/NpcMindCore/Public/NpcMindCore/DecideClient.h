@@ -66,4 +66,7 @@ private:
 /// A service URL as given, without its trailing slashes; "" when it is not http(s)://...
 std::string HttpUrl(const std::string& url);
 
+/// A value made safe for a URL's path or query (RFC 3986: unreserved ASCII kept, every other byte %XX).
+std::string UrlEscape(const std::string& s);
+
 }  // namespace npcmind
