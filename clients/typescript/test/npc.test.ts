@@ -61,9 +61,7 @@ test("an outcome whose signature does not verify is refused and nothing is appli
 test("with checkSignatures false nothing is verified nor applied, and a game server checks the parts", async () => {
   needsService();
   await script({});
-  type Listed = { keys: { kid: string; public_key: string }[] };
-  const listed = (await (await fetch(`${SERVICE}/v1/keys`)).json()) as Listed;
-  const keys = new Map(listed.keys.map((k) => [k.kid, k.public_key]));
+  const keys = new Map(Object.entries(await serviceKeys()));
   const npcs = new InMemoryNpcs();
   npcs.register("mara", "Mara, the innkeeper.");
   const asked: string[] = [];
@@ -106,9 +104,7 @@ test("with checkSignatures false nothing is verified nor applied, and a game ser
 test("a forged outcome with the check off is given back unapplied, and the server refuses it", async () => {
   needsService();
   await script({});
-  type Listed = { keys: { kid: string; public_key: string }[] };
-  const listed = (await (await fetch(`${SERVICE}/v1/keys`)).json()) as Listed;
-  const keys = new Map(listed.keys.map((k) => [k.kid, k.public_key]));
+  const keys = new Map(Object.entries(await serviceKeys()));
   const npcs = new InMemoryNpcs();
   npcs.register("guard", "A guard.");
   const forging: typeof fetch = async (input, init) => {
@@ -183,6 +179,13 @@ test("a service that cannot be reached is an UnreachableError without a status",
   assert.equal(down.code, null);
 });
 
+/** The service's signing keys as GET /v1/keys lists them: kid -> public key (base64url). */
+async function serviceKeys(): Promise<Record<string, string>> {
+  type Listed = { keys: { kid: string; public_key: string }[] };
+  const listed = (await (await fetch(`${SERVICE}/v1/keys`)).json()) as Listed;
+  return Object.fromEntries(listed.keys.map((k) => [k.kid, k.public_key]));
+}
+
 /** A well-formed Ed25519 public key the service never signed with (base64url, as GET /v1/keys gives one). */
 async function otherKey(): Promise<string> {
   const pair = (await crypto.subtle.generateKey({ name: "Ed25519" }, true, ["sign", "verify"])) as CryptoKeyPair;
@@ -192,9 +195,7 @@ async function otherKey(): Promise<string> {
 test("pinned keys alone are trusted and none is fetched; an outcome signed by another key is refused", async () => {
   needsService();
   await script({});
-  type Listed = { keys: { kid: string; public_key: string }[] };
-  const listed = (await (await fetch(`${SERVICE}/v1/keys`)).json()) as Listed;
-  const service = Object.fromEntries(listed.keys.map((k) => [k.kid, k.public_key]));
+  const service = await serviceKeys();
   const [kid] = Object.keys(service) as [string];
   const cases: [Record<string, string> | ReadonlyMap<string, string>, boolean][] = [
     [service, true],
