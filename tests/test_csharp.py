@@ -640,3 +640,19 @@ def test_the_readme_says_where_the_whole_csharp_file_is_and_how_to_run_the_conso
     console = sdk[sdk.index("## The console game") :]
     for step in ("Build~/build.sh build", "--manifest examples/drones.yaml", "mono Build~/out/NpcMindGame.exe"):
         assert step in console, step  # the steps as they run: the script, its output and the manifest games.py plays
+
+
+# --- the amplification harness's C# surfaces (bench/amplify/sdk_csharp.py) ---------------------------------------
+
+
+@pytest.mark.parametrize("surface", range(5), ids=lambda i: f"surface {i}")
+def test_the_amplification_harness_still_builds_and_feeds_each_csharp_surface(surface: int) -> None:
+    """The standing harness of issue 39 compiles its program with the SDK's sources: when Ed25519 moved to the
+    vendored Bouncy Castle, its C# rows all CRASHED (mcs: `Org` unknown) and no test said so. Each surface is built
+    and fed its smallest input here; the figures stay the bench's."""
+    from amplify.sdk_csharp import SURFACES
+
+    assert len(SURFACES) == 5, "a C# surface added or gone: update the range above"
+    with SURFACES[surface].start() as feed:
+        cost = feed(10)
+    assert cost.seconds >= 0 and cost.note, cost

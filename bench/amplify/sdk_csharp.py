@@ -36,13 +36,25 @@ PACKAGE = Path(__file__).resolve().parents[2] / "clients" / "csharp"
 PROGRAM = PACKAGE / "Examples~" / "Bench" / "Amplify.cs"
 
 
-def compile_amplify(into: Path) -> Path:
-    """The bench program and the SDK's sources as one exe in ``into`` (mcs at C# 7.0, as build.sh compiles)."""
-    exe = into / "Amplify.exe"
-    cmd = ["mcs", "-langversion:7", "-nologo", "-nowarn:1591", "-target:exe", f"-out:{exe}"]
-    cmd += ["-r:System.Net.Http.dll", "-r:System.Numerics.dll", *map(str, sorted(PACKAGE.glob("Runtime/*.cs")))]
-    subprocess.run([*cmd, str(PROGRAM)], check=True, capture_output=True)
+BOUNCY_CASTLE = PACKAGE / "Runtime" / "Plugins" / "BouncyCastle.Crypto.dll"  # the SDK's Ed25519 (build.sh's BC)
+
+
+def csharp_exe(into: Path, runtime: Path, program: Path) -> Path:
+    """``program`` and the SDK's sources (``runtime``) as one exe in ``into``, beside the Bouncy Castle DLL it
+    loads (mcs at C# 7.0, as build.sh compiles; a compile error says what mcs said)."""
+    exe = into / (program.stem + ".exe")
+    cmd = ["mcs", "-langversion:7", "-nologo", "-nowarn:1591", "-target:exe", f"-out:{exe}", f"-r:{BOUNCY_CASTLE}"]
+    cmd += ["-r:System.Net.Http.dll", "-r:System.Numerics.dll", *map(str, sorted(runtime.glob("*.cs")))]
+    done = subprocess.run([*cmd, str(program)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"mcs: {(done.stdout + done.stderr)[-800:]}")
+    shutil.copy(BOUNCY_CASTLE, into)
     return exe
+
+
+def compile_amplify(into: Path) -> Path:
+    """The bench program and the SDK's sources as one exe in ``into``."""
+    return csharp_exe(into, PACKAGE / "Runtime", PROGRAM)
 
 
 def mono_surface(mode: str) -> Callable[[], AbstractContextManager[Feed]]:
@@ -231,11 +243,7 @@ class Hostile(BaseHTTPRequestHandler):
 
 def game_exe(into: Path, runtime: Path) -> Path:
     """The console game of tests/test_csharp.py compiled with the SDK's sources (``runtime``) into ``into``."""
-    exe = into / "Game.exe"
-    cmd = ["mcs", "-langversion:7", "-nologo", "-nowarn:1591", "-target:exe", f"-out:{exe}"]
-    cmd += ["-r:System.Net.Http.dll", "-r:System.Numerics.dll", *map(str, sorted(runtime.glob("*.cs")))]
-    subprocess.run([*cmd, str(PACKAGE / "Examples~" / "Console" / "Game.cs")], check=True, capture_output=True)
-    return exe
+    return csharp_exe(into, runtime, PACKAGE / "Examples~" / "Console" / "Game.cs")
 
 
 def tick_run(phase_s: float, phases: list[str], runtime: Path) -> dict[str, Any]:
