@@ -125,7 +125,7 @@ def _run(settings: Settings, page: str | None = None, attach: Callable[[Service,
         return service
     app = create_app(service)
     if attach is not None:
-        attach(service, app)
+        attach(service, app.app)  # the Litestar app: a command's routes are no hot ones
     _more_open_files_or_warn(settings.max_concurrent_calls)
     config = uvicorn_config(
         app,

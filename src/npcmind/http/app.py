@@ -32,6 +32,7 @@ from npcmind.decide.validate import partial_problems
 from npcmind.failures import FailureLog
 from npcmind.http.browsers import browser_origins
 from npcmind.http.hosts import host_check
+from npcmind.http.hot import HotRoutes
 from npcmind.http.openapi import openapi_document
 from npcmind.http.routes import RouteTable, Streamed
 from npcmind.protocol.a2g import (
@@ -705,14 +706,16 @@ def document() -> bytes:
     return openapi_document(Litestar(route_handlers=API.handlers(), openapi_config=None))
 
 
-def create_app(service: Service) -> Litestar:
-    """Build the ASGI app around a service."""
+def create_app(service: Service) -> HotRoutes:
+    """Build the ASGI app around a service: Litestar's, with a game's hot routes served ahead of its layers."""
     settings = service.settings
-    return Litestar(
+    check = host_check(settings.profile, settings.host, settings.allowed_hosts)
+    on_error = error_handler(service.settings.max_body_bytes)
+    app = Litestar(
         route_handlers=API.handlers(),
-        before_request=host_check(settings.profile, settings.host, settings.allowed_hosts),
+        before_request=check,
         state=State({"service": service}),
-        exception_handlers={Exception: error_handler(service.settings.max_body_bytes)},
+        exception_handlers={Exception: on_error},
         cors_config=browser_origins(service.settings.cors_origins),
         on_startup=[service.start],
         on_shutdown=[service.stop],
@@ -720,3 +723,4 @@ def create_app(service: Service) -> Litestar:
         request_max_body_size=service.settings.max_body_bytes,
         debug=False,
     )
+    return HotRoutes(app, check, on_error)
