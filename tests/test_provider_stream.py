@@ -278,6 +278,30 @@ def test_an_entity_given_twice_keeps_its_first_value_streamed_or_whole(text: str
 
 
 @pytest.mark.fast
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"E1": "chase", "E2": "idle"}',
+        '{"x": 1, "E1": "chase", "E1": "flee", "E2": "idle"}',  # a key not an entity's beside the repeat
+        '{"\\u00452": "idle", "E1": "chase", "E1": "flee"}',  # a key spelt with an escape
+        '{"E1": "\\"E1\\"", "E2": "idle"}',  # "E inside a value
+        '{"Eve": "x", "E1": "chase", "E1": "flee", "E2": "idle"}',
+        '{"E1": "chase", "E2": "idle"',  # no JSON: nothing repeats that decoding kept
+    ],
+)
+def test_the_search_for_a_repeated_key_is_skipped_only_when_none_can_be(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A whole answer is searched for a key given twice only when its text may hold one: skipping never changes
+    what parse() reads (checked against the search made every time)."""
+    entities = [(1, ["idle", "chase", "flee"]), (2, ["idle", "flee"])]
+    skipped = {n: (c.action, c.refused) for n, c in answer.parse(text, "enum", entities).items()}
+    monkeypatch.setattr(answer, "_may_repeat", lambda text, obj: True)
+    searched = {n: (c.action, c.refused) for n, c in answer.parse(text, "enum", entities).items()}
+    assert skipped == searched
+
+
+@pytest.mark.fast
 def test_a_long_streamed_answer_is_read_a_few_times_its_length_not_its_square(monkeypatch: pytest.MonkeyPatch) -> None:
     """A provider may stream megabytes of keys no entity has, each delta one that may close a part: the reader
     parsed the whole text again at each (80,000 characters: 2.9 s, quadratic). Past READ_ALWAYS it reads the text

@@ -153,10 +153,20 @@ def parse(
 ) -> dict[int, Choice]:
     """Parse the model's text answer; malformed JSON answers nothing (every entity is invalid_choice), unless
     the answer was ``cut`` at the output limit: then the entities it had finished still count."""
-    out = from_object(_load(text), mode, entities)
-    if mode == "enum":
+    obj = _load(text)
+    out = from_object(obj, mode, entities)
+    if mode == "enum" and _may_repeat(text, obj):
         _first_of_twice(text, out, dict(entities))
     return _salvage(text, mode, entities) if cut and not out else out
+
+
+def _may_repeat(text: str, obj: Any) -> bool:
+    """Whether the answer may give a key twice: each of the object's keys beginning with E is written at least
+    once as ``"E``, so when the text holds no more ``"E`` than that (and no escape that spells a key otherwise),
+    none is given twice and the search for repeats is skipped (most answers: it cost a regular expression pass)."""
+    if not isinstance(obj, dict) or "\\u" in text:
+        return True
+    return text.count('"E') > sum(1 for k in obj if k.startswith("E"))
 
 
 def _first_of_twice(text: str, out: dict[int, Choice], options: dict[int, list[str]]) -> None:
