@@ -24,7 +24,6 @@ import statistics
 import sys
 import tempfile
 import time
-import zlib
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -34,7 +33,7 @@ from npcmind.decide.prompt import EntityContext, EntityPrompt
 from npcmind.decide.read import read_of
 from npcmind.manifest import load
 from npcmind.protocol.a2g import DecideEntity, DecideRequest
-from npcmind.storage.base import DecisionFeatures, IssuedDecision, RequestFeatures, features_row
+from npcmind.storage.base import DecisionFeatures, IssuedDecision, RequestFeatures, features_row, small_compress
 from npcmind.storage.sqlite import SqliteStore
 from probe import cpu_probe
 
@@ -72,24 +71,17 @@ def _features(seq: int, r: int, names: list[str], at: float) -> RequestFeatures:
     f = RequestFeatures("game-1", "sha256:" + "5" * 64, at, WORLD, None, learned)
     if READ:
         batch = _asked(seq, r, names)
-        issued = [_Issued(seq + i, f"{28000 + (r * 16 + i) % 500}") for i in range(16)]
+        batch.entity_of = {seq + i: f"{28000 + (r * 16 + i) % 500}" for i in range(16)}
         t0 = time.perf_counter()
-        f.read = read_of(batch, issued, f)
+        f.read = read_of(batch, f)
         READ_S.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        zlib.compress(f.read, 1)  # as features_row does in the commit
+        small_compress(f.read)  # as features_row does in the commit
         ZIP_S.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         features_row(RequestFeatures(f.client_id, f.manifest_version, at, WORLD, None, learned))  # without the read
         ROW_S.append(time.perf_counter() - t0)
     return f
-
-
-class _Issued:
-    """What read_of reads of an issued decision: its number and entity."""
-
-    def __init__(self, seq: int, entity_id: str) -> None:
-        self.seq, self.entity_id = seq, entity_id
 
 
 def _asked(seq: int, r: int, names: list[str]) -> Any:

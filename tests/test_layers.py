@@ -45,6 +45,7 @@ BOUNDARIES: dict[str, tuple[str, ...]] = {
     "uvicorn": ("http", "cli"),
     "aiohttp": ("providers",),
     "asyncpg": ("storage",),
+    "zstandard": ("storage",),
     "redis": ("shared",),
     "prometheus_client": ("local",),
 }

@@ -10,7 +10,6 @@ import random
 import re
 import subprocess
 import sys
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from docblocks import bash, run_by
 from npcmind.decide.read import ReadCall, decode_read
 from npcmind.http.server import free_port
 from npcmind.storage import open_store
+from npcmind.storage.base import MAX_READ_BYTES, inflate
 from npcmind.testing.scripted import ScriptedServer
 from stores import opened, run
 
@@ -234,7 +234,10 @@ def test_what_is_kept_is_the_call_once_and_each_decision_by_its_number(recorded:
 
     async def read() -> list[tuple[int, Any]]:
         s = await opened(recorded.store)
-        got = [(seq, decode_read(zlib.decompress(blob))) for seq, blob in await s.policies.reads("game-1", 0.0)]
+        got = [
+            (seq, decode_read(inflate(blob, MAX_READ_BYTES, None)))
+            for seq, blob in await s.policies.reads("game-1", 0.0)
+        ]
         await s.close()
         return got
 
@@ -294,7 +297,7 @@ def test_a_streamed_answer_kept_once_a_batch_is_replayed_whole(
     async def rows() -> list[Any]:
         s = open_store(store, read_only=True)
         await s.open()
-        got = [decode_read(zlib.decompress(blob)) for _, blob in await s.policies.reads("game-1", 0.0)]
+        got = [decode_read(inflate(blob, MAX_READ_BYTES, None)) for _, blob in await s.policies.reads("game-1", 0.0)]
         await s.close()
         return got
 

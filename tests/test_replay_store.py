@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import zstandard
 
 from amplify.store import chain, fill, report_of, show_report
 from conftest import FOREST, cli
@@ -290,3 +291,53 @@ def test_the_page_in_chromium_names_the_wrong_field_of_a_crafted_report(shared_s
         assert said == "This report cannot be shown: `cost.total` must be a number, not a string.", said
         assert browser.js("document.getElementById('report').hidden") is True
         assert not browser.errors, browser.errors
+
+
+def test_a_zstd_row_is_read_no_further_than_its_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows are kept as zstd (small_compress), read as far as zlib rows: a 16 MiB one refused after at most the cap
+    and a chunk, the issue's row of 19,840 fields after at most 3 chunks; a cut or damaged frame, or one without its
+    size, is a damaged row (ValueError); a zlib row kept before still reads."""
+    text = json.dumps(["sha256:m", {"a": 1}, None, []]).encode()
+    assert base.inflate(base.small_compress(text), base.MAX_ROW_BYTES) == text
+    assert base.inflate(zlib.compress(text, 1), base.MAX_ROW_BYTES) == text  # a row kept before
+    for damaged in (
+        base.small_compress(text)[:-6],  # cut
+        base.small_compress(text)[:-1] + b"\x00",  # its checksum wrong
+        zstandard.ZstdCompressor(write_content_size=False).compress(text),
+    ):
+        with pytest.raises(ValueError) as e:
+            base.inflate(damaged, base.MAX_ROW_BYTES)
+        assert not isinstance(e.value, base.RowTooLarge)
+
+    produced: list[int] = []
+    real = zstandard.ZstdDecompressor
+
+    class Counting:
+        def stream_reader(self, data: bytes) -> Any:
+            reader = real().stream_reader(data)
+
+            class Read:
+                def __enter__(self) -> Any:
+                    return self
+
+                def __exit__(self, *exc: object) -> None:
+                    reader.close()
+
+                def read(self, n: int) -> bytes:
+                    out: bytes = reader.read(n)
+                    produced.append(len(out))
+                    return out
+
+            return Read()
+
+    monkeypatch.setattr(base.zstandard, "ZstdDecompressor", Counting)
+    bomb = base.small_compress(b"[" + b"0," * (8 << 20) + b"0]")
+    with pytest.raises(base.RowTooLarge, match=r"^more than 262,144 bytes$"):
+        base.inflate(bomb, base.MAX_ROW_BYTES)
+    assert sum(produced) <= base.MAX_ROW_BYTES + base.CHUNK, sum(produced)
+    produced.clear()
+    _, _, state = chain(19_840)
+    row = base.small_compress(json.dumps(["sha256:m", {}, state, []]).encode())
+    with pytest.raises(base.RowTooLarge, match=f"^{FIELDS_SKIPPED}$"):
+        base.inflate(row, base.MAX_ROW_BYTES)
+    assert 0 < sum(produced) <= 3 * base.CHUNK, sum(produced)

@@ -297,7 +297,7 @@ def test_what_the_model_read_and_its_manifest_come_back_and_go_with_pruning(stor
     once per version, used again later; prune forgets the reads with their decisions and a manifest unused since."""
     import zlib
 
-    from npcmind.storage.base import MANIFEST_EVERY_S
+    from npcmind.storage.base import MANIFEST_EVERY_S, inflate
 
     async def go() -> None:
         s = await opened(store_url)
@@ -316,7 +316,7 @@ def test_what_the_model_read_and_its_manifest_come_back_and_go_with_pruning(stor
         await s.close()
         s = await opened(store_url)  # a restart: all of it survived
         reads = await s.policies.reads("game-1", 0.0)
-        assert [(seq, zlib.decompress(data)) for seq, data in reads] == [(first, b'{"call":1}'), (late, b'{"call":2}')]
+        assert [(seq, inflate(data, 99)) for seq, data in reads] == [(first, b'{"call":1}'), (late, b'{"call":2}')]
         assert [seq for seq, _ in await s.policies.reads("game-1", 1002.0)] == [late]  # --since
         assert await s.policies.reads("game-2", 0.0) == []
         kept = await s.policies.manifest("sha256:m1")
@@ -357,7 +357,7 @@ def _sql(url: str, *statements: str) -> None:
 def test_a_store_of_version_3_gains_what_the_model_read_and_keeps_its_rows(store_url: str) -> None:
     """Schema 4 adds a column to features and the manifests table, as `serve` opens a version-3 store: its rows
     stay readable for distill, keep nothing to replay, and new rows keep what the model read."""
-    import zlib
+    from npcmind.storage.base import inflate
 
     async def older() -> None:
         s = await opened(store_url)
@@ -378,7 +378,7 @@ def test_a_store_of_version_3_gains_what_the_model_read_and_keeps_its_rows(store
         f = _features("game-1", [late], 1002.0)
         f.read, f.manifest = b'{"call":1}', b"{}"
         await s.decisions.record([_issued(late, "s1", "e1", at=1002.0)], f)
-        assert [(q, zlib.decompress(b)) for q, b in await s.policies.reads("game-1", 0.0)] == [(late, b'{"call":1}')]
+        assert [(q, inflate(b, 99)) for q, b in await s.policies.reads("game-1", 0.0)] == [(late, b'{"call":1}')]
         assert await s.policies.manifest("sha256:m1") is not None
         await s.close()
 

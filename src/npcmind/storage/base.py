@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import bisect
 import logging
+import threading
 import zlib
 from collections import Counter
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import msgspec
+import zstandard
 
 from npcmind.manifest.load import MAX_CHAIN_FIELDS
 
@@ -157,9 +159,9 @@ _decode_features = msgspec.json.Decoder(_Features).decode
 def features_row(f: RequestFeatures) -> tuple[int, str, float, bytes, bytes | None]:
     """A request's features as the one row every store keeps of them: the first number, the client, the time
     and [manifest version, world, scope state, [[seq, type, profile, observation, trigger, legal, action,
-    confidence], ...]] as JSON, zlib-compressed: the field names repeat in every entry, and compressed a
-    request of 16 took 389 bytes instead of 2,768 (20 us at level 1; docs/policy.md); and what the model read,
-    compressed apart (training never reads it; docs/replay.md)."""
+    confidence], ...]] as JSON, compressed (``small_compress``): the field names repeat in every entry, and a
+    request of 16 takes 314 bytes instead of 2,843 (docs/policy.md); and what the model read, compressed apart
+    (training never reads it; docs/replay.md)."""
     entries = [
         (d.seq, d.type, d.profile, d.observation, d.trigger, d.legal_actions, d.action, d.confidence)
         for d in f.decisions
@@ -170,12 +172,18 @@ def features_row(f: RequestFeatures) -> tuple[int, str, float, bytes, bytes | No
 
 
 def small_compress(data: bytes) -> bytes:
-    """zlib level 1 with an 8 KiB window and a small hash table: a request's rows compress about as well as with
-    zlib's defaults (their names and lines repeat close by) in half the time, for a set-up of 20 KiB instead of
-    256: a 16-entity request's features (3,751 bytes) 10.7 us against 20.5, 401 bytes both; what its model
-    read (19,167 bytes) 35 us against 72, 1,429 bytes against 1,309. Any zlib reader reads it."""
-    c = zlib.compressobj(1, zlib.DEFLATED, 13, 5)
-    return c.compress(data) + c.flush()
+    """zstd level 1, with the content size and a checksum: a 16-entity request's features (2,843 bytes) 4 us and
+    314 bytes, what its model read (19,639 bytes) 14 us and 1,031 bytes; zlib level 1 with an 8 KiB window took
+    6.6 and 27 us for 326 and 1,490 (bench/store_bench.py). Rows kept as zlib before are still read: ``inflate``
+    tells the two apart by their first bytes. One compressor a thread, reused (its set-up is paid once)."""
+    c: zstandard.ZstdCompressor | None = getattr(_packers, "c", None)
+    if c is None:
+        c = _packers.c = zstandard.ZstdCompressor(level=1, write_checksum=True)
+    return c.compress(data)
+
+
+_packers = threading.local()
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"  # a zstd frame's first bytes; a zlib stream's first byte is 0x78 (or 0x08-0x68)
 
 
 def manifest_rows(features: Iterable[RequestFeatures]) -> list[tuple[str, float, bytes]]:
@@ -201,9 +209,9 @@ CHUNK = 32 * 1024  # a row is decompressed this much at a time, its fields count
 
 
 def stored_limit(cap: int) -> int:
-    """The stored (compressed) size past which a row is over ``cap`` decompressed: zlib adds at most 5 bytes a
-    block it cannot compress and a header, and ``small_compress`` makes blocks of about 2 KiB (0.25% on random
-    bytes; zlib's defaults 16 KiB), so a blob longer than this cannot decompress to ``cap`` or less."""
+    """The stored (compressed) size past which a row is over ``cap`` decompressed: zstd adds at most 1/256 of what
+    it cannot compress and a header (its compress bound), zlib as rows were kept before 5 bytes a block of about
+    2 KiB (0.25%), so a blob longer than this cannot decompress to ``cap`` or less."""
     return cap + cap // 100 + 64
 
 
@@ -231,31 +239,57 @@ def too_many_fields(world: object, scope_state: object, observations: Iterable[o
 
 
 def inflate(data: bytes | None, cap: int, max_keys: int | None = MAX_ROW_FIELDS) -> bytes:
-    """A stored blob decompressed a chunk at a time, never past ``cap`` + 1 bytes (RowTooLarge past it, or as soon
-    as the text holds more than ``max_keys`` object keys for sure), so a row past a cap costs what it takes to see
-    that, not to read it. None is a blob the store did not hand over: longer than ``stored_limit(cap)``."""
+    """A stored blob (zstd, or zlib as rows were kept before) decompressed a chunk at a time, never past ``cap`` + 1
+    bytes (RowTooLarge past it, or as soon as the text holds more than ``max_keys`` object keys for sure), so a row
+    past a cap costs what it takes to see that, not to read it. None is a blob the store did not hand over: longer
+    than ``stored_limit(cap)``. A damaged or cut blob raises ValueError (zlib.error for zlib's)."""
     if data is None:
         raise RowTooLarge(bytes_skip(cap))
-    d = zlib.decompressobj()
-    out, rest, keys, chunks = bytearray(), data, 0, 0
-    while rest or not d.eof:
-        part = d.decompress(rest, CHUNK)
-        rest = d.unconsumed_tail
+    out, keys, chunks = bytearray(), 0, 0
+    for part in _zstd_parts(data, cap) if data[:4] == ZSTD_MAGIC else _zlib_parts(data):
         out += part
         if len(out) > cap:
             raise RowTooLarge(bytes_skip(cap))
-        # '":' ends a key, and inside a string a quote is always escaped ('\":'); a key ending in a backslash, or
+        # '":' ends a key, and inside a string a quote is always escaped ('\\":'); a key ending in a backslash, or
         # a pattern cut by a chunk's end, can only be missed (one a chunk is taken off): a lower bound of the keys
         if max_keys is not None:
             keys += part.count(b'":') - part.count(b'\\":')
             chunks += 1
             if keys - chunks > max_keys:
                 raise RowTooLarge(FIELDS_SKIP)
+    return bytes(out)
+
+
+def _zlib_parts(data: bytes) -> Iterator[bytes]:
+    """A zlib blob's text, CHUNK bytes at a time."""
+    d = zlib.decompressobj()
+    rest = data
+    while rest or not d.eof:
+        part = d.decompress(rest, CHUNK)
+        rest = d.unconsumed_tail
+        yield part
         if not part and not rest:
             break
     if not d.eof:
         raise zlib.error("the compressed data is incomplete")
-    return bytes(out)
+
+
+def _zstd_parts(data: bytes, cap: int) -> Iterator[bytes]:
+    """A zstd frame's text, CHUNK bytes at a time (read as far as a zlib row's: its first chunks may say which
+    cap it is past, fields or bytes)."""
+    size = zstandard.frame_content_size(data)
+    if size < 0:  # small_compress writes the size: a frame without it was not kept by this service
+        raise ValueError("a zstd row without its size")
+    n = 0
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(data) as reader:
+            while part := reader.read(CHUNK):
+                n += len(part)
+                yield part
+    except zstandard.ZstdError as e:
+        raise ValueError(f"a damaged zstd row: {e}") from None
+    if n != size:
+        raise ValueError("the compressed data is incomplete")
 
 
 def fields_of(*objects: object) -> int:
