@@ -243,21 +243,25 @@ class DecidePipeline:
         self, session: SessionContext, prompt: Prompt, order: list[int], key_base: KeyState
     ) -> tuple[dict[int, int], dict[int, Outcome], list[Asked]]:
         """Each entity's tokens, and what becomes of it before any call: over its budget, answered from the
-        cache, or to be asked (under the key its answer is cached by), in the prompt's order."""
+        cache, or to be asked (under the key its answer is cached by), in the prompt's order. The budget comes
+        first, as the protocol says (an entity over it falls back whether or not the cache holds it); its keys are
+        looked up with the others' so that the count knows which texts come again: a hit's text is counted
+        through the memo, a miss's (new, most likely) without filling it."""
         types = session.manifest.types
         counts: dict[int, int] = {}
         known: dict[int, Outcome] = {}
-        within: list[tuple[int, EntityPrompt, str, str | None]] = []
-        for i, ep in zip(order, prompt.entities, strict=True):
+        keyed = [
+            (i, ep, *prompt.cache_keys(key_base, ep, session.session_id if ep.private else None))
+            for i, ep in zip(order, prompt.entities, strict=True)
+        ]
+        asked: list[Asked] = []
+        encoding = self.provider.encoding
+        for (i, ep, key, own), hit in zip(keyed, await self._lookup(session.client_id, keyed), strict=True):
             budget = types[ep.entity.type].max_input_tokens
-            n_tokens = counts[ep.number] = tokens.count(self.provider.encoding, ep.text)
+            n_tokens = counts[ep.number] = (tokens.count if hit is not None else tokens.count_once)(encoding, ep.text)
             if n_tokens > budget:
                 known[i] = Fell("budget", f"entity input is {n_tokens} tokens, over max_input_tokens {budget}")
-                continue
-            within.append((i, ep, *prompt.cache_keys(key_base, ep, session.session_id if ep.private else None)))
-        asked: list[Asked] = []
-        for (i, ep, key, own), hit in zip(within, await self._lookup(session.client_id, within), strict=True):
-            if hit is not None:
+            elif hit is not None:
                 known[i] = hit
             else:  # an answer made with the session's memory is kept for this session alone
                 asked.append((i, ep, own if own is not None else key))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from npcmind.answer import INSTRUCTIONS, AnswerMode, offered
@@ -86,14 +87,18 @@ class Prompt:
         """The entity's decision-cache keys: the shared one, of its rendered part (``key_text``: without its id,
         its number, ages and memory), and, when ``session_id`` is given, its session's own: the key of a decision
         made with its session's memory, which that session alone may reuse (one session's reports never answer
-        another's entity). One hash of the text makes both: the session's key goes on from the shared one."""
+        another's entity). One hash of the text makes both: the session's key is the shared one followed by the
+        session's hash, made once a session (a second digest an entity cost 1 us of 1.5 ms uncached)."""
         h = base.copy()
         h.update(e.key_text.encode())
         shared = h.hexdigest()[:KEY_CHARS]
-        if session_id is None:
-            return shared, None
-        h.update(b"\x00session\x00" + session_id.encode())
-        return shared, h.hexdigest()[:KEY_CHARS]
+        return shared, None if session_id is None else shared + _session_tag(session_id)
+
+
+@lru_cache(maxsize=4096)
+def _session_tag(session_id: str) -> str:
+    """A session's part of its own cache keys: 96 bits of its id's SHA-256 (a cache's key, not a secret)."""
+    return hashlib.sha256(b"npcmind-session\x00" + session_id.encode()).hexdigest()[:24]
 
 
 def _indented(lines: Sequence[str]) -> str:
