@@ -118,8 +118,8 @@ class DecidePipeline:
         """Answer one decide request whole (a 422 ApiError if it breaks the manifest): the stream, collected into
         the request's order."""
         batch = await self.begin(session, req)
-        async with contextlib.aclosing(self.stream(batch)) as decisions:
-            async for _ in decisions:
+        async with contextlib.aclosing(self.stream(batch)) as groups:
+            async for _ in groups:
                 pass
         decided = [batch.decisions[i] for i in range(len(req.entities))]
         return DecideResponse(A2G_VERSION, req.epoch, batch.ms(), decided)
@@ -143,8 +143,9 @@ class DecidePipeline:
         counts, known, asked = await self._sort(session, prompt, order, key_base)
         return Batch(session, req, chain, now, t0, prompt, counts, known, asked, streamed)
 
-    async def stream(self, batch: Batch) -> AsyncGenerator[Decision, None]:
-        """Each entity's decision as soon as it is final and kept in the store: those that need no model first,
+    async def stream(self, batch: Batch) -> AsyncGenerator[list[Decision], None]:
+        """The entities' decisions as soon as they are final and kept in the store, a group at a time (what was
+        settled together: a step of an async generator a group, not an entity): those that need no model first,
         while the provider call starts, then each asked one as the model writes it. A StoreError means nothing
         of the group it came with was kept (the JSON answer becomes a 503, a stream's lines ``streamed`` says)."""
         task: asyncio.Task[None] | None = None
@@ -158,16 +159,13 @@ class DecidePipeline:
                 else:  # nothing to do meanwhile: the whole answer awaited in line, no task and no queue
                     pieces = _Ready(await self.calls.whole(call, len(batch.asked)))
             if batch.known:
-                for d in await self.keeper.settle(batch, list(batch.known.items())):
-                    yield d
+                yield await self.keeper.settle(batch, list(batch.known.items()))
             if batch.asked:
                 async for group in self._answers(batch, pieces, call.max_output_tokens):
                     if batch.session.ended():  # DELETE /v1/session meanwhile: no decision is issued to it any more
-                        for d in self._rest(batch, ENDED):
-                            yield d
+                        yield self._rest(batch, ENDED)
                         return  # the call is cancelled below
-                    for d in await self.keeper.settle(batch, group):
-                        yield d
+                    yield await self.keeper.settle(batch, group)
                 if batch.keep:
                     await self.shared.cache(batch.session.client_id, batch.keep)
                 if self.after is not None and batch.reply is not None and batch.reply.error is None:
@@ -183,9 +181,10 @@ class DecidePipeline:
         200 is sent: whatever goes wrong (the store, a bug) becomes ``unavailable`` lines for the entities without
         one, said once in the log, and the last line is still written."""
         try:
-            async with contextlib.aclosing(self.stream(batch)) as decisions:
-                async for d in decisions:
-                    yield d
+            async with contextlib.aclosing(self.stream(batch)) as groups:
+                async for group in groups:
+                    for d in group:
+                        yield d
         except Exception as e:
             rest = self._rest(batch, self._broke(e))
             self.keeper.count(rest)  # those stream() had not decided when it failed
