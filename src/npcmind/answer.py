@@ -14,6 +14,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any, Literal
 
 import jiter
@@ -227,11 +228,7 @@ def confidences(
     offsets = value_offsets(text, mode, numbers)
     if not offsets or not tokens:
         return {}
-    starts: list[int] = []
-    pos = 0
-    for tok, _ in tokens:
-        starts.append(pos)
-        pos += len(tok)
+    starts = list(accumulate([len(tok) for tok, _ in tokens], initial=0))  # where each token begins (and the end)
     return _at_tokens(offsets, tokens, starts)
 
 
