@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import Running, bee, decide_body
+from conftest import Running, bee, decide_body, logged
 from npcmind.http.hot import HotRoutes
 
 BROWSER = {"origin": "http://127.0.0.1:9"}  # an origin not allowed: CORS adds nothing, the request is still served
@@ -107,3 +107,19 @@ def test_a_streamed_answer_on_the_hot_path(hot: tuple[Running, list[str]]) -> No
     assert r.status_code == 200 and r.headers["content-type"] == "application/x-ndjson"
     assert r.headers["x-accel-buffering"] == "no" and r.headers["cache-control"] == "no-cache"
     assert sorted(d["id"] for d in lines[:-1]) == ["b1", "b2"] and "sent_ms" in lines[-1]
+
+
+def test_a_bug_on_the_hot_path_is_the_same_500_and_logged_once(hot: tuple[Running, list[str]]) -> None:
+    running, served = hot
+
+    async def broken(*_: Any) -> Any:
+        raise RuntimeError("planted")
+
+    running.service.pipeline.decide = broken  # type: ignore[method-assign]
+    with logged("npcmind.http") as said:
+        game = running.http.post("/v1/decide", content=GOOD, headers=JSON)
+        browser = running.http.post("/v1/decide", content=GOOD, headers={**JSON, **BROWSER})
+    assert served == ["/v1/decide"]
+    assert game.status_code == 500 and game.json()["error"]["code"] == "internal"
+    _same(game, browser)
+    assert sum("planted" in m and "unhandled error" in m for m in said) == 1, said  # once per kind and route
