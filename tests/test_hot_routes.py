@@ -123,3 +123,23 @@ def test_a_bug_on_the_hot_path_is_the_same_500_and_logged_once(hot: tuple[Runnin
     assert game.status_code == 500 and game.json()["error"]["code"] == "internal"
     _same(game, browser)
     assert sum("planted" in m and "unhandled error" in m for m in said) == 1, said  # once per kind and route
+
+
+@pytest.mark.parametrize("host", ["[::1]/evil", "localhost:80/x", "127.0.0.1:1 2", "evil.example/x", "loc\xe9lhost"])
+def test_a_host_litestar_refuses_goes_to_litestar(hot: tuple[Running, list[str]], host: str) -> None:
+    """Litestar's router answers a Host with more than a name, an address and a port with a 400 before any route; the
+    local profile's own check reduced "[::1]/evil" to a loopback name and the hot path answered it (a review found)."""
+    running, served = hot
+    game = running.http.post("/v1/decide", content=GOOD, headers={**JSON, "host": host.encode("latin-1")})
+    browser = running.http.post("/v1/decide", content=GOOD, headers={**JSON, "host": host.encode("latin-1"), **BROWSER})
+    assert served == [] and game.status_code == 400
+    _same(game, browser)
+
+
+def test_under_a_root_path_litestar_routes(hot: tuple[Running, list[str]]) -> None:
+    """uvicorn puts a root path in front of the path and Litestar takes it off before routing: the hot routes leave
+    such a request to it (with root_path /v1, POST /decide was the hot path's decide and Litestar's 404)."""
+    app = hot[0].server.app
+    for path in ("/v1/decide", "/decide", "/v1/npcs/a/process"):
+        assert app._route({"path": path, "root_path": "/v1", "headers": []}) is None
+    assert app._route({"path": "/v1/decide", "headers": [(b"host", b"[::1]:8080")]}) is not None

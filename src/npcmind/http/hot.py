@@ -11,6 +11,7 @@ path it took: the tests run every answer of these routes over both.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -18,6 +19,9 @@ from litestar import Litestar, Request, Response
 from litestar.handlers import HTTPRouteHandler
 
 JSON = "application/json"
+# a Host of a name or an address and a port: a part of what Litestar's router lets through, so that a Host it would
+# refuse (a 400 for "[::1]/x", a byte past ASCII) goes to it and is refused there, as on every other route
+_PLAIN_HOST = re.compile(rb"[0-9A-Za-z.:\[\]-]*")
 
 Before = Callable[[Request[Any, Any, Any]], Awaitable[None]]
 OnError = Callable[[Request[Any, Any, Any], Exception], Response[bytes]]
@@ -46,7 +50,11 @@ class HotRoutes:
             await self.app(scope, receive, send)  # type: ignore[arg-type]
 
     def _route(self, scope: Scope) -> HTTPRouteHandler | None:
-        """The hot route of a request no browser sent, with its path parameters set; None: Litestar's to answer."""
+        """The hot route of a request no browser sent, with its path parameters set; None: Litestar's to answer
+        (a browser's, one under a root path, whose routing Litestar does, or one whose Host is more than a name,
+        an address and a port, which Litestar's router judges: a 400 for some)."""
+        if scope.get("root_path"):
+            return None
         path: str = scope["path"]
         if path == "/v1/decide":
             handler, params = self._decide, {}
@@ -54,8 +62,9 @@ class HotRoutes:
             handler, params = self._npc, {"npcId": path[6:-8]}
         else:
             return None
-        if any(name == b"origin" for name, _ in scope["headers"]):  # a browser's: CORS answers it (Litestar's)
-            return None
+        for name, value in scope["headers"]:
+            if name == b"origin" or (name == b"host" and _PLAIN_HOST.fullmatch(value) is None):
+                return None
         scope["path_params"] = params
         return handler
 
