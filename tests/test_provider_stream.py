@@ -671,11 +671,25 @@ def test_the_read_pace_reads_once_a_part_at_the_pace_the_parts_came() -> None:
     at = pace.next_read(0.9)  # two, 0.3 s apart: the next is expected at 1.2
     earliest = 0.9 + (80 + 10 - 80) / ((80 - 5) / (0.9 - 0.3) * 1.25)  # a part of the fewest characters, fastest
     assert at > earliest + pace.lag(earliest)  # later than the characters' rate alone would read
-    assert at == pytest.approx(min(1.2 + pace.lag(1.2), earliest + PACED_LAGS * pace.lag(earliest)))
+    assert at == pytest.approx(min(1.2 + pace.lag(1.2), earliest + PACED_LAGS * pace.late(earliest)))
     pace.written, _ = 200, pace.completed(200, parts=3)  # a burst: three parts in one read at 1.25
     pace.next_read(1.25)
     pace.written = 260  # more than a part written since, none complete: overdue, read every lag
     assert pace.next_read(1.6) == pytest.approx(1.6 + pace.lag(1.6))
+    # a slow model, 3 s in: a part every 0.3 s, each four times its fewest characters. The bound on a paced read is
+    # a share of the time since the call began, not the lag's 50 ms: the read comes after the part, not 0.16 s
+    # before it (and a lag after that again)
+    slow = ReadPace(began=0.0, part=10)
+    slow.written = 5
+    slow.next_read(2.4)
+    slow.written, _ = 40, slow.completed(40)
+    slow.next_read(2.7)
+    slow.written, _ = 80, slow.completed(80)
+    at = slow.next_read(3.0)  # the next part expected at 3.3
+    earliest = 3.0 + 10 / ((80 - 5) / (3.0 - 2.4) * 1.25)
+    assert earliest + PACED_LAGS * slow.lag(earliest) < 3.2  # what the lag's bound would have read at
+    assert 3.3 < at == pytest.approx(earliest + PACED_LAGS * slow.late(earliest))
+    assert at - earliest < 0.1 * earliest + 0.02  # within the streaming target for a part at its earliest
 
 
 def chunk(content: str, tokens: list[tuple[str, float]] | None = None, finish: str | None = None) -> bytes:

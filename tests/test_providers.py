@@ -725,3 +725,71 @@ def test_what_the_start_up_check_found_is_dropped_once_the_provider_answers(star
         assert svc.decide(decide_body(bee("a"))).json()["decisions"][0]["source"] == "AI"
         note = svc.http.get("/v1/health").json()["note"]
     assert "at start" not in note and "ready" in note, note
+
+
+def _outcome(out: Any) -> tuple[Any, ...]:
+    return (
+        out.input_tokens, out.cached_tokens, out.output_tokens, out.truncated, out.refusal, out.raw,
+        {n: (c.action, c.refused, c.confidence) for n, c in out.choices.items()},
+    )  # fmt: skip
+
+
+@pytest.mark.fast
+def test_a_chat_completion_decoded_into_structs_reads_as_the_tolerant_reading_does() -> None:
+    """issue 43: an unstreamed answer of the usual shape is decoded straight into structs that skip each token's
+    bytes and top alternatives; every answer, usual or not, must come out as the field-by-field reading says."""
+    from npcmind.providers.openai import _ANSWER, _Answer
+
+    provider = OpenAIProvider(api_key="k", model="m")
+    call = type("Call", (), {"mode": "enum", "entities": [(1, ["idle", "flee"]), (2, ["idle", "chase"])]})()
+    text = '{"E1": "flee", "E2": "chase"}'
+    toks = [{"token": '{"E1": "', "logprob": 0.0, "bytes": [1, 2], "top_logprobs": [{"token": "x", "logprob": -1}]},
+            {"token": 'flee", "E2": "', "logprob": -0.5}, {"token": 'chase"}', "logprob": -1}]  # fmt: skip
+    usage = {"prompt_tokens": 90, "completion_tokens": 9, "prompt_tokens_details": {"cached_tokens": 64}}
+
+    def answer_of(**choice: Any) -> dict[str, Any]:
+        base = {"message": {"content": text, "role": "assistant"}, "finish_reason": "stop",
+                "logprobs": {"content": toks}}  # fmt: skip
+        return {"id": "x", "choices": [{**base, **choice}], "usage": usage}
+
+    answers = [
+        answer_of(),
+        answer_of(finish_reason="length"),
+        answer_of(finish_reason="content_filter"),
+        answer_of(message={"content": None, "refusal": "no"}),
+        answer_of(message={"content": text, "refusal": ""}),
+        answer_of(message={"content": ""}),
+        answer_of(logprobs=None),
+        answer_of(logprobs={"content": None}),
+        answer_of(logprobs={"content": [*toks[:2], {"token": 'chase"}', "logprob": 0.25}]}),  # past probability 1
+        answer_of(logprobs={"content": [*toks[:2], {"token": 'chase"}', "logprob": "-1"}]}),  # not a number
+        answer_of(logprobs={"content": [*toks[:2], {"token": 'chase"}', "logprob": True}]}),
+        answer_of(logprobs={"content": [*toks[:2], {"token": 7, "logprob": -1}]}),
+        answer_of(message={"content": [text]}),  # not a string
+        answer_of(message={"content": text, "refusal": {"why": "x"}}),
+        {**answer_of(), "usage": {"prompt_tokens": -1, "completion_tokens": "9"}},
+        {**answer_of(), "usage": None},
+    ]
+    typed = 0
+    for data in answers:
+        raw = json.dumps(data).encode()
+        try:
+            decoded = _ANSWER.decode(raw)
+        except (ValueError, TypeError):  # msgspec's errors: read loosely, as the service does
+            continue
+        typed += 1
+        assert isinstance(decoded, _Answer)
+        got = _outcome(provider._read_typed(decoded, call))  # type: ignore[arg-type]
+        assert got == _outcome(provider.read_answer(json.loads(raw), call)), data  # type: ignore[arg-type]
+    assert typed >= 10  # most shapes take the typed path; the odd ones the tolerant reading alone
+    for data in ({"choices": []}, {"choices": [{"message": None}]}, {"choices": [{}]}, {"choices": "x"}, []):
+        raw = json.dumps(data).encode()
+        with pytest.raises(ProviderError) as loose:
+            provider.read_answer(json.loads(raw), call)  # type: ignore[arg-type]
+        try:
+            decoded = _ANSWER.decode(raw)
+        except (ValueError, TypeError):
+            continue
+        with pytest.raises(ProviderError) as strict:
+            provider._read_typed(decoded, call)  # type: ignore[arg-type]
+        assert str(strict.value) == str(loose.value)

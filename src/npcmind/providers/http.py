@@ -61,8 +61,12 @@ class JsonClient:
             )
         return self._session
 
-    async def post(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
-        """POST JSON and return the decoded JSON answer; anything else is a ProviderError."""
+    async def post(
+        self, url: str, body: dict[str, Any], headers: dict[str, str], typed: msgspec.json.Decoder[Any] | None = None
+    ) -> Any:
+        """POST JSON and return the decoded JSON answer; anything else is a ProviderError. With ``typed``, an answer
+        of that decoder's shape comes as its struct (one strict pass that skips what is not read), any other as
+        plain JSON, for the adapter's tolerant reading."""
         data = msgspec.json.encode(body)
         try:
             async with self._get().post(
@@ -75,6 +79,11 @@ class JsonClient:
             raise ProviderError(f"cannot reach provider: {e.__class__.__name__}: {e}") from None
         if status >= 400:
             raise _status_error(status, raw, wait)
+        if typed is not None:
+            try:
+                return typed.decode(raw)
+            except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):  # read loosely, or said why not
+                pass
         return _decoded(raw)
 
     @contextlib.asynccontextmanager
