@@ -9,8 +9,8 @@ notes when `action()` first gives each entity a choice. Streamed and unstreamed 
 The physical limit of entity k is the time to first token plus the tokens of the answer up to the end of k's
 part at the rate, read from the answer actually sent (GET /v1/prompt). Targets (issue 31): every entity
 within 1.1x its limit + 20 ms; output tokens per entity unchanged (+-5%); service CPU per request streamed
-<= 1.3x unstreamed. Issue 43 adds the extra CPU a streamed line, the idle service's CPU (measured apart, 3 s
-after the warm-up) taken off both windows: <= 0.7 ms; and the windows' ratio <= 2.0x. Medians over the rounds.
+<= 1.3x unstreamed. Issue 43 adds the extra CPU a streamed line, the idle service's CPU (read for 3 s,
+a second after the warm-up) taken off both windows: <= 0.7 ms; and the windows' ratio <= 2.0x. Medians over the rounds.
 
 Run: python bench/stream_bench.py [--rounds 3] [--ttft-ms 300] [--rate 60] [--formats enum,numbered]
 """

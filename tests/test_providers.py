@@ -22,7 +22,7 @@ from npcmind import answer
 from npcmind.config import Settings, SettingsError
 from npcmind.http.server import ServiceProcess, free_port
 from npcmind.providers.anthropic import AnthropicProvider
-from npcmind.providers.base import NoProvider, ProviderError, usage_count
+from npcmind.providers.base import NoProvider, ProviderCall, ProviderError, usage_count
 from npcmind.providers.http import JsonClient
 from npcmind.providers.openai import OpenAIProvider
 from npcmind.providers.select import make_provider
@@ -793,3 +793,72 @@ def test_a_chat_completion_decoded_into_structs_reads_as_the_tolerant_reading_do
         with pytest.raises(ProviderError) as strict:
             provider._read_typed(decoded, call)  # type: ignore[arg-type]
         assert str(strict.value) == str(loose.value)
+
+
+def _answer_with(top: bytes = b"[]", extra: bytes = b"", logprob: bytes = b"-0.1") -> bytes:
+    """A chat completion of one entity, its text one token, with ``extra`` fields and ``top`` alternatives."""
+    return (
+        b'{"id": "x"' + extra + b', "choices": [{"message": {"content": "{\\"E1\\": \\"flee\\"}"}, "finish_reason": '
+        b'"stop", "logprobs": {"content": [{"token": "{\\"E1\\": \\"flee\\"}", "logprob": ' + logprob + b', '
+        b'"top_logprobs": ' + top + b"}]}}]}"
+    )  # fmt: skip
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize(
+    "raw",
+    [
+        _answer_with(b'[{"token": "x", "logprob": -1e999}]'),  # a number past a float's range, in an unread field
+        _answer_with(extra=b', "created": 1' + b"0" * 5000),
+        _answer_with(extra=b', "created": 1e999'),
+        _answer_with(b'[{"token": "\xe2\x80", "logprob": -3}]'),  # bytes that are not UTF-8, in an unread field
+        _answer_with(extra=b', "system_fingerprint": "fp_\xff"'),
+    ],
+    ids=["top 1e999", "created 5000 digits", "created 1e999", "top not utf-8", "fingerprint not utf-8"],
+)
+def test_an_answer_whose_unread_fields_are_odd_still_gives_its_decisions(raw: bytes) -> None:
+    """The typed decode skips what it does not read, unchecked: an odd value there no longer costs the batch its
+    decisions (a decode of the whole document refused such an answer as not JSON: said here, so it is a choice)."""
+    from npcmind.providers.http import _decoded
+
+    with pytest.raises(ProviderError, match="not JSON"):
+        _decoded(raw)
+
+    class One(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.send_response(200)
+            self.send_header("content-length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), One)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    call = ProviderCall("system", "user", [(1, ["idle", "flee"])], "enum", "key", 50)
+
+    async def decide() -> Any:
+        provider = OpenAIProvider("k", base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", model="m")
+        try:
+            return await provider.decide(call)
+        finally:
+            await provider.close()
+
+    try:
+        out = asyncio.run(decide())
+    finally:
+        server.shutdown()
+    assert out.choices[1].action == "flee" and out.choices[1].confidence == pytest.approx(math.exp(-0.1), abs=1e-3)
+
+
+@pytest.mark.fast
+def test_a_logprob_a_whole_number_past_a_floats_range_is_malformed_not_a_crash() -> None:
+    """-1 followed by 400 zeros passed the range check, then float() of it raised OverflowError: the call failed
+    as unavailable. It is a malformed log-probability: confidence null, the answer kept (a review's finding)."""
+    provider = OpenAIProvider(api_key="k", model="m")
+    call = type("Call", (), {"mode": "enum", "entities": [(1, ["idle", "flee"])]})()
+    data = json.loads(_answer_with(logprob=b"-1" + b"0" * 400))
+    out = provider.read_answer(data, call)  # type: ignore[arg-type]
+    assert out.choices[1].action == "flee" and out.choices[1].confidence is None

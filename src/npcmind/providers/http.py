@@ -65,8 +65,8 @@ class JsonClient:
         self, url: str, body: dict[str, Any], headers: dict[str, str], typed: msgspec.json.Decoder[Any] | None = None
     ) -> Any:
         """POST JSON and return the decoded JSON answer; anything else is a ProviderError. With ``typed``, an answer
-        of that decoder's shape comes as its struct (one strict pass that skips what is not read), any other as
-        plain JSON, for the adapter's tolerant reading."""
+        of that decoder's shape comes as its struct (one strict pass that skips, unchecked, what it does not
+        read), any other as plain JSON, for the adapter's tolerant reading."""
         data = msgspec.json.encode(body)
         try:
             async with self._get().post(

@@ -300,7 +300,10 @@ class OpenAIProvider:
 
     def _read_typed(self, data: _Answer, call: ProviderCall) -> ProviderAnswer:
         """``read_answer`` of an answer of the usual shape, decoded straight into structs: the same outcome (a test
-        compares the two), without building each token's ``bytes`` and ``top_logprobs`` it never reads."""
+        compares the two), without building each token's ``bytes`` and ``top_logprobs`` it never reads. Fields
+        it does not read are skipped unchecked: an answer whose ``system_fingerprint`` holds bytes that are not
+        UTF-8, or whose top alternatives hold a number past a float's range, still gives its decisions (a
+        decode of the whole document refused it as not JSON)."""
         if not data.choices:
             raise ProviderError("provider answer has no choices[0].message")
         choice = data.choices[0]
@@ -509,7 +512,7 @@ def _logprob_tokens(choice: dict[str, Any]) -> list[tuple[str, float]]:
         lp = t.get("logprob") if isinstance(t, dict) else None
         if isinstance(lp, bool) or not isinstance(lp, int | float) or not -math.inf <= lp <= 0:
             return []  # a probability is at most 1; NaN fails the comparison too
-        if not isinstance(t.get("token"), str):
-            return []
+        if not isinstance(t.get("token"), str) or (isinstance(lp, int) and lp < -(2**1023)):
+            return []  # a whole number past a float's range is no log-probability (float() of it raises)
         out.append((t["token"], float(lp)))
     return out

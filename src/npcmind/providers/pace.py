@@ -8,9 +8,8 @@ model's rate: between two completions a read finds nothing to decide. So between
 (the kernel keeps the bytes; one read then takes all of them) until about when the next part can be complete.
 Once two reads have completed parts, the parts' own pace tells when the next is due better than the characters'
 rate (a part is often twice its fewest characters): the read comes a lag after it, at most a part's time and a
-lag from now, and at most PACED_LAGS lags after the part's earliest end, lags here without LAG_MAX_S's bound: a
-share of the time since the call began, as the streaming target's is (issue 43: 45 reads a batch of 16 where one
-a part does; the 50 ms bound made a read come before most parts of a slow model and again a lag later).
+lag from now, and at most PACED_LAGS lags after the part's earliest end (issue 43: 45 reads a batch of 16 where
+one a part does).
 
 What a decision may lose to this is bounded by the lag, ``LAG_SHARE`` of the time since the call began plus
 ``LAG_MIN_S``, at most ``LAG_MAX_S`` (30 ms for a part written 0.4 s in, 50 ms from 0.8 s on): before the
@@ -28,7 +27,7 @@ LAG_MIN_S = 0.010  # ...plus 10 ms: a part written at 0.4 s, 30 ms at most
 LAG_MAX_S = 0.050  # ...and 50 ms at most: the last entity is not to come much after the unstreamed answer would
 RATE_MARGIN = 1.25  # the model may write a quarter faster than it has so far: wake up early rather than late
 RATE_WINDOW_S = 0.1  # the rate is told from this much of the answer at least (a token brings 1 to 6 characters)
-PACED_LAGS = 1.5  # a part read at the parts' own pace comes at most this many lags (unbounded) after its earliest end
+PACED_LAGS = 1.5  # a part read at the parts' own pace comes at most this many lags after its earliest end
 MAX_LAGS = 3  # a wait for the next part is at most this many lags: a rate misjudged costs a few reads, not a part
 DEADLINE_MARGIN_S = 0.005  # the last read before the deadline leaves this to decide what it read
 
@@ -76,11 +75,6 @@ class ReadPace:
         """How late a part complete at loop time ``at`` may be read."""
         return min(LAG_SHARE * max(at - self.began, 0.0) + LAG_MIN_S, LAG_MAX_S)
 
-    def late(self, at: float) -> float:
-        """A lag without its LAG_MAX_S bound: what a part read at the parts' pace may lose is a share of the time
-        since the call began, as the streaming target's (10% of an entity's limit + 20 ms)."""
-        return LAG_SHARE * max(at - self.began, 0.0) + LAG_MIN_S
-
     def next_read(self, now: float) -> float:
         """The loop time of the next read: now while nothing is written (the first token is read as it comes);
         else when the next part can first be complete (at the model's rate so far) plus the lag allowed then;
@@ -103,7 +97,7 @@ class ReadPace:
                     # but a part that comes at its earliest is read at most PACED_LAGS lags after it: 7.5% of the
                     # time since the call began + 15 ms, within the streaming target (10% of its limit + 20 ms)
                     paced = min(expected + self.lag(expected), now + every + lag)
-                    at = min(max(at, paced), due + PACED_LAGS * self.late(due))
+                    at = min(max(at, paced), due + PACED_LAGS * self.lag(due))
         if self.read_by is not None:
             at = min(at, self.read_by - DEADLINE_MARGIN_S)
         return at
