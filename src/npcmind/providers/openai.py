@@ -163,8 +163,6 @@ class OpenAIProvider:
                 if not self._drop_refused(e, body):
                     raise
                 continue
-            if isinstance(data, _Answer):
-                return self._read_typed(data, call)
             return self.read_answer(data, call)
 
     def _drop_refused(self, e: ProviderError, body: dict[str, Any]) -> bool:
@@ -270,7 +268,10 @@ class OpenAIProvider:
         return listing_problem(status, body, self.base_url, self.model)
 
     def read_answer(self, data: Any, call: ProviderCall) -> ProviderAnswer:
-        """Map a chat-completions answer to choices, confidence and token counts."""
+        """Map a chat-completions answer to choices, confidence and token counts: one decoded into structs (the
+        usual shape) or, field by field, any other JSON."""
+        if isinstance(data, _Answer):
+            return self._read_typed(data, call)
         try:
             choice = data["choices"][0]
             message = choice["message"]
