@@ -779,7 +779,7 @@ def test_a_chat_completion_decoded_into_structs_reads_as_the_tolerant_reading_do
             continue
         typed += 1
         assert isinstance(decoded, _Answer)
-        got = _outcome(provider._read_typed(decoded, call))  # type: ignore[arg-type]
+        got = _outcome(provider.read_answer(decoded, call))  # type: ignore[arg-type]
         assert got == _outcome(provider.read_answer(json.loads(raw), call)), data  # type: ignore[arg-type]
     assert typed >= 10  # most shapes take the typed path; the odd ones the tolerant reading alone
     for data in ({"choices": []}, {"choices": [{"message": None}]}, {"choices": [{}]}, {"choices": "x"}, []):
@@ -791,7 +791,7 @@ def test_a_chat_completion_decoded_into_structs_reads_as_the_tolerant_reading_do
         except (ValueError, TypeError):
             continue
         with pytest.raises(ProviderError) as strict:
-            provider._read_typed(decoded, call)  # type: ignore[arg-type]
+            provider.read_answer(decoded, call)  # type: ignore[arg-type]
         assert str(strict.value) == str(loose.value)
 
 

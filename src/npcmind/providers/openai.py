@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -269,64 +269,33 @@ class OpenAIProvider:
 
     def read_answer(self, data: Any, call: ProviderCall) -> ProviderAnswer:
         """Map a chat-completions answer to choices, confidence and token counts: one decoded into structs (the
-        usual shape) or, field by field, any other JSON."""
+        usual shape: ``_Answer``) or, field by field, any other JSON. Both go through one mapping, ``_mapped``.
+        Fields the structs do not read are skipped unchecked: an answer whose ``system_fingerprint`` holds bytes
+        that are not UTF-8, or whose top alternatives hold a number past a float's range, still gives its
+        decisions (a decode of the whole document refused it as not JSON)."""
         if isinstance(data, _Answer):
-            return self._read_typed(data, call)
+            if not data.choices:
+                raise ProviderError("provider answer has no choices[0].message")
+            typed = data.choices[0]
+            message = typed.message
+            return _mapped(
+                call, data.usage, typed.finish_reason, message.refusal, message.content or "", lambda: _tokens_of(typed)
+            )
         try:
             choice = data["choices"][0]
-            message = choice["message"]
+            loose = choice["message"]
         except (KeyError, IndexError, TypeError):
             raise ProviderError("provider answer has no choices[0].message") from None
-        if not isinstance(choice, dict) or not isinstance(message, dict):
+        if not isinstance(choice, dict) or not isinstance(loose, dict):
             raise ProviderError("provider answer's choices[0].message is not an object")
-        usage = data.get("usage")
-        out = ProviderAnswer(
-            input_tokens=usage_count(usage, "prompt_tokens"),
-            cached_tokens=usage_count(usage, "prompt_tokens_details", "cached_tokens"),
-            output_tokens=usage_count(usage, "completion_tokens"),
-            truncated=choice.get("finish_reason") == "length",
+        return _mapped(
+            call,
+            data.get("usage"),
+            choice.get("finish_reason"),
+            loose.get("refusal"),
+            loose.get("content") or "",
+            lambda: _logprob_tokens(choice),
         )
-        refusal = message.get("refusal")
-        if refusal or choice.get("finish_reason") == "content_filter":
-            out.refusal = out.raw = str(refusal or "content filter")
-            return out
-        text = message.get("content") or ""
-        if not isinstance(text, str):
-            return out
-        out.raw = text
-        out.choices = answer.parse(text, call.mode, call.entities, cut=out.truncated)
-        for n, p in answer.confidences(text, _logprob_tokens(choice), call.mode, list(out.choices)).items():
-            out.choices[n].confidence = p
-        return out
-
-    def _read_typed(self, data: _Answer, call: ProviderCall) -> ProviderAnswer:
-        """``read_answer`` of an answer of the usual shape, decoded straight into structs: the same outcome (a test
-        compares the two), without building each token's ``bytes`` and ``top_logprobs`` it never reads. Fields
-        it does not read are skipped unchecked: an answer whose ``system_fingerprint`` holds bytes that are not
-        UTF-8, or whose top alternatives hold a number past a float's range, still gives its decisions (a
-        decode of the whole document refused it as not JSON)."""
-        if not data.choices:
-            raise ProviderError("provider answer has no choices[0].message")
-        choice = data.choices[0]
-        message, usage = choice.message, data.usage
-        out = ProviderAnswer(
-            input_tokens=usage_count(usage, "prompt_tokens"),
-            cached_tokens=usage_count(usage, "prompt_tokens_details", "cached_tokens"),
-            output_tokens=usage_count(usage, "completion_tokens"),
-            truncated=choice.finish_reason == "length",
-        )
-        if message.refusal or choice.finish_reason == "content_filter":
-            out.refusal = out.raw = message.refusal or "content filter"
-            return out
-        text = out.raw = message.content or ""
-        out.choices = answer.parse(text, call.mode, call.entities, cut=out.truncated)
-        sent = choice.logprobs.content if choice.logprobs is not None else None
-        tokens = [(t.token, t.logprob) for t in sent or ()]
-        if not all(-math.inf <= lp <= 0 for _, lp in tokens):  # a probability is at most 1; NaN fails it too
-            tokens = []
-        for n, p in answer.confidences(text, tokens, call.mode, list(out.choices)).items():
-            out.choices[n].confidence = p
-        return out
 
     async def close(self) -> None:
         await self._http.close()
@@ -503,6 +472,41 @@ class _Answer(msgspec.Struct):
 _ANSWER = msgspec.json.Decoder(_Answer)
 
 
+def _mapped(
+    call: ProviderCall,
+    usage: Any,
+    finish: Any,
+    refusal: Any,
+    text: Any,
+    tokens: Callable[[], list[tuple[str, float]]],
+) -> ProviderAnswer:
+    """An answer's choices, confidences and counts from its parts, however they were decoded: a refusal (or a
+    content filter) gives no choices; a text that is not a string gives nothing; ``tokens`` is read only for text."""
+    out = ProviderAnswer(
+        input_tokens=usage_count(usage, "prompt_tokens"),
+        cached_tokens=usage_count(usage, "prompt_tokens_details", "cached_tokens"),
+        output_tokens=usage_count(usage, "completion_tokens"),
+        truncated=finish == "length",
+    )
+    if refusal or finish == "content_filter":
+        out.refusal = out.raw = str(refusal or "content filter")
+        return out
+    if not isinstance(text, str):
+        return out
+    out.raw = text
+    out.choices = answer.parse(text, call.mode, call.entities, cut=out.truncated)
+    for n, p in answer.confidences(text, tokens(), call.mode, list(out.choices)).items():
+        out.choices[n].confidence = p
+    return out
+
+
+def _tokens_of(choice: _AnswerChoice) -> list[tuple[str, float]]:
+    """A typed answer's tokens and log-probabilities, or none when one is past probability 1 (or NaN)."""
+    sent = choice.logprobs.content if choice.logprobs is not None else None
+    tokens = [(t.token, t.logprob) for t in sent or ()]
+    return tokens if all(-math.inf <= lp <= 0 for _, lp in tokens) else []
+
+
 def _logprob_tokens(choice: dict[str, Any]) -> list[tuple[str, float]]:
     """The answer's tokens and their log-probabilities, or none at all when one entry is malformed (the
     tokens' offsets would no longer line up with the text): confidence is then null, the answer kept."""
@@ -513,7 +517,10 @@ def _logprob_tokens(choice: dict[str, Any]) -> list[tuple[str, float]]:
         lp = t.get("logprob") if isinstance(t, dict) else None
         if isinstance(lp, bool) or not isinstance(lp, int | float) or not -math.inf <= lp <= 0:
             return []  # a probability is at most 1; NaN fails the comparison too
-        if not isinstance(t.get("token"), str) or (isinstance(lp, int) and lp < -(2**1023)):
-            return []  # a whole number past a float's range is no log-probability (float() of it raises)
-        out.append((t["token"], float(lp)))
+        if not isinstance(t.get("token"), str):
+            return []
+        try:
+            out.append((t["token"], float(lp)))
+        except OverflowError:  # a whole number past a float's range is no log-probability
+            return []
     return out
