@@ -27,8 +27,9 @@ from npcmind.context.checks import scope_problems
 from npcmind.decide.validate import check_scope
 from npcmind.manifest.load import MAX_CHAIN_FIELDS, load
 from npcmind.protocol.a2g import ScopeDefinition
-from npcmind.providers.base import ProviderError
+from npcmind.providers.base import ProviderCall, ProviderError
 from npcmind.providers.http import MAX_ANSWER_BYTES, MAX_EVENT_BYTES, JsonClient
+from npcmind.providers.openai import OpenAIProvider
 from support import FOREST, bee, decide_body
 
 _M = load(FOREST)
@@ -120,6 +121,41 @@ def _answers(kind: str, make: Any, streamed: bool) -> Iterator[Feed]:
     yield feed
 
 
+def _decided(writer: _Writer) -> Cost:
+    """An unstreamed answer read as the service reads one: the OpenAI adapter's typed decode, then its mapping."""
+    call = ProviderCall("s", "u", [(1, _OPTIONS)], "enum", "k", 50)
+
+    async def run() -> str:
+        provider = OpenAIProvider("k", base_url=f"http://127.0.0.1:{writer.port}/v1", model="m")
+        try:
+            return f"{len((await provider.decide(call)).choices)} choice"
+        finally:
+            await provider.close()
+
+    return in_process(lambda: asyncio.run(run()), lambda e: isinstance(e, ProviderError))
+
+
+@contextmanager
+def _decided_answers(make: Any) -> Iterator[Feed]:
+    writer = _Writer()
+    writer.kind = "application/json"
+
+    def feed(n: int) -> Cost:
+        writer.body = make(n)
+        return _decided(writer)
+
+    yield feed
+
+
+def _tokens_answer(n: int) -> bytes:
+    """An answer whose text is n tokens of one character, each with its bytes and five top alternatives."""
+    alt = [{"token": "x", "logprob": -2.0, "bytes": [120]}] * 5
+    toks = [{"token": " ", "logprob": -0.1, "bytes": [32], "top_logprobs": alt}] * (n - 1)
+    toks.append({"token": '{"E1": "flee"}', "logprob": -0.1, "bytes": [], "top_logprobs": alt})
+    message = {"content": " " * (n - 1) + '{"E1": "flee"}'}
+    return msgspec.json.encode({"choices": [{"message": message, "logprobs": {"content": toks}}]})
+
+
 def _spaces_answer(n: int) -> bytes:
     return b'{"choices": [{"message": {"content": "{}"}}]' + b" " * n + b"}"
 
@@ -203,6 +239,14 @@ SURFACES = [
         f"{MAX_ANSWER_BYTES // 2**20} MiB an answer, not read further",
         lambda: _answers("application/json", _spaces_answer, False),
         cap_at=MAX_ANSWER_BYTES,
+    ),
+    Surface(
+        "provider answer, whole, as the OpenAI adapter reads it: n tokens with their alternatives",
+        "tokens",
+        256,
+        f"{MAX_ANSWER_BYTES // 2**20} MiB an answer, not read further (about 30,000 such tokens)",
+        lambda: _decided_answers(_tokens_answer),
+        steps=(1, 8, 64),
     ),
     Surface(
         "provider answer, streamed: one server-sent event",
