@@ -15,7 +15,14 @@ What a decision may lose to this is bounded by the lag, ``LAG_SHARE`` of the tim
 ``LAG_MIN_S``, at most ``LAG_MAX_S`` (30 ms for a part written 0.4 s in, 50 ms from 0.8 s on): before the
 model's rate is known, and while a part is overdue, the socket is read every lag; else at the earliest a part
 can be complete (its fewest characters, at a quarter faster than the model has written so far) plus the lag.
-Never past the call's deadline (what was written by then is read in time). docs/streaming.md says so.
+Never past the call's deadline (what was written by then is read in time).
+
+Those times are guesses from the rate so far: a server that sends tokens in bursts, a stall in the window the
+rate is told from, or a model that speeds up mid-answer makes a part complete earlier than guessed. So whatever was
+guessed, a read comes at most ``bound(now)`` after now, the streaming target (10% of the time since the call began
++ 20 ms) less 5 ms: a part complete just after a read is read by the next within its target (issue 43:
+bench/pace_bench.py found parts up to 76 ms past it without this, in 26 of its 144 scenarios; none with it).
+docs/streaming.md says so.
 """
 
 from __future__ import annotations
@@ -30,6 +37,9 @@ RATE_WINDOW_S = 0.1  # the rate is told from this much of the answer at least (a
 PACED_LAGS = 1.5  # a part read at the parts' own pace comes at most this many lags after its earliest end
 MAX_LAGS = 3  # a wait for the next part is at most this many lags: a rate misjudged costs a few reads, not a part
 DEADLINE_MARGIN_S = 0.005  # the last read before the deadline leaves this to decide what it read
+TARGET_SHARE = 0.1  # the streaming target: a part written t seconds into the call reaches the game by 10% of t...
+TARGET_MIN_S = 0.020  # ...+ 20 ms after it was written (docs/streaming.md)
+TARGET_MARGIN_S = 0.005  # what a read leaves of the target to decide and send what it read
 
 
 @dataclass(slots=True)
@@ -71,6 +81,11 @@ class ReadPace:
         since, parts = self._first_done
         return (self._last_done - since) / (self._parts - parts)
 
+    def bound(self, now: float) -> float:
+        """The longest a read may wait from ``now``: a part complete just after it is then read at most TARGET_SHARE
+        of its time since the call began + TARGET_MIN_S - TARGET_MARGIN_S late, within the streaming target."""
+        return TARGET_SHARE * max(now - self.began, 0.0) + TARGET_MIN_S - TARGET_MARGIN_S
+
     def lag(self, at: float) -> float:
         """How late a part complete at loop time ``at`` may be read."""
         return min(LAG_SHARE * max(at - self.began, 0.0) + LAG_MIN_S, LAG_MAX_S)
@@ -98,6 +113,8 @@ class ReadPace:
                     # time since the call began + 15 ms, within the streaming target (10% of its limit + 20 ms)
                     paced = min(expected + self.lag(expected), now + every + lag)
                     at = min(max(at, paced), due + PACED_LAGS * self.lag(due))
+        # whatever was guessed, a part complete right after this read is read within the streaming target
+        at = min(at, now + self.bound(now))
         if self.read_by is not None:
             at = min(at, self.read_by - DEADLINE_MARGIN_S)
         return at
