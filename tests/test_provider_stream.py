@@ -730,9 +730,10 @@ def _paced_reads(
     return out
 
 
-def _late(reads: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    """The parts read past the streaming target: 10% of the time they were written + 20 ms."""
-    return [(done, read) for done, read in reads if read - done > 0.1 * done + 0.02]
+def _late(reads: list[tuple[float, float]], spare: float = 0.005) -> list[tuple[float, float]]:
+    """The parts read past the streaming target (10% of the time they were written + 20 ms) less the ``spare`` the
+    pace leaves for the timer's overshoot and the handling of a read (these simulated reads take no time)."""
+    return [(done, read) for done, read in reads if read - done > 0.1 * done + 0.02 - spare]
 
 
 @pytest.mark.fast
@@ -771,19 +772,26 @@ def test_every_part_is_read_within_the_streaming_target_however_the_model_writes
 
 @pytest.mark.fast
 def test_no_read_waits_past_the_streaming_target_from_the_last() -> None:
-    """Whatever the pace was told (characters written, parts complete, in any order), the next read comes at most
-    10% of the call's time + 15 ms after now, and never before now."""
+    """Whatever the pace was told (characters written, parts complete, in any order), the socket is held at most 10%
+    of the time since the stream opened + 15 ms after the reader asks, and the read is never asked before now.
+    Asks fall in a call's first seconds, where that bound is the tightest, and parts are often far ahead: there it
+    decides."""
     rng = random.Random(7)
-    for _ in range(200):
-        began = rng.uniform(0, 100)
-        pace, now = ReadPace(began, rng.randint(1, 60)), began
+    decided = asks = 0
+    for _ in range(400):
+        began, cps = rng.uniform(0, 100), rng.uniform(20, 600)  # a model of 5 to 150 tokens a second
+        pace, now = ReadPace(began, rng.randint(1, 400)), began + rng.uniform(0.05, 1.0)
         for _ in range(40):
-            now += rng.choice((0.0, rng.uniform(0, 0.05), rng.uniform(0, 2)))
-            pace.written += rng.choice((0, 0, 1, rng.randint(1, 400)))
-            if rng.random() < 0.3:
-                pace.completed(rng.randint(0, pace.written), rng.randint(1, 3))
+            dt = rng.choice((0.0, rng.uniform(0, 0.03), rng.uniform(0, 0.1), rng.uniform(0, 0.5)))
+            now += dt
+            pace.written += rng.choice((int(cps * dt), int(cps * dt), 0, int(cps * dt) * 4, rng.randint(1, 400)))
+            if rng.random() < 0.2:  # a part complete: mostly just now, at times one that ended earlier
+                pace.completed(rng.choice((pace.written, rng.randint(0, pace.written))), rng.randint(1, 3))
             at = pace.next_read(now)
-            assert now <= at <= now + 0.1 * (now - began) + 0.015 + 1e-9, (now, at, began)
+            bound = now + 0.1 * (now - began) + 0.015
+            assert now <= at <= bound + 1e-9, (now, at, began)
+            decided, asks = decided + (at > bound - 1e-9), asks + 1
+    assert decided > asks // 20, (decided, asks)  # the bound decided a share of them, not only a limit never reached
 
 
 def chunk(content: str, tokens: list[tuple[str, float]] | None = None, finish: str | None = None) -> bytes:

@@ -11,18 +11,21 @@ rate (a part is often twice its fewest characters): the read comes a lag after i
 lag from now, and at most PACED_LAGS lags after the part's earliest end (issue 43: 45 reads a batch of 16 where
 one a part does).
 
-What a decision may lose to this is bounded by the lag, ``LAG_SHARE`` of the time since the call began plus
-``LAG_MIN_S``, at most ``LAG_MAX_S`` (30 ms for a part written 0.4 s in, 50 ms from 0.8 s on): before the
-model's rate is known, and while a part is overdue, the socket is read every lag; else at the earliest a part
-can be complete (its fewest characters, at a quarter faster than the model has written so far) plus the lag.
-Never past the call's deadline (what was written by then is read in time).
+What the pace aims at is the lag, ``LAG_SHARE`` of the time since the stream opened plus ``LAG_MIN_S``, at most
+``LAG_MAX_S`` (30 ms for a part written 0.4 s in, 50 ms from 0.8 s on): before the model's rate is known, and
+while a part is overdue, the socket is read every lag; else at the earliest a part can be complete (its fewest
+characters, at a quarter faster than the model has written so far) plus the lag. Never past the call's deadline
+(what was written by then is read in time).
 
 Those times are guesses from the rate so far: a server that sends tokens in bursts, a stall in the window the
-rate is told from, or a model that speeds up mid-answer makes a part complete earlier than guessed. So whatever was
-guessed, a read comes at most ``bound(now)`` after now, the streaming target (10% of the time since the call began
-+ 20 ms) less 5 ms: a part complete just after a read is read by the next within its target (issue 43:
-bench/pace_bench.py found parts up to 76 ms past it without this, in 26 of its 144 scenarios; none with it).
-docs/streaming.md says so.
+rate is told from, or a model that speeds up mid-answer makes a part complete earlier than guessed, and a part
+read more than a lag late. What is guaranteed is the streaming target less 5 ms: whatever was guessed, the socket
+is held at most ``bound(now)`` after the reader asks (10% of the time since the stream opened, with its response's
+headers, + 15 ms; the call began a little before, so this is tighter than the target counted from the call), and
+a part complete while it was held is read when it is released, within its target (10% of its time + 20 ms). The
+5 ms are for the timer's overshoot and the handling of the read before (1.4-2.0 ms at the 90th percentile on a
+busy 2-core machine, a review measured). Without this, bench/pace_bench.py found parts up to 76 ms past the
+target in 26 of its 144 scenarios; with it, none. docs/streaming.md says so.
 """
 
 from __future__ import annotations
@@ -82,8 +85,8 @@ class ReadPace:
         return (self._last_done - since) / (self._parts - parts)
 
     def bound(self, now: float) -> float:
-        """The longest a read may wait from ``now``: a part complete just after it is then read at most TARGET_SHARE
-        of its time since the call began + TARGET_MIN_S - TARGET_MARGIN_S late, within the streaming target."""
+        """The longest the socket may be held from ``now``, when the reader asks: a part complete meanwhile is then
+        read at most TARGET_SHARE of its time since the stream opened + TARGET_MIN_S - TARGET_MARGIN_S late."""
         return TARGET_SHARE * max(now - self.began, 0.0) + TARGET_MIN_S - TARGET_MARGIN_S
 
     def lag(self, at: float) -> float:
@@ -113,7 +116,7 @@ class ReadPace:
                     # time since the call began + 15 ms, within the streaming target (10% of its limit + 20 ms)
                     paced = min(expected + self.lag(expected), now + every + lag)
                     at = min(max(at, paced), due + PACED_LAGS * self.lag(due))
-        # whatever was guessed, a part complete right after this read is read within the streaming target
+        # whatever was guessed: a part complete while the socket is held is read within the streaming target
         at = min(at, now + self.bound(now))
         if self.read_by is not None:
             at = min(at, self.read_by - DEADLINE_MARGIN_S)
