@@ -426,10 +426,26 @@ def test_the_readme_replay_on_the_quick_start_store_says_the_service_had_no_prov
 
 
 def test_a_session_scope_neighbours_and_memory_are_sent_again_as_the_model_read_them(
-    svc: Any, scripted: ScriptedServer, tmp_path: Path
+    svc: Any, scripted: ScriptedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What the service adds to a prompt from what it knows: a scope the session added (with its state), the
-    neighbours of an entity with a position, and its memory with an age; replayed, each prompt is the one sent."""
+    neighbours of an entity with a position, and its memory with an age; replayed, each prompt is the one sent.
+    What is kept is encoded from tuples laid out as Read's arrays: byte for byte what its structs encode to."""
+    from npcmind.decide import keep
+    from npcmind.decide.read import Read, encode_read, read_call
+
+    kept: list[bytes] = []
+
+    def both_ways(batch: Any, features: Any) -> bytes:
+        got = read_of(batch, features)
+        by_entity = {ep.entity.id: ep.number for _, ep, _ in batch.asked}
+        numbers = [(f.seq, by_entity[batch.entity_of[f.seq]]) for f in features.decisions]
+        assert got == encode_read(Read(read_call(batch), numbers))
+        kept.append(got)
+        return got
+
+    read_of = keep.read_of
+    monkeypatch.setattr(keep, "read_of", both_ways)
     scripted.set(rules=RULES_A)
     scope = {"cave_7": {"parent": "forest", "text": "A damp cave.", "fields": {"depth": {"type": "integer", "min": 0}}}}
     assert svc.http.post("/v1/context", json={"client_id": "game-1", "scopes": scope}).status_code == 200
@@ -453,6 +469,7 @@ def test_a_session_scope_neighbours_and_memory_are_sent_again_as_the_model_read_
         report = replay(tmp_path / "r.json", "--store", str(svc.service.settings.store), "--client", "game-1", *target)
         again = [[m["content"] for m in body["messages"]] for body in b.requests]
     assert sorted(again) == sorted(sent) and report["decisions"] == 9 and report["agreement"] == 1.0
+    assert len(kept) == 3 and all(b'"cave_7"' in k and b'"nearby: ' in k for k in kept) and b"failed" in kept[2]
 
 
 @pytest.mark.fast
