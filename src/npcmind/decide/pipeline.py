@@ -118,9 +118,15 @@ class DecidePipeline:
         """Answer one decide request whole (a 422 ApiError if it breaks the manifest): the stream, collected into
         the request's order."""
         batch = await self.begin(session, req)
-        async with contextlib.aclosing(self.stream(batch)) as groups:
-            async for _ in groups:
-                pass
+        if batch.asked:
+            async with contextlib.aclosing(self.stream(batch)) as groups:
+                async for _ in groups:
+                    pass
+        else:  # no model call (every entity from the cache or over its budget): one group, kept in line
+            try:
+                await self.keeper.settle(batch, list(batch.known.items()))
+            finally:
+                self._finish(batch)
         decided = [batch.decisions[i] for i in range(len(req.entities))]
         return DecideResponse(A2G_VERSION, req.epoch, batch.ms(), decided)
 
@@ -173,8 +179,13 @@ class DecidePipeline:
         finally:
             if task is not None:
                 task.cancel()  # the client left before the answer: the call is no longer wanted
-            self.keeper.count(list(batch.decisions.values()))  # what was decided, whether or not it all went out
-            self._remember(batch)
+            self._finish(batch)
+
+    def _finish(self, batch: Batch) -> None:
+        """A batch's end, however it ended: what was decided counted (whether or not it all went out), and the
+        batch kept for GET /v1/prompt when whole."""
+        self.keeper.count(list(batch.decisions.values()))
+        self._remember(batch)
 
     async def streamed(self, batch: Batch) -> AsyncGenerator[Decision | DecideEnd, None]:
         """The lines of a streamed answer: every entity's decision, then the end. Nothing fails a stream once its
