@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from operator import itemgetter
 
 from npcmind.decide.batch import Batch, Outcome, Situation, features
 from npcmind.decide.calls import Fell
@@ -39,7 +40,7 @@ class Keeper:
         A stream's keeping is shielded: a client that leaves meanwhile leaves nothing half-kept (nor the features of
         a batch it left). The JSON answer's handler runs to its end whether or not its client is still there
         (uvicorn cancels no handler on a disconnect), so it keeps in line, without a task a batch."""
-        group = sorted(group, key=lambda x: x[0])  # decision numbers in the request's order within a group
+        group = sorted(group, key=itemgetter(0))  # decision numbers in the request's order within a group
         decisions, issued, learned = await self._issue(batch, group)
         batch.learned += learned
         batch.entity_of.update((d.seq, d.entity_id) for d in issued)
@@ -64,9 +65,9 @@ class Keeper:
         choices, and the features of the fresh ones."""
         session, req = batch.session, batch.req
         manifest, sid = session.manifest, session.session_id
-        chosen = sum(isinstance(a, CachedChoice) for _, a in group)
-        seq = await self.store.decisions.allocate(chosen) if chosen else 0
-        dids = iter(self.ids.issue_many(seq, sid, chosen))
+        chosen = [type(a) for _, a in group].count(CachedChoice)
+        first = seq = await self.store.decisions.allocate(chosen) if chosen else 0
+        dids = self.ids.issue_many(seq, sid, chosen)
         decisions: list[Decision] = []
         issued: list[IssuedDecision] = []
         learned: list[DecisionFeatures] = []
@@ -77,7 +78,7 @@ class Keeper:
                 decisions.append(FallbackDecision(e.id, a.code, a.reason, t.ttl_ms))
                 continue
             cached = i in batch.known  # an answer from the cache repeats one learnt already
-            did, label = next(dids), t.actions[a.action]
+            did, label = dids[seq - first], t.actions[a.action]
             decisions.append(AIDecision(e.id, a.action, label, a.confidence, t.ttl_ms, did, cached))
             issued.append(IssuedDecision(seq, did, sid, e.id, e.type, a.action, label, batch.now))
             if not cached:

@@ -72,7 +72,9 @@ class LastBatch:
 def answer_order(entities: Sequence[DecideEntity]) -> list[int]:
     """The request's entities in the order the prompt lists them, so the model answers the most urgent first:
     higher ``urgency`` first, then those with a ``trigger`` (a fresh event), then the request's order."""
-    return sorted(range(len(entities)), key=lambda i: (-entities[i].urgency, entities[i].trigger is None, i))
+    keys = [(-e.urgency, e.trigger is None, i) for i, e in enumerate(entities)]
+    keys.sort()
+    return [i for _, _, i in keys]
 
 
 class DecidePipeline:
@@ -285,11 +287,12 @@ class DecidePipeline:
         if not within:
             return []
         keys = [key for _, _, key, _ in within] + [own for _, _, _, own in within if own is not None]
-        hits = iter(await self.shared.cached(client_id, keys))
-        shared = [next(hits) for _ in within]
-        return [
-            (next(hits) or hit) if own is not None else hit for (_, _, _, own), hit in zip(within, shared, strict=True)
-        ]
+        got = await self.shared.cached(client_id, keys)
+        out, j = got[: len(within)], len(within)  # the shared keys' entries, then the own keys' in their order
+        for k, (_, _, _, own) in enumerate(within):
+            if own is not None:
+                out[k], j = got[j] or out[k], j + 1
+        return out
 
     async def _answers(
         self, batch: Batch, pieces: asyncio.Queue[Piece] | _Ready, max_output_tokens: int

@@ -8,7 +8,6 @@ entity and are what the token budget counts. Game strings are JSON-quoted: they 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -99,11 +98,6 @@ class Prompt:
 def _session_tag(session_id: str) -> str:
     """A session's part of its own cache keys: 96 bits of its id's SHA-256 (a cache's key, not a secret)."""
     return hashlib.sha256(b"npcmind-session\x00" + session_id.encode()).hexdigest()[:24]
-
-
-def _indented(lines: Sequence[str]) -> str:
-    """Lines of an entity's part: each indented two spaces, each ended."""
-    return "  " + "\n  ".join(lines) + "\n" if lines else ""
 
 
 def _catalogue(manifest: Manifest) -> str:
@@ -231,12 +225,14 @@ class PromptBuilder:
         body = f"{head}\n  now: {self.manifest.types[e.type].fields.render(e.observation)}\n"
         shown = keyed = ""
         private = False
-        if ctx is not None:
-            body += _indented(ctx.lines)
-            if ctx.timed_lines:
-                lines, keys = zip(*ctx.timed_lines, strict=True)
-                shown = _indented(lines)
-                private = None in keys
-                keyed = _indented([key for key in keys if key is not None])
+        if ctx is not None:  # each line indented two spaces and ended (a loop: a line or two, every entity)
+            if ctx.lines:
+                body += "  " + "\n  ".join(ctx.lines) + "\n"
+            for line, key in ctx.timed_lines:
+                shown += "  " + line + "\n"
+                if key is None:
+                    private = True
+                else:
+                    keyed += "  " + key + "\n"
         text = f"E{number} {quote(e.id)} {body}{shown}Q{number}: {ask}\n"
         return EntityPrompt(number, e, options, text, f"{body}{keyed}{ask}", private, ctx)
