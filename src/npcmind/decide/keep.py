@@ -43,7 +43,7 @@ class Keeper:
         group = sorted(group, key=itemgetter(0))  # decision numbers in the request's order within a group
         decisions, issued, learned = await self._issue(batch, group)
         batch.learned += learned
-        batch.entity_of.update((d.seq, d.entity_id) for d in issued)
+        batch.entity_of.update({d.seq: d.entity_id for d in issued})
         complete = len(batch.decisions) + len(group) >= len(batch.req.entities)
         made_from = features(batch.session, batch.req, batch.chain, batch.now, batch.learned) if complete else None
         if (issued or made_from is not None) and batch.streamed:  # a stream's client may leave at any line
