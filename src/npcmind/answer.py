@@ -167,7 +167,7 @@ def _may_repeat(text: str, obj: Any) -> bool:
     none is given twice and the search for repeats is skipped (most answers: it cost a regular expression pass)."""
     if not isinstance(obj, dict) or "\\u" in text:
         return True
-    return text.count('"E') > sum(1 for k in obj if k.startswith("E"))
+    return text.count('"E') > len([k for k in obj if k.startswith("E")])
 
 
 def _first_of_twice(text: str, out: dict[int, Choice], options: dict[int, list[str]]) -> None:

@@ -73,7 +73,7 @@ class Prompt:
 
     def user_text(self, asked: list[EntityPrompt]) -> str:
         """The dynamic tail sent for the entities that go to the provider."""
-        return self.shared + "ENTITIES:\n" + "".join(e.text for e in asked)
+        return self.shared + "ENTITIES:\n" + "".join([e.text for e in asked])
 
     def key_base(self, manifest_version: str, scope_key: str) -> KeyState:
         """The hash state of what every entity of this batch shares: the manifest (part 1 and its scopes' and

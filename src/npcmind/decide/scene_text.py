@@ -71,7 +71,7 @@ def observed_line(e: Shown, m: Manifest, near: Mapping[str, int] | None) -> str:
 
 def nearby_line(near: Sequence[tuple[float, Shown]], m: Manifest) -> str:
     """Part 6: the nearest entities within the entity's perception radius, nearest first."""
-    return "nearby: " + "; ".join(describe(e, m, d) for d, e in near)
+    return "nearby: " + "; ".join([describe(e, m, d) for d, e in near])
 
 
 def parent_line(parent_id: str, parent: Shown | None) -> str:

@@ -504,7 +504,8 @@ def _tokens_of(choice: _AnswerChoice) -> list[tuple[str, float]]:
     """A typed answer's tokens and log-probabilities, or none when one is past probability 1 (or NaN)."""
     sent = choice.logprobs.content if choice.logprobs is not None else None
     tokens = [(t.token, t.logprob) for t in sent or ()]
-    return tokens if all(-math.inf <= lp <= 0 for _, lp in tokens) else []
+    within = [lp for _, lp in tokens if -math.inf <= lp <= 0]  # a list, not a generator stepped a token at a time
+    return tokens if len(within) == len(tokens) else []
 
 
 def _logprob_tokens(choice: dict[str, Any]) -> list[tuple[str, float]]:
