@@ -4,8 +4,9 @@ Each side runs `npcmind serve` from its own code (the baseline from a virtualenv
 ~/.cache/npcmind-ab/<commit>; the other side this checkout as it is, uncommitted changes included, or `--new
 COMMIT`), on the same manifest and the same request bodies, against the same scripted provider; the load comes
 from `wrk` in its own process and the bench code is this checkout's for both sides. Rounds alternate (A B, then
-B A) so that a machine slowing down mid-run weighs on both. A row's CPU is the service process's own (every
-thread, /proc/PID/task/*/schedstat) over the requests answered.
+B A) so that a machine slowing down mid-run weighs on both; with `--paired`, the uncached and cached rows load
+both sides at the same time instead (each its own wrk), so that a minute's slowdown weighs on both equally. A
+row's CPU is the service process's own (every thread, /proc/PID/task/*/schedstat) over the requests answered.
 
 Rows:
 - uncached: POST /v1/decide, 16 bees whose observations change every request: every entity a model call;
@@ -21,7 +22,7 @@ The baseline is pinned: move it forward only with a note here of why, so every l
 Speed is never asserted (this is a bench, not a test); `--fail-over 1.05` makes the exit status say whether a
 CPU ratio passed it, for a person or a script that wants one.
 
-Run: python bench/ab.py [--rounds 5] [--seconds 5] [--quick] [--new COMMIT] [--only cached,uncached]
+Run: python bench/ab.py [--rounds 5] [--seconds 5] [--quick] [--new COMMIT] [--only cached,uncached] [--paired]
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -219,24 +221,48 @@ class Loads:
         self.round = 0
 
     def uncached(self, side: Side) -> Measure:
+        return self._alone(side, self._uncached)
+
+    def cached(self, side: Side) -> Measure:
+        return self._alone(side, self._cached)
+
+    def _uncached(self, side: Side) -> tuple[Service, Path]:
+        """A side's service warmed for the uncached load, and its script."""
         svc = Service(side, self.provider, self.tmp)
+        lua = self.tmp / f"miss-{side.name}-{self.round}.lua"  # a side's bees are new to it every round
+        lua.write_text(LUA_MISS.replace("FIRST", str(1_000_000 * (self.round + 1))))
+        wrk(f"{svc.url}/v1/decide", lua, 8, 1, svc.proc.pid)  # warm: connections, the provider's pool
+        return svc, lua
+
+    def _cached(self, side: Side) -> tuple[Service, Path]:
+        """A side's service warmed for the cached load, and its script."""
+        svc = Service(side, self.provider, self.tmp)
+        for _ in range(3):  # the first answers give every bee a chosen action its neighbours then show
+            httpx.post(f"{svc.url}/v1/decide", content=self.body.read_bytes(), headers=_JSON).raise_for_status()
+        wrk(f"{svc.url}/v1/decide", self.tmp / "static.lua", 8, 1, svc.proc.pid)
+        return svc, self.tmp / "static.lua"
+
+    def _alone(self, side: Side, ready: Callable[[Side], tuple[Service, Path]]) -> Measure:
+        svc, lua = ready(side)
         try:
-            lua = self.tmp / f"miss-{side.name}-{self.round}.lua"  # a side's bees are new to it every round
-            lua.write_text(LUA_MISS.replace("FIRST", str(1_000_000 * (self.round + 1))))
-            wrk(f"{svc.url}/v1/decide", lua, 8, 1, svc.proc.pid)  # warm: connections, the provider's pool
             return wrk(f"{svc.url}/v1/decide", lua, 8, self.seconds, svc.proc.pid)
         finally:
             svc.stop()
 
-    def cached(self, side: Side) -> Measure:
-        svc = Service(side, self.provider, self.tmp)
+    def paired(self, key: str, old: Side, new: Side) -> tuple[Measure, Measure]:
+        """Both sides under the same load at the same time (``--paired``): what slows the machine meanwhile slows
+        both, where rounds taken one side after the other see a shared machine's minutes differ by up to 1.5x."""
+        ready = self._uncached if key == "uncached" else self._cached
+        started: list[tuple[Service, Path]] = []
         try:
-            for _ in range(3):  # the first answers give every bee a chosen action its neighbours then show
-                httpx.post(f"{svc.url}/v1/decide", content=self.body.read_bytes(), headers=_JSON).raise_for_status()
-            wrk(f"{svc.url}/v1/decide", self.tmp / "static.lua", 8, 1, svc.proc.pid)
-            return wrk(f"{svc.url}/v1/decide", self.tmp / "static.lua", 8, self.seconds, svc.proc.pid)
+            for side in (old, new):
+                started.append(ready(side))
+            with ThreadPoolExecutor(2) as pool:
+                runs = [pool.submit(wrk, f"{s.url}/v1/decide", lua, 8, self.seconds, s.proc.pid) for s, lua in started]
+                return runs[0].result(), runs[1].result()
         finally:
-            svc.stop()
+            for svc, _ in started:
+                svc.stop()
 
     def in_flight(self, side: Side) -> Measure:
         svc = Service(side, self.slow, self.tmp, NPCMIND_ACTIVITY_S="0")
@@ -331,6 +357,9 @@ def main() -> int:
     ap.add_argument("--new", default=None, help="a commit (default: this checkout as it is)")
     ap.add_argument("--only", default="uncached,cached,in-flight,dialogue,streamed")
     ap.add_argument("--fail-over", type=float, default=None, help="exit 1 when a median CPU ratio passes this")
+    ap.add_argument(
+        "--paired", action="store_true", help="the uncached and cached rows load both sides at once, not in turn"
+    )
     args = ap.parse_args()
     if args.quick:
         args.rounds, args.seconds = 2, 2.0
@@ -340,7 +369,8 @@ def main() -> int:
     new = built(args.new) if args.new else Side("checkout", Path(sys.executable), ROOT)
     wanted = set(args.only.split(","))
     print(cpu_probe())
-    print(f"load average {os.getloadavg()[0]:.2f}; {args.rounds} rounds of {args.seconds:g} s a row, sides alternating")
+    how = "sides at once for uncached and cached, in turn for the rest" if args.paired else "sides alternating"
+    print(f"load average {os.getloadavg()[0]:.2f}; {args.rounds} rounds of {args.seconds:g} s a row, {how}")
     tmp = Path(tempfile.mkdtemp(prefix="npcmind-ab-"))
     py = str(Path(sys.executable))
     ports = free_port(), free_port()
@@ -363,7 +393,12 @@ def main() -> int:
         rows = [Row(what) for key, what, _ in plan if key in wanted]
         for r in range(args.rounds):
             loads.round = r
-            for row, (_, _, run) in zip(rows, [p for p in plan if p[0] in wanted], strict=True):
+            for row, (key, _, run) in zip(rows, [p for p in plan if p[0] in wanted], strict=True):
+                if args.paired and key in ("uncached", "cached"):
+                    a, b = loads.paired(key, old, new)
+                    row.old.append(a)
+                    row.new.append(b)
+                    continue
                 for side, into in ((old, row.old), (new, row.new)) if r % 2 == 0 else ((new, row.new), (old, row.old)):
                     into.append(run(side))
             print(f"round {r + 1} of {args.rounds} done", file=sys.stderr)
