@@ -117,8 +117,8 @@ class DecidePipeline:
         return b
 
     async def decide(self, session: SessionContext, req: DecideRequest) -> DecideResponse:
-        """Answer one decide request whole (a 422 ApiError if it breaks the manifest): the stream, collected into
-        the request's order."""
+        """Answer one decide request whole (a 422 ApiError if it breaks the manifest): the stream collected into the
+        request's order, or, when no entity needs the model, its one group settled in line."""
         batch = await self.begin(session, req)
         if batch.asked:
             async with contextlib.aclosing(self.stream(batch)) as groups:

@@ -225,7 +225,7 @@ class PromptBuilder:
         body = f"{head}\n  now: {self.manifest.types[e.type].fields.render(e.observation)}\n"
         shown = keyed = ""
         private = False
-        if ctx is not None:  # each line indented two spaces and ended (a loop: a line or two, every entity)
+        if ctx is not None:  # each line indented two spaces and ended; the timed ones (a line or two) in a loop
             if ctx.lines:
                 body += "  " + "\n  ".join(ctx.lines) + "\n"
             for line, key in ctx.timed_lines:
