@@ -63,22 +63,13 @@ def read_of(batch: Batch, features: RequestFeatures) -> bytes:
     number = {ep.entity.id: ep.number for _, ep, _ in batch.asked}
     entity = batch.entity_of
     numbers = [(f.seq, n) for f in features.decisions if (n := number.get(entity.get(f.seq, ""), 0))]
-    req, scopes = batch.req, batch.session.manifest.file.scopes
-    call = (
-        batch.prompt.mode,
-        req.scope,
-        {name: spec for name, spec in batch.chain if name not in scopes},
-        sorted({e.profile for e in req.entities if e.profile}),
-        req.world,
-        req.scope_state,
-        batch.prompt.situation,
-        [
-            (ep.number, ep.entity, _NO_LINES, _NO_LINES)
-            if (ctx := ep.ctx) is None
-            else (ep.number, ep.entity, ctx.lines, [line for line, _ in ctx.timed_lines])
-            for _, ep, _ in batch.asked
-        ],
-    )
+    entities = [
+        (ep.number, ep.entity, _NO_LINES, _NO_LINES)
+        if (ctx := ep.ctx) is None
+        else (ep.number, ep.entity, ctx.lines, [line for line, _ in ctx.timed_lines])
+        for _, ep, _ in batch.asked
+    ]
+    call = (*_call_head(batch), entities)
     return encode_read((call, numbers))
 
 
@@ -87,8 +78,17 @@ _NO_LINES: list[str] = []
 
 def read_call(batch: Batch) -> ReadCall:
     """The situation the batch's provider call was rendered from (what replay and shadow mode render again)."""
+    return ReadCall(*_call_head(batch), [_entity(ep.number, ep.entity, ep.ctx) for _, ep, _ in batch.asked])
+
+
+_Head = tuple[str, str | None, dict[str, ScopeSpec], list[str], dict[str, Any], dict[str, Any] | None, list[str]]
+
+
+def _call_head(batch: Batch) -> _Head:
+    """ReadCall's fields before its entities, in its order: read_call builds the struct from them, read_of the
+    same array without it."""
     req, scopes = batch.req, batch.session.manifest.file.scopes
-    return ReadCall(
+    return (
         batch.prompt.mode,
         req.scope,
         {name: spec for name, spec in batch.chain if name not in scopes},
@@ -96,7 +96,6 @@ def read_call(batch: Batch) -> ReadCall:
         req.world,
         req.scope_state,
         batch.prompt.situation,
-        [_entity(ep.number, ep.entity, ep.ctx) for _, ep, _ in batch.asked],
     )
 
 
