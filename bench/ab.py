@@ -357,6 +357,31 @@ def streamed_rows(side: Side, tmp: Path, rounds: int, batches: int) -> list[str]
     ]
 
 
+def rounds(loads: Loads, wanted: set[str], old: Side, new: Side, n: int, paired: bool) -> list[Row]:
+    """Every wanted row on both sides, ``n`` rounds: in turn, the first side alternating by round, or (uncached
+    and cached with ``paired``) both at once."""
+    plan: list[tuple[str, str, Callable[[Side], Measure]]] = [
+        ("uncached", "16 entities, every one a model call", loads.uncached),
+        ("cached", "16 entities, every one a cache hit", loads.cached),
+        ("in-flight", "1,000 in flight, provider 300 ms", loads.in_flight),
+        ("dialogue", "dialogue step (Finalize)", loads.dialogue),
+    ]
+    plan = [p for p in plan if p[0] in wanted]
+    rows = [Row(what) for _, what, _ in plan]
+    for r in range(n):
+        loads.round = r
+        for row, (key, _, run) in zip(rows, plan, strict=True):
+            if paired and key in ("uncached", "cached"):
+                a, b = loads.paired(key, old, new)
+                row.old.append(a)
+                row.new.append(b)
+                continue
+            for side, into in ((old, row.old), (new, row.new)) if r % 2 == 0 else ((new, row.new), (old, row.old)):
+                into.append(run(side))
+        print(f"round {r + 1} of {n} done", file=sys.stderr)
+    return rows
+
+
 def main() -> int:
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line a request would bury the table
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -394,24 +419,7 @@ def main() -> int:
         slow = f"http://127.0.0.1:{ports[1]}"
         httpx.put(f"{slow}/_script", json={"delay_ms": 300}).raise_for_status()
         loads = Loads(tmp, f"http://127.0.0.1:{ports[0]}", slow, args.seconds)
-        plan: list[tuple[str, str, Callable[[Side], Measure]]] = [
-            ("uncached", "16 entities, every one a model call", loads.uncached),
-            ("cached", "16 entities, every one a cache hit", loads.cached),
-            ("in-flight", "1,000 in flight, provider 300 ms", loads.in_flight),
-            ("dialogue", "dialogue step (Finalize)", loads.dialogue),
-        ]
-        rows = [Row(what) for key, what, _ in plan if key in wanted]
-        for r in range(args.rounds):
-            loads.round = r
-            for row, (key, _, run) in zip(rows, [p for p in plan if p[0] in wanted], strict=True):
-                if args.paired and key in ("uncached", "cached"):
-                    a, b = loads.paired(key, old, new)
-                    row.old.append(a)
-                    row.new.append(b)
-                    continue
-                for side, into in ((old, row.old), (new, row.new)) if r % 2 == 0 else ((new, row.new), (old, row.old)):
-                    into.append(run(side))
-            print(f"round {r + 1} of {args.rounds} done", file=sys.stderr)
+        rows = rounds(loads, wanted, old, new, args.rounds, args.paired)
     finally:
         for proc in providers:
             proc.terminate()
