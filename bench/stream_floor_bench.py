@@ -13,7 +13,16 @@ Issue 31 asks a streamed request's service CPU to be at most 1.3x the unstreamed
 the unstreamed request at 6.6 to 9.4 ms, so the whole allowance for 16 deliveries is 2.0 to 2.8 ms. If the floor's
 extra CPU alone passes that, no service on this stack meets the target on this machine.
 
-Run: python bench/stream_floor_bench.py [--rounds 20]
+With ``--rates 20,60`` (issue 43), the same floor as a hosted model streams: the provider sends its headers at
+once and then token by token, a chunk an event, 6 events a part (an enum answer's entity), the first after 300 ms;
+the reader holds the socket between reads as long as the streaming target lets a reader that trusts no guess of
+when a part ends (10% of the time since the call began + 15 ms, the bound of providers/pace.py), so it reads as
+seldom as any reader that keeps the target whatever the model does; each read that completes parts commits them
+together and writes their lines. Issue 43 asks at most 0.7 ms of extra CPU a streamed line: what the floor takes
+of it at each rate is what is left for everything a real service does besides (parsing the events and the answer,
+checking the choice, the decision's id and row, the HTTP framing of each line).
+
+Run: python bench/stream_floor_bench.py [--rounds 20] [--rates 20,60]
 """
 
 from __future__ import annotations
@@ -34,18 +43,22 @@ import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from npcmind.providers.pace import TARGET_MARGIN_S, TARGET_MIN_S, TARGET_SHARE
 from probe import cpu_probe
 
 PARTS = 16
 FIRST_S = 0.3
 GAP_S = 0.1
 PART = b'data: {"choices":[{"delta":{"content":"\\"E1\\": \\"flee\\", "}}]}\n\n'  # one SSE event an entity
+TOKEN = b'data: {"choices":[{"delta":{"content":"fl"}}]}\n\n'  # one token's event, at --rates
+TOKENS = 6  # events a part: an enum answer's entity is about 6 tokens (bench/stream_bench.py: 97 for 16)
 LINE = b'{"source":"AI","id":"bee-1","action":"flee","confidence":0.9,"ttl_ms":12000,"decision_id":"d_x"}\n'
 
 PROVIDER = r"""
 import asyncio, sys
 FIRST_S, GAP_S, PARTS = float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
 PART = sys.argv[5].encode().decode("unicode_escape").encode()
+TOKEN, TOKENS = sys.argv[6].encode().decode("unicode_escape").encode(), int(sys.argv[7])
 async def handle(reader, writer):
     while True:
         try:
@@ -56,6 +69,23 @@ async def handle(reader, writer):
         length = int(next((l.split(b":")[1] for l in lines if l.lower().startswith(b"content-length")), b"0"))
         body = await reader.readexactly(length)
         streamed = b"stream" in body
+        rate = float(body.split(b'"rate":')[1].split(b"}")[0].split(b",")[0]) if b'"rate"' in body else 0.0
+        HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+        if rate:  # token by token, a chunk an event, as a hosted model writes: TOKENS events a part
+            n, start = PARTS * TOKENS, asyncio.get_running_loop().time()
+            if streamed:  # the headers at once (a hosted model's come before its first token), the tokens after
+                writer.write(HEAD)
+                for i in range(n):
+                    await asyncio.sleep(max(0.0, start + FIRST_S + i / rate - asyncio.get_running_loop().time()))
+                    writer.write(b"%x\r\n%s\r\n" % (len(TOKEN), TOKEN))
+                writer.write(b"0\r\n\r\n")
+            else:
+                await asyncio.sleep(FIRST_S + (n - 1) / rate)
+                whole = TOKEN * n
+                head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n" % len(whole)
+                writer.write(head + whole)
+            await writer.drain()
+            continue
         await asyncio.sleep(FIRST_S)
         if streamed:
             writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
@@ -79,6 +109,12 @@ asyncio.run(main())
 """
 
 
+def _resume(transport: asyncio.Transport) -> None:
+    """The held socket read again (what came meanwhile, in one read)."""
+    if not transport.is_closing() and not transport.is_reading():
+        transport.resume_reading()
+
+
 class Floor:
     """The least a service does for one batch: read the provider, store, write to the game."""
 
@@ -91,6 +127,8 @@ class Floor:
         self.game = game
         self.n = 0
         self.store, self.line = "store" in steps, "line" in steps  # what a delivery does besides its read
+        self.rate = 0.0  # tokens a second, for paced() and whole()
+        self.reads = 0  # reads of paced streams
 
     def _store(self, count: int) -> None:
         rows = [(f"d{self.n + i}", "flee", time.time()) for i in range(count)]
@@ -111,8 +149,38 @@ class Floor:
                     self.game.write(LINE)
                     await self.game.drain()
 
+    async def paced(self, http: aiohttp.ClientSession) -> None:
+        """Token by token at ``rate``, the socket held between reads as long as the streaming target allows a
+        reader that trusts no guess of when a part ends (the bound of providers/pace.py: 10% of the time since
+        the stream opened + 15 ms): the fewest reads that keep every part within its target whatever the model
+        does. Each read that completes parts commits them together and writes a line each."""
+        loop = asyncio.get_running_loop()
+        began, events, delivered = loop.time(), 0, 0  # the call's start: the target counts from the game's tick
+        async with http.post(self.provider, json={"stream": True, "rate": self.rate}) as resp:
+            conn = resp.connection
+            transport = conn.transport if conn is not None else None
+            while True:
+                if events and transport is not None and transport.is_reading():  # the first token is read at once
+                    now = loop.time()
+                    transport.pause_reading()
+                    wake = now + TARGET_SHARE * (now - began) + TARGET_MIN_S - TARGET_MARGIN_S
+                    loop.call_at(wake, _resume, transport)
+                chunk = await resp.content.readany()
+                if not chunk:
+                    break
+                self.reads += 1
+                events += chunk.count(b"\n\n")
+                done = events // TOKENS - delivered
+                if done:
+                    delivered += done
+                    if self.store:
+                        self._store(done)
+                    if self.line:
+                        self.game.write(LINE * done)
+                        await self.game.drain()
+
     async def unstreamed(self, http: aiohttp.ClientSession) -> None:
-        async with http.post(self.provider, json={"whole": True}) as resp:
+        async with http.post(self.provider, json={"whole": True, "rate": self.rate}) as resp:
             await resp.read()
         if self.store:
             self._store(PARTS)
@@ -121,7 +189,7 @@ class Floor:
             await self.game.drain()
 
 
-async def run(rounds: int, port: int, tmp: Path, steps: str) -> dict[str, list[float]]:
+async def run(rounds: int, port: int, tmp: Path, steps: str, rate: float = 0.0) -> tuple[dict[str, list[float]], float]:
     """Alternate streamed and unstreamed batches; the process's CPU for each, in ms."""
     sink_done = asyncio.Event()
 
@@ -133,33 +201,36 @@ async def run(rounds: int, port: int, tmp: Path, steps: str) -> dict[str, list[f
     game_server = await asyncio.start_server(sink, "127.0.0.1", 0)
     game_port = game_server.sockets[0].getsockname()[1]
     _, game = await asyncio.open_connection("127.0.0.1", game_port)
-    floor = Floor(tmp / f"{steps}.db", f"http://127.0.0.1:{port}/v1/chat/completions", game, steps)
+    floor = Floor(tmp / f"{steps}-{rate:g}.db", f"http://127.0.0.1:{port}/v1/chat/completions", game, steps)
+    floor.rate = rate
+    streamed = floor.paced if rate else floor.streamed
     cpu: dict[str, list[float]] = {"streamed": [], "unstreamed": []}
     async with aiohttp.ClientSession() as http:
         await floor.unstreamed(http)  # warm: the connection, the table, the code paths
-        await floor.streamed(http)
+        await streamed(http)
+        floor.reads = 0
         for r in range(rounds):
-            order = ["streamed", "unstreamed"] if r % 2 == 0 else ["unstreamed", "streamed"]
-            for kind in order:
+            for kind in ("streamed", "unstreamed") if r % 2 == 0 else ("unstreamed", "streamed"):
                 t0 = time.process_time()
-                await getattr(floor, kind)(http)
+                await (streamed if kind == "streamed" else floor.unstreamed)(http)
                 cpu[kind].append((time.process_time() - t0) * 1000)
     game.close()
     game_server.close()
-    return cpu
+    return cpu, floor.reads / rounds
 
 
 def main() -> None:
     """Print the floor's CPU a batch, streamed and unstreamed, and what the difference leaves of the target."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--rates", default="", help="also token by token at these rates, e.g. 20,60 (issue 43)")
     args = ap.parse_args()
     print(cpu_probe())
     with tempfile.TemporaryDirectory() as tmp:
         port = 20000 + os.getpid() % 20000
         provider = subprocess.Popen(
-            [sys.executable, "-c", PROVIDER, str(port), str(FIRST_S), str(GAP_S), str(PARTS), PART.decode("latin-1")
-             .encode("unicode_escape").decode()],
+            [sys.executable, "-c", PROVIDER, str(port), str(FIRST_S), str(GAP_S), str(PARTS), _arg(PART), _arg(TOKEN),
+             str(TOKENS)],
             stdout=subprocess.PIPE,
             text=True,
         )  # fmt: skip
@@ -171,13 +242,31 @@ def main() -> None:
                 f"{'a delivery does':<22}{'streamed ms':>12}{'unstreamed ms':>15}{'extra ms':>10}{'us a delivery':>15}"
             )
             for steps in ("read", "read+store", "read+store+line"):
-                cpu = uvloop.run(run(args.rounds, port, Path(tmp), steps))
+                cpu, _ = uvloop.run(run(args.rounds, port, Path(tmp), steps))
                 s, u = statistics.median(cpu["streamed"]), statistics.median(cpu["unstreamed"])
                 print(f"{steps:<22}{s:>12.2f}{u:>15.2f}{s - u:>10.2f}{(s - u) / PARTS * 1000:>15.0f}")
+            if args.rates:
+                paced_table(args.rounds, port, Path(tmp), [float(r) for r in args.rates.split(",")])
         finally:
             provider.kill()
     for base in (6.6, 9.4):
         print(f"issue 31's allowance over an unstreamed request of {base} ms (1.3x): {0.3 * base:.2f} ms")
+
+
+def paced_table(rounds: int, port: int, tmp: Path, rates: list[float]) -> None:
+    """Issue 43's floor: token by token, read as seldom as the streaming target allows without a guess."""
+    print(f"\ntoken by token ({TOKENS} events a part, {FIRST_S * 1000:.0f} ms to the first), read at the target's "
+          "bound; read+store+line a part")  # fmt: skip
+    print(f"{'tokens a second':<16}{'reads a batch':>14}{'streamed ms':>12}{'unstreamed ms':>15}{'extra a line':>14}")
+    for rate in rates:
+        cpu, reads = uvloop.run(run(rounds, port, tmp, "read+store+line", rate))
+        s, u = statistics.median(cpu["streamed"]), statistics.median(cpu["unstreamed"])
+        print(f"{rate:<16g}{reads:>14.1f}{s:>12.2f}{u:>15.2f}{(s - u) / PARTS:>11.3f} ms")
+
+
+def _arg(event: bytes) -> str:
+    """An event as the provider's command line carries it."""
+    return event.decode("latin-1").encode("unicode_escape").decode()
 
 
 if __name__ == "__main__":
