@@ -22,7 +22,7 @@ from npcmind.providers.anthropic import AnthropicProvider, _Message
 from npcmind.providers.base import Picked, Provider, ProviderAnswer, ProviderCall, ProviderError, StreamPiece
 from npcmind.providers.http import JsonClient
 from npcmind.providers.openai import OpenAIProvider
-from npcmind.providers.pace import DEADLINE_MARGIN_S, MAX_LAGS, PACED_LAGS, ReadPace
+from npcmind.providers.pace import DEADLINE_MARGIN_S, LAST_LAG_S, ReadPace
 from npcmind.providers.tokens import count, split
 from npcmind.testing.scripted import ScriptedServer
 
@@ -248,12 +248,9 @@ def test_the_deltas_of_one_read_pick_what_the_same_deltas_fed_one_by_one_pick() 
         alone = [pick for d in deltas for pick in one_by_one.feed(d)]
         together = answer.PartialAnswer("enum", ENTS)
         assert together.feed(deltas) == alone, deltas
-        assert together.parts_end == one_by_one.parts_end, deltas
     numbered = answer.PartialAnswer("numbered", ENTS)
     got = numbered.feed(['{"decisions":[{"entity":2,"choice":1},', '{"entity":1,"choice":2},{"ent'])
     assert got == [(2, answer.Choice("chase")), (1, answer.Choice("flee"))]
-    assert numbered.text[: numbered.parts_end].endswith('{"entity":1,"choice":2}')  # where the next part begins
-    assert numbered.least_part == len('{"entity":1,"choice":0}') and answer.PartialAnswer("enum", ENTS).least_part == 11
 
 
 # ---- the adapters, over real HTTP against the scripted server
@@ -622,7 +619,7 @@ def test_a_paced_read_takes_at_once_everything_that_came_while_the_socket_was_he
     async def read() -> list[list[bytes]]:
         server = await asyncio.start_server(answer_one, "127.0.0.1", 0)
         client = JsonClient()
-        pace = HoldOnce(asyncio.get_running_loop().time(), part=10)
+        pace = HoldOnce(asyncio.get_running_loop().time(), parts=16)
         reads: list[list[bytes]] = []
         try:
             async with client.stream(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/x", {}, {}) as opened:
@@ -638,72 +635,52 @@ def test_a_paced_read_takes_at_once_everything_that_came_while_the_socket_was_he
 
 
 @pytest.mark.fast
-def test_the_read_pace_waits_for_the_next_part_and_never_past_its_lag_or_the_deadline() -> None:
-    pace = ReadPace(began=0.0, part=10)
+def test_the_read_pace_holds_the_socket_as_long_as_the_target_allows_and_the_last_part_a_lag() -> None:
+    pace = ReadPace(began=0.0, parts=3)
     assert pace.next_read(0.3) == 0.3  # nothing written: the first token is read as it comes
     pace.written = 2
-    assert pace.next_read(0.3) == pytest.approx(0.3 + pace.lag(0.3))  # the rate unknown: the lag from now
-    assert pace.lag(0.3) == pytest.approx(0.025) and pace.lag(0.7) == pytest.approx(0.045) and pace.lag(1.9) == 0.05
-    pace.written = 42  # 40 characters in 0.2 s: at the fastest 250 a second
-    pace.completed(40)  # a part ended at 40: the next takes 10 characters at least, done at 50
-    due = 0.5 + (50 - 42) / 250
-    assert pace.next_read(0.5) == pytest.approx(min(due + pace.lag(due), 0.5 + 0.1 * 0.5 + 0.015))
-    pace.completed(42)
-    pace.written = 1000  # a burst: the part is overdue, read every lag
-    assert pace.next_read(0.6) == pytest.approx(0.6 + pace.lag(0.6))
-    slow = ReadPace(began=0.0, part=400)  # a part far ahead (or a rate misjudged): at most MAX_LAGS lags
-    slow.written = 1
-    slow.next_read(2.3)
-    slow.written = 2
-    assert slow.next_read(2.5) == pytest.approx(2.5 + MAX_LAGS * slow.lag(2.5))
-    assert slow.next_read(0.5) < 0.5 + MAX_LAGS * slow.lag(0.5)  # earlier in the call the target's bound comes first
-    bounded = ReadPace(began=0.0, part=10, read_by=0.31)
+    assert pace.next_read(0.3) == pytest.approx(0.3 + 0.1 * 0.3 + 0.015)  # 10% of the call's time + 15 ms
+    assert pace.next_read(2.0) == pytest.approx(2.0 + 0.1 * 2.0 + 0.015)  # the bound grows with the call
+    pace.completed(1)
+    assert pace.next_read(2.0) == pytest.approx(2.0 + 0.1 * 2.0 + 0.015)  # two parts left: still the bound
+    pace.completed(1)  # only the last part left: nothing after it would bring its read, so a lag at most
+    assert pace.next_read(2.0) == pytest.approx(2.0 + LAST_LAG_S)
+    assert pace.next_read(0.2) == pytest.approx(0.2 + 0.1 * 0.2 + 0.015)  # early in a call the bound is shorter
+    bounded = ReadPace(began=0.0, parts=16, read_by=0.31)
     bounded.written = 2
     assert bounded.next_read(0.3) == pytest.approx(0.31 - DEADLINE_MARGIN_S)  # what came is read by the deadline
 
 
-def test_the_read_pace_reads_once_a_part_at_the_pace_the_parts_came() -> None:
-    """Parts 0.3 s apart, each twice its fewest characters: the characters' rate alone would wake the reader when a
-    part of the fewest characters could be complete, and again every lag after; the parts' own pace wakes it a lag
-    after the next part is expected, but never more than 1.5 lags after the earliest a part can end (issue 43), nor
-    more than 10% of the call's time + 15 ms after now (the streaming target of a part complete just after now).
-    The call began 2 s before: that last bound is the loosest here."""
-    pace = ReadPace(began=-2.0, part=10)
-    pace.written = 5
-    pace.next_read(0.3)  # the first text: the rate is told from here
-    pace.written, _ = 40, pace.completed(40)
-    pace.next_read(0.6)  # one completion read: no pace of parts yet
-    pace.written, _ = 80, pace.completed(80)
-    at = pace.next_read(0.9)  # two, 0.3 s apart: the next is expected at 1.2
-    earliest = 0.9 + (80 + 10 - 80) / ((80 - 5) / (0.9 - 0.3) * 1.25)  # a part of the fewest characters, fastest
-    assert at > earliest + pace.lag(earliest)  # later than the characters' rate alone would read
-    assert at == pytest.approx(min(1.2 + pace.lag(1.2), earliest + PACED_LAGS * pace.lag(earliest)))
-    assert at < 0.9 + pace.bound(0.9)
-    pace.written, _ = 200, pace.completed(200, parts=3)  # a burst: three parts in one read at 1.25
-    pace.next_read(1.25)
-    pace.written = 260  # more than a part written since, none complete: overdue, read every lag
-    assert pace.next_read(1.6) == pytest.approx(1.6 + pace.lag(1.6))
-    early = ReadPace(began=0.0, part=10)  # the same 0.9 s into the call: the target's bound comes first
-    early.written = 5
-    early.next_read(0.3)
-    early.written, _ = 40, early.completed(40)
-    early.next_read(0.6)
-    early.written, _ = 80, early.completed(80)
-    assert early.next_read(0.9) == pytest.approx(0.9 + 0.1 * 0.9 + 0.015)
+def test_holding_to_the_target_reads_a_steady_model_about_once_and_a_half_a_part() -> None:
+    """20 tokens a second (80 characters), an enum answer's parts of 14-18 characters, 300 ms to the first token:
+    the pace that read a lag after a part was due, and every lag while it was late, read 2.14 times a part
+    (bench/pace_bench.py); holding to the bound reads about 1.5 times, and at 60 tokens a second about once (issue
+    43). The last part is read within LAST_LAG_S of its end, not at the bound (up to half a second here)."""
+    rng = random.Random(20)
+    for cps, most in ((80, 1.6), (240, 1.0)):
+        reads = parts = 0
+        for _ in range(20):
+            lengths = [rng.randint(14, 18) for _ in range(16)]
+            got, n = _paced_reads(lengths, ttft=0.3, cps=cps, counted=True)
+            reads, parts = reads + n, parts + len(lengths)
+            assert _late(got) == []
+            assert got[-1][1] - got[-1][0] <= LAST_LAG_S + 1e-9 or got[-1][1] == got[-2][1], got[-2:]
+        assert reads / parts <= most, (cps, reads / parts)
 
 
 def _paced_reads(
     part_chars: list[int],
     ttft: float,
     cps: float,
-    least: int,
     stalls: tuple[tuple[float, float], ...] = (),
     burst: int = 1,
     speed: tuple[float, float] | None = None,
-) -> list[tuple[float, float]]:
+    counted: bool = False,
+) -> Any:
     """Each part's (completion time, time the paced reader read it) for a model writing ``cps`` characters a second
     after ``ttft``, stalling for each (when, seconds) of ``stalls``, its rate times ``speed[1]`` from ``speed[0]`` on,
-    its characters reaching the reader ``burst`` at a time (a server or proxy that buffers); the call begins at 0."""
+    its characters reaching the reader ``burst`` at a time (a server or proxy that buffers); the call begins at 0.
+    ``counted``: with the number of reads made."""
     times: list[float] = []
     t = ttft
     for _ in range(sum(part_chars)):
@@ -714,20 +691,19 @@ def _paced_reads(
         times.append(t)
     times = [times[min(len(times) - 1, i // burst * burst + burst - 1)] for i in range(len(times))]
     ends = [(e, times[e - 1]) for e in itertools.accumulate(part_chars)]
-    pace, now, written, k, out = ReadPace(0.0, least), 0.0, 0, 0, []
+    pace, now, written, k, out, reads = ReadPace(0.0, len(part_chars)), 0.0, 0, 0, [], 0
     while k < len(ends):
         at = max(pace.next_read(now), now)
         if bisect.bisect_right(times, at) == written:  # nothing came by then: the read wakes with what comes next
             at = times[written]
-        now, written = at, bisect.bisect_right(times, at)
+        now, written, reads = at, bisect.bisect_right(times, at), reads + 1
         pace.written = written
         got = 0
         while k < len(ends) and ends[k][0] <= written:
             out.append((ends[k][1], now))
             k, got = k + 1, got + 1
-        if got:
-            pace.completed(ends[k - 1][0], got)
-    return out
+        pace.completed(got)
+    return (out, reads) if counted else out
 
 
 def _late(reads: list[tuple[float, float]], spare: float = 0.005) -> list[tuple[float, float]]:
@@ -743,12 +719,12 @@ def test_a_part_after_a_model_stalled_is_read_within_the_streaming_target() -> N
     pace both count the stall); it was reverted. 20 tokens/s (80 characters a second), 300 ms to the first token,
     parts of 12 to 48 characters, one 1 s stall 1 s in."""
     parts = [13, 12, 32, 12, 26, 27, 43, 12, 41, 45, 16, 42, 44, 26, 26, 14]
-    assert _late(_paced_reads(parts, ttft=0.3, cps=80, least=12, stalls=((1.0, 1.0),))) == []
+    assert _late(_paced_reads(parts, ttft=0.3, cps=80, stalls=((1.0, 1.0),))) == []
 
 
 def test_every_part_is_read_within_the_streaming_target_however_the_model_writes() -> None:
-    """Whatever the pace guesses, a read comes at most 10% of the call's time + 15 ms after the one before: a part
-    complete after a read is read by the next within its target. Without that bound, the pace read parts late
+    """A read comes at most 10% of the call's time + 15 ms after the one before: a part complete after a read is read
+    by the next within its target. Before that bound, a pace that guessed when parts end read parts late
     when tokens came in bursts (16 characters at once at 60 tokens/s: 31 ms past the target), when a stall fell
     in the window its rate is told from, or when the model sped up mid-answer (bench/pace_bench.py: 26 of 144
     scenarios). Here: 5 to 150 tokens a second after 0.05 to 1 s, parts of exactly their fewest characters, of an
@@ -765,33 +741,32 @@ def test_every_part_is_read_within_the_streaming_target_however_the_model_writes
         (None, (1.5, 4.0), (1.5, 0.25)),
     ):
         parts = [rng.randint(*lengths) for _ in range(16)]
-        reads = _paced_reads(parts, ttft=ttft, cps=cps, least=12, stalls=stalls, burst=burst, speed=speed)
+        reads = _paced_reads(parts, ttft=ttft, cps=cps, stalls=stalls, burst=burst, speed=speed)
         late += [(cps, ttft, lengths, burst, stalls, speed, part) for part in _late(reads)]
     assert late == []
 
 
 @pytest.mark.fast
 def test_no_read_waits_past_the_streaming_target_from_the_last() -> None:
-    """Whatever the pace was told (characters written, parts complete, in any order), the socket is held at most 10%
-    of the time since the stream opened + 15 ms after the reader asks, and the read is never asked before now.
-    Asks fall in a call's first seconds, where that bound is the tightest, and parts are often far ahead: there it
-    decides."""
+    """Whatever the pace was told (characters written, parts complete, more than the call has), the socket is held at
+    most 10% of the time since the stream opened + 15 ms after the reader asks, and the read is never asked before
+    now. Asks fall in a call's first seconds, where that bound is the tightest."""
     rng = random.Random(7)
     decided = asks = 0
     for _ in range(400):
         began, cps = rng.uniform(0, 100), rng.uniform(20, 600)  # a model of 5 to 150 tokens a second
-        pace, now = ReadPace(began, rng.randint(1, 400)), began + rng.uniform(0.05, 1.0)
+        pace, now = ReadPace(began, rng.randint(1, 16)), began + rng.uniform(0.05, 1.0)
         for _ in range(40):
             dt = rng.choice((0.0, rng.uniform(0, 0.03), rng.uniform(0, 0.1), rng.uniform(0, 0.5)))
             now += dt
             pace.written += rng.choice((int(cps * dt), int(cps * dt), 0, int(cps * dt) * 4, rng.randint(1, 400)))
             if rng.random() < 0.2:  # a part complete: mostly just now, at times one that ended earlier
-                pace.completed(rng.choice((pace.written, rng.randint(0, pace.written))), rng.randint(1, 3))
+                pace.completed(rng.randint(1, 3))
             at = pace.next_read(now)
             bound = now + 0.1 * (now - began) + 0.015
             assert now <= at <= bound + 1e-9, (now, at, began)
             decided, asks = decided + (at > bound - 1e-9), asks + 1
-    assert decided > asks // 20, (decided, asks)  # the bound decided a share of them, not only a limit never reached
+    assert decided > asks // 4, (decided, asks)  # the bound decided many of them, not only a limit never reached
 
 
 def chunk(content: str, tokens: list[tuple[str, float]] | None = None, finish: str | None = None) -> bytes:

@@ -270,10 +270,6 @@ class PartialAnswer:
         self._starts: list[int] = []  # where each token begins in the text
         self._may_close = _MAY_CLOSE[mode]
         self._read_items = 0  # the items (numbered) or keys (enum) already taken: complete, read or skipped
-        # the fewest characters of an entity's part, however the model spaces it: what a streamed answer's
-        # reader may wait for after a part before the next can be complete (providers/pace.py)
-        self.least_part = min((_least_part(mode, n, opts) for n, opts in self.entities), default=1)
-        self.parts_end = 0  # where in the text the last part picked ends (the next part begins after it)
         self._read_at = 0  # the text's length when it was last read
 
     def _worth_reading(self) -> bool:
@@ -308,24 +304,12 @@ class PartialAnswer:
                     for n, c in self._read(self.text[:end]) or ():
                         self.picked[n] = c
                         got.append((n, c))
-        if got:
-            self._ended([n for n, _ in got])
         if self.tokens and got:
             offsets = value_offsets(self.text, self.mode, [n for n, _ in got])
             for n, p in _at_tokens(offsets, self.tokens, self._starts).items():
                 next(c for m, c in got if m == n).confidence = p
         self.picked.update(got)
         return got
-
-    def _ended(self, numbers: list[int]) -> None:
-        """Move ``parts_end`` past the parts of the entities just picked (a read may bring text past them; the
-        first mention of each counts)."""
-        ends: dict[int, int] = {}
-        for m in _ITEM[self.mode].finditer(self.text, self.parts_end):
-            n = int(m.group(1))
-            if n in numbers and n not in ends:
-                ends[n] = m.end()
-        self.parts_end = max(ends.values(), default=len(self.text))
 
     def _read(self, text: str) -> list[tuple[int, Choice]] | None:
         """The entities newly complete in the answer's text so far; None when it is malformed (what was picked
@@ -380,14 +364,6 @@ class PartialAnswer:
                     out.append((n, c))
         self._read_items = max(self._read_items, closed)
         return out
-
-
-def _least_part(mode: AnswerMode, number: int, options: Sequence[str]) -> int:
-    """The characters of the shortest part an entity can have: ``{"entity":3,"choice":1}`` (a one-digit choice),
-    or ``"E3":"idle"`` (its shortest option, or the decline)."""
-    if mode == "numbered":
-        return len(f'{{"entity":{number},"choice":0}}')
-    return len(f'"E{number}":') + min(len(msgspec.json.encode(o)) for o in [*options, DECLINE])
 
 
 def _first_value(body: str, key: str) -> Any:

@@ -118,8 +118,7 @@ class AnthropicProvider:
         message_stop, or an error event, raises ProviderError after the pieces it gave."""
         message = _Message()
         given: dict[int, answer.Choice] = {}
-        least = answer.PartialAnswer(call.mode, call.entities).least_part
-        pace = ReadPace(asyncio.get_running_loop().time(), least, call.read_by)
+        pace = ReadPace(asyncio.get_running_loop().time(), len(call.entities), call.read_by)
         try:
             async with contextlib.aclosing(opened.reads(pace)) as reads:  # closed at once when left early
                 async for events in reads:
@@ -131,7 +130,7 @@ class AnthropicProvider:
                             yield Picked(number, choice)
                     pace.written = message.written
                     if len(given) > before:
-                        pace.completed(message.parts_end, len(given) - before)
+                        pace.completed(len(given) - before)
                     if failed is not None:  # what came before the failure stands
                         raise failed
                     if message.stopped:
@@ -212,12 +211,6 @@ class _Message:
     def written(self) -> int:
         """The characters of the answer so far, every block's."""
         return sum(len(reader.text) for _, reader in self.blocks) + sum(map(len, self.pending))
-
-    @property
-    def parts_end(self) -> int:
-        """Where the last part picked ends, in characters of the whole answer (as ``written`` counts them)."""
-        reader = self.blocks[-1][1] if self.blocks else None
-        return self.written - (len(reader.text) - reader.parts_end if reader is not None else 0)
 
     def flush(self) -> list[tuple[int, answer.Choice]]:
         """Feed the newest block the deltas kept for it: the entities they complete."""

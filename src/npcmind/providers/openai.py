@@ -227,7 +227,7 @@ class OpenAIProvider:
         after the pieces it gave."""
         reader = answer.PartialAnswer(call.mode, call.entities)
         chunks = _Chunks()
-        pace = ReadPace(asyncio.get_running_loop().time(), reader.least_part, call.read_by)
+        pace = ReadPace(asyncio.get_running_loop().time(), len(call.entities), call.read_by)
         try:
             async with contextlib.aclosing(opened.reads(pace)) as reads:  # closed at once when left early
                 async for events in reads:
@@ -235,7 +235,7 @@ class OpenAIProvider:
                     got = reader.feed(text, tokens)  # once a read: its chunks' texts together
                     pace.written = len(reader.text)
                     if got:
-                        pace.completed(reader.parts_end, len(got))
+                        pace.completed(len(got))
                     for number, choice in got:
                         yield Picked(number, choice)
                     if failed is not None:  # what came before the failure stands
