@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from conftest import FOREST, cli, logged
 from npcmind.manifest import ManifestError, from_data, load
-from npcmind.manifest.fields import FieldSet, check_fields
+from npcmind.manifest.fields import FieldSet, _decimals, check_fields, quantized
 from npcmind.manifest.model import FieldSpec, ScopeSpec
 
 
@@ -364,6 +364,30 @@ def test_rendering_is_quantized_quoted_and_in_declared_order() -> None:
     assert fs.render(values) == 'hp=0.50 dist=12.346 level=3 seen=false mood="calm" name="a\\"\\nb"'
     assert fs.render({**values, "hp": -0.01}).startswith("hp=0 ")  # no negative zero
     assert fs.render({"seen": True, "hp": 1}) == "hp=1.00 seen=true"  # a part of the fields
+
+
+@pytest.mark.fast
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(
+                st.integers(-(10**18), 10**18),
+                st.floats(-1e6, 1e6, allow_nan=False),
+                st.floats(allow_nan=False, allow_infinity=False),
+                st.sampled_from([0.0, -0.0, 0.005, -0.005, 0.0149999, 2.5, -2.5, 1.7e308, -1.7e308]),
+            ),
+            st.sampled_from([0.01, 0.05, 0.5, 1.0, 10.0, 0.001, 0.25]),
+        ),
+        max_size=40,
+    )
+)
+def test_the_memo_of_a_quantized_number_never_changes_its_text(pairs: list[tuple[float, float]]) -> None:
+    # a number and its equal of the other type (3 and 3.0, 10**18 and 1e18) share a memo entry: whichever came
+    # first, the text is the one the formatting gives for either; negative zero shares zero's
+    quantized.cache_clear()
+    for value, q in pairs + [(float(v), q) for v, q in pairs] + [(v, q) for v, q in reversed(pairs)]:
+        d = _decimals(q)
+        assert quantized(value, q, d) == quantized.__wrapped__(value, q, d), (value, q)
 
 
 @pytest.mark.fast
