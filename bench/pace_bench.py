@@ -61,8 +61,8 @@ def answer(
 
 
 def read(pace_cls: Any, parts: list[int], times: list[float], least: int) -> tuple[list[tuple[float, float]], int]:
-    """Each part's (written, read) times, and the reads made. A pace before ``bd415e7``'s successor was told the
-    fewest characters of a part and where each completed part ended; this checkout's, the call's parts."""
+    """Each part's (written, read) times, and the reads made. A pace before ``07b3608`` was told the fewest
+    characters of a part and where each completed part ended; one since, the call's parts."""
     ends = [(e, times[e - 1]) for e in itertools.accumulate(parts)]
     guessing = "part" in {f.name for f in dataclasses.fields(pace_cls)}
     pace = pace_cls(0.0, least) if guessing else pace_cls(0.0, len(parts))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import dataclasses
 import itertools
 import random
 import re
@@ -18,6 +19,8 @@ import pytest
 
 from conftest import logged
 from npcmind import answer
+from npcmind.providers import anthropic as anthropic_adapter
+from npcmind.providers import openai as openai_adapter
 from npcmind.providers.anthropic import AnthropicProvider, _Message
 from npcmind.providers.base import Picked, Provider, ProviderAnswer, ProviderCall, ProviderError, StreamPiece
 from npcmind.providers.http import JsonClient
@@ -419,6 +422,78 @@ def test_an_entity_is_picked_before_the_answer_is_finished_and_a_cut_stream_keep
     assert got == [] and error is not None and "before any entity" in str(error)
 
 
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_each_adapter_tells_its_pace_the_call_s_parts_what_is_written_what_is_complete_and_the_deadline(
+    server: ScriptedServer, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the pace holds the last part a lag only if told the parts and each completion, reads the first token at once
+    # only while told nothing is written, and reads by the deadline only if given it: an adapter that forgot one
+    # would still stream every entity, later or more often
+    told: list[Any] = []
+    paces: list[ReadPace] = []
+
+    class Told(ReadPace):
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            paces.append(self)
+
+        def next_read(self, now: float) -> float:
+            told.append((self.parts, self.written, self.read_by))
+            return super().next_read(now)
+
+    module = anthropic_adapter if kind == "anthropic" else openai_adapter
+    monkeypatch.setattr(module, "ReadPace", Told)
+    mode: answer.AnswerMode = "enum" if kind == "openai" else "numbered"
+    server.set(stream_tokens_per_s=400)  # token by token, a few ms apart: several reads
+    by = time.monotonic() + 600.0
+    got, error = pieces(provider(kind, server, mode), dataclasses.replace(provider_call(mode), read_by=by))
+    assert error is None and [p.number for p in got if isinstance(p, Picked)] == [1, 2, 3]
+    assert len(told) >= 3, told
+    assert {t[0] for t in told} == {3} and {t[2] for t in told} == {by}
+    assert told[0][1] == 0 and told[-1][1] > 0  # nothing written before the first read; then what was
+    assert [pace.done for pace in paces] == [3]  # each completion counted
+
+
+def test_a_read_is_held_from_when_the_one_before_came_not_from_when_it_was_handled() -> None:
+    # the reader takes 50 ms to handle each read: the pace is asked with the time the read came, so that time is
+    # not added to a part's wait (the 5 ms the bound leaves are for the timer, not for the handling)
+    asked: list[tuple[float, float]] = []
+
+    class Asked(ReadPace):
+        def next_read(self, now: float) -> float:
+            asked.append((now, asyncio.get_running_loop().time()))
+            return now  # read at once: only what the pace is told is looked at
+
+    async def answer_one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n")
+        for k in range(4):
+            writer.write(f"data: {k}\n\n".encode())
+            await writer.drain()
+            await asyncio.sleep(0.01)
+        writer.close()
+
+    async def read() -> int:
+        server = await asyncio.start_server(answer_one, "127.0.0.1", 0)
+        client = JsonClient()
+        pace = Asked(asyncio.get_running_loop().time(), parts=16)
+        reads = 0
+        try:
+            async with client.stream(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/x", {}, {}) as opened:
+                async for events in opened.reads(pace):
+                    reads += 1
+                    pace.written += len(events)
+                    await asyncio.sleep(0.05)  # handling the read's events
+        finally:
+            await client.close()
+            server.close()
+        return reads
+
+    reads = asyncio.run(read())
+    assert reads >= 2 and len(asked) >= 2
+    assert all(at - now >= 0.05 for now, at in asked[1:]), asked  # asked 50 ms after the read came, told its time
+
+
 def test_a_malformed_or_illegal_part_is_left_to_the_pipeline_and_the_rest_go_on(server: ScriptedServer) -> None:
     # E2's choice is unreadable (left out: the pipeline makes it invalid_choice at the end), E3's is illegal
     # (picked as written: the pipeline makes it invalid_choice at once); E1 and E4 are decided
@@ -644,7 +719,7 @@ def test_the_read_pace_holds_the_socket_as_long_as_the_target_allows_and_the_las
     pace.completed(1)
     assert pace.next_read(2.0) == pytest.approx(2.0 + 0.1 * 2.0 + 0.015)  # two parts left: still the bound
     pace.completed(1)  # only the last part left: nothing after it would bring its read, so a lag at most
-    assert pace.next_read(2.0) == pytest.approx(2.0 + LAST_LAG_S)
+    assert pace.next_read(2.0) == pytest.approx(2.0 + 0.05) and LAST_LAG_S == 0.05  # as docs/streaming.md says
     assert pace.next_read(0.2) == pytest.approx(0.2 + 0.1 * 0.2 + 0.015)  # early in a call the bound is shorter
     bounded = ReadPace(began=0.0, parts=16, read_by=0.31)
     bounded.written = 2

@@ -139,18 +139,21 @@ class Streamed:
         """The data of the server-sent events each read of the socket brought, read by read (the ``event:`` names
         are left out: every provider's data says its own type; a read that ends no event gives none). With a
         ``pace``, the socket is read when it says (providers/pace.py): the reader handles each read's events
-        together. A connection lost mid-answer is a ProviderError."""
+        together; the next read's time is counted from when the read before came, so the time its events took to
+        handle is not added to a part's wait. A connection lost mid-answer is a ProviderError."""
         data: list[bytes] = []
         partial = bytearray()  # the last line, not yet ended: nothing before it is ever read again
         content = self._resp.content
         loop = asyncio.get_running_loop()
         held = _Held(self._resp)
         size = 0
+        woke = loop.time()  # when the last read came: the next hold counts from it, not from when it was handled
         try:
             while True:
-                if pace is not None:
-                    held.until(pace.next_read(loop.time()))
+                if pace is not None:  # what came while the read before was handled waits no longer for it
+                    held.until(pace.next_read(woke))
                 chunk = await content.readany()  # whatever has come: often several events at once
+                woke = loop.time()
                 if not chunk:
                     break
                 size += len(chunk)

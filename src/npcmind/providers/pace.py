@@ -3,27 +3,31 @@ CPU of the whole unstreamed request, for decisions that are not complete yet.
 
 A streamed answer comes token by token (a hosted model writes 20 to 100 a second), and each read of the socket
 costs a wake-up of the event loop, a pass through the HTTP parser and one of the reader's. So between reads the
-transport is paused (the kernel keeps the bytes; one read then takes all of them) for as long as the streaming
-target allows, and no longer: ``bound(now)``, 10% of the time since the stream opened (with its response's
-headers; the call began a little before, so this is tighter than the target counted from the call) + 15 ms. A
-part complete while the socket was held is read when it is released, within its target (10% of its time + 20 ms);
-the 5 ms left are for the timer's overshoot and the handling of the read before (1.4-2.0 ms at the 90th
-percentile on a busy 2-core machine, a review measured). Never past the call's deadline.
+transport is paused (over plain HTTP the kernel keeps the bytes and one read takes all of them; over TLS the loop
+still reads them into the TLS layer as they come, and only the HTTP parser and the reader wait) for as long as
+the streaming target allows, and no longer: ``bound(now)``, 10% of the time since the stream opened (with its
+response's headers; the call began a little before, so this is tighter than the target counted from the call) +
+15 ms, counted from when the read before came (providers/http.py: the time its events took to handle is not
+added). A part complete while the socket was held is read when it is released, within its target (10% of its
+time + 20 ms); the 5 ms left are for the timer's overshoot and the loop's delay in running the read. Never past
+the call's deadline.
 
 The pace trusts no guess of when a part ends. Earlier paces read a lag (5% of the call's time + 10 ms, at most
 50 ms) after the part was due at the model's rate or at the parts' own pace, and read again every lag while it
 was late: 2.14 reads a part at 20 tokens a second, where holding to the bound takes 1.48, every part still
 within its target; a streamed line's CPU went from 1.41 to 0.82 ms, the mean time to a decision from 0.57 of the
-batch's to 0.59 (issue 43, docs/bench.md). Only the batch's last part is read at most LAST_LAG_S after it is
-written: nothing comes after it to read it with, and the last decision is not to come much after the unstreamed
-answer would.
+batch's to 0.59 (issue 43, docs/bench.md). Once every part but the last has been read, the socket is held at most
+LAST_LAG_S: nothing comes after the last part to read it with, and the last decision is not to come much after the
+unstreamed answer would. When the last two parts end within one hold, or the model skips an entity, the last part
+waits up to the bound like the others (still within its target): at 20 tokens a second it is read 77 ms after it
+was written on average in bench/pace_bench.py's steady model (28 ms with the earlier pace).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-LAST_LAG_S = 0.050  # the batch's last part is read at most this long after it is written
+LAST_LAG_S = 0.050  # once every part but the last is read, the socket is held at most this long
 TARGET_SHARE = 0.1  # the streaming target: a part written t seconds into the call reaches the game by 10% of t...
 TARGET_MIN_S = 0.020  # ...+ 20 ms after it was written (docs/streaming.md)
 TARGET_MARGIN_S = 0.005  # what a read leaves of the target to decide and send what it read
@@ -47,13 +51,14 @@ class ReadPace:
         self.done += parts
 
     def bound(self, now: float) -> float:
-        """The longest the socket may be held from ``now``, when the reader asks: a part complete meanwhile is then
-        read at most TARGET_SHARE of its time since the stream opened + TARGET_MIN_S - TARGET_MARGIN_S late."""
+        """The longest the socket may be held from ``now``, when the read before came: a part complete meanwhile is
+        then read at most TARGET_SHARE of its time since the stream opened + TARGET_MIN_S - TARGET_MARGIN_S late."""
         return TARGET_SHARE * max(now - self.began, 0.0) + TARGET_MIN_S - TARGET_MARGIN_S
 
     def next_read(self, now: float) -> float:
-        """The loop time of the next read: now while nothing is written (the first token is read as it comes);
-        else the bound from now, or LAST_LAG_S once only the last part is left; never past the deadline."""
+        """The loop time of the next read, ``now`` being when the read before came: now while nothing is written (the
+        first token is read as it comes); else the bound from now, or LAST_LAG_S once every part but the last is
+        read; never past the deadline."""
         if not self.written:
             return now
         hold = self.bound(now)
