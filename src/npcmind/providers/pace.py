@@ -15,12 +15,14 @@ the call's deadline.
 The pace trusts no guess of when a part ends. Earlier paces read a lag (5% of the call's time + 10 ms, at most
 50 ms) after the part was due at the model's rate or at the parts' own pace, and read again every lag while it
 was late: 2.14 reads a part at 20 tokens a second, where holding to the bound takes 1.48, every part still
-within its target; a streamed line's CPU went from 1.41 to 0.82 ms, the mean time to a decision from 0.57 of the
-batch's to 0.59 (issue 43, docs/bench.md). Once every part but the last has been read, the socket is held at most
-LAST_LAG_S: nothing comes after the last part to read it with, and the last decision is not to come much after the
-unstreamed answer would. When the last two parts end within one hold, or the model skips an entity, the last part
-waits up to the bound like the others (still within its target): at 20 tokens a second it is read 77 ms after it
-was written on average in bench/pace_bench.py's steady model (28 ms with the earlier pace).
+within its target; in runs alternated with the pace before, a streamed line's CPU went from 1.41-1.44 to
+0.98-1.00 ms, the mean time to a decision from 0.57 of the batch's to 0.59 (issue 43, docs/bench.md).
+
+Once every part but the last has been read, the socket is held at most LAST_LAG_S: nothing comes after the last part
+to read it with, and the last decision is not to come much after the unstreamed answer would. When the last two
+parts end within one hold, or the model skips an entity, the last part waits up to the bound like the others (still
+within its target): at 20 tokens a second it is read 77 ms after it was written on average in bench/pace_bench.py's
+steady model (28 ms with the earlier pace).
 """
 
 from __future__ import annotations
