@@ -444,14 +444,14 @@ def test_each_adapter_tells_its_pace_the_call_s_parts_what_is_written_what_is_co
     module = anthropic_adapter if kind == "anthropic" else openai_adapter
     monkeypatch.setattr(module, "ReadPace", Told)
     mode: answer.AnswerMode = "enum" if kind == "openai" else "numbered"
-    server.set(stream_tokens_per_s=400)  # token by token, a few ms apart: several reads
+    server.set(stream_tokens_per_s=400)  # token by token, a few ms apart: most often several reads
     by = time.monotonic() + 600.0
     got, error = pieces(provider(kind, server, mode), dataclasses.replace(provider_call(mode), read_by=by))
     assert error is None and [p.number for p in got if isinstance(p, Picked)] == [1, 2, 3]
-    assert len(told) >= 3, told
-    assert {t[0] for t in told} == {3} and {t[2] for t in told} == {by}
-    assert told[0][1] == 0 and told[-1][1] > 0  # nothing written before the first read; then what was
-    assert [pace.done for pace in paces] == [3]  # each completion counted
+    # however many reads a loaded machine makes of it (one, if a stall let the whole answer come meanwhile)
+    assert told and {t[0] for t in told} == {3} and {t[2] for t in told} == {by}
+    assert told[0][1] == 0  # nothing written before the first read: the first token is read as it comes
+    assert [(pace.done, pace.written > 0) for pace in paces] == [(3, True)]  # each completion, what was written
 
 
 def test_a_read_is_held_from_when_the_one_before_came_not_from_when_it_was_handled() -> None:
@@ -491,7 +491,8 @@ def test_a_read_is_held_from_when_the_one_before_came_not_from_when_it_was_handl
 
     reads = asyncio.run(read())
     assert reads >= 2 and len(asked) >= 2
-    assert all(at - now >= 0.05 for now, at in asked[1:]), asked  # asked 50 ms after the read came, told its time
+    # asked at least 50 ms after the read came (less a timer's early firing), told the read's time
+    assert all(at - now >= 0.04 for now, at in asked[1:]), asked
 
 
 def test_a_malformed_or_illegal_part_is_left_to_the_pipeline_and_the_rest_go_on(server: ScriptedServer) -> None:
