@@ -43,7 +43,7 @@ LAYERS: list[tuple[str, ...]] = [
 BOUNDARIES: dict[str, tuple[str, ...]] = {
     "litestar": ("http", "testing"),
     "uvicorn": ("http", "cli"),
-    "aiohttp": ("providers",),
+    "httptools": ("providers",),  # the provider calls' HTTP (uvicorn parses the service's own with it)
     "asyncpg": ("storage",),
     "zstandard": ("storage",),
     "redis": ("shared",),

@@ -8,12 +8,12 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
 import msgspec
 
 from npcmind.config import MAX_CONCURRENT_CALLS
 from npcmind.providers.base import ProviderError
 from npcmind.providers.pace import ReadPace
+from npcmind.providers.wire import Answer, Pool, WireError
 from npcmind_client.params import error_text, is_html
 
 HOLD_MIN_S = 0.002  # a shorter pause would cost more than the reads it saves
@@ -42,6 +42,9 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
     return None
 
 
+_JSON = {"content-type": "application/json"}
+
+
 class JsonClient:
     """Keeps connections to one provider open across calls (a new TLS handshake per decision is slow).
 
@@ -49,17 +52,7 @@ class JsonClient:
     check: a smaller pool would make calls past it wait for a connection, unseen, against their deadline."""
 
     def __init__(self, calls: int = MAX_CONCURRENT_CALLS) -> None:
-        self._limit = calls + 1
-        self._session: aiohttp.ClientSession | None = None
-
-    def _get(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self._limit, ttl_dns_cache=300),
-                timeout=aiohttp.ClientTimeout(total=None, connect=5),
-                json_serialize=lambda o: msgspec.json.encode(o).decode(),
-            )
-        return self._session
+        self._pool = Pool(calls + 1)
 
     async def post(
         self, url: str, body: dict[str, Any], headers: dict[str, str], typed: msgspec.json.Decoder[Any] | None = None
@@ -69,16 +62,14 @@ class JsonClient:
         read), any other as plain JSON, for the adapter's tolerant reading."""
         data = msgspec.json.encode(body)
         try:
-            async with self._get().post(
-                url, data=data, headers={"content-type": "application/json", **headers}
-            ) as resp:
+            async with self._pool.request("POST", url, {**_JSON, **headers}, data) as resp:
                 status = resp.status
-                raw = await _capped(resp, MAX_ANSWER_BYTES if status < 400 else MAX_ERROR_BYTES, status < 400)
+                raw = await _capped(resp, MAX_ANSWER_BYTES if status < 300 else MAX_ERROR_BYTES, status < 300)
                 wait = retry_after(resp.headers) if status in (429, 503, 529) else None  # 529: Anthropic overloaded
-        except aiohttp.ClientError as e:
-            raise ProviderError(f"cannot reach provider: {e.__class__.__name__}: {e}") from None
-        if status >= 400:
-            raise _status_error(status, raw, wait)
+                if status >= 300:
+                    raise _status_error(status, raw, wait, resp.headers.get("location"))
+        except WireError as e:
+            raise ProviderError(f"cannot reach provider: {e}") from None
         if typed is not None:
             try:
                 return typed.decode(raw)
@@ -93,28 +84,30 @@ class JsonClient:
         as ``post`` does, before anything is read; a connection lost mid-answer raises it from the reading."""
         data = msgspec.json.encode(body)
         try:
-            async with self._get().post(
-                url, data=data, headers={"content-type": "application/json", **headers}
-            ) as resp:
-                if resp.status >= 400:
+            async with self._pool.request("POST", url, {**_JSON, **headers}, data) as resp:
+                if resp.status >= 300:
                     wait = retry_after(resp.headers) if resp.status in (429, 503, 529) else None
-                    raise _status_error(resp.status, await _capped(resp, MAX_ERROR_BYTES, False), wait)
+                    raw = await _capped(resp, MAX_ERROR_BYTES, False)
+                    raise _status_error(resp.status, raw, wait, resp.headers.get("location"))
                 if resp.content_type in ("application/json", "text/html"):  # it did not stream (or is no API)
                     yield Streamed(_decoded(await _capped(resp, MAX_ANSWER_BYTES, True)), resp)
                 else:  # text/event-stream, or whatever a proxy calls it
+                    _plain(resp)
                     yield Streamed(None, resp)
-        except aiohttp.ClientError as e:
-            raise ProviderError(f"cannot reach provider: {e.__class__.__name__}: {e}") from None
+        except WireError as e:
+            raise ProviderError(f"cannot reach provider: {e}") from None
 
     async def status_of(self, url: str, headers: dict[str, str], timeout_s: float = 5) -> tuple[int, Any]:
         """GET a small JSON document: its HTTP status and decoded body (its text when it is not JSON: an HTML
         page says the URL is not an API's); a ProviderError when the server cannot be reached."""
         try:
-            async with self._get().get(url, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
+            async with asyncio.timeout(timeout_s), self._pool.request("GET", url, headers, connect_s=timeout_s) as resp:
                 raw = await _capped(resp, MAX_ERROR_BYTES, False)
                 status = resp.status
-        except (aiohttp.ClientError, TimeoutError) as e:
-            raise ProviderError(f"cannot reach provider: {e.__class__.__name__}: {e}") from None
+        except TimeoutError:
+            raise ProviderError(f"cannot reach provider: no answer in {timeout_s:g} s") from None
+        except WireError as e:
+            raise ProviderError(f"cannot reach provider: {e}") from None
         try:
             return status, msgspec.json.decode(raw)
         except (msgspec.DecodeError, RecursionError):
@@ -122,9 +115,7 @@ class JsonClient:
 
     async def close(self) -> None:
         """Close pooled connections."""
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        self._pool.close()
 
 
 @dataclass(slots=True)
@@ -133,7 +124,7 @@ class Streamed:
     ask to stream, the whole decoded answer (``whole``), which the adapter reads as an unstreamed one."""
 
     whole: Any
-    _resp: aiohttp.ClientResponse
+    _resp: Answer
 
     async def reads(self, pace: ReadPace | None = None) -> AsyncGenerator[list[bytes], None]:
         """The data of the server-sent events each read of the socket brought, read by read (the ``event:`` names
@@ -143,7 +134,7 @@ class Streamed:
         handle is not added to a part's wait. A connection lost mid-answer is a ProviderError."""
         data: list[bytes] = []
         partial = bytearray()  # the last line, not yet ended: nothing before it is ever read again
-        content = self._resp.content
+        content = self._resp
         loop = asyncio.get_running_loop()
         held = _Held(self._resp)
         size = 0
@@ -170,8 +161,8 @@ class Streamed:
                 _event_fits(len(partial), data)
                 if events:
                     yield events
-        except aiohttp.ClientError as e:
-            raise ProviderError(f"the connection was lost mid-answer: {e.__class__.__name__}: {e}") from None
+        except WireError as e:
+            raise ProviderError(f"the connection was lost mid-answer: {e}") from None
         finally:
             held.release()  # a connection goes back to the pool reading, however the answer ended
         _sse_line(bytes(partial).rstrip(b"\r"), data)  # a last line, or event, left unended
@@ -192,12 +183,11 @@ def _event_fits(partial: int, data: list[bytes]) -> None:
 class _Held:
     """A response's socket left unread until a time: its transport paused, so the kernel keeps what comes and
     the next read takes all of it at once (not woken, parsed and buffered token by token), then resumed by a
-    timer, so that the reader, waiting for data meanwhile, wakes once, when the bytes are there.
+    timer, so that the reader, waiting for data meanwhile, wakes once, when the bytes are there. A transport the
+    connection paused itself (past wire.HIGH_WATER unread) is left to the connection, which resumes it as it is
+    read."""
 
-    The transport's pause, not the protocol's: aiohttp's also pauses its parser, which would then hand over one
-    event of the next read and keep the rest for the read after."""
-
-    def __init__(self, resp: aiohttp.ClientResponse) -> None:
+    def __init__(self, resp: Answer) -> None:
         self._resp = resp
         self._paused: asyncio.Transport | None = None  # the transport this paused, until resumed
         self._wake: asyncio.TimerHandle | None = None
@@ -212,10 +202,9 @@ class _Held:
             self.release()
             return
         if self._paused is None:
-            conn = self._resp.connection  # None once the answer is read whole: its connection is the pool's
-            transport = conn.transport if conn is not None else None
+            transport = self._resp.transport  # None once the connection is gone
             if transport is None or transport.is_closing() or not transport.is_reading():
-                return  # gone, or held by aiohttp's own flow control, which resumes it
+                return  # gone, or held by the connection's own flow control, which resumes it
             transport.pause_reading()
             self._paused = transport
         self._wake = loop.call_at(when, self.release)
@@ -266,32 +255,46 @@ def _sse_line(line: bytes, data: list[bytes]) -> bytes | None:
     return None
 
 
-async def _capped(resp: aiohttp.ClientResponse, limit: int, strict: bool) -> bytes:
+async def _capped(resp: Answer, limit: int, strict: bool) -> bytes:
     """The body, read up to ``limit`` bytes: past it, a ProviderError (``strict``: an answer) or the bytes so far
     (an error answer, read only to say what it was)."""
+    _plain(resp)
     length = resp.content_length
-    if length is not None and length <= limit and resp.headers.get("content-encoding") is None:
-        return await resp.read()  # a length within the cap: aiohttp reads that many bytes and no more, at once
     if strict and length is not None and length > limit:
         raise _too_long(limit)
     chunks: list[bytes] = []  # joined once at the end: a growing buffer reallocates, and glibc keeps what it grew
     size = 0
-    async for chunk in resp.content.iter_chunked(64 * 1024):
+    while chunk := await resp.readany():
         chunks.append(chunk)
         size += len(chunk)
         if size > limit:
             if strict:
                 raise _too_long(limit)
             return b"".join(chunks)[:limit]
-    return b"".join(chunks)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _plain(resp: Answer) -> None:
+    """A ProviderError for a body sent compressed: it was asked for plain (wire.py), and is not unpacked."""
+    coding = resp.headers.get("content-encoding", "").strip().lower()
+    if coding not in ("", "identity"):
+        raise ProviderError(f"the provider's answer came {coding[:40]}-encoded, where it was asked for plain")
 
 
 def _too_long(limit: int) -> ProviderError:
     return ProviderError(f"the provider's answer passed {limit:,} bytes: not read further")
 
 
-def _status_error(status: int, raw: bytes, wait: float | None) -> ProviderError:
-    """The error for an HTTP error answer, with the provider's body and the wait it asked for."""
+def _status_error(status: int, raw: bytes, wait: float | None, location: str | None = None) -> ProviderError:
+    """The error for an HTTP error answer, with the provider's body and the wait it asked for; a redirect is not
+    followed (a model call sent again elsewhere, unseen): it says where it pointed."""
+    if status < 400:
+        where = f" to {location[:200]}" if location else ""
+        return ProviderError(
+            f"provider answered HTTP {status}, a redirect{where}: redirects are not followed; "
+            "set the base URL to where it points",
+            status,
+        )
     try:
         answer: Any = msgspec.json.decode(raw)
     except (msgspec.DecodeError, RecursionError):

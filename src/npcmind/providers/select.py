@@ -53,7 +53,7 @@ def make_provider(settings: Settings, env: Mapping[str, str] | None = None) -> P
 
 
 def base_url(url: str, example: str = "http://127.0.0.1:11434/v1") -> str:
-    """--base-url checked whole at start (a ValueError naming the flag): a URL aiohttp could not reach would only
+    """--base-url checked whole at start (a ValueError naming the flag): a URL no call could reach would only
     fail each call, later and unsaid."""
     url = http_url(url, "--base-url", example)
     try:
