@@ -7,7 +7,8 @@ bench does only that, in one asyncio process on uvloop as the service runs: aioh
 each part is committed to SQLite (WAL, synchronous=NORMAL, as the store) and written as a line to a socket the
 game reads. Unstreamed, the same body is read whole, its 16 rows committed once, and one answer written. No HTTP
 server framework, no JSON parsing, no validation, no prompt: what is measured is the least any Python service on
-this stack spends.
+this stack spends. The provider is read with the service's own client (providers/wire.py), or with aiohttp's, as
+the service read it before, with ``--client aiohttp``.
 
 Issue 31 asks a streamed request's service CPU to be at most 1.3x the unstreamed one's; the stream bench measures
 the unstreamed request at 6.6 to 9.4 ms, so the whole allowance for 16 deliveries is 2.0 to 2.8 ms. If the floor's
@@ -22,13 +23,14 @@ together and writes their lines. Issue 43 asks at most 0.7 ms of extra CPU a str
 of it at each rate is what is left for everything a real service does besides (parsing the events and the answer,
 checking the choice, the decision's id and row, the HTTP framing of each line).
 
-Run: python bench/stream_floor_bench.py [--rounds 20] [--rates 20,60]
+Run: python bench/stream_floor_bench.py [--rounds 20] [--rates 20,60] [--client wire|aiohttp]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import sqlite3
 import statistics
@@ -36,14 +38,18 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import aiohttp
+import msgspec
 import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from npcmind.providers.pace import TARGET_MARGIN_S, TARGET_MIN_S, TARGET_SHARE
+from npcmind.providers.wire import Pool
 from probe import cpu_probe
 
 PARTS = 16
@@ -140,33 +146,37 @@ class Floor:
             self.db.executemany("INSERT INTO decisions VALUES (?, ?, ?)", rows)
             self.db.execute("COMMIT")
 
-    async def streamed(self, http: aiohttp.ClientSession) -> None:
-        async with http.post(self.provider, json={"stream": True}) as resp:
-            async for _chunk in resp.content.iter_any():  # a part each read: the parts come 100 ms apart
+    async def streamed(self, http: Client) -> None:
+        async with http.post(self.provider, {"stream": True}) as resp:
+            while await resp.readany():  # a part each read: the parts come 100 ms apart
                 if self.store:
                     self._store(1)
                 if self.line:
                     self.game.write(LINE)
                     await self.game.drain()
 
-    async def paced(self, http: aiohttp.ClientSession) -> None:
+    async def paced(self, http: Client) -> None:
         """Token by token at ``rate``, the socket held between reads as long as the streaming target allows a
         reader that trusts no guess of when a part ends (the bound of providers/pace.py: 10% of the time since
         the stream opened + 15 ms): the fewest reads that keep every part within its target whatever the model
         does. Each read that completes parts commits them together and writes a line each."""
         loop = asyncio.get_running_loop()
         began, events, delivered = loop.time(), 0, 0  # the call's start: the target counts from the game's tick
-        async with http.post(self.provider, json={"stream": True, "rate": self.rate}) as resp:
-            conn = resp.connection
-            transport = conn.transport if conn is not None else None
+        timer: asyncio.TimerHandle | None = None  # one at a time, cancelled at the end, as the service's (_Held)
+        async with http.post(self.provider, {"stream": True, "rate": self.rate}) as resp:
+            transport = resp.transport
             while True:
                 if events and transport is not None and transport.is_reading():  # the first token is read at once
                     now = loop.time()
                     transport.pause_reading()
                     wake = now + TARGET_SHARE * (now - began) + TARGET_MIN_S - TARGET_MARGIN_S
-                    loop.call_at(wake, _resume, transport)
-                chunk = await resp.content.readany()
+                    timer = loop.call_at(wake, _resume, transport)
+                chunk = await resp.readany()
                 if not chunk:
+                    if timer is not None:  # a timer left would resume the pooled connection mid-way through the next
+                        timer.cancel()  # call's hold
+                    if transport is not None:
+                        _resume(transport)
                     break
                 self.reads += 1
                 events += chunk.count(b"\n\n")
@@ -179,9 +189,10 @@ class Floor:
                         self.game.write(LINE * done)
                         await self.game.drain()
 
-    async def unstreamed(self, http: aiohttp.ClientSession) -> None:
-        async with http.post(self.provider, json={"whole": True, "rate": self.rate}) as resp:
-            await resp.read()
+    async def unstreamed(self, http: Client) -> None:
+        async with http.post(self.provider, {"whole": True, "rate": self.rate}) as resp:
+            while await resp.readany():
+                pass
         if self.store:
             self._store(PARTS)
         if self.line:
@@ -189,7 +200,43 @@ class Floor:
             await self.game.drain()
 
 
-async def run(rounds: int, port: int, tmp: Path, steps: str, rate: float = 0.0) -> tuple[dict[str, list[float]], float]:
+class _AiohttpAnswer:
+    """aiohttp's response as the floor reads it."""
+
+    def __init__(self, resp: aiohttp.ClientResponse) -> None:
+        self.readany = resp.content.readany
+        conn = resp.connection
+        self.transport = conn.transport if conn is not None else None
+
+
+class Client:
+    """POST JSON with the service's client (providers/wire.py) or with aiohttp's, and read the answer."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.pool = Pool(2)
+        self.session: aiohttp.ClientSession | None = None
+
+    @contextlib.asynccontextmanager
+    async def post(self, url: str, body: dict[str, Any]) -> AsyncIterator[Any]:
+        data = msgspec.json.encode(body)
+        if self.kind == "aiohttp":
+            self.session = self.session or aiohttp.ClientSession()
+            async with self.session.post(url, data=data, headers={"content-type": "application/json"}) as resp:
+                yield _AiohttpAnswer(resp)
+        else:
+            async with self.pool.request("POST", url, {"content-type": "application/json"}, data) as answer:
+                yield answer
+
+    async def close(self) -> None:
+        self.pool.close()
+        if self.session is not None:
+            await self.session.close()
+
+
+async def run(
+    rounds: int, port: int, tmp: Path, steps: str, rate: float = 0.0, client: str = "wire"
+) -> tuple[dict[str, list[float]], float]:
     """Alternate streamed and unstreamed batches; the process's CPU for each, in ms."""
     sink_done = asyncio.Event()
 
@@ -205,15 +252,16 @@ async def run(rounds: int, port: int, tmp: Path, steps: str, rate: float = 0.0) 
     floor.rate = rate
     streamed = floor.paced if rate else floor.streamed
     cpu: dict[str, list[float]] = {"streamed": [], "unstreamed": []}
-    async with aiohttp.ClientSession() as http:
-        await floor.unstreamed(http)  # warm: the connection, the table, the code paths
-        await streamed(http)
-        floor.reads = 0
-        for r in range(rounds):
-            for kind in ("streamed", "unstreamed") if r % 2 == 0 else ("unstreamed", "streamed"):
-                t0 = time.process_time()
-                await (streamed if kind == "streamed" else floor.unstreamed)(http)
-                cpu[kind].append((time.process_time() - t0) * 1000)
+    http = Client(client)
+    await floor.unstreamed(http)  # warm: the connection, the table, the code paths
+    await streamed(http)
+    floor.reads = 0
+    for r in range(rounds):
+        for kind in ("streamed", "unstreamed") if r % 2 == 0 else ("unstreamed", "streamed"):
+            t0 = time.process_time()
+            await (streamed if kind == "streamed" else floor.unstreamed)(http)
+            cpu[kind].append((time.process_time() - t0) * 1000)
+    await http.close()
     game.close()
     game_server.close()
     return cpu, floor.reads / rounds
@@ -224,6 +272,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--rates", default="", help="also token by token at these rates, e.g. 20,60 (issue 43)")
+    ap.add_argument("--client", choices=("wire", "aiohttp"), default="wire", help="what reads the provider")
     args = ap.parse_args()
     print(cpu_probe())
     with tempfile.TemporaryDirectory() as tmp:
@@ -236,30 +285,31 @@ def main() -> None:
         )  # fmt: skip
         try:
             assert provider.stdout is not None and provider.stdout.readline().strip() == "ready"
-            print(f"{PARTS} parts, {FIRST_S * 1000:.0f} ms to the first, {GAP_S * 1000:.0f} ms apart; "
-                  f"{args.rounds} rounds alternated a row; CPU of the one process a batch, medians")  # fmt: skip
+            print(f"read by {args.client}; {PARTS} parts, {FIRST_S * 1000:.0f} ms to the first, "
+                  f"{GAP_S * 1000:.0f} ms apart; {args.rounds} rounds alternated a row; "
+                  "CPU of the one process a batch, medians")  # fmt: skip
             print(
                 f"{'a delivery does':<22}{'streamed ms':>12}{'unstreamed ms':>15}{'extra ms':>10}{'us a delivery':>15}"
             )
             for steps in ("read", "read+store", "read+store+line"):
-                cpu, _ = uvloop.run(run(args.rounds, port, Path(tmp), steps))
+                cpu, _ = uvloop.run(run(args.rounds, port, Path(tmp), steps, client=args.client))
                 s, u = statistics.median(cpu["streamed"]), statistics.median(cpu["unstreamed"])
                 print(f"{steps:<22}{s:>12.2f}{u:>15.2f}{s - u:>10.2f}{(s - u) / PARTS * 1000:>15.0f}")
             if args.rates:
-                paced_table(args.rounds, port, Path(tmp), [float(r) for r in args.rates.split(",")])
+                paced_table(args.rounds, port, Path(tmp), [float(r) for r in args.rates.split(",")], args.client)
         finally:
             provider.kill()
     for base in (6.6, 9.4):
         print(f"issue 31's allowance over an unstreamed request of {base} ms (1.3x): {0.3 * base:.2f} ms")
 
 
-def paced_table(rounds: int, port: int, tmp: Path, rates: list[float]) -> None:
+def paced_table(rounds: int, port: int, tmp: Path, rates: list[float], client: str) -> None:
     """Issue 43's floor: token by token, read as seldom as the streaming target allows without a guess."""
     print(f"\ntoken by token ({TOKENS} events a part, {FIRST_S * 1000:.0f} ms to the first), read at the target's "
           "bound; read+store+line a part")  # fmt: skip
     print(f"{'tokens a second':<16}{'reads a batch':>14}{'streamed ms':>12}{'unstreamed ms':>15}{'extra a line':>14}")
     for rate in rates:
-        cpu, reads = uvloop.run(run(rounds, port, tmp, "read+store+line", rate))
+        cpu, reads = uvloop.run(run(rounds, port, tmp, "read+store+line", rate, client))
         s, u = statistics.median(cpu["streamed"]), statistics.median(cpu["unstreamed"])
         print(f"{rate:<16g}{reads:>14.1f}{s:>12.2f}{u:>15.2f}{(s - u) / PARTS:>11.3f} ms")
 
