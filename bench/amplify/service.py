@@ -2,8 +2,9 @@
 
 In-process (the work the event loop does for one input, CPU and traced memory): a session's scope chain as
 POST /v1/context checks it and a decide reads it; a provider's whole answer read from a real socket (a local
-server writing n bytes as fast as it is read); one server-sent event of n bytes; a streamed answer of n
-characters read by the partial reader; a whole answer of n characters with every key twice. Through a real
+server writing n bytes as fast as it is read), and an answer's head of n bytes; one server-sent event of n
+bytes; a streamed answer of n characters read by the partial reader; a whole answer of n characters with every
+key twice. Through a real
 `npcmind serve` (the client's wall time for one request, the service idle otherwise): a decide body of n bytes,
 and a gzip body that unpacks to n bytes.
 """
@@ -11,7 +12,9 @@ and a gzip body that unpacks to n bytes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,6 +33,7 @@ from npcmind.protocol.a2g import ScopeDefinition
 from npcmind.providers.base import ProviderCall, ProviderError
 from npcmind.providers.http import MAX_ANSWER_BYTES, MAX_EVENT_BYTES, JsonClient
 from npcmind.providers.openai import OpenAIProvider
+from npcmind.providers.wire import MAX_HEAD_BYTES
 from support import FOREST, bee, decide_body
 
 _M = load(FOREST)
@@ -156,6 +160,44 @@ def _tokens_answer(n: int) -> bytes:
     return msgspec.json.encode({"choices": [{"message": message, "logprobs": {"content": toks}}]})
 
 
+@contextmanager
+def _heads() -> Iterator[Feed]:
+    """A raw server (no HTTP library would write this) answering each request with n bytes of headers, then a
+    body of 2 bytes: the client reads the head up to its cap (providers/wire.py) and refuses past it."""
+    srv = socket.create_server(("127.0.0.1", 0))
+    head = [b""]
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            with conn, contextlib.suppress(OSError):
+                conn.recv(65_536)
+                conn.sendall(head[0])
+
+    threading.Thread(target=serve, daemon=True).start()
+    url = f"http://127.0.0.1:{srv.getsockname()[1]}/v1/x"
+
+    def feed(n: int) -> Cost:
+        head[0] = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n" + b"x: y\r\n" * (n // 6) + b"\r\n{}"
+
+        async def run() -> str:
+            client = JsonClient()
+            try:
+                return f"{len(await client.post(url, {}, {}))} keys"
+            finally:
+                await client.close()
+
+        return in_process(lambda: asyncio.run(run()), lambda e: isinstance(e, ProviderError))
+
+    try:
+        yield feed
+    finally:
+        srv.close()
+
+
 def _spaces_answer(n: int) -> bytes:
     return b'{"choices": [{"message": {"content": "{}"}}]' + b" " * n + b"}"
 
@@ -247,6 +289,14 @@ SURFACES = [
         f"{MAX_ANSWER_BYTES // 2**20} MiB an answer, not read further (about 30,000 such tokens)",
         lambda: _decided_answers(_tokens_answer),
         steps=(1, 8, 64),
+    ),
+    Surface(
+        "provider answer's head: n bytes of headers",
+        "bytes",
+        8 * 1024,
+        f"{MAX_HEAD_BYTES // 1024} KiB a head, not read further",
+        _heads,
+        cap_at=MAX_HEAD_BYTES,
     ),
     Surface(
         "provider answer, streamed: one server-sent event",
