@@ -120,16 +120,16 @@ def raw() -> Iterator[Callable[[Callable[[str], bytes | None]], _Raw]]:
         srv.server_close()
 
 
-def _posts(url: str, paths: list[str], client: JsonClient | None = None) -> list[Any]:
-    """Each path POSTed in turn: its decoded answer, or the ProviderError's text."""
+def _posts(url: str, paths: list[str], headers: dict[str, str] | None = None) -> list[Any]:
+    """Each path POSTed in turn by one client: its decoded answer, or the ProviderError's text."""
 
     async def run() -> list[Any]:
-        c = client or JsonClient()
+        c = JsonClient()
         out: list[Any] = []
         for p in paths:
             try:
                 async with asyncio.timeout(20):  # a client that waited for ever would fail here, not hang the suite
-                    out.append(await c.post(url + p, {"model": "m"}, {"authorization": "Bearer k"}))
+                    out.append(await c.post(url + p, {"model": "m"}, headers or {"authorization": "Bearer k"}))
             except ProviderError as e:
                 out.append(str(e))
         await c.close()
@@ -201,18 +201,8 @@ def test_a_server_that_cannot_be_reached_is_named_with_its_address() -> None:
 @pytest.mark.fast
 def test_a_header_that_would_end_its_line_is_not_sent(raw: Any) -> None:
     srv = raw(lambda path: _sized(OK))
-
-    async def run() -> str:
-        c = JsonClient()
-        with pytest.raises(ProviderError) as e:
-            await c.post(srv.url + "/a", {}, {"authorization": "Bearer k\r\nx-evil: 1"})
-        await c.close()
-        return str(e.value)
-
-    assert (
-        asyncio.run(run())
-        == "cannot reach provider: header 'authorization' holds a character a header cannot: not sent"
-    )
+    (got,) = _posts(srv.url, ["/a"], {"authorization": "Bearer k\r\nx-evil: 1"})
+    assert got == "cannot reach provider: header 'authorization' holds a character a header cannot: not sent"
     assert srv.requests == []
 
 
@@ -305,8 +295,9 @@ def test_an_answer_read_slowly_is_held_in_the_kernel_not_in_memory(raw: Any) -> 
     async def run() -> tuple[int, int]:
         pool = Pool(1)
         async with asyncio.timeout(20), pool.request("POST", srv.url + "/big", {}, b"{}") as answer:
-            await asyncio.sleep(0.5)  # the server has written it all; the kernel holds what was not read
             (x,) = pool._open
+            while not x._paused:  # the server writes it all at once: reading pauses past HIGH_WATER
+                await asyncio.sleep(0.01)
             held = x._buffered
             got = 0
             while chunk := await answer.readany():
@@ -383,8 +374,11 @@ def test_a_connection_left_paused_with_its_answer_whole_serves_the_next_call(raw
     async def run() -> int:
         pool = Pool(1)
         with pytest.raises(ValueError):
-            async with pool.request("POST", srv.url + "/a", {}, b"{}"):
-                await asyncio.sleep(0.3)  # the whole answer comes meanwhile: past HIGH_WATER, reading is paused
+            async with asyncio.timeout(10), pool.request("POST", srv.url + "/a", {}, b"{}"):
+                (x,) = pool._open
+                while not x.complete:  # its last 2,000 bytes pass HIGH_WATER and end it: paused, and whole
+                    await asyncio.sleep(0.01)
+                assert x._paused
                 raise ValueError("the caller gives up")
         got = 0
         async with asyncio.timeout(10), pool.request("POST", srv.url + "/b", {}, b"{}") as answer:
@@ -420,19 +414,9 @@ def test_what_a_request_carries_is_what_http_can(raw: Any) -> None:
     cases goes once; a value past latin-1 is refused by name, not sent as question marks."""
     srv = raw(lambda path: _sized(OK))
     url = srv.url.replace("http://", "http://me:secret@")
-
-    async def run() -> str:
-        c = JsonClient()
-        await c.post(url + "/a", {}, {"Content-Type": "application/json; charset=utf-8"})
-        with pytest.raises(ProviderError) as e:
-            await c.post(srv.url + "/b", {}, {"authorization": "Bearer k\u2019ey"})
-        await c.close()
-        return str(e.value)
-
-    assert (
-        asyncio.run(run())
-        == "cannot reach provider: header 'authorization' holds a character HTTP cannot carry: not sent"
-    )
+    assert _posts(url, ["/a"], {"Content-Type": "application/json; charset=utf-8"}) == [{"ok": 1}]
+    (refused,) = _posts(srv.url, ["/b"], {"authorization": "Bearer k\u2019ey"})
+    assert refused == "cannot reach provider: header 'authorization' holds a character HTTP cannot carry: not sent"
     (head,) = srv.requests
     assert b"\r\nAuthorization: Basic bWU6c2VjcmV0" in head, head
     assert head.lower().count(b"content-type:") == 1 and b"charset=utf-8" in head, head

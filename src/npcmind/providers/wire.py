@@ -320,16 +320,11 @@ class Pool:
 
 
 def _close(x: _Exchange) -> None:
-    """Close a connection, from its own loop or after that loop has closed (its socket, then)."""
+    """Close a connection, from its own loop or after that loop has closed."""
     x.lost = True
-    if x.transport is None:
-        return
-    try:
-        x.transport.close()
-    except RuntimeError:  # its loop is closed: close the socket itself
-        sock = x.transport.get_extra_info("socket")
-        with contextlib.suppress(OSError, AttributeError):
-            sock.close()
+    if x.transport is not None:
+        with contextlib.suppress(RuntimeError):  # its loop is closed: the socket is closed when collected
+            x.transport.close()
 
 
 def _head(method: str, u: yarl.URL, headers: dict[str, str], length: int) -> bytes:
