@@ -47,7 +47,7 @@ class Keeper:
         complete = len(batch.decisions) + len(group) >= len(batch.req.entities)
         made_from = features(batch.session, batch.req, batch.chain, batch.now, batch.learned) if complete else None
         if (issued or made_from is not None) and batch.streamed:  # a stream's client may leave at any line
-            keeping = asyncio.ensure_future(self._keep(batch, issued, made_from))
+            keeping = asyncio.ensure_future(self._keep(batch, issued, made_from, more=not complete))
             keeping.add_done_callback(_retrieved)  # a client gone meanwhile: its failure is no one's to read
             await asyncio.shield(keeping)
         elif issued or made_from is not None:  # the JSON answer's handler is never cancelled by its client: no task
@@ -89,14 +89,16 @@ class Keeper:
             seq += 1
         return decisions, issued, learned
 
-    async def _keep(self, batch: Batch, issued: list[IssuedDecision], made_from: RequestFeatures | None) -> None:
+    async def _keep(
+        self, batch: Batch, issued: list[IssuedDecision], made_from: RequestFeatures | None, more: bool = False
+    ) -> None:
         """Record issued decisions (with the batch's features and what the model read, when given) in one commit,
-        then tell the situation (memory, scene)."""
+        then tell the situation (memory, scene). ``more``: a streamed group before the batch's last."""
         if made_from is not None:  # what the model read, for replay (docs/replay.md)
             made_from.read = read_of(batch, made_from)
             made_from.manifest = self.manifests.due(batch.session.manifest)
         try:
-            await self.store.decisions.record(issued, made_from)
+            await self.store.decisions.record(issued, made_from, more)
         except BaseException:
             if made_from is not None and made_from.manifest is not None:
                 self.manifests.lost(batch.session.manifest)

@@ -163,11 +163,12 @@ def _train_type(
 
 
 def _store_files(store_url: str) -> list[Path]:
-    """The files a SQLite store is made of: its database, its WAL, its shared memory, its lock, its journal."""
+    """The files a SQLite store is made of: its database, its WAL, its shared memory, its lock, its journal, its
+    pending streamed rows."""
     if not store_url.startswith("sqlite:///"):
         return []
     db = Path(store_url[len("sqlite:///") :] or "npcmind.db")
-    return [db, *(Path(str(db) + end) for end in ("-wal", "-shm", "-journal", ".lock"))]
+    return [db, *(Path(str(db) + end) for end in ("-wal", "-shm", "-journal", ".lock", ".pending"))]
 
 
 def _same(a: Path, b: Path) -> bool:

@@ -424,10 +424,14 @@ class Decisions(Protocol):
         """The first of ``n`` new consecutive decision sequence numbers."""
         ...
 
-    async def record(self, rows: list[IssuedDecision], features: RequestFeatures | None = None) -> None:
+    async def record(
+        self, rows: list[IssuedDecision], features: RequestFeatures | None = None, more: bool = False
+    ) -> None:
         """Keep issued decisions so that their reports can be checked later, and the features of the fresh ones
         (in the same commit) so that a policy can learn from them; ``rows`` may be empty when the features are of
-        decisions recorded before (a streamed batch keeps them once, with its last group)."""
+        decisions recorded before (a streamed batch keeps them once, with its last group). ``more``: a streamed
+        batch's group before its last, which a store may keep in a cheaper durable form until that last group
+        (SQLite's pending file); kept all the same once this returns."""
         ...
 
     async def get(self, seq: int) -> IssuedDecision | None:

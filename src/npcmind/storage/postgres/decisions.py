@@ -51,7 +51,9 @@ class PgDecisions(PgPart):
         self._next += n
         return first
 
-    async def record(self, rows: list[IssuedDecision], features: RequestFeatures | None = None) -> None:
+    async def record(
+        self, rows: list[IssuedDecision], features: RequestFeatures | None = None, more: bool = False
+    ) -> None:
         if not rows and (features is None or not features.decisions):
             return
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()

@@ -8,6 +8,8 @@ transactions (``prune``), so neither the file nor its WAL grows without bound.
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from pathlib import Path
 
 from npcmind.storage.sqlite.db import SqliteDb
@@ -24,7 +26,12 @@ class SqliteStore:
         self.db = SqliteDb(path, read_only, publish)
         self.path = self.db.path
         self.failures = self.db.failures
-        self.decisions = SqliteDecisions(self.db)
+        try:
+            self.decisions = SqliteDecisions(self.db)
+        except BaseException:  # its pending file refused: the file and its lock let go, for the next start
+            with contextlib.suppress(sqlite3.Error, OSError):
+                self.db.close()
+            raise
         self.sessions = SqliteSessions(self.db)
         self.policies = SqlitePolicies(self.db)
         self.secrets = SqliteSecrets(self.db)
@@ -42,7 +49,7 @@ class SqliteStore:
 
     async def close(self) -> None:
         """Requests still waiting on a commit get it before the file closes."""
-        self.decisions.flush()
+        self.decisions.close()
         self.db.close()
 
 

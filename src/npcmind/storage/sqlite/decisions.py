@@ -1,9 +1,12 @@
 """Issued decisions on SQLite: one row a request, and one commit for the requests of a turn of the loop, made
-before any of them is answered. Decisions older than the retention are forgotten in small transactions."""
+before any of them is answered; a streamed batch's groups before its last are appended to the pending file
+(pending.py) and committed with it. Decisions older than the retention are forgotten in small transactions."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import sqlite3
 
 import msgspec
 
@@ -11,19 +14,25 @@ from npcmind.storage.base import (
     MANIFEST_EVERY_S,
     IssuedDecision,
     RequestFeatures,
+    StoreError,
     batch_row,
     features_row,
     manifest_rows,
 )
 from npcmind.storage.sqlite.db import SqliteDb, SqlitePart, failure, kept
+from npcmind.storage.sqlite.pending import PendingFile, Row
 
 # one batch row holds a request's decisions as JSON: [[decision_id, entity_id, type, action, label], ...]
+log = logging.getLogger("npcmind.storage")
 _Row = tuple[str, str, str, str, str]
 _decode = msgspec.json.Decoder(list[_Row]).decode
 PRUNE_CHUNK = 200  # batch rows deleted in one transaction: about a millisecond of the loop each
+COMMIT_WITHIN_S = 1.0  # a pending row (a stream its client left, say) waits at most this long for its commit
+COMMIT_PAST_BYTES = 256 * 1024  # a pending file this full is committed at once (its limit is 16 times that)
 
 
 _INSERT_BATCH = "INSERT INTO batches (first_seq, n, session_id, created_at, decisions) VALUES (?, ?, ?, ?, ?)"
+_READ_BACK = "INSERT OR IGNORE" + _INSERT_BATCH[len("INSERT") :]  # a crash may come after a commit, before emptying
 _INSERT_FEATURES = "INSERT INTO features (first_seq, client_id, created_at, data, prompt) VALUES (?, ?, ?, ?, ?)"
 _INSERT_MANIFEST = (
     "INSERT INTO manifests (version, used_at, data) VALUES (?, ?, ?) ON CONFLICT (version)"
@@ -36,6 +45,11 @@ class SqliteDecisions(SqlitePart):
 
     def __init__(self, db: SqliteDb) -> None:
         super().__init__(db)
+        self._file = None if db.read_only or db.path == ":memory:" else PendingFile(db.path)
+        self._given: list[Row] = []  # rows in the pending file, not yet committed
+        self._timer: asyncio.TimerHandle | None = None
+        if self._file is not None:
+            self._read_back(self._file)
         last = db.conn.execute("SELECT first_seq + n - 1 FROM batches ORDER BY first_seq DESC LIMIT 1").fetchone()
         self._seq = max(int(last[0]) if last else 0, self._pruned_upto())
         self._pending: list[tuple[list[IssuedDecision], RequestFeatures | None, asyncio.Future[None]]] = []
@@ -46,10 +60,43 @@ class SqliteDecisions(SqlitePart):
         self._seq += n
         return first
 
-    async def record(self, rows: list[IssuedDecision], features: RequestFeatures | None = None) -> None:
+    def _read_back(self, file: PendingFile) -> None:
+        """Commit the rows a crash left in the pending file, before any number is handed out (a ValueError that
+        names the file when they cannot be: the file is kept for the next start)."""
+        rows = file.read_back()
+        if rows:
+            try:
+                with self.db.conn:
+                    self.db.conn.execute("BEGIN")
+                    self.db.conn.executemany(_READ_BACK, rows)
+            except sqlite3.Error as e:
+                raise ValueError(
+                    f"the {len(rows)} streamed rows in {file.path} cannot be put back into the store ({e}); "
+                    "the file is kept: free the disk and start again"
+                ) from None
+            log.info("store: %d streamed rows given out before a crash put back from %s", len(rows), file.path)
+        file.empty()
+
+    async def record(
+        self, rows: list[IssuedDecision], features: RequestFeatures | None = None, more: bool = False
+    ) -> None:
         if not rows and (features is None or not features.decisions):
             return
         loop = asyncio.get_running_loop()
+        if more and features is None and self._file is not None:  # a streamed group before its batch's last
+            row = batch_row(rows)
+            try:
+                self._file.append(row)
+            except StoreError as e:
+                self.db.failures.failed(str(e.__cause__ or e))
+                raise
+            self._given.append(row)
+            if self._file.size > COMMIT_PAST_BYTES and not self._flush_scheduled:  # many streams at once
+                self._flush_scheduled = True
+                loop.call_soon(self.flush)
+            elif self._timer is None:
+                self._timer = loop.call_later(COMMIT_WITHIN_S, self._commit_given)
+            return
         fut: asyncio.Future[None] = loop.create_future()
         self._pending.append((rows, features if features is not None and features.decisions else None, fut))
         if not self._flush_scheduled:
@@ -57,13 +104,30 @@ class SqliteDecisions(SqlitePart):
             loop.call_soon(self.flush)
         await fut
 
+    def _commit_given(self) -> None:
+        """The pending file's rows committed, when no batch's last group has taken them within the second."""
+        self._timer = None
+        self.flush()
+        if self._given and self._timer is None:  # the commit failed: again a second later
+            self._timer = asyncio.get_running_loop().call_later(COMMIT_WITHIN_S, self._commit_given)
+
+    def _visible(self) -> None:
+        """Commit the pending file's rows before a read, which must see every decision given out: a StoreError
+        (the read is answered 503, to be asked again) while they cannot be committed."""
+        if self._given:
+            self.flush()
+        if self._given:
+            raise StoreError("the store cannot commit the decisions it gave out on a stream yet; ask again")
+
     def flush(self) -> None:
-        """Commit every request waiting, in one transaction, and answer each (close() calls it too)."""
+        """Commit every request waiting, and the pending file's rows, in one transaction, and answer each (close()
+        calls it too)."""
         batch, self._pending = self._pending, []
         self._flush_scheduled = False
-        if not batch:  # close() flushed them already
+        given = self._given
+        if not batch and not given:  # close() flushed them already
             return
-        values = [batch_row(rows) for rows, _, _ in batch if rows]
+        values = given + [batch_row(rows) for rows, _, _ in batch if rows]
         learned = [features_row(f) for _, f, _ in batch if f is not None]
         manifests = manifest_rows(f for _, f, _ in batch if f is not None)
         try:
@@ -89,9 +153,25 @@ class SqliteDecisions(SqlitePart):
             if not fut.done():
                 fut.set_result(None)
         self.db.committed()
+        if given and self._file is not None:
+            self._given = []
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            self._file.empty()
+
+    def close(self) -> None:
+        """Commit what waits, then close the pending file (removed when empty: nothing waits in it)."""
+        self.flush()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._file is not None:
+            self._file.close()
 
     @kept
     async def get(self, seq: int) -> IssuedDecision | None:
+        self._visible()
         row = self.db.conn.execute(
             "SELECT first_seq, n, session_id, created_at, decisions FROM batches WHERE first_seq <= ?"
             " ORDER BY first_seq DESC LIMIT 1",
@@ -122,6 +202,7 @@ class SqliteDecisions(SqlitePart):
 
     @kept
     async def of_session(self, session_id: str, limit: int) -> list[IssuedDecision]:
+        self._visible()
         out: list[IssuedDecision] = []
         rows = self.db.conn.execute(
             "SELECT first_seq, created_at, decisions FROM batches WHERE session_id = ? ORDER BY first_seq DESC",
@@ -151,6 +232,7 @@ class SqliteDecisions(SqlitePart):
 
     @kept
     async def prune(self, before: float) -> int:
+        self._visible()
         decisions = 0
         while True:  # oldest first, a chunk a transaction, the loop free between chunks
             rows = self.db.conn.execute(
