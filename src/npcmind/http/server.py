@@ -17,6 +17,7 @@ from uvicorn.config import HTTP_PROTOCOLS
 from uvicorn.importer import import_from_string
 
 from npcmind.config import MAX_CONNECTIONS, READ_TIMEOUT_S
+from npcmind.http.accept import AcceptingServer
 from npcmind.http.connections import guarded
 
 
@@ -49,7 +50,7 @@ class BackgroundServer:
     ) -> None:
         """``limits``: uvicorn_config's read_timeout_s, max_connections and http."""
         config = uvicorn_config(app, host, port, log_level="error", lifespan=lifespan, access_log=False, **limits)
-        self._server = uvicorn.Server(config)
+        self._server = AcceptingServer(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
         self.app = app
         self.host = host
@@ -59,7 +60,7 @@ class BackgroundServer:
         """Start and wait until the socket accepts connections."""
         self._thread.start()
         deadline = time.monotonic() + timeout
-        while not self._server.started:
+        while not self._server.listening.is_set():
             if time.monotonic() > deadline or not self._thread.is_alive():
                 raise RuntimeError("server did not start")
             time.sleep(0.01)

@@ -8,10 +8,10 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-import uvicorn
+from npcmind.http.accept import AcceptingServer
 
 
-class SignalledServer(uvicorn.Server):
+class SignalledServer(AcceptingServer):
     """uvicorn that remembers which signal stopped it, instead of raising the signal again after its clean stop.
 
     uvicorn restores the handlers it replaced and then raises the signal again, so that the process ends as if
