@@ -148,7 +148,8 @@ def _run(settings: Settings, page: str | None = None, attach: Callable[[Service,
         if server.started:
             raise
         print(
-            f"npcmind: cannot listen on {settings.host}:{settings.port} (the line above says why): {PORT_HINT}",
+            f"npcmind: cannot listen on {settings.host}:{settings.port} (uvicorn's ERROR line above says why): "
+            f"{PORT_HINT}",
             file=sys.stderr,
         )
         return 3
