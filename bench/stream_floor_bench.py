@@ -1,14 +1,15 @@
 """The floor of issue 31's CPU target: what 16 separate deliveries cost the bare stack, with nothing of npcmind.
 
-A streamed batch of 16 delivers each entity on its own: a read of the provider's stream, a commit to the store
-(a decision on the stream is acknowledged: stored before its line is written), a line written to the game. This
+A streamed batch of 16 delivers each entity on its own: a read of the provider's stream, its row kept (a decision
+on the stream is acknowledged: stored before its line is written), a line written to the game. This
 bench does only that, in one asyncio process on uvloop as the service runs: aiohttp reads a provider that writes
 16 parts 100 ms apart (a raw asyncio server in another process: 300 ms to the first, as the stream bench's), and
-each part is committed to SQLite (WAL, synchronous=NORMAL, as the store) and written as a line to a socket the
-game reads. Unstreamed, the same body is read whole, its 16 rows committed once, and one answer written. No HTTP
-server framework, no JSON parsing, no validation, no prompt: what is measured is the least any Python service on
-this stack spends. The provider is read with the service's own client (providers/wire.py), or with aiohttp's, as
-the service read it before, with ``--client aiohttp``.
+each part's row is appended to a file beside the SQLite store and the batch's rows committed with its last part
+(WAL, synchronous=NORMAL, as the store keeps them since 2026-12-07; ``--keep commit``: a commit a part, as before),
+and written as a line to a socket the game reads. Unstreamed, the same body is read whole, its 16 rows committed
+once, and one answer written. No HTTP server framework, no JSON parsing, no validation, no prompt: what is
+measured is the least any Python service on this stack spends. The provider is read with the service's own client
+(providers/wire.py), or with aiohttp's, as the service read it before, with ``--client aiohttp``.
 
 Issue 31 asks a streamed request's service CPU to be at most 1.3x the unstreamed one's; the stream bench measures
 the unstreamed request at 6.6 to 9.4 ms, so the whole allowance for 16 deliveries is 2.0 to 2.8 ms. If the floor's
@@ -23,7 +24,7 @@ together and writes their lines. Issue 43 asks at most 0.7 ms of extra CPU a str
 of it at each rate is what is left for everything a real service does besides (parsing the events and the answer,
 checking the choice, the decision's id and row, the HTTP framing of each line).
 
-Run: python bench/stream_floor_bench.py [--rounds 20] [--rates 20,60] [--client wire|aiohttp]
+Run: python bench/stream_floor_bench.py [--rounds 20] [--rates 20,60] [--client wire|aiohttp] [--keep append|commit]
 """
 
 from __future__ import annotations
@@ -124,7 +125,10 @@ def _resume(transport: asyncio.Transport) -> None:
 class Floor:
     """The least a service does for one batch: read the provider, store, write to the game."""
 
-    def __init__(self, db: Path, provider: str, game: asyncio.StreamWriter, steps: str) -> None:
+    def __init__(self, db: Path, provider: str, game: asyncio.StreamWriter, steps: str, keep: str = "append") -> None:
+        self.keep = keep  # "append": a batch's rows before its last to a file, one commit at the end (the store's way)
+        self.pending = os.open(f"{db}.pending", os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+        self.held: list[tuple[str, str, float]] = []
         self.db = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
@@ -136,21 +140,32 @@ class Floor:
         self.rate = 0.0  # tokens a second, for paced() and whole()
         self.reads = 0  # reads of paced streams
 
-    def _store(self, count: int) -> None:
+    def _store(self, count: int, last: bool = True) -> None:
+        """Keep ``count`` rows: appended to the pending file when more of the batch follow (``keep`` append),
+        else committed, with what the file held."""
         rows = [(f"d{self.n + i}", "flee", time.time()) for i in range(count)]
         self.n += count
-        if count == 1:  # a lone row commits without BEGIN/COMMIT, as the store does
+        if self.keep == "append" and not last:
+            os.write(self.pending, b"".join(b"%s %s %r\n" % (r[0].encode(), r[1].encode(), r[2]) for r in rows))
+            self.held += rows
+            return
+        rows, self.held = self.held + rows, []
+        if len(rows) == 1:  # a lone row commits without BEGIN/COMMIT, as the store does
             self.db.execute("INSERT INTO decisions VALUES (?, ?, ?)", rows[0])
         else:
             self.db.execute("BEGIN")
             self.db.executemany("INSERT INTO decisions VALUES (?, ?, ?)", rows)
             self.db.execute("COMMIT")
+        if self.keep == "append":
+            os.ftruncate(self.pending, 0)
 
     async def streamed(self, http: Client) -> None:
         async with http.post(self.provider, {"stream": True}) as resp:
+            delivered = 0
             while await resp.readany():  # a part each read: the parts come 100 ms apart
+                delivered += 1
                 if self.store:
-                    self._store(1)
+                    self._store(1, last=delivered >= PARTS)
                 if self.line:
                     self.game.write(LINE)
                     await self.game.drain()
@@ -184,7 +199,7 @@ class Floor:
                 if done:
                     delivered += done
                     if self.store:
-                        self._store(done)
+                        self._store(done, last=delivered >= PARTS)
                     if self.line:
                         self.game.write(LINE * done)
                         await self.game.drain()
@@ -235,7 +250,7 @@ class Client:
 
 
 async def run(
-    rounds: int, port: int, tmp: Path, steps: str, rate: float = 0.0, client: str = "wire"
+    rounds: int, port: int, tmp: Path, steps: str, rate: float = 0.0, client: str = "wire", keep: str = "append"
 ) -> tuple[dict[str, list[float]], float]:
     """Alternate streamed and unstreamed batches; the process's CPU for each, in ms."""
     sink_done = asyncio.Event()
@@ -248,7 +263,9 @@ async def run(
     game_server = await asyncio.start_server(sink, "127.0.0.1", 0)
     game_port = game_server.sockets[0].getsockname()[1]
     _, game = await asyncio.open_connection("127.0.0.1", game_port)
-    floor = Floor(tmp / f"{steps}-{rate:g}.db", f"http://127.0.0.1:{port}/v1/chat/completions", game, steps)
+    floor = Floor(
+        tmp / f"{steps}-{rate:g}-{keep}.db", f"http://127.0.0.1:{port}/v1/chat/completions", game, steps, keep
+    )
     floor.rate = rate
     streamed = floor.paced if rate else floor.streamed
     cpu: dict[str, list[float]] = {"streamed": [], "unstreamed": []}
@@ -273,6 +290,13 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--rates", default="", help="also token by token at these rates, e.g. 20,60 (issue 43)")
     ap.add_argument("--client", choices=("wire", "aiohttp"), default="wire", help="what reads the provider")
+    ap.add_argument(
+        "--keep",
+        choices=("append", "commit"),
+        default="append",
+        help="a streamed line's row: appended to a file and committed with the batch's last (the store since "
+        "2026-12-07), or committed on its own (before)",
+    )
     args = ap.parse_args()
     print(cpu_probe())
     with tempfile.TemporaryDirectory() as tmp:
@@ -285,31 +309,32 @@ def main() -> None:
         )  # fmt: skip
         try:
             assert provider.stdout is not None and provider.stdout.readline().strip() == "ready"
-            print(f"read by {args.client}; {PARTS} parts, {FIRST_S * 1000:.0f} ms to the first, "
-                  f"{GAP_S * 1000:.0f} ms apart; {args.rounds} rounds alternated a row; "
+            print(f"read by {args.client}, rows kept by {args.keep}; {PARTS} parts, {FIRST_S * 1000:.0f} ms to the "
+                  f"first, {GAP_S * 1000:.0f} ms apart; {args.rounds} rounds alternated a row; "
                   "CPU of the one process a batch, medians")  # fmt: skip
             print(
                 f"{'a delivery does':<22}{'streamed ms':>12}{'unstreamed ms':>15}{'extra ms':>10}{'us a delivery':>15}"
             )
             for steps in ("read", "read+store", "read+store+line"):
-                cpu, _ = uvloop.run(run(args.rounds, port, Path(tmp), steps, client=args.client))
+                cpu, _ = uvloop.run(run(args.rounds, port, Path(tmp), steps, client=args.client, keep=args.keep))
                 s, u = statistics.median(cpu["streamed"]), statistics.median(cpu["unstreamed"])
                 print(f"{steps:<22}{s:>12.2f}{u:>15.2f}{s - u:>10.2f}{(s - u) / PARTS * 1000:>15.0f}")
             if args.rates:
-                paced_table(args.rounds, port, Path(tmp), [float(r) for r in args.rates.split(",")], args.client)
+                rates = [float(r) for r in args.rates.split(",")]
+                paced_table(args.rounds, port, Path(tmp), rates, args.client, args.keep)
         finally:
             provider.kill()
     for base in (6.6, 9.4):
         print(f"issue 31's allowance over an unstreamed request of {base} ms (1.3x): {0.3 * base:.2f} ms")
 
 
-def paced_table(rounds: int, port: int, tmp: Path, rates: list[float], client: str) -> None:
+def paced_table(rounds: int, port: int, tmp: Path, rates: list[float], client: str, keep: str) -> None:
     """Issue 43's floor: token by token, read as seldom as the streaming target allows without a guess."""
     print(f"\ntoken by token ({TOKENS} events a part, {FIRST_S * 1000:.0f} ms to the first), read at the target's "
           "bound; read+store+line a part")  # fmt: skip
     print(f"{'tokens a second':<16}{'reads a batch':>14}{'streamed ms':>12}{'unstreamed ms':>15}{'extra a line':>14}")
     for rate in rates:
-        cpu, reads = uvloop.run(run(rounds, port, tmp, "read+store+line", rate, client))
+        cpu, reads = uvloop.run(run(rounds, port, tmp, "read+store+line", rate, client, keep))
         s, u = statistics.median(cpu["streamed"]), statistics.median(cpu["unstreamed"])
         print(f"{rate:<16g}{reads:>14.1f}{s:>12.2f}{u:>15.2f}{(s - u) / PARTS:>11.3f} ms")
 
