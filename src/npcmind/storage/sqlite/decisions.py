@@ -49,7 +49,11 @@ class SqliteDecisions(SqlitePart):
         self._given: list[Row] = []  # rows in the pending file, not yet committed
         self._timer: asyncio.TimerHandle | None = None
         if self._file is not None:
-            self._read_back(self._file)
+            try:
+                self._read_back(self._file)
+            except BaseException:  # the start stops: the file is kept for the next one, its descriptor let go
+                self._file.close()
+                raise
         last = db.conn.execute("SELECT first_seq + n - 1 FROM batches ORDER BY first_seq DESC LIMIT 1").fetchone()
         self._seq = max(int(last[0]) if last else 0, self._pruned_upto())
         self._pending: list[tuple[list[IssuedDecision], RequestFeatures | None, asyncio.Future[None]]] = []
