@@ -136,6 +136,10 @@ class _Exchange(asyncio.Protocol):
             self._fail(WireError(f"the provider's answer is not HTTP: {e}"))
             return
         if self._wire_bytes - self._body_bytes > MAX_HEAD_BYTES + FRAMING_PER_BODY_BYTE * self._body_bytes:
+            # refused whole, even when its end came in this same read (whether it did is the network's timing)
+            self.complete = False
+            self._body.clear()
+            self._buffered = 0
             self._fail(
                 WireError(f"the provider's answer had no end of its headers in {MAX_HEAD_BYTES:,} bytes")
                 if not self._headed
